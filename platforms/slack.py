@@ -197,6 +197,9 @@ class SlackAdapter:
         self._stopping = False
         self._unanswered: list[Inbound] = []
         """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
+        self._cut_off: list[Inbound] = []
+        """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
+        may be answered after the restart (`slack_commands.Handing`)."""
         self._commands: set[asyncio.Task[Any]] = set()
         """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
         self._socket_watch = SocketWatch()
@@ -287,15 +290,15 @@ class SlackAdapter:
         """Take nothing more: disconnect, delete any progress placeholder still shown (none is posted
         after it). Events and commands still being read are dropped unacked (Slack sends an event again,
         to the next process). A command being handed over gets what is left of ``seconds`` to be recorded:
-        the gateway's sink records it first, then routes it, so one cut off there would be answered "Not
-        taken", and again after the next start; one not recorded by then (or that the store refuses once the
-        stop began) is answered to be sent again. Closing Socket Mode's WebSocket, before, gets what is left
-        of ``seconds``, at least `LAST_CALLS_FLOOR` (`last_calls_time`): a close Slack does not answer is
-        cut, the connection dropped. Then the deletions and the answers, side by side, share what is left of
-        ``seconds``, at least the floor, never past the floor after ``seconds``: a placeholder not deleted by
-        then is left to the next start (`bind_indicators_left`), an answer Slack has not taken is given up.
-        The Web API client and the HTTP session stay open for the replies of the turns still ending, until
-        `close`. Idempotent."""
+        the gateway's sink records it first, then routes it, so one cut off there is answered after the next
+        start: its user is told it may be, not that it was not taken (`slack_commands.Handing`). One not handed
+        over yet (or that the store refuses once the stop began) is answered to be sent again. Closing Socket
+        Mode's WebSocket, before, gets what is left of ``seconds``, at least `LAST_CALLS_FLOOR`
+        (`last_calls_time`): a close Slack does not answer is cut, the connection dropped. Then the deletions
+        and the answers, side by side, share what is left of ``seconds``, at least the floor, never past the
+        floor after ``seconds``: a placeholder not deleted by then is left to the next start
+        (`bind_indicators_left`), an answer Slack has not taken is given up. The Web API client and the HTTP
+        session stay open for the replies of the turns still ending, until `close`. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
@@ -337,9 +340,9 @@ class SlackAdapter:
         once ``listening`` have ended: in Socket Mode, commands the client had begun dispatching as it
         closed, which leave their answers to the stop."""
         await asyncio.gather(*listening, return_exceptions=True)
-        unanswered, self._unanswered = self._unanswered, []
+        unanswered, cut_off, self._unanswered, self._cut_off = self._unanswered, self._cut_off, [], []
         await slack_commands.tell_not_taken(unanswered, self.send,  # a command's answer, while the session is open
-                                            max(ends - asyncio.get_running_loop().time(), 0))
+                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off)
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "http":
@@ -474,8 +477,8 @@ class SlackAdapter:
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
         was_acked = asyncio.Event()
         if inbound.is_command:
-            hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound,
-                                        lambda: not self._stopping, COMMAND)
+            handing = slack_commands.Handing(functools.partial(sink, inbound))
+            hand_on = functools.partial(until_taken, handing, inbound, lambda: not self._stopping, COMMAND)
         else:
             hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
         task = asyncio.ensure_future(waits.hand_on_after(after, hand_on) if waits else hand_on())
@@ -487,7 +490,7 @@ class SlackAdapter:
         elif inbound.is_command:
             self._commands.add(task)
             task.add_done_callback(self._commands.discard)
-            task.add_done_callback(functools.partial(self._command_settled, inbound))
+            task.add_done_callback(functools.partial(self._command_settled, inbound, handing))
         # Not wait_for: the task goes on past the wait, and one that ended just as it timed out counts as ended.
         done, _ = await asyncio.wait({task}, timeout=max(0.0, self._sink_timeout - waited))
         if done:
@@ -498,11 +501,15 @@ class SlackAdapter:
         if waits is None:  # else the catch-up says so, should it take long
             log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
-    def _command_settled(self, inbound: Inbound, done: asyncio.Future[None]) -> None:
+    def _command_settled(self, inbound: Inbound, handing: slack_commands.Handing, done: asyncio.Future[None]) -> None:
         """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
         the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
-        keeps it for the next start to read back."""
-        if done.cancelled() or done.exception() is not None:
+        keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
+        and handled after the next start: answered so, not "Not taken" (its user would be told no, then
+        answered)."""
+        if done.cancelled() and handing.under_way:
+            self._cut_off.append(inbound)
+        elif done.cancelled() or done.exception() is not None:
             self._unanswered.append(inbound)
 
     def _settled(self, taken: Taken, done: asyncio.Future[None], acked: bool) -> None:

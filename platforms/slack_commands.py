@@ -6,7 +6,8 @@ payload's ``response_url`` (valid 30 minutes, 5 uses; works where the bot is not
 else with ``chat.postEphemeral``. The answer's message id starts with `EPHEMERAL`: such a message
 cannot be edited or deleted, nor looked up (no history holds it), so an answer whose fate is unknown
 is sent again without asking. One a stop leaves unrecorded, which Slack never sends again and no
-history keeps, is answered to be sent again (`tell_not_taken`).
+history keeps, is answered to be sent again (`tell_not_taken`); one whose hand-over the stop cut off
+may be recorded, and is answered that it may come after the restart (`Handing`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,36 @@ from platforms.slack_text import readable
 log = logging.getLogger("platforms.slack")
 
 EPHEMERAL = "ephemeral:"
+MAY_BE_TAKEN = ("⚠️ The bot is restarting: `{command}` may still be answered once it is back. If no answer comes"
+                " a few minutes after that, send it again.")
+"""The answer to a slash command whose hand-over a stop cut off (`Handing`), with ``command`` its name, slash
+included: neither "Not taken" (the next start answers it if the gateway recorded it) nor silence (it may not
+have been)."""
+
+
+class Handing:
+    """A slash command's hand-over to the gateway (``hand_on()``, the sink's call), which knows whether a
+    call is under way. The gateway's sink records an event before it routes it, and the next start handles
+    what it recorded and did not settle: a call a stop cancels may have recorded the command, which is then
+    answered after the restart, so its user must not be told it was not taken. A call that raised did not
+    (the sink records before it returns, or raises)."""
+
+    def __init__(self, hand_on: Callable[[], Awaitable[object]]) -> None:
+        self._hand_on = hand_on
+        self.under_way = False
+        """Whether a call was under way when the hand-over ended: cancelled there, the command may be recorded."""
+
+    async def __call__(self) -> object:
+        self.under_way = True
+        try:
+            result = await self._hand_on()
+        except asyncio.CancelledError:
+            raise  # cut off midway: under way it stays
+        except BaseException:
+            self.under_way = False
+            raise
+        self.under_way = False
+        return result
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
@@ -86,24 +117,34 @@ def not_taken(command: Inbound) -> str:
     return NOT_TAKEN.format(command=name)
 
 
+def may_be_taken(command: Inbound) -> str:
+    """The answer that ``command``'s hand-over was cut off (`MAY_BE_TAKEN`), logged as given."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("slack: %s from user %s was still being handed over when the gateway stopped; it is answered after"
+                " the restart if the gateway recorded it: telling the user so", name, command.user_id)
+    return MAY_BE_TAKEN.format(command=name)
+
+
 async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]],
-                         seconds: float) -> None:
+                         seconds: float, cut_off: Sequence[Inbound] = ()) -> None:
     """Answer each command a stop left unrecorded (acked or not, Slack never sends it again) that
-    it was not taken, through ``answer`` (the adapter's `answer` of a command). All within
+    it was not taken, and each of ``cut_off`` (its hand-over cut off: `Handing`) that it may be answered
+    after the restart, through ``answer`` (the adapter's `answer` of a command). All within
     ``seconds`` (the stop's grace is the gateway's to share): an answer Slack has not taken by then
     is given up. Never raises."""
-    async def tell(command: Inbound) -> None:
+    async def tell(command: Inbound, text: Callable[[Inbound], str]) -> None:
         name = command.text.split(maxsplit=1)[0]
         try:
-            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=not_taken(command),
+            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=text(command),
                                   kind="command", reply_token=command.reply_token))
         except Exception as exc:
-            log.warning("slack: could not tell user %s that %s was not taken (%s)", command.user_id, name,
+            log.warning("slack: could not tell user %s what became of %s (%s)", command.user_id, name,
                         type(exc).__name__)
 
-    if not commands:
+    if not commands and not cut_off:
         return
-    tasks = [asyncio.ensure_future(tell(command)) for command in commands]
+    tasks = [asyncio.ensure_future(tell(command, not_taken)) for command in commands]
+    tasks += [asyncio.ensure_future(tell(command, may_be_taken)) for command in cut_off]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()

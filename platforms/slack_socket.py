@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
 
 from platforms.slack_connection import SocketWatch
 
@@ -26,25 +28,45 @@ CONNECT_TIMEOUT = 30.0
 
 class _LostAcks(logging.Filter):
     """An acknowledgement the client could not send because its connection was closing (a stop, a
-    reconnect) is logged by slack_sdk as a WARNING and then as a failed listener, at ERROR with a
-    traceback. Nothing failed: Slack sends an event it was not acknowledged for again, to the next
-    connection, and the gateway's inbox drops it if it had been taken. One line at INFO instead."""
+    reconnect) is logged by slack_sdk as a WARNING, before it raises: said instead by `_Handler`, in one
+    line that tells what becomes of the request."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if record.levelno == logging.WARNING and message.endswith("is no longer active. Failed to send a message"):
-            return False  # said by the line below, as it raises
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, ConnectionError) and message.startswith("Failed to run a request listener"):
-            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
-            record.msg, record.args = ("an acknowledgement did not go out as the Socket Mode connection closed: "
-                                       "Slack sends its event again"), ()
-            record.exc_info = record.exc_text = None
-            return SOCKET_LOG.isEnabledFor(logging.INFO)  # the level it was let through at was ERROR's
-        return True
+        return not (record.levelno == logging.WARNING
+                    and message.endswith("is no longer active. Failed to send a message"))
 
 
 SOCKET_LOG.addFilter(_LostAcks())
+
+
+def lost_ack(req: SocketModeRequest) -> str:
+    """What becomes of a request whose acknowledgement did not go out: an event is sent again (to the next
+    connection, and the inbox drops it if it was taken); a slash command never is. The listener acknowledges
+    a command once the gateway recorded it (or after ``sink_timeout``, still handing it over, or refusing it
+    as the adapter stops): it is answered all the same, or the stop tells its user what became of it. Slack
+    shows its user an error for want of the acknowledgement."""
+    if req.type == "events_api":
+        return "an acknowledgement did not go out as the Socket Mode connection closed: Slack sends its event again"
+    payload = req.payload if isinstance(req.payload, dict) else {}
+    if req.type == "slash_commands":
+        return (f"the acknowledgement of {payload.get('command')} from user {payload.get('user_id')} did not go out"
+                " as the Socket Mode connection closed: Slack never sends a slash command again, and may show its"
+                " user an error; the gateway has it and answers it (or the stop tells its user what became of it)")
+    return (f"the acknowledgement of a {req.type} request did not go out as the Socket Mode connection closed;"
+            " Slack does not send it again")
+
+
+class _Handler(AsyncSocketModeHandler):
+    """bolt's Socket Mode handler, but for an acknowledgement the closing connection cannot send: slack_sdk
+    logged that as a failed listener, at ERROR with a traceback, though nothing failed. One INFO line instead,
+    true to the request's kind (`lost_ack`)."""
+
+    async def handle(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        try:
+            await super().handle(client, req)  # type: ignore[arg-type]
+        except ConnectionError:  # bolt's dispatch turns a listener's failure into a 500: this is the send's
+            SOCKET_LOG.info("%s", lost_ack(req))
 
 
 class SlackStartError(RuntimeError):
@@ -60,8 +82,7 @@ def handler(app: AsyncApp, watch: SocketWatch, *, app_token: str | None, ping_in
     client it asks for a URL on each reconnect."""
     # Reconnects ask apps.connections.open through this client: the watch sees a refused app token.
     opener = watch.web_client(**web, retry_handlers=[])
-    socket = AsyncSocketModeHandler(app, app_token=app_token, ping_interval=ping_interval, web_client=opener,
-                                    logger=SOCKET_LOG)
+    socket = _Handler(app, app_token=app_token, ping_interval=ping_interval, web_client=opener, logger=SOCKET_LOG)
     watch.watch(socket.client)
     return socket
 
