@@ -28,6 +28,7 @@ from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
+from gateway.store.delegations import DELIVERY_FAILED
 from lifecycle import ChildSnapshot, ChildSpec, HostView
 
 LOG_LINES = 20
@@ -237,7 +238,8 @@ def _ledger_status(row: DelegationRow) -> str:
     if row.status == "running":
         return "running"
     if row.status == "delivered":
-        return "results delivered"
+        # The model could not take them (its completion turn failed `inbox.max_attempts` times): the chat got them.
+        return "results sent as they were" if row.reason == DELIVERY_FAILED else "results delivered"
     if row.status == "reported":
         return "interrupted by a restart"
     if row.reason == SILENCE:  # the model read them and chose to say nothing: nothing went missing

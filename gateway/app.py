@@ -114,11 +114,15 @@ class Gateway:
                                  model=self.config.model, events=self.events,
                                  late_after=self.config.delivery.late_after, durable=self.store.durable,
                                  transaction=self.store.db.transaction,
-                                 failed=lambda *failed: self.dead_letters.failed(*failed))
+                                 failed=lambda *failed: self.dead_letters.failed(*failed),
+                                 completion_begun=lambda delegation_id: self.ledger.completion_begun(delegation_id),
+                                 completion_failed=lambda *failed: self.ledger.completion_failed(*failed),
+                                 abandoned=lambda session, turn_id: self.ledger.abandon(session, turn_id))
         self._cards = DelegationCards(self.outbox, host.children, self.store.delegations, display=self.display.turn,
                                       clock=clock)
         self.ledger = Ledger(self.store, self.sessions, self.runner, host.children, self.outbox, self._cards,
-                             settings=self.config.lifecycle, clock=clock)
+                             settings=self.config.lifecycle, clock=clock,
+                             delivery_attempts=self.config.inbox.max_attempts)
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
                                  adapters=self.adapters, clock=clock, sent_before=self._sent_before,
                                  turn_event=self.store.inbox.event_of_turn,
@@ -212,14 +216,24 @@ class Gateway:
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         undelivered = [row for row in self.store.delegations.running() if self._configured(row)]
+        # As for the events above: a completion turn that died with the process is charged an attempt, so one
+        # that brings it down is not replayed into every start; given up on, its results go out as they are.
+        gave_up: set[str] = set()
+        if not before_stopped_cleanly:
+            begun_deliveries = self.store.delegations.deliveries_begun()
+            for row in undelivered:
+                if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
+                    gave_up.add(row.completion_turn_id)
         self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
                                 {split_session_key(row.session_key) for row in undelivered} | unsent | left,
                                 recorded=left)
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
-        replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered}
+        replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
+                                                                       if row.completion_turn_id not in gave_up}
         await self._cards.finish_owed()  # those the processes before could not finish
-        await self.ledger.forget_replayed(replays)  # their children stopped before the turns launch new ones
+        # Their children stopped before the turns launch new ones; those of completion turns given up on too.
+        await self.ledger.forget_replayed(replays | gave_up)
         self.runner.replaying(replays)
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)

@@ -48,6 +48,10 @@ TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
 Failed = Callable[[Inbound, str | None, BaseException], object]
 """``failed(event, turn_id, error)``: handling ``event`` failed (`gateway.dead_letters`: tried again, or set aside)."""
+CompletionFailed = Callable[[str, BaseException], None]
+"""``completion_failed(delegation_id, error)``: a completion turn's handling failed (`Ledger.completion_failed`)."""
+Abandoned = Callable[[GatewaySession, str], None]
+"""``abandoned(session, turn_id)``: a turn's handling failed; what it delegated is moot (`Ledger.abandon`)."""
 PAY_AGAIN_FIRST, PAY_AGAIN_MAX = 1.5, 60.0
 """Seconds before the turn ends idle chats owe are first tried again (`TurnRunner._pay_soon`), and the most
 between two tries (the wait doubles): an answer out within a minute of the store taking writes again."""
@@ -63,11 +67,19 @@ class TurnRunner:
                  events: GatewayEvents | None = None, late_after: float = 0.0,
                  durable: Callable[[], Awaitable[None]],
                  transaction: Callable[[], contextlib.AbstractContextManager[object]],
-                 failed: Failed = lambda event, turn_id, exc: True) -> None:
+                 failed: Failed = lambda event, turn_id, exc: True,
+                 completion_begun: Callable[[str], None] = lambda delegation_id: None,
+                 completion_failed: CompletionFailed = lambda delegation_id, exc: None,
+                 abandoned: Abandoned = lambda session, turn_id: None) -> None:
         """``transaction``: the store's, for the owed turn ends a refusal must not split (`OwedEnds`).
-        ``failed``: the dead letters' count of an event whose turn broke (`_broke`)."""
+        ``failed``: the dead letters' count of an event whose turn broke (`_broke`); ``completion_failed``
+        the ledger's of a completion turn's, ``completion_begun`` its mark that one began (made durable before
+        it runs, as a message's is), and ``abandoned`` its drop of what a turn that broke delegated."""
         self._registry = registry
         self._failed = failed
+        self._completion_begun = completion_begun
+        self._completion_failed = completion_failed
+        self._abandoned = abandoned
         self._outbox = outbox
         self._inbox = inbox
         self._durable = durable
@@ -302,8 +314,11 @@ class TurnRunner:
         refusal, which the turn notes and goes on without): it ends all the same, else its session would
         show it running for good and take no other turn. Its message counts as one whose handling failed
         (`gateway.dead_letters`): tried again after a pause and set aside after ``inbox.max_attempts``,
-        rather than replayed, its model paid, at every start. A turn that ended before (its end recorded
-        or owed) and one the shutdown cut short (it runs again after the next start) are only logged."""
+        rather than replayed, its model paid, at every start; a completion turn is tried again as often, then
+        its results are sent as they are (`Ledger.completion_failed`). Either way what the turn delegated is
+        dropped and its children stopped (`Ledger.abandon`): run again, it delegates anew. A turn that ended
+        before (its end recorded or owed) and one the shutdown cut short (it runs again after the next start,
+        which drops what it delegated) are only logged."""
         log.error("turn %s of %s chat %s failed in the gateway (%s: %s); the chat goes on", item.turn_id,
                   session.platform, session.chat_id, type(exc).__name__, exc, exc_info=exc)
         under_way.wind_down()
@@ -313,16 +328,24 @@ class TurnRunner:
         if session.running is not running:
             return
         self._registry.end(session)  # steered messages it never read are the next turns
-        if item.event is not None and not (self._stopping or running.shutdown):
+        if self._stopping or running.shutdown:
+            if item.delegation_id is not None:
+                log.warning("the results of delegation %s were not delivered: they are delivered after the next "
+                            "start", item.delegation_id)
+        elif item.event is not None or item.delegation_id is not None:
+            try:  # before it can run again: settled at once, its children stopped later
+                self._abandoned(session, item.turn_id)
+            except Exception as drop_failed:  # the next start drops them, as that of a turn that runs again
+                log.error("turn %s: dropping what it delegated failed (%s: %s)", item.turn_id,
+                          type(drop_failed).__name__, drop_failed)
             try:
-                self._failed(item.event, item.turn_id, exc)
+                if item.event is not None:
+                    self._failed(item.event, item.turn_id, exc)
+                else:
+                    self._completion_failed(item.delegation_id, exc)  # type: ignore[arg-type]
             except Exception as count_failed:  # unsettled, it is handled again after the next start
-                log.error("%s event %s: counting that its turn failed failed too (%s: %s); it is handled again "
-                          "after the next start", item.event.platform, item.event.event_id,
-                          type(count_failed).__name__, count_failed)
-        elif item.delegation_id is not None:
-            log.warning("the results of delegation %s were not delivered: they are delivered after the next start",
-                        item.delegation_id)
+                log.error("turn %s: counting that it failed failed too (%s: %s); it is handled again after the next "
+                          "start", item.turn_id, type(count_failed).__name__, count_failed)
         if _shows_typing(adapter := self._adapters.get(session.platform)):
             asyncio.ensure_future(_idle(adapter, session))
 
@@ -350,6 +373,8 @@ class TurnRunner:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
                 if item.event is not None:
                     await self._begin(item.event)
+                elif item.delegation_id is not None:
+                    await self._begin_delivery(item.delegation_id)
                 content = await self._input(session, item, running)
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
@@ -459,6 +484,15 @@ class TurnRunner:
         except sqlite3.Error as exc:  # a full disk: answered all the same, though a death now would go uncharged
             log.warning("could not record that the turn of %s event %s began: %s: %s", event.platform,
                         event.event_id, type(exc).__name__, exc)
+
+    async def _begin_delivery(self, delegation_id: str) -> None:
+        """Mark the completion turn of ``delegation_id`` begun, durably, as `_begin` marks a message's."""
+        try:
+            self._completion_begun(delegation_id)
+            await self._durable()
+        except sqlite3.Error as exc:
+            log.warning("could not record that the completion turn of delegation %s began: %s: %s", delegation_id,
+                        type(exc).__name__, exc)
 
     def _slept(self, started: float, started_at: float) -> float:
         """Seconds the machine was suspended (or the wall clock stepped forward) since a turn began at

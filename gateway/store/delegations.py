@@ -5,9 +5,12 @@ A row keeps what ran apart from what was delivered: its tasks (each with the sub
 that runs it now and how many attempts it has had; the children's states are the
 lifecycle journal's) and a status that says whether the chat has been answered:
 ``running`` (not yet), ``delivered`` (the completion turn's reply is journaled in the
-outbox), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
-(the chat was told its children were interrupted by a restart). A settled row also says whether
-its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
+outbox; reason ``DELIVERY_FAILED``: that turn failed ``inbox.max_attempts`` times, and the results
+themselves were journaled instead), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
+(the chat was told its children were interrupted by a restart). While a row runs, its completion
+turn's failed attempts are counted (`DelegationTable.delivery_failed`) and the turn is marked begun
+while it runs, so that a process that dies in it charges it an attempt at the next start. A settled row
+also says whether its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
 in the commit that journals that edit), so a restart finishes a card the process before it could
 not (`gateway.delegation_cards`).
 """
@@ -25,6 +28,8 @@ from lifecycle import SqliteDatabase
 
 Status = Literal["running", "delivered", "suppressed", "reported"]
 SETTLED = ("delivered", "suppressed", "reported")
+DELIVERY_FAILED = "delivery failed"
+"""The reason of a delegation whose completion turn failed too often: its results were sent as they were."""
 RETENTION_SECONDS = 7 * 24 * 3600.0
 """Settled rows are kept a week, for /agents, /retry and webhook turn reads."""
 
@@ -40,6 +45,10 @@ SCHEMA = (
     # `recent`'s latest settled ones, which the console reads up to ten times a second.
     """CREATE INDEX IF NOT EXISTS gateway_delegations_settled ON gateway_delegations (settled_at)
         WHERE status != 'running'""",
+    # Apart from the rows, so no schema version is spent on it: a build before it ignores the table.
+    """CREATE TABLE IF NOT EXISTS gateway_delivery_attempts (
+        delegation_id TEXT PRIMARY KEY, attempts INTEGER NOT NULL DEFAULT 0, begun INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT)""",
 )
 _COLUMNS = ("delegation_id, session_key, agent_session_id, origin_turn_id, dispatched_at, tasks, status, reason,"
             " settled_at")
@@ -113,7 +122,30 @@ class DelegationTable:
         cur = self._db.write("UPDATE gateway_delegations SET status=?, reason=?, settled_at=?, card_owed=1"
                              " WHERE delegation_id=? AND status='running'",
                              (status, reason, self._clock.time(), delegation_id))
-        return cur.rowcount == 1
+        if cur.rowcount != 1:
+            return False
+        self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id=?", (delegation_id,))
+        return True
+
+    def begin_delivery(self, delegation_id: str) -> None:
+        """The delegation's completion turn begins: a death from now on is charged to it (`deliveries_begun`)."""
+        self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, begun) VALUES (?, 1)"
+                       " ON CONFLICT(delegation_id) DO UPDATE SET begun=1", (delegation_id,))
+
+    def delivery_failed(self, delegation_id: str, error: str) -> int:
+        """Count a failed attempt of the delegation's completion turn (no longer begun); returns the count."""
+        self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, attempts, last_error) VALUES (?, 1, ?)"
+                       " ON CONFLICT(delegation_id) DO UPDATE SET attempts=attempts+1, begun=0, last_error=?",
+                       (delegation_id, error, error))
+        row = self._db.read_one("SELECT attempts FROM gateway_delivery_attempts WHERE delegation_id=?",
+                                (delegation_id,))
+        return int(row[0]) if row else 0
+
+    def deliveries_begun(self) -> set[str]:
+        """Delegations not settled whose completion turn had begun and not ended (a process that died in it)."""
+        return {r[0] for r in self._db.read(
+            "SELECT a.delegation_id FROM gateway_delivery_attempts a JOIN gateway_delegations d"
+            " ON d.delegation_id = a.delegation_id WHERE a.begun=1 AND d.status='running'")}
 
     @contextlib.contextmanager
     def finishing_card(self, delegation_id: str) -> Iterator[None]:
@@ -178,6 +210,9 @@ class DelegationTable:
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget settled delegations settled before the epoch time ``older_than``: at most ``limit``,
         oldest first (all by default). Returns the count."""
+        # Attempts of a delegation no longer known (settled by a build that kept them): nothing reads them.
+        self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id NOT IN"
+                       " (SELECT delegation_id FROM gateway_delegations WHERE status='running')")
         return self._db.write("DELETE FROM gateway_delegations WHERE rowid IN (SELECT rowid FROM gateway_delegations"
                               " WHERE status != 'running' AND settled_at < ? ORDER BY settled_at, rowid LIMIT ?)",
                               (older_than, -1 if limit is None else limit)).rowcount
