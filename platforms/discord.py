@@ -42,8 +42,9 @@ follow-up, in its channel's history. discord.py itself retries 429s (up to 30 s;
 `RateLimited`) and 5xx, but for follow-ups, which carry no nonce; answers to slash
 commands go through a session of their own that holds them to the same cap, and a command's
 "thinking…" response waits no longer than Discord's 3 seconds for it (`platforms.discord_answers`), nor
-a few seconds for Discord's answer (`discord_commands.ACKNOWLEDGE_TIMEOUT`): past that, the command is
-handed over without its interaction and answered in the channel.
+a few seconds for Discord's answer (`discord_commands.ACKNOWLEDGE_TIMEOUT`): refused, the command is
+handed over without its interaction and answered in the channel; given up on (past that time, or at a stop),
+it keeps its interaction, which Discord may have taken, and is asked at the first answer.
 Every SDK error is translated in `platforms.discord_errors`, the one place that does so, and logged there
 (at DEBUG where the gateway says what became of the call: a part, an edit, a deletion).
 
@@ -157,12 +158,15 @@ class DiscordAdapter:
         catch_up_timeout: float = discord_catch_up.DEADLINE,
         catch_up_timer: Timer = LOOP_TIMER,
         acknowledge_timeout: float = discord_commands.ACKNOWLEDGE_TIMEOUT,
+        interaction_window: float = discord_answers.INTERACTION_WINDOW,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
         caught up at start, which is given up after ``catch_up_timeout`` seconds; ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`);
-        ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`).
+        ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
+        ``interaction_window`` how long after the command Discord may still take one given up on
+        (`discord_interactions.Interactions.unsure`).
         Only one api_base per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
@@ -173,7 +177,7 @@ class DiscordAdapter:
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
         self._typing_failures = RepeatedWarnings(log)
-        self._interactions = Interactions(self._require_client)
+        self._interactions = Interactions(self._require_client, window=interaction_window)
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
@@ -195,7 +199,7 @@ class DiscordAdapter:
         """Set as a stop begins: a consumer waiting to hand an event over again gives up at once."""
         self._receiving: set[asyncio.Task[Any]] = set()
         """Slash commands being acknowledged, not queued yet: a stop waits for them. Briefly: it gives up
-        their "thinking…" calls as it begins (they go on without their interaction, `discord_commands.received`)."""
+        their "thinking…" calls as it begins (they go on, perhaps acknowledged, `discord_commands.received`)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
         self._swept = False
@@ -227,7 +231,8 @@ class DiscordAdapter:
         return PACING
 
     def measure(self, text: str) -> int:
-        """Characters of the content sent: the rendered Markdown."""
+        """Characters of the content sent, the rendered Markdown, in code points: Discord's API counts them
+        (discord/discord-api-docs#1315), so an astral emoji is one, not two UTF-16 units as Telegram's."""
         return len(discord_markdown.render(text))
 
     def web_routes(self) -> Sequence[Any]:
@@ -521,20 +526,23 @@ class DiscordAdapter:
         self._receiving.add(task)
         try:
             inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred,
-                                                      stopping=self._stop_asked, timeout=self._acknowledge_timeout)
+                                                      unsure=self._interactions.unsure, stopping=self._stop_asked,
+                                                      timeout=self._acknowledge_timeout)
         finally:
             self._receiving.discard(task)
         if self._swept:
             # discord.py calls this from a task of its own, today in its first step, before the stop looks at those
             # receiving. Should it pause first, the stop may have taken the last of the queue already: told here
             # that it was not taken, rather than left in a queue no one reads any more.
-            await discord_commands.tell_not_taken([inbound], self._interactions.session, LAST_CALLS_FLOOR)
+            await discord_commands.tell_not_taken([inbound], self._interactions.session, LAST_CALLS_FLOOR,
+                                                  self._interactions.settling)
             return
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
     async def _tell_not_taken(self, seconds: float) -> None:
         commands, self._not_taken = self._not_taken, []
-        await discord_commands.tell_not_taken(commands, self._interactions.session, seconds)
+        await discord_commands.tell_not_taken(commands, self._interactions.session, seconds,
+                                              self._interactions.settling)
 
     # ---- outbound ----------------------------------------------------------------------------
 

@@ -16,7 +16,12 @@ not reach it.
   refuses such a wait at once with `discord.RateLimited`; the adapter then hands the
   command over without its interaction, and its answer goes to the channel.
 
-Shorter waits are left to discord.py to sleep out.
+Shorter waits are left to discord.py to sleep out. A 429 with a ``Via`` header (a proxy in between adds
+one) whose body holds no ``retry_after`` discord.py can sleep on (a proxy's or Cloudflare's text page, JSON
+of another shape, a wait that is no number of seconds) crashed discord.py's webhook code (``TypeError:
+string indices must be integers``, ``KeyError``), which the adapter reported as a bad request: the answer
+was dropped. The session raises `discord.RateLimited` for it instead, for the wait its ``Retry-After`` asks,
+else a second (`discord_errors.retry_after_of`); the outbox holds it within its own cap.
 
 A follow-up (``POST /webhooks/{application id}/{token}``) answered with a 5xx is not posted again by
 discord.py either, which would do so up to five times: Discord may have stored it all the same
@@ -30,12 +35,14 @@ for the follow-up before it sends it again (`platforms.discord_sent`). An edit o
 from __future__ import annotations
 
 import json
+import math
 import re
 from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
 
+from platforms.discord_errors import retry_after_of
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
 MAX_RATE_LIMIT_WAIT = 30.0
@@ -63,8 +70,13 @@ def callback_trace() -> aiohttp.TraceConfig:
 async def _refuse_long_waits(request: aiohttp.ClientRequest,
                              handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
     response = await handler(request)
+    if response.status != 429 or not response.headers.get("Via"):
+        return response  # discord.py reports it as it is
     retry_after = await _wait_asked(response)
-    if retry_after is not None and retry_after > MAX_RATE_LIMIT_WAIT:
+    if retry_after is None:  # nothing discord.py could sleep on
+        await response.read()  # kept by aiohttp, for the body's own wait when there is no header
+        raise discord.RateLimited(retry_after_of(response))
+    if retry_after > MAX_RATE_LIMIT_WAIT:
         raise discord.RateLimited(retry_after)
     return response
 
@@ -96,10 +108,16 @@ async def _refuse_hopeless_callback_waits(_: aiohttp.ClientSession, __: SimpleNa
 
 async def _wait_asked(response: aiohttp.ClientResponse) -> float | None:
     """The wait a 429 that discord.py would sleep on asks for: from Discord itself (Via), with a
-    JSON ``retry_after``; None for anything else, which discord.py reports as it is."""
+    JSON ``retry_after`` of seconds (as discord.py reads it: ``application/json`` exactly); None for
+    anything else."""
     if response.status != 429 or not response.headers.get("Via"):
         return None
+    if response.headers.get("Content-Type") != "application/json":
+        return None  # discord.py reads it as text, and crashes indexing it
     try:
-        return float((await response.json(content_type=None))["retry_after"])
+        wait = (await response.json(content_type=None))["retry_after"]
     except (ValueError, LookupError, TypeError):
         return None
+    if isinstance(wait, bool) or not isinstance(wait, int | float):
+        return None  # "5" included: discord.py would crash sleeping on it
+    return float(wait) if math.isfinite(wait) and wait >= 0 else None

@@ -5,8 +5,9 @@ registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
 globally when that is empty. An interaction is deferred (type 5, "thinking…")
 before it is handed over, so Discord's 3-second window holds whatever the
 gateway does (one refused as already acknowledged, 40060, was taken by discord.py's earlier try, which
-Discord answered with a 5xx: it is deferred all the same; one Discord does not answer within
-`ACKNOWLEDGE_TIMEOUT` is handed over as one refused, to be answered in the channel); its ``reply_token`` is
+Discord answered with a 5xx: it is deferred all the same; one refused is handed over without its interaction,
+to be answered in the channel; one given up on before Discord answered it, past `ACKNOWLEDGE_TIMEOUT` or at a
+stop, keeps it: Discord may have taken it, and is asked at the first answer); its ``reply_token`` is
 ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
 sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
 is answered to be sent again (`tell_not_taken`).
@@ -27,6 +28,7 @@ import aiohttp
 from platforms.base import CommandSpec, Inbound, NetworkError
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
+from platforms.discord_interactions import settled
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.not_recorded import NOT_TAKEN
 
@@ -81,15 +83,20 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
 
 
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
-                   deferred: Callable[[str], None], stopping: asyncio.Event,
+                   deferred: Callable[[str], None], unsure: Callable[[str, float], None], stopping: asyncio.Event,
                    timeout: float = ACKNOWLEDGE_TIMEOUT) -> Inbound:
     """The command as the gateway takes it, once deferred (``deferred`` is told its reply token); one
-    that could not be deferred goes without a reply token, to be answered in the channel, as does one
-    whose deferral Discord had not answered within ``timeout`` seconds, or when the adapter began to stop
-    (``stopping``): the stop does not wait for it. Dated by Discord
+    that Discord refused to defer goes without a reply token, to be answered in the channel. One whose
+    deferral Discord had not answered within ``timeout`` seconds, or when the adapter began to stop
+    (``stopping``: the stop does not wait for it), or that failed on the way (a reset, a 5xx), keeps its
+    reply token, and ``unsure`` is told it with the loop time the command came at: the request may have
+    reached Discord, which then shows "thinking…" until the answer replaces it; counted as refused, the
+    answer went to the channel and "thinking…" stayed beside it for 15 minutes (`Interactions.unsure`:
+    Discord is asked at the first answer). Dated by Discord
     (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
     later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
     reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
+    came = asyncio.get_running_loop().time()
     try:
         await _unless_stopping(interaction.response.defer(thinking=True), stopping, timeout)
         deferred(reply_token)
@@ -99,11 +106,18 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
             # be replaced by the answer (in the channel, the interaction showed "thinking…" until it failed).
             log.info("discord: /%s from user %s was acknowledged by an earlier try", name, interaction.user.id)
             deferred(reply_token)
-        else:
+        elif isinstance(exc, (discord.RateLimited, discord.HTTPException)) \
+                and not isinstance(exc, discord.DiscordServerError):
             error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
             log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
                         name, interaction.user.id, type(error).__name__)
             reply_token = None
+        else:  # given up on, or failed on the way: Discord may have taken it
+            error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
+            log.warning("discord: could not acknowledge /%s from user %s (%s); Discord may have taken it: the answer"
+                        " replaces its \"thinking…\" if it did, else goes to the channel", name, interaction.user.id,
+                        type(error).__name__)
+            unsure(reply_token, came)
     chat_id, thread_id = chat_of(interaction.channel, interaction.channel_id)
     return Inbound(
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
@@ -134,24 +148,28 @@ async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event, tim
 
 
 async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,
-                         seconds: float) -> None:
+                         seconds: float, settling: Callable[[str], float] = lambda _token: 0.0) -> None:
     """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
     taken: Discord sends an interaction once, so the user is the one who can send it again. All
     within ``seconds`` (the stop's grace is the gateway's to share): an answer Discord has not
-    taken by then is given up, and Discord shows the user that the interaction failed."""
+    taken by then is given up, and Discord shows the user that the interaction failed. ``settling``: seconds
+    before a command's "not acknowledged" is final (`discord_interactions.Interactions.settling`)."""
     if not commands:
         return
-    tasks = [asyncio.ensure_future(not_taken(command, session)) for command in commands]
+    tasks = [asyncio.ensure_future(not_taken(command, session, settling)) for command in commands]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def not_taken(command: Inbound, session: aiohttp.ClientSession | None) -> None:
+async def not_taken(command: Inbound, session: aiohttp.ClientSession | None,
+                    settling: Callable[[str], float] = lambda _token: 0.0) -> None:
     """Tell the user a command the gateway stopped before recording was not taken, replacing its
-    "thinking…" (the deferral's token lives 15 minutes). Without a token (its acknowledgement failed,
-    so Discord told the user it did not respond) or a session, it is logged only; never raises."""
+    "thinking…" (the deferral's token lives 15 minutes). Without a token (Discord refused its acknowledgement,
+    and told the user it did not respond) or a session, it is logged only; never raises. One whose
+    acknowledgement was given up on (`received`) is refused as not found while Discord did not take it: tried
+    once more when Discord's window for it is over (``settling``), as one still on its way may be taken yet."""
     name = command.text.split(maxsplit=1)[0]
     log.warning("discord: %s from user %s (interaction %s) was not recorded before the gateway stopped;"
                 " telling the user to send it again", name, command.user_id, command.event_id)
@@ -160,8 +178,9 @@ async def not_taken(command: Inbound, session: aiohttp.ClientSession | None) -> 
     app_id, token = command.reply_token.split(":", 1)
     try:
         webhook = discord.Webhook.partial(int(app_id), token, session=session)
-        await webhook.edit_message("@original", content=NOT_TAKEN.format(command=name),  # type: ignore[arg-type]
-                                   allowed_mentions=discord.AllowedMentions.none())
+        await settled(lambda: webhook.edit_message(
+            "@original", content=NOT_TAKEN.format(command=name),  # type: ignore[arg-type]
+            allowed_mentions=discord.AllowedMentions.none()), settling(command.reply_token))
     except Exception as exc:
         error = translate(exc, route="PATCH /webhooks/{application_id}/{token}/messages/@original",
                           chat_id=command.chat_id, caller_logs=True)

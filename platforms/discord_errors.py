@@ -100,7 +100,7 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
     elif isinstance(exc, discord.HTTPException):
         detail = f"{exc.status} (code {exc.code}): {exc.text}"
         if exc.status == 429:
-            error = RateLimited(detail, retry_after=_retry_after(exc.response), **kw)
+            error = RateLimited(detail, retry_after=retry_after_of(exc.response), **kw)
         elif exc.code == 50035 and "fewer in length" in exc.text:
             error = MessageTooLong(detail, **kw)
         elif exc.code == 50005:
@@ -125,11 +125,12 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
     return error
 
 
-def _retry_after(response: Any) -> float:
+def retry_after_of(response: Any) -> float:
     """The wait a 429 discord.py did not retry asks for: its ``Retry-After`` (seconds or an HTTP-date), else
-    the ``retry_after`` of Discord's JSON body, else `DEFAULT_RETRY_AFTER`. Such a 429 has no ``Via``:
-    Cloudflare's or a proxy's, whose header may be a date or anything at all, which read as a number
-    crashed the translation of the error itself (ValueError) instead of reporting it rate limited."""
+    the ``retry_after`` of Discord's JSON body (read already), else `DEFAULT_RETRY_AFTER`. Such a 429 has no
+    ``Via``, or a body discord.py cannot read (`platforms.discord_answers`): Cloudflare's or a proxy's, whose
+    header may be a date or anything at all, which read as a number crashed the translation of the error
+    itself (ValueError) instead of reporting it rate limited."""
     header = getattr(response, "headers", {}).get("Retry-After")
     wait = _header_seconds(header) if header is not None else None
     if wait is None:

@@ -1,18 +1,22 @@
 """Answers to slash commands through their interaction, and edits and deletions of those answers.
 
 The first answer replaces the deferred response's "thinking…", later ones are follow-ups; after a
-restart Discord is asked which comes next. Apart from the adapter (`platforms.discord`) because it is
+restart Discord is asked which comes next, as it is for a command whose acknowledgement the adapter gave up
+on before Discord answered it (`unsure`). Apart from the adapter (`platforms.discord`) because it is
 one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import aiohttp
 
 from platforms.base import Outbound, Sent
+from platforms.discord_answers import INTERACTION_WINDOW
 from platforms.discord_errors import translate
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import discord_markdown
@@ -22,13 +26,19 @@ from platforms.recent import remember
 # read: it never pings anyone (a mention still shows as one). The bot does not post replies, so
 # there is no asker to ping either.
 MENTIONS = discord.AllowedMentions.none()
+T = TypeVar("T")
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
 
 
 class Interactions:
-    def __init__(self, client: Callable[[], discord.Client]) -> None:
-        """``client``: the adapter's connected client (raising while there is none)."""
+    def __init__(self, client: Callable[[], discord.Client], *, window: float = INTERACTION_WINDOW) -> None:
+        """``client``: the adapter's connected client (raising while there is none). ``window``: seconds after
+        an interaction came by which Discord has surely taken or refused its acknowledgement (`unsure`)."""
         self._client = client
+        self._window = window
+        self._unsure: OrderedDict[str, float] = OrderedDict()
+        """Reply tokens whose acknowledgement was given up on before Discord answered it -> the loop time
+        from which Discord's "not acknowledged" is final (`unsure`)."""
         self.session: aiohttp.ClientSession | None = None
         """The webhooks' session (`platforms.discord_answers.open_session`), opened with the client."""
         self._answered: OrderedDict[str, int | None] = OrderedDict()
@@ -45,6 +55,19 @@ class Interactions:
     def deferred(self, reply_token: str) -> None:
         """The interaction's response was deferred: it shows "thinking…" until its first answer."""
         remember(self._answered, reply_token, None, _REMEMBERED)
+
+    def unsure(self, reply_token: str, since: float) -> None:
+        """The interaction (come at loop time ``since``) was acknowledged, but the call was given up on before
+        Discord answered it (a stop, or no answer in time): the request may have reached Discord, which then
+        shows "thinking…". Which it is, only Discord knows: asked, as after a restart, at its first answer
+        (or its "not taken"). Until Discord's window for the acknowledgement is over, a request still on its
+        way may be taken yet, so "not acknowledged" is asked once more then (`settling`)."""
+        remember(self._unsure, reply_token, since + self._window, _REMEMBERED)
+
+    def settling(self, reply_token: str) -> float:
+        """Seconds before Discord's "not acknowledged" is final for ``reply_token`` (0: it is already)."""
+        until = self._unsure.get(reply_token)
+        return 0.0 if until is None else max(until - asyncio.get_running_loop().time(), 0.0)
 
     def unanswered(self, reply_token: str) -> bool:
         """Whether this process knows the interaction still shows "thinking…" (its next part replaces it)."""
@@ -106,7 +129,9 @@ class Interactions:
         """Whether the interaction still shows "thinking…". Deferred by an earlier process (the
         gateway restarted between the parts of an answer), only Discord knows: asked once."""
         if reply_token not in self._answered:
-            original = await webhook.fetch_message("@original")  # type: ignore[arg-type]
+            original = await settled(lambda: webhook.fetch_message("@original"),  # type: ignore[arg-type]
+                                     self.settling(reply_token))
+            self._unsure.pop(reply_token, None)
             remember(self._answered, reply_token, None if original.flags.loading else original.id, _REMEMBERED)
             if not original.flags.loading:  # perhaps the answer to the very part the outbox looks for
                 remember(self._first_words, reply_token, original.content, _REMEMBERED)
@@ -117,3 +142,16 @@ class Interactions:
         client = self._client()
         assert self.session is not None  # opened with the client
         return discord.Webhook.partial(int(app_id), token, session=self.session, client=client)
+
+
+async def settled(call: Callable[[], Awaitable[T]], settling: float) -> T:
+    """``call()``; refused as not found (the interaction not acknowledged) while an acknowledgement may still
+    be on its way to Discord, ``call()`` again once ``settling`` seconds are over (`Interactions.unsure`).
+    A second refusal is raised: Discord did not take it, and shows the user that the interaction failed."""
+    try:
+        return await call()
+    except discord.NotFound:
+        if not settling:
+            raise
+    await asyncio.sleep(settling)
+    return await call()

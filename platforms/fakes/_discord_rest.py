@@ -15,6 +15,8 @@ from platforms.fakes._discord_mentions import Pings, Refused, pings
 from platforms.fakes._discord_model import FLAG_LOADING, Call, FakeMessage, _user
 
 TEXT_LIMIT = 2000
+"""In code points, as ``len``: Discord's API is Python 3 and counts them (discord/discord-api-docs#1315), so
+an emoji outside the Basic Multilingual Plane is one character, not two UTF-16 units."""
 INTERACTION_ACK_SECONDS = 3.0
 _MULTIPART = web.RequestKey("multipart", tuple)
 """A multipart message create's parsed payload and files (its body is read once, recording it)."""
@@ -40,7 +42,8 @@ class _Failure:
     headers: dict[str, str] | None = None
     """The answer's headers in place of Discord's own (a 429's ``Via``, ``Retry-After`` and scope)."""
     text: str | None = None
-    """A body of plain text in place of Discord's JSON (a proxy's or Cloudflare's page)."""
+    """A body of plain text in place of Discord's JSON (a proxy's or Cloudflare's page), or of JSON of another
+    shape with ``headers`` saying ``Content-Type: application/json``."""
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -158,8 +161,9 @@ class DiscordRest:
                     dropped = web.Response()
                     dropped[_DROPPED] = True
                     return dropped
-                if failure.text is not None:
-                    return web.Response(status=failure.status, text=failure.text, headers=failure.headers)
+                if failure.text is not None:  # as bytes: the headers' Content-Type is sent as it is, charset or not
+                    headers = {"Content-Type": "text/plain; charset=utf-8", **(failure.headers or {})}
+                    return web.Response(status=failure.status, body=failure.text.encode(), headers=headers)
                 if failure.status == 429:
                     body = {"message": "You are being rate limited.", "retry_after": failure.retry_after,
                             "global": False, "code": failure.code or 0}

@@ -259,7 +259,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         Discord's can be when it fails after storing (a call Discord refuses keeps its refusal).
         ``headers``: the answer's headers instead of Discord's (a 429 without ``Via`` and with a
         ``Retry-After`` of its own, as Cloudflare or a proxy in between answers); ``text``: a plain text
-        body instead of Discord's JSON."""
+        body instead of Discord's JSON (``text/plain``, unless ``headers`` give a ``Content-Type``)."""
         self._failures.extend(_Failure(route, status, retry_after, code, message, errors, drop, after, headers, text)
                               for _ in range(times))
 

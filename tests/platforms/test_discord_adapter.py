@@ -293,8 +293,8 @@ async def test_a_command_still_being_taken_past_the_stops_drain_is_answered_to_s
 async def test_a_stop_is_not_held_by_a_command_discord_never_acknowledges(fake: FakeDiscord) -> None:
     # The stop waits for commands being acknowledged with no timeout of its own: it gives up the hanging
     # "thinking…" call as it begins (not by closing discord.py's HTTP session, which stays open for the
-    # replies still to send), and the command goes on without its interaction (answered in the channel), as
-    # any failed defer does.
+    # replies still to send), and the command goes on with its interaction, which Discord may have taken
+    # (`test_discord_ack_cut_short`: its answer then replaces "thinking…", else it goes to the channel).
     adapter, sink = adapter_for(fake), Sink(fake)
     await adapter.start(sink, COMMANDS)
     callback = fake.hold(CALLBACK)
@@ -310,7 +310,7 @@ async def test_a_stop_is_not_held_by_a_command_discord_never_acknowledges(fake: 
         await adapter.stop()
         await join_heartbeat_threads()
     [command] = sink.events
-    assert (command.text, command.reply_token) == ("/new", None)
+    assert command.text == "/new" and command.reply_token is not None
 
 
 async def test_guild_messages_need_a_mention_or_a_reply(fake: FakeDiscord, running: Running) -> None:
