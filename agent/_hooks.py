@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent._plugin_threads import PluginThreads
+from agent._tools import exits_as_failures
 
 log = logging.getLogger("agent.hooks")
 
@@ -77,7 +78,9 @@ class HookRegistry:
                               name, _describe(fn, owner), self.timeout_seconds)
                 else:  # the hook's own
                     log.exception("hook %s (%s) failed", name, _describe(fn, owner))
-            except Exception:
+            # SystemExit: a plugin's sys.exit() (one in a thread comes here as itself), which would
+            # stop the gateway; a hook's failure is logged and the rest run.
+            except (Exception, SystemExit):
                 log.exception("hook %s (%s) failed", name, _describe(fn, owner))
 
     def close(self) -> list[str]:
@@ -99,14 +102,15 @@ class HookRegistry:
             if owner is None:
                 await fn(**kwargs)
                 return
-            call: asyncio.Future[Any] = asyncio.ensure_future(fn(**kwargs))
+            # In a task of its own, a SystemExit would go up out of the event loop: `exits_as_failures`.
+            call: asyncio.Future[Any] = asyncio.ensure_future(exits_as_failures(fn(**kwargs)))
         else:
             run = functools.partial(contextvars.copy_context().run, fn, **kwargs)
             call = asyncio.wrap_future(self._threads.submit(f"hook {name} ({_describe(fn, owner)})", run))
         await self._wait(call, fn, owner)
         out = call.result()
         if inspect.isawaitable(out):  # a plain callable handing back a coroutine: `lambda **e: notify(**e)`
-            await self._wait(asyncio.ensure_future(out), fn, owner)
+            await self._wait(asyncio.ensure_future(exits_as_failures(out)), fn, owner)
 
     async def _wait(self, call: asyncio.Future[Any], fn: Callable[..., Any], owner: str | None) -> None:
         try:

@@ -24,6 +24,7 @@ def save_turn(session: Any) -> dict[str, Any]:
             "child_calls": turn.child_calls, "usage": [turn.usage.prompt_tokens, turn.usage.completion_tokens],
             "cost": turn.cost, "last_text": turn.last_text, "model_name": turn.model_name,
             "summary_failed": turn.summary_failed, "iterations": turn.iterations, "asked_again": turn.asked_again,
+            "cut_offs": turn.cut_offs,
             "trace": [[e.name, list(e.argument_keys), e.input_bytes, e.output_bytes, e.ok, e.duration_seconds]
                       for e in turn.trace],
         },
@@ -43,5 +44,5 @@ def load_turn(session: Any, saved: Mapping[str, Any]) -> _TurnState:
     return _TurnState(kept["turn_id"], kept["started"], kept["api_calls"], kept["child_calls"],
                       Usage(*kept["usage"]), kept["cost"], kept["last_text"], model_name=kept["model_name"],
                       summary_failed=kept["summary_failed"], iterations=kept["iterations"],
-                      asked_again=kept["asked_again"],
+                      asked_again=kept["asked_again"], cut_offs=kept.get("cut_offs", 0),
                       trace=[ToolTraceEntry(e[0], tuple(e[1]), *e[2:]) for e in kept["trace"]])

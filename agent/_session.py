@@ -349,7 +349,6 @@ class AgentSession:
 
     async def _loop(self, turn: _TurnState, observer: TurnObserver) -> tuple[str, str | None, str | None]:
         """(exit reason, error text, `ModelError` kind) of the turn."""
-        cut_offs = 0  # answers in a row whose tool calls were cut off at the output-length limit
         while True:
             if self._interrupt is not None:
                 return "interrupted", None, None
@@ -379,15 +378,13 @@ class AgentSession:
                 turn.final_text, turn.truncated = text, response.truncated
                 self.messages.append({"role": "assistant", "content": response.text or ""})
                 return "completed", None, None
-            cut_offs = await self._tool_step(turn, response, text, observer, cut_offs)
-            if cut_offs is None:
+            if await self._tool_step(turn, response, text, observer):
                 return "completed", None, None
 
-    async def _tool_step(self, turn: _TurnState, response: ModelResponse, text: str, observer: TurnObserver,
-                         cut_offs: int) -> int | None:
-        """Run the tool calls of ``response``; returns the answers in a row whose calls were cut off, or
-        None when the turn ends (too many of them). Apart from `_loop`, whose frame every turn waiting for
-        its model holds (a thousand children at once): it needs none of these locals then."""
+    async def _tool_step(self, turn: _TurnState, response: ModelResponse, text: str, observer: TurnObserver) -> bool:
+        """Run the tool calls of ``response``; True when the turn ends instead (too many answers in a row
+        whose calls were cut off). Apart from `_loop`, whose frame every turn waiting for its model holds
+        (a thousand children at once): it needs none of these locals then."""
         # Parsed once, here: the conversation keeps what they parse to (`_kept_arguments`).
         parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in response.tool_calls]
         self.messages.append(_assistant_with_calls(response, parsed))
@@ -395,7 +392,7 @@ class AgentSession:
             await observer.on_interim(text)
         turn.iterations += 1
         cut_off = response.truncated and any(problem for _, problem in parsed)
-        cut_offs = cut_offs + 1 if cut_off else 0
+        cut_offs = turn.cut_offs = turn.cut_offs + 1 if cut_off else 0
         if cut_offs >= CUT_OFF_CALLS_ENDING_A_TURN:
             # Told once already to send less; another full paid answer would most likely be cut
             # off the same way: the turn ends as one whose answer was cut off.
@@ -403,14 +400,14 @@ class AgentSession:
                         "in a row; the turn ends", self.session_id, cut_offs)
             _answer_open_calls(self.messages)
             turn.final_text, turn.truncated = turn.last_text, True
-            return None
+            return True
         for call, (args, problem) in zip(response.tool_calls, parsed, strict=True):
             if self._interrupt is not None:
                 self._append_tool_result(call, "[not run: the turn was interrupted]")
                 continue
             output = await self._call_tool(turn, call, args, problem, observer)
             self._append_tool_result(call, output + self._drain_steer_suffix())
-        return cut_offs
+        return False
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
         if self.compactor is not None:

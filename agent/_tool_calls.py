@@ -4,6 +4,7 @@ arguments as the model sent them, and the answer each call a turn did not run ge
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from agent._model import ModelResponse
@@ -102,8 +103,8 @@ def _mended_call(call: Any) -> Any:
         kept = _kept_arguments(raw, *_parse_arguments(raw))
     elif isinstance(raw, dict):  # a store that kept the object itself
         try:
-            kept = json.dumps(raw, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
+            kept = json.dumps(raw, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):  # ValueError: NaN or Infinity, which JSON has not
             kept = "{}"
     else:
         kept = "{}"
@@ -123,13 +124,31 @@ code may then recurse into what it parsed (this module, jsonschema, a hook's ``j
 RecursionError there ended the turn. No tool's arguments need a tenth of this."""
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a number")
+    return value
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` as JSON is written: Python's also reads NaN, Infinity and -Infinity, and makes
+    infinity of a number too large (1e999). Kept, they were sent back to the server in the conversation
+    as text that is no JSON (json.dumps writes them as read), and a tool got values no JSON can hold."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
 def _parse_arguments(raw: str, *, cut_off: bool = False) -> tuple[dict[str, Any], str | None]:
     """Parse tool-call arguments; models sometimes double-encode them as a JSON string. ``cut_off``:
     the answer they came in was cut off at the output-length limit (`CUT_OFF` when they do not parse)."""
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = _loads(raw) if raw.strip() else {}
         if isinstance(value, str):
-            value = json.loads(value)
+            value = _loads(value)
     # Model output is untrusted text: json also raises a bare ValueError (an integer past Python's
     # digit limit) and RecursionError (nesting too deep), and neither may escape the turn.
     except (ValueError, RecursionError, AttributeError) as exc:

@@ -81,17 +81,36 @@ class Tool:
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments for {self.name} ({_shortened(where)}): {_shortened(error.message)}")
-        if inspect.iscoroutinefunction(self.handler):
-            out = await self.handler(args, ctx)
-        elif self.threads is None:
-            # to_thread copies the current context, so the active turn travels with the call.
-            out = await asyncio.to_thread(self.handler, args, ctx)
-        else:
-            run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
-            out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
-        if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
-            out = await out
+        try:
+            if inspect.iscoroutinefunction(self.handler):
+                out = await self.handler(args, ctx)
+            elif self.threads is None:
+                # to_thread copies the current context, so the active turn travels with the call.
+                out = await asyncio.to_thread(self.handler, args, ctx)
+            else:
+                run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
+                out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
+            if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
+                out = await out
+        except SystemExit as exc:
+            raise Exited(exc) from exc
         return render_tool_output(out)
+
+
+class Exited(Exception):
+    """A ``SystemExit`` that a tool's or hook's code raised (a plugin's ``sys.exit()``), as the failure
+    it is: raised on, it went up through the turn and out of the event loop (asyncio re-raises a
+    task's SystemExit there), and the gateway stopped. The SystemExit is ``__cause__``; what the
+    model or the log reads names it, not this. KeyboardInterrupt (Ctrl-C) still goes through."""
+
+
+async def exits_as_failures(awaitable: Any) -> Any:
+    """Await ``awaitable``, a `SystemExit` out of it raised as `Exited`: for code run as a task of
+    its own, whose SystemExit no ``except`` of its awaiter sees before the event loop has stopped."""
+    try:
+        return await awaitable
+    except SystemExit as exc:
+        raise Exited(exc) from exc
 
 
 _ECHO_CHARS = 200
@@ -124,6 +143,8 @@ def tool_failure_text(name: str, exc: Exception) -> str:
 def exception_text(exc: BaseException) -> str:
     """``<type>: <text>`` of ``exc``, its text `_shortened` (the megabytes a tool choked on would be read
     again in every later request of the conversation); never raises."""
+    if isinstance(exc, Exited) and isinstance(exc.__cause__, SystemExit):
+        exc = exc.__cause__
     try:
         text = str(exc)
     except Exception as problem:

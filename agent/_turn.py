@@ -80,6 +80,9 @@ class _TurnState:
     """Model answers with tool calls so far: what `AgentSession.max_iterations` bounds."""
     asked_again: bool = False
     """The next model call is one asked again after compacting for a context overflow (once per answer)."""
+    cut_offs: int = 0
+    """Model answers in a row whose tool calls were cut off at the output-length limit
+    (`agent._session.CUT_OFF_CALLS_ENDING_A_TURN`): here, not in the loop, so a saved turn carries it."""
 
 
 def _charge(turn: _TurnState, usage: Usage, cost_usd: float | None, api_calls: int) -> None:

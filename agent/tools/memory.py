@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 
 MAX_NOTE_CHARS = 2000
 MAX_NOTES = 200
+MAX_QUERY_CHARS = 1000
+"""How long a 'search' query may be: each of its words is looked for in every note, and a query as long
+as a model's answer (hundreds of thousands of characters) held a worker thread and its turn for seconds
+to find nothing. Ten times what a search for a few words needs."""
 MAX_SHOWN_CHARS = 20_000
 """What one 'list' or 'search' shows of the notes, at most: all of them could come to 400,000
 characters (`MAX_NOTES` of `MAX_NOTE_CHARS`), which the model would read in every later request
@@ -199,12 +203,16 @@ def _remove(path: Path, args: dict[str, Any]) -> str:
 
 
 def _search(path: Path, args: dict[str, Any]) -> str:
-    words = (args.get("query") or "").casefold().split()
+    query = (args.get("query") or "").strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolError(f"the query has {len(query)} characters; a search query may have at most {MAX_QUERY_CHARS}")
+    words = set(query.casefold().split())
     if not words:
         raise ToolError("action 'search' needs a non-empty 'query'")
     with _lock_for(path):
         notes = _load(path)["notes"]
-    hits = [n for n in notes if all(w in n["text"].casefold() for w in words)]
+    folded = ((n, str(n["text"]).casefold()) for n in notes)  # once a note, not once a word and note
+    hits = [n for n, text in folded if all(w in text for w in words)]
     return _format(hits, more="add words to the query to narrow it") if hits else "(no matching notes)"
 
 
@@ -240,6 +248,7 @@ def memory_toolset() -> tuple[Tool, ...]:
         "decisions worth remembering. 'add' stores a note, 'list' shows the notes with their ids (as many as "
         f"fit in {MAX_SHOWN_CHARS} characters), "
         "'remove' deletes one by id, 'search' finds notes containing all the query words "
-        f"(case-insensitive). At most {MAX_NOTES} notes of {MAX_NOTE_CHARS} characters each."
+        f"(case-insensitive, at most {MAX_QUERY_CHARS} characters). At most {MAX_NOTES} notes of "
+        f"{MAX_NOTE_CHARS} characters each."
     )
     return (Tool("memory", description, parameters, memory, "memory"),)
