@@ -23,7 +23,7 @@ from typing import Any
 
 from agent import Clock, ToolTraceEntry
 from gateway.child_states import RESTARTED, state_word, tally
-from gateway.excerpt import excerpt, shorten
+from gateway.excerpt import excerpt, typed
 from gateway.ledger import FAILED, Ledger
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
@@ -38,9 +38,6 @@ MIN_ID_PART = 3
 GOAL_CHARS = 80
 SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
-TYPED_CHARS = 40
-"""An id as typed is named back cut to this: whole, a word of thousands of characters came back as
-several messages, from a bot that answers everyone in a group."""
 NO_SUBAGENTS = "No subagents in this chat."
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 SAME_TASK = ("goal", "context", "role", "route", "backend")
@@ -137,9 +134,9 @@ class AgentsCommand:
         else:
             matches = [s for s in known if wanted in s]
         if not matches:
-            return f"No subagent {_typed(wanted)} in this session: /agents lists them."
+            return f"No subagent {typed(wanted)} in this session: /agents lists them."
         if len(matches) > 1:
-            return f"{_typed(wanted)} matches {len(matches)} subagents ({', '.join(matches[:5])}); give more of the id."
+            return f"{typed(wanted)} matches {len(matches)} subagents ({', '.join(matches[:5])}); give more of the id."
         child = known[matches[0]]
         if child is None:  # only the ledger names it: read it back (from the journal after a restart)
             child = (await self._children.lookup(matches)).get(matches[0])
@@ -191,10 +188,6 @@ class AgentsCommand:
                     f"({state_word(again)}).")
         origin = known[0].origin_turn_id if known is not None else child.parent_turn_id
         return await self._ledger.retry_one(session, child.subagent_id, child.task, origin)
-
-
-def _typed(wanted: str) -> str:
-    return repr(shorten(wanted, TYPED_CHARS))
 
 
 def _task_of(spec: Mapping[str, Any], task_index: int) -> tuple[object, ...]:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
 from gateway.config import Config
-from gateway.config.secret_values import mask
+from gateway.config.secret_values import shown_url
 
 _DEMO_TRY = """\
 Try:
@@ -29,8 +27,8 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
     if model.provider == "demo":
         who = "the offline demo model (no API key needed; every reply says [demo])"
     else:
-        # Shown without a password or a credential in its query (a proxy's): the screen may be shared.
-        where = f" at {_shown_url(model.base_url)}" if model.base_url else ""
+        # Shown without a proxy's token, password or query credential: the screen may be shared.
+        where = f" at {shown_url(model.base_url)}" if model.base_url else ""
         who = f"{model.provider} model {model.name}{where}"
     configured = "inline" if config.delegation.gateway_mode == "inline" else "background"  # the terminal's `auto`
     mode = pinned or configured
@@ -46,20 +44,6 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
                   f"{'inline' if configured == 'inline' else 'in the background'}, as configured")
     body = _DEMO_TRY if model.provider == "demo" else _MODEL_TRY
     return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config)}\n"
-
-
-def _shown_url(url: str) -> str:
-    """``url`` without its password or query credentials (`mask`), nor a user name given alone
-    (``https://sk-…@proxy/v1``), which is how a token rides in a URL without a password."""
-    masked = mask([url], frozenset())[0]
-    try:
-        parts = urlsplit(masked)
-    except ValueError:
-        return masked
-    user, at, host = parts.netloc.rpartition("@")
-    if at and ":" not in user:
-        return urlunsplit(parts._replace(netloc=f"***@{host}"))
-    return masked
 
 
 def _elsewhere(config: Config) -> str:

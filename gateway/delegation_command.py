@@ -10,15 +10,12 @@ not switched to: its routed tasks would all be refused.
 
 from __future__ import annotations
 
-from gateway.excerpt import shorten
+from gateway.excerpt import typed
 from gateway.logging import redact
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
 from lifecycle import BackendUnavailable, Routing
 
-TYPED_CHARS = 40
-"""A backend name as typed is named back cut to this: whole, a word of thousands of characters came
-back as several messages."""
 USAGE = ("/delegation <backend> switches from the next session (/new); add --now to switch from your next "
          "message. Backends: {names}.")
 
@@ -42,7 +39,7 @@ class DelegationCommand:
             return "Usage: " + USAGE.format(names=", ".join(self._routing.names()))
         backend = names[0].lower()
         if not self._routing.available(backend):
-            return (f"There is no delegation backend {shorten(backend, TYPED_CHARS)!r} here. "
+            return (f"There is no delegation backend {typed(backend)} here. "
                     f"Backends: {', '.join(self._routing.names())}.")
         current = session.backend
         if backend != current:

@@ -12,13 +12,19 @@ of its line, and a fence cut open would turn the rest of the message into code.
 
 from __future__ import annotations
 
+import re
+
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure
 
 ELLIPSIS = "…"
+TYPED_CHARS = 40
+"""A word as the user typed it (an id, a backend name) is named back cut to this (`typed`): whole, a word
+of thousands of characters came back as several messages, from a bot that answers everyone in a group."""
 _LEAD = "x "
 """Parsed before the text: it shows after other words on its line, where a leading ``` or #
 opens no block, so it must be read as inline Markdown, as the platform will."""
+_WORD = re.compile(r"\S+")
 
 
 def shorten(line: str, limit: int) -> str:
@@ -42,5 +48,22 @@ def shorten(line: str, limit: int) -> str:
 
 
 def excerpt(text: str, limit: int) -> str:
-    """``text``'s lines joined by single spaces, then `shorten`ed to ``limit``."""
-    return shorten(" ".join(text.split()), limit)
+    """``text``'s lines joined by single spaces, then `shorten`ed to ``limit``. Only its first words
+    are read, four times ``limit`` in all: `shorten` parses all it is given, and ``/agents all`` cuts a
+    summary of up to 24,000 characters for each of fifty children, seconds on the loop every chat
+    shares. A style opened before the cut and closed past that is then shown as typed."""
+    room, words = 4 * limit, []
+    for match in _WORD.finditer(text):
+        word = text[match.start():min(match.end(), match.start() + room + 1)]
+        words.append(word)
+        room -= len(word) + 1
+        if room < 0:
+            break
+    return shorten(" ".join(words), limit)
+
+
+def typed(word: str) -> str:
+    """``word`` quoted and `shorten`ed to `TYPED_CHARS`, to name it back in an answer. Only its start
+    is read: `shorten` parses all it is given, about a second for each 200,000 characters, and a word
+    sent to a webhook may be a megabyte, parsed on the loop every chat shares."""
+    return repr(shorten(word[:4 * TYPED_CHARS], TYPED_CHARS))

@@ -31,7 +31,7 @@ from yarl import URL
 
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 from gateway import state_lock
-from gateway.config.secret_values import mask
+from gateway.config.secret_values import shown_url
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
 
@@ -175,7 +175,7 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
         raise StartupError(problem)
     url = base_url_of(settings, env).rstrip("/")
     where = "$OPENAI_BASE_URL" if not settings.base_url and env.get("OPENAI_BASE_URL") else "model.base_url"
-    shown = mask([_without_userinfo(url)], frozenset())[0]  # a proxy's key may ride in the query too
+    shown = shown_url(url)
     try:
         target = URL(url + "/models")
         if not target.is_absolute() or target.scheme not in ("http", "https"):
@@ -205,11 +205,3 @@ def _reason(exc: BaseException) -> str:
         return inner.strerror or type(inner).__name__ if inner is not None else "cannot connect"
     # Named by type only: an aiohttp error's text may carry the URL, and a URL may carry a key.
     return type(exc).__name__
-
-
-def _without_userinfo(url: str) -> str:
-    try:
-        parsed = URL(url)
-    except ValueError:
-        return url
-    return str(parsed.with_user(None)) if parsed.user or parsed.password else url

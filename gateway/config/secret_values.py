@@ -62,6 +62,59 @@ def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
     return frozenset(value for value in found if len(value) >= MIN_LENGTH)
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?=//)")
+_CREDENTIAL_NAME = re.compile(CREDENTIAL_NAMES, re.IGNORECASE)
+
+
+def shown_url(url: str, replacement: str = "***") -> str:
+    """``url`` as it may be shown where others read it (the terminal chat's first screen, a start-up
+    error): without its user info, and with the value of each query or fragment parameter whose name
+    holds a credential (`CREDENTIAL_NAMES`) replaced (``?api_key=***&org=7``, ``#access_token=***``).
+
+    The user info goes whole, user name too: a token often rides as the user name alone
+    (``https://sk-…@proxy/v1``). The rest stays as written, not re-encoded, so it can be found in the
+    file it came from; a URL no parser accepts (``http://[::1``) is shown the same way. A password
+    holding an unencoded ``/``, ``?`` or ``#`` ends the authority early for a parser, which then
+    reads a port that is no number: what comes before its ``@`` goes too."""
+    scheme = _SCHEME.match(url)
+    start = scheme.end() + 2 if scheme else 2 if url.startswith("//") else 0
+    end = _authority_end(url, start)
+    userinfo_end = url.rfind("@", start, end)
+    if userinfo_end < 0 and _bad_port(url[start:end]):
+        userinfo_end = url.find("@", end)
+        if userinfo_end >= 0:
+            userinfo_end = url.rfind("@", start, _authority_end(url, userinfo_end))
+    host_start = userinfo_end + 1 if userinfo_end >= 0 else start
+    end = _authority_end(url, host_start)
+    rest, hash_mark, fragment = url[end:].partition("#")
+    path, question_mark, query = rest.partition("?")
+    return (url[:start] + url[host_start:end] + path + question_mark + _masked_parameters(query, replacement)
+            + hash_mark + _masked_parameters(fragment, replacement))
+
+
+def _authority_end(url: str, start: int) -> int:
+    ends = [i for i in (url.find(c, start) for c in "/?#") if i >= 0]
+    return min(ends, default=len(url))
+
+
+def _bad_port(authority: str) -> bool:
+    """Whether ``authority`` (without user info) ends in a port that is no number: ``user:pa`` of
+    ``user:pa/ss@host``, a password cut short at its ``/``."""
+    if authority.startswith("["):  # an IPv6 address: its port follows the bracket
+        authority = authority.partition("]")[2]
+    _, colon, port = authority.partition(":")
+    return bool(colon) and not port.isdigit()
+
+
+def _masked_parameters(text: str, replacement: str) -> str:
+    parts = text.split("&")
+    for i, part in enumerate(parts):
+        name, equals, _ = part.partition("=")
+        if equals and _CREDENTIAL_NAME.search(urllib.parse.unquote_plus(name)):
+            parts[i] = f"{name}={replacement}"
+    return "&".join(parts)
+
+
 def mask(messages: Iterable[str], secrets: frozenset[str], replacement: str = "***") -> list[str]:
     """``messages`` with every secret value replaced, longest first (so one inside another goes whole),
     and so every password in a URL and credential in a URL's query, whatever the key that held it."""
