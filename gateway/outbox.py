@@ -31,7 +31,10 @@ Guarantees:
   deletion of one never sent drops both: only the newest state of a card goes out.
   A progress message withdrawn when its work is over (`Outbox.withdraw`) before it
   went out is never sent, nor are its edits and deletions: it would follow the answer; nor are
-  those of one whose send failed for good, which nothing put in the chat since.
+  those of one whose send failed for good, which nothing put in the chat since (but one given up on
+  while its answers were lost may be there: where the platform can be asked, its change looks it up
+  first, `Sender.look_up_failed`). Parts past the first of a progress message, which an older build
+  sent as messages of their own, are not sent after an upgrade (`gateway.resplit.past_the_first`).
 - **Failure.** 429: wait ``retry_after`` (capped by ``max_retry_after``) and send the
   same part again. Network errors, 5xx and unexpected exceptions: back off
   (0.5 s doubling to 60 s, jittered); so does a look-up (`platforms.base.FindsSent`) that
@@ -81,6 +84,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock
+from gateway import resplit
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
@@ -151,6 +155,13 @@ class Outbox:
         if self._files is not None:  # copies of sends settled meanwhile, or never journaled (a crash between)
             self._files.sweep(self._store.kept_files())
         pending = self._store.pending_messages()
+        if stale := [r.id for r in pending if r.kind in PROGRESS_KINDS and resplit.past_the_first(r.key)]:
+            # An older build's messages past a card's first (`gateway.resplit.past_the_first`): sent now, they
+            # would show stale lines of a card that is one message here, which nothing edits again.
+            dropped = set(self._store.drop(stale))
+            pending = [r for r in pending if r.id not in dropped]
+            log.info("outbox: %d pending part(s) of progress messages an older build split are not sent",
+                     len(dropped))
         for row in pending:
             self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         if pending:
@@ -373,10 +384,13 @@ class Outbox:
             # "✓ Done" under it, of a card nobody saw). One in flight may yet put it in the chat.
             in_flight = self._current.get(chat)
             self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
+            # Given up on while its answers were lost, it may be in the chat: where the platform can be asked,
+            # the final change asks (once), as for a card withdrawn mid-send, and finishes the one found.
+            lost = self._sender.look_up_failed(target)
             self._store.dismiss(target.id)
             changing = in_flight is not None and (row := self._store.message_by_id(in_flight)) is not None \
                 and row.target_key == target.key
-            return not changing
+            return not (changing or lost)
         if target.status != "pending":
             return False
         self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
@@ -436,6 +450,18 @@ class Outbox:
         if dismissed and row.op == "file" and self._files is not None:
             self._files.remove(row.key)
         return dismissed
+
+    def extra_messages(self, key: str) -> list[str]:
+        """The keys of the messages past the first that an older build put in the chat for the progress
+        message ``key`` (``{key}:0``) and its edits (`gateway.resplit.past_the_first`), one per message."""
+        card = self._store.message(f"{key}:0")
+        seen = {card.message_id} if card is not None else set()
+        keys: list[str] = []
+        for row in self._store.sent_progress(key):
+            if resplit.past_the_first(row.key) and row.message_id not in seen:
+                seen.add(row.message_id)
+                keys.append(row.key)
+        return keys
 
     def journaled(self, key: str) -> bool:
         """Whether a part with this key was ever journaled (and not yet pruned)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 from gateway.outbox import Outbox
 from gateway.sessions import ChatKey
 
+_PLAIN = str.maketrans(":/", "__")
+
 
 class ProgressMessage:
     def __init__(self, outbox: Outbox, chat: ChatKey, key: str, *, turn_id: str, run_id: str) -> None:
@@ -63,3 +65,8 @@ class ProgressMessage:
             self._outbox.enqueue_delete(*self._chat, self.target, final, key=key)
         else:
             self._outbox.enqueue_edit(*self._chat, self.target, final, key=key)
+        # An older build's card in several messages (upgraded mid-turn): those past the first, never edited
+        # since, would show its lines for good. Deleted, or where the platform cannot, reading ``final``.
+        for extra in self._outbox.extra_messages(self._key):
+            name = extra.removeprefix(self._key).translate(_PLAIN)  # no ':' or '/': a key of its own, not a part's
+            self._outbox.enqueue_delete(*self._chat, extra, final, key=f"{key}-extra{name}")

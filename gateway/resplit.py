@@ -43,3 +43,12 @@ def pieces(adapter: Adapter, row: OutboxRow, *, one_message: bool = False) -> li
 def _piece_name(i: int) -> str:
     # Names sort in piece order (turn_messages orders a split's pieces by key): a..y, then z000025...
     return chr(ord("a") + i) if i < 25 else f"z{i:06d}"
+
+
+def past_the_first(key: str) -> bool:
+    """Whether the progress message part under ``key`` is a message past its first: a part after the first
+    of a text split to the platform's limit (``…:1``), or a re-split piece after the first (``…/b``). This
+    build journals none that is sent (a progress message is one message, `gateway.progress_message`); an
+    older build sent them, as messages of their own that its edits never reached."""
+    part, *pieces = key.rpartition(":")[2].split("/")
+    return (part.isdigit() and part != "0") or any(piece != "a" for piece in pieces)

@@ -289,13 +289,16 @@ class Sender:
                     continue
                 self._drop_change_of_withdrawn(row, "was not found to have gone out" if asked else "never went out")
                 return True
-            if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)):
+            # A card given up on while its answers were lost is asked for until the platform answers (found,
+            # this change finishes it; not found, it is sent anew as for any edit without a message).
+            find_target = target is not None and target_id is None and not asked and self.look_up_failed(target)
+            if row.op == "delete" and (target_id is None or not isinstance(adapter, Deleting)) and not find_target:
                 row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
-            if row.op == "edit" and target_id is None:
+            if row.op == "edit" and target_id is None and not find_target:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            lookup = row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
+            lookup = find_target or row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
             # Looked up first: a part found to have gone out already gets no note, which would follow it.
             note = self._late_note(row) if row.op in ("send", "file") and not progress and not lookup else None
             if note is not None:  # sent first, as a part of its own: it says how old what follows is
@@ -321,8 +324,9 @@ class Sender:
                 if lookup:
                     # Counted from its start: the other chats' lookups keep their distance meanwhile.
                     self._pacer.account_called(row.platform, pacing, "lookup")
-                    try:
-                        found = await self._find_sent(adapter, row)  # a NetworkError backs off below
+                    try:  # a NetworkError backs off below
+                        found = await self._find_sent(adapter, target if find_target and target else row,
+                                                      "sending its change anew" if find_target else "sending it")
                     except RateLimited as exc:  # asked again once the platform allows, as is every chat's lookup
                         self._pacer.account_called(row.platform, pacing, "lookup",
                                                    refused_for=min(exc.retry_after, self._max_retry_after))
@@ -333,6 +337,13 @@ class Sender:
                         stale = True
                         continue
                     self._holds.answered(row.platform)
+                    if find_target and target is not None:
+                        asked = stale = True
+                        if found is not None:
+                            self._sent(target, found, pacing)  # this change edits or deletes it
+                        else:
+                            self._forget(target)
+                        continue
                     if found is not None:
                         self._sent(row, found, pacing)
                         return True
@@ -346,7 +357,7 @@ class Sender:
             except Exception as exc:
                 stale = True
                 unanswered = isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError)
-                if unanswered or (lookup and isinstance(exc, Unauthorized)):
+                if (unanswered or (lookup and isinstance(exc, Unauthorized))) and not find_target:
                     self._unsure.add(row.id)  # it may have gone out, its answer lost (or not asked about yet)
                 if unanswered:
                     self._holds.release(row.platform, row.id)
@@ -444,6 +455,17 @@ class Sender:
         or an earlier one may have reached the platform (`maybe_sent`). False while it waits for
         its first try or for a retry after the platform refused it (a 429)."""
         return row.id in self._attempting or self.maybe_sent(row)
+
+    def look_up_failed(self, row: OutboxRow) -> bool:
+        """Whether the progress message ``row``, whose send failed, may be in the chat all the same and
+        the platform can be asked: its answers were lost until it was given up on (it is still ``tried``,
+        `OutboxRows.mark_failed`). Its next change then asks first, and edits or deletes the one found: sent
+        anew, or left alone with the turn over, that one would read ``⏳`` for good."""
+        if not (row.status == "failed" and row.op == "send" and row.message_id is None and row.tried
+                and row.kind in PROGRESS_KINDS and _findable(self._adapters.get(row.platform), row)):
+            return False
+        self._unsure.add(row.id)
+        return True
 
     def maybe_sent(self, row: OutboxRow) -> bool:
         """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
@@ -635,12 +657,13 @@ class Sender:
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         tried = self._give_up.tried(row.id)
+        maybe_sent = self.maybe_sent(row)  # an answer lost on the way: it may be in the chat all the same
         self._forget(row)
         age = f" after {tried:.0f}s of retries" if gave_up else ""
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
 
         def record() -> None:
-            self._store.mark_failed(row.id, _describe(exc))
+            self._store.mark_failed(row.id, _describe(exc), maybe_sent=maybe_sent)
             pass_quote(self._store, row, self._unspent)
             self._events.settled(row, "failed")
             self._settle_cb(row.key, None)

@@ -184,6 +184,15 @@ class OutboxRows:
                                 (key + "/", key + "0", len(key) + 2))  # fmt: skip
         return [_outbox_row(r) for r in rows]
 
+    def sent_progress(self, key: str) -> list[OutboxRow]:
+        """The sent rows of the progress message ``key`` (``{key}:0``) and of its edits (``{key}-edit-…``),
+        parts and re-split pieces, in journal order (split rows aside: their pieces stand for them)."""
+        rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE ((key >= ? AND key < ?) OR (key >= ?"
+                             " AND key < ?)) AND kind='notice' AND status='sent' AND message_id IS NOT NULL"
+                             " AND op != 'split' ORDER BY id",  # ranges on the unique index: ':' + 1 == ';'
+                             (f"{key}:", f"{key};", f"{key}-edit-", f"{key}-edit."))
+        return [_outbox_row(r) for r in rows]
+
     def last_id(self) -> int:
         """The highest id journaled so far (0 for none). Ids only grow (AUTOINCREMENT never reuses one),
         so a row above it was journaled later."""
@@ -225,9 +234,14 @@ class OutboxRows:
                          " next_attempt_at=NULL WHERE id=?",
                          (message_id, self._clock.time(), int(attempted), row_id))  # fmt: skip
 
-    def mark_failed(self, row_id: int, error: str) -> None:
+    def mark_failed(self, row_id: int, error: str, *, maybe_sent: bool = True) -> None:
+        """Failed for good. ``maybe_sent`` False: every attempt at it was answered, none took it, so it is
+        no longer ``tried``: it cannot be in the chat, and nothing asks the platform for it (a card
+        withdrawn, `gateway.outbox.Outbox.withdraw`; the operator's retry). One given up on while its
+        answers were lost stays tried: it may be in the chat."""
         self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
-                         " next_attempt_at=NULL WHERE id=? AND status='pending'", (_text(error[:500]), row_id))
+                       " next_attempt_at=NULL, tried=tried AND ? WHERE id=? AND status='pending'",
+                       (_text(error[:500]), int(maybe_sent), row_id))
 
     def sent_quoting(self, platform: str, turn_id: str, reply_to: str) -> list[str]:
         """The keys of the turn's parts that went out quoting ``reply_to``."""
