@@ -91,6 +91,11 @@ _MARKS = frozenset({"Mn", "Mc"})
 """Combining marks: the vowel signs of Devanagari, Tamil or Thai, Arabic's vowels, accents."""
 _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 """ASCII punctuation, each of which Markdown lets a backslash escape."""
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+"""The modes of the folders `store` makes and the files it writes: what people send is theirs and the
+gateway's, as the state directory is. Explicit, as the umask alone (0022 under systemd and Docker) left
+them 0755 and 0644, for every user of the machine to read wherever the workspace is not 0700 itself."""
 _PART = re.compile(r"\..+\.[0-9a-f]{32}\.part")
 """The name `store` writes a file under until it is complete."""
 DOWNLOAD_TRIES = 4
@@ -162,7 +167,7 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     thread."""
     directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_folders(directory)
     except (FileExistsError, NotADirectoryError):
         raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: "
                                  f"{_in_the_way(workspace, f'{FOLDER}/{folder}')} is in the way: it is not a folder"
@@ -179,11 +184,32 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
                 if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
                     break  # the same file again (a replay): keep the one there
                 continue
-            write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part")
+            write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part",
+                        mode=FILE_MODE)
             break
     else:
         raise FileExistsError(f"no free name for {base} in {directory}")
     return target.relative_to(workspace.resolve()).as_posix()
+
+
+def _make_folders(directory: Path) -> None:
+    """``mkdir -p directory``, each folder it makes `FOLDER_MODE`: `Path.mkdir` gives its mode to the last
+    one only, the chat's, and the umask's default to ``attachments/`` and ``attachments/<platform>/``.
+    Folders already there keep their mode. FileExistsError or NotADirectoryError when something that is
+    not a folder is in the way."""
+    missing: list[Path] = []
+    while not directory.is_dir():
+        if directory.exists() or directory.is_symlink():  # a file, or a link to nowhere, where a folder must be
+            raise FileExistsError(directory)
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            if not path.is_dir():
+                raise
+            # Another chat of the same folder (a group's topics) made it meanwhile.
 
 
 _CLAIMS: set[Path] = set()

@@ -1,8 +1,9 @@
 """The ``switchboard`` command line. Errors become user-facing text here, and only here.
 
-Whatever stops a command is one line on stderr naming what to fix, and exit
-status 1: configuration errors (one line each, then the configuration's warnings), or start-up problems
-(`gateway.startup_errors`). Tracebacks go to the log at DEBUG only, redacted.
+Whatever stops a command is one line on stderr naming what to fix: configuration errors (one line each,
+then the configuration's warnings), or start-up problems (`gateway.startup_errors`). The exit status says
+whether starting again can help: `EXIT_CONFIG` when it cannot, 1 otherwise. Tracebacks go to the log at
+DEBUG only, redacted.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from gateway.logging import logging_installed
 from gateway.process_exit import end_process_now
 from gateway.replies import operator_hint
 from gateway.serve import serve
-from gateway.startup_errors import explain
+from gateway.startup_errors import explain, lasting
 from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
 from platforms.local import shown
@@ -39,6 +40,17 @@ CHAT_LOG = "chat.log"
 """Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 CHAT_LOG_CAP = 10 * 1024 * 1024
 """Bytes past which `switchboard chat` sets its log aside as ``chat.log.1`` when it starts."""
+
+
+EXIT_CONFIG = 78
+"""Exit status of a command that the operator must fix something for before it can start: the configuration
+has errors, a platform refused the bot, or an extra is missing (`gateway.startup_errors.lasting`; sysexits.h's ``EX_CONFIG``). Starting again unchanged
+fails the same way, so deploy/switchboard.service names it in
+``RestartPreventExitStatus=``: a supervisor restarting on every failure logged the same line every few seconds
+for ever. Any other failure exits 1, and is restarted: a crash, or a start stopped by what may come back by
+itself (the model server, Temporal, a platform's API, the port or the state directory still held by a process
+on its way out, a state directory not mounted yet: issue 14 names status 1 for the state directory's and the
+port's problems)."""
 
 
 SET_LEVELS = ("set", "set_in_command", "set_in_subcommand")
@@ -129,7 +141,7 @@ def _command(argv: Sequence[str] | None) -> int:
     except ConfigError as exc:
         write_problems(exc, sys.stderr)
         print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
-        return 1
+        return EXIT_CONFIG
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         _print_warnings(warnings)
         try:
@@ -142,7 +154,7 @@ def _command(argv: Sequence[str] | None) -> int:
         if args.command != "worker":  # a worker keeps no state: any number may run anywhere
             _claim_state_dir(config)
         log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None
-    except StartupError as exc:
+    except StartupError as exc:  # one that may mend by itself (the lock's holder ends, the disk is remounted): 1
         print(f"switchboard: {exc}", file=sys.stderr)
         return 1
     try:
@@ -185,7 +197,7 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
             log.debug("the command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
-            status = 1
+            status = EXIT_CONFIG if lasting(exc) else 1
         try:
             stuck = runner.run(left_behind.end_the_rest())
         except KeyboardInterrupt:  # Ctrl-C again while those are given their time: no more waiting

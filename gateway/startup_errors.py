@@ -45,6 +45,20 @@ def explain(exc: BaseException, config: Config) -> str:
     return redact(f"could not start: {type(exc).__name__}: {exc} (the log at logging.level DEBUG has the details)")
 
 
+def lasting(exc: BaseException) -> bool:
+    """Whether what stopped the start stops every start until the operator changes something: a platform
+    refused the bot (its token, or an ``api_base`` that is no such API), or an extra the configuration needs
+    is not installed. False for all else, which may mend by itself (a server not up yet, the network, a port
+    still held, a full disk): a supervisor starting it again is right there, and wrong here, where it only
+    repeated the same line every few seconds."""
+    for error in _chain(exc):
+        if getattr(error, "platform", None) in _CREDENTIALS and type(error).__name__ in _REFUSALS:
+            return True
+        if isinstance(error, StartupError) and isinstance(error.__cause__, ImportError):
+            return True
+    return False
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, what it was raised from, and what it was raised while handling, each once."""
     seen: set[int] = set()
@@ -66,6 +80,10 @@ def _startup(error: BaseException, config: Config) -> str | None:
     return str(error) if isinstance(error, (StartupError, StoreError)) else None
 
 
+_REFUSALS = ("Unauthorized", "Forbidden", "NotFound", "BadRequest")
+"""What a platform's API answers a bot whose credentials or ``api_base`` are wrong: the same at every start."""
+
+
 def _platform(error: BaseException, config: Config) -> str | None:
     platform = getattr(error, "platform", None)
     if platform not in _CREDENTIALS:
@@ -76,7 +94,7 @@ def _platform(error: BaseException, config: Config) -> str | None:
     if kind == "NetworkError":
         return (f"platforms.{platform}.api_base: no working {_API[platform]} at {settings.api_base} ({detail}); fix"
                 f" platforms.{platform}.api_base, or the network or proxy between")
-    if kind in ("Unauthorized", "Forbidden", "NotFound", "BadRequest"):
+    if kind in _REFUSALS:
         credential = _CREDENTIALS[platform]
         if platform == "slack" and getattr(error, "method", None) == _SLACK_APP_TOKEN_METHOD:
             credential = "app_token"

@@ -7,6 +7,9 @@ import io
 import json
 import re
 import signal
+import socket
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -20,8 +23,10 @@ from gateway.config import Config, config_check
 from gateway.config.sections import ServerSettings
 from gateway.left_behind import STUCK_WAIT_SECONDS
 from gateway.server import CUT_OFF_SECONDS
+from gateway.state_lock import StateLock
 from lifecycle.temporal._worker import STUCK_WAIT_SECONDS as WORKER_STUCK_WAIT_SECONDS
 from platforms.base import LAST_CALLS_FLOOR
+from tests.gateway.cli_process import TIMEOUT, environment, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -54,18 +59,28 @@ def test_deployment_files_run_a_command_the_cli_has(where, argv):
 def test_every_volume_a_switchboard_container_writes_to_belongs_to_its_user():
     dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
     user = re.search(r"^USER (\S+)$", dockerfile, re.M).group(1)
-    # A new named volume takes the owner of the directory it is mounted on, root where the image has none.
-    owned = set(re.findall(rf"--home (\S+) --create-home {user}\b", dockerfile))
-    for paths in re.findall(rf"install -d -o {user} -g {user} ([^\n\\]+)", dockerfile):
-        owned.update(paths.split())
+    # A new named volume takes the owner and mode of the directory it is mounted on, root's where the image
+    # has none; 0700, as the state directory, since conversations and the files people sent lie there.
+    private = set()
+    for paths in re.findall(rf"install -d -o {user} -g {user} -m 0?700 ([^\n\\]+)", dockerfile):
+        private.update(paths.split())
     compose = yaml.safe_load((DEPLOY / "compose.scale-out.yaml").read_text(encoding="utf-8"))
     for name, service in compose["services"].items():
-        if service["build"]["dockerfile"] != "deploy/Dockerfile" or "user" in service:
-            continue
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert "user" not in service, f"{name} runs as {service['user']}, not as the image's {user}"
         for mount in service["volumes"]:
             source, target, *mode = mount.split(":")
             if source in compose["volumes"] and mode != ["ro"]:
-                assert target in owned, f"{name} writes to {target}, which the image does not give to {user}"
+                assert target in private, f"{name} writes to {target}, which the image does not give to {user}, 0700"
+
+
+def test_the_temporal_dev_server_keeps_its_database_on_its_volume():
+    # Elsewhere its workflows (the children in flight) would go with the container.
+    temporal = yaml.safe_load((DEPLOY / "compose.scale-out.yaml").read_text(encoding="utf-8"))["services"]["temporal"]
+    command = temporal["command"]
+    database = Path(command[command.index("--db-filename") + 1])
+    mounts = [Path(mount.split(":")[1]) for mount in temporal["volumes"]]
+    assert any(mount in database.parents for mount in mounts), (database, mounts)
 
 
 def seconds(duration: str) -> float:
@@ -156,3 +171,52 @@ def test_the_image_runs_the_gateway_under_an_init_that_reaps_orphans():
     dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
     assert json.loads(re.search(r"^ENTRYPOINT (.+)$", dockerfile, re.M).group(1)) == ["/usr/bin/tini", "--"]
     assert re.search(r"apt-get install -y --no-install-recommends tini\b", dockerfile)
+
+
+def unit_setting(key: str) -> list[str]:
+    unit = (DEPLOY / "switchboard.service").read_text(encoding="utf-8")
+    found = re.search(rf"^{key}=(.*)$", unit, re.M)
+    return found.group(1).split() if found else []
+
+
+def switchboard(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``switchboard`` command (`gateway.entry`, as pyproject's script runs it), to its end."""
+    entry = "import sys; from gateway.entry import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", entry, *args], capture_output=True, text=True, timeout=TIMEOUT,
+                          stdin=subprocess.DEVNULL, cwd=tmp_path, env=environment(tmp_path))
+
+
+@pytest.fixture
+def gateway_config(tmp_path):
+    return write_config(tmp_path / "switchboard.yaml", {
+        "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+        "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "s3cret-0"}}}}})
+
+
+def test_the_systemd_unit_does_not_restart_what_only_the_operator_can_mend(tmp_path, gateway_config):
+    # Restart=on-failure restarted a start that fails the same way every time (a typo in the file) every 5 s
+    # for ever, filling the journal with the same line.
+    assert unit_setting("Restart") == ["on-failure"]
+    prevented = unit_setting("RestartPreventExitStatus")
+    config_error = switchboard(tmp_path, "--config", str(gateway_config), "--set", "server.port=eighty", "run")
+    assert "server.port" in config_error.stderr and str(config_error.returncode) in prevented, config_error.stderr
+
+
+def test_the_systemd_unit_restarts_a_start_that_may_mend_by_itself(tmp_path, gateway_config):
+    # A model server that is not up yet (started by another unit at boot) answers a later start.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    result = switchboard(tmp_path, "--config", str(gateway_config), "--set", "model.provider=openai",
+                         "--set", f"model.base_url={url}", "run")
+    assert "cannot reach" in result.stderr, result.stderr
+    assert result.returncode != 0 and str(result.returncode) not in unit_setting("SuccessExitStatus")
+    assert str(result.returncode) not in unit_setting("RestartPreventExitStatus")
+    # Nor a state directory another gateway holds (issue 14: status 1): that one may be on its way out.
+    held = StateLock.acquire(tmp_path / "state")  # another process's, as the child sees it
+    try:
+        in_use = switchboard(tmp_path, "--config", str(gateway_config), "run")
+    finally:
+        held.release()
+    assert "is in use by" in in_use.stderr and in_use.returncode == 1, in_use.stderr
+    assert str(in_use.returncode) not in unit_setting("RestartPreventExitStatus")

@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from gateway.cli import EXIT_CONFIG
 from tests.gateway.cli_process import environment, problem_lines, run, write_config
 
 COMMANDS = [("run",), ("ask", "hi"), ("chat",), ("worker",), ("inbox", "dead")]
@@ -41,8 +42,10 @@ def _named(uid: int) -> bool:
     return True
 
 
-def failure(result) -> list[str]:
-    assert result.returncode == 1, result.stderr
+def failure(result, status: int = EXIT_CONFIG) -> list[str]:
+    """The problem lines of a command that failed with ``status``: a start's for a configuration error, or
+    1, `config check`'s."""
+    assert result.returncode == status, result.stderr
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
     return problem_lines(result.stderr)
 
@@ -53,7 +56,7 @@ def test_no_state_directory_set_names_what_to_set(tmp_path, homeless, command):
     expected = (f"error: state_dir: not set, and there is no home directory for its default,"
                 f" ~/.local/state/switchboard ($HOME is unset, and uid {uid} has no entry in the password"
                 " database); set state_dir, $SWITCHBOARD_STATE_DIR or $HOME")
-    check = failure(run(tmp_path, "config", "check", env=env, prefix=prefix))
+    check = failure(run(tmp_path, "config", "check", env=env, prefix=prefix), 1)
     assert check == [expected]
     start = failure(run(tmp_path, *command, env=env, prefix=prefix))
     assert start == [expected, "switchboard: the configuration has errors; `switchboard config check` shows them all"]
@@ -78,7 +81,7 @@ def test_a_tilde_in_a_path_names_its_key(tmp_path, homeless):
                 "error: agent.workspace: ~nobody-here/ws starts with ~nobody-here, and there is no user nobody-here"
                 " here; write the path in full",
                 f"error: model.script: ~/script.yaml {tilde}"]
-    assert failure(run(tmp_path, "config", "check", str(config), env=env, prefix=prefix)) == expected
+    assert failure(run(tmp_path, "config", "check", str(config), env=env, prefix=prefix), 1) == expected
     start = failure(run(tmp_path, "run", "--config", str(config), env=env, prefix=prefix))
     assert start[:-1] == expected
 
@@ -94,5 +97,5 @@ def test_a_tilde_in_a_path_from_the_command_line_or_the_environment(tmp_path, ho
     else:
         env, what = {**env, "SWITCHBOARD_STATE_DIR": "~/state"}, "$SWITCHBOARD_STATE_DIR: ~/state"
     expected = f"error: {what} starts with ~, and {no_home(uid)}; write the path in full, or set $HOME"
-    assert failure(run(tmp_path, *args, "config", "check", env=env, prefix=prefix)) == [expected]
+    assert failure(run(tmp_path, *args, "config", "check", env=env, prefix=prefix), 1) == [expected]
     assert failure(run(tmp_path, *args, "run", env=env, prefix=prefix))[0] == expected

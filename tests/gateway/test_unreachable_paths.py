@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cli import EXIT_CONFIG
 from tests.gateway.cli_process import environment, problem_lines, run, write_config
 
 
@@ -31,8 +32,9 @@ def closed(tmp_path):
     closed.chmod(0o700)
 
 
-def only_line(result) -> str:
-    assert result.returncode == 1, result.stderr
+def only_line(result, status: int = 1) -> str:
+    """The one problem line of a command that failed with ``status``: a start's, or 1, `config check`'s."""
+    assert result.returncode == status, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     lines = problem_lines(result.stderr)
     assert len(lines) == 1, result.stderr
@@ -43,7 +45,7 @@ def test_a_named_config_file_behind_a_closed_directory(tmp_path, closed):
     directory, prefix = closed
     path = directory / "switchboard.yaml"
     result = run(tmp_path, "--config", str(path), "run", prefix=prefix)
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == EXIT_CONFIG and "Traceback" not in result.stderr, result.stderr
     assert problem_lines(result.stderr)[0] == (f"error: config file {path} cannot be read (Permission denied); give"
                                                " the gateway's user access to it and to the directories above it")
 
@@ -53,7 +55,7 @@ def test_the_usual_lookup_through_a_closed_home(tmp_path, closed):
     directory, prefix = closed
     env = {**environment(tmp_path, SWITCHBOARD_STATE_DIR=str(tmp_path / "state")), "HOME": str(directory)}
     result = run(tmp_path, "config", "check", env=env, prefix=prefix)
-    assert only_line(result) == (f"error: cannot look for a config file at {directory}/.config/switchboard/config.yaml"
+    assert only_line(result, 1) == (f"error: cannot look for a config file at {directory}/.config/switchboard/config.yaml"
                                  " (Permission denied); give the gateway's user access to its directory, or name the"
                                  " file with --config or $SWITCHBOARD_CONFIG")
 
