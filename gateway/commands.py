@@ -161,7 +161,8 @@ class Commands:
             text = "" if out is None else str(out)
             # Always an answer: a slash command's "thinking…" waits for one (Discord's for 15 minutes).
             return text if text.strip() else "Done."
-        except Exception as exc:
+        # SystemExit: a plugin's sys.exit(), which raised on would stop the gateway; its command failed.
+        except (Exception, SystemExit) as exc:
             log.exception("command /%s from plugin %s failed", command.name, plugin.plugin)
             return f"/{command.name} failed: {type(exc).__name__}."
 

@@ -150,6 +150,28 @@ async def test_a_plugin_command_that_answers_nothing_is_answered_done(tmp_path, 
     assert chat.texts() == ["Done."] * 3
 
 
+async def test_a_plugin_command_that_calls_sys_exit_fails_that_command_not_the_gateway(tmp_path, gateways,
+                                                                                       monkeypatch):
+    """A plugin's ``sys.exit()`` in a command handler (async, plain in its thread, or a coroutine handed
+    back) is that command's failure: raised on, it went up out of the event loop and stopped the gateway."""
+    plugin_module(tmp_path, monkeypatch, "exiting_plugin",
+                  "import sys\n"
+                  "async def leave(a, c):\n    sys.exit('set FOO first')\n"
+                  "def register(ctx):\n    ctx.register_command('leave', leave)\n"
+                  "    ctx.register_command('quit', lambda a, c: sys.exit(3))\n"
+                  "    ctx.register_command('later', lambda a, c: leave(a, c))\n")
+    config = config_from_mapping({"state_dir": str(tmp_path / "state"), "plugins": ["exiting_plugin"]}).config
+    chat = RecordingAdapter()
+    await gateways(config, [chat], script={"parent": [[{"text": "still here"}]]})
+    for name in ("leave", "quit", "later"):
+        await chat.say(f"/{name}")
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    assert chat.texts() == ["/leave failed: SystemExit.", "/quit failed: SystemExit.", "/later failed: SystemExit."]
+    await chat.say("hello")
+    await chat.wait_for(lambda: len(chat.messages) == 4)
+    assert chat.texts()[-1] == "still here"
+
+
 async def test_a_plugin_command_cut_short_by_a_stop_is_answered_once_after_the_next_start(tmp_path, gateways,
                                                                                          monkeypatch):
     plugin = plugin_module(tmp_path, monkeypatch, "waiting_plugin",
