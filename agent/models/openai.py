@@ -308,13 +308,15 @@ def _permanent_kind(status: int | None, code: object) -> str | None:
 
 
 def _url_credentials(base_url: str | None) -> tuple[str, ...]:
-    """The password in ``http://user:password@host/v1``, as written, decoded, and as the ``Basic``
-    credentials the HTTP client sends it in: a server that echoes a request may echo those."""
+    """The password in ``http://user:password@host/v1``, or a token given as the user name alone
+    (``http://sk-…@proxy/v1``), as written, decoded, and as the ``Basic`` credentials the HTTP client sends
+    it in: a server that echoes a request may echo those."""
     parts = urlsplit(base_url or "")
-    if parts.password is None:
+    if parts.password is None and not parts.username:
         return ()
-    user, password = unquote(parts.username or ""), unquote(parts.password)
-    return parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    written = (parts.password, password) if parts.password is not None else (parts.username or "", user)
+    return (*written, base64.b64encode(f"{user}:{password}".encode()).decode())
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

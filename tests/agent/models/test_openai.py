@@ -301,6 +301,24 @@ async def test_api_key_never_in_error_text(server, make_model):
         assert "[redacted]" in str(error)
 
 
+async def test_a_token_given_as_the_base_urls_user_name_never_in_error_text():
+    # A proxy's token rides as the URL's user name alone (no password): the SDK sends it as a Basic header,
+    # and a server that echoes what it got must not have it passed on to the chat, as a password is not.
+    token = "tk-s3cret-4417"
+    basic = base64.b64encode(f"{token}:".encode()).decode()
+    async with FakeOpenAIServer() as server:
+        server.push_error(401, body={"error": {"message": f"no entry for {token} (Basic {basic})"}})
+        base_url = server.base_url.replace("http://", f"http://{token}@")
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=base_url, max_retries=0), env={})
+        try:
+            error = await raises_model_error(model)
+        finally:
+            await model.aclose()
+    assert server.authorizations == [f"Basic {basic}"]
+    assert error.kind == "auth"
+    assert token not in str(error) and basic not in str(error) and "[redacted]" in str(error)
+
+
 @pytest.mark.parametrize("written_in", ["model.base_url", "$OPENAI_BASE_URL"])
 async def test_a_password_in_the_base_url_never_in_error_text(written_in):
     # base_url: http://user:password@host/v1 (a proxy with basic auth): the SDK sends it as a Basic
