@@ -40,7 +40,9 @@ _TWO_BACKTICKS = re.compile(r"(?<!`)``(?!`)")
 # ``^ (?= *`)|(` *) $``): the first before spaces and a backtick, the last after a backtick and spaces.
 _LEADING_BACKTICK = re.compile(r" *`")
 _TRAILING_BACKTICK = re.compile(r"` *$")
-_BROKEN_FENCE = "`\u200b``"  # a zero-width space keeps three backticks from closing a block
+# A backtick two more follow: a zero-width space after each leaves no three in a row, which would
+# close the block (replacing ``` alone left one of ```` whole).
+_FENCE_IN_CODE = re.compile(r"`(?=``)")
 # What a masked link's label cannot hold: a bracket ends it early or is read as a link of its own,
 # and Discord prints a link whose label holds a web address as typed. Nor can a label escape anything
 # (Discord shows a backslash in one as typed, discord-api-docs#6185): such a label is written
@@ -109,7 +111,7 @@ class DiscordMarkdown(Renderer):
 
     def code_block(self, code: str, lang: str, ctx: Context) -> str:
         # Discord has no longer fences: a ``` inside the code would end the block early.
-        code = code.replace("```", _BROKEN_FENCE)
+        code = _FENCE_IN_CODE.sub("`\u200b", code)
         return f"```{lang}\n{code}\n```"
 
     def quote(self, inner: str, ctx: Context) -> str:

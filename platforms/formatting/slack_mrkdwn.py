@@ -1,13 +1,16 @@
 """Markdown to Slack's mrkdwn (the ``text`` of ``chat.postMessage``).
 
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
-``~struck~``; links ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
-blocks keep their backticks (Slack shows no language; three backticks in the code
-get a zero-width space, or they would end the block; inline code holding a backtick,
+``~struck~``, each closed and reopened at every line break (Slack's end at their line); links
+``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
+blocks keep their backticks (Slack shows no language; backticks in the code get zero-width spaces,
+so that no three in a row end the block; inline code holding a backtick,
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
 each line (Slack has one level); headings are bold lines (bold within them is left plain), lists use ``•`` or
-numbers, tables become code blocks; backticks left as text are kept apart by zero-width spaces, so
-three never open a block; a line break in a link's label is a space (a link is one line). ``&``,
+numbers (an item's code blocks and quotes in the first column), tables become code blocks; backticks left
+as text are kept apart by zero-width spaces, so three never open a block, and so are ``*``, ``_`` and
+``~`` left as text that Slack would pair into a style; a line break in a link's label is a space (a
+link is one line). ``&``,
 ``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention.
 """
 
@@ -15,13 +18,21 @@ from __future__ import annotations
 
 import re
 
-from platforms.formatting.markdown import Context, Renderer
+from platforms.formatting.markdown import Context, Renderer, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _ZWSP = "\u200b"
-_BROKEN_FENCE = f"`{_ZWSP}``"  # a zero-width space keeps three backticks from closing a block
 _BACKTICK_RUN = re.compile(r"`(?=`)")
+# A backtick two more follow: a zero-width space after each leaves no three in a row, which would
+# close the block (replacing ``` alone left one of ```` whole).
+_FENCE_IN_CODE = re.compile(r"`(?=``)")
+_FENCE = "```"
+# A style marker at a word's edge, where it may open a style (no letter or digit before it, no
+# space after) or close one (no space before, no letter or digit after).
+_EDGES = {c: re.compile(rf"(?<![^\W_]){re.escape(c)}(?=\S)|(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
+_OPENS = {c: re.compile(rf"(?<![^\W_]){re.escape(c)}(?=\S)") for c in "*_~"}
+_CLOSES = {c: re.compile(rf"(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
 
 
 def escape(text: str) -> str:
@@ -38,13 +49,12 @@ class SlackMrkdwn(Renderer):
     def text(self, text: str, ctx: Context) -> str:
         # Backticks CommonMark left as text, kept apart: Slack would read three as a fence, and pair
         # it with the next one, a code block's perhaps.
-        return _BACKTICK_RUN.sub(f"`{_ZWSP}", escape(text))
+        return _inert_markers(_BACKTICK_RUN.sub(f"`{_ZWSP}", escape(text)))
 
     def style(self, kind: str, inner: str, ctx: Context) -> str:
         if kind == "strong" and ctx.heading:
             return inner  # the heading is bold already, and Slack's bold holds no bold: the * would show
-        marker = _MARKERS[kind]
-        return f"{marker}{inner}{marker}" if inner else ""
+        return _each_line(_MARKERS[kind], inner)
 
     def code_span(self, code: str, ctx: Context) -> str:
         if "`" not in code:
@@ -52,7 +62,7 @@ class SlackMrkdwn(Renderer):
         # Slack's inline code has no longer delimiters and no escapes, so a backtick would end it;
         # its preformatted text holds one. A zero-width space keeps a backtick at an edge from
         # lengthening the fence.
-        body = escape(code).replace("```", _BROKEN_FENCE)
+        body = _FENCE_IN_CODE.sub(f"`{_ZWSP}", escape(code))
         return f"```{_ZWSP if body.startswith('`') else ''}{body}{_ZWSP if body.endswith('`') else ''}```"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
@@ -69,16 +79,54 @@ class SlackMrkdwn(Renderer):
         return " " if ctx.link else "\n"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
-        return f"*{inner}*"
+        return _each_line("*", inner)  # a setext heading may take several lines
 
     def code_block(self, code: str, lang: str, ctx: Context) -> str:
         # Slack has no longer fences: a ``` inside the code would end the block early.
-        return f"```\n{escape(code).replace('```', _BROKEN_FENCE)}\n```"
+        return f"{_FENCE}\n{_FENCE_IN_CODE.sub(f'`{_ZWSP}', escape(code))}\n{_FENCE}"
+
+    def list_item(self, marker: str, inner: str, ctx: Context) -> str:
+        # Slack has no lists: an item's later lines are indented with spaces, which in a code block
+        # would be the code's own (every line of a step's command shifted right, pasted so), and
+        # before a quote's ``>`` would keep it from being a quote. Those lines stay in the first
+        # column. A line that is ``` alone opens or closes a block: in code, ``` is broken up.
+        pad = " " * (width(marker) + 1)
+        lines, in_code = [], False
+        for n, line in enumerate(inner.split("\n")):
+            fence = line == _FENCE
+            kept = in_code or fence or not line or line.startswith(">")
+            lines.append(f"{marker} {line}" if n == 0 else line if kept else pad + line)
+            in_code ^= fence
+        return "\n".join(lines)
 
     def quote(self, inner: str, ctx: Context) -> str:
         if ctx.quote:
             return inner
         return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+
+
+def _inert_markers(text: str) -> str:
+    """``text`` with each ``*``, ``_`` or ``~`` CommonMark left as text (``\\*not bold\\*``) between
+    zero-width spaces when, on its line, one at a word's start pairs with one at a word's end: Slack
+    has no escapes and would style what lies between. Whether Slack counts the space as a word's edge
+    or not, one on each side leaves the marker neither opening nor closing. A marker within a word
+    (``snake_case``) or alone (``*.py``, ``~/src``) is left as it is, copied as typed."""
+    if not any(c in text for c in "*_~"):
+        return text
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        for marker, edges in _EDGES.items():
+            first = _OPENS[marker].search(line)
+            if first is not None and _CLOSES[marker].search(line, first.end() + 1):
+                line = edges.sub(f"{_ZWSP}{marker}{_ZWSP}", line)
+        lines[n] = line
+    return "\n".join(lines)
+
+
+def _each_line(marker: str, inner: str) -> str:
+    """``inner`` between ``marker``s, line by line: Slack's ``*bold*`` (``_``, ``~``) ends at its line,
+    so markers around two lines would show, and leave both lines plain."""
+    return "\n".join(f"{marker}{line}{marker}" if line.strip() else line for line in inner.split("\n"))
 
 
 _RENDERER = SlackMrkdwn()
