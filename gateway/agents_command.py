@@ -14,6 +14,11 @@
   ``/retry``'s): the task would run twice, and its result come twice.
 
 ``ID`` is a child's id as listed, or any part of it that matches only one child.
+
+Every answer is redacted as a log line is (`gateway.logging.redact`): a child's error or summary
+may quote what a tool echoed (a key in a URL, a token in an exception), and a goal what the
+model was told. Goals, summaries and errors are redacted before they are cut (`_shown`), so a
+cut never leaves the first half of a secret, which no mask would match.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from agent import Clock, ToolTraceEntry
 from gateway.child_states import RESTARTED, state_word, tally
 from gateway.excerpt import excerpt, typed
 from gateway.ledger import FAILED, Ledger
+from gateway.logging import redact
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
@@ -38,6 +44,8 @@ MIN_ID_PART = 3
 GOAL_CHARS = 80
 SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
+_READ = 8
+"""`_shown` redacts this many times the limit of a text, twice what `excerpt` reads of it."""
 NO_SUBAGENTS = "No subagents in this chat."
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 SAME_TASK = ("goal", "context", "role", "route", "backend")
@@ -54,6 +62,10 @@ class AgentsCommand:
         """Built before the lifecycle starts: a child that finished before this ran in an earlier process."""
 
     async def run(self, session: GatewaySession, args: str) -> str:
+        # Texts pieced in whole (a ledger's reason, a retry's answer) are masked here; cut ones in `_shown`.
+        return redact(await self._run(session, args))
+
+    async def _run(self, session: GatewaySession, args: str) -> str:
         words = args.split()
         if not words or [w.lower() for w in words] == ["all"]:
             return await self._list(session, everything=bool(words))
@@ -91,8 +103,8 @@ class AgentsCommand:
                 route = task.spec.get("route")
                 where = f", route {route}" if route else ""
                 state = state_word(child)
-                items.append((f"• {task.subagent_id} — {excerpt(task.goal, GOAL_CHARS)} — {state}{where}"
-                              + (f": {excerpt(text, SUMMARY_CHARS)}" if text else ""), state))
+                items.append((f"• {task.subagent_id} — {_shown(task.goal, GOAL_CHARS)} — {state}{where}"
+                              + (f": {_shown(text, SUMMARY_CHARS)}" if text else ""), state))
             delegations.append((f"Background task {row.delegation_id} ({_ledger_status(row)}):", items))
         blocks = [("", [_item(child, now) for sid, child in live.items() if sid not in listed]), *delegations]
         listed.update(live)
@@ -144,7 +156,7 @@ class AgentsCommand:
 
     def _log(self, session: GatewaySession, child: ChildSnapshot) -> str:
         trace = self._children.tool_trace(session.session_id, child.subagent_id)
-        head = f"{child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state_word(child)}"
+        head = f"{child.subagent_id} — {_shown(child.goal, GOAL_CHARS)} — {state_word(child)}"
         if trace is None:
             return f"{head}\n{self._untraced(child)}"
         if not trace:
@@ -169,7 +181,7 @@ class AgentsCommand:
         if not await self._children.interrupt_child(child.subagent_id, "stopped by /agents stop",
                                                    parent_session_id=session.session_id):
             return f"{child.subagent_id} is already finishing."
-        return (f"Stopping {child.subagent_id} ({excerpt(child.goal, GOAL_CHARS)}): it ends at its next step, "
+        return (f"Stopping {child.subagent_id} ({_shown(child.goal, GOAL_CHARS)}): it ends at its next step, "
                 "and its partial result still reaches whatever waits for it.")
 
     async def _retry(self, session: GatewaySession, child: ChildSnapshot) -> str:
@@ -207,10 +219,23 @@ def _line(child: ChildSnapshot, now: float) -> str:
     end = child.completed_at if child.completed_at is not None else now
     elapsed = end - (child.started_at or child.created_at)
     state = state_word(child)
-    text = f"• {child.subagent_id} — {excerpt(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
+    text = f"• {child.subagent_id} — {_shown(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
     text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
     done = child.summary or child_failure_reason(child.error or "") if child.state.terminal else None
-    return text + (f": {excerpt(done, SUMMARY_CHARS)}" if done else "")
+    return text + (f": {_shown(done, SUMMARY_CHARS)}" if done else "")
+
+
+def _shown(text: str, limit: int) -> str:
+    """`excerpt` of ``text`` with secrets masked first: masked after the cut, a secret cut in two
+    would show its first half. Only the part `excerpt` reads is redacted (a child's summary may be
+    24,000 characters, fifty of them for ``/agents all``), unless a mask in it shortened it: then
+    words past that part move into it, so the whole text is."""
+    words = " ".join(text.split())
+    head = words[:_READ * limit]
+    masked = redact(head)
+    if len(masked) != len(head) and len(words) > len(head):
+        masked = redact(words)
+    return excerpt(masked, limit)
 
 
 def _model_route(child: ChildSnapshot) -> Iterable[str]:

@@ -7,7 +7,9 @@ without the code that logs knowing about them.
 
 Redaction rewrites each record's message and exception text before any
 formatter sees it: registered secrets (the config's tokens and keys) and
-well-known token shapes become ``***``. Then identical lines repeated within
+well-known token shapes become ``***``. Each is then cut to `MAX_TEXT_CHARS`
+(its start and end kept, the cut counted), after redaction: a secret cut in two
+would be matched by no mask. Then identical lines repeated within
 ``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
 Libraries that write a line for every event they handle are held to WARNING below
 DEBUG (`PER_EVENT_LOGGERS`), so a busy deployment's log grows with what matters.
@@ -45,6 +47,10 @@ _PATTERNS = [
     (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),
     (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
 ]
+MAX_TEXT_CHARS = 16_000
+"""A record's message, its traceback and its stack are each cut to about this many characters
+(`bounded`): an exception quoting a megabyte argument (a plugin command's, a tool's) wrote a
+megabyte to the log at each failure."""
 PER_EVENT_LOGGERS = ("aiogram.event",)
 """Loggers that write an INFO line per platform event ("Update id=… is handled. Duration … ms")."""
 _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
@@ -98,6 +104,15 @@ def redact(text: str) -> str:
     return text
 
 
+def bounded(text: str) -> str:
+    """``text`` when it has at most `MAX_TEXT_CHARS` characters, else its start and its end (a
+    traceback's last line names the exception) around a note of how many characters were cut."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    keep = MAX_TEXT_CHARS // 2
+    return f"{text[:keep]} …[{len(text) - 2 * keep} characters cut]… {text[-keep:]}"
+
+
 class ContextFilter(logging.Filter):
     """Copies the current ids onto the record as ``record.ids``."""
 
@@ -121,7 +136,7 @@ def _turn_ids() -> dict[str, str]:
 
 
 class RedactionFilter(logging.Filter):
-    """Replaces the record's message and exception text by their redacted form."""
+    """Replaces the record's message and exception text by their redacted form, `bounded`."""
 
     _formatter = logging.Formatter()
 
@@ -130,13 +145,13 @@ class RedactionFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # bad %-args: leave the record for the handler's own error reporting
             return True
-        record.msg, record.args = redact(message), None
+        record.msg, record.args = bounded(redact(message)), None
         if record.exc_info and not record.exc_text:
             record.exc_text = self._formatter.formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = bounded(redact(record.exc_text))
         if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+            record.stack_info = bounded(redact(record.stack_info))
         return True
 
 

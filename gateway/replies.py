@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from agent import TurnResult, exceeds_context, model_failure_kind
+from gateway.logging import redact
 from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.replies")
@@ -88,10 +89,12 @@ CHILD_MODEL_FAILED = "it could not get an answer from the model just now"
 def child_failure_reason(error: str) -> str:
     """Why a subagent failed, as the chat reads it: for a failed model call the same news as a
     turn's (`reply_text`), never the provider's words, which may quote an account id or a part of
-    a key (the parent model reads them in its results, the operator in the log); else ``error``."""
+    a key (the parent model reads them in its results, the operator in the log); else ``error``,
+    redacted as a log line is: a tool's exception may quote a key in a URL or a token. Redacted whole,
+    before any caller cuts it: a secret cut in two is matched by no mask."""
     kind = model_failure_kind(error)
     if kind is None:
-        return error
+        return redact(error)
     return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error) else CHILD_MODEL_FAILED)
 
 

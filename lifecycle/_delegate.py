@@ -33,6 +33,7 @@ from lifecycle._routing import (
     BackendUnavailable,
     ChildRoute,
     RouteRefused,
+    echoed,
     refusal_entry,
     with_route,
 )
@@ -247,9 +248,9 @@ class DelegateTool:
 
     async def _control(self, action: Any, args: dict[str, Any], parent_id: str) -> dict[str, Any]:
         if self.mode != "background":
-            raise ToolError(f"action {action!r} is only available for background delegation")
+            raise ToolError(f"action {echoed(action)} is only available for background delegation")
         if action not in ("list", "steer", "stop"):
-            raise ToolError(f"action must be one of delegate, list, steer, stop; got {action!r}")
+            raise ToolError(f"action must be one of delegate, list, steer, stop; got {echoed(action)}")
         check_control(action, args)
         supervisor = self.service._supervisor
         if action == "list":
@@ -281,7 +282,7 @@ class DelegateTool:
         for record in self.service._supervisor.children(parent_id):
             if record.handle.subagent_id == subagent_id:
                 return record
-        raise ToolError(f"no running subagent {subagent_id!r} in this session; use action=list to see them")
+        raise ToolError(f"no running subagent {echoed(subagent_id)} in this session; use action=list to see them")
 
 
 def _listing(child: ChildSnapshot, now: float) -> dict[str, Any]:

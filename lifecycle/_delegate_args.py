@@ -12,7 +12,7 @@ from agent.images import images_problem
 from lifecycle._children import ChildSpec
 from lifecycle._contract import MAX_CONTEXT_CHARS, MAX_GOAL_CHARS
 from lifecycle._output_schema import coerce_schema
-from lifecycle._routing import RouteOption
+from lifecycle._routing import ECHO_CHARS, RouteOption, clipped, listed_names
 
 ROLES = ("leaf", "orchestrator")
 
@@ -106,7 +106,8 @@ def check_arguments(args: dict[str, Any], *, background: bool = False) -> None:
                         f"steer or stop a subagent, or leave {'them' if many else 'it'} out to start subagents")
     unknown = sorted(set(args) - _KNOWN)
     if unknown:
-        raise ToolError(f"unknown argument(s) {', '.join(unknown)}; use goal/context for one task or tasks for several")
+        raise ToolError(
+            f"unknown argument(s) {listed_names(unknown)}; use goal/context for one task or tasks for several")
     for key in ("goal", "context"):
         if key in args and not isinstance(args[key], str):
             raise ToolError(f"`{key}` must be a string")
@@ -121,13 +122,23 @@ def check_control(action: str, args: dict[str, Any]) -> None:
     extra = sorted(set(args) - {"action", *takes})
     if extra:
         wanted = " and ".join(f"`{key}`" for key in takes) if takes else "no other argument"
-        raise ToolError(f"action={action} takes {wanted}, not {', '.join(extra)}; to start subagents, call "
+        raise ToolError(f"action={action} takes {wanted}, not {listed_names(extra)}; to start subagents, call "
                         "delegate_task without `action`")
 
 
 def _check_role(where: str, role: Any) -> None:
     if role is not None and role not in ROLES:
-        raise ToolError(f"{where}`role` must be \"leaf\" or \"orchestrator\", got {json.dumps(role)}")
+        raise ToolError(f"{where}`role` must be \"leaf\" or \"orchestrator\", got {_as_json(role)}")
+
+
+def _as_json(value: Any) -> str:
+    """A model-written value as JSON, `clipped`: a string is cut before it is quoted, so it still reads as one."""
+    if isinstance(value, str):
+        return json.dumps(clipped(value), ensure_ascii=False)
+    try:
+        return clipped(json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):  # nested as deep as the parser allowed, the encoder may give up
+        return type(value).__name__
 
 
 def _check_route(where: str, route: Any) -> None:
@@ -179,7 +190,8 @@ def _spec(index: int, task: Any, defaults: dict[str, Any]) -> ChildSpec:
     task = present(task)
     unknown = sorted(set(task) - set(_TASK_KEYS))
     if unknown:
-        raise ToolError(f"{where}: unknown argument(s) {', '.join(unknown)}; a task takes {', '.join(_TASK_KEYS)}")
+        raise ToolError(
+            f"{where}: unknown argument(s) {listed_names(unknown)}; a task takes {', '.join(_TASK_KEYS)}")
     goal = task.get("goal")
     if not isinstance(goal, str) or not goal.strip():
         raise ToolError(f"{where}: `goal` must be a non-empty string saying what the subagent must achieve.")
@@ -196,8 +208,8 @@ def _spec(index: int, task: Any, defaults: dict[str, Any]) -> ChildSpec:
             raise ToolError(f"{where}: {exc}") from None
     images = task.get("images")
     problem = images_problem(images)
-    if problem:
-        raise ToolError(f"{where}: {problem}")
+    if problem:  # it quotes a blank entry whole: cut, as the other echoes are
+        raise ToolError(f"{where}: {clipped(problem, 4 * ECHO_CHARS)}")
     role, route = task.get("role"), task.get("route")
     _check_role(f"{where}: ", role)
     _check_route(f"{where}: ", route)

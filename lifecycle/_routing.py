@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import reprlib
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,6 +31,35 @@ log = logging.getLogger("lifecycle.routing")
 
 DEFAULT_BACKEND = "default"
 DEFAULT_DESCRIPTION = "every subagent runs on the default child model"
+ECHO_CHARS = 60
+"""A model-written value (a route, a role, an argument's name) is named back in a tool error cut to
+this (`clipped`): whole, a route of 100,000 characters came back three times in the tool result,
+which the model reads again in every later request of the turn."""
+ECHO_NAMES = 10
+"""Names (unknown arguments) listed back at most; the others are counted (`listed_names`)."""
+
+
+def clipped(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` as it is when it has at most ``limit`` characters, else its start cut with "…" to ``limit``."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, ECHO_CHARS, ECHO_CHARS
+
+
+def echoed(value: Any) -> str:
+    """A model-written value named back in a tool error: a string quoted after it is `clipped` (so it
+    still reads as one), anything else as Python shows it, cut too (`reprlib` bounds the work)."""
+    if isinstance(value, str):
+        return repr(clipped(value))
+    return clipped(_REPR.repr(value))
+
+
+def listed_names(names: Sequence[str]) -> str:
+    """``names`` for a tool error, comma-separated: each `clipped`, at most `ECHO_NAMES` of them."""
+    shown = ", ".join(clipped(str(name)) for name in names[:ECHO_NAMES])
+    return shown + (f" and {len(names) - ECHO_NAMES} more" if len(names) > ECHO_NAMES else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +165,7 @@ class Routing:
         except BackendUnavailable as exc:  # registered but failing: this task is refused, the rest run
             raise RouteRefused(str(exc)) from None
         if route not in names:
-            raise RouteRefused(f"no route {route!r}; the routes are: {', '.join(names) or 'none'}")
+            raise RouteRefused(f"no route {echoed(route)}; the routes are: {', '.join(names) or 'none'}")
         try:
             resolved = impl.resolve(route)
         except RouteRefused:
@@ -203,7 +233,8 @@ def refusal_entry(task_index: int, route: Any, reason: str) -> dict[str, Any]:
         "task_index": task_index, "subagent_id": None, "role": None, "status": "error", "summary": None,
         "error": f"route refused: {reason}", "exit_reason": "error", "truncated": False, "api_calls": 0,
         "duration_seconds": 0.0, "model": None, "tokens": {"input": 0, "output": 0}, "cost_usd": None,
-        "tool_trace": [], "route": {"name": route, "refused": True, "reason": reason},
+        "tool_trace": [], "route": {"name": clipped(route) if isinstance(route, str) else route, "refused": True,
+                                    "reason": reason},
         "timeout_seconds": None, "timed_out_after_seconds": None, "last_event_age": None, "timeout_phase": None,
     }
 
