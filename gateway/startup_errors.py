@@ -7,7 +7,8 @@ phrased for the operator), then a platform that would not start, then a state-da
 or file-system error. What
 nothing here recognises is still one line: its type and message. Every line is
 redacted (`gateway.logging.redact`), so a token inside a URL an SDK echoed is
-``***``; the full traceback goes to the log at DEBUG.
+``***``, and a platform's ``api_base`` is shown without its user info (`shown_url`), which
+redacting alone would miss (a token given as the user name); the full traceback goes to the log at DEBUG.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from __future__ import annotations
 import errno
 import re
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.config import Config
+from gateway.config.secret_values import MIN_LENGTH, shown_url
 from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact
@@ -88,19 +91,36 @@ def _platform(error: BaseException, config: Config) -> str | None:
     platform = getattr(error, "platform", None)
     if platform not in _CREDENTIALS:
         return None
-    settings = getattr(config.platforms, platform)
-    detail = str(error) or type(error).__name__
+    api_base = getattr(config.platforms, platform).api_base
+    detail = _unechoed(str(error) or type(error).__name__, api_base)
     kind = type(error).__name__
     if kind == "NetworkError":
-        return (f"platforms.{platform}.api_base: no working {_API[platform]} at {settings.api_base} ({detail}); fix"
+        return (f"platforms.{platform}.api_base: no working {_API[platform]} at {shown_url(api_base)} ({detail}); fix"
                 f" platforms.{platform}.api_base, or the network or proxy between")
     if kind in _REFUSALS:
         credential = _CREDENTIALS[platform]
         if platform == "slack" and getattr(error, "method", None) == _SLACK_APP_TOKEN_METHOD:
             credential = "app_token"
-        return (f"platforms.{platform}: {settings.api_base} refused the bot ({detail}); check"
+        return (f"platforms.{platform}: {shown_url(api_base)} refused the bot ({detail}); check"
                 f" platforms.{platform}.{credential} and platforms.{platform}.api_base")
     return f"platforms.{platform}: could not start ({detail}); check the platforms.{platform} settings"
+
+
+def _unechoed(detail: str, api_base: str) -> str:
+    """What the SDK said, without the user info of ``api_base`` should it echo the URL: a proxy's
+    password, or a token given as the user name alone (``https://tok…@proxy/``), which `redact` does
+    not know for one (it is no registered secret, nor shaped like a token)."""
+    detail = detail.replace(api_base, shown_url(api_base))
+    try:
+        parts = urllib.parse.urlsplit(api_base)
+        # The user name is a secret only alone: next to a password it names an account (``proxy:pw@``).
+        secret = parts.password if parts.password is not None else parts.username
+    except ValueError:  # no URL a parser accepts: the SDK could not have used, nor echoed, its user info
+        return detail
+    for form in sorted({secret or "", urllib.parse.unquote(secret or "")}, key=len, reverse=True):
+        if len(form) >= MIN_LENGTH:
+            detail = detail.replace(form, "***")
+    return detail
 
 
 def _storage(error: BaseException, config: Config) -> str | None:
