@@ -47,7 +47,9 @@ When nothing reads the output any more (``switchboard chat | head -1``, or a ter
 up: its window closed, its ssh connection dropped) the chat ends at once. A reply it could
 not print stays in the outbox for the next chat, and so does every later one (a turn still
 running gets the shutdown grace to finish): `send` raises `Closed`, so the outbox tries the
-terminal no more in this process instead of retrying for the grace.
+terminal no more in this process instead of retrying for the grace. The next chat numbers its
+messages apart from every earlier one's: an update the outbox kept for a message of a screen that is
+gone (the card of a turn that ran on after a hang-up) is printed anew, never drawn over this chat's.
 
 A file the agent sends (``send_file``) is copied into ``files_dir`` (a name already there gets
 ``-2``, ``-3``...) and its path printed, with the caption: the terminal's person is the operator,
@@ -63,7 +65,6 @@ import getpass
 import itertools
 import logging
 import os
-import re
 import shutil
 import sys
 import threading
@@ -86,14 +87,12 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.local_input import reader_of
+from platforms.local_screen import height, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
-    back_to_line_start,
     cursor_after,
-    drawn_again,
     ended_in_line_mode,
     keys_for_the_chat,
     line_editing,
-    place,
     restore_tty,
     set_echo,
     tty_state,
@@ -105,9 +104,6 @@ CHAT_ID = "terminal"
 PROMPT = "you> "
 _PREFIX = {"reply": "agent> ", "completion": "agent> ", "interim": "agent (working)> ", "command": "", "notice": ""}
 _QUIT = frozenset({"/quit", "/exit"})
-_CONTROLS = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""What a terminal would obey in a reply: the model's text (or a file or page it quotes) could
-otherwise clear the screen, retitle the window, write the clipboard (OSC 52), hide or overwrite lines."""
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +163,10 @@ class LocalAdapter:
         self._start_problems: list[str] = []  # shown under the greeting
         self._greeted = False
         self._ids = itertools.count(1)
+        # Ids of this chat alone: an edit the outbox kept from an earlier chat (one whose terminal hung up
+        # mid-turn) names a message of that chat's screen, gone, while its "1" was this chat's first message:
+        # the old card's "✓ Done" was drawn over this chat's answer, printed before it (`edit`).
+        self._chat_tag = os.urandom(4).hex()
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._last_rows = 1  # the screen rows it took, wrapped: a redraw goes up over all of them
         self._reader: asyncio.Task | None = None
@@ -423,8 +423,8 @@ class LocalAdapter:
                 self._screen.release()
 
     def _pressed_ctrl_c(self, text: str) -> bool:
-        """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline turns the key into a character
-        (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys, and a
+        """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline turns the key into a
+        character (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys, and a
         terminal without line editing sends SIGINT for the key, so a 0x03 that arrives there was meant
         as data (quoted with Ctrl-V, or ``stty -isig``); acted on, it dropped every line read with it."""
         return self._readline is not None and CTRL_C in text
@@ -485,7 +485,7 @@ class LocalAdapter:
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the
         message (and sends nothing more to the terminal), and the next chat prints it."""
-        message_id = str(next(self._ids))
+        message_id = f"{self._chat_tag}-{next(self._ids)}"
         text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
         with self._after_prompt_drawn():
             # Above the prompt, then it again (with what was typed after it) under the message.
@@ -517,11 +517,11 @@ class LocalAdapter:
             raise
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
-        """Redraw the message in place, when it is the last one on a terminal and all its rows are still on
-        the screen; else `EditUnsupported`, and the gateway prints the update anew. On output that is no
-        terminal (a pipe, a file) the message is left as it was printed, as on a platform that cannot
-        change what it sent: every update of a notice or a card printed anew was one more line a second
-        (`make run`'s notices), a whole card each time."""
+        """Redraw the message in place, when it is this chat's last one on a terminal and all its rows are
+        still on the screen; else (an earlier chat's too) `EditUnsupported`, and the gateway prints the update
+        anew. On output that is no terminal (a pipe, a file) the message is left as it was printed, as on a
+        platform that cannot change what it sent: every update of a notice or a card printed anew was one
+        more line a second (`make run`'s notices), a whole card each time."""
         if self._output_gone:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         if not self._ansi:
@@ -529,8 +529,8 @@ class LocalAdapter:
         text = shown(scalar_text(text))
         below = 1  # the rows under the message, to the cursor's: they and the message's must all be on the screen
         if self._prompting:
-            below += cursor_after(PROMPT + "".join(typed_line(self._readline, len(PROMPT))), self._width())[0]
-        if message_id != self._last_id or self._last_rows + below > self._height():
+            below += cursor_after(PROMPT + "".join(typed_line(self._readline, len(PROMPT))), width(self._output))[0]
+        if message_id != self._last_id or self._last_rows + below > height(self._output):
             raise EditUnsupported("the terminal can only redraw its last message", method="edit", chat_id=chat_id)
         with self._after_prompt_drawn():
             # Up to the message's line (past the prompt when it shows), redraw, come back.
@@ -543,33 +543,13 @@ class LocalAdapter:
         self._last_rows = self._rows(text)
 
     def _rows(self, text: str) -> int:
-        """Screen rows ``text`` takes, each line wrapped at the terminal's current width."""
-        width = self._width()
-        return sum(place(line, width)[0] + 1 for line in text.split("\n"))
-
-    def _width(self) -> int:
-        return self._size().columns or 80
-
-    def _height(self) -> int:
-        return self._size().lines or 24
-
-    def _size(self) -> os.terminal_size:
-        try:
-            return os.get_terminal_size(self._output.fileno())
-        except (AttributeError, OSError, ValueError):  # no descriptor (a test's stream), or no terminal
-            return os.terminal_size((80, 24))
+        return rows(text, width(self._output))
 
     def _prompt_start(self) -> str:
-        """From readline's cursor to the start of the prompt's row."""
-        before, _ = typed_line(self._readline, len(PROMPT))
-        return back_to_line_start(PROMPT + before, self._width())
+        return prompt_start(self._readline, PROMPT, width(self._output))
 
     def _prompt_again(self) -> str:
-        """The prompt and what was typed after it, drawn anew, readline's cursor where it was."""
-        before, after = typed_line(self._readline, len(PROMPT))
-        if not self._ansi:
-            return scalar_text(PROMPT + before + after)
-        return scalar_text(drawn_again(PROMPT + before, after, self._width()))
+        return prompt_again(self._readline, PROMPT, width(self._output), ansi=self._ansi)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None
@@ -617,22 +597,6 @@ def _keep(source: Path, wanted: Path) -> Path:
         except FileExistsError:
             continue
     raise AssertionError("unreachable")
-
-
-def shown(text: str) -> str:
-    """``text`` with its control characters made visible instead of obeyed (tabs and line breaks
-    stay; CR LF is a line break): a C0 control as its Unicode control picture (ESC as ␛), DEL as ␡,
-    a C1 control (8-bit CSI and the like) as U+FFFD."""
-    return _CONTROLS.sub(_picture, text)
-
-
-def _picture(m: re.Match[str]) -> str:
-    c = m.group()
-    if c == "\r\n":
-        return "\n"
-    if c == "\x7f":
-        return "\u2421"
-    return chr(0x2400 + ord(c)) if c < " " else "\ufffd"
 
 
 def _all_commands(text: str) -> bool:

@@ -489,13 +489,12 @@ async def test_control_characters_in_a_reply_are_shown_never_obeyed():
     evil = "a\x1b[2J\x1b]52;c;ZXZpbA==\x07b\rc\x9b31md\x7f\r\nnext\tline"
     sent = await adapter.send(Outbound("terminal", None, evil, kind="reply"))
     assert out.getvalue() == "agent> a␛[2J␛]52;c;ZXZpbA==␇b␍c\ufffd31md␡\nnext\tline\n"
-    await adapter.send(Outbound("terminal", None, "⏳ working", kind="notice"))
+    notice = await adapter.send(Outbound("terminal", None, "⏳ working", kind="notice"))
     out.seek(0)
     out.truncate()
     with pytest.raises(EditUnsupported):
         await adapter.edit("terminal", None, sent.message_id, "x")  # not the last line
-    notice = str(int(sent.message_id) + 1)
-    await adapter.edit("terminal", None, notice, "⏳ still\x1b[8m hidden")
+    await adapter.edit("terminal", None, notice.message_id, "⏳ still\x1b[8m hidden")
     assert out.getvalue() == "\r\x1b[1A\x1b[J⏳ still␛[8m hidden\n"
 
 
