@@ -44,7 +44,7 @@ class KeyRing:
 
     Not thread-safe; the lifecycle service uses it from the event loop only.
     Every mutation (construction with no keys, `rotate`, `retire`) changes rows
-    the caller must persist: save `export()` (``Journal.save_key`` is an upsert).
+    the caller must persist: save `export()` whole (``Journal.save_keys``: one transaction of upserts).
     """
 
     __slots__ = ("_keys", "_active", "_clock", "has_retired", "_macs")

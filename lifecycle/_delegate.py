@@ -64,6 +64,11 @@ NOT_RECORDED = (
     "whoever runs me is told why in the logs."
 )
 
+CLOSED_WHILE_WAITING = (
+    "No results: the lifecycle service closed before the subagents ended (the process is shutting down); "
+    "the next start stops them. Nothing more can be done in this turn."
+)
+
 
 def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_dispatch: OnDispatch | None = None,
                   backend: str = DEFAULT_BACKEND, admit: Admit | None = None) -> Tool:
@@ -196,6 +201,11 @@ class DelegateTool:
             raise
         finally:
             parent.interrupt_listeners.remove(pass_interrupt)
+        if supervisor.sealed and any(r.result is None for r in records):
+            # Woken by the close (`Supervisor.end_waits`): nothing will tell this process how they end.
+            if lent:
+                engine.reclaim_slot_nowait(parent.session_id)
+            raise ToolError(CLOSED_WHILE_WAITING)
         if lent:
             await engine.reclaim_slot(parent.session_id)
         scope = parent.services.get(FILE_SCOPE)

@@ -22,6 +22,7 @@ from lifecycle._entries import apply_summary_budget, entry, entry_from_result, u
 from lifecycle._record import Record
 from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused, with_route
 from lifecycle._snapshot import ChildSnapshot
+from lifecycle._supervisor import CLOSED
 from lifecycle._tallies import RECENT_PER_SESSION
 
 if TYPE_CHECKING:
@@ -145,7 +146,9 @@ class HostView:
 
     async def wait_finished(self, subagent_ids: Sequence[str]) -> None:
         """Return once every one of these children is in a terminal state (unknown ones count
-        as finished). Cancelling the wait leaves the children running."""
+        as finished). Cancelling the wait leaves the children running. After `close`, raises
+        `SubagentLifecycleError` (``CLOSED``) for a child the service still holds unfinished, at once
+        or as the close ends: nothing will tell this process how it ends (see `_wait`)."""
         await self._wait([self._supervisor.get(sid) for sid in subagent_ids])
 
     async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path, *,
@@ -158,7 +161,7 @@ class HostView:
         that finished before the call, or before a restart, gets the fields the journal keeps
         (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
         of routed children to their route: their entries name it instead of the model behind
-        it. Cancelling the wait leaves the children running."""
+        it. Cancelling the wait leaves the children running; after `close`, raises as `wait_finished` does."""
         held = [self._supervisor.get(sid) for _, sid in tasks]
         await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
@@ -206,15 +209,21 @@ class HostView:
         records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True, routes=routes)
         return [r.handle.subagent_id for r in records]
 
-    @staticmethod
-    async def _wait(held: Sequence[Record | SubagentResult | None]) -> None:
+    async def _wait(self, held: Sequence[Record | SubagentResult | None]) -> None:
+        """Wait for the held records to finish. After `close` one unfinished raises ``CLOSED``: its end would
+        never be heard (a child on an engine that outlives the process, or left behind by the close's grace),
+        and a host told it finished would deliver a result it has not got. The next start follows it again."""
+        supervisor = self._supervisor
         for record in held:
             if isinstance(record, Record) and record.result is None:
-                waiter = record.waiter()
-                try:
-                    await waiter
-                finally:
-                    record.forget(waiter)
+                if not supervisor.sealed:
+                    waiter = record.waiter()
+                    try:
+                        await waiter  # woken by the close too (`Supervisor.end_waits`)
+                    finally:
+                        record.forget(waiter)
+                if record.result is None:
+                    raise SubagentLifecycleError(CLOSED, code="CLOSED")
 
     async def _result(self, subagent_id: str, held: Record | SubagentResult | None) -> SubagentResult | None:
         if isinstance(held, Record):

@@ -166,6 +166,11 @@ class Journal(Protocol):
     async def save_key(self, kid: str, secret: bytes, created_at: float, retired_at: float | None) -> None:
         """Upsert one key, durably, before returning."""
 
+    async def save_keys(self, rows: Collection[KeyRowTuple]) -> None:
+        """Upsert these keys in one transaction, durably, before returning: all of them or none. A key ring's
+        change spans rows (retiring the signing key adds its successor): saved one commit each, a crash between
+        them could leave a retired key verifying again, or a new key that signed handles missing."""
+
 
 def _interrupted(record: JournalRecord, now: float, make_result: MakeResult) -> JournalRecord:
     return dataclasses.replace(
@@ -271,3 +276,9 @@ class MemoryJournal:
 
     async def save_key(self, kid: str, secret: bytes, created_at: float, retired_at: float | None) -> None:
         self._keys[kid] = (kid, bytes(secret), float(created_at), None if retired_at is None else float(retired_at))
+
+    async def save_keys(self, rows: Collection[KeyRowTuple]) -> None:
+        saved = [(kid, bytes(secret), float(created), None if retired is None else float(retired))
+                 for kid, secret, created, retired in rows]  # every row converted before any is kept: all or none
+        for row in saved:
+            self._keys[row[0]] = row

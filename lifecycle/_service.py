@@ -272,11 +272,13 @@ class AsyncSubagentLifecycle:
             self._end_waits()
 
     def _end_waits(self) -> None:
-        """Closed: the waits for children it still holds unfinished return, as timed out (`wait`). Theirs
-        only: an inline delegate_task or the host view waiting for such a child is stopped with its turn."""
+        """Closed: the waits for children it still holds unfinished return, as timed out (`wait`), and the host
+        view's and inline delegate_task's waits raise ``CLOSED`` (`Supervisor.end_waits`). A host that closes the
+        service before it stops the turns and deliveries waiting on it would otherwise keep them for ever."""
         waits, self._waits = self._waits, set()
         for waiter in waits:
             _time_out(waiter)
+        self._supervisor.end_waits()
 
     # -- operations -----------------------------------------------------------------------
 
@@ -371,6 +373,10 @@ class AsyncSubagentLifecycle:
         engine whose children outlive the process) raises `SubagentLifecycleError` (``CLOSED``), changing
         nothing: the stop could not be journaled for the next start to ask again.
 
+        Answers once the stop is committed (`Supervisor.cancel`): "accepted" must survive a crash, and end the
+        child CANCELLED at the next start, not INTERRUPTED. If the commit fails, raises `JournalError`
+        (``JOURNAL_WRITE_FAILED``): the child is stopped all the same, and the journal writes the stop once it can.
+
         ``reason`` is kept to its first 500 characters (`Supervisor.cancel`: the journal keeps it, and the
         child's error says ``cancellation requested: <reason>``); None gives the default. Anything else raises
         `SubagentLifecycleError` before the handle is looked at: made text with ``str()``, a plugin's
@@ -440,7 +446,8 @@ class AsyncSubagentLifecycle:
     # -- key ring ---------------------------------------------------------------------------
 
     async def rotate_key(self) -> str:
-        """Sign new handles with a fresh key; handles signed before keep working. Returns its id."""
+        """Sign new handles with a fresh key; handles signed before keep working. Returns its id once the
+        ring is committed (`_save_keys`)."""
         self._require_started()
         kid = self.keyring.rotate()
         await self._save_keys()
@@ -457,8 +464,9 @@ class AsyncSubagentLifecycle:
         await self._save_keys()
 
     async def _save_keys(self) -> None:
-        for row in self.keyring.export():
-            await self.journal.save_key(*row)
+        # In one transaction, queued before anything signs with a new key: a launch signed with it commits
+        # with the key or after it, never before.
+        await self.journal.save_keys(self.keyring.export())
 
     # -- lookups and upkeep ---------------------------------------------------------------
 

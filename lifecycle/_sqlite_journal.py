@@ -61,6 +61,10 @@ SWEEP_BATCH = 1000
 single statement for 200,000 held it for seconds."""
 _SWEEP = (f"DELETE FROM lifecycle_records WHERE rowid IN (SELECT rowid FROM lifecycle_records"
           f" WHERE completed_at < ? AND {_IN_TERMINAL} ORDER BY completed_at LIMIT ?)")
+_SAVE_KEY = (
+    "INSERT INTO lifecycle_keys (kid, secret, created_at, retired_at) VALUES (?,?,?,?) ON CONFLICT(kid)"
+    " DO UPDATE SET secret=excluded.secret, created_at=excluded.created_at, retired_at=excluded.retired_at"
+)
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -277,12 +281,13 @@ class SqliteJournal:
         return [tuple(row) for row in self._read(sql, ())]
 
     async def save_key(self, kid: str, secret: bytes, created_at: float, retired_at: float | None) -> None:
-        sql = (
-            "INSERT INTO lifecycle_keys (kid, secret, created_at, retired_at) VALUES (?,?,?,?) ON CONFLICT(kid)"
-            " DO UPDATE SET secret=excluded.secret, created_at=excluded.created_at, retired_at=excluded.retired_at"
-        )
-        params = (kid, bytes(secret), float(created_at), _float(retired_at))
-        await self._write(lambda: self._db.write(sql, params))
+        await self.save_keys([(kid, secret, created_at, retired_at)])
+
+    async def save_keys(self, rows: Collection[KeyRowTuple]) -> None:
+        # One statement, in one savepoint of one commit (`flush` runs each queued statement in a transaction).
+        params = [(kid, bytes(secret), float(created_at), _float(retired_at))
+                  for kid, secret, created_at, retired_at in rows]
+        await self._write(lambda: self._db.write_many(_SAVE_KEY, params))
 
     # --- Participant: what the database calls at each commit we asked for -------------------
 
@@ -457,7 +462,19 @@ class SqliteJournal:
         try:
             self._db.request(self)
         except sqlite3.Error as exc:  # the database was closed under us, or could not commit
-            self._fail_waiters(_database_error(exc))
+            # As a failed commit does (`committed`): the launches waiting are refused and their records
+            # dropped, else a later commit would write the PENDING rows of children their callers were told
+            # were never launched, for the next start to report INTERRUPTED; and the statements queued are
+            # answered, else `save_key` or a sweep would wait for a commit nobody asked for.
+            dropped = self._drop_launches(exc)
+            if dropped:
+                logger.error("journal: asking for a commit failed, %d launches refused and their %d records"
+                             " dropped: %r", len(dropped), sum(map(len, dropped)), exc)
+            error = _database_error(exc)
+            unrun, self._ops = self._ops, []
+            for _, future in unrun:
+                _settle(future, exception=error)
+            self._fail_waiters(error)
 
     async def _write(self, op: Callable[[], T]) -> T:
         """Run a write statement in the next commit (never waiting for a lock on the loop);

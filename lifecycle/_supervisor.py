@@ -554,8 +554,17 @@ class Supervisor:
         (or the state it reached first). Idempotent; a finished child is never changed, nor a finishing one:
         its end came first (one held while the service starts stays so until `release`, plugins loading).
         Once the journal is closed (`sealed`), raises `SubagentLifecycleError` (``CLOSED``), changing
-        nothing: the stop could not be journaled, and the engine is closed."""
-        if record.state.terminal or record.state is S.CANCEL_REQUESTED or record.completing:
+        nothing: the stop could not be journaled, and the engine is closed.
+
+        Returns once the stop is committed (a second cancel too, until it is): told "accepted" while the
+        stop was only queued, a caller whose process then crashed saw the child end INTERRUPTED, as lost, at
+        the next start. If the commit fails, raises `JournalError` (``JOURNAL_WRITE_FAILED``): the child is
+        being stopped all the same, and the journal keeps the stop and writes it once it can."""
+        if record.state.terminal or record.completing:
+            return
+        if record.state is S.CANCEL_REQUESTED:
+            if not self.sealed:  # else the close committed it, or raised that it could not
+                await self._stop_committed(record)
             return
         if self.sealed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
@@ -569,7 +578,28 @@ class Supervisor:
             self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
             record.set_state(S.CANCEL_REQUESTED, now)
             record.cancel_reason = reason
-            self.engine.interrupt(sid, record.stop_request)
+            self.engine.interrupt(sid, record.stop_request)  # asked now: a commit later would only delay it
+            await self._stop_committed(record)
+
+    async def _stop_committed(self, record: Record) -> None:
+        """Wait for the commit of a cancel's stop row (`cancel`). A plain `Journal.sync` also hears the refusals
+        of records no launch owns (a finished child's result): not this cancel's failure, logged as the
+        publisher logs them. Its own row's refusal, or a failed commit, raises."""
+        sid = record.handle.subagent_id
+        try:
+            await self.journal.sync()
+        except JournalError as exc:
+            if exc.subagent_ids and sid not in exc.subagent_ids:
+                log.error("the journal refused %s (%s), heard while cancelling %s", ", ".join(exc.subagent_ids),
+                          exc.code, sid)
+                return
+            if exc.code != "JOURNAL_WRITE_FAILED":
+                raise
+            failure = JournalError(
+                f"The cancel of {sid} was asked, but the journal could not record it yet ({exc}): the child is being"
+                " stopped, and the journal writes the stop once it can; until then a crash would leave the child"
+                " INTERRUPTED, not CANCELLED. Cancel again to hear when it is recorded.", code="JOURNAL_WRITE_FAILED")
+            raise failure from exc
 
     def _journal_stop(self, record: Record, **stop: object) -> None:
         """Keep a stop asked of a child: the next start asks its engine again if it outlives this process,
@@ -605,6 +635,13 @@ class Supervisor:
         await self.engine.close(grace=grace)
         if self._publisher is not None:
             await self._publisher
+
+    def end_waits(self) -> None:
+        """Once closed (`sealed`): wake whoever still waits for a child held unfinished (left running where it
+        runs, or behind by the close's grace): nothing will tell this process how it ends. Each waiter finds the
+        record without a result and says so (`HostView`, delegate_task, the service's `wait`)."""
+        for record in self._live.values():
+            record.wake()
 
     # -- finishing -----------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ which load only once the service has started (a plugin may use it from `register
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 from agent.models.scripted import ScriptedModel
@@ -41,8 +42,13 @@ async def test_a_child_stopped_before_temporal_had_it_reaches_a_plugins_subagent
     parent = first.new_session(session_id="parent-1")
     with inside_turn(parent, "turn-1"):
         handle = await first.lifecycle.launch(SubagentLaunchRequest(goal="stopped at once"))
-        await first.lifecycle.cancel(handle, "changed my mind")  # nothing awaited in between: not started yet
+        # Killed while the cancel waits for its stop's commit, before the engine's requests (the workflow's
+        # start, the stop) have run: the cancel's first step, up to that wait, taken at once.
+        cancelling = first.lifecycle.cancel(handle, "changed my mind")
+        with contextlib.suppress(StopIteration):
+            cancelling.send(None)
     crash(first.lifecycle.engine)
+    cancelling.close()  # killed: no answer
     await first.lifecycle.journal.sync()  # the row keeping the stop
     await first.close()
 

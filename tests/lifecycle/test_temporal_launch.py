@@ -276,8 +276,13 @@ async def stopped_then_killed(make_env, queue, stop) -> tuple[SubagentHandle, Sc
     first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db")
     with first.turn():
         handle = await first.service.launch(SubagentLaunchRequest(goal="stopped at once"))
-        await stop(first, handle)  # nothing awaited in between: the engine's start has not left
+        # Nothing awaited in between: the engine's start has not left. Killed before any of its requests has
+        # run, a cancel too, which answers once its stop is committed: its first step only, up to that wait.
+        stopping = stop(first, handle)
+        with contextlib.suppress(StopIteration):
+            stopping.send(None)
     crash(first.service.engine)
+    stopping.close()  # killed: no answer
     await first.service.journal.sync()  # the row keeping the stop
     assert await no_workflow(client, handle.subagent_id)
     return handle, model
