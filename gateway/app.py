@@ -15,9 +15,11 @@ import logging
 from collections.abc import Sequence
 from typing import Literal
 
-from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool, ToolError
+from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool
 from gateway.access import REFUSAL, allowed, refused_user
 from gateway.chat_intake import ChatIntake
+from gateway.chat_services import ChatServices
+from gateway.command_answers import CommandAnswers, answer_key
 from gateway.commands import Command, Commands
 from gateway.console.recent_errors import RecentErrors
 from gateway.dead_letters import DeadLetterPolicy
@@ -28,6 +30,7 @@ from gateway.file_sends import FileSends
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
 from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe
+from gateway.left_indicators import LeftIndicators
 from gateway.logging import redact
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
@@ -37,11 +40,13 @@ from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import ChatKey, GatewaySession, Heard, Mode, RunningTurn, WorkItem, new_turn_id, quote_of
-from gateway.store import DelegationRow, GatewayStore, OutboxRow, session_key, split_session_key
+from gateway.sessions import ChatKey, Heard, Mode, RunningTurn, WorkItem, new_turn_id
+from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
+from gateway.turn_reads import origin_of, private_chat, read_turn
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
+from gateway.unconfigured import configured, keep_unconfigured
 from platforms.base import (
     Accepted,
     Adapter,
@@ -58,7 +63,6 @@ from platforms.base import (
     TurnReading,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, Connects
-from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.app")
 
@@ -101,12 +105,13 @@ class Gateway:
                                                                                            event.event_id))
         self.questions = Questions(self.outbox, self.store.inbox, self.sessions, clock,
                                    self.config.agent.clarify_timeout_seconds, durable=self.store.durable,
-                                   private=self._private_chat,
+                                   private=functools.partial(private_chat, self.store),
                                    busy=lambda session, running: host.children.runs_here(session.session_id,
                                                                                           running.turn_id))
-        self._chat_services = {"send_message": self._send_message,
+        services = ChatServices(self.sessions, self.outbox)
+        self._chat_services = {"send_message": services.send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,
-                               "clarify": self.questions.ask, "note_key": self._note_key}
+                               "clarify": self.questions.ask, "note_key": services.note_key}
         """The services of every chat's parent agent: each finds its chat from the calling turn."""
         self.runner = TurnRunner(self.sessions, self.outbox, self.store.inbox, children=host.children,
                                  display=self.display.turn, adapters=self.adapters, clock=clock,
@@ -137,7 +142,7 @@ class Gateway:
                                       platforms=self.adapters, clock=clock, connections=self.connections)
         self.tracing = build_tracing(self.config.telemetry, provider=tracer_provider,
                                      provider_name=self.config.model.provider, request_model=self.config.model.name,
-                                     origin_of=self._origin_of)
+                                     origin_of=functools.partial(origin_of, self.store))
         for watcher in (self.metrics, self.tracing):
             if watcher is not None:
                 self.events.subscribe(watcher)
@@ -148,9 +153,10 @@ class Gateway:
         self._run_begun = False
         """Whether this start recorded its run (`GatewayStore.begin_run`): only then may its stop record it ended."""
         self._background: list[asyncio.Task] = []
-        self._aside: set[asyncio.Task] = set()
-        """Plugin commands being answered (`_answer_aside`)."""
+        self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
+                                       accepting=lambda: self._accepting)
         self._intake = ChatIntake()
+        self._left_indicators = LeftIndicators(self.store, self.adapters)
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
@@ -177,7 +183,7 @@ class Gateway:
         self._recall_refusals()  # before any event is handled, new or replayed
         # Taken before any platform starts: an event a platform hands over while a later one still
         # starts is unsettled too, but already being handled; replayed, it would run twice. Not one of a
-        # platform no longer configured: kept as it is for a start that configures it (`_keep_unconfigured`).
+        # platform no longer configured: kept as it is for a start that configures it (`gateway.unconfigured`).
         opened = [(event, turn_id) for event, turn_id in self.store.inbox.unfinished()
                   if event.platform in self.adapters]
         begun = self.store.inbox.begun()
@@ -196,8 +202,8 @@ class Gateway:
         pending = self.store.outbox.pending_messages()
         self.questions.drop_left_unsent(pending, {
             *(turn_id for _, turn_id in unfinished if turn_id),
-            *(row.completion_turn_id for row in running if self._configured(row))})
-        self._keep_unconfigured(pending, running)
+            *(row.completion_turn_id for row in running if configured(row, self.adapters))})
+        keep_unconfigured(self.store, self.adapters, pending, running)
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
@@ -205,7 +211,7 @@ class Gateway:
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             if isinstance(adapter, LeavesIndicators):
-                adapter.bind_indicators_left(functools.partial(self._indicator_left, adapter.name))
+                adapter.bind_indicators_left(functools.partial(self._left_indicators.left, adapter.name))
             if isinstance(adapter, CatchesUp):
                 adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
                                        functools.partial(self.store.last_seen.record, adapter.name),
@@ -215,7 +221,7 @@ class Gateway:
                                         functools.partial(self._chat_moved, adapter.name))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
-        undelivered = [row for row in self.store.delegations.running() if self._configured(row)]
+        undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
         # As for the events above: a completion turn that died with the process is charged an attempt, so one
         # that brings it down is not replayed into every start; given up on, its results go out as they are.
         gave_up: set[str] = set()
@@ -224,9 +230,9 @@ class Gateway:
             for row in undelivered:
                 if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
                     gave_up.add(row.completion_turn_id)
-        self._clear_left_behind({(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-                                {split_session_key(row.session_key) for row in undelivered} | unsent | left,
-                                recorded=left)
+        self._background += self._left_indicators.clear(
+            {(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
+            {split_session_key(row.session_key) for row in undelivered} | unsent | left, recorded=left)
         # They start over: the events' turns, and the completion turns of undelivered delegations
         # (one that had begun may have delegated already).
         replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
@@ -243,28 +249,6 @@ class Gateway:
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]
         self._checkpointer.start()
 
-    def _keep_unconfigured(self, pending: Sequence[OutboxRow], undelivered: Sequence[DelegationRow]) -> None:
-        """A platform taken out of the configuration (the operator disabled Telegram, say) keeps what its
-        chats left: messages to answer, background results to deliver, messages to send. None of it is run
-        (nothing could answer it), counted as failed or dropped: it waits, untouched, for a start that
-        configures the platform again. One line per such platform says so."""
-        kept: dict[str, list[int]] = {}
-        for platform, count in self.store.inbox.waiting_by_platform().items():
-            kept.setdefault(platform, [0, 0, 0])[0] += count
-        for row in undelivered:
-            kept.setdefault(split_session_key(row.session_key)[0], [0, 0, 0])[1] += 1
-        for message in pending:
-            kept.setdefault(message.platform, [0, 0, 0])[2] += 1
-        for platform, (events, results, messages) in sorted(kept.items()):
-            if platform not in self.adapters:
-                log.warning("%s is not configured: %d message(s) to answer, %d background result(s) to deliver and"
-                            " %d message(s) to send are kept, untouched, until it is configured again", platform,
-                            events, results, messages)
-
-    def _configured(self, row: DelegationRow) -> bool:
-        """Whether the delegation's chat is of a platform configured now (else it is kept: `_keep_unconfigured`)."""
-        return split_session_key(row.session_key)[0] in self.adapters
-
     async def _chat_moved(self, platform: str, chat_id: str, moved_to: str) -> None:
         """The platform gave the chat a new id: stored durably before the adapter acts on it, so
         that after a restart too the new chat's messages reach the chat's session."""
@@ -278,33 +262,6 @@ class Gateway:
         for row in self.store.outbox.journaled_since(now - QUIET_SECONDS, kind="command"):
             if (user_id := refused_user(row.text)) is not None:
                 self.refusals.told(row.platform, row.chat_id, row.thread_id, user_id, max(0.0, now - row.created_at))
-
-    def _indicator_left(self, platform: str, chat_id: str, thread_id: str | None) -> None:
-        """The adapter could not remove its indicator there: the next start clears it."""
-        try:
-            self.store.indicators_left.record(platform, chat_id, thread_id)
-        except Exception:  # the adapter's deletion must go on; at worst the indicator stays, as before
-            log.exception("could not record that %s chat %s still shows a working indicator", platform, chat_id)
-
-    def _clear_left_behind(self, chats: set[ChatKey], *, recorded: set[ChatKey]) -> None:
-        """A turn may have run in these chats when the last process died (an event to replay, a
-        delivery still due), or ended unable to remove its indicator (the platform refused the
-        token: its replies still pending, or the chat ``recorded`` by the adapter): the "working"
-        indicators it showed as messages go, in the background."""
-        for chat in chats:
-            adapter = self.adapters.get(chat[0])
-            if isinstance(adapter, LeavesIndicators):
-                self._background.append(asyncio.ensure_future(self._clear(adapter, chat, chat in recorded)))
-
-    async def _clear(self, adapter: LeavesIndicators, chat: ChatKey, recorded: bool) -> None:
-        platform, chat_id, thread_id = chat
-        await adapter.clear_left_behind(chat_id, thread_id)
-        if not recorded:
-            return
-        try:  # only now: a stop or a crash before the clean-up leaves the chat to the next start
-            self.store.indicators_left.cleared(platform, chat_id, thread_id)
-        except Exception:  # at worst the next start looks there again, finding nothing
-            log.exception("could not forget %s chat %s, whose working indicators are gone", platform, chat_id)
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop intake (an adapter that waits on its platform at its stop, `StopsWithin`, within the grace),
@@ -335,11 +292,11 @@ class Gateway:
             except Exception:
                 log.exception("stopping %s failed", adapter.name)
         self.runner.stop_taking()  # nothing queued starts: the turns running get the grace, and plugin commands
-        running = [*self.runner.busy, *self._aside]
+        running = [*self.runner.busy, *self._answers.aside]
         if running:
             await asyncio.wait(running, timeout=max(deadline - loop.time(), 0))
         # Unanswered: handled again after the next start; one that ignores its cancellation is left behind.
-        for task in await cancel_within(list(self._aside), max(deadline - loop.time(), STUCK_WAIT_SECONDS)):
+        for task in await cancel_within(list(self._answers.aside), max(deadline - loop.time(), STUCK_WAIT_SECONDS)):
             log.error("a plugin command did not end within its stop (%s ignores cancellation): left behind, "
                       "it is answered after the next start", describe(task))
         self.commands.close()
@@ -371,7 +328,7 @@ class Gateway:
         answered, no background delegation waiting for its children or their delivery, no child of
         any session alive, nothing waiting in the outbox. A child that just finished hands its
         results on within a few loop iterations: ask again a little later before counting on it."""
-        if self.runner.busy or self._aside or not self.outbox.idle or self.ledger.watching:
+        if self.runner.busy or self._answers.aside or not self.outbox.idle or self.ledger.watching:
             return False
         return not any(self.host.children.children(s.session_id) for s in self.sessions)
 
@@ -465,7 +422,7 @@ class Gateway:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.refusals.due(inbound):
                 log.warning("refused %s user %s", inbound.platform, inbound.user_id)
-                self._answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
+                self._answers.answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
             else:  # told a moment ago in this chat or thread
                 log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id)
                 self.store.inbox.settle(inbound.platform, inbound.event_id)
@@ -479,15 +436,15 @@ class Gateway:
             if turn_id is not None:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.commands.is_plugin(route):
-                self._answer_aside(session, inbound, route, turn_id)
+                self._answers.answer_aside(session, inbound, route, turn_id)
             else:
-                self._answer(inbound, await self.commands.run(session, route, inbound), turn_id)
+                self._answers.answer(inbound, await self.commands.run(session, route, inbound), turn_id)
             return Accepted(turn_id, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
-            if self.store.outbox.message(f"{_answer_key(inbound)}:0") is None:  # else it ran before a restart
+            if self.store.outbox.message(f"{answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self.store.inbox.begin(inbound.platform, inbound.event_id)  # as a command of its own
-                self._send_answer(inbound, await self.commands.run(session, route, inbound), turn_id)
+                self._answers.send(inbound, await self.commands.run(session, route, inbound), turn_id)
                 # Answered: its text waits for its turn, charged with nothing until that begins.
                 self.store.inbox.reopen(inbound.platform, inbound.event_id)
             # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
@@ -541,7 +498,7 @@ class Gateway:
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         if inbound.attachments and self.questions.waits(listening):
             # Not the answer the user may have meant it for: said now, not once the question gives up.
-            self._send_answer(inbound, FILE_WAITS, turn_id)
+            self._answers.send(inbound, FILE_WAITS, turn_id)
         return Accepted(turn_id, session.key)
 
     def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:
@@ -555,38 +512,6 @@ class Gateway:
         inbox = self.store.inbox
         first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
         return first is not None and then is not None and first < then
-
-    def _answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command,
-                      turn_id: str | None = None) -> None:
-        """Run a plugin's command beside intake: its handler may take its time (another service to
-        ask), and no other chat's message waits for it. Its event is settled once it is answered,
-        so a stop before then runs it again after the next start."""
-        async def answer() -> None:
-            try:
-                self._answer(inbound, await self.commands.run(session, command, inbound), turn_id)
-            except Exception as exc:
-                if self._accepting:
-                    self.dead_letters.failed(inbound, turn_id, exc)
-                else:  # stopping: the event stays unsettled, and is handled again after the next start
-                    log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
-                                inbound.event_id, type(exc).__name__)
-
-        task = asyncio.ensure_future(answer())
-        self._aside.add(task)
-        task.add_done_callback(self._aside.discard)
-
-    def _answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
-        """Answer a command (or a refusal): the event is handled once the answer is journaled."""
-        self._send_answer(inbound, text, turn_id)
-        self.store.inbox.settle(inbound.platform, inbound.event_id)
-
-    def _send_answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
-        """To the chat (and thread) the event came from, as its session's messages go. In a group it
-        quotes the event: several members' commands and their answers interleave there. ``turn_id``:
-        the id the event's caller reads it by, kept only where a caller follows turn ids (webhooks)."""
-        self.outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, text, kind="command",
-                            key=_answer_key(inbound), reply_token=inbound.reply_token, reply_to=quote_of(inbound),
-                            turn_id=turn_id if inbound.platform in TRACKS_TURN_IDS else None)
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -606,22 +531,6 @@ class Gateway:
         return self.host.new_session(session_id=session_id, services=self._chat_services,
                                      delegate=self._delegate_for(mode, backend), platform=chat[0], chat_id=chat[1])
 
-    async def _send_message(self, text: str, target: str | None = None) -> str:
-        """``send_message``: to the calling turn's chat only (a target elsewhere is not the model's
-        to pick), keyed by turn and count, so a turn run again after a restart repeats none."""
-        calling = self.sessions.calling_turn()
-        if calling is None:
-            raise ToolError("This turn was stopped; nothing more of it reaches the chat.")
-        if is_blank(text):
-            # The outbox sends nothing for it; counted as said, it would also hide a turn's missing answer.
-            raise ToolError("The message is empty (only whitespace or invisible characters): nothing was sent.")
-        session, running = calling
-        key = f"{running.turn_id}:message:{running.sent}"
-        running.sent += 1  # now: a call made while this one is split gets the next key
-        await self.outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=running.take_quote)
-        running.said += 1
-        return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
-
     def _quote_unspent(self, row: OutboxRow) -> None:
         """``row`` took its turn's quote and failed (a file the platform refused), and the turn has
         journaled nothing since: if it still runs, its next message quotes instead (`RunningTurn.quote`)."""
@@ -630,50 +539,9 @@ class Gateway:
         if running is not None and running.turn_id == row.turn_id and running.quote is None:
             running.quote = row.reply_to
 
-    def _note_key(self) -> str | None:
-        """The memory tool's key for the note the calling turn adds now: by turn and count, so a
-        turn run again after a restart keeps each of its notes once. Called from the tool's thread;
-        a turn runs its tools one at a time."""
-        calling = self.sessions.calling_turn()
-        if calling is None:
-            return None
-        running = calling[1]
-        running.noted += 1
-        return f"{running.turn_id}:note:{running.noted - 1}"
-
-    def _private_chat(self, session: GatewaySession, running: RunningTurn) -> bool:
-        """Whether the turn's chat is a private one, as the message that started it (or, for a
-        background delivery, the one that started the delegation) says; a chat it cannot tell
-        counts as private."""
-        event = running.event
-        if event is None and running.delegation_id is not None:
-            origin = self._origin_of(running.delegation_id)
-            event = self.store.inbox.event_of_turn(session.platform, origin) if origin is not None else None
-        return event is None or event.is_private
-
-    def _origin_of(self, delegation_id: str) -> str | None:
-        row = self.store.delegations.get(delegation_id)
-        return row.origin_turn_id if row is not None else None
-
     async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
-        """The webhook platform's turn read: the turn's messages (files sent included), then those
-        of the background delegations it started (their completion or interruption report).
-        Complete once the turn has ended, each of those delegations is settled and no file of
-        theirs waits to be kept. LookupError for a turn this route never started."""
-        # The store's own connection reads what is written and not committed yet: a caller must not take
-        # as sent, or as complete, what a crash would undo.
-        await self.store.durable()
-        event = self.store.inbox.event_of_turn("webhook", turn_id)
-        if event is None or not event.chat_id.startswith(f"{route}:"):
-            raise LookupError(turn_id)
-        delegations = self.ledger.of_turn(turn_id)
-        messages = [{**m, "turn_id": t} for t in (turn_id, *(d.completion_turn_id for d in delegations))
-                    for m in self.store.outbox.turn_messages("webhook", t)
-                    if (m.get("kind") != "interim" or m.get("op") == "file")
-                    and str(m.get("chat_id", "")).startswith(f"{route}:")]
-        ended = self.store.inbox.settled(event.platform, event.event_id)
-        files_kept = all(m["status"] != "pending" for m in messages if m.get("op") == "file")
-        return TurnRead(messages, complete=ended and files_kept and all(d.status != "running" for d in delegations))
+        """The webhook platform's turn read (`gateway.turn_reads`)."""
+        return await read_turn(self.store, self.ledger, route, turn_id)
 
 
 def _from_its_asker(inbound: Inbound, running: RunningTurn) -> bool:
@@ -682,6 +550,3 @@ def _from_its_asker(inbound: Inbound, running: RunningTurn) -> bool:
     turn answers says, as the others' messages are requests of their own, which wait their turn."""
     return inbound.is_private or (running.event is not None and running.event.user_id == inbound.user_id)
 
-
-def _answer_key(inbound: Inbound) -> str:
-    return f"cmd-{inbound.platform}-{inbound.event_id}"

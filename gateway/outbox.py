@@ -55,7 +55,7 @@ Guarantees:
   edit's first piece edits); dropping the part (a card withdrawn) drops its pieces not sent
   yet. A part of a message of several that fails for good (refused, given up on; re-split, with no
   piece sent) is followed, in its place, by a note saying so (``{message}:missing``, one per message;
-  `gateway.sender.missing_text`). Failures are logged (platform, chat, key, error), never the text.
+  `gateway.part_notes.missing_text`). Failures are logged (platform, chat, key, error), never the text.
 - **Store failures.** If the store raises while a part is read, committed before its send
   or its outcome recorded, the part stays at the head of its chat: the error is logged and
   the chat backs off (as above, never giving up: the platform did not refuse it) and tries
@@ -79,25 +79,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway import resplit
+from gateway.chat_queue import ChatQueue, SplitTurn
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
-from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, PROGRESS_KINDS, ChatKey, Sender
+from gateway.outbox_part import PROGRESS_KINDS, ChatKey
+from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, Sender
 from gateway.splitting import safe_measure, split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
+from gateway.withdrawal import CHANGES, drop_pending, withdrawn
 from platforms.base import Adapter, CountsCharacters
 
 log = logging.getLogger("gateway.outbox")
 
 DEFAULT_GIVE_UP_AFTER = 3600.0
-_CHANGES = ("edit", "delete", "split")
-"""What changes a progress message: its edits and deletions, and one of them re-split (`gateway.resplit`)."""
 
 
 class OutboxClosed(GatewayError):
@@ -131,11 +131,11 @@ class Outbox:
                               give_up_after=dict(give_up_after or {}), default_give_up=DEFAULT_GIVE_UP_AFTER,
                               rng=self._rng, settle=self._resolve, events=events, late_after=late_after,
                               files=files, on_wait=self._stirred.set, unspent=unspent)
-        self._queues: dict[ChatKey, _ChatQueue] = {}
+        self._queues: dict[ChatKey, ChatQueue] = {}
         self._current: dict[ChatKey, int] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
-        self._splitting: dict[ChatKey, _SplitTurn] = {}
+        self._splitting: dict[ChatKey, SplitTurn] = {}
         """Chats with an `enqueue_long` under way: their calls journal one after another."""
         self._counts_characters: dict[str, bool] = {}
         """Per platform, whether its adapter counts characters (asked once: an isinstance check is slow)."""
@@ -249,7 +249,7 @@ class Outbox:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
                                        silent=silent, reply_token=None, reply_to=_called(reply_to))
-        turn = self._splitting.setdefault(chat, _SplitTurn())
+        turn = self._splitting.setdefault(chat, SplitTurn())
         turn.users += 1
         try:
             async with turn.lock:
@@ -360,7 +360,7 @@ class Outbox:
     def _supersede(self, chat: ChatKey, target: OutboxRow | None) -> None:
         """Before a new edit or deletion of a progress message: drop the changes of it still pending."""
         if target is not None and target.kind in PROGRESS_KINDS:
-            self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
+            self.drop(*chat, lambda r: r.target_key == target.key and r.op in CHANGES)
 
     def withdraw(self, platform: str, chat_id: str, thread_id: str | None, target_key: str) -> bool:
         """The work a progress message reports on is over: if it has not reached the chat yet it
@@ -377,51 +377,14 @@ class Outbox:
         return self._withdrawn(target)
 
     def _withdrawn(self, target: OutboxRow) -> bool:
-        """`withdraw` of the progress message ``target``."""
-        chat = target.chat
-        if target.status == "failed" and target.message_id is None:
-            # Its changes still pending would each be sent anew, in its place: after the answer (a final
-            # "✓ Done" under it, of a card nobody saw). One in flight may yet put it in the chat.
-            in_flight = self._current.get(chat)
-            self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
-            # Given up on while its answers were lost, it may be in the chat: where the platform can be asked,
-            # the final change asks (once), as for a card withdrawn mid-send, and finishes the one found.
-            lost = self._sender.look_up_failed(target)
-            self._store.dismiss(target.id)
-            changing = in_flight is not None and (row := self._store.message_by_id(in_flight)) is not None \
-                and row.target_key == target.key
-            return not (changing or lost)
-        if target.status != "pending":
-            return False
-        self.drop(*chat, lambda r: r.target_key == target.key and r.op in _CHANGES)
-        dropped = self.drop(*chat, lambda r: r.id == target.id) == 1
-        # Tried before this start, it may have gone out just before the last process died; and a re-split one
-        # (`gateway.resplit`) may have a piece in the chat, the card there.
-        return (dropped and self._current.get(chat) != target.id and not self._sender.maybe_sent(target)
-                and not (target.op == "split" and any(p.status == "sent" for p in self._store.pieces(target.key))))
+        """`withdraw` of the progress message ``target`` (`gateway.withdrawal`)."""
+        return withdrawn(target, store=self._store, sender=self._sender, in_flight=self._current.get, drop=self.drop)
 
     def drop(self, platform: str, chat_id: str, thread_id: str | None, predicate: Callable[[OutboxRow], bool]) -> int:
         """Mark the chat's pending parts for which ``predicate`` is true 'dropped': they are never
         sent (one already in the adapter's hands still counts as sent), nor are the pending pieces of
         one re-split (`gateway.resplit`). Returns how many of the parts ``predicate`` chose."""
-        chat = (platform, chat_id, thread_id)
-        rows: list[OutboxRow] = []
-        chosen: set[int] = set()
-        splits: set[str] = set()
-        for row in self._store.pending_messages(chat):  # in id order: a split's pieces come after it
-            if predicate(row):
-                chosen.add(row.id)
-            elif not (splits and "/" in row.key and row.key.rpartition("/")[0] in splits):
-                continue
-            # A re-split part's pieces go with it (withdrawn with a card, they would follow the answer).
-            rows.append(row)
-            if row.op == "split":
-                splits.add(row.key)
-        dropped = self._store.drop([r.id for r in rows])
-        for row in rows:
-            if row.id in dropped:
-                self._resolve(row.key, None)
-        return len(chosen.intersection(dropped))
+        return drop_pending(self._store, (platform, chat_id, thread_id), predicate, self._resolve)
 
     def retry(self, row_id: int) -> bool:
         """Send a failed part again (the operator console's retry): it is pending once more, its
@@ -529,7 +492,7 @@ class Outbox:
     def _push(self, chat: ChatKey, row_id: int, *, progress: bool) -> None:
         if not self._started or self._closed:
             return  # journaled: the next start() sends it
-        self._queues.setdefault(chat, _ChatQueue()).push(row_id, progress)
+        self._queues.setdefault(chat, ChatQueue()).push(row_id, progress)
         self._queued += 1
         self._idle.clear()
         if chat not in self._tasks:
@@ -586,39 +549,3 @@ class Outbox:
 
 def _called(reply_to: str | Callable[[], str | None] | None) -> str | None:
     return reply_to() if callable(reply_to) else reply_to
-
-
-class _ChatQueue:
-    """One chat's queued row ids in two lanes: urgent parts first, then progress parts."""
-
-    __slots__ = ("urgent", "progress", "urgent_arrived")
-
-    def __init__(self) -> None:
-        self.urgent: deque[int] = deque()
-        self.progress: deque[int] = deque()
-        self.urgent_arrived = asyncio.Event()
-        """Set when an urgent part is queued: a progress part waiting to go yields to it."""
-
-    def __len__(self) -> int:
-        return len(self.urgent) + len(self.progress)
-
-    def push(self, row_id: int, progress: bool) -> None:
-        if progress:
-            self.progress.append(row_id)
-        else:
-            self.urgent.append(row_id)
-            self.urgent_arrived.set()
-
-    def head(self) -> tuple[int, bool]:
-        return (self.urgent[0], False) if self.urgent else (self.progress[0], True)
-
-    def pop(self, progress: bool) -> None:
-        (self.progress if progress else self.urgent).popleft()
-
-
-class _SplitTurn:
-    """One chat's `enqueue_long` calls, waiting their turn (asyncio's lock is first come, first served)."""
-
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0

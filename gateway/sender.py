@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from agent import Clock
-from gateway import late_notes, resplit
+from gateway import resplit
+from gateway.aside_writes import bind_aside_writes
 from gateway.credential_hold import CredentialHolds
 from gateway.events import GatewayEvents
 from gateway.give_up import GiveUpClocks
 from gateway.outbox_files import OutboxFiles
+from gateway.outbox_part import PROGRESS_KINDS, describe, findable, outbound
 from gateway.pacing import Pacer, account_op, pacing_of
+from gateway.part_notes import late_note, missing_note
 from gateway.quote_passing import pass_quote
-from gateway.store import NewMessage, OutboxRow, OutboxRows
+from gateway.sent_lookup import SentLookup
+from gateway.store import OutboxRow, OutboxRows
 from platforms.base import (
     Adapter,
     AttachmentTooLarge,
@@ -37,46 +40,19 @@ from platforms.base import (
     MessageTooLong,
     NetworkError,
     NotFound,
-    Outbound,
     RateLimited,
     SendsFiles,
     Unauthorized,
 )
-from platforms.pacing import Pacing, WaitsAside, WritesAside
+from platforms.pacing import Pacing
 
 log = logging.getLogger("gateway.outbox")
 
-ChatKey = tuple[str, str, str | None]
-PROGRESS_KINDS = frozenset({"notice"})
-"""Parts that say how work is going rather than what came of it: they yield to every other part."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
 _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
 _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 """A file's send the platform refuses for its size or its caption's: trying again changes nothing."""
-MISSING = ":missing"
-"""Appended to a message's key to make the key of its note that one of its parts could not be sent."""
-
-
-def _describe(exc: BaseException) -> str:
-    # The class and the platform's description; adapters do not put message text in errors. The class
-    # once, where the description already starts with it (Telegram's "Forbidden: bot was blocked by the user").
-    name, text = type(exc).__name__, str(exc)
-    return (text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
-
-
-def missing_text(part: int, parts: int, *, gave_up: bool) -> str:
-    """The note sent in place of part ``part`` (from 1) of a message of ``parts`` that failed for good."""
-    why = "the platform kept failing" if gave_up else "the platform refused it"
-    return f"(part {part} of {parts} could not be sent: {why})"
-
-
-def _findable(adapter: Adapter | None, row: OutboxRow) -> bool:
-    """Whether ``row`` can be looked up; one never to be found (a slash command's answer) takes no lookup's turn."""
-    if not isinstance(adapter, FindsSent):
-        return False
-    findable = getattr(adapter, "findable", None)  # optional (`FindsSent`): without it, every part is looked up
-    return findable is None or findable(_outbound(row))
 
 
 def _changes_progress(row: OutboxRow) -> bool:
@@ -85,12 +61,6 @@ def _changes_progress(row: OutboxRow) -> bool:
     read `⏳` for good though its turn ended, as nothing edits it again; tried on, it is finished once the
     platform is back. It holds nothing up meanwhile: a reply goes first, a newer change of it replaces it."""
     return row.kind in PROGRESS_KINDS and row.op in ("edit", "delete")
-
-
-def _outbound(row: OutboxRow) -> Outbound:
-    return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
-                    reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
-                    reply_to=row.reply_to)
 
 
 class Sender:
@@ -111,38 +81,25 @@ class Sender:
         self._rng = rng
         self._settle_cb = settle
         self._pacer = Pacer(clock, on_wait)
-        for name, adapter in adapters.items():
-            if isinstance(adapter, WritesAside):
-                adapter.bind_writes(functools.partial(self._wrote_aside, name, adapter))
-            if isinstance(adapter, WaitsAside):
-                adapter.bind_turns(functools.partial(self._turn_aside, name))
+        bind_aside_writes(adapters, self._pacer, clock, max_retry_after)
         self._holds = CredentialHolds(clock, store, adapters.keys())
         self._started = clock.time()
-        self._last_before = store.last_id()
-        """Parts above it were journaled by this process: the last one cannot have tried them. Told by
-        id, not time: the wall clock may have been stepped back since the last process ran."""
-        self._give_up = GiveUpClocks(clock, self._holds, started=self._started, last_before=self._last_before,
+        self._lookup = SentLookup(adapters, self._pacer, self._events, last_before=store.last_id(),
+                                  max_retry_after=max_retry_after)
+        self._give_up = GiveUpClocks(clock, self._holds, started=self._started, last_before=self._lookup.last_before,
                                      give_up_after=give_up_after, default_give_up=default_give_up)
-        self._unsure: set[int] = set()
-        """Parts whose last attempt may have reached the platform unseen (a network error, a 5xx)."""
-        self._accounted: set[int] = set()
-        """Parts journaled before the start that this process marked tried, or asked the platform about."""
         self._attempting: set[int] = set()
         """Parts on their way to the platform now (an attempt not answered yet)."""
-        self._waited: set[int] = set()
-        """Parts whose lookup was rate-limited once: the next refusal sends them."""
         self._unrecorded: dict[int, Callable[[], None]] = {}
         """Parts whose outcome (sent, failed) the store failed to record: recording it again is
         all the next attempt at them does, so a part the platform took is never sent twice."""
-        self._look_back: dict[int, float] = {}
-        """Parts the operator re-queued: when they were first journaled, where a lookup starts."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
 
     @property
     def remembered(self) -> int:
         """Parts the sender keeps something about in memory between attempts (none once final)."""
-        return len(self._unsure | self._accounted | self._waited)
+        return self._lookup.remembered
 
     def journaled(self, row_id: int) -> None:
         """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
@@ -153,9 +110,7 @@ class Sender:
         was tried is looked up first (where the platform can be asked), back to when it was first
         journaled: given up on after answers were lost, it may be in the chat already."""
         self._give_up.journaled(row.id)
-        if row.tried and row.op == "send":
-            self._unsure.add(row.id)
-            self._look_back[row.id] = first_journaled
+        self._lookup.requeued(row, first_journaled=first_journaled)
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only
@@ -185,9 +140,9 @@ class Sender:
         A failed commit is the store's: raised to the chat, which backs off (never toward give_up_after),
         leaving its probe of a held platform to another part."""
         try:
-            if row.op in ("send", "file") and not row.tried and row.id not in self._accounted:
+            if row.op in ("send", "file") and not row.tried and row.id not in self._lookup.accounted:
                 self._store.mark_tried(row.id)
-                self._accounted.add(row.id)
+                self._lookup.accounted.add(row.id)
             self._store.commit()
         except BaseException:
             self._holds.release(row.platform, row.id)
@@ -200,8 +155,8 @@ class Sender:
         if row.platform not in self._closed:
             self._closed.add(row.platform)
             log.info("outbox: %s takes nothing more from this process (%s); its messages stay pending for the"
-                     " next start", row.platform, _describe(exc))
-        self._store.record_attempt(row.id, _describe(exc), None)
+                     " next start", row.platform, describe(exc))
+        self._store.record_attempt(row.id, describe(exc), None)
 
     def calls(self, platform: str) -> bool:
         """Whether ``platform``'s parts are tried as their turn comes: neither `Closed` nor held for its credentials."""
@@ -221,27 +176,6 @@ class Sender:
             await self._pacer.wait(seconds, preempt)
         finally:
             self._give_up.held_back(row_ids, self._clock.monotonic() - started)
-
-    def _wrote_aside(self, platform: str, adapter: Adapter, chat_id: str, op: str | None = None,
-                     refused_for: float = 0.0) -> None:
-        if op is not None:
-            self._pacer.account_called(platform, pacing_of(adapter, chat_id), op,
-                                       refused_for=min(refused_for, self._max_retry_after))
-        else:
-            self._pacer.called((platform, chat_id, None), pacing_of(adapter, chat_id))
-
-    async def _turn_aside(self, platform: str, chat_id: str, op: str | None = None) -> None:
-        """Return once an adapter's own progress write to the chat may go (`WaitsAside`): after the
-        chat's pace and any 429 holding its progress messages; an ``op`` the platform counts across
-        its chats (a deletion), after that count's spacing only. Its caller writes at once, counting
-        the write (`WritesAside`), so the outbox's next call waits in turn."""
-        if op is not None:
-            while (pause := self._pacer.account_delay(platform, op)) > 0:
-                await self._clock.sleep(pause)
-            return
-        chat = (platform, chat_id, None)
-        while (pause := self._pacer.delay(chat, progress=True)) > 0:
-            await self._clock.sleep(pause)
 
     async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         if self._record_again(row.id):  # a late note or a piece of a re-split part
@@ -282,7 +216,7 @@ class Sender:
                 # change finishes it; not found or not answered (an outage, an adapter stopped), it
                 # stays "maybe sent", and asking again gets the same answer: it looped, never
                 # yielding where the lookup failed at once, so a shutdown never finished.
-                if not asked and self._withdrawn_maybe_sent(adapter, target):
+                if not asked and self._lookup.withdrawn_maybe_sent(adapter, target):
                     if not await self._settle_final(adapter, target, preempt):
                         return False
                     asked = stale = True
@@ -298,9 +232,10 @@ class Sender:
                 row = self._to_send(row, "no sent message to edit")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            lookup = find_target or row.op == "send" and self.maybe_sent(row) and _findable(adapter, row)
+            lookup = find_target or row.op == "send" and self.maybe_sent(row) and findable(adapter, row)
             # Looked up first: a part found to have gone out already gets no note, which would follow it.
-            note = self._late_note(row) if row.op in ("send", "file") and not progress and not lookup else None
+            note = (late_note(self._store, row, age=self._clock.time() - row.created_at, late_after=self._late_after)
+                    if row.op in ("send", "file") and not progress and not lookup else None)
             if note is not None:  # sent first, as a part of its own: it says how old what follows is
                 if not await self._deliver(adapter, note, preempt):
                     return False
@@ -325,8 +260,8 @@ class Sender:
                     # Counted from its start: the other chats' lookups keep their distance meanwhile.
                     self._pacer.account_called(row.platform, pacing, "lookup")
                     try:  # a NetworkError backs off below
-                        found = await self._find_sent(adapter, target if find_target and target else row,
-                                                      "sending its change anew" if find_target else "sending it")
+                        found = await self._lookup.find_sent(adapter, target if find_target and target else row,
+                                                             "sending its change anew" if find_target else "sending it")
                     except RateLimited as exc:  # asked again once the platform allows, as is every chat's lookup
                         self._pacer.account_called(row.platform, pacing, "lookup",
                                                    refused_for=min(exc.retry_after, self._max_retry_after))
@@ -358,7 +293,7 @@ class Sender:
                 stale = True
                 unanswered = isinstance(exc, NetworkError) or not isinstance(exc, DeliveryError)
                 if (unanswered or (lookup and isinstance(exc, Unauthorized))) and not find_target:
-                    self._unsure.add(row.id)  # it may have gone out, its answer lost (or not asked about yet)
+                    self._lookup.unsure.add(row.id)  # it may have gone out, its answer lost (or not asked about yet)
                 if unanswered:
                     self._holds.release(row.platform, row.id)
                 elif not isinstance(exc, Unauthorized):
@@ -400,7 +335,7 @@ class Sender:
                     wait = delay * (0.75 + 0.5 * self._rng.random())
                     delay = min(delay * 2, BACKOFF_MAX)
                 if isinstance(exc, Unauthorized):  # held: never given up meanwhile
-                    self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
+                    self._store.record_attempt(row.id, describe(exc), self._clock.time() + wait)
                     if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
                         return False
                     continue
@@ -411,7 +346,7 @@ class Sender:
                     return True
                 if left > 0:
                     wait = min(wait, left)  # one last try at the deadline
-                self._store.record_attempt(row.id, _describe(exc), self._clock.time() + wait)
+                self._store.record_attempt(row.id, describe(exc), self._clock.time() + wait)
                 log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
                          type(exc).__name__, wait)
                 if not await self._pacer.wait(wait, preempt):
@@ -457,63 +392,16 @@ class Sender:
         return row.id in self._attempting or self.maybe_sent(row)
 
     def look_up_failed(self, row: OutboxRow) -> bool:
-        """Whether the progress message ``row``, whose send failed, may be in the chat all the same and
-        the platform can be asked: its answers were lost until it was given up on (it is still ``tried``,
-        `OutboxRows.mark_failed`). Its next change then asks first, and edits or deletes the one found: sent
-        anew, or left alone with the turn over, that one would read ``⏳`` for good."""
-        if not (row.status == "failed" and row.op == "send" and row.message_id is None and row.tried
-                and row.kind in PROGRESS_KINDS and _findable(self._adapters.get(row.platform), row)):
-            return False
-        self._unsure.add(row.id)
-        return True
+        """`SentLookup.look_up_failed`: whether a failed progress message may be in the chat, and can be asked for."""
+        return self._lookup.look_up_failed(row)
 
     def maybe_sent(self, row: OutboxRow) -> bool:
-        """Whether an earlier attempt at ``row`` may have reached the platform unseen: its answer
-        was lost, or the last process tried it (it may have died sending it; one it never tried, marked
-        so in the store, cannot have gone out)."""
-        earlier = row.tried and row.id <= self._last_before and row.id not in self._accounted
-        return row.id in self._unsure or earlier
-
-    async def _find_sent(self, adapter: FindsSent, row: OutboxRow, unknown: str = "sending it") -> str | None:
-        """Ask the platform whether ``row`` went out already; None (send it) when it did not or
-        cannot tell (logged with ``unknown``, what then happens). Raises `RateLimited` the first
-        time the platform says to ask later, and `NetworkError` whenever it cannot be reached: an
-        outage that lost the answer to a post often loses the lookup too, and sending then, blind,
-        would post it twice once it is over."""
-        self._unsure.discard(row.id)
-        self._accounted.add(row.id)
-        try:
-            found = await adapter.find_sent(_outbound(row), self._look_back.get(row.id, row.created_at))
-        except RateLimited as exc:
-            if row.id not in self._waited:
-                self._waited.add(row.id)
-                self._unsure.add(row.id)
-                raise
-            # Sent blind now, but the other chats' lookups wait the refusal out all the same.
-            self._pacer.account_called(row.platform, pacing_of(adapter, row.chat_id), "lookup",
-                                       refused_for=min(exc.retry_after, self._max_retry_after))
-            error: BaseException = exc
-        except (NetworkError, Unauthorized):
-            raise  # the caller marks it unsure again and backs off, or holds the platform
-        except Exception as exc:
-            error = exc
-        else:
-            self._events.looked_up(row.platform, "not_found" if found is None else "found")
-            if found is not None:
-                log.info("outbox: %s chat %s: %s had gone out already; not sent again", row.platform, row.chat_id,
-                         row.key)
-            return found
-        self._events.looked_up(row.platform, "unknown")
-        log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); %s", row.platform,
-                    row.chat_id, row.key, _describe(error), unknown)
-        return None
+        """`SentLookup.maybe_sent`: whether an earlier attempt at ``row`` may have reached the platform unseen."""
+        return self._lookup.maybe_sent(row)
 
     def _forget(self, row: OutboxRow) -> None:
         self._give_up.forget(row.id)
-        self._look_back.pop(row.id, None)
-        self._unsure.discard(row.id)
-        self._accounted.discard(row.id)
-        self._waited.discard(row.id)
+        self._lookup.forget(row.id)
 
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
@@ -532,7 +420,7 @@ class Sender:
                 return target_id
             if row.op == "file":
                 return await self._send_file(adapter, row)
-            return (await adapter.send(_outbound(row))).message_id
+            return (await adapter.send(outbound(row))).message_id
         finally:
             self._attempting.discard(row.id)
             self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
@@ -546,49 +434,11 @@ class Sender:
                              platform=row.platform)
         if not isinstance(adapter, SendsFiles):
             raise BadRequest(f"{row.platform} cannot send files", chat_id=row.chat_id, platform=row.platform)
-        return (await adapter.send_file(_outbound(row), file)).message_id
-
-    def _late_note(self, row: OutboxRow) -> OutboxRow | None:
-        """The pending note to send ahead of ``row`` (journaled now if it is not yet), when
-        ``row`` opens a message sent `late_after` seconds or more after it was journaled
-        (`gateway.late_notes`); None when there is none to send, or it is final already. The note
-        quotes what ``row`` quotes: in a group, it concerns that member's answer."""
-        age = self._clock.time() - row.created_at
-        if not (0 < self._late_after <= age and late_notes.opens_message(row.key)
-                and row.platform not in late_notes.WITHOUT_NOTES):
-            return None
-        key = row.key + late_notes.SUFFIX
-        note = self._store.message(key)
-        if note is None:
-            self._store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
-                                                 late_notes.note_text(age), kind=row.kind, silent=row.silent,
-                                                 turn_id=row.turn_id, reply_to=row.reply_to)])
-            note = self._store.message(key)
-        return note if note is not None and note.status == "pending" else None
+        return (await adapter.send_file(outbound(row), file)).message_id
 
     async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False) -> None:
-        """``row`` failed for good: where it is a part of a message of several (a long answer), a short
-        note goes in its place (`missing_text`), else the answer reads whole with a hole in it. One per
-        message: should another of its parts fail too (the bot blocked: every part, and the note, is
-        refused), that one goes without; a note failing gets none. Journaled as it goes, as a late note
-        is: one the process died sending goes at the next start (after the message's later parts)."""
-        if row.kind in PROGRESS_KINDS or row.op not in ("send", "split") or row.platform in late_notes.WITHOUT_NOTES:
-            return  # a progress message is one part; a webhook's caller reads each part's sequence
-        message, _, number = row.key.rpartition(":")
-        if not (message and number.isdigit()):
-            return  # a late note, a piece of a re-split part
-        total = int(number) + 1
-        while self._store.has_message(f"{message}:{total}"):
-            total += 1
-        key = message + MISSING
-        if total < 2 or self._store.has_message(key):
-            return
-        self._store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
-                                             missing_text(int(number) + 1, total, gave_up=gave_up), kind=row.kind,
-                                             silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
-                                             sequence=row.sequence)])  # in its place among the turn's messages
-        note = self._store.message(key)
-        if note is not None:
+        """``row`` failed for good: send the note owed in its place, if any (`part_notes.missing_note`)."""
+        if (note := missing_note(self._store, row, gave_up=gave_up)) is not None:
             await self._deliver(adapter, note, None)
 
     def _target(self, row: OutboxRow) -> OutboxRow | None:
@@ -660,20 +510,15 @@ class Sender:
         maybe_sent = self.maybe_sent(row)  # an answer lost on the way: it may be in the chat all the same
         self._forget(row)
         age = f" after {tried:.0f}s of retries" if gave_up else ""
-        log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, _describe(exc))
+        log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
 
         def record() -> None:
-            self._store.mark_failed(row.id, _describe(exc), maybe_sent=maybe_sent)
+            self._store.mark_failed(row.id, describe(exc), maybe_sent=maybe_sent)
             pass_quote(self._store, row, self._unspent)
             self._events.settled(row, "failed")
             self._settle_cb(row.key, None)
 
         self._record(row.id, record)
-
-    def _withdrawn_maybe_sent(self, adapter: Adapter | None, row: OutboxRow) -> bool:
-        """A dropped part the platform can be asked about, which may have gone out all the same."""
-        maybe_sent = row.id in self._unsure or (row.op == "send" and self.maybe_sent(row))
-        return row.status == "dropped" and maybe_sent and _findable(adapter, row)
 
     async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its
@@ -682,9 +527,9 @@ class Sender:
         chat all the same: where the platform can be asked, it is, and one found is recorded
         sent, so the edit or deletion queued behind it finishes it instead of leaving it for good.
         False when ``preempt`` was set while a rate-limited lookup waited (the row is still unsettled)."""
-        if self._withdrawn_maybe_sent(adapter, row) and isinstance(adapter, FindsSent):
+        if self._lookup.withdrawn_maybe_sent(adapter, row) and isinstance(adapter, FindsSent):
             try:
-                found = await self._find_sent(adapter, row, "it was withdrawn, so it stays as it is")
+                found = await self._lookup.find_sent(adapter, row, "it was withdrawn, so it stays as it is")
             except RateLimited as exc:  # asked again once the platform allows
                 self._events.rate_limited(row.platform, exc.retry_after)
                 if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
@@ -693,7 +538,7 @@ class Sender:
             except (NetworkError, Unauthorized) as exc:  # an outage: a withdrawn card is not worth holding for
                 self._events.looked_up(row.platform, "unknown")
                 log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); it was withdrawn, "
-                            "so it stays as it is", row.platform, row.chat_id, row.key, _describe(exc))
+                            "so it stays as it is", row.platform, row.chat_id, row.key, describe(exc))
                 found = None
             if found is not None:
                 self._sent(row, found, pacing_of(adapter, row.chat_id))

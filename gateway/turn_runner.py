@@ -15,32 +15,33 @@ import contextlib
 import dataclasses
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agent import Clock, TurnObserver, TurnResult
+from agent import Clock, TurnResult
 from agent.settings import ModelSettings
 from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
+from gateway.idle_owed_ends import IdleOwedEnds
 from gateway.left_behind import cancel_within
 from gateway.logging import log_context
-from gateway.notices import Notifier, final_text
+from gateway.notices import Notifier
 from gateway.outbox import Outbox
-from gateway.owed_ends import OwedEnds, Unpaid
+from gateway.owed_ends import OwedEnds
 from gateway.progress_card import ProgressCard
-from gateway.progress_message import ProgressMessage
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
+from gateway.turn_progress import Observer, TurnProgress
+from gateway.turn_refusals import UNSETTLED, Refusals, owed_by
 from lifecycle import HostView
 from platforms.base import Adapter, Inbound
 
 log = logging.getLogger("gateway.turn_runner")
 
-DELEGATE = "delegate_task"
 CompletionEnded = Callable[[str, str, str | None], None]
 """``completion_ended(delegation_id, status, reason)``: a completion turn is over: its results were
 delivered, or silenced (``NO_REPLY``, ``/stop``, ``/new``). Called in the commit of its reply."""
@@ -52,9 +53,6 @@ CompletionFailed = Callable[[str, BaseException], None]
 """``completion_failed(delegation_id, error)``: a completion turn's handling failed (`Ledger.completion_failed`)."""
 Abandoned = Callable[[GatewaySession, str], None]
 """``abandoned(session, turn_id)``: a turn's handling failed; what it delegated is moot (`Ledger.abandon`)."""
-PAY_AGAIN_FIRST, PAY_AGAIN_MAX = 1.5, 60.0
-"""Seconds before the turn ends idle chats owe are first tried again (`TurnRunner._pay_soon`), and the most
-between two tries (the wait doubles): an answer out within a minute of the store taking writes again."""
 
 
 
@@ -87,7 +85,7 @@ class TurnRunner:
         self._completion_ended = completion_ended
         self._model = model
         """For attachments: whether and how voice messages are transcribed."""
-        self._children = children
+        self._progress = TurnProgress(outbox, children, clock)
         self._display = display
         self._adapters = adapters
         self._clock = clock
@@ -101,8 +99,8 @@ class TurnRunner:
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
-        self._paying: asyncio.Task[None] | None = None
-        """Tries the turn ends idle sessions owe again, backing off, while any owes one (`_pay_soon`)."""
+        self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
+                                       stopping=lambda: self._stopping)
         self._cut_short: set[GatewaySession] = set()
         """Sessions whose turn the shutdown interrupted (`RunningTurn.runs_again`): their agents' messages hold
         that turn half done, so no transcript of theirs is stored at the stop (`cancel`)."""
@@ -139,8 +137,7 @@ class TurnRunner:
         """Shutdown: no queued item starts from now on (their events stay unsettled, their
         delegations undelivered: the next start takes them up)."""
         self._stopping = True
-        if self._paying is not None:  # `cancel` pays once more, after the turns
-            self._paying.cancel()
+        self._idle_owed.stop()  # `cancel` pays once more, after the turns
 
     async def cancel(self, within: float) -> None:
         """Cancel every session's worker and wait up to ``within`` seconds for them to end. A turn
@@ -159,18 +156,7 @@ class TurnRunner:
         # and children all over, though the store has room again (freed to restart on): paid now, if it takes
         # them. Not a session whose turn the shutdown cut short, nor one whose turn did not end (its worker left
         # behind, or cancelled midway): their agents' messages hold a turn half done.
-        try:
-            paid, refused = self._pay_idle(lambda session: session not in self._cut_short)
-        except Exception:  # the stop goes on: what is not recorded runs again after the next start
-            log.exception("recording the turn ends idle chats owe, before stopping, failed")
-            return
-        if paid:
-            log.info("recorded the turn ends %d idle chat(s) owed, before stopping", paid)
-        if refused:
-            first = refused[0]
-            log.warning("could not record the turn ends %d chat(s) owe before stopping (%s: %s; not recorded, of the"
-                        " end of turn %s: %s): their turns run again after the next start", len(refused),
-                        type(first.error).__name__, first.error, first.turn_id, first.what)
+        self._idle_owed.pay_at_stop(self._cut_short)
 
     def ended_early(self, session: GatewaySession, why: str, stopped: RunningTurn | None,
                     waiting: list[tuple[str, Inbound]]) -> None:
@@ -182,9 +168,9 @@ class TurnRunner:
         What the store refuses of this (a full disk) is logged, not raised: the stop holds all the same,
         and what it could not settle is handled again after the next start. A ``/new`` first pays the
         turn ends its session owes (`gateway.owed_ends`), with the transcript it is about to replace."""
-        refused = _Refusals()
+        refused = Refusals()
         if why == "new" and (unpaid := self._owed.pay(session)) is not None:
-            refused.note(_owed_by(unpaid), unpaid.error)
+            refused.note(owed_by(unpaid), unpaid.error)
         # turn id -> the kind of its reply and the message it answers, which its note quotes in a group
         notes: dict[str, tuple[str, str | None]] = {}
         if stopped is not None:
@@ -197,7 +183,7 @@ class TurnRunner:
                     self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
             # Now, not when the turn winds down: after a crash in between nothing runs it again.
             with refused.noting("its progress message", holds=False):
-                self._finish_progress(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
+                self._progress.finish(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
             self._replays.discard(turn_id)  # it never begins now
@@ -213,7 +199,7 @@ class TurnRunner:
         refused.log(f"all that a stop ({SUPPRESSED_REASONS.get(why, why)}) ended", session,
                     "what of it is not settled is handled again after the next start")
         if session.owed:  # a /new refused them, maybe in a chat where no turn comes to pay them
-            self._pay_soon()
+            self._idle_owed.pay_soon()
 
     def pay_owed(self) -> int:
         """The retention sweep's: pay the turn ends owed by the sessions no turn runs or waits in
@@ -221,60 +207,8 @@ class TurnRunner:
         store takes writes again, not when the chat next speaks. A session with a worker is left to it:
         it pays them before its next turn begins, or with the end of the one running (stored now, the
         transcript would hold that turn half done). Returns how many sessions the store still refused
-        (one line says why). Between sweeps `_pay_soon` tries them, backing off."""
-        paid, refused = self._pay_idle()
-        if paid:
-            log.info("recorded the turn ends %d idle chat(s) owed", paid)
-        if refused:
-            first = refused[0]
-            log.warning("could not record the turn ends %d idle chat(s) owe (%s: %s; not recorded, of the end of"
-                        " turn %s: %s): tried again at the next retention sweep, or with the chat's next turn",
-                        len(refused), type(first.error).__name__, first.error, first.turn_id, first.what)
-            self._pay_soon()
-        return len(refused)
-
-    def _pay_idle(self, also: Callable[[GatewaySession], bool] = lambda session: True) -> tuple[int, list[Unpaid]]:
-        """Pay the turn ends owed by the sessions without a worker or a turn, queued or running (and
-        for which ``also`` holds): how many paid, and the first refusal of each of the others."""
-        refused: list[Unpaid] = []
-        paid = 0
-        for session in self._registry:
-            if not session.owed or session.running is not None or session in self._workers or not also(session):
-                continue
-            if session.queue and not self._stopping:
-                continue  # a worker comes for it, and pays first
-            if (unpaid := self._owed.pay(session)) is None:
-                paid += 1
-            else:
-                refused.append(unpaid)
-        return paid, refused
-
-    def _pay_soon(self) -> None:
-        """A session without a worker owes a turn end the store refused: try it again shortly, then
-        backing off, rather than at the next retention sweep (every five minutes), for an idle chat's answer
-        to go out soon after the store takes writes again."""
-        if self._paying is None and not self._stopping:
-            self._paying = asyncio.ensure_future(self._pay_until_paid())
-
-    async def _pay_until_paid(self) -> None:
-        """Said once, by the turn's end (or the stop's): a full disk is named by the database too."""
-        delay = PAY_AGAIN_FIRST
-        try:
-            while not self._stopping:
-                await self._clock.sleep(delay)
-                try:
-                    paid, refused = self._pay_idle()
-                except Exception:  # not the store's refusal: the retention sweep tries them, and says so again
-                    log.exception("recording the turn ends idle chats owe failed")
-                    return
-                if paid:
-                    log.info("recorded the turn ends %d idle chat(s) owed", paid)
-                if not refused:
-                    return  # a session with a worker is its worker's, which calls again if it leaves one owed
-                log.debug("the turn ends %d idle chat(s) owe are still refused: %s", len(refused), refused[0].error)
-                delay = min(delay * 2, PAY_AGAIN_MAX)
-        finally:
-            self._paying = None
+        (one line says why). Between sweeps `IdleOwedEnds.pay_soon` tries them, backing off."""
+        return self._idle_owed.pay_owed()
 
     async def _work(self, session: GatewaySession) -> None:
         try:
@@ -286,8 +220,8 @@ class TurnRunner:
                 log.exception("recording the turn ends %s chat %s owes failed", session.platform, session.chat_id)
                 unpaid = None
             if unpaid is not None:
-                _Refusals.single(unpaid.what, unpaid.error).log(f"the end of turn {unpaid.turn_id}", session,
-                                                                _UNSETTLED)
+                Refusals.single(unpaid.what, unpaid.error).log(f"the end of turn {unpaid.turn_id}", session,
+                                                               UNSETTLED)
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 item, running = taken
                 if item.turn_id in self._replays:
@@ -297,7 +231,7 @@ class TurnRunner:
         finally:
             self._workers.pop(session, None)
             if session.owed:
-                self._pay_soon()
+                self._idle_owed.pay_soon()
 
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
         """Run ``item`` as one turn; never raises. A failure of its model or tools becomes one short
@@ -351,7 +285,7 @@ class TurnRunner:
 
     async def _turn(self, session: GatewaySession, item: WorkItem, running: RunningTurn, under_way: _UnderWay) -> None:
         display = self._display(session.platform)
-        progress = under_way.progress = self._progress_for(session, running, display)
+        progress = under_way.progress = self._progress.progress_for(session, running, display)
         if isinstance(progress, ProgressCard):
             self._cards[session] = progress
         adapter = self._adapters.get(session.platform)
@@ -360,7 +294,7 @@ class TurnRunner:
         started, started_at = self._clock.monotonic(), self._clock.time()
         # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
         # to go on; its messages are settled only with what answers them, else a restart runs it again.
-        refused = _Refusals()
+        refused = Refusals()
         if self._late_after:
             with refused.noting("its late note", holds=False):
                 self._note_waited(session, item)
@@ -379,8 +313,8 @@ class TurnRunner:
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
-                    result = await session.agent.run_turn(
-                        content, observer=_Observer(self, session, running, display, progress), turn_id=item.turn_id)
+                    observer = Observer(self._send, session, running, display, progress)
+                    result = await session.agent.run_turn(content, observer=observer, turn_id=item.turn_id)
         except Exception:
             log.exception("turn %s crashed", item.turn_id)
         finally:
@@ -398,9 +332,9 @@ class TurnRunner:
         # "Interrupted"), which a rerun ending before a card of its own was due would never touch.
         def finish_progress() -> None:
             with refused.noting("its progress message", holds=False):
-                shown = progress.sent or running.replay and self._message(session, running).exists
+                shown = progress.sent or running.replay and self._progress.message(session, running).exists
                 if shown and not running.suppressed:
-                    self._finish_progress(session, running, display, outcome(result, running.suppressed_by),
+                    self._progress.finish(session, running, display, outcome(result, running.suppressed_by),
                                           self._clock.monotonic() - started, progress.subagents, progress.endings())
 
         kind = "completion" if item.kind == "completion" else "reply"
@@ -419,7 +353,7 @@ class TurnRunner:
         # this one goes all the same if it can (a short answer may fit where a long one did not), rather than
         # wait for the chat's next turn; its end is then owed behind theirs.
         if (behind := self._owed.send(session)) is not None:
-            refused.note(_owed_by(behind), behind.error)
+            refused.note(owed_by(behind), behind.error)
         message: EndMessage | None = None  # until journaled
         if text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
@@ -443,13 +377,13 @@ class TurnRunner:
         self._owed.owe(session, OwedEnd(item.turn_id, message, self._delivery(item, running, text),
                                         (*read, *([item.event] if item.event is not None else []))))
         if not refused.holds and (unpaid := self._owed.pay(session)) is not None:
-            refused.note(unpaid.what if unpaid.turn_id == item.turn_id else _owed_by(unpaid), unpaid.error)
+            refused.note(unpaid.what if unpaid.turn_id == item.turn_id else owed_by(unpaid), unpaid.error)
         refused.log_turn(item.turn_id, session)
         if _shows_typing(adapter):
             asyncio.ensure_future(_idle(adapter, session))
 
     async def _reply(self, session: GatewaySession, running: RunningTurn, reply: EndMessage,
-                     first: Callable[[], None], refused: _Refusals) -> EndMessage | None:
+                     first: Callable[[], None], refused: Refusals) -> EndMessage | None:
         """Journal the turn's ``reply``, calling ``first`` right before (`Outbox.enqueue_long`). None once
         journaled; refused, the reply to owe, with the quote it took."""
         taken: list[str | None] = []
@@ -544,76 +478,6 @@ class TurnRunner:
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
 
-    def _message(self, session: GatewaySession, running: RunningTurn) -> ProgressMessage:
-        return ProgressMessage(self._outbox, session.chat, f"{running.turn_id}:notice", turn_id=running.turn_id,
-                               run_id=running.run_id)
-
-    def _progress_for(self, session: GatewaySession, running: RunningTurn,
-                      display: TurnDisplay) -> Notifier | ProgressCard:
-        message = self._message(session, running)
-
-        def publish(text: str, n: int) -> None:
-            if not running.suppressed and session.running is running and (display.edits or n == 0):
-                message.publish(text, n)
-
-        if display.progress == "card":
-            return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
-                                mode=display.long_running_notifications, clock=self._clock, publish=publish,
-                                children=lambda: self._turn_children(session, running),
-                                counts=lambda: self._children.turn_progress(session.session_id, running.turn_id),
-                                waiting=lambda: sum(1 for item in session.queue if item.event is not None))
-        return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
-                        detail=lambda: self._detail(session, running), clock=self._clock)
-
-    def _turn_children(self, session: GatewaySession, running: RunningTurn) -> list:
-        sid, turn = session.session_id, running.turn_id
-        return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.parent_turn_id == turn]
-
-    def _finish_progress(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
-                         elapsed: float, subagents: int, endings: str = "") -> None:
-        # An earlier run's notice, finished by a run whose notices are off (interval 0): timed to the second.
-        interval = display.notify_interval if display.progress != "card" and display.notify_interval > 0 else 1.0
-        final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
-        self._message(session, running).finish(final, delete=display.progress_final == "delete")
-
-    def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
-        if running.question is not None:
-            return "waiting for your answer"
-        tool = running.current_tool
-        if tool is None:
-            return "thinking"
-        if tool == DELEGATE:
-            done, launched = self._children.turn_progress(session.session_id, running.turn_id)
-            if launched:
-                return f"running {DELEGATE}: {done} of {launched} subagents done"
-        return f"running {tool}"
-
-
-class _Observer(TurnObserver):
-    def __init__(self, runner: TurnRunner, session: GatewaySession, running: RunningTurn, display: TurnDisplay,
-                 progress: Notifier | ProgressCard):
-        self.runner = runner
-        self.session = session
-        self.running = running
-        self.display = display
-        self.progress = progress
-        self.interim = 0
-
-    async def on_interim(self, text: str) -> None:
-        if self.display.interim_assistant_messages and not self.running.suppressed:
-            self.runner._send(self.session, text, kind="interim", key=f"{self.running.turn_id}:interim:{self.interim}",
-                              turn_id=self.running.turn_id, reply_to=self.running.take_quote())
-            self.interim += 1
-
-    async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:
-        self.running.current_tool = name
-        self.progress.tool_started(name)
-
-    async def on_tool_end(self, name: str, ok: bool) -> None:
-        self.running.current_tool = None
-        self.progress.tool_finished(name, ok)
-
-
 class _UnderWay:
     """What of a turn is under way, for `TurnRunner._broke` to wind down when its handling raises."""
 
@@ -631,54 +495,6 @@ class _UnderWay:
             self.progress.disarm()
         if self.typing is not None:
             self.typing.cancel()
-
-
-class _Refusals:
-    """What of a turn, or of a stop, the store refused (a full disk): noted, not raised, so that the
-    turn ends all the same and its chat goes on; logged as one line, without a traceback (the
-    database names the cause once as well)."""
-
-    def __init__(self) -> None:
-        self._refused: dict[str, sqlite3.Error] = {}
-        self.holds = False
-        """Something the turn's messages may not be settled without was refused: its answer, its
-        delegation's outcome, its transcript (not a note beside them, nor its progress message)."""
-
-    @contextlib.contextmanager
-    def noting(self, what: str, *, holds: bool = True) -> Iterator[None]:
-        """A store write for ``what``; ``holds``: the turn's messages may not be settled if it is refused."""
-        try:
-            yield
-        except sqlite3.Error as exc:
-            self.note(what, exc, holds=holds)
-
-    def note(self, what: str, exc: sqlite3.Error, *, holds: bool = True) -> None:
-        self._refused.setdefault(what, exc)
-        self.holds = self.holds or holds
-
-    @classmethod
-    def single(cls, what: str, exc: sqlite3.Error) -> _Refusals:
-        refused = cls()
-        refused.note(what, exc)
-        return refused
-
-    def log(self, what: str, session: GatewaySession, then: str) -> None:
-        if self._refused:
-            exc = next(iter(self._refused.values()))
-            log.warning("could not record %s in %s chat %s (%s: %s; not recorded: %s): %s", what, session.platform,
-                        session.chat_id, type(exc).__name__, exc, ", ".join(self._refused), then)
-
-    def log_turn(self, turn_id: str, session: GatewaySession) -> None:
-        self.log(f"all of turn {turn_id}", session, _UNSETTLED if self.holds else "the rest of it is recorded")
-
-
-_UNSETTLED = ("what it answers stays unsettled: the turn runs again after the next start, unless its end is"
-              " recorded before, with the chat's next turn or /new")
-"""A turn end that is owed (`gateway.owed_ends`), as the log tells it."""
-
-
-def _owed_by(unpaid: Unpaid) -> str:
-    return f"the end of turn {unpaid.turn_id} owed before ({unpaid.what})"
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:

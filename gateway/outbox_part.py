@@ -1,0 +1,36 @@
+"""One journaled outbox part as the sender and its helpers hand it to a platform.
+
+Kept apart from `gateway.sender` so that the modules it leans on (`gateway.sent_lookup`,
+`gateway.part_notes`) share its notion of a part (what is progress, the `Outbound` it becomes, the
+words an error about it is recorded in) without importing the sender back.
+"""
+
+from __future__ import annotations
+
+from gateway.store import OutboxRow
+from platforms.base import Adapter, FindsSent, Outbound
+
+ChatKey = tuple[str, str, str | None]
+PROGRESS_KINDS = frozenset({"notice"})
+"""Parts that say how work is going rather than what came of it: they yield to every other part."""
+
+
+def describe(exc: BaseException) -> str:
+    # The class and the platform's description; adapters do not put message text in errors. The class
+    # once, where the description already starts with it (Telegram's "Forbidden: bot was blocked by the user").
+    name, text = type(exc).__name__, str(exc)
+    return (text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
+
+
+def findable(adapter: Adapter | None, row: OutboxRow) -> bool:
+    """Whether ``row`` can be looked up; one never to be found (a slash command's answer) takes no lookup's turn."""
+    if not isinstance(adapter, FindsSent):
+        return False
+    findable = getattr(adapter, "findable", None)  # optional (`FindsSent`): without it, every part is looked up
+    return findable is None or findable(outbound(row))
+
+
+def outbound(row: OutboxRow) -> Outbound:
+    return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
+                    reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
+                    reply_to=row.reply_to)

@@ -1,0 +1,66 @@
+"""The short notes the sender journals about a message's parts: one ahead of a late message, one in
+place of a part that failed for good.
+
+Each note is journaled as a part of its own, keyed from the part it concerns, so it goes out once,
+in its place, across restarts too. What they say and when a message is late is `gateway.late_notes`'s;
+deciding whether a note is owed and journaling it stands apart from `gateway.sender`'s delivery loop,
+which only sends the note it is handed.
+"""
+
+from __future__ import annotations
+
+from gateway import late_notes
+from gateway.outbox_part import PROGRESS_KINDS
+from gateway.store import NewMessage, OutboxRow, OutboxRows
+
+MISSING = ":missing"
+"""Appended to a message's key to make the key of its note that one of its parts could not be sent."""
+
+
+def missing_text(part: int, parts: int, *, gave_up: bool) -> str:
+    """The note sent in place of part ``part`` (from 1) of a message of ``parts`` that failed for good."""
+    why = "the platform kept failing" if gave_up else "the platform refused it"
+    return f"(part {part} of {parts} could not be sent: {why})"
+
+
+def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: float) -> OutboxRow | None:
+    """The pending note to send ahead of ``row`` (journaled now if it is not yet), when
+    ``row`` opens a message sent `late_after` seconds or more after it was journaled
+    (`gateway.late_notes`); None when there is none to send, or it is final already. The note
+    quotes what ``row`` quotes: in a group, it concerns that member's answer."""
+    if not (0 < late_after <= age and late_notes.opens_message(row.key)
+            and row.platform not in late_notes.WITHOUT_NOTES):
+        return None
+    key = row.key + late_notes.SUFFIX
+    note = store.message(key)
+    if note is None:
+        store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
+                                       late_notes.note_text(age), kind=row.kind, silent=row.silent,
+                                       turn_id=row.turn_id, reply_to=row.reply_to)])
+        note = store.message(key)
+    return note if note is not None and note.status == "pending" else None
+
+
+def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False) -> OutboxRow | None:
+    """The note to send in ``row``'s place, journaled now, when ``row`` failed for good: where it is a
+    part of a message of several (a long answer), a short note goes in its place (`missing_text`), else
+    the answer reads whole with a hole in it. One per message: should another of its parts fail too (the
+    bot blocked: every part, and the note, is refused), that one goes without; a note failing gets none.
+    Journaled as it goes, as a late note is: one the process died sending goes at the next start (after
+    the message's later parts). None when no note is owed."""
+    if row.kind in PROGRESS_KINDS or row.op not in ("send", "split") or row.platform in late_notes.WITHOUT_NOTES:
+        return None  # a progress message is one part; a webhook's caller reads each part's sequence
+    message, _, number = row.key.rpartition(":")
+    if not (message and number.isdigit()):
+        return None  # a late note, a piece of a re-split part
+    total = int(number) + 1
+    while store.has_message(f"{message}:{total}"):
+        total += 1
+    key = message + MISSING
+    if total < 2 or store.has_message(key):
+        return None
+    store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
+                                   missing_text(int(number) + 1, total, gave_up=gave_up), kind=row.kind,
+                                   silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
+                                   sequence=row.sequence)])  # in its place among the turn's messages
+    return store.message(key)

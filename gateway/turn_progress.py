@@ -1,0 +1,100 @@
+"""What the chat sees of a turn while it runs: its progress message (a notice or a card), its
+interim text, and how that message reads once the turn ends.
+
+The turn runner decides when a turn starts and ends; this module builds what shows it meanwhile
+from the display settings (`gateway.display`) and the turn's children, and finishes it. It stands
+apart from `gateway.turn_runner` because none of it decides anything about the turn itself: it is
+the turn's picture in the chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent import Clock, TurnObserver
+from gateway.display import TurnDisplay
+from gateway.notices import Notifier, final_text
+from gateway.outbox import Outbox
+from gateway.progress_card import ProgressCard
+from gateway.progress_message import ProgressMessage
+from gateway.sessions import GatewaySession, RunningTurn
+from lifecycle import HostView
+
+DELEGATE = "delegate_task"
+
+
+class TurnProgress:
+    def __init__(self, outbox: Outbox, children: HostView, clock: Clock) -> None:
+        self._outbox, self._children, self._clock = outbox, children, clock
+
+    def message(self, session: GatewaySession, running: RunningTurn) -> ProgressMessage:
+        return ProgressMessage(self._outbox, session.chat, f"{running.turn_id}:notice", turn_id=running.turn_id,
+                               run_id=running.run_id)
+
+    def progress_for(self, session: GatewaySession, running: RunningTurn,
+                     display: TurnDisplay) -> Notifier | ProgressCard:
+        message = self.message(session, running)
+
+        def publish(text: str, n: int) -> None:
+            if not running.suppressed and session.running is running and (display.edits or n == 0):
+                message.publish(text, n)
+
+        if display.progress == "card":
+            return ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
+                                mode=display.long_running_notifications, clock=self._clock, publish=publish,
+                                children=lambda: self._turn_children(session, running),
+                                counts=lambda: self._children.turn_progress(session.session_id, running.turn_id),
+                                waiting=lambda: sum(1 for item in session.queue if item.event is not None))
+        return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
+                        detail=lambda: self._detail(session, running), clock=self._clock)
+
+    def _turn_children(self, session: GatewaySession, running: RunningTurn) -> list:
+        sid, turn = session.session_id, running.turn_id
+        return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.parent_turn_id == turn]
+
+    def finish(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
+               elapsed: float, subagents: int, endings: str = "") -> None:
+        # An earlier run's notice, finished by a run whose notices are off (interval 0): timed to the second.
+        interval = display.notify_interval if display.progress != "card" and display.notify_interval > 0 else 1.0
+        final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
+        self.message(session, running).finish(final, delete=display.progress_final == "delete")
+
+    def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
+        if running.question is not None:
+            return "waiting for your answer"
+        tool = running.current_tool
+        if tool is None:
+            return "thinking"
+        if tool == DELEGATE:
+            done, launched = self._children.turn_progress(session.session_id, running.turn_id)
+            if launched:
+                return f"running {DELEGATE}: {done} of {launched} subagents done"
+        return f"running {tool}"
+
+
+class Observer(TurnObserver):
+    """``send(session, text, **outbox_kw)``: the runner's, which interim text goes out through."""
+
+    def __init__(self, send: Callable[..., None], session: GatewaySession, running: RunningTurn,
+                 display: TurnDisplay, progress: Notifier | ProgressCard):
+        self.send = send
+        self.session = session
+        self.running = running
+        self.display = display
+        self.progress = progress
+        self.interim = 0
+
+    async def on_interim(self, text: str) -> None:
+        if self.display.interim_assistant_messages and not self.running.suppressed:
+            self.send(self.session, text, kind="interim", key=f"{self.running.turn_id}:interim:{self.interim}",
+                      turn_id=self.running.turn_id, reply_to=self.running.take_quote())
+            self.interim += 1
+
+    async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:
+        self.running.current_tool = name
+        self.progress.tool_started(name)
+
+    async def on_tool_end(self, name: str, ok: bool) -> None:
+        self.running.current_tool = None
+        self.progress.tool_finished(name, ok)
