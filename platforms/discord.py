@@ -104,6 +104,7 @@ from platforms.discord_interactions import MENTIONS, Interactions
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins, nonce_of
 from platforms.formatting import blank, discord_markdown
+from platforms.not_recorded import Handing
 from platforms.pacing import Pacing
 from platforms.recent import remember
 from platforms.repeated_warnings import RepeatedWarnings
@@ -202,6 +203,9 @@ class DiscordAdapter:
         their "thinking…" calls as it begins (they go on, perhaps acknowledged, `discord_commands.received`)."""
         self._not_taken: list[Inbound] = []
         """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
+        self._cut_off: list[Inbound] = []
+        """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
+        may be answered after the restart (`Handing`)."""
         self._swept = False
         """Set once a stop has taken the last of the queue: a command received later would wait in it for good."""
         self._held_back: set[int] = set()
@@ -260,7 +264,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
-        self._not_taken, self._held_back, self._swept = [], set(), False
+        self._not_taken, self._cut_off, self._held_back, self._swept = [], [], set(), False
         self._caught_up = asyncio.Event()
         self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
@@ -338,10 +342,12 @@ class DiscordAdapter:
     async def stop_within(self, seconds: float) -> None:
         """Take nothing more: close the gateway connection (`_disconnect`), hand over what was already
         queued for what is left of ``seconds``: what is not is read back at the next start if a message,
-        and told `not taken` if a command (for what is left of ``seconds`` then, at least `LAST_CALLS_FLOOR`,
-        and no more than that floor past ``seconds`` with the WebSocket's close, `last_calls_time`: an answer
-        Discord has not taken by then is given up). The REST client stays open for the replies of the turns
-        still ending, until `close`. Idempotent."""
+        and told `not taken` if a command; a command the gateway's sink still has then may be recorded (the sink
+        records first, then routes), and is answered after the next start: told it may be, not that it was not
+        taken (`Handing`). Those answers get what is left of ``seconds`` then, at least
+        `LAST_CALLS_FLOOR`, and no more than that floor past ``seconds`` with the WebSocket's close
+        (`last_calls_time`): an answer Discord has not taken by then is given up. The REST client stays open for
+        the replies of the turns still ending, until `close`. Idempotent."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._stopping = True
@@ -465,12 +471,13 @@ class DiscordAdapter:
         # what a catch-up found (older).
         while True:
             item = await self._queue.get()
+            handing = Handing(sink)
             try:
                 try:
                     await self._caught_up.wait()
-                    await self._hand_over(sink, item)
+                    await self._hand_over(handing, item)
                 except asyncio.CancelledError:  # a stop while the catch-up held it, or past the drain with the
-                    self._left_unrecorded(item)  # sink unfinished: as if still queued
+                    self._left_unrecorded(item, cut_off=handing.under_way)  # sink unfinished: as if still queued
                     raise
             finally:
                 self._queue.task_done()
@@ -485,14 +492,16 @@ class DiscordAdapter:
         if message_id:
             self._last_seen.seen(channel_id, message_id)
 
-    def _left_unrecorded(self, item: _Item) -> None:
+    def _left_unrecorded(self, item: _Item, *, cut_off: bool = False) -> None:
         """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
-        interaction again, nor keeps it in a history. A message is read back by the next start's catch-up, which
-        reads only channels with a last message seen: one that has none yet (a first DM, a first mention) gets
-        one just before the message, or the message would be lost."""
+        interaction again, nor keeps it in a history. One ``cut_off`` (the stop cancelled the sink's call) may
+        be recorded, and then answered after the next start: told so instead, or its user would be told no and
+        then answered. A message is read back by the next start's catch-up (the inbox drops it if it was
+        recorded), which reads only channels with a last message seen: one that has none yet (a first DM, a
+        first mention) gets one just before the message, or the message would be lost."""
         inbound, channel_id, message_id = item
         if inbound is not None and inbound.is_command:
-            self._not_taken.append(inbound)
+            (self._cut_off if cut_off else self._not_taken).append(inbound)
         if message_id and channel_id not in self._last_seen.last_seen:
             self._last_seen.seen(channel_id, message_id - 1)
 
@@ -540,9 +549,9 @@ class DiscordAdapter:
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
     async def _tell_not_taken(self, seconds: float) -> None:
-        commands, self._not_taken = self._not_taken, []
+        commands, cut_off, self._not_taken, self._cut_off = self._not_taken, self._cut_off, [], []
         await discord_commands.tell_not_taken(commands, self._interactions.session, seconds,
-                                              self._interactions.settling)
+                                              self._interactions.settling, cut_off)
 
     # ---- outbound ----------------------------------------------------------------------------
 

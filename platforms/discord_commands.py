@@ -10,7 +10,8 @@ to be answered in the channel; one given up on before Discord answered it, past 
 stop, keeps it: Discord may have taken it, and is asked at the first answer); its ``reply_token`` is
 ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
 sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
-is answered to be sent again (`tell_not_taken`).
+is answered to be sent again (`tell_not_taken`); one whose hand-over the stop cut off may be recorded, and
+is answered that it may come after the restart (`Handing`).
 
 Apart from the adapter because commands come outside the channels' messages: no mention, no
 catch-up, their own acknowledgement. Logged under ``platforms.discord``.
@@ -30,7 +31,7 @@ from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_interactions import settled
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.not_recorded import NOT_TAKEN
+from platforms.not_recorded import MAY_BE_TAKEN, NOT_TAKEN
 
 log = logging.getLogger("platforms.discord")
 
@@ -44,6 +45,7 @@ interaction"; unbounded, the call waited for aiohttp's own limit, 5 minutes, bef
 
 OnCommand = Callable[[discord.Interaction, str, "str | None"], Awaitable[None]]
 """The adapter's handler of one command: ``(interaction, command name, args)``."""
+
 
 
 def command_tree(client: discord.Client, commands: Sequence[CommandSpec], guild_ids: Sequence[int],
@@ -148,15 +150,18 @@ async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event, tim
 
 
 async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,
-                         seconds: float, settling: Callable[[str], float] = lambda _token: 0.0) -> None:
+                         seconds: float, settling: Callable[[str], float] = lambda _token: 0.0,
+                         cut_off: Sequence[Inbound] = ()) -> None:
     """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
-    taken: Discord sends an interaction once, so the user is the one who can send it again. All
+    taken: Discord sends an interaction once, so the user is the one who can send it again; and each of
+    ``cut_off`` (its hand-over cut off midway: `Handing`) that it may be answered after the restart. All
     within ``seconds`` (the stop's grace is the gateway's to share): an answer Discord has not
     taken by then is given up, and Discord shows the user that the interaction failed. ``settling``: seconds
     before a command's "not acknowledged" is final (`discord_interactions.Interactions.settling`)."""
-    if not commands:
+    if not commands and not cut_off:
         return
     tasks = [asyncio.ensure_future(not_taken(command, session, settling)) for command in commands]
+    tasks += [asyncio.ensure_future(may_be_taken(command, session, settling)) for command in cut_off]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
@@ -173,16 +178,33 @@ async def not_taken(command: Inbound, session: aiohttp.ClientSession | None,
     name = command.text.split(maxsplit=1)[0]
     log.warning("discord: %s from user %s (interaction %s) was not recorded before the gateway stopped;"
                 " telling the user to send it again", name, command.user_id, command.event_id)
+    await _tell(command, NOT_TAKEN.format(command=name), session, settling)
+
+
+async def may_be_taken(command: Inbound, session: aiohttp.ClientSession | None,
+                       settling: Callable[[str], float] = lambda _token: 0.0) -> None:
+    """Tell the user a command whose hand-over the stop cut off (`Handing`) that it may be answered after the
+    restart (`MAY_BE_TAKEN`), replacing its "thinking…" as `not_taken` does; never raises."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("discord: %s from user %s (interaction %s) was still being handed over when the gateway stopped;"
+                " it is answered after the restart if the gateway recorded it: telling the user so", name,
+                command.user_id, command.event_id)
+    await _tell(command, MAY_BE_TAKEN.format(command=name), session, settling)
+
+
+async def _tell(command: Inbound, text: str, session: aiohttp.ClientSession | None,
+                settling: Callable[[str], float]) -> None:
+    name = command.text.split(maxsplit=1)[0]
     if command.reply_token is None or session is None:
         return
     app_id, token = command.reply_token.split(":", 1)
     try:
         webhook = discord.Webhook.partial(int(app_id), token, session=session)
         await settled(lambda: webhook.edit_message(
-            "@original", content=NOT_TAKEN.format(command=name),  # type: ignore[arg-type]
+            "@original", content=text,  # type: ignore[arg-type]
             allowed_mentions=discord.AllowedMentions.none()), settling(command.reply_token))
     except Exception as exc:
         error = translate(exc, route="PATCH /webhooks/{application_id}/{token}/messages/@original",
                           chat_id=command.chat_id, caller_logs=True)
-        log.warning("discord: could not tell user %s that %s was not taken (%s)", command.user_id, name,
+        log.warning("discord: could not tell user %s what became of %s (%s)", command.user_id, name,
                     type(error).__name__)

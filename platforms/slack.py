@@ -96,7 +96,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
-from platforms.not_recorded import storage_refusal
+from platforms.not_recorded import Handing, storage_refusal
 from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_app import bolt_app
@@ -199,7 +199,7 @@ class SlackAdapter:
         """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
         self._cut_off: list[Inbound] = []
         """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
-        may be answered after the restart (`slack_commands.Handing`)."""
+        may be answered after the restart (`Handing`)."""
         self._commands: set[asyncio.Task[Any]] = set()
         """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
         self._socket_watch = SocketWatch()
@@ -291,7 +291,7 @@ class SlackAdapter:
         after it). Events and commands still being read are dropped unacked (Slack sends an event again,
         to the next process). A command being handed over gets what is left of ``seconds`` to be recorded:
         the gateway's sink records it first, then routes it, so one cut off there is answered after the next
-        start: its user is told it may be, not that it was not taken (`slack_commands.Handing`). One not handed
+        start: its user is told it may be, not that it was not taken (`Handing`). One not handed
         over yet (or that the store refuses once the stop began) is answered to be sent again. Closing Socket
         Mode's WebSocket, before, gets what is left of ``seconds``, at least `LAST_CALLS_FLOOR`
         (`last_calls_time`): a close Slack does not answer is cut, the connection dropped. Then the deletions
@@ -477,7 +477,7 @@ class SlackAdapter:
         waits = catch_up if catch_up is not None and catch_up.holds(after) else None
         was_acked = asyncio.Event()
         if inbound.is_command:
-            handing = slack_commands.Handing(functools.partial(sink, inbound))
+            handing = Handing(functools.partial(sink, inbound))
             hand_on = functools.partial(until_taken, handing, inbound, lambda: not self._stopping, COMMAND)
         else:
             hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
@@ -501,7 +501,7 @@ class SlackAdapter:
         if waits is None:  # else the catch-up says so, should it take long
             log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
 
-    def _command_settled(self, inbound: Inbound, handing: slack_commands.Handing, done: asyncio.Future[None]) -> None:
+    def _command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[None]) -> None:
         """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
         the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
         keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,

@@ -24,43 +24,14 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from platforms.base import BadRequest, Inbound, NetworkError, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
-from platforms.not_recorded import NOT_TAKEN
+from platforms.not_recorded import MAY_BE_TAKEN, NOT_TAKEN
 from platforms.slack_errors import translate, translate_exception
 from platforms.slack_text import readable
 
 log = logging.getLogger("platforms.slack")
 
 EPHEMERAL = "ephemeral:"
-MAY_BE_TAKEN = ("⚠️ The bot is restarting: `{command}` may still be answered once it is back. If no answer comes"
-                " a few minutes after that, send it again.")
-"""The answer to a slash command whose hand-over a stop cut off (`Handing`), with ``command`` its name, slash
-included: neither "Not taken" (the next start answers it if the gateway recorded it) nor silence (it may not
-have been)."""
 
-
-class Handing:
-    """A slash command's hand-over to the gateway (``hand_on()``, the sink's call), which knows whether a
-    call is under way. The gateway's sink records an event before it routes it, and the next start handles
-    what it recorded and did not settle: a call a stop cancels may have recorded the command, which is then
-    answered after the restart, so its user must not be told it was not taken. A call that raised did not
-    (the sink records before it returns, or raises)."""
-
-    def __init__(self, hand_on: Callable[[], Awaitable[object]]) -> None:
-        self._hand_on = hand_on
-        self.under_way = False
-        """Whether a call was under way when the hand-over ended: cancelled there, the command may be recorded."""
-
-    async def __call__(self) -> object:
-        self.under_way = True
-        try:
-            result = await self._hand_on()
-        except asyncio.CancelledError:
-            raise  # cut off midway: under way it stays
-        except BaseException:
-            self.under_way = False
-            raise
-        self.under_way = False
-        return result
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:

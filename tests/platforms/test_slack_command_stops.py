@@ -13,9 +13,8 @@ import logging
 
 from platforms.base import CommandSpec, Inbound
 from platforms.fakes.slack import FakeSlack
-from platforms.not_recorded import NOT_TAKEN
+from platforms.not_recorded import MAY_BE_TAKEN, NOT_TAKEN
 from platforms.slack import SlackAdapter
-from platforms.slack_commands import MAY_BE_TAKEN
 from tests.platforms.test_slack_adapter import SECRET, mounted
 from tests.polling import until
 from tests.sqlite_errors import full_disk
