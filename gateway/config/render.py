@@ -3,9 +3,12 @@
 Both walk the settings dataclasses by their field metadata, so a new secret
 field is masked and registered for log redaction without touching this module.
 A password written into a URL (``http://user:password@host``) of any setting
-counts as a secret too, and so does the value of a query parameter named like a
-credential (``?api-key=…``, ``&token=…``, ``sig``, ``secret``, ``password``…):
-HTTP clients log the URLs they request.
+counts as a secret too, and so does a user name standing alone (a token:
+``https://tk-…@proxy/v1``) and the value of a query or fragment parameter named
+like a credential (``?api-key=…``, ``&token=…``, ``sig``, ``secret``,
+``password``…): HTTP clients log the URLs they request. Which parts are
+credentials follows `gateway.config.secret_values.shown_url`, so what is shown
+without them and what the log masks agree.
 """
 
 from __future__ import annotations
@@ -18,15 +21,19 @@ from pathlib import Path
 
 import yaml
 
-from gateway.config.secret_values import CREDENTIAL_NAMES, MIN_LENGTH, env_secret_values
+from gateway.config.secret_values import CREDENTIAL_NAMES, MIN_LENGTH, env_secret_values, url_credentials
 from gateway.config.sections import Config
 
 MASK = "***"
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)([^\s/?#@]+)@")
 """``scheme://user:`` and the password after it, wherever a URL appears in a string."""
+_URL_USER_ALONE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@:]+)@")
+"""``scheme://`` and a user name with no password after it: a token more often than a name."""
 _QUERY_CREDENTIAL = re.compile(
-    rf"([?&][^\s=&#]*(?:{CREDENTIAL_NAMES})[^\s=&#]*=)([^\s&#]+)", re.IGNORECASE)
-"""``?name=`` or ``&name=`` of a query parameter named like a credential, and its value."""
+    rf"([?&#][^\s=&#]*(?:{CREDENTIAL_NAMES})[^\s=&#]*=)([^\s&#]+)", re.IGNORECASE)
+"""``?name=``, ``&name=`` or ``#name=`` of a query or fragment parameter named like a credential, and
+its value."""
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 
 
 def render_effective_config(config: Config, env: Mapping[str, str] | None = None) -> str:
@@ -46,7 +53,7 @@ def config_secrets(config: Config, env: Mapping[str, str] | None = None) -> list
     variable of ``env`` (`os.environ` when None) a secret setting falls back to (``$OPENAI_API_KEY``)."""
     found: list[str] = []
     _plain(config, mask=False, found=found)
-    return found + sorted(env_secret_values(os.environ if env is None else env))
+    return list(dict.fromkeys(found + sorted(env_secret_values(os.environ if env is None else env))))
 
 
 def _as_written(obj: object, secrets: frozenset[str]) -> object:
@@ -84,13 +91,16 @@ def _plain(obj: object, *, mask: bool, found: list[str] | None = None) -> object
     if isinstance(obj, Path):
         return str(obj)
     if isinstance(obj, str) and "://" in obj:
-        for pattern in (_URL_PASSWORD, _QUERY_CREDENTIAL):
+        if found is not None:
+            found.extend(value for url in _URL.findall(obj) for value in sorted(url_credentials(url)))
+        for pattern in (_URL_PASSWORD, _URL_USER_ALONE, _QUERY_CREDENTIAL):
             obj = pattern.sub(lambda m: _credential(m, mask=mask, found=found), obj)
     return obj
 
 
 def _credential(match: re.Match[str], *, mask: bool, found: list[str] | None) -> str:
-    """The match with its second group, the credential, masked (and collected into ``found``)."""
-    if found is not None:
+    """The match with its second group, the credential, masked (and collected into ``found`` unless
+    shorter than `MIN_LENGTH`: a user name such as ``git`` masked all over the log would mangle words)."""
+    if found is not None and len(match.group(2)) >= MIN_LENGTH:
         found.append(match.group(2))
     return f"{match.group(1)}{MASK if mask else match.group(2)}{match.string[match.end(2):match.end()]}"

@@ -43,18 +43,17 @@ def secret_values(cls: type, raw: object) -> frozenset[str]:
 OTLP_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 """Headers the OpenTelemetry exporter sends the collector (``name=value,…``): a hosted one's API key."""
 URL_VARIABLES = ("OPENAI_BASE_URL",)
-"""A URL a setting falls back to when it is unset (``model.base_url``): a password written into it
-(a proxy with basic auth) is a secret, as one written into the setting is."""
+"""A URL a setting falls back to when it is unset (``model.base_url``): its `url_credentials` (a proxy's
+basic auth, a token as the user name, an ``?api-key=``) are secrets, as ones written into the setting are."""
 
 
 def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
     """The values of the `ENV_SECRETS` that are set (the model sends them as its key when the file sets
     none), each header value of the `OTLP_HEADER_VARIABLES`, as set and URL-decoded as sent, and the
-    password in each of the `URL_VARIABLES`, as written and decoded."""
+    `url_credentials` of each of the `URL_VARIABLES`."""
     found = {env.get(name) or "" for name in ENV_SECRETS}
     for name in URL_VARIABLES:
-        password = urllib.parse.urlsplit(env.get(name) or "").password or ""
-        found |= {password, urllib.parse.unquote(password)}
+        found |= url_credentials(env.get(name) or "")
     for name in OTLP_HEADER_VARIABLES:
         for header in (env.get(name) or "").split(","):
             value = header.partition("=")[2].strip()
@@ -76,6 +75,37 @@ def shown_url(url: str, replacement: str = "***") -> str:
     file it came from; a URL no parser accepts (``http://[::1``) is shown the same way. A password
     holding an unencoded ``/``, ``?`` or ``#`` ends the authority early for a parser, which then
     reads a port that is no number: what comes before its ``@`` goes too."""
+    start, host_start, end = _split(url)
+    rest, hash_mark, fragment = url[end:].partition("#")
+    path, question_mark, query = rest.partition("?")
+    return (url[:start] + url[host_start:end] + path + question_mark + _masked_parameters(query, replacement)
+            + hash_mark + _masked_parameters(fragment, replacement))
+
+
+def url_credentials(url: str) -> frozenset[str]:
+    """What `shown_url` leaves out of ``url`` or masks in it, for log redaction: the password of its user
+    info, or its user name when it stands alone (a token: ``https://tk-…@proxy/v1``), and the value of
+    each query or fragment parameter named like a credential; each as written and percent-decoded (an
+    HTTP client may log either, an SDK's error the decoded one). A user name beside a password is no
+    secret (``alice``), nor is a value shorter than `MIN_LENGTH`: masked everywhere in the log, it would
+    mangle ordinary words."""
+    start, host_start, end = _split(url)
+    user, colon, password = url[start:host_start - 1].partition(":") if host_start > start else ("", "", "")
+    written = [password if colon else user]
+    rest = url[end:].partition("#")
+    for text in (rest[0].partition("?")[2], rest[2]):
+        for part in text.split("&"):
+            name, equals, value = part.partition("=")
+            if equals and _CREDENTIAL_NAME.search(urllib.parse.unquote_plus(name)):
+                written.append(value)
+    found = {form for value in written
+             for form in (value, urllib.parse.unquote(value), urllib.parse.unquote_plus(value))}
+    return frozenset(value for value in found if len(value) >= MIN_LENGTH)
+
+
+def _split(url: str) -> tuple[int, int, int]:
+    """Where ``url``'s user info starts, where its host starts (past the user info's ``@``; the same
+    index when there is none) and where its authority ends."""
     scheme = _SCHEME.match(url)
     start = scheme.end() + 2 if scheme else 2 if url.startswith("//") else 0
     end = _authority_end(url, start)
@@ -85,11 +115,7 @@ def shown_url(url: str, replacement: str = "***") -> str:
         if userinfo_end >= 0:
             userinfo_end = url.rfind("@", start, _authority_end(url, userinfo_end))
     host_start = userinfo_end + 1 if userinfo_end >= 0 else start
-    end = _authority_end(url, host_start)
-    rest, hash_mark, fragment = url[end:].partition("#")
-    path, question_mark, query = rest.partition("?")
-    return (url[:start] + url[host_start:end] + path + question_mark + _masked_parameters(query, replacement)
-            + hash_mark + _masked_parameters(fragment, replacement))
+    return start, host_start, _authority_end(url, host_start)
 
 
 def _authority_end(url: str, start: int) -> int:
