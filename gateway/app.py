@@ -107,7 +107,8 @@ class Gateway:
                                    self.config.agent.clarify_timeout_seconds, durable=self.store.durable,
                                    private=functools.partial(private_chat, self.store),
                                    busy=lambda session, running: host.children.runs_here(session.session_id,
-                                                                                          running.turn_id))
+                                                                                          running.turn_id),
+                                   completion_waits=lambda *waits: self.ledger.completion_waits(*waits))
         services = ChatServices(self.sessions, self.outbox)
         self._chat_services = {"send_message": services.send_message,
                                "send_file": FileSends(self.sessions, self.outbox, kept, self.adapters).send_file,

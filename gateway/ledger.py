@@ -39,6 +39,7 @@ from gateway import child_states
 from gateway.backlog import BacklogGuard
 from gateway.dead_letters import CUT_SHORT, FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS
 from gateway.delegation_cards import DelegationCards, outcome
+from gateway.logging import redact
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
@@ -241,8 +242,17 @@ class Ledger:
     async def resume(self, platforms: Collection[str]) -> None:
         """Settle or take up every delegation a stopped process left running in a chat of the ``platforms``
         configured now. One of another platform's chats is kept as it is, until a start configures it again:
-        its results could reach no one, and a relaunch would run its children for no one."""
-        for row in self._table.running():
+        its results could reach no one, and a relaunch would run its children for no one. A table the
+        database cannot read now is logged, and nothing resumed in this run: the start has begun turns
+        already (replayed events, the chats' new messages), which a raise would cut short; the rows stay
+        unsettled for the next start, as a row that fails alone does."""
+        try:
+            rows = self._table.running()
+        except Exception:  # an I/O error; a row that fails alone is logged likewise, below
+            log.exception("reading the background delegations left running failed; none is resumed now, they "
+                          "are taken up at the next start")
+            return
+        for row in rows:
             if split_session_key(row.session_key)[0] not in platforms or row.delegation_id in self._held:
                 continue
             try:
@@ -373,6 +383,11 @@ class Ledger:
         """The turn runner's word that the delegation's completion turn begins (made durable by the runner):
         a process that dies from now on is charged an attempt of it at the next start (`cut_short`)."""
         self._table.begin_delivery(delegation_id)
+
+    def completion_waits(self, delegation_id: str, waiting: bool) -> None:
+        """The questions' word that the delegation's completion turn waits for the chat's answer (idle: a death
+        then is no fault of it, as for a message's turn) or goes on (charged again); made durable by them."""
+        self._table.mark_delivery(delegation_id, not waiting)
 
     def completion_failed(self, delegation_id: str, exc: BaseException) -> None:
         """The turn runner's word that the delegation's completion turn failed in the gateway: tried again
@@ -663,7 +678,11 @@ def _failure_line(task: LedgerTask, child: ChildSnapshot | None) -> str:
 
 
 def _short(text: str | None, limit: int) -> str:
-    text = " ".join((text or "").split())
+    """``text`` on one line, cut to ``limit``, with secrets masked first (`gateway.logging.redact`), as
+    ``/agents`` shows it: every ledger message shows goals the model wrote and summaries and errors that
+    may quote what a tool echoed (a key in a URL, a token). Masked whole before the cut: a secret cut in
+    two would show its first half, which no mask matches."""
+    text = redact(" ".join((text or "").split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -18,10 +18,11 @@ death (`never_out`) is dropped at the start, before the outbox sends it, whether
 again asks again (a model may decide otherwise the second time: `Questions.drop_left_unsent`), and one
 the chat cannot have yet is dropped as the turn asks again, as a stop drops it. While a question
 waits, the turn's events (its message's, and those steered into it) are not marked begun in the
-inbox: the turn is idle, and a gateway dying then (another chat's poison message, an OOM) is
-charged to none of them (`gateway.dead_letters`); they are marked again, durably, before the
-turn goes on. Not so while children the turn launched run in this process (`HostView.runs_here`):
-they may be what brings it down, and the turn run again launches them again.
+inbox, nor a completion turn's delivery in the ledger: the turn is idle, and a gateway dying then
+(another chat's poison message, an OOM) is charged to none of them (`gateway.dead_letters`,
+`gateway.ledger`); they are marked again, durably, before the turn goes on. Not so while children
+the turn launched run in this process (`HostView.runs_here`): they may be what brings it down, and
+the turn run again launches them again.
 """
 
 from __future__ import annotations
@@ -123,12 +124,16 @@ class Questions:
     def __init__(self, outbox: Outbox, inbox: Inbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
                  durable: Callable[[], Awaitable[None]],
                  private: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: True,
-                 busy: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: False) -> None:
+                 busy: Callable[[GatewaySession, RunningTurn], bool] = lambda session, running: False,
+                 completion_waits: Callable[[str, bool], None] = lambda delegation_id, waiting: None) -> None:
         """``private(session, running)``: whether the turn's chat is a private one (`question_text`).
         ``durable``: the store's group commit; a turn's events are marked begun again through it.
         ``busy(session, running)``: whether children the turn launched run in this process, so that
-        the turn is not idle while it waits (`HostView.runs_here`)."""
+        the turn is not idle while it waits (`HostView.runs_here`). ``completion_waits(delegation_id, waiting)``:
+        the ledger's mark of a completion turn, as its events are marked for a message's turn
+        (`gateway.ledger.Ledger.completion_waits`)."""
         self._busy = busy
+        self._completion_waits = completion_waits
         self._outbox = outbox
         self._inbox = inbox
         self._durable = durable
@@ -215,7 +220,7 @@ class Questions:
         timer = asyncio.ensure_future(self._expiry())
         running.question, running.question_key, running.asked_at = answer, shown_by, asked_at
         if idle:
-            self._mark(running, self._inbox.reopen, "is idle")
+            self._mark(running, self._inbox.reopen, "is idle", waiting=True)
         waits = self._waits.setdefault(platform, set())
         waits.add(answer)
         try:
@@ -232,25 +237,27 @@ class Questions:
         """The wait is over (answered, or given up on) and the turn goes on: its events are marked
         begun, durably, before it does, so that a death from then on is charged to them again. (Not
         after a stop, whose events are settled, nor a shutdown's: the turn runs again after the start.)"""
-        if self._mark(running, self._inbox.begin, "goes on"):
+        if self._mark(running, self._inbox.begin, "goes on", waiting=False):
             try:
                 await self._durable()
             except sqlite3.Error as exc:  # a full disk: it goes on all the same, a death now uncharged
                 log.warning("could not record that turn %s goes on after its question: %s: %s", running.turn_id,
                             type(exc).__name__, exc)
 
-    @staticmethod
-    def _mark(running: RunningTurn, mark: Callable[[str, str], None], how: str) -> bool:
+    def _mark(self, running: RunningTurn, mark: Callable[[str, str], None], how: str, *, waiting: bool) -> bool:
         """Mark the events of the turn (its message's, and those steered into it) with ``mark``
-        (`Inbox.reopen` or `Inbox.begin`); False when it has none, or the database refused."""
+        (`Inbox.reopen` or `Inbox.begin`), and a completion turn's delivery as ``waiting`` or not; False
+        when it has neither, or the database refused."""
         events = [e for e in (running.event, *(item.event for item in running.steered)) if e is not None]
         try:
             for event in events:
                 mark(event.platform, event.event_id)
+            if running.delegation_id is not None:
+                self._completion_waits(running.delegation_id, waiting)
         except sqlite3.Error as exc:  # idle: a death now is charged to it, as before questions waited unmarked
             log.warning("could not record that turn %s %s: %s: %s", running.turn_id, how, type(exc).__name__, exc)
             return False
-        return bool(events)
+        return bool(events) or running.delegation_id is not None
 
     async def _expiry(self) -> None:
         """Sleep out the timeout on the monotonic clock, which goes on while the process is paused

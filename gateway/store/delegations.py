@@ -9,7 +9,8 @@ outbox; reason ``DELIVERY_FAILED``: that turn failed ``inbox.max_attempts`` time
 themselves were journaled instead), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
 (the chat was told its children were interrupted by a restart). While a row runs, its completion
 turn's failed attempts are counted (`DelegationTable.delivery_failed`) and the turn is marked begun
-while it runs, so that a process that dies in it charges it an attempt at the next start. A settled row
+while it runs (not while it waits for the answer to a question: `mark_delivery`), so that a process that
+dies in it charges it an attempt at the next start. A settled row
 also says whether its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
 in the commit that journals that edit), so a restart finishes a card the process before it could
 not (`gateway.delegation_cards`).
@@ -131,6 +132,13 @@ class DelegationTable:
         """The delegation's completion turn begins: a death from now on is charged to it (`deliveries_begun`)."""
         self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, begun) VALUES (?, 1)"
                        " ON CONFLICT(delegation_id) DO UPDATE SET begun=1", (delegation_id,))
+
+    def mark_delivery(self, delegation_id: str, begun: bool) -> None:
+        """The delegation's completion turn waits for the chat's answer to its question (not ``begun``: idle,
+        a death then is charged to none of it) or goes on after it (``begun`` again). Marks only a turn whose
+        begin was recorded (`begin_delivery`) and whose row is not settled since (a settle forgets it)."""
+        self._db.write("UPDATE gateway_delivery_attempts SET begun=? WHERE delegation_id=?",
+                       (int(begun), delegation_id))
 
     def delivery_failed(self, delegation_id: str, error: str) -> int:
         """Count a failed attempt of the delegation's completion turn (no longer begun); returns the count."""
