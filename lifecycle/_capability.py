@@ -45,6 +45,7 @@ class KeyRing:
     Not thread-safe; the lifecycle service uses it from the event loop only.
     Every mutation (construction with no keys, `rotate`, `retire`) changes rows
     the caller must persist: save `export()` whole (``Journal.save_keys``: one transaction of upserts).
+    The service changes a `copy` and signs with it once that is committed (``_commit_ring``).
     """
 
     __slots__ = ("_keys", "_active", "_clock", "has_retired", "_macs")
@@ -74,6 +75,14 @@ class KeyRing:
         self._active = max(live, key=lambda r: (r.created_at, r.kid)).kid if live else None
         if self._active is None:
             self.rotate()
+
+    def copy(self) -> KeyRing:
+        """A ring of the same keys, to change and commit before it replaces this one (its key states too:
+        nothing to hash again)."""
+        ring = KeyRing.__new__(KeyRing)
+        ring._clock, ring._active, ring.has_retired = self._clock, self._active, self.has_retired
+        ring._keys, ring._macs = dict(self._keys), dict(self._macs)
+        return ring
 
     @property
     def active_kid(self) -> str:

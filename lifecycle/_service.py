@@ -93,6 +93,9 @@ class AsyncSubagentLifecycle:
         """The journal was opened (by a start, perhaps one that failed before its key ring): `close` closes it."""
         self._waits: set[asyncio.Future[None]] = set()
         """The futures `wait` calls are waiting on, for `close` to end them."""
+        self._ring_change = asyncio.Lock()
+        """Held by `rotate_key` and `retire_key` from the copy of the ring they change to its commit: two made
+        from one ring, the later would drop the earlier's change from memory (`_commit_ring`)."""
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -447,25 +450,41 @@ class AsyncSubagentLifecycle:
 
     async def rotate_key(self) -> str:
         """Sign new handles with a fresh key; handles signed before keep working. Returns its id once the
-        ring is committed (`_save_keys`)."""
+        ring is committed, and signs with it only from then on (`_commit_ring`); if the commit fails, raises
+        the journal's error (`JournalError`), the ring unchanged."""
         self._require_started()
-        kid = self.keyring.rotate()
-        await self._save_keys()
+        async with self._ring_change:
+            ring = self.keyring.copy()
+            kid = ring.rotate()
+            await self._commit_ring(ring)
         return kid
 
     async def retire_key(self, kid: str) -> None:
-        """Revoke every handle signed with ``kid`` (they read as unknown from now on). Idempotent;
-        raises `SubagentLifecycleError` (``UNKNOWN_KEY``) for a key id the ring does not hold."""
+        """Revoke every handle signed with ``kid`` (they read as unknown once it returns: see `_commit_ring`).
+        Idempotent; raises `SubagentLifecycleError` (``UNKNOWN_KEY``) for a key id the ring does not hold, and
+        the journal's error (`JournalError`) if the commit fails, the ring unchanged."""
         self._require_started()
-        try:
-            self.keyring.retire(kid)
-        except (KeyError, TypeError):  # TypeError: an unhashable kid
-            raise SubagentLifecycleError(f"Unknown handle key {kid!r}.", code="UNKNOWN_KEY") from None
-        await self._save_keys()
+        async with self._ring_change:
+            ring = self.keyring.copy()
+            try:
+                ring.retire(kid)
+            except (KeyError, TypeError):  # TypeError: an unhashable kid
+                raise SubagentLifecycleError(f"Unknown handle key {kid!r}.", code="UNKNOWN_KEY") from None
+            await self._commit_ring(ring)
+
+    async def _commit_ring(self, ring: KeyRing) -> None:
+        """Sign and verify with ``ring`` once it is committed, not before. Changed in memory first, a ring
+        whose commit failed went on signing with the new key, or refusing the retired one, until the restart
+        undid it: handles signed meanwhile read unknown after it, and a retired key verified again. Nor rolled
+        back on failure: a launch run between the failed commit and the roll-back (tasks woken before it)
+        would sign with a key that is gone, its handle unknown at once. Meanwhile a launch signs with the key
+        signing now, retiring or not (a handle signed with a key being retired is revoked with it)."""
+        await self.journal.save_keys(ring.export())
+        self._supervisor.keyring = ring
 
     async def _save_keys(self) -> None:
-        # In one transaction, queued before anything signs with a new key: a launch signed with it commits
-        # with the key or after it, never before.
+        # The start's ring (a first key made for an empty journal), in one transaction, before any launch is
+        # taken; later changes commit a copy first (`_commit_ring`).
         await self.journal.save_keys(self.keyring.export())
 
     # -- lookups and upkeep ---------------------------------------------------------------
