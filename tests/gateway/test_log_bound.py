@@ -35,6 +35,8 @@ async def test_a_plugin_commands_huge_exception_is_logged_cut_and_redacted_befor
     failure = written[start:written.index("\n20", start) if "\n20" in written[start:] else len(written)]
     assert len(failure) < 2 * MAX_TEXT_CHARS + 1_000
     before, after = re.split(r" …\[\d+ characters cut\]… ", failure)
-    assert before[-200:].replace("***", "").strip() == after[:200].replace("***", "").strip() == ""
+    # Only masks and spaces beside the cut, which may fall inside a mask (its "*" and "**" either side):
+    # where it lands moves with the line's length (the paths in the traceback).
+    assert before[-200:].replace("*", "").strip() == after[:200].replace("*", "").strip() == ""
     assert failure.rstrip().endswith(" ***'")  # the end kept: the traceback's last line names the exception
     assert SECRET[:8] not in written and SECRET[-8:] not in written
