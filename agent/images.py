@@ -77,9 +77,19 @@ def images_problem(images: object) -> str | None:
         return f"a task may carry at most {MAX_IMAGES} images, got {len(images)}"
     for i, image in enumerate(images):
         if not isinstance(image, str) or not image.strip():
-            shown = repr(image) if isinstance(image, str) else type(image).__name__
+            shown = repr(_clipped(image)) if isinstance(image, str) else type(image).__name__
             return f"images[{i}] must be a non-empty string (a local path or URL), got {shown}"
     return None
+
+
+_ECHO_CHARS = 60
+"""A blank entry is named back in the tool error cut to this, as lifecycle's `clipped` cuts what it echoes
+(agent/ imports nothing from lifecycle/): whole, 100,000 spaces came back in the tool result, which the
+model reads again at every later request."""
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS - 1] + "…"
 
 
 def image_type(data: bytes) -> str | None:

@@ -44,7 +44,9 @@ CHAT_LOG_CAP = 10 * 1024 * 1024
 
 EXIT_CONFIG = 78
 """Exit status of a command that the operator must fix something for before it can start: the configuration
-has errors, a platform refused the bot, or an extra is missing (`gateway.startup_errors.lasting`; sysexits.h's ``EX_CONFIG``). Starting again unchanged
+has errors, a platform refused the bot, an extra is missing, the model's key or URL is malformed, the state
+database or journal is a newer version's, a worker's file has no temporal engine
+(`gateway.startup_errors.lasting`; sysexits.h's ``EX_CONFIG``). Starting again unchanged
 fails the same way, so deploy/switchboard.service names it in
 ``RestartPreventExitStatus=``: a supervisor restarting on every failure logged the same line every few seconds
 for ever. Any other failure exits 1, and is restarted: a crash, or a start stopped by what may come back by
@@ -149,7 +151,7 @@ def _command(argv: Sequence[str] | None) -> int:
         except (sqlite3.Error, OSError, StoreError) as exc:  # a database it cannot use: name it, as a start would
             log.debug("the inbox command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
-            return 1
+            return EXIT_CONFIG if lasting(exc) else 1  # a database a newer version wrote, as a start would
     try:
         if args.command != "worker":  # a worker keeps no state: any number may run anywhere
             _claim_state_dir(config)

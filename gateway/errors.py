@@ -40,4 +40,13 @@ class StartupError(GatewayError):
 
     ``str(error)`` is one line that names the file, key or URL and the fix, without
     secrets. Nothing was accepted from any platform when it is raised.
+
+    ``lasting`` says every start fails alike until the operator changes something (a key or URL no
+    server could take, a setting that contradicts the command): `gateway.startup_errors.lasting` then
+    gives the exit status a supervisor does not restart on. False (the default) for what may mend by
+    itself: a server not up yet, a lock's holder on its way out, a disk not mounted yet.
     """
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting

@@ -167,12 +167,13 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
     """For the ``openai`` provider: raise `StartupError` naming ``model.base_url`` (or
     ``$OPENAI_BASE_URL``, when the server comes from there) when nothing answers HTTP there
     within ``timeout`` (or the model's own timeout, if shorter), and naming ``model.api_key`` (or
-    ``$OPENAI_API_KEY``) when the key holds a character no key has (`agent.settings.api_key_problem`)."""
+    ``$OPENAI_API_KEY``) when the key holds a character no key has (`agent.settings.api_key_problem`). The
+    latter, and a ``base_url`` that is no http(s) URL, are ``lasting``: only the operator can mend them."""
     if settings.provider != "openai":
         return
     env = os.environ if env is None else env
     if (problem := api_key_problem(settings, env)) is not None:
-        raise StartupError(problem)
+        raise StartupError(problem, lasting=True)  # the same key is refused at every start
     url = base_url_of(settings, env).rstrip("/")
     where = "$OPENAI_BASE_URL" if not settings.base_url and env.get("OPENAI_BASE_URL") else "model.base_url"
     shown = shown_url(url)
@@ -181,8 +182,9 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
         if not target.is_absolute() or target.scheme not in ("http", "https"):
             raise ValueError("not an http(s) URL")
     except ValueError as exc:
+        # No URL at all, unlike an unreachable one: no server coming up can mend it.
         raise StartupError(f"{where}: {shown} is not a usable URL ({exc}); write it like"
-                           " http://127.0.0.1:11434/v1") from None
+                           " http://127.0.0.1:11434/v1", lasting=True) from None
     limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
     try:
         async with aiohttp.ClientSession(timeout=limit) as client, client.get(target, allow_redirects=False):

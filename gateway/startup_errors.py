@@ -50,14 +50,19 @@ def explain(exc: BaseException, config: Config) -> str:
 
 def lasting(exc: BaseException) -> bool:
     """Whether what stopped the start stops every start until the operator changes something: a platform
-    refused the bot (its token, or an ``api_base`` that is no such API), or an extra the configuration needs
-    is not installed. False for all else, which may mend by itself (a server not up yet, the network, a port
-    still held, a full disk): a supervisor starting it again is right there, and wrong here, where it only
-    repeated the same line every few seconds."""
+    refused the bot (its token, or an ``api_base`` that is no such API); an extra the configuration needs
+    is not installed; a `StartupError` its raiser marked ``lasting`` (a model key or URL no server could
+    take, a worker on a file whose gateway sends it nothing); the state database or the lifecycle journal
+    was written by a newer version, which this one will never read. False for all else, which may mend by
+    itself (a server not up yet, the network, a port still held, a full disk): a supervisor starting it
+    again is right there, and wrong here, where it only repeated the same line every few seconds."""
     for error in _chain(exc):
         if getattr(error, "platform", None) in _CREDENTIALS and type(error).__name__ in _REFUSALS:
             return True
-        if isinstance(error, StartupError) and isinstance(error.__cause__, ImportError):
+        if isinstance(error, StartupError) and (error.lasting or isinstance(error.__cause__, ImportError)):
+            return True
+        # A StoreError is a database this version cannot use as it is: one a newer version wrote.
+        if isinstance(error, StoreError) or (isinstance(error, JournalError) and error.code == "JOURNAL_TOO_NEW"):
             return True
     return False
 

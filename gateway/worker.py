@@ -90,7 +90,7 @@ async def run_worker(config: Config) -> int:
         raise StartupError(
             f"lifecycle.engine: {config.lifecycle.engine} here means a gateway on this file runs its children itself"
             " and sends none to workers; set lifecycle.engine: temporal in the file the gateway and its workers"
-            " share (docs/scale-out.md)")
+            " share (docs/scale-out.md)", lasting=True)
     temporal = config.lifecycle.temporal
     identity = f"switchboard-worker@{socket.gethostname()}:{os.getpid()}"
     try:

@@ -33,6 +33,7 @@ from lifecycle._routing import (
     BackendUnavailable,
     ChildRoute,
     RouteRefused,
+    clipped,
     echoed,
     refusal_entry,
     with_route,
@@ -295,11 +296,21 @@ class DelegateTool:
         raise ToolError(f"no running subagent {echoed(subagent_id)} in this session; use action=list to see them")
 
 
+LISTED_GOAL_CHARS = 200
+"""How much of each child's goal ``action=list`` shows: enough to tell the children apart. The result stays in
+the conversation the model reads again at every request, and a goal may be 16,000 characters: ten children
+listed whole were 160,000 characters, paid for at each step, until a compaction."""
+
+
 def _listing(child: ChildSnapshot, now: float) -> dict[str, Any]:
-    return {
+    listed = {
         "subagent_id": child.subagent_id,
-        "goal": child.goal,
+        "goal": clipped(child.goal, LISTED_GOAL_CHARS),
         "state": child.state.value,
         "running_seconds": round(now - child.started_at, 1) if child.started_at else 0.0,
         "last_activity": child.activity,
     }
+    if len(child.goal) > LISTED_GOAL_CHARS:  # said, so the model does not take the excerpt for the task
+        listed["goal_cut"] = (f"only the first {LISTED_GOAL_CHARS - 1} of its {len(child.goal):,} characters;"
+                              " the subagent has it whole")
+    return listed

@@ -29,8 +29,13 @@ CREDENTIAL_NAMES = "token|key|secret|pass|pwd|sig|auth|credential"
 # A scheme is optional, as in a Temporal address (`user:password@host:7233`).
 _MESSAGE_USERINFO = re.compile(
     r"""((?:\b[A-Za-z][A-Za-z0-9+.-]*://|(?<![^\s"'(]))[^\s/?#@:"']*:)((?:\\"|[^\s/?#@"])+)(?=@|…")""")
+# A user name alone is a token (``https://tk-…@proxy/v1``), as `url_credentials` takes it. Only after a
+# scheme: ``alice@example.com`` is an address. Cut short before any "@", an authority may be such a user
+# name too (a long token): it goes as well, costing at most a long host name in a message cut anyway.
+_MESSAGE_USER = re.compile(r"""(\b[A-Za-z][A-Za-z0-9+.-]*://)((?:\\"|[^\s/?#@:"'])+)(?=@|…")""")
+# In the query or, as OAuth's implicit flow puts it, the fragment (``#access_token=…``).
 _MESSAGE_QUERY_CREDENTIAL = re.compile(
-    rf"""([?&][^\s=&#"]*(?:{CREDENTIAL_NAMES})[^\s=&#"]*=)((?:\\"|[^\s&#"])+)""", re.IGNORECASE)
+    rf"""([?&#][^\s=&#"]*(?:{CREDENTIAL_NAMES})[^\s=&#"]*=)((?:\\"|[^\s&#"])+)""", re.IGNORECASE)
 
 
 def secret_values(cls: type, raw: object) -> frozenset[str]:
@@ -143,13 +148,15 @@ def _masked_parameters(text: str, replacement: str) -> str:
 
 def mask(messages: Iterable[str], secrets: frozenset[str], replacement: str = "***") -> list[str]:
     """``messages`` with every secret value replaced, longest first (so one inside another goes whole),
-    and so every password in a URL and credential in a URL's query, whatever the key that held it."""
+    and so, whatever the key that held the URL, what `shown_url` would not show of it: every password, a
+    user name standing alone (a token), and each query or fragment parameter named like a credential. A
+    user name beside a password stays (``user:***@``): it names an account, and where to look."""
     ordered = sorted(secrets, key=len, reverse=True)
     out = []
     for message in messages:
         for secret in ordered:
             message = message.replace(secret, replacement)
-        for pattern in (_MESSAGE_USERINFO, _MESSAGE_QUERY_CREDENTIAL):
+        for pattern in (_MESSAGE_USERINFO, _MESSAGE_USER, _MESSAGE_QUERY_CREDENTIAL):
             message = pattern.sub(lambda m: m.group(1) + replacement, message)
         out.append(message)
     return out
