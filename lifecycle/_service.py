@@ -37,14 +37,15 @@ from lifecycle._contract import (
     SubagentStatus,
     SubagentTerminalState,
     grace_seconds,
-    make_terminal_result_json,
     validate_request,
 )
 from lifecycle._engine import Engine
 from lifecycle._host_view import HostView
 from lifecycle._inprocess import InProcessEngine
-from lifecycle._job import PROCESS_EXIT, ChildJob
-from lifecycle._journal import Journal, JournalRecord, ended_state
+from lifecycle._job import PROCESS_EXIT
+from lifecycle._journal import Journal
+from lifecycle._key_rotation import KeyRotation
+from lifecycle._left_unfinished import _interrupted_result, _kept_job
 from lifecycle._record import Record
 from lifecycle._supervisor import CLOSED, Supervisor
 from lifecycle.settings import LifecycleSettings
@@ -62,12 +63,13 @@ _ASK_JOURNAL = object()
 """`_issued` cannot answer without verifying the handle and perhaps reading the journal."""
 
 
-class AsyncSubagentLifecycle:
+class AsyncSubagentLifecycle(KeyRotation):
     """The asyncio twin of `SubagentLifecycle`: same operations, awaitable.
 
     The parent is the agent turn active in the caller's context. A handle works
     only inside the session that launched it; anything that does not verify is
-    reported as UNKNOWN and never reaches a child.
+    reported as UNKNOWN and never reaches a child. Key rotation is its base's
+    (`lifecycle._key_rotation`).
     """
 
     def __init__(
@@ -446,47 +448,6 @@ class AsyncSubagentLifecycle:
             return SubagentReconnectResult(False, S.UNKNOWN, RECONNECT_UNAVAILABLE)
         return SubagentReconnectResult(True, found.state)
 
-    # -- key ring ---------------------------------------------------------------------------
-
-    async def rotate_key(self) -> str:
-        """Sign new handles with a fresh key; handles signed before keep working. Returns its id once the
-        ring is committed, and signs with it only from then on (`_commit_ring`); if the commit fails, raises
-        the journal's error (`JournalError`), the ring unchanged."""
-        self._require_started()
-        async with self._ring_change:
-            ring = self.keyring.copy()
-            kid = ring.rotate()
-            await self._commit_ring(ring)
-        return kid
-
-    async def retire_key(self, kid: str) -> None:
-        """Revoke every handle signed with ``kid`` (they read as unknown once it returns: see `_commit_ring`).
-        Idempotent; raises `SubagentLifecycleError` (``UNKNOWN_KEY``) for a key id the ring does not hold, and
-        the journal's error (`JournalError`) if the commit fails, the ring unchanged."""
-        self._require_started()
-        async with self._ring_change:
-            ring = self.keyring.copy()
-            try:
-                ring.retire(kid)
-            except (KeyError, TypeError):  # TypeError: an unhashable kid
-                raise SubagentLifecycleError(f"Unknown handle key {kid!r}.", code="UNKNOWN_KEY") from None
-            await self._commit_ring(ring)
-
-    async def _commit_ring(self, ring: KeyRing) -> None:
-        """Sign and verify with ``ring`` once it is committed, not before. Changed in memory first, a ring
-        whose commit failed went on signing with the new key, or refusing the retired one, until the restart
-        undid it: handles signed meanwhile read unknown after it, and a retired key verified again. Nor rolled
-        back on failure: a launch run between the failed commit and the roll-back (tasks woken before it)
-        would sign with a key that is gone, its handle unknown at once. Meanwhile a launch signs with the key
-        signing now, retiring or not (a handle signed with a key being retired is revoked with it)."""
-        await self.journal.save_keys(ring.export())
-        self._supervisor.keyring = ring
-
-    async def _save_keys(self) -> None:
-        # The start's ring (a first key made for an empty journal), in one transaction, before any launch is
-        # taken; later changes commit a copy first (`_commit_ring`).
-        await self.journal.save_keys(self.keyring.export())
-
     # -- lookups and upkeep ---------------------------------------------------------------
 
     def _issued(self, handle: Any) -> Record | SubagentResult | None | object:
@@ -559,35 +520,6 @@ class AsyncSubagentLifecycle:
 
     def _require_started(self) -> None:
         self._supervisor.check_open()
-
-
-def _kept_job(row: JournalRecord) -> ChildJob | None:
-    """The job the journal kept for an engine that never reported holding it; None when it kept none.
-    One this version cannot read (a later version wrote it) is left out, its child then INTERRUPTED:
-    a start that raised would leave the gateway down."""
-    if row.job is None:
-        return None
-    try:
-        return ChildJob.from_dict(json.loads(row.job))
-    except (ValueError, TypeError, KeyError) as exc:
-        log.error("child %s: its launch's job cannot be read (%s); it is not started", row.subagent_id, exc)
-        return None
-
-
-def _interrupted_result(row: JournalRecord, now: float) -> str:
-    """The result of a child a stopped process left unfinished: interrupted by process exit, unless a stop was
-    asked of it first (journaled: `Supervisor._journal_stop`), whose reason it ends with, and a cancel's state
-    (`ended_state`), as it would have had it ended before the process: stopped on purpose, it must not be taken
-    for lost, and run again."""
-    handle = SubagentHandle.from_dict(json.loads(row.handle))
-    stop = row.stop_reason
-    if stop is not None and row.state == S.CANCEL_REQUESTED.value:  # the row keeps the cancel's own reason
-        stop = f"cancellation requested: {stop}"  # as `Record.stop_request` says it
-    return make_terminal_result_json(
-        handle, ended_state(row.state), error_message=stop or PROCESS_EXIT, error_classification="INTERRUPTED",
-        exit_reason="interrupted", started_at=row.started_at, completed_at=now,
-    )[1]
-
 
 def _time_out(waiter: asyncio.Future) -> None:
     if not waiter.done():

@@ -1,5 +1,6 @@
-"""The service side of every child: launches, the engine's reports, stops, and the
-completion that finishes each child exactly once.
+"""The service side of every child: launches, the engine's reports, and the completion that
+finishes each child exactly once. Its stops (`lifecycle._stopping`) and its start-up
+(`lifecycle._start_adoption`) are bases of the `Supervisor`, in modules of their own.
 
 Shared by the plugin API (`AsyncSubagentLifecycle`), the host's view and
 delegate_task; it is the `EngineHost` the engine reports to. Records live in
@@ -9,7 +10,6 @@ memory while they matter and in the journal always.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,7 +34,9 @@ from lifecycle._journal import Journal, JournalError
 from lifecycle._record import Record
 from lifecycle._routing import ChildRoute
 from lifecycle._snapshot import ChildSnapshot, snapshot
+from lifecycle._start_adoption import StartAdoption
 from lifecycle._start_hold import StartHold
+from lifecycle._stopping import CLOSED, Stopping, _before_start
 from lifecycle._tallies import Tallies
 
 log = logging.getLogger("lifecycle.service")
@@ -43,11 +45,12 @@ S = STATES
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
 NOT_STARTED = "The lifecycle service is not started."
 CLOSING = "The lifecycle service is closing."
-CLOSED = "The lifecycle service is closed."
 
 
-class Supervisor:
-    """Owns the records of one service. Use from its event loop only."""
+class Supervisor(StartAdoption, Stopping):
+    """Owns the records of one service. Use from its event loop only. Its start-up (the adoption of the
+    records a previous process left, the release of what was held meanwhile) and its stops (of children, and
+    its `close`) are its bases': no child passes them on its way from launch to result."""
 
     def __init__(self, host: ChildHost, journal: Journal, engine: Engine) -> None:
         self.host = host
@@ -167,68 +170,6 @@ class Supervisor:
         record.kept_job = None  # a restart finds the child where it runs from now on
         if record.live:  # else its terminal row is written without the job
             self.journal.put(record.journal_row())
-
-    def adopting(self) -> None:
-        """The service starts, and its engine is about to re-attach to the children a previous process left
-        (`Engine.start`): its reports (`placed`, `starting`, `running`, `finished`) come before their records
-        are adopted, and are kept for `adopt`; every child's start hooks and end are held until `release`
-        (`StartHold`)."""
-        self._start_hold = StartHold()
-
-    def adopted(self) -> None:
-        """Every record the engine re-attached is adopted: a report of an unknown child is ignored again, and
-        the starts and ends reported meanwhile wait for `release` as held ones (left unheard, such a child
-        would stay live for good, its waiters waiting)."""
-        hold = self._start_hold
-        if hold is None:  # released already: a close came while the service started
-            return
-        hold.adopting = False
-        hold.placed.clear()
-        hold.running.clear()
-        hold.started = {sid: None for sid in hold.started if sid in self._live}
-        for subagent_id in list(hold.ended):
-            record = self._live.get(subagent_id)
-            if record is None:
-                del hold.ended[subagent_id]
-                log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
-            else:
-                self._completing(record, hold.ended[subagent_id])
-
-    async def release(self) -> None:
-        """The host's hooks are in place: the `subagent_start` hooks of the children whose starts were held
-        while the service started (`adopting`) run now, in the order they started, then the children whose
-        ends were held are finished, through the completion pipeline, and nothing is held any more. Returns
-        once their results are published. Idempotent; `close` calls it too, so a start cut short before
-        the host's hooks were in place still ends every child it held (with the hooks there are)."""
-        hold = self._start_hold
-        if hold is None:
-            return
-        if hold.releasing is None:
-            hold.releasing = asyncio.ensure_future(self._release(hold))
-        # Shielded: a caller cancelled meanwhile leaves the release to go on, which `close` waits for.
-        await asyncio.shield(hold.releasing)
-
-    async def _release(self, hold: StartHold) -> None:
-        # Every start before any end, each child's `subagent_start` before its `subagent_stop`: ends stay
-        # held while those hooks run, and starts reported meanwhile are held, and run, too.
-        while hold.started:
-            started, hold.started = hold.started, {}
-            for subagent_id in started:
-                record = self._live.get(subagent_id)
-                if record is not None:  # else reported while re-attaching, never adopted: the start was cut short
-                    await self._start_hooks(subagent_id, record.job)
-        self._start_hold = None
-        if not hold.ended:
-            return
-        records = []
-        for subagent_id in hold.ended:
-            record = self._live.get(subagent_id)
-            if record is None:  # reported while re-attaching, never adopted: the start was cut short
-                log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
-                continue
-            records.append(record)  # still marked completing, out of every stop's reach: finished as it is
-        if records:
-            await self._complete_now(records, lambda r: hold.ended[r.handle.subagent_id], held=True)
 
     def unsent_steers(self, subagent_id: str, steers: Sequence[Mapping[str, str]]) -> None:
         record = self._live.get(subagent_id)
@@ -473,176 +414,6 @@ class Supervisor:
             record.inline = True
         return record
 
-
-    def adopt(self, record: Record, job: ChildJob) -> None:
-        """Hold a live record read back after a restart, whose engine runs ``job``: still, or from now
-        on (its job was kept in the journal, and the engine had never got it)."""
-        self._hold(record, job)
-        sid = record.handle.subagent_id
-        if self._start_hold is not None and sid in self._start_hold.placed:
-            # Found where it runs, though its row kept the job (the process stopped before that row
-            # was committed): forgotten now, or a later start that does not find it would run it again.
-            self._forget_job(record)
-        if self._start_hold is not None and sid in self._start_hold.started and record.state is S.PENDING:
-            record.set_state(S.STARTING, self.host.clock.time())  # its hooks run at `release`
-        if self._start_hold is not None and sid in self._start_hold.running:
-            self.running(sid, self._start_hold.running[sid])
-        if record.stop_request is not None:
-            # Asked before the restart, perhaps never sent (the engine's service did not answer before
-            # the process stopped): asked again, or the child runs on to its end.
-            self.engine.interrupt(sid, record.stop_request)
-        if record.steers is not None:
-            # Asked before the restart and not sent (the engine's service did not answer before the
-            # process stopped): sent now, in order, under the ids they had, so none is read twice.
-            self.engine.steer_again(sid, json.loads(record.steers))
-
-    async def end_unstarted(self, stopped: Sequence[tuple[Record, ChildJob]]) -> None:
-        """End children read back after a restart that were asked to stop before their engine had their
-        jobs, and that it does not have (the journal kept the job and the stop; `Engine.start` was not
-        handed the job): never started, each ends as a stopped child that never ran does here, CANCELLED
-        (``cancelled before start: …``) or INTERRUPTED with the stop's reason, through the completion
-        pipeline. Returns once their results are published, or, while the service starts, held (`release`)."""
-        for record, job in stopped:
-            self._hold(record, job)
-        await self._complete_now([record for record, _ in stopped],
-                                 lambda r: ChildOutcome("interrupted", "interrupted", None, r.interrupt_reason))
-
-    def _hold(self, record: Record, job: ChildJob) -> None:
-        """Index a live record read back after a restart, with its job."""
-        record.job, record.turn_id = job, job.parent_turn_id
-        record.keep_result = True  # its handle may be out: a plugin can reconnect to it
-        sid = record.handle.subagent_id
-        self._live[sid] = record
-        self._by_parent.setdefault(record.handle.parent_session_id or "", {})[sid] = record
-        if record.handle.correlation_id:
-            self._correlations[(record.handle.parent_session_id, record.handle.correlation_id)] = sid
-
-    # -- stopping ------------------------------------------------------------------------------
-
-    async def interrupt(self, records: Iterable[Record], reason: str, *, closing: bool = False) -> int:
-        """Stop children because their parent (or the process, with ``closing``) stops: each
-        ends INTERRUPTED (not CANCELLED) with the partial output it had, a queued one before
-        this returns. Returns how many it reached: finished and finishing ones are skipped. Once the
-        journal is closed (`sealed`) it reaches none: the engine is closed, and a stop, or the end of a
-        withdrawn child, could not be journaled; children that outlive the process run on, and the next
-        start follows them."""
-        if self.sealed:
-            return 0
-        withdrawn, reached = [], 0
-        for record in records:
-            if not record.live:
-                continue
-            reached += 1
-            # A stop asked first (its parent's, `/stop`, a cancel) is why it ends, also when the process stops while
-            # it winds down: ended as interrupted by process exit, it would be taken for lost, and run again.
-            record.closing = record.closing or (closing and record.stop_request is None)
-            sid = record.handle.subagent_id
-            if self.engine.withdraw(sid):
-                withdrawn.append(record)
-            else:
-                if record.interrupt_reason is None:
-                    if record.state is not S.CANCEL_REQUESTED:  # else the cancel's reason is the stop journaled
-                        self._journal_stop(record, stop_reason=reason)
-                    record.interrupt_reason = reason
-                self.engine.interrupt(sid, reason)
-        if withdrawn:  # completed together: their terminal rows share one commit
-            await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
-        return reached
-
-    async def cancel(self, record: Record, reason: str) -> None:
-        """Request cancellation: CANCEL_REQUESTED now, CANCELLED once the child has stopped
-        (or the state it reached first). Idempotent; a finished child is never changed, nor a finishing one:
-        its end came first (one held while the service starts stays so until `release`, plugins loading).
-        Once the journal is closed (`sealed`), raises `SubagentLifecycleError` (``CLOSED``), changing
-        nothing: the stop could not be journaled, and the engine is closed.
-
-        Returns once the stop is committed (a second cancel too, until it is): told "accepted" while the
-        stop was only queued, a caller whose process then crashed saw the child end INTERRUPTED, as lost, at
-        the next start. If the commit fails, raises `JournalError` (``JOURNAL_WRITE_FAILED``): the child is
-        being stopped all the same, and the journal keeps the stop and writes it once it can."""
-        if record.state.terminal or record.completing:
-            return
-        if record.state is S.CANCEL_REQUESTED:
-            if not self.sealed:  # else the close committed it, or raised that it could not
-                await self._stop_committed(record)
-            return
-        if self.sealed:
-            raise SubagentLifecycleError(CLOSED, code="CLOSED")
-        now, reason = self.host.clock.time(), reason[:500]
-        sid = record.handle.subagent_id
-        if self.engine.withdraw(sid):
-            record.set_state(S.CANCEL_REQUESTED, now)
-            record.cancel_reason = reason
-            await self._complete_now([record], lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
-        else:
-            self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
-            record.set_state(S.CANCEL_REQUESTED, now)
-            record.cancel_reason = reason
-            self.engine.interrupt(sid, record.stop_request)  # asked now: a commit later would only delay it
-            await self._stop_committed(record)
-
-    async def _stop_committed(self, record: Record) -> None:
-        """Wait for the commit of a cancel's stop row (`cancel`). A plain `Journal.sync` also hears the refusals
-        of records no launch owns (a finished child's result): not this cancel's failure, logged as the
-        publisher logs them. Its own row's refusal, or a failed commit, raises."""
-        sid = record.handle.subagent_id
-        try:
-            await self.journal.sync()
-        except JournalError as exc:
-            if exc.subagent_ids and sid not in exc.subagent_ids:
-                log.error("the journal refused %s (%s), heard while cancelling %s", ", ".join(exc.subagent_ids),
-                          exc.code, sid)
-                return
-            if exc.code != "JOURNAL_WRITE_FAILED":
-                raise
-            failure = JournalError(
-                f"The cancel of {sid} was asked, but the journal could not record it yet ({exc}): the child is being"
-                " stopped, and the journal writes the stop once it can; until then a crash would leave the child"
-                " INTERRUPTED, not CANCELLED. Cancel again to hear when it is recorded.", code="JOURNAL_WRITE_FAILED")
-            raise failure from exc
-
-    def _journal_stop(self, record: Record, **stop: object) -> None:
-        """Keep a stop asked of a child: the next start asks its engine again if it outlives this process,
-        as the request may not have reached it (its service down until this process stopped); a child that
-        dies with the process (or is lost) ends with the stop's reason, stopped on purpose, never taken for
-        one the process exit interrupted (which a host may run again). Not the close's own stop of an
-        engine's children that die with the process: the next start ends those so anyway.
-        ``stop``: the row's fields the stop changes, journaled before the record takes them, so that a
-        stop the journal refuses leaves the child as it was. Not for a child whose launch the journal has just
-        refused, its caller not told yet (`Journal.launch_dropped`): its row would bring back a child that never
-        existed, which `submit` forgets once told. Asked here, on the stop's path, not on the launch's."""
-        if self.engine.survives_restart or not record.closing:
-            if record.state is S.PENDING and self.journal.launch_dropped(record.handle.subagent_id):
-                return
-            self.journal.put(dataclasses.replace(record.journal_row(), **stop))
-
-    async def close(self, *, grace: float | None = None) -> None:
-        """Refuse launches from now on (`check_open`), stop every child this process would lose
-        (all of them unless the engine's children survive a restart), wait for the launches being
-        journaled to end, and the children the service is finishing itself (for callers that gave up,
-        too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`).
-        The journal stays open: the caller closes it once this returns, when nothing is left to write to it.
-        Ends held while the service started are finished first (`release`)."""
-        self.closing = True
-        await self.release()
-        if not self.engine.survives_restart:
-            # Children whose launch is being journaled too: once committed they are never
-            # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
-            await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
-        if self._launching:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-        await self.engine.close(grace=grace)
-        if self._publisher is not None:
-            await self._publisher
-
-    def end_waits(self) -> None:
-        """Once closed (`sealed`): wake whoever still waits for a child held unfinished (left running where it
-        runs, or behind by the close's grace): nothing will tell this process how it ends. Each waiter finds the
-        record without a result and says so (`HostView`, delegate_task, the service's `wait`)."""
-        for record in self._live.values():
-            record.wake()
-
     # -- finishing -----------------------------------------------------------------------------
 
     async def _complete_now(self, records: Sequence[Record], outcome: Callable[[Record], ChildOutcome], *,
@@ -757,10 +528,6 @@ class Supervisor:
 
     def snapshot(self, record: Record) -> ChildSnapshot:
         return snapshot(record, self.activity(record))
-
-
-def _before_start(record: Record) -> str:
-    return f"cancelled before start: {record.cancel_reason or ''}".rstrip(": ")
 
 
 def _terminal_state(outcome: ChildOutcome, current: SubagentState) -> SubagentState:

@@ -1,0 +1,158 @@
+"""Stops: of children (a parent's `interrupt`, a plugin's `cancel`, each kept in the journal first) and of
+the service itself (`close`, and the waits it ends once closed).
+
+Apart from the `Supervisor` (a base of it) because no child pays for it on its way from launch to result:
+only a child asked to stop, and the process as it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+from lifecycle._contract import STATES, SubagentLifecycleError
+from lifecycle._job import PROCESS_EXIT, ChildOutcome
+from lifecycle._journal import JournalError
+from lifecycle._record import Record
+
+log = logging.getLogger("lifecycle.service")
+
+S = STATES
+CLOSED = "The lifecycle service is closed."
+
+
+class Stopping:
+    """The `Supervisor`'s stops: its records, engine and journal are the `Supervisor`'s own (``_live``,
+    ``engine``, ``journal``, ...), set by its ``__init__``. Use from its event loop only."""
+
+    async def interrupt(self, records: Iterable[Record], reason: str, *, closing: bool = False) -> int:
+        """Stop children because their parent (or the process, with ``closing``) stops: each
+        ends INTERRUPTED (not CANCELLED) with the partial output it had, a queued one before
+        this returns. Returns how many it reached: finished and finishing ones are skipped. Once the
+        journal is closed (`sealed`) it reaches none: the engine is closed, and a stop, or the end of a
+        withdrawn child, could not be journaled; children that outlive the process run on, and the next
+        start follows them."""
+        if self.sealed:
+            return 0
+        withdrawn, reached = [], 0
+        for record in records:
+            if not record.live:
+                continue
+            reached += 1
+            # A stop asked first (its parent's, `/stop`, a cancel) is why it ends, also when the process stops while
+            # it winds down: ended as interrupted by process exit, it would be taken for lost, and run again.
+            record.closing = record.closing or (closing and record.stop_request is None)
+            sid = record.handle.subagent_id
+            if self.engine.withdraw(sid):
+                withdrawn.append(record)
+            else:
+                if record.interrupt_reason is None:
+                    if record.state is not S.CANCEL_REQUESTED:  # else the cancel's reason is the stop journaled
+                        self._journal_stop(record, stop_reason=reason)
+                    record.interrupt_reason = reason
+                self.engine.interrupt(sid, reason)
+        if withdrawn:  # completed together: their terminal rows share one commit
+            await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
+        return reached
+
+    async def cancel(self, record: Record, reason: str) -> None:
+        """Request cancellation: CANCEL_REQUESTED now, CANCELLED once the child has stopped
+        (or the state it reached first). Idempotent; a finished child is never changed, nor a finishing one:
+        its end came first (one held while the service starts stays so until `release`, plugins loading).
+        Once the journal is closed (`sealed`), raises `SubagentLifecycleError` (``CLOSED``), changing
+        nothing: the stop could not be journaled, and the engine is closed.
+
+        Returns once the stop is committed (a second cancel too, until it is): told "accepted" while the
+        stop was only queued, a caller whose process then crashed saw the child end INTERRUPTED, as lost, at
+        the next start. If the commit fails, raises `JournalError` (``JOURNAL_WRITE_FAILED``): the child is
+        being stopped all the same, and the journal keeps the stop and writes it once it can."""
+        if record.state.terminal or record.completing:
+            return
+        if record.state is S.CANCEL_REQUESTED:
+            if not self.sealed:  # else the close committed it, or raised that it could not
+                await self._stop_committed(record)
+            return
+        if self.sealed:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
+        now, reason = self.host.clock.time(), reason[:500]
+        sid = record.handle.subagent_id
+        if self.engine.withdraw(sid):
+            record.set_state(S.CANCEL_REQUESTED, now)
+            record.cancel_reason = reason
+            await self._complete_now([record],
+                                     lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
+        else:
+            self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
+            record.set_state(S.CANCEL_REQUESTED, now)
+            record.cancel_reason = reason
+            self.engine.interrupt(sid, record.stop_request)  # asked now: a commit later would only delay it
+            await self._stop_committed(record)
+
+    async def _stop_committed(self, record: Record) -> None:
+        """Wait for the commit of a cancel's stop row (`cancel`). A plain `Journal.sync` also hears the refusals
+        of records no launch owns (a finished child's result): not this cancel's failure, logged as the
+        publisher logs them. Its own row's refusal, or a failed commit, raises."""
+        sid = record.handle.subagent_id
+        try:
+            await self.journal.sync()
+        except JournalError as exc:
+            if exc.subagent_ids and sid not in exc.subagent_ids:
+                log.error("the journal refused %s (%s), heard while cancelling %s", ", ".join(exc.subagent_ids),
+                          exc.code, sid)
+                return
+            if exc.code != "JOURNAL_WRITE_FAILED":
+                raise
+            failure = JournalError(
+                f"The cancel of {sid} was asked, but the journal could not record it yet ({exc}): the child is being"
+                " stopped, and the journal writes the stop once it can; until then a crash would leave the child"
+                " INTERRUPTED, not CANCELLED. Cancel again to hear when it is recorded.", code="JOURNAL_WRITE_FAILED")
+            raise failure from exc
+
+    def _journal_stop(self, record: Record, **stop: object) -> None:
+        """Keep a stop asked of a child: the next start asks its engine again if it outlives this process,
+        as the request may not have reached it (its service down until this process stopped); a child that
+        dies with the process (or is lost) ends with the stop's reason, stopped on purpose, never taken for
+        one the process exit interrupted (which a host may run again). Not the close's own stop of an
+        engine's children that die with the process: the next start ends those so anyway.
+        ``stop``: the row's fields the stop changes, journaled before the record takes them, so that a
+        stop the journal refuses leaves the child as it was. Not for a child whose launch the journal has just
+        refused, its caller not told yet (`Journal.launch_dropped`): its row would bring back a child that never
+        existed, which `submit` forgets once told. Asked here, on the stop's path, not on the launch's."""
+        if self.engine.survives_restart or not record.closing:
+            if record.state is S.PENDING and self.journal.launch_dropped(record.handle.subagent_id):
+                return
+            self.journal.put(dataclasses.replace(record.journal_row(), **stop))
+
+    async def close(self, *, grace: float | None = None) -> None:
+        """Refuse launches from now on (`check_open`), stop every child this process would lose
+        (all of them unless the engine's children survive a restart), wait for the launches being
+        journaled to end, and the children the service is finishing itself (for callers that gave up,
+        too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`).
+        The journal stays open: the caller closes it once this returns, when nothing is left to write to it.
+        Ends held while the service started are finished first (`release`)."""
+        self.closing = True
+        await self.release()
+        if not self.engine.survives_restart:
+            # Children whose launch is being journaled too: once committed they are never
+            # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
+            await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
+        if self._launching:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        await self.engine.close(grace=grace)
+        if self._publisher is not None:
+            await self._publisher
+
+    def end_waits(self) -> None:
+        """Once closed (`sealed`): wake whoever still waits for a child held unfinished (left running where it
+        runs, or behind by the close's grace): nothing will tell this process how it ends. Each waiter finds the
+        record without a result and says so (`HostView`, delegate_task, the service's `wait`)."""
+        for record in self._live.values():
+            record.wake()
+
+
+def _before_start(record: Record) -> str:
+    return f"cancelled before start: {record.cancel_reason or ''}".rstrip(": ")
+
