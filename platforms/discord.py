@@ -57,7 +57,6 @@ level (10 MiB without boosts, and in DMs).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -73,8 +72,10 @@ from platforms import (
     discord_answers,
     discord_catch_up,
     discord_commands,
+    discord_edits,
     discord_files,
     discord_inbound,
+    discord_posts,
     discord_sent,
     discord_token,
 )
@@ -93,21 +94,24 @@ from platforms.base import (
     SeenLookup,
     SeenRecorder,
     Sent,
-    Unauthorized,
     last_calls_time,
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
-from platforms.discord_errors import FAILED, PORTAL_HINT, delivery_error, ended_because, translate
+from platforms.discord_connection import DiscordStartError as DiscordStartError  # what `start` raises
+from platforms.discord_connection import disconnect, end_dispatching, new_client, wait_connected
+from platforms.discord_errors import PORTAL_HINT, ended_because
 from platforms.discord_handover import until_recorded
-from platforms.discord_interactions import MENTIONS, Interactions
+from platforms.discord_interactions import Interactions
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
-from platforms.discord_twins import Twins, nonce_of
-from platforms.formatting import blank, discord_markdown
+from platforms.discord_twins import Twins
+from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
+from platforms.discord_typing import Typing
+from platforms.discord_unrecorded import Item, Unrecorded
+from platforms.formatting import discord_markdown
 from platforms.not_recorded import Handing
 from platforms.pacing import Pacing
 from platforms.recent import remember
-from platforms.repeated_warnings import RepeatedWarnings
 from platforms.rereads import LOOP_TIMER, Timer
 
 import discord  # noqa: E402  (after discord_urls, see above)
@@ -119,20 +123,8 @@ PACING = Pacing(edit_interval=1.0)
 ClientFactory = Callable[..., discord.Client]
 """Builds the client from discord.Client's keyword options (``intents``, ``max_ratelimit_timeout``)."""
 
-TYPING = "POST /channels/{channel_id}/typing"
-
 DRAIN_SECONDS = 5.0
 """How long a stop not given its time by the gateway (`DiscordAdapter.stop`) hands over the events queued."""
-
-
-_Item = tuple[Inbound | None, int, int]
-"""A queued event: what to hand over (None: a message not for the bot), its channel and message id (0: none)."""
-
-
-class DiscordStartError(RuntimeError):
-    """The adapter could not log in or connect; the message says what to fix."""
-
-    platform = "discord"
 
 
 class DiscordAdapter:
@@ -177,7 +169,7 @@ class DiscordAdapter:
         self._ready_timeout = ready_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
-        self._typing_failures = RepeatedWarnings(log)
+        self._typing = Typing(self._channel)
         self._interactions = Interactions(self._require_client, window=interaction_window)
         self._urls: discord_urls.UrlOverride | None = None
         self._connect_task: asyncio.Task[None] | None = None
@@ -186,7 +178,7 @@ class DiscordAdapter:
         self._catch_up_timeout = catch_up_timeout
         self._catch_up_timer = catch_up_timer
         self._acknowledge_timeout = acknowledge_timeout
-        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
@@ -201,16 +193,10 @@ class DiscordAdapter:
         self._receiving: set[asyncio.Task[Any]] = set()
         """Slash commands being acknowledged, not queued yet: a stop waits for them. Briefly: it gives up
         their "thinking…" calls as it begins (they go on, perhaps acknowledged, `discord_commands.received`)."""
-        self._not_taken: list[Inbound] = []
-        """Slash commands a stop left unrecorded: told so through their interaction (`_tell_not_taken`)."""
-        self._cut_off: list[Inbound] = []
-        """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
-        may be answered after the restart (`Handing`)."""
+        self._unrecorded = Unrecorded()
+        """What a stop left unrecorded (`platforms.discord_unrecorded`): commands it answers, channels held back."""
         self._swept = False
         """Set once a stop has taken the last of the queue: a command received later would wait in it for good."""
-        self._held_back: set[int] = set()
-        """Channels where a stop left a message unrecorded: what follows there waits for the next start
-        too, behind it. Recorded, a later message would move the channel's last seen past it, losing it."""
         self._twins = Twins()
         self._posted = discord_sent.Posted()
         self._posted_in: OrderedDict[int, None] = OrderedDict()
@@ -264,22 +250,14 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
-        self._not_taken, self._cut_off, self._held_back, self._swept = [], [], set(), False
+        self._unrecorded, self._swept = Unrecorded(), False
         self._caught_up = asyncio.Event()
         self._caught_up.set()
         self._watch, self._token_watch = ConnectionWatch(self.name), discord_token.token_watch()
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
-            intents = discord.Intents.none()
-            intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
-            trace = discord_answers.callback_trace()
-            discord_token.watch_answers(trace, self._token_watch)
-            # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
-            # never joins voice: those lines would only mislead, in the log and the console's errors.
-            discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
-            client = self._client = self._client_factory(
-                intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
+            client = self._client = new_client(self._client_factory, self._token_watch)  # `discord_connection`
             self._interactions.session = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
@@ -310,21 +288,7 @@ class DiscordAdapter:
 
     async def _wait_connected(self) -> None:
         assert self._connect_task is not None
-        ready = asyncio.ensure_future(self._connected.wait())
-        try:
-            await asyncio.wait({ready, self._connect_task}, timeout=self._ready_timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ready.cancel()
-        if self._connected.is_set():
-            return
-        if not self._connect_task.done():
-            raise DiscordStartError(f"no READY from the Discord gateway within {self._ready_timeout:g}s")
-        exc = self._connect_task.exception()
-        if isinstance(exc, discord.PrivilegedIntentsRequired):
-            log.error("discord: the gateway refused the Message Content intent (4014); %s", PORTAL_HINT)
-            raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}") from exc
-        raise DiscordStartError(f"the Discord gateway connection failed: {exc!r}") from exc
+        await wait_connected(self._connect_task, self._connected, self._ready_timeout)
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
         # discord.py reconnects after anything but the close codes that say retrying cannot help.
@@ -370,34 +334,16 @@ class DiscordAdapter:
             await asyncio.wait({consumer})
         self._swept = True
         while not self._queue.empty():  # held by a catch-up, or past the drain's time
-            self._left_unrecorded(self._queue.get_nowait())
-        await self._tell_not_taken(last_calls_time(deadline, loop.time()))
+            self._unrecorded.left(self._queue.get_nowait(), self._last_seen)
+        await self._unrecorded.tell_not_taken(self._interactions.session, last_calls_time(deadline, loop.time()),
+                                              self._interactions.settling)
 
     async def _disconnect(self, deadline: float) -> None:
-        """End the gateway connection, not the REST client (discord.py's ``Client.close`` would end both):
-        its task first, so that nothing reconnects, then its WebSocket, within `last_calls_time` of
-        ``deadline``. A close Discord does not answer (a half-open connection) does not hold it: aiohttp drops
-        a connection whose read was cut short rather than wait for the answer, and one cut by the time limit."""
-        client = self._client
-        if client is not None:
-            # discord.py dispatches "ready" from a task that waits for guilds after READY (2 s), which a stop
-            # leaves running: it would dispatch on the closed client, and fail, logged at exit. Ended first.
-            dispatching = getattr(getattr(client, "_connection", None), "_ready_task", None)
-            if dispatching is not None:
-                dispatching.cancel()
+        """End the gateway connection, not the REST client, within `last_calls_time` of ``deadline``
+        (`platforms.discord_connection`): its task first, so that nothing reconnects, then its WebSocket."""
+        end_dispatching(self._client)
         task, self._connect_task = self._connect_task, None
-        if task is not None:
-            # Reading the connection, or sleeping in a reconnect backoff (up to 17 minutes): ended here.
-            task.cancel()
-            await asyncio.wait({task})
-            if not task.cancelled():
-                task.exception()  # retrieved: start() or _connection_ended reported it
-        ws = client.ws if client is not None else None
-        if ws is not None and ws.open:
-            loop = asyncio.get_running_loop()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(last_calls_time(deadline, loop.time())):
-                    await ws.close(code=1000)  # stops its heartbeat thread too
+        await disconnect(self._client, task, deadline)
 
     async def close(self) -> None:
         """Close the REST client and the session answers to commands go by, which `stop_within` left open
@@ -476,34 +422,22 @@ class DiscordAdapter:
                 try:
                     await self._caught_up.wait()
                     await self._hand_over(handing, item)
-                except asyncio.CancelledError:  # a stop while the catch-up held it, or past the drain with the
-                    self._left_unrecorded(item, cut_off=handing.under_way)  # sink unfinished: as if still queued
+                except asyncio.CancelledError:
+                    # A stop while the catch-up held it, or past the drain with the sink unfinished: as if still queued.
+                    self._unrecorded.left(item, self._last_seen, cut_off=handing.under_way)
                     raise
             finally:
                 self._queue.task_done()
 
-    async def _hand_over(self, sink: InboundSink, item: _Item) -> None:
+    async def _hand_over(self, sink: InboundSink, item: Item) -> None:
         inbound, channel_id, message_id = item
-        if channel_id in self._held_back or (
+        if channel_id in self._unrecorded.held_back or (
                 inbound is not None and not await until_recorded(sink, inbound, self._stop_asked)):
-            self._held_back.add(channel_id)
-            self._left_unrecorded(item)
+            self._unrecorded.held_back.add(channel_id)
+            self._unrecorded.left(item, self._last_seen)
             return  # not seen: the next start's catch-up hands it over
         if message_id:
             self._last_seen.seen(channel_id, message_id)
-
-    def _left_unrecorded(self, item: _Item, *, cut_off: bool = False) -> None:
-        """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
-        interaction again, nor keeps it in a history. One ``cut_off`` (the stop cancelled the sink's call) may
-        be recorded, and then answered after the next start: told so instead, or its user would be told no and
-        then answered. A message is read back by the next start's catch-up (the inbox drops it if it was
-        recorded), which reads only channels with a last message seen: one that has none yet (a first DM, a
-        first mention) gets one just before the message, or the message would be lost."""
-        inbound, channel_id, message_id = item
-        if inbound is not None and inbound.is_command:
-            (self._cut_off if cut_off else self._not_taken).append(inbound)
-        if message_id and channel_id not in self._last_seen.last_seen:
-            self._last_seen.seen(channel_id, message_id - 1)
 
     # ---- inbound -----------------------------------------------------------------------------
 
@@ -548,11 +482,6 @@ class DiscordAdapter:
             return
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
-    async def _tell_not_taken(self, seconds: float) -> None:
-        commands, cut_off, self._not_taken, self._cut_off = self._not_taken, self._cut_off, [], []
-        await discord_commands.tell_not_taken(commands, self._interactions.session, seconds,
-                                              self._interactions.settling, cut_off)
-
     # ---- outbound ----------------------------------------------------------------------------
 
     async def send(self, message: Outbound) -> Sent:
@@ -563,19 +492,7 @@ class DiscordAdapter:
                 return await self._interactions.answer(message)
             except NotFound:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
-        target = message.thread_id or message.chat_id
-        nonce = nonce_of(message.idempotency_key)
-        self._twins.sending(nonce)
-        try:
-            sent = await self._channel(target).send(
-                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-                reference=_quote(message, target),  # type: ignore[arg-type]
-            )
-        except Exception as exc:
-            raise translate(exc, route="POST /channels/{channel_id}/messages", chat_id=target,
-                            caller_logs=True) from exc
-        remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
-        return Sent(str(sent.id))
+        return await discord_posts.post(self._channel, self._twins, self._posted_in, message)
 
     def findable(self, message: Outbound) -> bool:
         """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`)."""
@@ -601,76 +518,25 @@ class DiscordAdapter:
         return guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
-        """Post the file in the message's channel or thread, the caption rendered as a part's
-        content is, with the part's nonce: Discord drops a repeated upload of it within a few minutes.
-        A reply, as `send`'s, when the part quotes a message (``reply_to``)."""
-        target = message.thread_id or message.chat_id
-        nonce = nonce_of(message.idempotency_key)
-        self._twins.sending(nonce)
-        route = "POST /channels/{channel_id}/messages"
-        try:
-            upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
-            try:
-                sent = await self._channel(target).send(
-                    discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
-                    silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-                    reference=_quote(message, target))  # type: ignore[arg-type]
-            finally:
-                upload.close()
-        except Exception as exc:
-            raise translate(exc, route=route, chat_id=target, caller_logs=True) from exc
-        remember(self._posted_in, int(target), None, REMEMBERED_CHANNELS)
-        return Sent(str(sent.id))
+        """Post the file in the message's channel or thread, with the part's nonce (`platforms.discord_posts`)."""
+        return await discord_posts.post_file(self._channel, self._twins, self._posted_in, message, file)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
-        text = scalar_text(text)
-        target = thread_id or chat_id
-        text = discord_markdown.render(text)
-        reply_token = self._interactions.token_of(message_id)
-        route = "PATCH /channels/{channel_id}/messages/{message_id}"
-        try:
-            if reply_token is not None:
-                route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
-                await self._interactions.webhook(reply_token).edit_message(int(message_id), content=text, allowed_mentions=MENTIONS)
-            else:
-                partial = self._channel(target).get_partial_message(int(message_id))
-                await partial.edit(content=text, allowed_mentions=MENTIONS)
-        except Exception as exc:
-            raise translate(exc, route=route, chat_id=target, caller_logs=True) from exc
+        await discord_edits.edit(self._interactions, self._channel, chat_id, thread_id, message_id, text)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        """Refreshed every few seconds while a turn runs: a channel that refuses it for one reason
-        (deleted, or the bot's permission gone) is warned of once (`platforms.repeated_warnings`)."""
-        target = thread_id or chat_id
-        try:
-            await self._channel(target).typing()
-        except Exception as exc:
-            error = delivery_error(exc, route=TYPING, chat_id=target)
-            if not isinstance(error, Unauthorized):  # a refused token is said once for all (`discord_token`)
-                self._typing_failures.warning((target, type(error).__name__), FAILED, TYPING, target,
-                                              type(error).__name__, error)
-            raise error from exc
+        """Refreshed every few seconds while a turn runs, warned of once per channel and reason
+        (`platforms.discord_typing`)."""
+        await self._typing.show(chat_id, thread_id)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """Delete one of the bot's messages (a command answer through its interaction); one that is
-        already gone counts as deleted."""
-        target = thread_id or chat_id
-        reply_token = self._interactions.token_of(message_id)
-        route = "DELETE /channels/{channel_id}/messages/{message_id}"
-        try:
-            if reply_token is not None:
-                route = "DELETE /webhooks/{application_id}/{token}/messages/{message_id}"
-                await self._interactions.webhook(reply_token).delete_message(int(message_id))
-            else:
-                await self._channel(target).get_partial_message(int(message_id)).delete()
-        except Exception as exc:
-            error = translate(exc, route=route, chat_id=target, caller_logs=True)  # the outbox's to log
-            if not isinstance(error, NotFound):
-                raise error from exc
+        already gone counts as deleted (`platforms.discord_edits`)."""
+        await discord_edits.delete(self._interactions, self._channel, chat_id, thread_id, message_id)
 
     async def download(self, attachment: Attachment) -> bytes:
         """The attachment's bytes from its URL, stopped past ``max_attachment_bytes``."""
@@ -684,9 +550,3 @@ class DiscordAdapter:
     def _channel(self, channel_id: str) -> discord.PartialMessageable:
         return self._require_client().get_partial_messageable(int(channel_id))
 
-
-def _quote(message: Outbound, target: str) -> discord.MessageReference | None:
-    """A reply to the message ``message`` answers, without pinging its author (`MENTIONS`); posted
-    all the same, as a plain message, if that message was deleted meanwhile."""
-    return None if message.reply_to is None else discord.MessageReference(
-        message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)

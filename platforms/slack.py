@@ -60,13 +60,12 @@ gateway to retry; nothing here sleeps on the sending path or holds a lock shared
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import aiohttp
@@ -74,19 +73,15 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms import slack_commands, slack_files, slack_history, slack_socket, slack_uploads
+from platforms import slack_commands, slack_files, slack_history, slack_posts, slack_socket, slack_uploads
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
     CommandSpec,
-    DeliveryError,
     DisplayTier,
-    EditUnsupported,
-    Inbound,
     InboundSink,
     IndicatorLeft,
     NetworkError,
-    NotFound,
     Outbound,
     OutboundFile,
     SeenLookup,
@@ -96,15 +91,14 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
-from platforms.not_recorded import Handing, storage_refusal
 from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_app import bolt_app
 from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
-from platforms.slack_commands import EPHEMERAL
 from platforms.slack_connection import BotToken, SocketWatch
-from platforms.slack_handover import COMMAND, READ_BACK, Retries, until_taken
+from platforms.slack_delivery import Delivery
+from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_inbound import Taken, conversations_of, taken_of
 from platforms.slack_placeholders import Placeholders
@@ -112,6 +106,7 @@ from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
 from platforms.slack_socket import SlackStartError as SlackStartError  # what `start` raises, beside the adapter
 from platforms.slack_unacked import SentAgain, Stopping, listener_failed
+from platforms.slack_under_way import UnderWay
 from platforms.unsigned_bodies import UnsignedBodies
 
 log = logging.getLogger("platforms.slack")
@@ -168,7 +163,7 @@ class SlackAdapter:
         self.mode = mode
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
-        self._sink_timeout, self._connect_timeout = sink_timeout, connect_timeout
+        self._connect_timeout = connect_timeout
         self._bodies = bodies or UnsignedBodies()
         """Bounds the HTTP-mode bodies read before their signature is checked (a seam for tests)."""
         self._events = SignedEvents(signing_secret, self._bodies, lambda: self._app)
@@ -186,28 +181,24 @@ class SlackAdapter:
         self._bot_token_state = BotToken()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
         self._reads = slack_history.PacedReads(self._page)
+        self._under_way = UnderWay()
+        """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
+        self._background = self._under_way.background
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
                                       page=self._reads, pages=slack_history.LOOKUP_PAGES,
                                       background=self._background,
                                       started=lambda: self._client is not None and not self._stopping)
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._listening: set[asyncio.Task[Any]] = set()
-        """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
-        cancels them before the work they start, so none starts any after it."""
         self._stopping = False
-        self._unanswered: list[Inbound] = []
-        """Slash commands a stop cancelled before the gateway recorded them: told so (`stop`)."""
-        self._cut_off: list[Inbound] = []
-        """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
-        may be answered after the restart (`Handing`)."""
-        self._commands: set[asyncio.Task[Any]] = set()
-        """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
         self._socket_watch = SocketWatch()
         self._catch_up_limits, self._clock = catch_up, clock
         self._taken_in = TakenIn()
         """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
         self._retries = Retries(self._background)
         self._catch_up: CatchUp | None = None
+        self._delivery = Delivery(sink=lambda: self._sink, stopping=lambda: self._stopping,
+                                  turning_away=lambda: self._turning_away, catch_up=lambda: self._catch_up,
+                                  taken_in=self._taken_in, under_way=self._under_way, retries=self._retries,
+                                  sink_timeout=sink_timeout)
 
     def connection(self) -> ConnectionState:
         """``down`` while Slack refuses the bot token, else Socket Mode's connection
@@ -252,7 +243,7 @@ class SlackAdapter:
             app.event("app_uninstalled")(self._on_app_uninstalled)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             app.error(listener_failed)
-            if self._taken_in.last_seen:  # before the first live event, which waits for it (`_deliver`)
+            if self._taken_in.last_seen:  # before the first live event, which waits for it (`Delivery.deliver`)
                 self._catch_up = CatchUp(self._reads, self._taken_in.last_seen, take=self._take,
                                          seen=self._taken_in.mark, token=self._bot_token_state,
                                          addressed=lambda event: self._addressed(event) is not None,
@@ -305,44 +296,30 @@ class SlackAdapter:
         if self._socket is not None:
             socket, self._socket = self._socket, None
             await slack_socket.close(socket, last_calls_time(deadline, loop.time()))
-        if self._commands:  # before their listeners are cancelled: in HTTP mode, those answer Slack 200 once done
-            await asyncio.wait(set(self._commands), timeout=max(deadline - loop.time(), 0))
-        listening = [task for task in self._listening if task is not asyncio.current_task()]
-        for task in listening:
-            task.cancel()
-        await asyncio.gather(*listening, return_exceptions=True)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        under_way = self._under_way
+        if under_way.commands:  # before their listeners are cancelled: in HTTP mode, those answer Slack 200 once done
+            await asyncio.wait(set(under_way.commands), timeout=max(deadline - loop.time(), 0))
+        await under_way.cancel_listeners()
+        await under_way.cancel_background()
         # One floor for the deletions and the answers: side by side, neither costs the other its time, and a
         # Slack that answers neither holds the stop one floor past ``seconds``, not two.
         ends = loop.time() + last_calls_time(deadline, loop.time())
-        listening = [task for task in self._listening if task is not asyncio.current_task()]
-        await asyncio.gather(self._progress.stop(ends - loop.time()), self._tell_not_taken(listening, ends))
-        self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`_deliver`)
-        await asyncio.gather(*(task for task in self._listening if task is not asyncio.current_task()),
-                             return_exceptions=True)
+        listening = under_way.other_listeners()
+        await asyncio.gather(self._progress.stop(ends - loop.time()),
+                             under_way.tell_not_taken(self.send, listening, ends))  # a command's answer: `send`
+        self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`Delivery.deliver`)
+        await asyncio.gather(*under_way.other_listeners(), return_exceptions=True)
         self._sink = None
 
     async def close(self) -> None:
         """Close the Web API client and the HTTP session `stop_within` left open for sending: every call
         from now on raises `NetworkError` ("slack adapter not started"). Idempotent."""
         self._client = None
-        for task in list(self._tasks):  # the stop ended them and starts none: any left ends before its session
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # The stop ended the background tasks and starts none: any left ends before its session.
+        await self._under_way.cancel_background()
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-    async def _tell_not_taken(self, listening: list[asyncio.Task[Any]], ends: float) -> None:
-        """Answer the commands the stop left unrecorded that they were not taken, by ``ends`` (loop time),
-        once ``listening`` have ended: in Socket Mode, commands the client had begun dispatching as it
-        closed, which leave their answers to the stop."""
-        await asyncio.gather(*listening, return_exceptions=True)
-        unanswered, cut_off, self._unanswered, self._cut_off = self._unanswered, self._cut_off, [], []
-        await slack_commands.tell_not_taken(unanswered, self.send,  # a command's answer, while the session is open
-                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off)
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "http":
@@ -356,7 +333,7 @@ class SlackAdapter:
         comes (`platforms.slack_seen`), its files still to be read: a later one there, taken meanwhile,
         must not be recorded past it, or a stop or a crash before it is taken would leave it behind the
         record, lost to the next start's catch-up once Slack gives up sending it again."""
-        with self._listener():
+        with self._under_way.listener():
             addressed = self._addressed(event)
             if addressed is None:
                 return
@@ -378,26 +355,16 @@ class SlackAdapter:
             taken = taken_of(self.name, event, addressed, attachments, conversations)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
-                await self._deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
+                await self._delivery.deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
             except Stopping:
                 raise
-            except Exception as exc:  # told by `_settled`, traceback and all
+            except Exception as exc:  # told by `Delivery.settled`, traceback and all
                 raise SentAgain(taken.inbound.event_id) from exc
 
     @property
     def _turning_away(self) -> bool:
         """Whether nothing new is handed over: the adapter stops (or has not started)."""
         return self._sink is None or self._stopping
-
-    @contextlib.contextmanager
-    def _listener(self) -> Iterator[None]:
-        task = asyncio.current_task()
-        assert task is not None
-        self._listening.add(task)
-        try:
-            yield
-        finally:
-            self._listening.discard(task)
 
     def _addressed(self, event: dict[str, Any]) -> Addressed | None:
         """How the bot takes a message (`platforms.slack_addressed`)."""
@@ -438,98 +405,19 @@ class SlackAdapter:
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         inbound = slack_commands.inbound_of(self.name, body)
-        with self._listener():
+        with self._under_way.listener():
             if self._turning_away and self.mode == "http":
                 # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
                 # already), and no later than the stop's other answers, however late it came in. In Socket
-                # Mode the stop closed the socket such an acknowledgement would go by: `_deliver` keeps it
+                # Mode the stop closed the socket such an acknowledgement would go by: `Delivery.deliver` keeps it
                 # for the stop's answers, which come after every listener has ended.
                 await ack(text=slack_commands.not_taken(inbound))
                 return
-            await self._deliver(inbound)
+            await self._delivery.deliver(inbound)
             # Sent by bolt once this returns (``process_before_response``): after the gateway has recorded the
-            # command, or after ``sink_timeout`` (`_deliver`), within Slack's 3 s. Slack never sends a command
+            # command, or after ``sink_timeout`` (`Delivery.deliver`), within Slack's 3 s. Slack never sends a command
             # again: acknowledged before it was recorded, one a crash then cut off would be lost unseen.
             await ack()
-
-    async def _deliver(self, inbound: Inbound, taken: Taken | None = None, *, waited: float = 0.0) -> None:
-        """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
-        ``sink_timeout`` (less the ``waited`` seconds the message took to read) finishes in the
-        background rather than push the ack past 3 seconds, as does
-        a message that waits until the catch-up has handed on the older ones of its conversations
-        (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
-        has it; until then, and for good if it never is, its conversations are recorded no further than
-        just before it (`platforms.slack_seen`): Slack may have been acked for it already. Once
-        acked, a store refusing it is tried again; a slash command's from the start, as Slack never sends
-        one again, until the adapter stops (`_command_settled`). Once the
-        adapter is stopping nothing new starts: a command is answered to be sent again, and a message
-        raises `Stopping`, unacked, for Slack to send it again to the next process, its conversations
-        recorded no further than just before it, for the next start to read it back should Slack give up."""
-        sink, catch_up = self._sink, self._catch_up
-        if sink is None or self._turning_away:
-            if inbound.is_command:
-                self._unanswered.append(inbound)
-                return
-            if taken is not None:  # for the next start to read it back, should Slack give up on it meanwhile
-                self._taken_in.not_taken(taken.conversations, taken.ts, told=True)
-            raise Stopping(f"slack adapter stopping: {inbound.event_id} left for Slack to send again")
-        after = taken.conversations if taken is not None else ()
-        waits = catch_up if catch_up is not None and catch_up.holds(after) else None
-        was_acked = asyncio.Event()
-        if inbound.is_command:
-            handing = Handing(functools.partial(sink, inbound))
-            hand_on = functools.partial(until_taken, handing, inbound, lambda: not self._stopping, COMMAND)
-        else:
-            hand_on = functools.partial(until_taken, functools.partial(sink, inbound), inbound, was_acked.is_set)
-        task = asyncio.ensure_future(waits.hand_on_after(after, hand_on) if waits else hand_on())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        if taken is not None:
-            self._taken_in.handing_on(after, taken.ts)
-            task.add_done_callback(lambda done: self._settled(taken, done, was_acked.is_set()))
-        elif inbound.is_command:
-            self._commands.add(task)
-            task.add_done_callback(self._commands.discard)
-            task.add_done_callback(functools.partial(self._command_settled, inbound, handing))
-        # Not wait_for: the task goes on past the wait, and one that ended just as it timed out counts as ended.
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, self._sink_timeout - waited))
-        if done:
-            if not inbound.is_command:  # a failure leaves it unacked; a command's is answered (`_command_settled`)
-                task.result()
-            return
-        was_acked.set()
-        if waits is None:  # else the catch-up says so, should it take long
-            log.warning("slack sink slow for %s; acking before it finished", inbound.event_id)
-
-    def _command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[None]) -> None:
-        """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
-        the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
-        keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
-        and handled after the next start: answered so, not "Not taken" (its user would be told no, then
-        answered)."""
-        if done.cancelled() and handing.under_way:
-            self._cut_off.append(inbound)
-        elif done.cancelled() or done.exception() is not None:
-            self._unanswered.append(inbound)
-
-    def _settled(self, taken: Taken, done: asyncio.Future[None], acked: bool) -> None:
-        if not done.cancelled() and (exc := done.exception()) is not None and not acked:
-            routine = storage_refusal(exc) or isinstance(exc, DeliveryError)  # else a bug: with its traceback
-            log.warning("slack: message %s was not taken by the gateway (%s: %s); not acknowledged, so Slack sends"
-                        " it again", taken.inbound.event_id, type(exc).__name__, exc, exc_info=None if routine else exc)
-            self._taken_in.sent_again(taken.conversations, taken.ts)
-            if storage_refusal(exc) and self._sink is not None and not self._turning_away:  # Slack may give up
-                self._retries.refused(taken.inbound, self._sink, lambda again: self._settled(taken, again, True))
-        elif done.cancelled() or done.exception() is not None:  # a stop, or a store refusing it once acked
-            self._taken_in.not_taken(taken.conversations, taken.ts)
-        else:
-            self._retries.taken(taken.inbound)
-            self._record_seen(taken)
-
-    def _record_seen(self, taken: Taken) -> None:
-        catch_up = self._catch_up
-        self._taken_in.taken(taken.conversations, taken.ts, [
-            where for where in taken.conversations if catch_up is None or catch_up.record_now(where, taken.ts)])
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         self._taken_in.bind(last_seen, seen, stored)
@@ -542,7 +430,7 @@ class SlackAdapter:
         if taken is None or self._sink is None:
             return ()
         await until_taken(functools.partial(self._sink, taken.inbound), taken.inbound, lambda: True, READ_BACK)
-        self._record_seen(taken)
+        self._delivery.record_seen(taken)
         return taken.conversations
 
     def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
@@ -562,31 +450,7 @@ class SlackAdapter:
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
             return await slack_commands.answer(message, self._session, self._web.formatted)
-        kw: dict[str, Any] = {"channel": message.chat_id}
-        if message.thread_id:
-            kw["thread_ts"] = message.thread_id
-        metadata = {"event_type": slack_history.SENT_EVENT, "event_payload": {"key": message.idempotency_key}}
-        # Answering a "!help" typed in people's thread does not make the thread the bot's.
-        with self._posting_in(message, message.kind != "command"):
-            resp = await self._metadata.post(
-                lambda **extra: self._web.formatted("chat.postMessage", message.chat_id, message.text, **kw, **extra),
-                metadata if message.idempotency_key else None)
-        return Sent(message_id=resp["ts"])
-
-    @contextlib.contextmanager
-    def _posting_in(self, message: Outbound, joins: bool = True) -> Iterator[None]:
-        """The thread a post or an upload goes to becomes the bot's (``joins``) once Slack may show it: it
-        went, or its answer is unknown (`NetworkError`: the outbox may find it posted and not send it again).
-        Not when Slack refused it: the bot said nothing there, so people's next replies are not for it."""
-        if not (message.thread_id and joins):
-            yield
-            return
-        try:
-            yield
-        except NetworkError:
-            self._remember(message.chat_id, message.thread_id)
-            raise
-        self._remember(message.chat_id, message.thread_id)
+        return await slack_posts.post(self._web, self._metadata, message, self._remember)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this key since ``since`` (`platforms.slack_history.find_sent`)."""
@@ -600,18 +464,12 @@ class SlackAdapter:
         return await slack_history.find_sent(read, message, since)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
-        if message_id.startswith(EPHEMERAL):
-            raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-        await self._web.formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
+        """chat.update (`platforms.slack_posts`). Ephemeral messages cannot be edited."""
+        await slack_posts.edit(self._web, chat_id, message_id, text)
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
-        if message_id.startswith(EPHEMERAL):
-            raise EditUnsupported("ephemeral messages cannot be deleted", method="chat.delete", chat_id=chat_id)
-        try:
-            await self._web.call("chat.delete", chat_id, channel=chat_id, ts=message_id, caller_logs=True)
-        except NotFound:
-            pass
+        await slack_posts.delete(self._web, chat_id, message_id)
 
     def upload_limit(self, chat_id: str) -> int:
         return slack_uploads.UPLOAD_LIMIT
@@ -621,7 +479,7 @@ class SlackAdapter:
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
         5xx or 429 is retried like a post; one refused for the bot token makes the platform ``down``
         as a post does (`WebApi.share`)."""
-        with self._posting_in(message):
+        with slack_posts.posting_in(message, self._remember):
             return await self._web.share(message, file)
 
     async def download(self, attachment: Attachment) -> bytes:
@@ -658,12 +516,6 @@ class SlackAdapter:
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         await self._progress.idle(chat_id, thread_id)
-
-    def _background(self, work: Awaitable[None]) -> asyncio.Future[None]:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
 
 
 async def _ignore() -> None:

@@ -23,12 +23,12 @@ class Stopping(NetworkError):
 
 
 class SentAgain(Exception):
-    """A message the gateway did not take before the ack, told where that was seen (`SlackAdapter._settled`)."""
+    """A message the gateway did not take before the ack, told where that was seen (`Delivery.settled`)."""
 
 
 async def listener_failed(error: Exception, body: dict[str, Any]) -> None:
     """bolt's error handler (see the module docstring): a stop's refusal in an `INFO` line, a hand-over's
-    failure not at all (`SlackAdapter._settled` told it), a platform or disk that failed in a warning,
+    failure not at all (`slack_delivery.Delivery.settled` told it), a platform or disk that failed in a warning,
     anything else, a bug, with its traceback."""
     if isinstance(error, SentAgain):
         return

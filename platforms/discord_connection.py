@@ -1,0 +1,91 @@
+"""The discord.py client the adapter connects with: built, its gateway connection waited for at start
+(READY), and that connection ended at a stop.
+
+Apart from the adapter (`platforms.discord`) because it is the one place that sets discord.py up and reaches
+into its connection (its connect task, its WebSocket, the task that dispatches "ready"), while the REST client
+the adapter keeps open for the replies of the turns still ending is left alone. Logged under
+``platforms.discord``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from platforms import discord_answers, discord_token
+from platforms.base import last_calls_time
+from platforms.connection import TokenWatch
+from platforms.discord_errors import PORTAL_HINT
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+
+log = logging.getLogger("platforms.discord")
+
+
+class DiscordStartError(RuntimeError):
+    """The adapter could not log in or connect; the message says what to fix."""
+
+    platform = "discord"
+
+
+def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch) -> discord.Client:
+    """A client from ``factory`` with the intents the adapter reads by, rate limits waited out up to
+    `discord_answers.MAX_RATE_LIMIT_WAIT`, and its REST answers watched for a refused token (``token_watch``,
+    `platforms.discord_token`)."""
+    intents = discord.Intents.none()
+    intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
+    trace = discord_answers.callback_trace()
+    discord_token.watch_answers(trace, token_watch)
+    # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
+    # never joins voice: those lines would only mislead, in the log and the console's errors.
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+    return factory(intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
+
+
+async def wait_connected(connect_task: asyncio.Task[None], connected: asyncio.Event, ready_timeout: float) -> None:
+    """Until ``connected`` (READY) or ``connect_task`` ends, at most ``ready_timeout`` seconds; raises
+    `DiscordStartError` saying why there is no connection."""
+    ready = asyncio.ensure_future(connected.wait())
+    try:
+        await asyncio.wait({ready, connect_task}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ready.cancel()
+    if connected.is_set():
+        return
+    if not connect_task.done():
+        raise DiscordStartError(f"no READY from the Discord gateway within {ready_timeout:g}s")
+    exc = connect_task.exception()
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        log.error("discord: the gateway refused the Message Content intent (4014); %s", PORTAL_HINT)
+        raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}") from exc
+    raise DiscordStartError(f"the Discord gateway connection failed: {exc!r}") from exc
+
+
+def end_dispatching(client: discord.Client | None) -> None:
+    """discord.py dispatches "ready" from a task that waits for guilds after READY (2 s), which a stop
+    leaves running: it would dispatch on the closed client, and fail, logged at exit. Ended first."""
+    if client is not None:
+        dispatching = getattr(getattr(client, "_connection", None), "_ready_task", None)
+        if dispatching is not None:
+            dispatching.cancel()
+
+
+async def disconnect(client: discord.Client | None, task: asyncio.Task[None] | None, deadline: float) -> None:
+    """End the gateway connection, not the REST client (discord.py's ``Client.close`` would end both):
+    its task first (taken from the adapter, so that nothing reconnects), then its WebSocket, within
+    `last_calls_time` of ``deadline``. A close Discord does not answer (a half-open connection) does not hold
+    it: aiohttp drops a connection whose read was cut short rather than wait for the answer, and one cut by
+    the time limit. Call `end_dispatching` before."""
+    if task is not None:
+        # Reading the connection, or sleeping in a reconnect backoff (up to 17 minutes): ended here.
+        task.cancel()
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: start() or _connection_ended reported it
+    ws = client.ws if client is not None else None
+    if ws is not None and ws.open:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(last_calls_time(deadline, loop.time())):
+                await ws.close(code=1000)  # stops its heartbeat thread too

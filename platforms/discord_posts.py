@@ -1,0 +1,73 @@
+"""Posting a part or a file in a Discord channel or thread, with the part's nonce.
+
+Apart from the adapter (`platforms.discord`) because it is the one way a message of the bot's reaches a
+channel (an answer through a command's interaction goes by `platforms.discord_interactions`): the nonce
+noted first (`platforms.discord_twins`), the Markdown rendered, the reply quoted, the channel remembered
+as one the bot posted in. Every SDK error is translated (`platforms.discord_errors`), the outbox's to log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+
+from platforms.base import Outbound, OutboundFile, Sent, scalar_text
+from platforms.discord_errors import translate
+from platforms.discord_interactions import MENTIONS
+from platforms.discord_seen import REMEMBERED_CHANNELS
+from platforms.discord_twins import Twins, nonce_of
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.formatting import blank, discord_markdown
+from platforms.recent import remember
+
+ROUTE = "POST /channels/{channel_id}/messages"
+
+Channel = Callable[[str], discord.PartialMessageable]
+"""The channel or thread of an id (the adapter's; `NetworkError` when it is not connected)."""
+
+
+async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], message: Outbound) -> Sent:
+    """Post one part in the message's channel or thread, its text already made encodable."""
+    target = message.thread_id or message.chat_id
+    nonce = nonce_of(message.idempotency_key)
+    twins.sending(nonce)
+    try:
+        sent = await channel(target).send(
+            discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
+            reference=_quote(message, target),  # type: ignore[arg-type]
+        )
+    except Exception as exc:
+        raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True) from exc
+    remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
+    return Sent(str(sent.id))
+
+
+async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], message: Outbound,
+                    file: OutboundFile) -> Sent:
+    """Post the file in the message's channel or thread, the caption rendered as a part's
+    content is, with the part's nonce: Discord drops a repeated upload of it within a few minutes.
+    A reply, as `post`'s, when the part quotes a message (``reply_to``)."""
+    target = message.thread_id or message.chat_id
+    nonce = nonce_of(message.idempotency_key)
+    twins.sending(nonce)
+    try:
+        upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+        try:
+            sent = await channel(target).send(
+                discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
+                silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
+                reference=_quote(message, target))  # type: ignore[arg-type]
+        finally:
+            upload.close()
+    except Exception as exc:
+        raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True) from exc
+    remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
+    return Sent(str(sent.id))
+
+
+def _quote(message: Outbound, target: str) -> discord.MessageReference | None:
+    """A reply to the message ``message`` answers, without pinging its author (`MENTIONS`); posted
+    all the same, as a plain message, if that message was deleted meanwhile."""
+    return None if message.reply_to is None else discord.MessageReference(
+        message_id=int(message.reply_to), channel_id=int(target), fail_if_not_exists=False)

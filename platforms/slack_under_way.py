@@ -1,0 +1,87 @@
+"""The Slack adapter's work under way, as a stop ends it: listeners, background tasks, slash commands being
+handed over, and the commands a stop left unrecorded, answered to be sent again.
+
+Apart from the adapter (`platforms.slack`) because a stop needs the whole account of it, kept from the moment
+each piece of work starts: Socket Mode starts listeners and forgets them, and Slack never sends a command again,
+nor keeps it in a history the next start could read back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from platforms import slack_commands
+from platforms.base import Inbound, Outbound, Sent
+from platforms.not_recorded import Handing
+
+
+class UnderWay:
+    """Every task a stop must end or wait for, and the commands it must answer."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.listening: set[asyncio.Task[Any]] = set()
+        """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
+        cancels them before the work they start, so none starts any after it."""
+        self.unanswered: list[Inbound] = []
+        """Slash commands a stop cancelled before the gateway recorded them: told so (`tell_not_taken`)."""
+        self.cut_off: list[Inbound] = []
+        """Slash commands whose hand-over a stop cancelled midway, which the gateway may have recorded: told they
+        may be answered after the restart (`Handing`)."""
+        self.commands: set[asyncio.Task[Any]] = set()
+        """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
+
+    @contextlib.contextmanager
+    def listener(self) -> Iterator[None]:
+        task = asyncio.current_task()
+        assert task is not None
+        self.listening.add(task)
+        try:
+            yield
+        finally:
+            self.listening.discard(task)
+
+    def background(self, work: Awaitable[None]) -> asyncio.Future[None]:
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def other_listeners(self) -> list[asyncio.Task[Any]]:
+        """The listeners running, but the one asking (a stop called from a listener must not wait for itself)."""
+        return [task for task in self.listening if task is not asyncio.current_task()]
+
+    async def cancel_listeners(self) -> None:
+        listening = self.other_listeners()
+        for task in listening:
+            task.cancel()
+        await asyncio.gather(*listening, return_exceptions=True)
+
+    async def cancel_background(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[None]) -> None:
+        """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
+        the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
+        keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
+        and handled after the next start: answered so, not "Not taken" (its user would be told no, then
+        answered)."""
+        if done.cancelled() and handing.under_way:
+            self.cut_off.append(inbound)
+        elif done.cancelled() or done.exception() is not None:
+            self.unanswered.append(inbound)
+
+    async def tell_not_taken(self, answer: Callable[[Outbound], Awaitable[Sent]], listening: list[asyncio.Task[Any]],
+                             ends: float) -> None:
+        """Answer the commands the stop left unrecorded that they were not taken, by ``ends`` (loop time),
+        once ``listening`` have ended: in Socket Mode, commands the client had begun dispatching as it
+        closed, which leave their answers to the stop."""
+        await asyncio.gather(*listening, return_exceptions=True)
+        unanswered, cut_off, self.unanswered, self.cut_off = self.unanswered, self.cut_off, [], []
+        await slack_commands.tell_not_taken(unanswered, answer,  # a command's answer, while the session is open
+                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off)
