@@ -1,7 +1,7 @@
 """The list items of a Markdown text, as a part cut inside a list must write them.
 
 A part starting inside a list item (past its marker) has none, so the item's later lines, indented to
-its text, are taken out as far as that text (`_Splitter.items_left` in `gateway.splitting`): left four
+its text, are taken out as far as that text (`InLists.items_left` in `gateway.split_in_lists`): left four
 spaces in or more, a paragraph of the item would be indented code, a nested item a line of the
 paragraph before it. A blank line goes before the next item when it could not open a list right after
 that text (``2.``, which would be a line of it: `Item.interrupts`). Items in a quote are left as they
@@ -65,7 +65,8 @@ _OTHER_DELIMITER = {".": ")", ")": "."}
 
 @dataclass(frozen=True, slots=True)
 class Rewritten:
-    """An item a part writes with another marker than the text does (`_Splitter.rewritten` in `gateway.splitting`)."""
+    """An item a part writes with another marker than the text does (`InLists.rewritten` in
+    `gateway.split_in_lists`)."""
 
     item: Item
     end: int

@@ -43,7 +43,8 @@ kept); so is a list item's lines', and a blank line may be added, and list marke
 rewritten, as said; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
-code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`.
+code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
+(what a part starting in them leaves out and rewrites: `gateway.split_in_lists`).
 
 Cost: each part needs a handful of ``measure`` calls on text of about the part's
 size (the search interpolates, so a measure proportional to the length converges
@@ -67,7 +68,8 @@ from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
 from gateway.split_fences import Fence, indented_code, leaves_code_open, outdented, scan_fences
-from gateway.split_items import ITEM_MARKER, Item, Rewritten, scan_list_items, written_with
+from gateway.split_in_lists import InLists
+from gateway.split_items import Item
 from platforms.base import Adapter
 from platforms.formatting import markdown
 from platforms.formatting.blank import is_blank
@@ -77,12 +79,6 @@ Measure = Callable[[str], int]
 # A line indented as code (four columns in): only a part starting in one can start inside indented code.
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
-# A line indented as far as code: only then can losing its list item's indentation change what it is.
-_DEEP_LINE = re.compile(r"\n {4}")
-# A numbered list item's line: a part starting in its list may have to write it with another number.
-_NUMBERED_LINE = re.compile(r"^ *\d{1,9}[.)](?:[ \t]|$)", re.MULTILINE)
-_NEWLINE = re.compile("\n")
-_SPACES = re.compile(" *")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -108,7 +104,7 @@ def _character_start(text: str, start: int, end: int) -> int:
     return end - 1 if _is_pair(text, end) else end
 
 
-class _Splitter:
+class _Splitter(InLists):
     def __init__(self, text: str, limit: int, measure: Measure):
         self.text, self.limit, self.measure = text, limit, measure
         self._tokens: list[Token] | None = None
@@ -374,128 +370,6 @@ class _Splitter:
         items = self.items_left(start, start, end)
         numbers = self.rewritten(start, start, end, items)
         return self.out_of_items(items, numbers, start, end) if items or numbers else self.text[start:end]
-
-    def items_left(self, start: int, since: int, end: int) -> list[tuple[Item, int]]:
-        """The list items around ``start`` whose marker a part from there leaves out (or, for one it
-        starts at, its marker's indentation), outermost first, each with the columns its lines lose
-        in the part: those up to its text (or its marker), so that they stand to the part as they
-        stood to the item. None where that cannot matter: no line from ``since`` to ``end`` is a
-        numbered item's (which could not open a list right after the text of one left out), nor but
-        code lines of a fence (indented as the fence is; not one opened on an item's marker line, as far
-        in as the item's text, which a part starting at that marker takes out with the item) is
-        indented as far as code."""
-        if not self.maybe_in_list(start) or (not self.numbered_line(since, end) and all(
-                (f := self.inside(m.end() - 4)) is not None and not f.contained
-                for m in _DEEP_LINE.finditer(self.text, since, end))):
-            return []
-        items = self.list_items()
-        line = bisect.bisect_right(self._line_starts, start) - 1
-        # The innermost item holding the line (those after it ending before the line are in it), then its holders.
-        i = bisect.bisect_right(self._item_markers, start) - 1
-        while i >= 0 and items[i].end_line <= line:
-            i -= 1
-        around = []
-        item = items[i] if i >= 0 else None
-        while item is not None:
-            around.append((item, item.marker_column if item.marker == start else item.content_column))
-            item = self._item_at.get(item.holder)
-        return around[::-1]
-
-    def maybe_in_list(self, start: int) -> bool:
-        """A part from ``start`` may be in a list, whose lines to take out or whose numbers to go on
-        with: only then are the text's lists parsed. Not on a line in the first column that follows a
-        blank line and holds no item's marker (no list goes on there), nor at a bullet's marker in the
-        first column (its list's items keep their columns in the part, and bullets have no number)."""
-        text, line = self.text, self.text.rfind("\n", 0, start) + 1
-        if start == 0 or (start == line and text[start] in "-+*" and ITEM_MARKER.match(text, start)):
-            return False
-        if text[line] in " \t" or ITEM_MARKER.match(text, line):
-            return True
-        return line > 0 and not text[text.rfind("\n", 0, line - 1) + 1:line].isspace()
-
-    def numbered_line(self, since: int, end: int) -> bool:
-        """A numbered item's marker may be on a line from the one holding ``since`` to ``end``."""
-        return _NUMBERED_LINE.search(self.text, self.text.rfind("\n", 0, since) + 1, end) is not None
-
-    def list_items(self) -> list[Item]:
-        if self._items is None:  # parsed only for a text cut in a list
-            self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(self.text))]
-            self._items = scan_list_items(self.text, self._line_starts, self.block_tokens)
-            self._item_markers = [item.marker for item in self._items]
-            self._item_at = {item.marker: item for item in self._items}
-        return self._items
-
-    def rewritten(self, start: int, since: int, end: int, items: list[tuple[Item, int]]) -> dict[int, Rewritten]:
-        """By line, the numbered items from ``since`` to ``end`` a part from ``start`` writes with another
-        marker: the first of each list that began before ``start`` with the number it is shown with
-        (a list written ``1.`` on every item would start at 1 again), and those of a list in an item
-        of ``items`` left out with the other delimiter when that item's list has theirs (both taken
-        out as far, they would be one list, the later items of the outer one numbered on from the
-        inner one's)."""
-        if not self.maybe_in_list(start) or not self.numbered_line(since, end):
-            return {}
-        text, listed = self.text, self.list_items()
-        lost = {item.marker: item for item, columns in items if columns == item.content_column}
-        out: dict[int, Rewritten] = {}
-        seen: set[int] = set()
-        for item in listed[bisect.bisect_left(self._item_markers, since):bisect.bisect_left(self._item_markers, end)]:
-            if item.number is None:
-                continue
-            first = item.list_id not in seen
-            seen.add(item.list_id)
-            holder = lost.get(item.holder)
-            other = holder is not None and holder.number is not None and \
-                text[holder.marker + holder.width - 1] == text[item.marker + item.width - 1]
-            number = item.number if first and item.list_start < start else None
-            if (rewritten := written_with(text, item, number, other)) is not None:
-                out[item.first_line] = rewritten
-        return out
-
-    def taken_out(self, items: list[tuple[Item, int]], pos: int, numbers: dict[int, Rewritten]) -> int:
-        """The columns the line holding ``pos`` loses (gains, if negative): those of the innermost of
-        ``items`` it is in, less those a rewritten item it is a later line of gains."""
-        line = bisect.bisect_right(self._line_starts, pos) - 1
-        lost = next((columns for item, columns in reversed(items) if line < item.end_line), 0)
-        return lost - next((r.shift for r in numbers.values() if r.item.first_line < line < r.item.end_line), 0)
-
-    def out_of_items(self, items: list[tuple[Item, int]], numbers: dict[int, Rewritten], start: int,
-                     end: int) -> str:
-        """``text[start:end]``, each line that starts in it taken out of ``items`` (`items_left`), and
-        ``numbers``' items written with their markers, their later lines as far in as their text; and a
-        blank line before an item of theirs that could not open a list right after the text of one
-        left out (``2.`` after a line of a paragraph would be a line of it, and the item's own later
-        lines, taken out, code)."""
-        text, out, last = self.text, [], start
-        lost = [item for item, columns in items if columns == item.content_column]  # not one it starts at
-        if self._item_lines is None:
-            self._item_lines = {}
-            for item in reversed(self._items or ()):  # the outermost of those sharing a line wins
-                self._item_lines[item.first_line] = item
-        number = bisect.bisect_right(self._line_starts, start) - 1
-        while True:
-            newline = text.find("\n", last, end)
-            stop = end if newline == -1 else newline + 1
-            rewritten = numbers.get(number)
-            if rewritten is not None and last <= rewritten.item.marker and rewritten.end <= stop:
-                out += (text[last:rewritten.item.marker], rewritten.marker, text[rewritten.end:stop])
-            else:
-                out.append(text[last:stop])
-            if newline == -1:
-                return "".join(out)
-            line, number = stop, number + 1
-            spaces = _SPACES.match(text, line, end).end() - line  # type: ignore[union-attr]
-            columns = self.taken_out(items, line, numbers)
-            last = line + min(spaces, max(columns, 0))
-            item = self._item_lines.get(number)
-            if item is not None and any(i.end_line == number for i in lost):
-                rewritten = numbers.get(number)
-                interrupts = rewritten.interrupts if rewritten is not None and rewritten.item is item else \
-                    item.interrupts
-                previous = self._line_starts[number - 1]
-                if not interrupts and not text[previous:line].isspace() and not self.in_code(previous):
-                    out.append("\n")  # right after a line of text (not a fence's)
-            if columns < 0 and text[line:end if (eol := text.find("\n", line, end)) == -1 else eol].strip():
-                out.append(" " * -columns)
 
     def outside_its_item(self, start: int, head: str) -> Fence | None:
         """The fence a part from ``start`` opens in the first column: a nested one reopened by ``head``,

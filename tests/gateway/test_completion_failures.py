@@ -10,7 +10,7 @@ import sqlite3
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.ledger import FAILED_TURN, UNDELIVERABLE
+from gateway.ledger_failures import FAILED_TURN, UNDELIVERABLE
 from gateway.store.delegations import DELIVERY_FAILED
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.polling import until

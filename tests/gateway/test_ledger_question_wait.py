@@ -9,7 +9,7 @@ import pytest
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.ledger import UNDELIVERABLE
+from gateway.ledger_failures import UNDELIVERABLE
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.asking_model import CHOICES
 from tests.gateway.test_dead_letters import killed_now

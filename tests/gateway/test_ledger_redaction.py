@@ -8,7 +8,7 @@ import asyncio
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
-from gateway.ledger import RESULT_CHARS, UNDELIVERABLE
+from gateway.ledger_failures import RESULT_CHARS, UNDELIVERABLE
 from gateway.logging import MASK, register_secret
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.test_completion_failures import break_replies
