@@ -16,12 +16,11 @@ from __future__ import annotations
 import errno
 import re
 import sqlite3
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.config import Config
-from gateway.config.secret_values import MIN_LENGTH, shown_url
+from gateway.config.secret_values import shown_url, url_credentials
 from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact
@@ -112,19 +111,12 @@ def _platform(error: BaseException, config: Config) -> str | None:
 
 
 def _unechoed(detail: str, api_base: str) -> str:
-    """What the SDK said, without the user info of ``api_base`` should it echo the URL: a proxy's
-    password, or a token given as the user name alone (``https://tok…@proxy/``), which `redact` does
-    not know for one (it is no registered secret, nor shaped like a token)."""
+    """What the SDK said, without the credentials of ``api_base`` should it echo the URL (`url_credentials`:
+    a proxy's password, or a token given as the user name alone, ``https://tok…@proxy/``), which `redact`
+    knows only once the log's secrets are registered."""
     detail = detail.replace(api_base, shown_url(api_base))
-    try:
-        parts = urllib.parse.urlsplit(api_base)
-        # The user name is a secret only alone: next to a password it names an account (``proxy:pw@``).
-        secret = parts.password if parts.password is not None else parts.username
-    except ValueError:  # no URL a parser accepts: the SDK could not have used, nor echoed, its user info
-        return detail
-    for form in sorted({secret or "", urllib.parse.unquote(secret or "")}, key=len, reverse=True):
-        if len(form) >= MIN_LENGTH:
-            detail = detail.replace(form, "***")
+    for form in sorted(url_credentials(api_base), key=len, reverse=True):
+        detail = detail.replace(form, "***")
     return detail
 
 
