@@ -45,8 +45,9 @@ CHAT_LOG_CAP = 10 * 1024 * 1024
 EXIT_CONFIG = 78
 """Exit status of a command that the operator must fix something for before it can start: the configuration
 has errors, a platform refused the bot, an extra is missing, the model's key or URL is malformed, the state
-database or journal is a newer version's, a worker's file has no temporal engine
-(`gateway.startup_errors.lasting`; sysexits.h's ``EX_CONFIG``). Starting again unchanged
+database or journal is a newer version's, a worker's file has no temporal engine, a ``lifecycle.temporal.tls``
+file cannot be read or used (`gateway.startup_errors.lasting`; sysexits.h's
+``EX_CONFIG``). Starting again unchanged
 fails the same way, so deploy/switchboard.service names it in
 ``RestartPreventExitStatus=``: a supervisor restarting on every failure logged the same line every few seconds
 for ever. Any other failure exits 1, and is restarted: a crash, or a start stopped by what may come back by

@@ -51,12 +51,18 @@ def lasting(exc: BaseException) -> bool:
     """Whether what stopped the start stops every start until the operator changes something: a platform
     refused the bot (its token, or an ``api_base`` that is no such API); an extra the configuration needs
     is not installed; a `StartupError` its raiser marked ``lasting`` (a model key or URL no server could
-    take, a worker on a file whose gateway sends it nothing); the state database or the lifecycle journal
-    was written by a newer version, which this one will never read. False for all else, which may mend by
-    itself (a server not up yet, the network, a port still held, a full disk): a supervisor starting it
-    again is right there, and wrong here, where it only repeated the same line every few seconds."""
+    take, a worker on a file whose gateway sends it nothing); a `TemporalUnavailable` marked ``lasting`` (a
+    ``lifecycle.temporal.tls`` file unreadable or without its certificate or key, an empty namespace: never an unreachable Temporal, nor a server certificate it may renew); the state database
+    or the lifecycle journal was written by a newer version, which this one will never read. False for all
+    else, which may mend by itself (a server not up yet, the network, a port still held, a full disk): a
+    supervisor starting it again is right there, and wrong here, where it only repeated the same line every
+    few seconds."""
     for error in _chain(exc):
         if getattr(error, "platform", None) in _CREDENTIALS and type(error).__name__ in _REFUSALS:
+            return True
+        # Named, not imported: lifecycle.temporal needs the Temporal SDK, an extra. The gateway and the worker
+        # wrap it in a StartupError of their own, which leaves it in the chain.
+        if type(error).__name__ == "TemporalUnavailable" and getattr(error, "lasting", False) is True:
             return True
         if isinstance(error, StartupError) and (error.lasting or isinstance(error.__cause__, ImportError)):
             return True

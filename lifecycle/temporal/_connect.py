@@ -14,7 +14,19 @@ from lifecycle.settings import TemporalSettings, TemporalTLSSettings
 
 
 class TemporalUnavailable(Exception):
-    """The Temporal service could not be reached (or refused us); the message says which and how to fix it."""
+    """The Temporal service could not be reached (or refused us); the message says which and how to fix it.
+
+    ``lasting`` says every start fails alike until the operator changes something here: a TLS file that
+    cannot be read, holds no PEM certificate or key, or a key that is not its certificate's; a namespace
+    Temporal refuses as no name at all. `gateway.startup_errors.lasting` then gives the exit status a
+    supervisor does not start again on: restarted, a gateway or worker logged the same line every few
+    seconds for ever. False for what may mend by itself or on the server's side: a service not up yet or
+    not reachable, a namespace not created yet, a server certificate refused (it may be renewed: an expired
+    one most often), a server that does not speak TLS (one restarted with it, or another process on its port)."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 async def connect(settings: TemporalSettings, *, identity: str | None = None) -> Client:
@@ -28,22 +40,24 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
             identity=identity,
         )
     except Exception as exc:
-        raise TemporalUnavailable(_connect_failure(settings, exc)) from exc
+        raise _connect_failure(settings, exc) from exc
     # Connecting does not look at the namespace: without this a gateway would start and fail every
     # child it launches, and a worker would say it runs before it stops.
     try:
         await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=settings.namespace))
     except RPCError as exc:
+        # Not lasting: a Temporal set up beside the gateway (an auto-setup image) creates its namespace a few
+        # seconds after its port opens, and a gateway told not to start again would stay down for good.
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise TemporalUnavailable(
                 f"lifecycle.temporal.namespace: Temporal at {settings.address} has no namespace"
                 f" {settings.namespace!r}; fix the namespace, or create it (temporal operator namespace create"
-                f" --namespace {settings.namespace})"
+                f" --namespace {settings.namespace})",
             ) from exc
         if exc.status is RPCStatusCode.INVALID_ARGUMENT:  # no name at all: the worker's poller would panic on it
             raise TemporalUnavailable(
                 f"lifecycle.temporal.namespace: Temporal at {settings.address} refuses the namespace"
-                f" {settings.namespace!r} ({_first_line(exc)}); set the namespace, such as \"default\""
+                f" {settings.namespace!r} ({_first_line(exc)}); set the namespace, such as \"default\"", lasting=True,
             ) from exc
         # Any other refusal (a key that may not describe namespaces) is left to the calls that need more.
     return client
@@ -73,44 +87,54 @@ def _read(path: Path | None, key: str, kind: tuple[bytes, str]) -> bytes | None:
     try:
         body = Path(path).expanduser().read_bytes()
     except OSError as exc:
-        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: cannot read {exc.filename} ({exc.strerror})") from exc
+        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: cannot read {exc.filename} ({exc.strerror})",
+                                  lasting=True) from exc
     marker, what = kind
     if marker not in body:  # named by its path only: what the file holds may be a secret
-        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: {path} holds no PEM {what}")
+        raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: {path} holds no PEM {what}", lasting=True)
     return body
 
 
-def _connect_failure(settings: TemporalSettings, exc: Exception) -> str:
+def _connect_failure(settings: TemporalSettings, exc: Exception) -> TemporalUnavailable:
     """Why `Client.connect` failed, naming the setting to fix. The SDK says it in one text, the
-    handshake's and the TLS files' failures (past the PEM markers `_read` checks) among them."""
+    handshake's and the TLS files' failures (past the PEM markers `_read` checks) among them. What our
+    own files hold is ``lasting``; what the server presents, or whether it answers, is not."""
     text, tls, address = str(exc), settings.tls, settings.address
     files = tls if isinstance(tls, TemporalTLSSettings) else None
     if "InconsistentKeys" in text:
-        return (f"lifecycle.temporal.tls.key_file: the private key in {files.key_file} is not the key of the"
-                f" certificate in cert_file ({files.cert_file})")
+        return TemporalUnavailable(
+            f"lifecycle.temporal.tls.key_file: the private key in {files.key_file} is not the key of the"
+            f" certificate in cert_file ({files.cert_file})", lasting=True)
     if "PrivateKeyParseError" in text:
-        return f"lifecycle.temporal.tls.key_file: cannot parse the private key in {files.key_file}"
+        return TemporalUnavailable(f"lifecycle.temporal.tls.key_file: cannot parse the private key in"
+                                   f" {files.key_file}", lasting=True)
+    # NoCertificatesPresented: a cert_file whose PEM holds no certificate rustls can take, before any handshake.
     if "CertificateParseError" in text or "NoCertificatesPresented" in text:  # which file, the SDK does not say
         keys = [key for key in ("ca_file", "cert_file") if getattr(files, key, None) is not None]
         where = f"tls.{keys[0]}" if len(keys) == 1 else "tls"
         listed = " or ".join(f"{key} ({getattr(files, key)})" for key in keys)
-        return f"lifecycle.temporal.{where}: cannot parse the certificate in {listed}"
+        return TemporalUnavailable(f"lifecycle.temporal.{where}: cannot parse the certificate in {listed}",
+                                   lasting=True)
     if "InvalidContentType" in text:  # a TLS handshake that a plaintext server answered
         why = "on because api_key is set" if tls is None else "on"
-        return (f"lifecycle.temporal.tls: TLS is {why}, and Temporal at {address} does not speak it; set tls: false"
-                " for a plaintext server, or fix the address")
+        return TemporalUnavailable(
+            f"lifecycle.temporal.tls: TLS is {why}, and Temporal at {address} does not speak it; set tls: false"
+            " for a plaintext server, or fix the address")
     if (refused := re.search(r"InvalidCertificate\(([\w(]+)", text)) is not None:
         reason = refused.group(1).rsplit("(", 1)[-1]
         if reason.startswith("NotValidForName"):
-            return (f"lifecycle.temporal.tls.server_name: the certificate of Temporal at {address} is not issued"
-                    " for the name checked (server_name, else the address's host)")
+            return TemporalUnavailable(
+                f"lifecycle.temporal.tls.server_name: the certificate of Temporal at {address} is not issued"
+                " for the name checked (server_name, else the address's host)")
         if files is not None and files.ca_file is not None:
-            return (f"lifecycle.temporal.tls.ca_file: the certificate of Temporal at {address} is refused"
-                    f" ({reason}) by the CA in {files.ca_file}")
-        return (f"lifecycle.temporal.tls: the certificate of Temporal at {address} is refused ({reason}) by the"
-                " system's CAs; set tls.ca_file to the CA that signed it")
-    return (f"lifecycle.temporal.address: cannot reach Temporal at {address} (namespace"
-            f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address")
+            return TemporalUnavailable(f"lifecycle.temporal.tls.ca_file: the certificate of Temporal at {address}"
+                                       f" is refused ({reason}) by the CA in {files.ca_file}")
+        return TemporalUnavailable(
+            f"lifecycle.temporal.tls: the certificate of Temporal at {address} is refused ({reason}) by the"
+            " system's CAs; set tls.ca_file to the CA that signed it")
+    return TemporalUnavailable(
+        f"lifecycle.temporal.address: cannot reach Temporal at {address} (namespace"
+        f" {settings.namespace}): {_first_line(exc)}; start it (docs/scale-out.md) or fix the address")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -318,7 +318,7 @@ async def test_a_namespace_temporal_does_not_have_stops_the_gateway_and_the_work
         async with asyncio.timeout(30):
             status = await process.proc.wait()
         await process.kill()
-        assert status == 1, process.lines
+        assert status == 1, process.lines  # started again: Temporal may create it a moment later
         assert not any("listening on" in line or "running children" in line for line in process.lines)
         assert process.lines[-1].startswith("switchboard: lifecycle.temporal.namespace:"), process.lines
         assert "no-such-namespace" in process.lines[-1] and "Traceback" not in "\n".join(process.lines)
