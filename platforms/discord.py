@@ -336,7 +336,7 @@ class DiscordAdapter:
         while not self._queue.empty():  # held by a catch-up, or past the drain's time
             self._unrecorded.left(self._queue.get_nowait(), self._last_seen)
         await self._unrecorded.tell_not_taken(self._interactions.session, last_calls_time(deadline, loop.time()),
-                                              self._interactions.settling)
+                                              self._interactions.settling, self._interactions.replied)
 
     async def _disconnect(self, deadline: float) -> None:
         """End the gateway connection, not the REST client, within `last_calls_time` of ``deadline``

@@ -21,7 +21,10 @@ one) whose body holds no ``retry_after`` discord.py can sleep on (a proxy's or C
 of another shape, a wait that is no number of seconds) crashed discord.py's webhook code (``TypeError:
 string indices must be integers``, ``KeyError``), which the adapter reported as a bad request: the answer
 was dropped. The session raises `discord.RateLimited` for it instead, for the wait its ``Retry-After`` asks,
-else a second (`discord_errors.retry_after_of`); the outbox holds it within its own cap.
+else a second (`discord_errors.retry_after_of`); the outbox holds it within its own cap. discord.py's own
+HTTP client (channel posts and edits, a command's "thinking…") crashed the same way on such JSON (``KeyError:
+'retry_after'``), and the part was dropped as a bad request: `callback_trace` raises `discord.RateLimited` for
+it too (`_refuse_unreadable_waits`).
 
 A follow-up (``POST /webhooks/{application id}/{token}``) answered with a 5xx is not posted again by
 discord.py either, which would do so up to five times: Discord may have stored it all the same
@@ -61,8 +64,10 @@ def open_session() -> aiohttp.ClientSession:
 
 def callback_trace() -> aiohttp.TraceConfig:
     """Tracing for `discord.Client` (``http_trace``) that fails an interaction's first response
-    as `discord.RateLimited` when Discord asks it to wait `INTERACTION_WINDOW` seconds or more."""
+    as `discord.RateLimited` when Discord asks it to wait `INTERACTION_WINDOW` seconds or more, and
+    any call whose 429 is JSON discord.py cannot sleep on (`_refuse_unreadable_waits`)."""
     trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(_refuse_unreadable_waits)
     trace.on_request_end.append(_refuse_hopeless_callback_waits)
     return trace
 
@@ -93,6 +98,25 @@ async def _fail_unsure_follow_ups(request: aiohttp.ClientRequest,
             data = text
         raise discord.DiscordServerError(response, data)
     return response
+
+
+async def _refuse_unreadable_waits(_: aiohttp.ClientSession, __: SimpleNamespace,
+                                   params: aiohttp.TraceRequestEndParams) -> None:
+    """A 429 with a ``Via`` header and a JSON body (``application/json``: discord.py parses it) holding no
+    ``retry_after`` of seconds: a proxy's or Cloudflare's JSON, or one of another shape. discord.py's
+    `HTTPClient.request` indexed it and crashed (``KeyError: 'retry_after'``, or a TypeError comparing a
+    text wait), which the adapter reported as a bad request: a channel post or edit was dropped, never
+    sent again, and a command's "thinking…" was taken for one Discord may have accepted. Raised here as
+    `discord.RateLimited` for the wait its ``Retry-After`` asks, else a second (`discord_errors.retry_after_of`),
+    it leaves discord.py's retry loop (which catches only connection resets) and the outbox waits it out.
+    A text body is left to discord.py, which raises `discord.HTTPException` for it, read the same way."""
+    response = params.response
+    if response.status != 429 or not response.headers.get("Via"):
+        return
+    if response.headers.get("Content-Type") != "application/json":
+        return
+    if await _wait_asked(response) is None:
+        raise discord.RateLimited(retry_after_of(response))  # its body read already, by `_wait_asked`
 
 
 async def _refuse_hopeless_callback_waits(_: aiohttp.ClientSession, __: SimpleNamespace,

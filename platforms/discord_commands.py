@@ -151,17 +151,20 @@ async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event, tim
 
 async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,
                          seconds: float, settling: Callable[[str], float] = lambda _token: 0.0,
-                         cut_off: Sequence[Inbound] = ()) -> None:
+                         cut_off: Sequence[Inbound] = (),
+                         replied: Callable[[str], bool] = lambda _token: False) -> None:
     """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
     taken: Discord sends an interaction once, so the user is the one who can send it again; and each of
     ``cut_off`` (its hand-over cut off midway: `Handing`) that it may be answered after the restart. All
     within ``seconds`` (the stop's grace is the gateway's to share): an answer Discord has not
     taken by then is given up, and Discord shows the user that the interaction failed. ``settling``: seconds
-    before a command's "not acknowledged" is final (`discord_interactions.Interactions.settling`)."""
+    before a command's "not acknowledged" is final (`discord_interactions.Interactions.settling`); ``replied``:
+    whether the gateway answered a command through its interaction (`Interactions.replied`): one cut off after
+    it was answered keeps that answer (`may_be_taken`)."""
     if not commands and not cut_off:
         return
     tasks = [asyncio.ensure_future(not_taken(command, session, settling)) for command in commands]
-    tasks += [asyncio.ensure_future(may_be_taken(command, session, settling)) for command in cut_off]
+    tasks += [asyncio.ensure_future(may_be_taken(command, session, settling, replied)) for command in cut_off]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
@@ -182,10 +185,18 @@ async def not_taken(command: Inbound, session: aiohttp.ClientSession | None,
 
 
 async def may_be_taken(command: Inbound, session: aiohttp.ClientSession | None,
-                       settling: Callable[[str], float] = lambda _token: 0.0) -> None:
+                       settling: Callable[[str], float] = lambda _token: 0.0,
+                       replied: Callable[[str], bool] = lambda _token: False) -> None:
     """Tell the user a command whose hand-over the stop cut off (`Handing`) that it may be answered after the
-    restart (`MAY_BE_TAKEN`), replacing its "thinking…" as `not_taken` does; never raises."""
+    restart (`MAY_BE_TAKEN`), replacing its "thinking…" as `not_taken` does; never raises. Not one the gateway
+    answered already (``replied``): the sink records, then routes, and a stop may cut it off after the routing
+    answered (`/stop` or `/new`, say); the edit of "@original" then replaced the real answer (posted in place of
+    "thinking…", or on its way there) with a word that an answer may come."""
     name = command.text.split(maxsplit=1)[0]
+    if command.reply_token is not None and replied(command.reply_token):
+        log.info("discord: %s from user %s (interaction %s) was still being handed over when the gateway stopped,"
+                 " and was answered already: its answer is left as it is", name, command.user_id, command.event_id)
+        return
     log.warning("discord: %s from user %s (interaction %s) was still being handed over when the gateway stopped;"
                 " it is answered after the restart if the gateway recorded it: telling the user so", name,
                 command.user_id, command.event_id)

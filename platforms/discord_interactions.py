@@ -44,6 +44,8 @@ class Interactions:
         self._answered: OrderedDict[str, int | None] = OrderedDict()
         """Interaction reply tokens: the id of their first answer, None while they show "thinking…". Set at
         the defer, or as Discord says after a restart."""
+        self._replying: OrderedDict[str, None] = OrderedDict()
+        """Interaction reply tokens this process began to answer through (`answer`), sent or not (`replied`)."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._parts: OrderedDict[str, str | None] = OrderedDict()
         """Follow-ups this process posted or found (`claim`), by id: the idempotency key of the part each was
@@ -79,6 +81,12 @@ class Interactions:
         await self._unanswered(self.webhook(reply_token), reply_token)
         return self._answered[reply_token]
 
+    def replied(self, reply_token: str) -> bool:
+        """Whether the gateway answered the interaction: this process began an answer through it (`answer`; one
+        still on its way, or refused, comes again from the outbox), or its first answer is known. A stop's own
+        word in place of "thinking…" (`discord_commands.may_be_taken`) would replace that answer."""
+        return reply_token in self._replying or self._answered.get(reply_token) is not None
+
     def posted_for(self, message_id: int) -> str | None:
         """The idempotency key of the part this process posted as follow-up ``message_id``, if it did."""
         return self._parts.get(str(message_id))
@@ -105,6 +113,7 @@ class Interactions:
         assert message.reply_token is not None
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
+        remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
         try:
             webhook = self.webhook(message.reply_token)
             first = await self._unanswered(webhook, message.reply_token)

@@ -46,8 +46,9 @@ class Unrecorded:
             last_seen.seen(channel_id, message_id - 1)
 
     async def tell_not_taken(self, session: aiohttp.ClientSession | None, seconds: float,
-                             settling: Callable[[str], float]) -> None:
-        """Answer the commands left so far (`discord_commands.tell_not_taken`), within ``seconds``; those left
-        later are told at a later call."""
+                             settling: Callable[[str], float],
+                             replied: Callable[[str], bool] = lambda _token: False) -> None:
+        """Answer the commands left so far (`discord_commands.tell_not_taken`), within ``seconds``, but those cut
+        off that the gateway answered already (``replied``); those left later are told at a later call."""
         commands, cut_off, self.not_taken, self.cut_off = self.not_taken, self.cut_off, [], []
-        await discord_commands.tell_not_taken(commands, session, seconds, settling, cut_off)
+        await discord_commands.tell_not_taken(commands, session, seconds, settling, cut_off, replied)
