@@ -1,11 +1,8 @@
 """The terminal as a chat platform: one chat, lines in, replies out.
 
 A message is one line, or several lines pasted at once (a list to delegate), or
-lines joined with a trailing backslash. A pasted block of commands alone (every line
-starts with ``/``) is one command per line, in order. Pasted at once: with line editing,
-lines already typed ahead, or within `PASTE_WINDOW`, when one ends; from a pipe, a file or
-a terminal without line editing, the lines readable at once when the reader looks, however
-late its thread runs (`platforms.local_input`), never a timer between lines.
+lines joined with a trailing backslash; a pasted block of commands alone is one command
+per line (`platforms.local_messages`). The reader thread is `platforms.local_reader`.
 
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
@@ -33,11 +30,12 @@ at once (`LEAVING`) and ends as soon as the turn does, Ctrl-C still stopping it 
 is read any more but Ctrl-C, so ``on_input_end`` is called too: a question the model asked waits no more.
 
 Notices and progress cards are redrawn in place when one is the last thing on a terminal's
-screen, and all of it still is; otherwise an update is printed anew. A redraw goes up
-over every row the old text took, wrapped at the terminal's width (wide characters
-take two columns), so a notice wider than the window leaves no stale rows behind. Output
-that is no terminal (a pipe, a file) keeps a notice as first printed: its updates, one a
-second with `make run`'s settings, would be so many lines for whatever reads it.
+screen, and all of it still is, in a window as wide as when it was drawn (a resized one may have
+wrapped it anew); otherwise an update is printed anew. A redraw goes up over every row the old text
+took, wrapped at the terminal's width (wide characters take two columns), so a notice wider than
+the window leaves no stale rows behind. Output that is no terminal (a pipe, a file) keeps a notice
+as first printed: its updates, one a second with `make run`'s settings, would be so many lines for
+whatever reads it.
 
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
@@ -52,8 +50,8 @@ messages apart from every earlier one's: an update the outbox kept for a message
 gone (the card of a turn that ran on after a hang-up) is printed anew, never drawn over this chat's.
 
 A file the agent sends (``send_file``) is copied into ``files_dir`` (a name already there gets
-``-2``, ``-3``...) and its path printed, with the caption: the terminal's person is the operator,
-on the gateway's machine.
+``-2``, ``-3``...: `platforms.local_files`) and its path printed, with the caption: the terminal's
+person is the operator, on the gateway's machine.
 """
 
 from __future__ import annotations
@@ -65,11 +63,10 @@ import getpass
 import itertools
 import logging
 import os
-import shutil
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -86,7 +83,9 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
-from platforms.local_input import reader_of
+from platforms.local_files import UPLOAD_LIMIT, keep
+from platforms.local_messages import CTRL_C, commands_alone, next_message, pressed_ctrl_c
+from platforms.local_reader import Lines, PromptDraw
 from platforms.local_screen import height, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
     cursor_after,
@@ -107,28 +106,11 @@ _QUIT = frozenset({"/quit", "/exit"})
 
 log = logging.getLogger(__name__)
 
-UPLOAD_LIMIT = 1024**3
-"""The terminal copies on one disk; 1 GB keeps a runaway file from filling it."""
-PASTE_WINDOW = 0.05
-"""With line editing, input reaching the terminal this soon after a line was pasted with it
-(elsewhere what arrived together is what was readable at once: `platforms.local_input`).
-
-Readline cannot use the pipes' rule: it reads a line at a time, and what waits in a terminal cannot
-be looked at without reading it, so a paste cut at a line's end (one that comes over ssh in several
-packets) would be split, and a next line half typed could not be told from a pasted one. A window is
-safe here where it was not for pipes: a line already waiting ends the look at once, and the reader
-hands over a waiting line in well under it (5 ms at the 99th percentile, 11 at most, on 2 loaded
-cores). Its cost is the wait after a message's last line, 50 ms before the message is sent."""
-CTRL_C = "\x03"
-"""Ends a line read with readline when Ctrl-C is pressed (`platforms.local_tty.line_editing` binds
-the key so); in input read without readline (a pipe), the character is text."""
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
 LEAVE_POLL = 0.1
 """Seconds between looks at whether the turn a leaving chat waits for has ended."""
-SCREEN_WAIT = 1.0
-"""Seconds printing waits, at most, for readline to finish drawing its prompt (`LocalAdapter._screen`)."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
 
@@ -169,6 +151,9 @@ class LocalAdapter:
         self._chat_tag = os.urandom(4).hex()
         self._last_id: str | None = None  # the message on the last line, for in-place redraws
         self._last_rows = 1  # the screen rows it took, wrapped: a redraw goes up over all of them
+        # The width they were counted at: a terminal that rewraps its lines when its window is resized shows the
+        # message on more rows or fewer, and a redraw by the old count left stale rows or erased the message above.
+        self._last_width = 0
         self._reader: asyncio.Task | None = None
         self._ansi = _isatty(self._output)
         # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
@@ -178,17 +163,8 @@ class LocalAdapter:
         self._ended_early = False  # Ctrl-D was pressed before the chat took the terminal (`start`)
         self._saved_tty: Any = None
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
-        # With line editing the reader draws "you> " as it starts a read: it reads only when asked, so
-        # no prompt is drawn while the chat still handles the line before (a second Ctrl-C, /quit)
-        # and, the chat ending on it, the shell's line is left with a stray "you> ".
-        self._wanted = threading.Semaphore(0)
-        self._asked = False  # a read has been asked for and its line has not arrived yet
         self._tty_lock = threading.Lock()  # the reader's echo switches against stop()'s restore
-        # Held by the reader from deciding that "you> " shows until readline has drawn it (its
-        # pre-input hook): a reply printed in between went out before the prompt and had it glued
-        # after it, the reply's own prompt missing ("you> agent> ..."). Printing waits for the draw.
-        self._screen = threading.Lock()
-        self._drawing = False  # the reader holds `_screen` (touched by the reader thread only)
+        self._prompt_draw = PromptDraw()  # printing waits for a prompt readline is drawing
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -229,7 +205,7 @@ class LocalAdapter:
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
-        with self._after_prompt_drawn():
+        with self._prompt_draw.after():
             if self._prompting:
                 # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
                 self._emit("\r\x1b[2K" if self._ansi else "\n")
@@ -241,15 +217,15 @@ class LocalAdapter:
                 self._saved_tty = None
 
     async def _read(self, sink: InboundSink) -> None:
-        lines: asyncio.Queue[str] = asyncio.Queue()
+        lines = Lines(self._input, None if self._readline is None else self._edit_line)
         pasted: deque[str] = deque()  # the commands of a pasted block still to run
-        self._start_pump(lines)
+        lines.read_on()
         while True:
             if self._readline is None and self._interactive:  # readline shows its own prompt
                 self._write(PROMPT, newline=False)
                 self._prompting = True
             text = pasted.popleft() if pasted else await self._next_message(lines)
-            if text is not None and "\n" in text and _all_commands(text):
+            if text is not None and "\n" in text and commands_alone(text):
                 first, *rest = (line for line in text.split("\n") if line.strip())
                 pasted.extend(rest)
                 text = first
@@ -277,12 +253,7 @@ class LocalAdapter:
                 is_command=text.startswith("/"),
             ))
 
-    def _start_pump(self, lines: asyncio.Queue[str]) -> None:
-        # A daemon thread: a blocked readline() must never keep the process alive after /quit.
-        threading.Thread(target=self._pump, args=(asyncio.get_running_loop(), lines), daemon=True,
-                         name="switchboard-terminal").start()
-
-    async def _leave_after_turn(self, sink: InboundSink, lines: asyncio.Queue[str], *, ended: bool) -> None:
+    async def _leave_after_turn(self, sink: InboundSink, lines: Lines, *, ended: bool) -> None:
         """Left (/quit, Ctrl-D: ``ended``) while a turn runs: say so at once, and return once the
         turn (and what waits behind it) is over; Ctrl-C meanwhile stops it, as /stop. Leaving at
         once would sit silent for the shutdown grace, with Ctrl-C no longer a key of the chat."""
@@ -296,10 +267,10 @@ class LocalAdapter:
             # the question's timeout (ten minutes by default) under a screen that says it is leaving.
             self._on_input_end()
         if ended and self._readline is not None:
-            self._start_pump(lines)  # a terminal's Ctrl-D ended one read, not the terminal: Ctrl-C is read
+            lines.read_on()  # a terminal's Ctrl-D ended one read, not the terminal: Ctrl-C is read
         while self._busy():
             try:
-                line = await self._line(lines, LEAVE_POLL)
+                line = await lines.next(LEAVE_POLL)
             except TimeoutError:
                 continue
             if self._pressed_ctrl_c(line):
@@ -337,42 +308,6 @@ class LocalAdapter:
         await self.send(Outbound(CHAT_ID, None, LEAVE_HINT, kind="command"))
         return False
 
-    def _pump(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
-        """Worker thread: what is read goes to the loop ("" at EOF). With line editing, a line, read
-        only once asked for (`_line`); else the lines that arrived together (`reader_of`), read ahead."""
-        read = reader_of(self._input) if self._readline is None else None
-        while True:
-            line: str | Exception
-            try:
-                if read is not None:
-                    line = read()
-                else:
-                    self._wanted.acquire()
-                    line = self._edit_line()
-            except Exception as exc:  # the chat, waiting for a line that never comes, would hang: it ends
-                line = exc
-            try:
-                loop.call_soon_threadsafe(self._arrived, lines, line)
-            except RuntimeError:  # the loop is gone: the chat is over
-                return
-            if not isinstance(line, str) or not line:
-                return
-
-    def _arrived(self, lines: asyncio.Queue, line: str | Exception) -> None:
-        self._asked = False
-        lines.put_nowait(line)
-
-    async def _line(self, lines: asyncio.Queue, timeout: float | None = None) -> str:
-        """The next line read, asking the reader for one when none is waiting; TimeoutError after
-        ``timeout``; what the reader raised, when reading failed (`_read_ended` ends the chat)."""
-        if self._readline is not None and lines.empty() and not self._asked:  # else it reads ahead, unasked
-            self._asked = True
-            self._wanted.release()
-        line = await asyncio.wait_for(lines.get(), timeout)
-        if isinstance(line, Exception):
-            raise line
-        return line
-
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
         if self._ended_early:  # the first read, of a terminal whose input had ended: Ctrl-D, as if pressed now
@@ -381,9 +316,8 @@ class LocalAdapter:
         leaving = self._leaving_after_turn
         set_hook = getattr(self._readline, "set_pre_input_hook", None)  # libedit may lack it: no wait then
         if set_hook is not None:
-            self._screen.acquire()
-            self._drawing = True
-            set_hook(self._prompt_drawn)
+            self._prompt_draw.drawing()
+            set_hook(self._prompt_draw.drawn)
         self._prompting = not leaving
         self._echo(True)  # readline draws what it reads only on a terminal it finds echoing
         try:
@@ -397,7 +331,7 @@ class LocalAdapter:
             # as at Ctrl-D, and not by a fault of the chat's. Readline reports it so only at times.
             return ""
         finally:
-            self._prompt_drawn()
+            self._prompt_draw.drawn()
             self._echo(False)  # keys typed before the next read are drawn by it, not twice
         self._prompting = False
         if CTRL_C in line:  # not a line to find again with the arrow keys or Ctrl-R
@@ -405,29 +339,9 @@ class LocalAdapter:
                 self._readline.remove_history_item(self._readline.get_current_history_length() - 1)
         return line + "\n"
 
-    def _prompt_drawn(self) -> None:
-        """Readline's pre-input hook, in the reader thread: the prompt shows, printing may go on."""
-        if self._drawing:
-            self._drawing = False
-            self._screen.release()
-
-    @contextlib.contextmanager
-    def _after_prompt_drawn(self) -> Iterator[None]:
-        """Around printing in the loop: once a prompt the reader is drawing shows (`_screen`). Bounded:
-        a terminal whose output is held (Ctrl-S) keeps readline drawing, and the loop must go on."""
-        held = self._screen.acquire(timeout=SCREEN_WAIT)
-        try:
-            yield
-        finally:
-            if held:
-                self._screen.release()
-
     def _pressed_ctrl_c(self, text: str) -> bool:
-        """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline turns the key into a
-        character (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys, and a
-        terminal without line editing sends SIGINT for the key, so a 0x03 that arrives there was meant
-        as data (quoted with Ctrl-V, or ``stty -isig``); acted on, it dropped every line read with it."""
-        return self._readline is not None and CTRL_C in text
+        """Whether ``text`` is Ctrl-C pressed: `platforms.local_messages.pressed_ctrl_c`."""
+        return pressed_ctrl_c(text, editing=self._readline is not None)
 
     def _echo(self, on: bool) -> None:
         """Turn the terminal's echo on or off, while the chat has the terminal (not once `stop` gave it back)."""
@@ -435,66 +349,23 @@ class LocalAdapter:
             if self._saved_tty is not None:
                 set_echo(self._input, on)
 
-    async def _next_message(self, lines: asyncio.Queue) -> str | None:
-        """One message: a line, plus lines pasted with it (they arrive together: with line editing,
-        typed ahead within `PASTE_WINDOW`; else read at once, `reader_of`) or continued with a
-        trailing backslash. None at end of input."""
-        read = await self._line(lines)
-        if not read:
-            return None
-        if self._pressed_ctrl_c(read):  # a key, never joined with the lines after it
-            return read.rstrip("\n")
-        parts: list[str] = []
-        while True:
-            got = read.removesuffix("\n").split("\n")
-            continued = got[-1].endswith("\\")
-            parts += [line.removesuffix("\\") for line in got]
-            if not continued and (self._readline is None or not await self._typed_ahead(PASTE_WINDOW)):
-                break  # nothing more pasted (with line editing: no read started, whose prompt would show)
-            try:
-                read = await self._line(lines, None if continued else PASTE_WINDOW)
-            except TimeoutError:
-                break
-            if not read:
-                lines.put_nowait("")  # keep the EOF for the next read
-                break
-        return "\n".join(parts)
-
-    async def _typed_ahead(self, timeout: float) -> bool:
-        """Whether more input reaches the terminal within ``timeout``, left unread. Unknown (no
-        descriptor, or one the loop cannot watch) counts as yes. The loop watches, not a thread of its
-        shared default pool: the gateway's other blocking work can fill that, and the line would wait."""
-        try:
-            fd = self._input.fileno()
-        except (AttributeError, OSError, ValueError):
-            return True
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        try:
-            loop.add_reader(fd, lambda: ready.done() or ready.set_result(True))
-        except (NotImplementedError, OSError, ValueError):  # a loop or descriptor that cannot be watched: unknown
-            return True
-        try:
-            async with asyncio.timeout(timeout):
-                return await ready
-        except TimeoutError:
-            return False
-        finally:
-            loop.remove_reader(fd)
+    async def _next_message(self, lines: Lines) -> str | None:
+        """One message (`platforms.local_messages.next_message`); None at end of input."""
+        return await next_message(lines.next, lines.keep_end, self._input, editing=self._readline is not None)
 
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the
         message (and sends nothing more to the terminal), and the next chat prints it."""
         message_id = f"{self._chat_tag}-{next(self._ids)}"
         text = scalar_text(_PREFIX.get(message.kind, "") + shown(message.text))
-        with self._after_prompt_drawn():
+        with self._prompt_draw.after():
             # Above the prompt, then it again (with what was typed after it) under the message.
             above = ((self._prompt_start() + "\x1b[J") if self._ansi else "\n") if self._prompting else ""
             after = self._prompt_again() if self._prompting else ""
             shown_ok = self._emit(above + text + "\n" + after)
         if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="send", chat_id=message.chat_id)
-        self._last_id, self._last_rows = message_id, self._rows(text)
+        self._last_id, self._last_rows, self._last_width = message_id, self._rows(text), width(self._output)
         return Sent(message_id)
 
     def upload_limit(self, chat_id: str) -> int:
@@ -507,7 +378,7 @@ class LocalAdapter:
         if self._output_gone:
             raise Closed("nothing reads the terminal's output any more", method="send_file",
                                chat_id=message.chat_id)
-        kept = await asyncio.to_thread(_keep, Path(file.path), self.files_dir / file.name)
+        kept = await asyncio.to_thread(keep, Path(file.path), self.files_dir / file.name)
         caption = f"\n{message.text}" if message.text else ""
         try:
             return await self.send(Outbound(message.chat_id, message.thread_id, f"📎 {file.name}: {kept}{caption}",
@@ -517,11 +388,12 @@ class LocalAdapter:
             raise
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
-        """Redraw the message in place, when it is this chat's last one on a terminal and all its rows are
-        still on the screen; else (an earlier chat's too) `EditUnsupported`, and the gateway prints the update
-        anew. On output that is no terminal (a pipe, a file) the message is left as it was printed, as on a
-        platform that cannot change what it sent: every update of a notice or a card printed anew was one
-        more line a second (`make run`'s notices), a whole card each time."""
+        """Redraw the message in place, when it is this chat's last one on a terminal, all its rows are
+        still on the screen and the window is as wide as when it was drawn (resized, the terminal may have
+        wrapped it anew, over rows that cannot be counted); else (an earlier chat's too) `EditUnsupported`,
+        and the gateway prints the update anew. On output that is no terminal (a pipe, a file) the message is
+        left as it was printed, as on a platform that cannot change what it sent: every update of a notice or
+        a card printed anew was one more line a second (`make run`'s notices), a whole card each time."""
         if self._output_gone:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         if not self._ansi:
@@ -530,9 +402,10 @@ class LocalAdapter:
         below = 1  # the rows under the message, to the cursor's: they and the message's must all be on the screen
         if self._prompting:
             below += cursor_after(PROMPT + "".join(typed_line(self._readline, len(PROMPT))), width(self._output))[0]
-        if message_id != self._last_id or self._last_rows + below > height(self._output):
+        if (message_id != self._last_id or width(self._output) != self._last_width
+                or self._last_rows + below > height(self._output)):
             raise EditUnsupported("the terminal can only redraw its last message", method="edit", chat_id=chat_id)
-        with self._after_prompt_drawn():
+        with self._prompt_draw.after():
             # Up to the message's line (past the prompt when it shows), redraw, come back.
             start = self._prompt_start() if self._prompting else "\r"
             prompt = self._prompt_again() if self._prompting else ""
@@ -540,7 +413,7 @@ class LocalAdapter:
             shown_ok = self._emit(f"{start}{up(self._last_rows)}\x1b[J{text}\n{prompt}")
         if not shown_ok:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
-        self._last_rows = self._rows(text)
+        self._last_rows, self._last_width = self._rows(text), width(self._output)
 
     def _rows(self, text: str) -> int:
         return rows(text, width(self._output))
@@ -583,26 +456,6 @@ class LocalAdapter:
     def _end(self) -> None:
         if self._on_exit is not None:
             self._on_exit()
-
-
-def _keep(source: Path, wanted: Path) -> Path:
-    """Copy ``source`` to ``wanted``, or beside it as ``<stem>-2<suffix>``... when that is taken."""
-    wanted.parent.mkdir(parents=True, exist_ok=True)
-    for n in itertools.count(1):
-        target = wanted if n == 1 else wanted.with_name(f"{wanted.stem}-{n}{wanted.suffix}")
-        try:
-            with source.open("rb") as src, target.open("xb") as dst:
-                shutil.copyfileobj(src, dst)
-            return target.resolve()
-        except FileExistsError:
-            continue
-    raise AssertionError("unreachable")
-
-
-def _all_commands(text: str) -> bool:
-    """Whether there are lines that are not blank and every one is a command (``/name``)."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    return bool(lines) and all(line.lstrip().startswith("/") for line in lines)
 
 
 def _isatty(stream: Any) -> bool:

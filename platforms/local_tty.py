@@ -56,7 +56,7 @@ def keys_for_the_chat(stream: TextIO, state: Any) -> None:
     instead of sending SIGINT; `LocalAdapter.stop` restores ``state``. Other signal keys (Ctrl-Z, Ctrl-\\) stay.
 
     The kernel's line mode (ICANON) and echo go off too: readline turns them off only while it reads,
-    and the chat asks for a read only once it has handled the line before (`LocalAdapter._line`), so keys pressed
+    and the chat asks for a read only once it has handled the line before (`local_reader.Lines`), so keys pressed
     between two reads would meet them. Line mode turns a Ctrl-D into a NUL byte for the next read (lost)
     and acts on erase keys itself; echo shows the keys as they are pressed, and the read then draws them
     again after its prompt. Without them every key waits, unseen, for readline, which draws it. Readline
