@@ -30,7 +30,7 @@ from agent import Clock, ToolTraceEntry
 from gateway.child_states import RESTARTED, state_word, tally
 from gateway.excerpt import excerpt, typed
 from gateway.ledger import FAILED, Ledger
-from gateway.logging import redact
+from gateway.logging import redact, redacted_cut
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
@@ -226,16 +226,9 @@ def _line(child: ChildSnapshot, now: float) -> str:
 
 
 def _shown(text: str, limit: int) -> str:
-    """`excerpt` of ``text`` with secrets masked first: masked after the cut, a secret cut in two
-    would show its first half. Only the part `excerpt` reads is redacted (a child's summary may be
-    24,000 characters, fifty of them for ``/agents all``), unless a mask in it shortened it: then
-    words past that part move into it, so the whole text is."""
-    words = " ".join(text.split())
-    head = words[:_READ * limit]
-    masked = redact(head)
-    if len(masked) != len(head) and len(words) > len(head):
-        masked = redact(words)
-    return excerpt(masked, limit)
+    """`excerpt` of ``text`` with secrets masked first (`redacted_cut`). Only twice what `excerpt` reads
+    of it is masked (a child's summary may be 24,000 characters, fifty of them for ``/agents all``)."""
+    return redacted_cut(text, limit, excerpt, read=_READ * limit)
 
 
 def _model_route(child: ChildSnapshot) -> Iterable[str]:

@@ -75,7 +75,17 @@ class DeadLetterPolicy:
 
         If the state database refuses to record the attempt or the dead letter (a full disk), the
         start goes on without the event: it is logged and stays unsettled, as it was, for the next
-        start. Handled uncounted, an event that kills the process would be replayed into every start."""
+        start. Handled uncounted, an event that kills the process would be replayed into every start.
+        So does any other failure (a bug meeting an odd event): it is logged with the event's id, and
+        never stops the start, which would leave every chat unanswered for one event."""
+        try:
+            return self._cut_short(inbound)
+        except Exception:
+            log.exception("%s event %s: charging it the gateway's death failed; it is not handled now and is kept "
+                          "for the next start", inbound.platform, inbound.event_id)
+            return False
+
+    def _cut_short(self, inbound: Inbound) -> bool:
         try:
             attempts = self._inbox.failed(inbound.platform, inbound.event_id, CUT_SHORT)
         except sqlite3.Error as exc:

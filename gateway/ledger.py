@@ -151,9 +151,16 @@ class Ledger(CompletionFailures):
         return {row.delegation_id: row.origin_turn_id for row in self._table.running_of(agent_session_id)}
 
     def completion_ended(self, delegation_id: str, status: str, reason: str | None) -> None:
-        """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`)."""
+        """The turn runner's word that a delegation's completion turn is over (see `TurnRunner`). Raises what
+        the store refuses of the settle (the turn's end is then owed), its mark as begun lifted first
+        (`completion_over`)."""
         row = self._table.get(delegation_id)
-        if row is not None and self._settle(row, status, reason) and reason in STOPS:  # type: ignore[arg-type]
+        try:
+            settled = row is not None and self._settle(row, status, reason)  # type: ignore[arg-type]
+        except sqlite3.Error:
+            self.completion_over(delegation_id)
+            raise
+        if settled and reason in STOPS:
             sid = row.agent_session_id
             self._stopped_deliveries[sid] = self._stopped_deliveries.get(sid, 0) + 1
 

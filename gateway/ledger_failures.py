@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from gateway.dead_letters import CUT_SHORT, FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS
-from gateway.logging import redact
+from gateway.logging import redacted_cut
 from gateway.outbox import Outbox
 from gateway.replies import child_failure_reason
 from gateway.sessions import GatewaySession
@@ -52,6 +52,19 @@ class CompletionFailures:
         """The questions' word that the delegation's completion turn waits for the chat's answer (idle: a death
         then is no fault of it, as for a message's turn) or goes on (charged again); made durable by them."""
         self._table.mark_delivery(delegation_id, not waiting)
+
+    def completion_over(self, delegation_id: str) -> None:
+        """The delegation's completion turn is over, but the store refused to record its outcome (its end is
+        owed, `gateway.owed_ends`): no longer marked begun, as the messages of a turn answered with its end owed
+        are not (`OwedEnds.pay`). A death before the outcome is recorded is no fault of the turn; charged to it,
+        its results would be sent as they are (`cut_short`) after its answer went out: twice. Should the store
+        refuse this too, the mark stays, and such a death is charged."""
+        try:
+            self._table.mark_delivery(delegation_id, False)
+        except sqlite3.Error as exc:
+            log.warning("delegation %s: could not record that its completion turn is over (%s: %s); a death before"
+                        " its outcome is recorded counts as a failed attempt of it", delegation_id,
+                        type(exc).__name__, exc)
 
     def completion_failed(self, delegation_id: str, exc: BaseException) -> None:
         """The turn runner's word that the delegation's completion turn failed in the gateway: tried again
@@ -92,7 +105,22 @@ class CompletionFailures:
     async def cut_short(self, row: DelegationRow) -> bool:
         """At a start after a death: the delegation's completion turn was running when the process died,
         which counts as a failed attempt. True if it may be delivered again; False once its results were sent
-        as they are, or when the store refuses to count it (then it waits, unsettled, for the next start)."""
+        as they are, or when the store refuses to count it (then it waits, unsettled, for the next start).
+
+        Never raises but on cancellation: called for each such row in the start, whose failure (a bug meeting
+        an odd row, an engine that cannot look its children up) would stop the gateway for every chat. Such a
+        row is logged with its id and kept, unsettled, for the next start, as when the store refuses it: sent
+        as they are, its results would be lost to a failure before they were; delivered, it might bring down
+        the process again uncounted. Its results sent already go out once (the outbox journals a key once)."""
+        try:
+            return await self._cut_short(row)
+        except Exception:
+            self._held.add(row.delegation_id)
+            log.exception("delegation %s: charging its completion turn the gateway's death failed; it is not "
+                          "delivered now and is kept for the next start", row.delegation_id)
+            return False
+
+    async def _cut_short(self, row: DelegationRow) -> bool:
         try:
             attempts = self._table.delivery_failed(row.delegation_id, CUT_SHORT)
         except sqlite3.Error as exc:
@@ -180,10 +208,12 @@ FAILED_TURN_STOP = "stopped: the turn that launched it failed in the gateway"
 
 
 def _short(text: str | None, limit: int) -> str:
-    """``text`` on one line, cut to ``limit``, with secrets masked first (`gateway.logging.redact`), as
+    """``text`` on one line, cut to ``limit``, with secrets masked first (`gateway.logging.redacted_cut`), as
     ``/agents`` shows it: every ledger message shows goals the model wrote and summaries and errors that
-    may quote what a tool echoed (a key in a URL, a token). Masked whole before the cut: a secret cut in
-    two would show its first half, which no mask matches."""
-    text = redact(" ".join((text or "").split()))
+    may quote what a tool echoed (a key in a URL, a token). All of it is masked: these messages are few."""
+    return redacted_cut(text, limit, _cut)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -25,7 +25,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Literal, TextIO
 
@@ -102,6 +102,20 @@ def redact(text: str) -> str:
     for regex, replacement in _PATTERNS:
         text = regex.sub(replacement, text)
     return text
+
+
+def redacted_cut(text: str | None, limit: int, cut: Callable[[str, int], str], *, read: int | None = None) -> str:
+    """``text`` on one line (None: empty) with secrets masked (`redact`), then ``cut`` to ``limit``: the
+    goals, summaries and errors ``/agents`` and the ledger's messages show. Masked before the cut: a
+    secret cut in two would show its first half, which no mask matches. ``read``: only that many
+    characters are masked (a summary of 24,000 characters, shown cut to 200, for each of fifty
+    children), unless a mask in them shortened them: then words past them move in, so the whole text is."""
+    words = " ".join((text or "").split())
+    head = words if read is None else words[:read]
+    masked = redact(head)
+    if len(masked) != len(head) and len(words) > len(head):
+        masked = redact(words)
+    return cut(masked, limit)
 
 
 def bounded(text: str) -> str:

@@ -76,6 +76,24 @@ class OwedEnds:
         return None
 
     def pay(self, session: GatewaySession) -> Unpaid | None:
+        """`_pay`. Refused, the messages of the owed turns whose answers are journaled are no longer marked
+        begun (`Inbox.reopen`): those turns are over, and a death before their ends are recorded is no fault
+        of theirs. Charged to them, a message answered already would be set aside with an apology
+        (`gateway.dead_letters`), as a completion turn's results would be sent twice once its outcome is
+        refused (`gateway.ledger_failures.CompletionFailures.completion_over`). A turn whose answer is owed
+        too keeps its marks, as a completion turn does: a death then loses that answer, and is charged; so is
+        one should the store refuse this too."""
+        unpaid = self._pay(session)
+        if unpaid is not None:
+            try:
+                for end in session.owed:
+                    for event in end.events if end.message is None else ():
+                        self._inbox.reopen(event.platform, event.event_id)
+            except sqlite3.Error:
+                pass  # refused as the end was, which the turn's one line about it names
+        return unpaid
+
+    def _pay(self, session: GatewaySession) -> Unpaid | None:
         """Record what the session's owed ends owe, oldest first, one step for all of them before the
         next: their messages, their delegations' outcomes, then the session's transcript and their
         messages' settling. They are paid, and forgotten, once their messages are settled; the first
