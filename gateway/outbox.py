@@ -143,6 +143,10 @@ class Outbox:
         self._idle = asyncio.Event()
         self._idle.set()
         self._started = self._closed = False
+        self._old_extras: bool | None = None
+        """Whether the store holds messages past a progress message's first, sent by an older build
+        (`extra_messages`); None until asked. This build sends none, so it stays False once asked, unless the
+        operator retries an older build's failed one (`retry`)."""
 
     # --- lifetime -----------------------------------------------------------------------
 
@@ -162,6 +166,7 @@ class Outbox:
             pending = [r for r in pending if r.id not in dropped]
             log.info("outbox: %d pending part(s) of progress messages an older build split are not sent",
                      len(dropped))
+        self._has_old_extras()  # asked now, so that no card's end pays for the scan
         for row in pending:
             self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         if pending:
@@ -397,6 +402,8 @@ class Outbox:
         log.info("outbox: %s chat %s: %s re-queued by the operator", row.platform, row.chat_id, row.key)
         if not self._closed:
             self._sender.requeued(row, first_journaled=before.created_at)
+        if row.kind in PROGRESS_KINDS and resplit.past_the_first(row.key):
+            self._old_extras = True  # an older build's failed extra message, sent now: its card must finish it
         self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         return True
 
@@ -416,7 +423,11 @@ class Outbox:
 
     def extra_messages(self, key: str) -> list[str]:
         """The keys of the messages past the first that an older build put in the chat for the progress
-        message ``key`` (``{key}:0``) and its edits (`gateway.resplit.past_the_first`), one per message."""
+        message ``key`` (``{key}:0``) and its edits (`gateway.resplit.past_the_first`), one per message.
+        Reads nothing when the store holds no such message of any card (asked once): what every card's end
+        would otherwise pay for, a state file an older build wrote being the only one that has any."""
+        if not self._has_old_extras():
+            return []
         card = self._store.message(f"{key}:0")
         seen = {card.message_id} if card is not None else set()
         keys: list[str] = []
@@ -465,6 +476,11 @@ class Outbox:
                     del self._waiters[key]
 
     # --- internals ----------------------------------------------------------------------
+
+    def _has_old_extras(self) -> bool:
+        if self._old_extras is None:
+            self._old_extras = any(resplit.past_the_first(k) for k in self._store.sent_progress_extras())
+        return self._old_extras
 
     def _existing(self, key: str) -> list[str]:
         keys: list[str] = []

@@ -193,6 +193,17 @@ class OutboxRows:
                              (f"{key}:", f"{key};", f"{key}-edit-", f"{key}-edit."))
         return [_outbox_row(r) for r in rows]
 
+    def sent_progress_extras(self) -> list[str]:
+        """The keys of sent progress rows that are neither a message's first part (``…:0``) nor the first piece
+        of one (``…:0/a``, ``…:0/a/a``): those `gateway.resplit.past_the_first` may count as a message past the
+        first (it decides). Only an older build sent such rows: on a state file this build wrote, none.
+        One scan of the table (no index covers it): ask once, not at every card's end."""
+        # A key ends in ':0' and '/a's when trimming the '/a's leaves ':0' and what was trimmed is '/a's only.
+        rows = self._db.read("SELECT key FROM gateway_outbox WHERE kind='notice' AND status='sent'"
+                             " AND message_id IS NOT NULL AND op != 'split' AND NOT (rtrim(key, '/a') GLOB '*:0'"
+                             " AND replace(substr(key, length(rtrim(key, '/a')) + 1), '/a', '') = '')")
+        return [r[0] for r in rows]
+
     def last_id(self) -> int:
         """The highest id journaled so far (0 for none). Ids only grow (AUTOINCREMENT never reuses one),
         so a row above it was journaled later."""

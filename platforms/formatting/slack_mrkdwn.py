@@ -1,7 +1,8 @@
 """Markdown to Slack's mrkdwn (the ``text`` of ``chat.postMessage``).
 
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
-``~struck~``, each closed and reopened at every line break (Slack's end at their line); links
+``~struck~``, each closed and reopened at every line break (Slack's end at their line) and kept
+from a letter or digit beside it by a zero-width space (Slack styles only whole words); links
 ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
 blocks keep their backticks (Slack shows no language; backticks in the code get zero-width spaces,
 so that no three in a row end the block; inline code holding a backtick,
@@ -33,6 +34,12 @@ _FENCE = "```"
 _EDGES = {c: re.compile(rf"(?<![^\W_]){re.escape(c)}(?=\S)|(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
 _OPENS = {c: re.compile(rf"(?<![^\W_]){re.escape(c)}(?=\S)") for c in "*_~"}
 _CLOSES = {c: re.compile(rf"(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
+# Where a style's markers meet the text around them: only its paragraph says whether a letter is
+# there (``**b**y``: the ``y`` comes after the style). Noncharacters, Unicode's own for internal use:
+# one in the Markdown's text (never worth sending) goes the same way.
+_OPEN_EDGE, _CLOSE_EDGE = "\ufdd0", "\ufdd1"
+_WORD_BEFORE = re.compile(f"(?<=[^\\W_]){_OPEN_EDGE}")
+_WORD_AFTER = re.compile(f"{_CLOSE_EDGE}(?=[^\\W_])")
 
 
 def escape(text: str) -> str:
@@ -54,7 +61,7 @@ class SlackMrkdwn(Renderer):
     def style(self, kind: str, inner: str, ctx: Context) -> str:
         if kind == "strong" and ctx.heading:
             return inner  # the heading is bold already, and Slack's bold holds no bold: the * would show
-        return _each_line(_MARKERS[kind], inner)
+        return _each_line(_MARKERS[kind], inner, edges=True)
 
     def code_span(self, code: str, ctx: Context) -> str:
         if "`" not in code:
@@ -78,8 +85,11 @@ class SlackMrkdwn(Renderer):
         # would go into the label, and the link show as its markup.
         return " " if ctx.link else "\n"
 
+    def paragraph(self, inline: str, ctx: Context) -> str:
+        return _word_edges(inline)
+
     def heading(self, level: int, inner: str, ctx: Context) -> str:
-        return _each_line("*", inner)  # a setext heading may take several lines
+        return _each_line("*", _word_edges(inner))  # a setext heading may take several lines
 
     def code_block(self, code: str, lang: str, ctx: Context) -> str:
         # Slack has no longer fences: a ``` inside the code would end the block early.
@@ -123,10 +133,24 @@ def _inert_markers(text: str) -> str:
     return "\n".join(lines)
 
 
-def _each_line(marker: str, inner: str) -> str:
+def _each_line(marker: str, inner: str, *, edges: bool = False) -> str:
     """``inner`` between ``marker``s, line by line: Slack's ``*bold*`` (``_``, ``~``) ends at its line,
-    so markers around two lines would show, and leave both lines plain."""
-    return "\n".join(f"{marker}{line}{marker}" if line.strip() else line for line in inner.split("\n"))
+    so markers around two lines would show, and leave both lines plain. ``edges``: each marker's outer
+    side marked for `_word_edges`."""
+    start, end = (f"{_OPEN_EDGE}{marker}", f"{marker}{_CLOSE_EDGE}") if edges else (marker, marker)
+    return "\n".join(f"{start}{line}{end}" if line.strip() else line for line in inner.split("\n"))
+
+
+def _word_edges(rendered: str) -> str:
+    """``rendered`` with a zero-width space between a style's marker and a letter or digit outside it
+    (``x **b**y``, ``這是**粗體**文字``), the marks of its edges gone. Markdown styles part of a word; Slack
+    only a whole one: ``*b*y`` would show its asterisks. The zero-width space is the edge of a word to
+    Slack, and shows nothing (a word copied from the message holds it). Elsewhere nothing is added:
+    a style between spaces or punctuation is read as it is."""
+    if _OPEN_EDGE not in rendered and _CLOSE_EDGE not in rendered:
+        return rendered
+    rendered = _WORD_AFTER.sub(_ZWSP, _WORD_BEFORE.sub(_ZWSP, rendered))
+    return rendered.replace(_OPEN_EDGE, "").replace(_CLOSE_EDGE, "")
 
 
 _RENDERER = SlackMrkdwn()
