@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sqlite3
 from collections.abc import Sequence
 from typing import Literal
 
@@ -63,6 +64,7 @@ from platforms.base import (
     TurnReading,
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, Connects
+from platforms.not_recorded import NotYetDurable, storage_refusal
 
 log = logging.getLogger("gateway.app")
 
@@ -354,7 +356,9 @@ class Gateway:
 
     async def handle(self, inbound: Inbound) -> Accepted:
         """The sink every adapter feeds. Quick: records, routes and queues; never runs a turn inline.
-        Returns once the event is durably recorded: an acknowledged event survives a crash."""
+        Returns once the event is durably recorded: an acknowledged event survives a crash. Raises
+        SQLite's error when it could not record it, and `NotYetDurable` when it recorded it but SQLite
+        refused the commit: the store commits it once it can, so it may still be handled."""
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         route = self._route(inbound)
         # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
@@ -369,7 +373,7 @@ class Gateway:
             log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             # Recorded by an earlier handing over, maybe not durably yet (its commit refused, or due):
             # the caller acknowledges it to the platform on our word.
-            await self.store.durable()
+            await self._recorded_durably()
             return Accepted(accepted.turn_id, key, duplicate=True)
         if accepted.recorded_as is not None:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
@@ -378,11 +382,24 @@ class Gateway:
         if not self._accepting:
             # Shutting down: keep the event (the platform may count it as delivered) and
             # handle it after the next start, with the other unsettled events.
-            await self.store.durable()
+            await self._recorded_durably()
             return Accepted(accepted.turn_id, key)  # the id it is handled under then
         result = await self._handle_accepted(inbound, accepted.turn_id, route)
-        await self.store.durable()
+        await self._recorded_durably()
         return result
+
+    async def _recorded_durably(self) -> None:
+        """Commit the event `handle` recorded. A commit the store refused for want of room (or a lock)
+        keeps the row, to commit once it can: raised as `NotYetDurable`, or a slash command's stop would
+        tell its user "Not taken" (Slack's and Discord's read a raise as nothing recorded), and then the
+        restart would answer it. A commit error the store drops the batch for (a broken constraint)
+        is raised as it is: nothing was recorded."""
+        try:
+            await self.store.durable()
+        except sqlite3.Error as exc:
+            if storage_refusal(exc):
+                raise NotYetDurable.of(exc) from exc
+            raise
 
     async def _handle_accepted(self, inbound: Inbound, turn_id: str | None, route: object = _NOT_ROUTED) -> Accepted:
         """`_dispatch` an accepted event; ``route`` is its `_route` when the caller knows it already

@@ -434,7 +434,8 @@ class DiscordAdapter:
         if channel_id in self._unrecorded.held_back or (
                 inbound is not None and not await until_recorded(sink, inbound, self._stop_asked)):
             self._unrecorded.held_back.add(channel_id)
-            self._unrecorded.left(item, self._last_seen)
+            # A command the gateway recorded without committing it may still be answered (`Handing`).
+            self._unrecorded.left(item, self._last_seen, cut_off=isinstance(sink, Handing) and sink.under_way)
             return  # not seen: the next start's catch-up hands it over
         if message_id:
             self._last_seen.seen(channel_id, message_id)

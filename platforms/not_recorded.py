@@ -5,6 +5,12 @@ when its state database cannot write is SQLite's own error: ``sqlite3.Operationa
 (``database or disk is full``, ``disk I/O error``, ``database is locked``). Such a refusal ends
 once there is room (or the lock is released), and the event must come again then; anything else
 (a bug one odd message trips) would fail the same way at every try.
+
+One refusal is narrower: the sink recorded the event and SQLite then refused to commit it. The store
+keeps such writes and commits them once it can (`lifecycle.SqliteDatabase`; lost only if the process
+ends first), so the event may yet be handled, then or after the next start: the sink raises
+`NotYetDurable` for it, a storage refusal still (tried again, answered 500), which a slash command's
+stop answers "may still be answered", not "Not taken" (`Handing`).
 """
 
 from __future__ import annotations
@@ -33,13 +39,32 @@ def storage_refusal(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _LATER
 
 
+class NotYetDurable(sqlite3.OperationalError):
+    """The sink recorded the event, and SQLite refused to commit it (``__cause__``: its error, whose
+    text, ``sqlite_errorcode`` and ``sqlite_errorname`` this one carries): the store commits it once
+    it can, unless the process ends first, and it is handled then or after the next start. Told "Not
+    taken", its user would be told no, then answered (twice, had they sent it again). A
+    `sqlite3.OperationalError`, so that whatever takes the sink's refusals for storage (`storage_refusal`:
+    hand it over again, answer 500) goes on doing so: handed over again, it is a duplicate the inbox drops
+    once it is durable."""
+
+    @classmethod
+    def of(cls, refused: sqlite3.Error) -> NotYetDurable:
+        exc = cls(*refused.args)
+        for name in ("sqlite_errorcode", "sqlite_errorname"):  # absent from an error Python code raised
+            if hasattr(refused, name):
+                setattr(exc, name, getattr(refused, name))
+        return exc
+
+
 NOT_TAKEN = "⚠️ Not taken: the bot is restarting. Send `{command}` again in a minute."
 """The answer to a slash command a stop left unrecorded (neither Slack nor Discord ever sends a command
 again, nor keeps it in a history the next start could read back), with ``command`` its name, slash included."""
 MAY_BE_TAKEN = ("⚠️ The bot is restarting: `{command}` may still be answered once it is back. If no answer comes"
                 " a few minutes after that, send it again.")
-"""The answer to a slash command whose hand-over to the gateway a stop cut off, with ``command`` its name, slash
-included: the sink records an event before it routes it, and the next start handles what was recorded and not
+"""The answer to a slash command whose hand-over to the gateway a stop cut off, or that the gateway recorded but
+could not commit yet (`NotYetDurable`), with ``command`` its name, slash included: the sink records an event before
+it routes it, and the next start handles what was recorded and not
 settled, so it is neither "Not taken" (its user would be told no, then answered) nor silence (it may not have
 been recorded)."""
 
@@ -48,14 +73,19 @@ class Handing:
     """A slash command's hand-over to the gateway (``hand_on(*args)``, the sink's call), which knows whether
     a call is under way. The gateway's sink records an event before it routes it, and the next start handles
     what it recorded and did not settle: a command whose call a stop cancels may have been recorded, and is
-    then answered after the restart, so its user must not be told it was not taken (`MAY_BE_TAKEN`). A call
-    that raised did not record it (the sink records before it returns, or raises), nor did one not made yet
-    (the command waiting in a queue, or between two refused tries)."""
+    then answered after the restart, so its user must not be told it was not taken (`MAY_BE_TAKEN`). So may
+    one a call recorded without committing it (`NotYetDurable`), whatever the later calls raise: the store
+    still holds its row, to commit once it can. Any other call that raised did not record it (the sink
+    records before it returns, or raises), nor did one not made yet (the command waiting in a queue, or
+    between two refused tries)."""
 
     def __init__(self, hand_on: Callable[..., Awaitable[Any]]) -> None:
         self._hand_on = hand_on
+        self._recorded = False
+        """A call recorded the command without committing it (`NotYetDurable`)."""
         self.under_way = False
-        """Whether a call was under way when the hand-over ended: cancelled there, the command may be recorded."""
+        """Whether the command may be recorded as the hand-over ends: a call was under way (cancelled there), or
+        one recorded it without committing it (`NotYetDurable`), and none has returned since."""
 
     async def __call__(self, *args: Any) -> Any:
         self.under_way = True
@@ -63,8 +93,9 @@ class Handing:
             result = await self._hand_on(*args)
         except asyncio.CancelledError:
             raise  # cut off midway: under way it stays
-        except BaseException:
-            self.under_way = False
+        except BaseException as exc:
+            self._recorded = self._recorded or isinstance(exc, NotYetDurable)
+            self.under_way = self._recorded
             raise
         self.under_way = False
         return result

@@ -69,12 +69,11 @@ class UnderWay:
         """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
         the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
         keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
-        and handled after the next start: answered so, not "Not taken" (its user would be told no, then
-        answered)."""
-        if done.cancelled() and handing.under_way:
-            self.cut_off.append(inbound)
-        elif done.cancelled() or done.exception() is not None:
-            self.unanswered.append(inbound)
+        as may one the gateway recorded and could not commit yet (`Handing.under_way`), and handled after the
+        next start: answered so, not "Not taken" (its user would be told no, then answered)."""
+        if not done.cancelled() and done.exception() is None:
+            return
+        (self.cut_off if handing.under_way else self.unanswered).append(inbound)
 
     async def tell_not_taken(self, answer: Callable[[Outbound], Awaitable[Sent]], listening: list[asyncio.Task[Any]],
                              ends: float) -> None:
