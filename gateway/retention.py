@@ -9,12 +9,17 @@ refused by a full disk, they would otherwise wait for their chat's next message.
 Old rows are forgotten `PRUNE_BATCH` at a time, the event loop free between batches: the first
 sweep after a long stop, or on a busy week's file, has hundreds of thousands to forget, and one
 statement for them all held every send, heartbeat and turn for a second or more.
+
+Each step (the owed turn ends, each table, the eviction) goes on when another fails: a full disk
+refuses the deletes, and memory would otherwise grow with every chat until there was room again. A
+step that fails says so once, not at every sweep, and once more when it goes through again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -46,11 +51,14 @@ class Retention:
         self._clock = clock
         self.idle_after = idle_after
         self.batch = batch
+        self._failing: dict[str, tuple[str, str]] = {}
+        """The steps whose latest try failed -> how (exception type and text): said again only if it changes."""
 
     def sweep(self) -> tuple[int, int, int]:
         """One round, at once; returns (inbox rows, outbox rows, sessions) forgotten. It holds the
-        event loop throughout: the gateway's own rounds are `sweep_in_batches`."""
-        self._pay_owed()  # first: what a chat waits for, and a session that owed nothing more may leave memory
+        event loop throughout: the gateway's own rounds are `sweep_in_batches`. A step that fails is logged
+        (once while it keeps failing alike) and the others go on (see the module's docstring)."""
+        self._owed()
         forgotten: Counter[str] = Counter()
         for table, count in self._batches():
             forgotten[table] += count
@@ -59,33 +67,74 @@ class Retention:
     async def sweep_in_batches(self) -> tuple[int, int, int]:
         """`sweep`, letting the event loop go on after each batch of rows it forgets. Each batch weighs
         the rows afresh: one that is needed again meanwhile (a dead letter handed back) is kept."""
-        self._pay_owed()
+        self._owed()
         forgotten: Counter[str] = Counter()
         for table, count in self._batches():
             forgotten[table] += count
             await asyncio.sleep(0)  # the batch's group commit runs first (queued at its first write)
         return self._end(forgotten)
 
+    def _owed(self) -> None:
+        # First: what a chat waits for, and a session that owed nothing more may leave memory. The store's
+        # refusals it says itself (`TurnRunner.pay_owed`); what it raises is a fault of its own.
+        try:
+            self._pay_owed()
+        except Exception as exc:
+            self._failed("recording the turn ends idle chats owe", exc)
+        else:
+            self._went_through("recording the turn ends idle chats owe")
+
     def _batches(self) -> Iterator[tuple[str, int]]:
-        """Forget old rows a batch at a time, table after table; each step yields what one forgot."""
+        """Forget old rows a batch at a time, table after table; each step yields what one forgot. A table
+        whose prune raises is left until the next sweep, the tables after it forgotten all the same."""
         now = self._clock.time()
         store = self._store
         for table, prune, kept_for in (("inbox", store.inbox.prune, inbox.RETENTION_SECONDS),
                                        ("outbox", store.outbox.prune, outbox_rows.RETENTION_SECONDS),
                                        ("delegations", store.delegations.prune, delegations.RETENTION_SECONDS),
                                        ("last_seen", store.last_seen.prune, last_seen.RETENTION_SECONDS)):
+            step = f"forgetting old {table} rows"
             while True:
-                count = prune(now - kept_for, self.batch)
+                try:
+                    count = prune(now - kept_for, self.batch)
+                except Exception as exc:
+                    self._failed(step, exc)
+                    break
                 yield table, count
                 if count < self.batch:
+                    self._went_through(step)
                     break
 
     def _end(self, forgotten: Counter[str]) -> tuple[int, int, int]:
-        evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
+        try:
+            evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
+        except Exception as exc:
+            self._failed("evicting idle sessions", exc)
+            evicted = 0
+        else:
+            self._went_through("evicting idle sessions")
         if forgotten["inbox"] or forgotten["outbox"] or evicted:
             log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", forgotten["inbox"],
                      forgotten["outbox"], evicted)
         return forgotten["inbox"], forgotten["outbox"], evicted
+
+    def _failed(self, step: str, exc: Exception) -> None:
+        """Say a step failed, once while it fails alike: at every sweep, a full disk's refusal was an ERROR
+        with its traceback every five minutes for as long as the disk stayed full."""
+        how = (type(exc).__name__, str(exc))
+        if self._failing.get(step) == how:
+            log.debug("retention: %s failed again: %s: %s", step, *how)
+            return
+        self._failing[step] = how
+        if isinstance(exc, sqlite3.Error):  # the store's refusal: the database names its cause itself
+            log.warning("retention: %s failed (%s: %s); tried again at each sweep, the other steps go on",
+                        step, *how)
+        else:
+            log.error("retention: %s failed; tried again at each sweep, the other steps go on", step, exc_info=exc)
+
+    def _went_through(self, step: str) -> None:
+        if self._failing.pop(step, None) is not None:
+            log.info("retention: %s goes through again", step)
 
     async def run_forever(self, interval: float = INTERVAL_SECONDS) -> None:
         while True:

@@ -32,7 +32,8 @@ SETTLED = ("delivered", "suppressed", "reported")
 DELIVERY_FAILED = "delivery failed"
 """The reason of a delegation whose completion turn failed too often: its results were sent as they were."""
 RETENTION_SECONDS = 7 * 24 * 3600.0
-"""Settled rows are kept a week, for /agents, /retry and webhook turn reads."""
+"""Settled rows are kept a week, for /agents, /retry and webhook turn reads (longer while their cards owe their
+final edits: `DelegationTable.prune`)."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_delegations (
@@ -51,6 +52,11 @@ SCHEMA = (
         delegation_id TEXT PRIMARY KEY, attempts INTEGER NOT NULL DEFAULT 0, begun INTEGER NOT NULL DEFAULT 0,
         last_error TEXT)""",
 )
+OWED_CARD_TURN = ("(substr(turn_id, 1, 3) = 'tc-' AND EXISTS (SELECT 1 FROM gateway_delegations"
+                  " WHERE delegation_id = substr(turn_id, 4) AND card_owed = 1))")
+"""An outbox row's condition: its turn is the completion turn (`DelegationRow.completion_turn_id`) of a
+delegation whose card still owes its final edit; the outbox keeps that card's message, which the edit is of
+(`OutboxRows.prune`). A lookup by primary key for each row weighed, not a scan of the delegations."""
 _COLUMNS = ("delegation_id, session_key, agent_session_id, origin_turn_id, dispatched_at, tasks, status, reason,"
             " settled_at")
 
@@ -216,14 +222,23 @@ class DelegationTable:
             (origin_turn_id,))]
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
-        """Forget settled delegations settled before the epoch time ``older_than``: at most ``limit``,
-        oldest first (all by default). Returns the count."""
-        # Attempts of a delegation no longer known (settled by a build that kept them): nothing reads them.
-        self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id NOT IN"
-                       " (SELECT delegation_id FROM gateway_delegations WHERE status='running')")
-        return self._db.write("DELETE FROM gateway_delegations WHERE rowid IN (SELECT rowid FROM gateway_delegations"
-                              " WHERE status != 'running' AND settled_at < ? ORDER BY settled_at, rowid LIMIT ?)",
-                              (older_than, -1 if limit is None else limit)).rowcount
+        """Forget settled delegations settled before the epoch time ``older_than``, with their completion
+        turns' attempts: at most ``limit``, oldest first (all by default). Returns the count.
+
+        One whose card still owes its final edit is kept however old (a platform no longer configured, a
+        store that refused the edit until the process stopped): forgotten, the next start would find no card
+        owed (`DelegationCards.finish_owed`), and the card would read as running for good."""
+        # Both statements pick the same rows: the first changes no delegation, and the order is total. The
+        # attempts go with their rows (a settle forgets them; one counted after it is forgotten here), never the
+        # whole table at each batch: the write holds the database's lock, every other writer waiting.
+        forgotten = ("FROM gateway_delegations WHERE status != 'running' AND settled_at < ? AND card_owed = 0"
+                     " ORDER BY settled_at, rowid LIMIT ?")
+        args = (older_than, -1 if limit is None else limit)
+        with self._db.transaction():
+            self._db.write(f"DELETE FROM gateway_delivery_attempts WHERE delegation_id IN"
+                           f" (SELECT delegation_id {forgotten})", args)
+            return self._db.write(f"DELETE FROM gateway_delegations WHERE rowid IN (SELECT rowid {forgotten})",
+                                  args).rowcount
 
 
 def _tasks_json(tasks: tuple[LedgerTask, ...]) -> str:

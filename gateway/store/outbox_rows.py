@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
+from gateway.store.delegations import OWED_CARD_TURN
 from lifecycle import SqliteDatabase
 
 RETENTION_SECONDS = 7 * 24 * 3600.0
@@ -368,7 +369,15 @@ class OutboxRows:
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Delete settled rows created before the epoch time ``older_than`` (see `RETENTION_SECONDS`);
-        pending rows are kept. At most ``limit``, oldest first (all by default). Returns the count."""
+        pending rows are kept, and so is a message an edit or deletion still to be sent is of (its
+        ``target_key``), or still to be journaled (the card of a delegation whose card is owed its final
+        edit, `delegations.OWED_CARD_TURN`): a card's final edit waits as long as its platform takes
+        nothing (tried until taken), or is not configured, and with its message forgotten it would find no
+        message id and be sent anew, the card left reading as running. At most ``limit``, oldest first
+        (all by default). Returns the count."""
         return self._db.write("DELETE FROM gateway_outbox WHERE id IN (SELECT id FROM gateway_outbox"
-                              " WHERE created_at < ? AND status != 'pending' ORDER BY created_at, id LIMIT ?)",
+                              " WHERE created_at < ? AND status != 'pending' AND key NOT IN (SELECT target_key"
+                              " FROM gateway_outbox WHERE status = 'pending' AND target_key IS NOT NULL)"
+                              f" AND NOT coalesce({OWED_CARD_TURN}, 0)"
+                              " ORDER BY created_at, id LIMIT ?)",
                               (older_than, -1 if limit is None else limit)).rowcount
