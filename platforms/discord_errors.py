@@ -120,6 +120,12 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryE
             error = BadRequest(detail, **kw)
     elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
         error = NetworkError(_described(exc), **kw)
+    elif isinstance(exc, json.JSONDecodeError):
+        # An answer labelled application/json that is none (a proxy's 502 page, a body cut short, an empty
+        # 5xx): discord.py parses it before it looks at the status, so this is all that is left of it.
+        # Nothing says Discord refused the call, nor that it did not carry it out: taken for a bad request,
+        # the part was dropped; the outbox tries it again, looking for it first.
+        error = NetworkError(f"an answer that is no JSON, though labelled so: {_described(exc)}", **kw)
     else:
         error = BadRequest(_described(exc), **kw)
     return error

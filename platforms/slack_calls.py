@@ -21,7 +21,7 @@ from platforms.base import BadRequest, NetworkError, Outbound, OutboundFile, Sen
 from platforms.formatting import slack_mrkdwn
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED, BotToken
-from platforms.slack_errors import translate_exception
+from platforms.slack_errors import error_code, translate_exception
 
 log = logging.getLogger("platforms.slack")
 
@@ -76,7 +76,7 @@ class WebApi:
         return client
 
     def _refused(self, method: str, exc: BaseException | None) -> None:
-        error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+        error = error_code(exc) if isinstance(exc, SlackApiError) else None
         if error in REFUSED:
             self._bot_token_state.refused(f"{method} answered {error}")
 

@@ -48,20 +48,26 @@ _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_t
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
               retry_after: str | None, warn: RepeatedWarnings | None = None, needed: str | None = None,
-              caller_logs: bool = False) -> DeliveryError:
+              caller_logs: bool = False, foreign: bool = False) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged: through ``warn``, when
     given, once for a cause that recurs). ``needed``: the scope a ``missing_scope`` answer names.
     ``caller_logs``: the caller logs what becomes of the call, so this channel's own refusal is logged
-    at DEBUG here; a failure all of Slack shares (an outage, a rate limit) is warned of all the same."""
+    at DEBUG here; a failure all of Slack shares (an outage, a rate limit) is warned of all the same.
+    ``foreign``: a Web API call answered with a 2xx that is no answer of Slack's (no JSON of its own: a
+    proxy's page, a body cut short), whether Slack carried the call out unknown, as for a 5xx: a
+    `NetworkError`. Taken for a bad request, the part was dropped."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     shown = f"{error}: the app needs the {needed} scope" if error == "missing_scope" and needed else error
+    if foreign:
+        shown = "an answer that is not Slack's JSON"
     message = f"{method}: {shown or f'HTTP {status}'}"
     if error in REFUSED:
         # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
         # not on every call made while it lasts.
         log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
         return Unauthorized(message, **kw)
-    shared = status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
+    shared = (status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
+              or foreign)
     line = ("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
     if caller_logs and not shared:
         log.debug(*line)
@@ -79,9 +85,20 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
                         (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
         if error in codes:
             return kind(message, **kw)
-    if status is None or status >= 500:
+    if status is None or status >= 500 or foreign:
         return NetworkError(message, **kw)
     return BadRequest(message, **kw)
+
+
+def error_code(exc: SlackApiError) -> str | None:
+    """Slack's error code in ``exc``'s answer, None when it holds none. Its ``response`` is not always
+    a `SlackResponse` of a JSON object: for a body labelled ``application/json`` that is no JSON (a
+    proxy's 502 page, a body cut short) slack-sdk hands over aiohttp's response itself, and a text body
+    is kept as text; reading ``response.get("error")`` of those crashed the translation of the error
+    (AttributeError), which left the adapter as no `DeliveryError` at all."""
+    data = getattr(exc.response, "data", None)
+    code = data.get("error") if isinstance(data, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def translate_exception(exc: Exception, method: str, channel: str | None,
@@ -90,11 +107,17 @@ def translate_exception(exc: Exception, method: str, channel: str | None,
     kw: dict[str, Any] = {"warn": warn, "caller_logs": caller_logs}
     if isinstance(exc, SlackApiError):
         resp = exc.response
-        headers = resp.headers or {}
+        headers = getattr(resp, "headers", None) or {}
         retry_after = headers.get("Retry-After") or headers.get("retry-after")
-        needed = resp.get("needed")
-        return translate(method, channel, status=resp.status_code, error=resp.get("error"), retry_after=retry_after,
-                         needed=needed if isinstance(needed, str) else None, **kw)
+        data = getattr(resp, "data", None)
+        needed = data.get("needed") if isinstance(data, dict) else None
+        # A SlackResponse's status_code; aiohttp's response (a body no JSON, `error_code`) has a status.
+        status = getattr(resp, "status_code", None) or getattr(resp, "status", None)
+        status = status if isinstance(status, int) else None
+        code = error_code(exc)
+        return translate(method, channel, status=status, error=code, retry_after=retry_after,
+                         needed=needed if isinstance(needed, str) else None,
+                         foreign=code is None and status is not None and 200 <= status < 300, **kw)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
         return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, **kw)
     return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, **kw)

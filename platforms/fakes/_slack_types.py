@@ -27,6 +27,9 @@ class Failure:
     """The call takes effect, then its answer is this failure (an answer lost on the way)."""
     drop: bool = False
     """No answer at all: the connection closes (with ``after``, once the call took effect)."""
+    body: str | None = None
+    """A body of its own in place of Slack's JSON, as ``content_type`` (a proxy's page, a body cut short)."""
+    content_type: str = "text/html"
 
 
 @dataclass

@@ -84,6 +84,9 @@ class SlackWebApi:
             request.transport.abort()  # the client sees the server disconnect before any answer
             return web.Response()
         headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
+        if failure.body is not None:  # as bytes: the Content-Type is sent as it is, JSON or not
+            return web.Response(status=failure.status, body=failure.body.encode(),
+                                headers={**headers, "Content-Type": failure.content_type})
         return _json({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
 
     def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -20,6 +21,19 @@ class ApiError(Exception):
         super().__init__(description)
         self.status, self.description, self.retry_after = status, description, retry_after
         self.migrate_to_chat_id = migrate_to_chat_id
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """An answer of its own in place of the Bot API's JSON: a proxy's page, a body cut short."""
+
+    status: int
+    body: str
+    content_type: str
+
+    def response(self) -> web.Response:
+        # As bytes: the Content-Type is sent as it is, JSON or not.
+        return web.Response(status=self.status, body=self.body.encode(), headers={"Content-Type": self.content_type})
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int:

@@ -209,15 +209,19 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
 
     def fail_next(
         self, method: str, error: str = "ratelimited", *, status: int = 200, retry_after: float | None = None,
-        times: int = 1, after: bool = False, drop: bool = False,
+        times: int = 1, after: bool = False, drop: bool = False, body: str | None = None,
+        content_type: str = "text/html",
     ) -> None:
         """Make the next ``times`` calls of ``method`` fail. ``status=429`` sends ``Retry-After``
         (default 1); ``method="response_url"`` scripts the response URLs. ``after``: the call
         takes effect first, and only its answer is the failure (an answer lost on the way).
-        ``drop``: the connection closes without any answer instead (a reset, a proxy timing out)."""
+        ``drop``: the connection closes without any answer instead (a reset, a proxy timing out).
+        ``body``: a Web API call's answer is this text as ``content_type`` instead of Slack's JSON
+        (``error`` unused): a proxy's page, a body cut short, labelled ``application/json`` or not."""
         if status == 429 and retry_after is None:
             retry_after = 1
-        self._failures[method].extend(Failure(error, status, retry_after, after, drop) for _ in range(times))
+        self._failures[method].extend(Failure(error, status, retry_after, after, drop, body, content_type)
+                                      for _ in range(times))
 
     def enforce_rate_limits(self, clock: MonotonicClock | None = None, *, per_channel: Window = PER_CHANNEL,
                             tiers: Mapping[str, Window] = TIERS) -> SlackRateLimits:

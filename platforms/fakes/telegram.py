@@ -84,7 +84,15 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
-from platforms.fakes._telegram_api import ApiError, drop_connection, error_response, flag, int_param, utf16
+from platforms.fakes._telegram_api import (
+    ApiError,
+    RawAnswer,
+    drop_connection,
+    error_response,
+    flag,
+    int_param,
+    utf16,
+)
 from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F401  (StoredFile: re-exported)
 from platforms.fakes._telegram_flood import OVERALL, PER_CHAT, PER_GROUP, FloodControl, MonotonicClock, Window
 from platforms.fakes._telegram_html import HtmlError, parse_html
@@ -170,7 +178,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._chats: dict[str, dict[str, Any]] = {}
-        self._faults: defaultdict[str, deque[ApiError | bool | None]] = defaultdict(deque)
+        self._faults: defaultdict[str, deque[ApiError | RawAnswer | bool | None]] = defaultdict(deque)
         self._held: dict[str, asyncio.Event] = {}
         self.flood: FloodControl | None = None
         """Telegram's flood control, once `enforce_flood_limits` turned it on."""
@@ -328,9 +336,17 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         status: int = 429,
         retry_after: int | None = None,
         description: str | None = None,
+        *,
+        body: str | None = None,
+        content_type: str = "text/html",
     ) -> None:
         """Make the next call of ``method`` answer this error (calls queue up in order).
-        A 429 carries ``parameters.retry_after`` (default 1 s)."""
+        A 429 carries ``parameters.retry_after`` (default 1 s). ``body``: the answer is this text as
+        ``content_type`` instead of the Bot API's JSON (a proxy's page, a body cut short), the call not
+        carried out."""
+        if body is not None:
+            self._faults[method.lower()].append(RawAnswer(status, body, content_type))
+            return
         if status == 429:
             retry_after = 1 if retry_after is None else retry_after
             description = description or f"Too Many Requests: retry after {retry_after}"
@@ -402,6 +418,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             await asyncio.Event().wait()  # until the fake closes
         if isinstance(fault, ApiError):
             return error_response(fault)
+        if isinstance(fault, RawAnswer):
+            return fault.response()
         if fault is False:
             return drop_connection(request)
         write = None
