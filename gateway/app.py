@@ -408,14 +408,49 @@ class Gateway:
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         try:
             # In the chat's order: a message sent right after /new waits until /new and its text are handled.
-            async with self._intake.turn(key, self.store.durable):
+            async with self._intake.turn(key, self._durable_before_waiting):
                 if route is _NOT_ROUTED:
                     route = self._route(inbound)
                 return await self._dispatch(inbound, turn_id, route)  # type: ignore[arg-type]
         except Exception as exc:
-            if not self.dead_letters.failed(inbound, turn_id, exc) and turn_id is not None:
-                self.runner.not_beginning(turn_id)
+            self._not_handled(inbound, turn_id, exc)
             return Accepted(turn_id, key)
+
+    async def _durable_before_waiting(self) -> None:
+        """Before an event waits for the event of its chat being handled: commit it, so that the platform's
+        acknowledgement need not wait for the chat. A commit the store refuses (a full disk) is no failure of
+        the event: it waits all the same and is handled in its turn, as an event with none before it is
+        (`handle` then raises `NotYetDurable`). Raised, it was counted a failed attempt of the event, set
+        aside with an apology after ``inbox.max_attempts``, or, its counting refused as well, raised to the
+        platform as not recorded, whose redelivery is then a duplicate: handled by no one until a restart."""
+        try:
+            await self.store.durable()
+        except sqlite3.Error as exc:
+            if not storage_refusal(exc):
+                raise
+
+    def _not_handled(self, inbound: Inbound, turn_id: str | None, exc: Exception) -> None:
+        """Handling ``inbound`` raised ``exc``. A refusal of the store (a full disk, a lock) says nothing
+        of the event: it is not counted, and is tried again until the store takes it
+        (`DeadLetterPolicy.refused`). Anything else is a failed attempt (`DeadLetterPolicy.failed`), and when
+        the store refuses to count that, the event is tried again as a refused one: counted once the store
+        can write. Never raises: a start replays stored events through here, and must not be stopped by one."""
+        if not storage_refusal(exc):
+            try:
+                if not self.dead_letters.failed(inbound, turn_id, exc) and turn_id is not None:
+                    self.runner.not_beginning(turn_id)
+                return
+            except Exception as count_failed:
+                if not storage_refusal(count_failed):
+                    log.exception("%s event %s: handling it failed (%s: %s), and so did counting that; it is not "
+                                  "handled now and is kept for the next start", inbound.platform, inbound.event_id,
+                                  type(exc).__name__, exc)
+                    return
+                log.error("%s event %s: handling it failed (%s: %s), and the store refused to count that; it is "
+                          "tried again, and counted once the store can write", inbound.platform, inbound.event_id,
+                          type(exc).__name__, exc, exc_info=exc)
+                exc = count_failed
+        self.dead_letters.refused(inbound, turn_id, exc)
 
     async def _handle_again(self, inbound: Inbound, turn_id: str | None) -> Accepted:
         """`_handle_accepted` an event handed back (`switchboard inbox retry`) or tried again after a

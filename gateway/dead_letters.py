@@ -1,9 +1,11 @@
 """Events the gateway fails to handle: tried again after a pause, then set aside, never replayed
 into a crash.
 
-Handling an event can fail (the state database refuses a write, a bug meets an odd
-event). The failure is counted in the inbox and the event is tried again after a
-pause that doubles (0.5 s, 1 s, …). A gateway that died (rather than stopped) while an event's
+Handling an event can fail (a bug meets an odd event). The failure is counted in the inbox
+and the event is tried again after a pause that doubles (0.5 s, 1 s, …). The state database
+refusing a write (a full disk, `platforms.not_recorded.storage_refusal`) is no fault of the event:
+that is not counted, and the event is tried again the same way for as long as the database refuses
+(`DeadLetterPolicy.refused`). A gateway that died (rather than stopped) while an event's
 turn ran counts as a failed attempt too, so an event that crashes the process is not
 replayed into every start; one still waiting for its turn had no part in it, nor one whose turn
 waited for the chat's answer to a question (`gateway.questions`) while no child it launched ran in
@@ -52,6 +54,8 @@ class DeadLetterPolicy:
         self._clock = clock
         self._handle = handle
         self._retries: set[asyncio.Task] = set()
+        self._refusals: dict[tuple[str, str], int] = {}
+        """Events being tried again because the store refused their handling: how many times it has."""
 
     def failed(self, inbound: Inbound, turn_id: str | None, exc: BaseException) -> bool:
         """Handling ``inbound`` raised ``exc``: try again later (True), or set it aside for good."""
@@ -67,6 +71,33 @@ class DeadLetterPolicy:
             return True
         self._set_aside(inbound, attempts, error, exc)
         return False
+
+    def refused(self, inbound: Inbound, turn_id: str | None, exc: BaseException) -> None:
+        """Handling ``inbound`` met the store's refusal (a full disk, a lock: `platforms.not_recorded.storage_refusal`),
+        which says nothing of the event. Counted, a full disk lasting a few tries would set a fine event aside
+        with an apology. So it is not counted, stays unsettled, and is tried again after a pause that doubles
+        (up to `MAX_PAUSE_SECONDS`), for as long as the store refuses: handled within that pause of there
+        being room, without a restart. A stop leaves it, unsettled and uncharged, for the next start. One
+        `WARNING` per event, not one per try."""
+        key = (inbound.platform, inbound.event_id)
+        tries = self._refusals[key] = self._refusals.get(key, 0) + 1
+        # Bounded before the power: a disk full for hours makes thousands of tries, and 2.0 ** 1024 overflows.
+        pause = min(MAX_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2 ** min(tries - 1, 16))
+        (log.warning if tries == 1 else log.debug)(
+            "%s event %s: the state database refused what handling it needs (%s: %s); not counted as a failed "
+            "attempt, it is tried again in %.1fs, and until the database can be written", inbound.platform,
+            inbound.event_id, type(exc).__name__, exc, pause)
+        task = asyncio.ensure_future(self._again_refused(inbound, turn_id, pause, tries))
+        self._retries.add(task)
+        task.add_done_callback(self._retries.discard)
+
+    async def _again_refused(self, inbound: Inbound, turn_id: str | None, pause: float, tries: int) -> None:
+        key = (inbound.platform, inbound.event_id)
+        try:
+            await self._again(inbound, turn_id, pause)
+        finally:
+            if self._refusals.get(key) == tries:  # not refused again: handled, or failed otherwise
+                del self._refusals[key]
 
     def cut_short(self, inbound: Inbound) -> bool:
         """The last gateway died (it did not stop) while the turn of ``inbound`` ran: that counts as a

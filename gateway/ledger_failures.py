@@ -142,18 +142,20 @@ class CompletionFailures:
         return False
 
     async def _give_up(self, row: DelegationRow, attempts: int, error: str) -> None:
-        """Send the results to the chat as they are, once (keyed by the completion turn), and settle the row."""
+        """Send the results to the chat as they are, once (keyed by the completion turn), and settle the row.
+        Said in the log once they are journaled: should the store refuse them, the caller says they were not
+        sent, and a line before would have claimed they were."""
         lines = await self._result_lines(row)
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile
-        log.error("delegation %s: handing its results to the model failed %d times; they are sent to the chat as "
-                  "they are (`/agents`: results sent as they were): %s", row.delegation_id, attempts, error)
         platform, chat_id, thread_id = split_session_key(row.session_key)
         text = "\n".join([UNDELIVERABLE, *lines])
         self._outbox.enqueue(platform, chat_id, thread_id, text,
                              kind="completion", key=f"{row.completion_turn_id}:undelivered",
                              turn_id=row.completion_turn_id, reply_to=self._asked(platform, row))
+        log.error("delegation %s: handing its results to the model failed %d times; they are sent to the chat as "
+                  "they are (`/agents`: results sent as they were): %s", row.delegation_id, attempts, error)
         self._settle(row, "delivered", DELIVERY_FAILED)
 
     async def _result_lines(self, row: DelegationRow) -> list[str]:
