@@ -2,7 +2,8 @@
 
 A message is one line, or several lines pasted at once (a list to delegate), or
 lines joined with a trailing backslash; a pasted block of commands alone is one command
-per line (`platforms.local_messages`). The reader thread is `platforms.local_reader`.
+per line (`platforms.local_messages`). The reader thread is `platforms.local_reader`. A message over
+the web chat's limit (`platforms.web.MAX_TEXT` characters) is not sent: the chat says so (`TOO_LONG`).
 
 On a terminal (input and output both TTYs) lines are read with GNU readline:
 arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
@@ -84,7 +85,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.local_files import UPLOAD_LIMIT, keep
-from platforms.local_messages import CTRL_C, commands_alone, next_message, pressed_ctrl_c
+from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
 from platforms.local_reader import Lines, PromptDraw
 from platforms.local_screen import height, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
@@ -98,6 +99,7 @@ from platforms.local_tty import (
     typed_line,
     up,
 )
+from platforms.web import MAX_TEXT
 
 CHAT_ID = "terminal"
 PROMPT = "you> "
@@ -109,6 +111,9 @@ log = logging.getLogger(__name__)
 LEAVE_HINT = "(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 LEAVING = "(Leaving once the agent has finished; Ctrl-C stops it now)"
 """Said at once when the chat is left (/quit, Ctrl-D) while a turn runs: the chat ends when it does."""
+TOO_LONG = f"(Not sent: a message must be at most {MAX_TEXT} characters; this one had more, and none of it was sent)"
+"""Said for a message over the web chat's limit (`platforms.local_messages.TooLong`). Passed on, a paste
+beyond the model's context failed only at the model server, after the gateway had recorded all of it."""
 LEAVE_POLL = 0.1
 """Seconds between looks at whether the turn a leaving chat waits for has ended."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
@@ -225,12 +230,16 @@ class LocalAdapter:
                 self._write(PROMPT, newline=False)
                 self._prompting = True
             text = pasted.popleft() if pasted else await self._next_message(lines)
+            if self._readline is None:
+                self._prompting = False
+            if isinstance(text, TooLong):
+                self._leaving = False
+                await self.send(Outbound(CHAT_ID, None, TOO_LONG, kind="command"))
+                continue
             if text is not None and "\n" in text and commands_alone(text):
                 first, *rest = (line for line in text.split("\n") if line.strip())
                 pasted.extend(rest)
                 text = first
-            if self._readline is None:
-                self._prompting = False
             if text is None and not self._interactive and self._on_input_end is not None:
                 self._on_input_end()  # a pipe or a file ran out: its messages still get their answers
                 return
@@ -349,7 +358,7 @@ class LocalAdapter:
             if self._saved_tty is not None:
                 set_echo(self._input, on)
 
-    async def _next_message(self, lines: Lines) -> str | None:
+    async def _next_message(self, lines: Lines) -> str | TooLong | None:
         """One message (`platforms.local_messages.next_message`); None at end of input."""
         return await next_message(lines.next, lines.keep_end, self._input, editing=self._readline is not None)
 

@@ -17,6 +17,12 @@ One thing is waited for: a writer that writes a line at a time (bash's ``printf`
 a line, when nothing more is readable, the reader waits `LINE_GRACE` for more before it decides the
 message is whole. That wait starts at the reader's look, not at the first line's arrival: a reader
 scheduled late still finds everything there, and waits nothing.
+
+What arrives together is bounded (`READ_BOUND`): ``yes | switchboard chat`` is one message that never
+ends, and read whole it grew in memory until the process was killed. A read that passes the bound
+returns what it has as `Cut`, and the rest of what arrives with it is read and dropped, never kept
+(nor sent as messages of its own): the message is refused as too long
+(`platforms.local_messages.TooLong`), at once, not once its end comes, which may be never.
 """
 
 from __future__ import annotations
@@ -29,16 +35,28 @@ import select
 from collections.abc import Callable
 from typing import TextIO
 
+from platforms.web import MAX_TEXT
+
 CHUNK = 65536
 LINE_GRACE = 0.05
 """Seconds a line's reader waits for the next line of the same write burst (see above): far less
 than anyone types a line in, far more than a writer takes from one ``write`` to its next."""
+READ_BOUND = 2 * MAX_TEXT + 2
+"""Characters a read holds, at most (plus a `CHUNK`), before it is cut (`Cut`). Twice the longest message
+(the web chat's limit, `platforms.web.MAX_TEXT`): a message is its lines without their ends and
+continuation backslashes (``\\``), at least half of what was read, so a read cut here is always a message
+over the limit, never one the limit lets through."""
+
+
+class Cut(str):
+    """The start of what arrived together, more than `READ_BOUND` characters: the rest of it is read and
+    dropped by the next read, which then returns what arrives after it."""
 
 
 def reader_of(stream: TextIO) -> Callable[[], str]:
     """A blocking read of what arrived together on ``stream``: newline-terminated lines (the last
-    one unterminated at the end of input), "" at the end of input. A stream without a descriptor
-    (a test's ``StringIO``) is read a line at a time."""
+    one unterminated at the end of input), "" at the end of input; past `READ_BOUND` characters, their
+    start as `Cut`. A stream without a descriptor (a test's ``StringIO``) is read a line at a time."""
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
@@ -53,6 +71,7 @@ class _Together:
         # reader), and CR LF or CR ends a line as LF does.
         self._decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)("replace"), translate=True)
         self._ended = False
+        self._dropping = False  # the last read was `Cut`: the rest of what arrived with it is dropped
 
     def read(self) -> str:
         if self._ended:
@@ -68,10 +87,19 @@ class _Together:
                 data = b""
             if not data:
                 self._ended = True
-                return text + self._decoder.decode(b"", final=True)
+                end = self._decoder.decode(b"", final=True)
+                return "" if self._dropping else text + end
             text += self._decoder.decode(data)
             if text.endswith("\n") and not _readable(self._fd, LINE_GRACE):
-                return text
+                if not self._dropping:
+                    return text
+                self._dropping = False  # the cut message's rest is gone: what comes next is a message again
+                text = ""
+            elif self._dropping:
+                text = text[-1:]  # whether it ends a line is all that matters of it
+            elif len(text) > READ_BOUND:
+                self._dropping = True
+                return Cut(text)
 
 
 def _readable(fd: int, within: float) -> bool:

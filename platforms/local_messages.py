@@ -6,10 +6,11 @@ line, in order (`commands_alone`). Pasted at once: with line editing, lines alre
 within `PASTE_WINDOW`, when one ends; from a pipe, a file or a terminal without line editing, the lines
 readable at once when the reader looks, however late its thread runs (`platforms.local_input`), never a
 timer between lines. Ctrl-C pressed at readline's prompt (`CTRL_C`) is a message of its own, never
-joined with the lines after it.
+joined with the lines after it. A message over `MAX_TEXT` characters, the web chat's limit, is `TooLong`:
+none of it is sent.
 
 Apart from `platforms.local`: what a message is does not depend on how the lines were read (the reader
-thread, `platforms.local_lines`) nor on what the chat does with it (the adapter).
+thread, `platforms.local_reader`) nor on what the chat does with it (the adapter).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TextIO
+
+from platforms.local_input import Cut
+from platforms.web import MAX_TEXT
 
 PASTE_WINDOW = 0.05
 """With line editing, input reaching the terminal this soon after a line was pasted with it
@@ -33,6 +37,13 @@ CTRL_C = "\x03"
 the key so); in input read without readline (a pipe), the character is text."""
 
 
+class TooLong:
+    """A message over `MAX_TEXT` characters (the web chat's limit: one chat's message is as long as the
+    other's): none of it is sent, and nothing of it is kept past the limit. Passed on, a paste far over the
+    model's context was refused by the model server only, after the gateway had recorded and sent it all;
+    read whole, ``yes | switchboard chat`` grew in memory until the process was killed."""
+
+
 def pressed_ctrl_c(text: str, *, editing: bool) -> bool:
     """Whether ``text`` is Ctrl-C pressed (with what was typed before it): only readline (``editing``) turns the
     key into a character (`CTRL_C`). Elsewhere the character is text like any other: a pipe or a file has no keys,
@@ -42,10 +53,12 @@ def pressed_ctrl_c(text: str, *, editing: bool) -> bool:
 
 
 async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep_end: Callable[[], None],
-                       stream: TextIO, *, editing: bool) -> str | None:
+                       stream: TextIO, *, editing: bool) -> str | TooLong | None:
     """One message: a line, plus lines pasted with it (they arrive together: with line editing,
     typed ahead within `PASTE_WINDOW`; else read at once, `platforms.local_input.reader_of`) or continued
-    with a trailing backslash. None at end of input.
+    with a trailing backslash. None at end of input; `TooLong` for a message over `MAX_TEXT` characters,
+    once all of it has been read (its lines are counted, not kept), or at once when the reader cut it
+    (`platforms.local_input.Cut`: the reader drops its rest itself).
 
     ``next_line(timeout)`` is the next line read ("" at the end of input; TimeoutError after ``timeout``);
     ``keep_end`` puts an end of input back for the next read, when it ends a message begun."""
@@ -55,10 +68,18 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
     if pressed_ctrl_c(read, editing=editing):  # a key, never joined with the lines after it
         return read.rstrip("\n")
     parts: list[str] = []
+    size = -1  # the message's characters so far: its lines, and a newline between each two
     while True:
+        if isinstance(read, Cut):
+            return TooLong()
         got = read.removesuffix("\n").split("\n")
         continued = got[-1].endswith("\\")
-        parts += [line.removesuffix("\\") for line in got]
+        got = [line.removesuffix("\\") for line in got]
+        size += sum(len(line) + 1 for line in got)
+        if size <= MAX_TEXT:
+            parts += got
+        else:
+            parts.clear()  # its rest is still read, none of it a message of its own, but no longer kept
         if not continued and (not editing or not await typed_ahead(stream, PASTE_WINDOW)):
             break  # nothing more pasted (with line editing: no read started, whose prompt would show)
         try:
@@ -68,7 +89,7 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
         if not read:
             keep_end()  # keep the EOF for the next read
             break
-    return "\n".join(parts)
+    return "\n".join(parts) if size <= MAX_TEXT else TooLong()
 
 
 async def typed_ahead(stream: TextIO, timeout: float) -> bool:
