@@ -181,7 +181,7 @@ class SlackAdapter:
         self._bot_token_state = BotToken()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
         self._reads = slack_history.PacedReads(self._page)
-        self._under_way = UnderWay()
+        self._under_way = UnderWay(self.send)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
         self._background = self._under_way.background
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
@@ -449,6 +449,7 @@ class SlackAdapter:
 
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
+            self._under_way.answering(message.reply_token)  # a stop cutting its hand-over off says no more
             return await slack_commands.answer(message, self._session, self._web.formatted)
         return await slack_posts.post(self._web, self._metadata, message, self._remember)
 

@@ -7,7 +7,8 @@ else with ``chat.postEphemeral``. The answer's message id starts with `EPHEMERAL
 cannot be edited or deleted, nor looked up (no history holds it), so an answer whose fate is unknown
 is sent again without asking. One a stop leaves unrecorded, which Slack never sends again and no
 history keeps, is answered to be sent again (`tell_not_taken`); one whose hand-over the stop cut off
-may be recorded, and is answered that it may come after the restart (`Handing`).
+may be recorded, and is answered that it may come after the restart (`Handing`), unless the gateway
+answered it already. One the gateway failed on before it recorded it is answered so (`NOT_HANDLED`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from platforms.slack_text import readable
 log = logging.getLogger("platforms.slack")
 
 EPHEMERAL = "ephemeral:"
-
+NOT_HANDLED = ("⚠️ Sorry — I could not handle `{command}`: the error is logged for the operator to look at. Please"
+               " try again, perhaps in other words.")
+"""The answer to a slash command the gateway failed on before it recorded it (a bug the command trips, not a full
+disk: `platforms.not_recorded.storage_refusal`), with ``command`` its name, slash included. Nothing else answers
+it: it is dropped, as it would fail alike at every try, and Slack shows its user nothing for an empty
+acknowledgement. The words of the gateway's own apology for an event it could not handle (its dead letters)."""
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
@@ -96,26 +102,50 @@ def may_be_taken(command: Inbound) -> str:
     return MAY_BE_TAKEN.format(command=name)
 
 
+def not_handled(command: Inbound) -> str:
+    """The answer that the gateway failed on ``command`` before it recorded it (`NOT_HANDLED`), logged as given."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("slack: %s from user %s was dropped, the gateway failing on it; telling the user", name,
+                command.user_id)
+    return NOT_HANDLED.format(command=name)
+
+
+async def tell(command: Inbound, text: Callable[[Inbound], str],
+               answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+    """Answer ``command`` with ``text(command)`` through ``answer`` (the adapter's `answer` of a command), ephemerally
+    as every answer to a command. Never raises: a failure is logged."""
+    name = command.text.split(maxsplit=1)[0]
+    try:
+        await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=text(command), kind="command",
+                              reply_token=command.reply_token))
+    except Exception as exc:
+        log.warning("slack: could not tell user %s what became of %s (%s)", command.user_id, name,
+                    type(exc).__name__)
+
+
 async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]],
-                         seconds: float, cut_off: Sequence[Inbound] = ()) -> None:
+                         seconds: float, cut_off: Sequence[Inbound] = (),
+                         replied: Callable[[str], bool] = lambda _token: False) -> None:
     """Answer each command a stop left unrecorded (acked or not, Slack never sends it again) that
     it was not taken, and each of ``cut_off`` (its hand-over cut off: `Handing`) that it may be answered
     after the restart, through ``answer`` (the adapter's `answer` of a command). All within
     ``seconds`` (the stop's grace is the gateway's to share): an answer Slack has not taken by then
-    is given up. Never raises."""
-    async def tell(command: Inbound, text: Callable[[Inbound], str]) -> None:
-        name = command.text.split(maxsplit=1)[0]
-        try:
-            await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=text(command),
-                                  kind="command", reply_token=command.reply_token))
-        except Exception as exc:
-            log.warning("slack: could not tell user %s what became of %s (%s)", command.user_id, name,
-                        type(exc).__name__)
+    is given up. Never raises. Not one of ``cut_off`` the gateway answered already (``replied``: this process
+    began an answer through its reply token, `UnderWay.replied`): the sink records, then routes, and a stop may
+    cut it off after the routing answered (`/stop` or `/new`, say); Slack showed the word that an answer may
+    come, and to send the command again if none does, below the answer itself."""
+    def unanswered(command: Inbound) -> bool:
+        if command.reply_token is None or not replied(command.reply_token):
+            return True
+        log.info("slack: %s from user %s was still being handed over when the gateway stopped, and was answered"
+                 " already: nothing more is said", command.text.split(maxsplit=1)[0], command.user_id)
+        return False
 
+    cut_off = [command for command in cut_off if unanswered(command)]
     if not commands and not cut_off:
         return
-    tasks = [asyncio.ensure_future(tell(command, not_taken)) for command in commands]
-    tasks += [asyncio.ensure_future(tell(command, may_be_taken)) for command in cut_off]
+    tasks = [asyncio.ensure_future(tell(command, not_taken, answer)) for command in commands]
+    tasks += [asyncio.ensure_future(tell(command, may_be_taken, answer)) for command in cut_off]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()

@@ -30,7 +30,7 @@ up on it (`Retries`); or it is a slash command, acknowledged or not (the adapter
 
 
 async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound, acked: Callable[[], bool],
-                      why: str = ACKED) -> None:
+                      why: str = ACKED) -> bool:
     """``hand_on()`` the message; once it is the adapter's to keep (``acked()``: Slack will not send it
     again, or may not; ``why`` says which in the log), a store that refuses the write
     (`platforms.not_recorded`) is tried again, backing off, until it takes it or the adapter stops
@@ -38,7 +38,8 @@ async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound
     start may be days away, past what its catch-up reads back. Before that it raises: unacked, Slack
     sends the message again. After, any other failure is the message's own (a bug it trips), which
     would recur at every try, the next start's catch-up included: logged with its traceback and
-    dropped, as Discord does, so it settles as taken."""
+    dropped, as Discord does, so it settles as taken. True once taken, False when dropped so: a slash
+    command's user, whom nothing else answers, is then told (`UnderWay.command_settled`)."""
     delay = SINK_RETRY_FIRST
     while True:
         try:
@@ -49,14 +50,14 @@ async def until_taken(hand_on: Callable[[], Awaitable[object]], inbound: Inbound
             if not storage_refusal(exc):
                 log.exception("slack: the gateway refused message %s %s; dropped, as it would fail alike at every"
                               " try", inbound.event_id, why)
-                return
+                return False
             log.log(logging.WARNING if delay == SINK_RETRY_FIRST else logging.DEBUG,
                     "slack: message %s was not recorded (%s: %s) %s; handing it over again in %.1f s, and until it"
                     " is", inbound.event_id, type(exc).__name__, exc, why, delay)
         else:
             if delay > SINK_RETRY_FIRST:
                 log.info("slack: message %s is recorded", inbound.event_id)
-            return
+            return True
         await asyncio.sleep(delay)
         delay = min(delay * 2, SINK_RETRY_MAX)
 

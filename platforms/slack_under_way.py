@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -17,11 +18,19 @@ from platforms import slack_commands
 from platforms.base import Inbound, Outbound, Sent
 from platforms.not_recorded import Handing
 
+_REMEMBERED_REPLIES = 1000
+"""Reply tokens of the commands answered lately (`UnderWay.answering`): a command's hand-over is over within a
+stop's grace, by which time far fewer have been answered."""
+
 
 class UnderWay:
     """Every task a stop must end or wait for, and the commands it must answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+        """``answer``: the adapter's answer to a command (through its reply token)."""
+        self._answer = answer
+        self._replied: OrderedDict[str, None] = OrderedDict()
+        """Reply tokens of the commands this process began to answer (`answering`), sent or not."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.listening: set[asyncio.Task[Any]] = set()
         """Listeners running for an event or a command (Socket Mode starts them and forgets them): a stop
@@ -65,13 +74,30 @@ class UnderWay:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
-    def command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[None]) -> None:
+    def answering(self, reply_token: str) -> None:
+        """The adapter begins an answer to a command (before the call: a stop may come during it)."""
+        self._replied[reply_token] = None
+        self._replied.move_to_end(reply_token)
+        while len(self._replied) > _REMEMBERED_REPLIES:
+            self._replied.popitem(last=False)
+
+    def replied(self, reply_token: str) -> bool:
+        """Whether this process began an answer to the command (`answering`): the stop's word that it may be
+        answered after the restart would come below that answer (`slack_commands.tell_not_taken`)."""
+        return reply_token in self._replied
+
+    def command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[bool | None]) -> None:
         """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
         the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
         keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
         as may one the gateway recorded and could not commit yet (`Handing.under_way`), and handled after the
-        next start: answered so, not "Not taken" (its user would be told no, then answered)."""
+        next start: answered so, not "Not taken" (its user would be told no, then answered). One the gateway
+        failed on otherwise (a bug, dropped: `slack_handover.until_taken` is False) is answered at once that it
+        could not be handled (`slack_commands.NOT_HANDLED`): nothing else answers it, and Slack shows its user
+        nothing for the empty acknowledgement."""
         if not done.cancelled() and done.exception() is None:
+            if done.result() is False:
+                self.background(slack_commands.tell(inbound, slack_commands.not_handled, self._answer))
             return
         (self.cut_off if handing.under_way else self.unanswered).append(inbound)
 
@@ -83,4 +109,4 @@ class UnderWay:
         await asyncio.gather(*listening, return_exceptions=True)
         unanswered, cut_off, self.unanswered, self.cut_off = self.unanswered, self.cut_off, [], []
         await slack_commands.tell_not_taken(unanswered, answer,  # a command's answer, while the session is open
-                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off)
+                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off, self.replied)

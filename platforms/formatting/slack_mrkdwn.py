@@ -2,8 +2,8 @@
 
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
 ``~struck~``, each closed and reopened at every line break (Slack's end at their line) and kept
-from a letter or digit beside it by a zero-width space (Slack styles only whole words); links
-``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
+from a letter or digit, or another style, beside it by a zero-width space (Slack styles only whole
+words); links ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
 blocks keep their backticks (Slack shows no language; backticks in the code get zero-width spaces,
 so that no three in a row end the block; inline code holding a backtick,
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
@@ -40,6 +40,7 @@ _CLOSES = {c: re.compile(rf"(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
 _OPEN_EDGE, _CLOSE_EDGE = "\ufdd0", "\ufdd1"
 _WORD_BEFORE = re.compile(f"(?<=[^\\W_]){_OPEN_EDGE}")
 _WORD_AFTER = re.compile(f"{_CLOSE_EDGE}(?=[^\\W_])")
+_STYLES_MEET = f"{_CLOSE_EDGE}{_OPEN_EDGE}"
 
 
 def escape(text: str) -> str:
@@ -144,12 +145,14 @@ def _each_line(marker: str, inner: str, *, edges: bool = False) -> str:
 def _word_edges(rendered: str) -> str:
     """``rendered`` with a zero-width space between a style's marker and a letter or digit outside it
     (``x **b**y``, ``這是**粗體**文字``), the marks of its edges gone. Markdown styles part of a word; Slack
-    only a whole one: ``*b*y`` would show its asterisks. The zero-width space is the edge of a word to
-    Slack, and shows nothing (a word copied from the message holds it). Elsewhere nothing is added:
-    a style between spaces or punctuation is read as it is."""
+    only a whole one: ``*b*y`` would show its asterisks. So between two styles that meet (``**a**__b__``,
+    ``**a***b*``): Slack reads ``*a**b*`` as one style holding two asterisks, and a marker touching another
+    as no edge of a word (``*a*_b_``). The zero-width space is the edge of a word to Slack, and shows
+    nothing (a word copied from the message holds it). Elsewhere nothing is added: a style between spaces
+    or punctuation, or nested in another (``_*a*_``), is read as it is."""
     if _OPEN_EDGE not in rendered and _CLOSE_EDGE not in rendered:
         return rendered
-    rendered = _WORD_AFTER.sub(_ZWSP, _WORD_BEFORE.sub(_ZWSP, rendered))
+    rendered = _WORD_AFTER.sub(_ZWSP, _WORD_BEFORE.sub(_ZWSP, rendered)).replace(_STYLES_MEET, _ZWSP)
     return rendered.replace(_OPEN_EDGE, "").replace(_CLOSE_EDGE, "")
 
 
