@@ -17,8 +17,8 @@ class TemporalUnavailable(Exception):
     """The Temporal service could not be reached (or refused us); the message says which and how to fix it.
 
     ``lasting`` says every start fails alike until the operator changes something here: a TLS file that
-    cannot be read, holds no PEM certificate or key, or a key that is not its certificate's; a namespace
-    Temporal refuses as no name at all. `gateway.startup_errors.lasting` then gives the exit status a
+    cannot be read, holds no PEM certificate or key or one that cannot be parsed, or a key that is not its
+    certificate's; a namespace Temporal refuses as no name at all. `gateway.startup_errors.lasting` then gives the exit status a
     supervisor does not start again on: restarted, a gateway or worker logged the same line every few
     seconds for ever. False for what may mend by itself or on the server's side: a service not up yet or
     not reachable, a namespace not created yet, a server certificate refused (it may be renewed: an expired
@@ -115,6 +115,15 @@ def _connect_failure(settings: TemporalSettings, exc: Exception) -> TemporalUnav
         listed = " or ".join(f"{key} ({getattr(files, key)})" for key in keys)
         return TemporalUnavailable(f"lifecycle.temporal.{where}: cannot parse the certificate in {listed}",
                                    lasting=True)
+    # A server's certificate is refused in the handshake, inside the connect's error ("ConnectError(Custom {
+    # … InvalidCertificate(…)"); one refused before any connect is ours: rustls parses cert_file's
+    # certificate to match it with key_file as the client's TLS is built (a PEM body that decodes to no
+    # certificate: BadEncoding). Blamed on the server's, it read as a CA to set, and was started again for ever.
+    own = re.search(r"Error\(Transport, InvalidCertificate\(([\w(]+)", text)
+    if own is not None and files is not None and files.cert_file is not None:
+        reason = own.group(1).rsplit("(", 1)[-1]
+        return TemporalUnavailable(f"lifecycle.temporal.tls.cert_file: cannot parse the certificate in cert_file"
+                                   f" ({files.cert_file}): {reason}", lasting=True)
     if "InvalidContentType" in text:  # a TLS handshake that a plaintext server answered
         why = "on because api_key is set" if tls is None else "on"
         return TemporalUnavailable(

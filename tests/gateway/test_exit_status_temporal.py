@@ -5,7 +5,11 @@ same line for ever; an unreachable Temporal may come up, so it stays 1."""
 
 from __future__ import annotations
 
+import base64
+import shutil
 import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +118,41 @@ def test_only_a_temporal_unavailable_marked_lasting_lasts():
     assert not lasting(_wrapped(TemporalUnavailable("lifecycle.temporal.address: cannot reach Temporal")))
     assert lasting(_wrapped(TemporalUnavailable("lifecycle.temporal.namespace: no such", lasting=True)))
     assert lasting(TemporalUnavailable("lifecycle.temporal.namespace: no such", lasting=True))
+
+
+def _client_key(tmp_path) -> Path:
+    """A private key rustls takes, so that what fails is the certificate beside it."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a key")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
+                    str(tmp_path / "client.key")], check=True, capture_output=True, timeout=30)
+    return tmp_path / "client.key"
+
+
+def _no_certificate_in_its_pem(tmp_path) -> Path:
+    """A cert_file whose PEM body is base64 of no certificate (a truncated or mangled copy): it passes the
+    marker check and rustls's PEM reading, and fails only as the certificate is parsed, as ``BadEncoding``."""
+    body = base64.b64encode(b"SECRET-KEY-MATERIAL").decode()
+    (tmp_path / "client.pem").write_text(f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+    return tmp_path / "client.pem"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_a_cert_file_that_holds_no_certificate_is_not_started_again(tmp_path, command):
+    # It was blamed on the server's certificate ("refused (BadEncoding) by the system's CAs"), exit 1: the
+    # unit started it again every 5 s, and the line sent the operator to set a ca_file.
+    cert, key = _no_certificate_in_its_pem(tmp_path), _client_key(tmp_path)
+    status, line = _start(tmp_path, command, address=f"127.0.0.1:{closed_port()}",
+                          tls={"cert_file": str(cert), "key_file": str(key)})
+    assert status == EXIT_CONFIG, line
+    assert line == (f"switchboard: lifecycle.temporal.tls.cert_file: cannot parse the certificate in cert_file"
+                    f" ({cert}): BadEncoding"), line
+
+
+async def test_a_cert_file_that_holds_no_certificate_names_it_before_any_server_answers(tmp_path, temporal_server):
+    # Against a server too (a plaintext one would otherwise say "does not speak" TLS): the client's TLS is built,
+    # and refused, before the connect; and what the file holds is never said.
+    files = TemporalTLSSettings(cert_file=_no_certificate_in_its_pem(tmp_path), key_file=_client_key(tmp_path))
+    refused = await _refusal(address=temporal_server.address, tls=files)
+    assert str(refused).startswith("lifecycle.temporal.tls.cert_file: cannot parse the certificate in cert_file ")
+    assert lasting(_wrapped(refused)) and "U0VDUkVU" not in str(refused), refused
