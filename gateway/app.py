@@ -157,7 +157,7 @@ class Gateway:
         """Whether this start recorded its run (`GatewayStore.begin_run`): only then may its stop record it ended."""
         self._background: list[asyncio.Task] = []
         self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
-                                       accepting=lambda: self._accepting)
+                                       accepting=lambda: self._accepting, clock=clock)
         self._intake = ChatIntake()
         self._left_indicators = LeftIndicators(self.store, self.adapters)
         for adapter in self.adapters.values():
@@ -548,10 +548,13 @@ class Gateway:
                 and not self._sent_before(inbound, running.event) \
                 and not self.store.inbox.sent_before(inbound, running.started_at):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
-        self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         if inbound.attachments and self.questions.waits(listening):
-            # Not the answer the user may have meant it for: said now, not once the question gives up.
+            # Not the answer the user may have meant it for: said now, not once the question gives up. Before
+            # the turn is queued, as nothing that can fail may come after that: a failure (the store refusing
+            # this notice) has the event handled again, which would queue the same turn a second time, its
+            # model paid twice. Handled again, the notice is not sent twice: it is keyed by the event.
             self._answers.send(inbound, FILE_WAITS, turn_id)
+        self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
 
     def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:

@@ -3,8 +3,9 @@
 A command's answer goes to the chat and thread the command came from, keyed by the event so that
 one answered before a restart is not answered again, and its event is settled only once the answer
 is journaled. A plugin's command runs beside intake (its handler may take its time), counted so a
-stop waits for it. Kept apart from `gateway.app`'s intake, which only decides that an event is a
-command and hands it here.
+stop waits for it; an answer of its the state database refuses to journal (a full disk) is kept and
+journaled once it can be, its handler not run again. Kept apart from `gateway.app`'s intake, which
+only decides that an event is a command and hands it here.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from agent import Clock
 from gateway.commands import Command, Commands
-from gateway.dead_letters import DeadLetterPolicy
+from gateway.dead_letters import FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS, DeadLetterPolicy
 from gateway.outbox import Outbox
 from gateway.sessions import GatewaySession, quote_of
 from gateway.store import Inbox
 from gateway.turn_runner import TRACKS_TURN_IDS
 from platforms.base import Inbound
+from platforms.not_recorded import storage_refusal
 
 log = logging.getLogger("gateway.app")  # intake's lines, wherever they are written from
 
@@ -30,10 +33,11 @@ def answer_key(inbound: Inbound) -> str:
 
 class CommandAnswers:
     def __init__(self, outbox: Outbox, inbox: Inbox, commands: Commands, dead_letters: DeadLetterPolicy, *,
-                 accepting: Callable[[], bool]) -> None:
-        """``accepting()``: the gateway takes events (a plugin's answer failing while it stops is not counted)."""
+                 accepting: Callable[[], bool], clock: Clock) -> None:
+        """``accepting()``: the gateway takes events (a plugin's answer failing while it stops is not counted).
+        ``clock``: what the pauses between tries to journal a refused answer sleep on."""
         self._outbox, self._inbox, self._commands, self._dead_letters = outbox, inbox, commands, dead_letters
-        self._accepting = accepting
+        self._accepting, self._clock = accepting, clock
         self.aside: set[asyncio.Task] = set()
         """Plugin commands being answered (`answer_aside`)."""
 
@@ -41,20 +45,51 @@ class CommandAnswers:
                      turn_id: str | None = None) -> None:
         """Run a plugin's command beside intake: its handler may take its time (another service to
         ask), and no other chat's message waits for it. Its event is settled once it is answered,
-        so a stop before then runs it again after the next start."""
+        so a stop before then runs it again after the next start. The handler's failures are its answer
+        (`Commands.run`); what fails after it is journaling that answer (`_journal`)."""
         async def answer() -> None:
             try:
-                self.answer(inbound, await self._commands.run(session, command, inbound), turn_id)
+                await self._journal(inbound, await self._commands.run(session, command, inbound), turn_id)
             except Exception as exc:
-                if self._accepting():
-                    self._dead_letters.failed(inbound, turn_id, exc)
-                else:  # stopping: the event stays unsettled, and is handled again after the next start
+                if not self._accepting():  # stopping: the event stays unsettled, handled again after the next start
                     log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
                                 inbound.event_id, type(exc).__name__)
+                    return
+                try:
+                    self._dead_letters.failed(inbound, turn_id, exc)
+                except Exception:  # its count refused too (a full disk): raised, it would end the task unheard
+                    log.exception("%s event %s: answering it failed (%s: %s), and so did counting that; it is not "
+                                  "answered now and is kept for the next start", inbound.platform, inbound.event_id,
+                                  type(exc).__name__, exc)
 
         task = asyncio.ensure_future(answer())
         self.aside.add(task)
         task.add_done_callback(self.aside.discard)
+
+    async def _journal(self, inbound: Inbound, text: str, turn_id: str | None) -> None:
+        """`answer` with the text a plugin's handler gave, tried again while the store refuses it (a full disk,
+        a lock: `storage_refusal`), after a pause that doubles, until it takes it or the gateway stops. Handled
+        again instead (`DeadLetterPolicy`), the command ran its handler once more for each try: what the
+        handler did (a deploy, a ticket filed) was done again, and a disk full for a few tries set the command
+        aside with an apology though its handler had done its work. `answer` is idempotent (keyed by the
+        event): a try whose writes SQLite rolled back and writes again later journals it once. Raises what
+        else `answer` raises, and a refusal while the gateway stops (the event is kept for the next start)."""
+        tries = 0
+        while True:
+            try:
+                self.answer(inbound, text, turn_id)
+                return
+            except Exception as exc:
+                if not storage_refusal(exc) or not self._accepting():
+                    raise
+                tries += 1
+                # Bounded before the power: a disk full for hours makes thousands of tries.
+                pause = min(MAX_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2 ** min(tries - 1, 16))
+                (log.warning if tries == 1 else log.debug)(
+                    "%s event %s: the state database refused the answer of its command (%s: %s); the answer is"
+                    " kept and journaled once the database can be written, tried again in %.1fs; its handler is"
+                    " not run again", inbound.platform, inbound.event_id, type(exc).__name__, exc, pause)
+            await self._clock.sleep(pause)
 
     def answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""

@@ -260,13 +260,16 @@ class SqliteDatabase:
         failures: dict[Participant, BaseException] = {}
         try:
             self._write_again()
-            if due and not conn.in_transaction and not self._begin_without_waiting():
+            if due and not conn.in_transaction and (locked := self._begin_without_waiting()) is not None:
                 if self._still_waiting_for_lock():
                     self._due = dict.fromkeys(due) | self._due
                     self._waiters = waiters + self._waiters
                     self._schedule_retry()
                     return
-                raise sqlite3.OperationalError("database is locked")
+                # SQLite's own error, not one made here: its code (SQLITE_BUSY) is what tells a lock, which
+                # passes, from a bug (`platforms.not_recorded.storage_refusal`); without it the events whose
+                # handling waited for this commit were counted failed attempts, and set aside for a lock.
+                raise locked
             flushed: list[Participant] = []
             for participant in due:
                 error = self._flush(conn, participant)
@@ -469,16 +472,17 @@ class SqliteDatabase:
         if self._lost and not self._open_batch() and not self._tx_depth:
             self.commit()
 
-    def _begin_without_waiting(self) -> bool:
+    def _begin_without_waiting(self) -> sqlite3.OperationalError | None:
+        """Begin the batch if no other connection holds the write lock; else SQLite's error saying it does."""
         conn = self._connection()
         conn.execute("PRAGMA busy_timeout=0")
         try:
             conn.execute("BEGIN IMMEDIATE")
-            return True
+            return None
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
-            return False
+            return exc
         finally:
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
 
