@@ -9,7 +9,8 @@ Routes (see docs/platforms/web.md):
   page, answered 202 ``{"id", "turn_id", "duplicate"}``. ``key`` is the page's
   idempotency key: the same key in the same chat is the same event, so a retried POST
   starts no second turn (the gateway's durable inbox drops it). Its ``user`` event goes to
-  the chat's pages once the gateway has recorded it, ahead of what the chat published meanwhile.
+  the chat's pages once the gateway has recorded it, ahead of what the chat published meanwhile,
+  with the text the gateway took (a key sent again with another text shows the first).
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
 - ``GET /chat/api/events?chat=``: Server-Sent Events. First ``history`` (the same
@@ -61,8 +62,11 @@ from platforms.web_pages import page_response, static_route
 log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).with_name("web_static")
-MAX_BODY = 256 * 1024
 MAX_TEXT = 32_000
+MAX_BODY = 512 * 1024
+"""Bytes in one POST: room for any text of `MAX_TEXT` characters as a JSON encoder spells it. Python's
+``json.dumps`` (and many clients) write a character outside the BMP as ``\\ud83d\\ude00``, 12 bytes: 32,000
+emoji are 384,000 bytes, which a limit of 256 KiB refused as "body over" though the text was within its own."""
 HISTORY_LIMIT = 200
 KEEP_ALIVE_SECONDS = 15.0
 UPLOAD_LIMIT = 100 * 1000 * 1000
@@ -222,8 +226,13 @@ class WebChatAdapter:
             # anything it caused meanwhile (a command's answer). Pages merge by id: a retried POST shows it once.
             with self._streams.in_order(chat_id) as place:
                 accepted = await self._sink(inbound)
-                place.event = ("user", {"id": page_id, "role": "user", "kind": "user", "text": text,
-                                        "time": self._clock(), "edited": False})
+                # What the gateway took: a key sent again with another text is the first text's message.
+                shown = {"id": page_id, "role": "user", "kind": "user", "text": inbound.text, "time": self._clock(),
+                         "edited": False}
+                if accepted is not None and accepted.duplicate:
+                    shown = self._taken(chat_id, page_id)
+                if shown is not None:
+                    place.event = ("user", shown)
         except Exception as exc:
             if storage_refusal(exc):  # the database's own error line says why, once
                 self._not_recorded.warning("storage", "web chat: the gateway could not record event %s (%s: %s);"
@@ -241,7 +250,10 @@ class WebChatAdapter:
         chat_id = self._queried_chat(request)
         if isinstance(chat_id, web.Response):
             return chat_id
-        return web.json_response({"messages": self._read_history(chat_id)})
+        history = self._read_history(chat_id)
+        if isinstance(history, web.Response):
+            return history
+        return web.json_response({"messages": history})
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         chat_id = self._queried_chat(request)
@@ -250,6 +262,8 @@ class WebChatAdapter:
         if self._sink is None:
             return error_response(503, "not serving right now; retry later")
         history = self._read_history(chat_id)
+        if isinstance(history, web.Response):
+            return history
         sub = self._streams.subscribe(chat_id)  # with no await since the read: nothing was sent in between
         return await serve_events(request, self._streams, sub,
                                   ("history", {"messages": history, "commands": self._commands,
@@ -276,10 +290,26 @@ class WebChatAdapter:
             return error_response(400, _CHAT_RULE)
         return _chat_id(user, chat)
 
-    def _read_history(self, chat_id: str) -> list[dict[str, Any]]:
+    def _taken(self, chat_id: str, page_id: str) -> dict[str, Any] | None:
+        """The person's message ``page_id`` as the gateway recorded it, from the history; None when the
+        history does not hold it (older than its last ``history_limit`` messages, or unreadable). A
+        duplicate's own text may differ (a client that sent a key again with another text): shown, it
+        would replace the message in every open page with a text the gateway never took, until a reload."""
+        history = self._read_history(chat_id)
+        if isinstance(history, web.Response):
+            return None
+        return next((m for m in history if m["role"] == "user" and m["id"] == page_id), None)
+
+    def _read_history(self, chat_id: str) -> list[dict[str, Any]] | web.Response:
+        """The chat's history for a page, or the 500 answering a store that failed to read it: JSON, as
+        every answer of the API is (aiohttp's own would be a page of text), and naming nothing of the store."""
         if self._history is None:
             return []
-        messages = self._history(chat_id, self.history_limit)
+        try:
+            messages = self._history(chat_id, self.history_limit)
+        except Exception:
+            log.exception("web chat: reading the history of chat %s failed", chat_id)
+            return error_response(500, "internal error; retry later")
         for message in messages:
             if message["role"] == "user":  # the page knows what it sent by its own key
                 message["id"] = "user:" + message["id"].removeprefix("user:").partition("@")[0]

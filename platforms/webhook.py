@@ -301,6 +301,11 @@ class WebhookAdapter:
             read = await self._turn_reader(name, turn_id)
         except LookupError:
             return _error(404, f"unknown turn {turn_id!r}")
+        except Exception:
+            # JSON, as every answer of the route is (aiohttp's own 500 is a page of text), naming nothing of
+            # the store. A read changes nothing: the caller reads again later, as it polls anyway.
+            log.exception("webhook route %r: reading turn %r failed", name, turn_id)
+            return _error(500, "internal error; retry later")
         messages = [self._read_message(name, m) for m in read.messages
                     if m.get("op") != "file" or m.get("status") == "sent"]  # a file is there once it is kept
         return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": messages})
