@@ -273,6 +273,13 @@ class DiscordAdapter:
                 raise DiscordStartError("Discord rejected the bot token (401)") from exc
             except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
                 raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: {exc!r}") from exc
+            except (ValueError, LookupError, TypeError) as exc:
+                # discord.py parses an answer labelled JSON before its status (JSONDecodeError: a proxy's page, a
+                # body cut short) and indexes one that is not JSON as if it were (TypeError, KeyError): raw, it
+                # said nothing of what failed. Not lasting: a proxy or a Discord outage mends by itself.
+                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: its answer is not"
+                                        f" Discord's JSON (a proxy's page, a body cut short, or no Discord API"
+                                        f" there): {exc!r}") from exc
             flags = client.application_flags
             if not (flags.gateway_message_content or flags.gateway_message_content_limited):
                 log.error("discord: the Message Content intent is not enabled for this application; %s", PORTAL_HINT)
@@ -431,8 +438,11 @@ class DiscordAdapter:
 
     async def _hand_over(self, sink: InboundSink, item: Item) -> None:
         inbound, channel_id, message_id = item
-        if channel_id in self._unrecorded.held_back or (
-                inbound is not None and not await until_recorded(sink, inbound, self._stop_asked)):
+        outcome = "left" if channel_id in self._unrecorded.held_back else \
+            "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
+        if outcome == "dropped" and inbound is not None and inbound.is_command:
+            self._unrecorded.not_handled(inbound, self.send)  # else "thinking…" until its token expires, unanswered
+        if outcome == "left":
             self._unrecorded.held_back.add(channel_id)
             # A command the gateway recorded without committing it may still be answered (`Handing`).
             self._unrecorded.left(item, self._last_seen, cut_off=isinstance(sink, Handing) and sink.under_way)

@@ -11,7 +11,8 @@ stop, keeps it: Discord may have taken it, and is asked at the first answer); it
 ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
 sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
 is answered to be sent again (`tell_not_taken`); one whose hand-over the stop cut off may be recorded, and
-is answered that it may come after the restart (`Handing`).
+is answered that it may come after the restart (`Handing`); one the gateway failed on (a bug, dropped) is answered
+that it could not be handled (`tell_not_handled`).
 
 Apart from the adapter because commands come outside the channels' messages: no mention, no
 catch-up, their own acknowledgement. Logged under ``platforms.discord``.
@@ -26,12 +27,12 @@ from typing import Any
 
 import aiohttp
 
-from platforms.base import CommandSpec, Inbound, NetworkError
+from platforms.base import CommandSpec, Inbound, NetworkError, Outbound, Sent
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_interactions import settled
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.not_recorded import MAY_BE_TAKEN, NOT_TAKEN
+from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
 
 log = logging.getLogger("platforms.discord")
 
@@ -201,6 +202,25 @@ async def may_be_taken(command: Inbound, session: aiohttp.ClientSession | None,
                 " it is answered after the restart if the gateway recorded it: telling the user so", name,
                 command.user_id, command.event_id)
     await _tell(command, MAY_BE_TAKEN.format(command=name), session, settling)
+
+
+async def tell_not_handled(command: Inbound, answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+    """Tell the user the gateway failed on ``command`` (a bug it trips, not a full disk: dropped,
+    `discord_handover.until_recorded`) that it could not be handled (`NOT_HANDLED`), through ``answer`` (the
+    adapter's `send`): in place of its "thinking…", or below the gateway's own answer if the routing answered
+    before it failed (the edit of "@original" would replace that answer), or in the channel if Discord refused
+    its acknowledgement or its token is gone. Nothing else answers it, and Discord shows "thinking…" until the
+    token expires, then that the interaction failed. Never raises: a failure is logged."""
+    name = command.text.split(maxsplit=1)[0]
+    log.warning("discord: %s from user %s (interaction %s) was dropped, the gateway failing on it; telling the user",
+                name, command.user_id, command.event_id)
+    try:
+        await answer(Outbound(chat_id=command.chat_id, thread_id=command.thread_id,
+                              text=NOT_HANDLED.format(command=name), kind="command", reply_token=command.reply_token,
+                              idempotency_key=f"not-handled:{command.event_id}"))
+    except Exception as exc:
+        log.warning("discord: could not tell user %s what became of %s (%s)", command.user_id, name,
+                    type(exc).__name__)
 
 
 async def _tell(command: Inbound, text: str, session: aiohttp.ClientSession | None,

@@ -7,12 +7,13 @@ what becomes of each: Discord sends an event once and never again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
 from platforms import discord_commands
-from platforms.base import Inbound
+from platforms.base import Inbound, Outbound, Sent
 from platforms.discord_seen import LastSeen
 
 Item = tuple[Inbound | None, int, int]
@@ -31,6 +32,17 @@ class Unrecorded:
         self.held_back: set[int] = set()
         """Channels where a stop left a message unrecorded: what follows there waits for the next start
         too, behind it. Recorded, a later message would move the channel's last seen past it, losing it."""
+        self.telling: set[asyncio.Task[None]] = set()
+        """Answers under way to commands the gateway failed on (`not_handled`): the stop waits for them, within its
+        time for its own answers, as the session they go by closes after it."""
+
+    def not_handled(self, command: Inbound, answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
+        """The gateway failed on ``command`` (a bug: dropped, `discord_handover.until_recorded`): told so through
+        ``answer`` (the adapter's `send`), apart from the events after it, which do not wait for the answer (one
+        whose acknowledgement is unsure waits for Discord's window to end, `discord_commands.tell_not_handled`)."""
+        task = asyncio.ensure_future(discord_commands.tell_not_handled(command, answer))
+        self.telling.add(task)
+        task.add_done_callback(self.telling.discard)
 
     def left(self, item: Item, last_seen: LastSeen, *, cut_off: bool = False) -> None:
         """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
@@ -49,6 +61,14 @@ class Unrecorded:
                              settling: Callable[[str], float],
                              replied: Callable[[str], bool] = lambda _token: False) -> None:
         """Answer the commands left so far (`discord_commands.tell_not_taken`), within ``seconds``, but those cut
-        off that the gateway answered already (``replied``); those left later are told at a later call."""
+        off that the gateway answered already (``replied``); those left later are told at a later call. The
+        answers to commands the gateway failed on (`not_handled`) get the same ``seconds``, and are given up after."""
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + seconds
         commands, cut_off, self.not_taken, self.cut_off = self.not_taken, self.cut_off, [], []
         await discord_commands.tell_not_taken(commands, session, seconds, settling, cut_off, replied)
+        if telling := set(self.telling):
+            await asyncio.wait(telling, timeout=max(ends - loop.time(), 0))
+            for task in telling:
+                task.cancel()
+            await asyncio.gather(*telling, return_exceptions=True)

@@ -67,6 +67,13 @@ could not commit yet (`NotYetDurable`), with ``command`` its name, slash include
 it routes it, and the next start handles what was recorded and not
 settled, so it is neither "Not taken" (its user would be told no, then answered) nor silence (it may not have
 been recorded)."""
+NOT_HANDLED = ("⚠️ Sorry — I could not handle `{command}`: the error is logged for the operator to look at. Please"
+               " try again, perhaps in other words.")
+"""The answer to a slash command the gateway failed on before it recorded it (a bug the command trips, not a full
+disk: `storage_refusal`), with ``command`` its name, slash included. Nothing else answers it: it is dropped, as it
+would fail alike at every try, and neither Slack (an empty acknowledgement) nor Discord ("thinking…" until the
+interaction's token expires) shows its user anything. The words of the gateway's own apology for an event it could
+not handle (its dead letters)."""
 
 
 class Handing:

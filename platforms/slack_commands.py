@@ -25,19 +25,13 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from platforms.base import BadRequest, Inbound, NetworkError, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
-from platforms.not_recorded import MAY_BE_TAKEN, NOT_TAKEN
+from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
 from platforms.slack_errors import translate, translate_exception
 from platforms.slack_text import readable
 
 log = logging.getLogger("platforms.slack")
 
 EPHEMERAL = "ephemeral:"
-NOT_HANDLED = ("⚠️ Sorry — I could not handle `{command}`: the error is logged for the operator to look at. Please"
-               " try again, perhaps in other words.")
-"""The answer to a slash command the gateway failed on before it recorded it (a bug the command trips, not a full
-disk: `platforms.not_recorded.storage_refusal`), with ``command`` its name, slash included. Nothing else answers
-it: it is dropped, as it would fail alike at every try, and Slack shows its user nothing for an empty
-acknowledgement. The words of the gateway's own apology for an event it could not handle (its dead letters)."""
 
 
 def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:

@@ -29,6 +29,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 
+from platforms.base import NetworkError
 from platforms.connection import ConnectionWatch, TokenWatch
 
 REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
@@ -84,12 +85,24 @@ class _WatchedWebClient(AsyncWebClient):
         try:
             return await super().apps_connections_open(app_token=app_token, **kwargs)
         except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response is not None else None
+            # Not `slack_errors.error_code`, which imports `REFUSED` from here: the same reading. For a body that
+            # is no JSON of Slack's (a proxy's page) slack-sdk hands over aiohttp's response or keeps the text, and
+            # ``exc.response.get("error")`` crashed (AttributeError) in place of the call's failure.
+            data = getattr(exc.response, "data", None)
+            error = data.get("error") if isinstance(data, dict) else None
+            if not isinstance(error, str):
+                # slack-sdk reads ``e.response["error"]`` of a SlackApiError, crashing alike: its reconnect loop logs
+                # this instead, and tries again at its next ping.
+                status = getattr(exc.response, "status_code", None) or getattr(exc.response, "status", None)
+                why = f"an answer that is not Slack's JSON (HTTP {status}), a proxy's page perhaps"
+                self._state.reconnecting(f"apps.connections.open failed: {why}")
+                raise NetworkError(f"apps.connections.open: {why}", method="apps.connections.open",
+                                   platform="slack") from exc
             if error in REFUSED:
                 self._state.down(f"Slack refused the app token at apps.connections.open ({error}): it was revoked or"
                                  " the app uninstalled; set platforms.slack.app_token to a valid xapp- token and"
                                  " restart (Socket Mode keeps asking meanwhile: a token made valid again reconnects)",
                                  retrying=True)
             else:
-                self._state.reconnecting(f"apps.connections.open failed: {error or type(exc).__name__}")
+                self._state.reconnecting(f"apps.connections.open failed: {error}")
             raise
