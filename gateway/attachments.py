@@ -37,8 +37,9 @@ made safe (no directories, no leading dots, no control or special characters);
 a name already taken by other bytes gets ``-2``, ``-3``..., as does one another
 chat sharing the folder is storing a file under at that moment; the same bytes under
 the same name (a replay after a restart) reuse the file. A file that cannot be stored
-(something that is not a folder in the way of the chat's, a full disk) is explained to
-the user like a failed download and logged as an error naming the path in the way.
+(something that is not a folder in the way of the chat's, a symlink on the way that leads out of
+the workspace, a full disk) is explained to the user like a failed download and logged as an
+error naming the path in the way.
 
 A chat's files are for that chat only: its session's file tools (and its subagents')
 get a `chat_file_scope` that keeps them out of every other chat's folder, on every
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent import SYSTEM_CLOCK, Clock, ModelError
+from agent import SYSTEM_CLOCK, Clock, ModelError, ToolError
 from agent._durable import write_whole
 from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
 from agent.settings import ModelSettings
@@ -165,7 +166,13 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     """Write ``data`` as ``<name>`` (made safe) in ``attachments/<folder>`` inside ``workspace`` and
     return its workspace-relative path. ``folder`` is a `chat_folder`. Blocking: call it in a worker
     thread."""
-    directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
+    try:
+        directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
+    except ToolError:
+        # A symlink on the way that leads out of the workspace (made with execute_code): an OSError, so
+        # the chat is told and the turn goes on, as for a file in the way; raised as it was, it broke the turn.
+        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: {_linked(workspace, f'{FOLDER}/{folder}')}"
+                                 " is a symlink that leads out of the workspace") from None
     try:
         _make_folders(directory)
     except (FileExistsError, NotADirectoryError):
@@ -246,6 +253,16 @@ def remove_parts(workspace: Path) -> list[Path]:
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
+
+
+def _linked(workspace: Path, folder: str) -> str:
+    """The first of ``folder``'s steps (workspace-relative) that is a symlink."""
+    path = workspace.resolve()
+    for part in Path(folder).parts:
+        path = path / part
+        if path.is_symlink():
+            break
+    return path.relative_to(workspace.resolve()).as_posix()
 
 
 def _in_the_way(workspace: Path, folder: str) -> str:

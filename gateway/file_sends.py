@@ -22,7 +22,7 @@ import functools
 from agent import ToolError
 from agent.tools.send_file import FileToSend, human_size
 from gateway.outbox import Outbox
-from gateway.outbox_files import FileChanged, OutboxFiles
+from gateway.outbox_files import FileChanged, OutboxFiles, sent_name
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn
 from gateway.splitting import safe_measure
@@ -84,7 +84,7 @@ class FileSends:
     async def _send(self, session: GatewaySession, running: RunningTurn, adapter: SendsFiles, file: FileToSend,
                     calls: _Calls) -> str:
         key = f"{running.turn_id}:file:{running.files}:0"
-        name = file.path.name
+        name = sent_name(file.path.name)
         if self._outbox.journaled(key):  # a run before a restart journaled it: sent from its copy, quoting
             running.take_quote()  # what it took then, as a `send_message` run again does
         else:

@@ -4,7 +4,7 @@
 what was asked for: the copy is read from the descriptor its checks were made on
 (`agent.tools.send_file.open_to_send`), and editing or deleting the workspace file afterwards,
 or a crash and a restart, changes nothing. Each send has a folder named after its outbox key (escaped like a
-memory file, `gateway.file_names`) holding one file under the name the chat will see. A copy is
+memory file, `gateway.file_names`) holding one file under the name the chat will see (`sent_name`). A copy is
 written into a temporary folder, flushed to disk (the file, then the folder's name for it), and
 renamed into place whole, so a folder that exists holds a complete file, also after a power
 cut. The outbox removes a copy once its send is sent or dropped; a failed send keeps it for
@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +34,17 @@ log = logging.getLogger("gateway.outbox")
 FOLDER = "outbox-files"
 """Under the state directory."""
 _CHUNK = 1024 * 1024
+
+
+def sent_name(name: str) -> str:
+    """``name`` as the chat sees it: each control character (a newline, a tab), bidirectional control
+    (a right-to-left override: ``<RLO>cod.exe`` shows as ``exe.doc``) or byte of a name that is not
+    UTF-8 one ``_``. The platforms' SDKs put the name in a multipart header, which aiohttp refuses for a
+    CR or LF: such a file never reached the chat, though the model was told it was queued."""
+    return "".join("_" if char in _BIDI or unicodedata.category(char) in ("Cc", "Cs") else char for char in name)
+
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class FileChanged(Exception):
@@ -61,7 +73,7 @@ class OutboxFiles:
         staging.mkdir(mode=0o700)
         try:
             size = 0
-            with (staging / file.path.name).open("xb") as copy:
+            with (staging / sent_name(file.path.name)).open("xb") as copy:
                 while chunk := source.read(_CHUNK):
                     size += len(chunk)
                     if size > limit:  # it grew since it was measured: never more than the platform takes

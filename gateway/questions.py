@@ -120,6 +120,16 @@ def never_out(row: OutboxRow) -> bool:
     return not row.tried or (refused and row.attempts == 1)
 
 
+class _Asking:
+    """A turn's questions waiting or asked: one at a time (`Questions.ask`)."""
+
+    __slots__ = ("lock", "count")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.count = 0
+
+
 class Questions:
     def __init__(self, outbox: Outbox, inbox: Inbox, sessions: SessionRegistry, clock: Clock, timeout: float, *,
                  durable: Callable[[], Awaitable[None]],
@@ -145,6 +155,8 @@ class Questions:
         """Platforms whose chats can no longer answer (`input_ended`)."""
         self._waits: dict[str, set[asyncio.Future[str | None]]] = {}
         """The questions waiting for an answer, by platform."""
+        self._asking: dict[str, _Asking] = {}
+        """By turn id, while a question of the turn waits to be asked or is asked (`ask`)."""
 
     def input_ended(self, platform: str) -> None:
         """Nobody on ``platform`` can answer any more (the terminal chat's piped input ran out): a
@@ -156,11 +168,29 @@ class Questions:
                 waiting.set_result(None)
 
     async def ask(self, question: str, choices: Sequence[str] | None = None) -> str:
-        """The ``clarify`` service of every chat's parent agent: ask the chat of the calling turn."""
+        """The ``clarify`` service of every chat's parent agent: ask the chat of the calling turn. A turn's
+        questions are asked one at a time, in the order they were asked: a plugin's tool may ask several at
+        once, and a turn waits on one question (`RunningTurn.question`), the one its chat's next message
+        answers. A second asked meanwhile took that over: the first was never answered, and once it gave up
+        nothing waited on the second either, whose answer ran as a message of its own."""
         calling = self._sessions.calling_turn()
         if calling is None:
             raise ToolError(NOT_NOW)
         session, running = calling
+        asking = self._asking.setdefault(running.turn_id, _Asking())
+        asking.count += 1
+        try:
+            async with asking.lock:
+                if running.suppressed:  # stopped while an earlier question of the turn waited
+                    raise ToolError(NOT_NOW)
+                return await self._ask(session, running, question, choices)
+        finally:
+            asking.count -= 1
+            if not asking.count:
+                del self._asking[running.turn_id]
+
+    async def _ask(self, session: GatewaySession, running: RunningTurn, question: str,
+                   choices: Sequence[str] | None) -> str:
         # By run, not turn: a turn run again after a restart asks again, in a new message.
         number = running.asked
         key = f"{running.turn_id}:ask:{running.run_id}:{number}"
