@@ -73,7 +73,6 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import ClientDecodeError
 from aiogram.methods import GetUpdates, TelegramMethod
@@ -104,7 +103,7 @@ from platforms.pacing import Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_calls import BotCalls
-from platforms.telegram_errors import GroupUpgraded
+from platforms.telegram_errors import BotApiSession, GroupUpgraded
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
@@ -166,7 +165,8 @@ class TelegramAdapter:
             raise ValueError("telegram webhook mode needs webhook_url")
         if parse_mode not in ("HTML", None):
             raise ValueError(f"telegram parse_mode must be 'HTML' or None, not {parse_mode!r}")
-        self.bot = bot or Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
+        # Its answers read with their status: a proxy's refusal is no outage (`telegram_errors.BotApiSession`).
+        self.bot = bot or Bot(token, session=BotApiSession(api=TelegramAPIServer.from_base(api_base)))
         self.mode = mode
         self.webhook_url = webhook_url
         self._secret = webhook_secret or secrets.token_urlsafe(32)

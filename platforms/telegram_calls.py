@@ -5,8 +5,10 @@ Bot API down or unreachable, flood control) is warned of once per cause (`platfo
 not at every call of every chat retrying through it. A call whose caller says what became of it (the
 outbox of a part, the gateway of a file it could not take) logs its own refusal at DEBUG only: it
 was a second warning of one refusal. A part's Markdown is sent as Telegram's HTML, and once more as
-plain text when Telegram cannot parse that. Logged under ``platforms.telegram`` like the rest of the
-adapter.
+plain text when Telegram cannot parse that. A send Telegram answered as done, whose message aiogram
+cannot read even in part (`platforms.telegram_updates.read_answers`), is done: its result is a stand-in
+holding the message's id alone (`platforms.telegram_errors.UnreadAnswer`). Logged under
+``platforms.telegram`` like the rest of the adapter.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from platforms.base import BadRequest, DeliveryError, NetworkError, RateLimited,
 from platforms.connection import TokenWatch
 from platforms.formatting import telegram_html
 from platforms.repeated_warnings import RepeatedWarnings
-from platforms.telegram_errors import GroupUpgraded, translate
+from platforms.telegram_errors import GroupUpgraded, UnreadAnswer, translate
 
 log = logging.getLogger("platforms.telegram")
 FAILED = "telegram %s failed: %s"
@@ -60,6 +62,15 @@ class BotCalls:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"
             raise self._failed(exc, method, chat_id, warn, caller_logs) from exc
+        except UnreadAnswer as exc:
+            # Telegram made the call: failed, it was made again at every retry, the message shown each time.
+            made = exc.sent_message()
+            if made is None:  # nothing to know it by: sent again, as an answer lost on the way is
+                raise self._failed(exc, method, chat_id, warn, caller_logs) from exc
+            call = method if chat_id is None else f"{method} to chat {chat_id}"
+            self._shared.warning(("UnreadAnswer", method), "telegram %s: Telegram made the message %s, but aiogram"
+                                 " cannot read its answer (%s); taken as sent", call, made.message_id, exc.unread())
+            result = made  # type: ignore[assignment]  # only its message_id is read (the adapter's sends)
         except (AiogramError, ValueError) as exc:
             error = self._failed(exc, method, chat_id, warn, caller_logs)
             if isinstance(error, Unauthorized):

@@ -4,15 +4,30 @@ Apart from the adapter (`platforms.telegram`) because every Bot API call goes th
 (`platforms.telegram_calls` logs what it returns), and because a refused write to a group upgraded to a
 supergroup is not a failure but `GroupUpgraded`, which `platforms.telegram_supergroups` acts on.
 Logged under ``platforms.telegram`` like the rest of the adapter.
+
+aiogram reads every answer as the Bot API's JSON, whatever its status, and raises `ClientDecodeError`,
+which carries no status, for one it cannot read. That tells apart neither a refusal of a server in
+front of the Bot API (a proxy's 403 page, nginx's 413 for an upload over its ``client_max_body_size``)
+from an outage, nor a call Telegram made whose answer aiogram cannot read (a newer Bot API's) from one
+it never got: all were a `NetworkError` reading "Failed to decode object", tried again for up to an
+hour, an upload too large for the server in front uploaded again each time, the message made shown
+again each time. `BotApiSession`, the session the adapter's
+``Bot`` uses, keeps the status: `NotTheBotApi` for the first, `UnreadAnswer` for the second.
 """
 
 from __future__ import annotations
 
+import html
 import logging
-from typing import Any
+import re
+from http import HTTPStatus
+from typing import Any, get_args
 
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     ClientDecodeError,
+    TelegramAPIError,
     TelegramEntityTooLarge,
     TelegramForbiddenError,
     TelegramMigrateToChat,
@@ -22,6 +37,9 @@ from aiogram.exceptions import (
     TelegramServerError,
     TelegramUnauthorizedError,
 )
+from aiogram.methods import TelegramMethod
+from aiogram.methods.base import Response, TelegramType
+from aiogram.types import Message
 
 from platforms.base import (
     BadRequest,
@@ -36,6 +54,87 @@ from platforms.base import (
 )
 
 log = logging.getLogger("platforms.telegram")
+
+TRY_AGAIN_4XX = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS})
+"""4xx statuses of a server in between that are worth another try: its timeout, its rate limit."""
+EXCERPT = 200
+"""Characters of a page's text kept in the error (a page may be any length)."""
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+class NotTheBotApi(TelegramAPIError):
+    """A 4xx answer (``status``) that is not the Bot API's JSON: a server in front of it (a proxy, the web
+    server of a self-hosted Bot API server) refused the call, which did not reach Telegram (but a 408 or
+    a 429, left a `ClientDecodeError`). Its status and page are kept for the error's words (`translate`)."""
+
+    label = "Not the Bot API"
+
+    def __init__(self, method: TelegramMethod[Any], message: str, status: int) -> None:
+        super().__init__(method=method, message=message)
+        self.status = status
+
+
+class UnreadAnswer(ClientDecodeError):
+    """Telegram answered ``method`` done (a 2xx, ``ok``), with a result aiogram cannot read: a field it
+    requires left out or of another kind (a newer Bot API, a self-hosted server keeping to it loosely).
+    A `ClientDecodeError` still, so what reads such answers as far as it can
+    (`platforms.telegram_updates`) still does."""
+
+    def __init__(self, decode: ClientDecodeError, method: TelegramMethod[Any]) -> None:
+        super().__init__(decode.message, decode.original, decode.data)
+        self.method = method
+
+    def sent_message(self) -> Message | None:
+        """A stand-in for the message Telegram made, when the call makes one and the answer names its
+        ``message_id``: only that id is the answer's (no other field is set). None otherwise."""
+        returning = self.method.__returning__
+        if Message is not returning and Message not in get_args(returning):
+            return None
+        result = self.data.get("result") if isinstance(self.data, dict) else None
+        message_id = result.get("message_id") if isinstance(result, dict) else None
+        if not isinstance(message_id, int) or isinstance(message_id, bool):
+            return None
+        return Message.model_construct(message_id=message_id)
+
+    def unread(self) -> str:
+        """What aiogram could not read, in a few words (``result.date: Field required``)."""
+        errors = getattr(self.original, "errors", None)
+        if not callable(errors) or not (found := errors()):
+            return type(self.original).__name__
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return f"{'.'.join(str(step) for step in first['loc'])}: {first['msg']}{more}"
+
+
+class BotApiSession(AiohttpSession):
+    """aiogram's aiohttp session, its answers read with their status (see the module's docstring)."""
+
+    def check_response(self, bot: Bot, method: TelegramMethod[TelegramType], status_code: int,
+                       content: str) -> Response[TelegramType]:
+        try:
+            return super().check_response(bot=bot, method=method, status_code=status_code, content=content)
+        except ClientDecodeError as exc:
+            if 400 <= status_code < 500 and status_code not in TRY_AGAIN_4XX:
+                raise NotTheBotApi(method, _refusal(status_code, content, bot.token), status_code) from None
+            data = exc.data
+            if 200 <= status_code < 300 and isinstance(data, dict) and data.get("ok") is True:
+                raise UnreadAnswer(exc, method) from exc.original
+            raise
+
+
+def _refusal(status: int, content: str, token: str) -> str:
+    found = _TITLE.search(content)
+    text = " ".join(html.unescape(_TAG.sub(" ", found.group(1) if found else content)).split())
+    # A page may quote the request's address, which holds the token (its colon maybe percent-encoded).
+    for secret in (token, token.partition(":")[2]):
+        if secret:
+            text = text.replace(secret, "***")
+    if len(text) > EXCERPT:
+        text = text[:EXCERPT] + "…"
+    hint = " (an upload larger than that server takes?)" if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE else ""
+    return (f"HTTP {status} from a server in front of the Bot API, not Telegram's answer{hint}: "
+            f"{text or 'an empty body'}")
 
 
 class GroupUpgraded(BadRequest):
@@ -56,7 +155,14 @@ def translate(exc: Exception, method: str, chat_id: str | None, token: str) -> D
     if isinstance(exc, TelegramMigrateToChat):
         return GroupUpgraded(text, to=str(exc.migrate_to_chat_id), **kw)  # not a failure: the caller goes there
     error: DeliveryError
-    if isinstance(exc, TelegramRetryAfter):
+    if isinstance(exc, NotTheBotApi):
+        # Its words are a page's, not Telegram's: "404 Not Found" is no message that is gone, a 401 no
+        # refused token, a 403 no chat that blocked the bot. Only a 413 says what to do (a smaller file); any
+        # other may be lifted (a proxy's policy, its maintenance), so it is tried again as an outage is, for
+        # the outbox's hour: failed at once, the message would be lost to a refusal of minutes.
+        too_large = exc.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+        error = MessageTooLong(text, **kw) if too_large else NetworkError(text, **kw)
+    elif isinstance(exc, TelegramRetryAfter):
         error = RateLimited(text, retry_after=float(exc.retry_after), **kw)
     elif isinstance(exc, TelegramEntityTooLarge) or "too long" in lowered or "too_long" in lowered:
         error = MessageTooLong(text, **kw)

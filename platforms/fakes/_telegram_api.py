@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,14 @@ class RawAnswer:
     def response(self) -> web.Response:
         # As bytes: the Content-Type is sent as it is, JSON or not.
         return web.Response(status=self.status, body=self.body.encode(), headers={"Content-Type": self.content_type})
+
+
+@dataclass(frozen=True)
+class Reshaped:
+    """The call carried out as usual, its result answered as ``reshape`` makes it: one a client may not
+    read (a newer Bot API's, a server's that keeps to it loosely)."""
+
+    reshape: Callable[[Any], Any]
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int:

@@ -49,6 +49,8 @@ What a test reads and drives:
   the registered webhook (with the registered secret, another one, or none).
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
+  ``reshape_next(method, reshape)`` carries the next call out and answers ``reshape(result)``
+  as its result (one a client cannot read).
   ``hold(method)`` leaves calls of ``method`` unanswered (a slow Telegram) until
   ``release(method)``; then each is answered as usual, scripted faults included.
   ``hang_next(method)`` leaves the next call unanswered for good (a request lost in a
@@ -87,6 +89,7 @@ from aiohttp import ClientSession, web
 from platforms.fakes._telegram_api import (
     ApiError,
     RawAnswer,
+    Reshaped,
     drop_connection,
     error_response,
     flag,
@@ -178,7 +181,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._chats: dict[str, dict[str, Any]] = {}
-        self._faults: defaultdict[str, deque[ApiError | RawAnswer | bool | None]] = defaultdict(deque)
+        self._faults: defaultdict[str, deque[ApiError | RawAnswer | Reshaped | bool | None]] = defaultdict(deque)
         self._held: dict[str, asyncio.Event] = {}
         self.flood: FloodControl | None = None
         """Telegram's flood control, once `enforce_flood_limits` turned it on."""
@@ -359,6 +362,12 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         never learns it): the case that makes retries send duplicates."""
         self._faults[method.lower()].append(after_processing)
 
+    def reshape_next(self, method: str, reshape: Callable[[Any], Any]) -> None:
+        """Carry the next call of ``method`` out as usual, and answer ``{"ok": true, "result": reshape(result)}``:
+        a result the client may not read (a newer Bot API's, a server's that keeps to it loosely), the call
+        made all the same."""
+        self._faults[method.lower()].append(Reshaped(reshape))
+
     def hang_next(self, method: str) -> None:
         """Never answer the next call of ``method``, nor close its connection; later calls are
         answered as usual."""
@@ -436,6 +445,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             return error_response(exc)
         if fault is True:
             return drop_connection(request)
+        if isinstance(fault, Reshaped):
+            result = fault.reshape(result)
         return web.json_response({"ok": True, "result": result})
 
     async def _control_push(self, request: web.Request) -> web.Response:
