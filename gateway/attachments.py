@@ -37,9 +37,9 @@ made safe (no directories, no leading dots, no control or special characters);
 a name already taken by other bytes gets ``-2``, ``-3``..., as does one another
 chat sharing the folder is storing a file under at that moment; the same bytes under
 the same name (a replay after a restart) reuse the file. A file that cannot be stored
-(something that is not a folder in the way of the chat's, a symlink on the way that leads out of
-the workspace, a full disk) is explained to the user like a failed download and logged as an
-error naming the path in the way.
+(something that is not a folder in the way of the chat's, a symlink on the way to it, a full
+disk) is explained to the user like a failed download and logged as an error naming the path
+in the way.
 
 A chat's files are for that chat only: its session's file tools (and its subagents')
 get a `chat_file_scope` that keeps them out of every other chat's folder, on every
@@ -173,6 +173,11 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
         # the chat is told and the turn goes on, as for a file in the way; raised as it was, it broke the turn.
         raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: {_linked(workspace, f'{FOLDER}/{folder}')}"
                                  " is a symlink that leads out of the workspace") from None
+    if directory != workspace.resolve() / FOLDER / folder:
+        # A symlink on the way that stays inside (the chat's folder a link to another chat's): followed, this
+        # chat's files would land in the other's, for its model to read, and the scope refuses them to this one.
+        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: {_linked(workspace, f'{FOLDER}/{folder}')}"
+                                 " is a symlink, and a chat's files are stored only in a folder of its own")
     try:
         _make_folders(directory)
     except (FileExistsError, NotADirectoryError):

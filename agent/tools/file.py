@@ -7,8 +7,10 @@ service), if it has one, so none reaches another person's files either. What pas
 opened with `open_unfollowed` and checked again on the open descriptor, so a symlink or a
 FIFO put on the path after the check is refused, not followed or waited on. `write_file` writes
 a new file beside the old one, in the folder so opened, and renames it over the old one once
-whole: a disk that refuses the write (full) leaves the old file as it was, not cut short. What a
-crash between the two left under its temporary name is removed by a later write to that folder.
+whole, flushed to disk before the rename and its folder after (as `agent._durable.write_whole`): a
+disk that refuses the write (full) leaves the old file as it was, not cut short, and a file reported
+written is still there, whole, after a power cut. What a crash between the two left under its
+temporary name is removed by a later write to that folder.
 Handlers are plain functions: the registry runs them in a worker thread, so file I/O never blocks
 the event loop.
 """
@@ -19,10 +21,12 @@ import contextlib
 import errno
 import io
 import itertools
+import json
 import logging
 import os
 import re
 import stat
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ MAX_LIST_ENTRIES = 1000
 MAX_WALK_ENTRIES = 100_000
 # Enough of a file's head to tell text from binary data without reading it all.
 _SNIFF_BYTES = 8192
+# Control characters, and the line and paragraph separators (U+2028, U+2029) that end a line as a newline does.
+_UNSHOWN = frozenset({"Cc", "Zl", "Zp"})
 # write_file's temporary names, exactly: nothing else is ever taken for one of them.
 _TEMPORARY = re.compile(r"\.write_file\.[0-9a-f]{32}\.part")
 
@@ -274,18 +280,32 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
     walk = _Walk()
     try:
         found = [
-            entry.relative_to(root).as_posix() + mark
+            (entry.relative_to(root).as_posix(), mark)
             for entry, mark in itertools.islice(_matches(base, folder, matches, hidden, walk), MAX_LIST_ENTRIES + 1)
         ]
     finally:
         os.close(folder)
-    shown = sorted(found[:MAX_LIST_ENTRIES]) or ["(no matching entries)"]
+    shown = [_listed(path) + mark for path, mark in sorted(found[:MAX_LIST_ENTRIES])] or ["(no matching entries)"]
     if len(found) > MAX_LIST_ENTRIES:
         shown.append(f"[listing truncated: first {MAX_LIST_ENTRIES} entries shown; narrow the path or pattern]")
     elif walk.stopped:
         shown.append(f"[listing stopped after looking at {MAX_WALK_ENTRIES} entries: the tree is too large to "
                      "search whole, and entries further on are not shown; narrow the path or pattern]")
     return "\n".join(shown)
+
+
+def _listed(path: str) -> str:
+    """``path`` as a listing shows it: as it is, or, when it holds a character that ends a line or
+    is none to see (a control character), as a JSON string (``"a\\nb.txt"``), which the model's
+    arguments name back as written. Shown as it is, a name holding a newline read as two entries, or
+    as the listing's own note (``x\\n[listing truncated: …]``): whoever could name a file in the
+    workspace could tell the model what is in it. One that begins with ``"`` is shown so too, so that
+    a listed entry in quotes is always such a string, never a name of quotes and backslashes."""
+    if not path.startswith('"') and not any(unicodedata.category(char) in _UNSHOWN for char in path):
+        return path
+    # json.dumps escapes only what JSON must (below U+0020): DEL, C1 controls and U+2028 it writes as they are.
+    return "".join(f"\\u{ord(char):04x}" if unicodedata.category(char) in _UNSHOWN else char
+                   for char in json.dumps(path, ensure_ascii=False))
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -342,6 +362,10 @@ def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result 
                     _keep_owner(f.fileno(), replaced)  # first: a new owner clears the setuid and setgid bits
                     os.fchmod(f.fileno(), stat.S_IMODE(replaced.st_mode))
                 f.write(content)
+                # Flushed before the rename: else the rename may reach the disk before the text does, and
+                # a power cut leaves the file empty, its old text lost too, though the model was told "wrote".
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -350,6 +374,22 @@ def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result 
     except OSError as exc:
         raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}; nothing was written, the file is as it "
                         "was") from None
+    _flush_folder(folder, path)
+
+
+def _flush_folder(folder: int, path: str) -> None:
+    """Flush ``folder`` (open ``O_PATH``, which cannot be flushed itself), so that the rename lasts
+    too. The file is in place: a folder that cannot be flushed (some file systems flush none) is
+    logged, not raised, as raised it would tell the model nothing was written of a file that was."""
+    try:
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.warning("write_file: %r is written, but its folder could not be flushed to disk (%s): a power cut "
+                    "may bring back what it held before", path, exc.strerror or exc)
 
 
 def _remove_leftovers(folder: int, path: str) -> None:
@@ -403,7 +443,8 @@ def file_toolset() -> tuple[Tool, ...]:
             "list_files",
             "List entries under a workspace directory, paths relative to the workspace. Directories end "
             "in '/', symlinks in '@' (not followed). 'pattern' is a glob relative to 'path': '*' and '?' "
-            f"stay within one directory, '**' spans directories (e.g. '**/*.py'). At most {MAX_LIST_ENTRIES} entries.",
+            f"stay within one directory, '**' spans directories (e.g. '**/*.py'). At most {MAX_LIST_ENTRIES} entries. "
+            "A name holding a control character (a newline) is shown as a JSON string: pass it back as shown.",
             {
                 "type": "object",
                 "properties": {

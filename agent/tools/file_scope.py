@@ -11,7 +11,10 @@ session without the service sees the whole workspace.
 Subagents in the same process inherit it with the parent's other services.
 
 Paths are compared after symlinks are resolved (`resolve_in_workspace`), so a link
-from the session's own folder into another's leads nowhere; and whether a path lies in a divided
+from the session's own folder into another's leads nowhere. Nor does the own folder when it, or
+a folder on its way, is itself a symlink (`_resolved`): resolved, it would be the folder the link
+names, another owner's, whose files the session could then read, and into which its host would
+put the files meant for this one. And whether a path lies in a divided
 folder regardless of case and Unicode normalization (`_folded`), since on a file system that
 ignores them (macOS's and Windows' by default) ``ATTACHMENTS/Telegram/…`` is that folder too.
 What is the session's own is matched exactly: elsewhere two chats may differ only in case.
@@ -19,6 +22,7 @@ What is the session's own is matched exactly: elsewhere two chats may differ onl
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,9 +47,12 @@ class FileScope:
     def check(self, target: Path, root: Path, path: str) -> None:
         """Raise `ToolError` when ``target`` (resolved, inside the resolved workspace ``root``)
         is someone else's; ``path`` is how the model named it."""
-        area = self._foreign_area(target, *self._resolved(root))
+        own, areas = self._resolved(root)
+        area = self._foreign_area(target, own, areas)
         if area is not None:
             mine = f"only {self.own}/ is this session's" if self.own else "none of it is this session's"
+            if self.own and own is None:
+                mine += ", and it is a symlink (or a folder on its way is), which leads to none of its files"
             raise ToolError(f"{path!r} is not this session's to use: it is in {area}/, "
                             f"where other people's files are kept and {mine}")
 
@@ -69,7 +76,14 @@ class FileScope:
         return lambda entry: self._foreign_area(entry, own, areas) is not None
 
     def _resolved(self, root: Path) -> tuple[Path | None, list[tuple[str, tuple[str, ...]]]]:
-        own = (root / self.own).resolve() if self.own else None
+        """The session's own folder, resolved; None when it has none, or when it, or a folder on its
+        way below ``root``, is a symlink: resolved, the own folder would be wherever the link leads,
+        another owner's (``attachments/telegram/42`` a link to ``…/43``, made with ``execute_code``),
+        and that owner's files this session's. And the divided folders, resolved and `_folded`."""
+        own = None
+        if self.own:
+            written = Path(os.path.normpath(root / self.own))
+            own = written if written.resolve() == written else None
         return own, [(area.rstrip("/"), _folded((root / area).resolve())) for area in self.private]
 
     @staticmethod
