@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 
 from agent import ToolError
 from agent.tools.send_file import FileToSend, human_size
@@ -27,6 +28,8 @@ from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn
 from gateway.splitting import safe_measure
 from platforms.base import Adapter, CapsSpans, SendsFiles
+
+log = logging.getLogger("gateway.outbox")
 
 STOPPED = "This turn was stopped; nothing more of it reaches the chat."
 
@@ -142,8 +145,19 @@ class FileSends:
 
     def _forget_copy(self, key: str, copying: asyncio.Future[int]) -> None:
         """The copy a cancelled call made: no send names it, so it goes now rather than at the next
-        start (`OutboxFiles.sweep`), where a process running for weeks would keep one per such stop."""
-        if not copying.cancelled() and copying.exception() is None and not self._outbox.journaled(key):
+        start (`OutboxFiles.sweep`), where a process running for weeks would keep one per such stop.
+        A done-callback: what the journal raises when it cannot be read (a lock, a disk error) is
+        logged here, naming the send, and the copy left to that sweep. Raised on, the loop logged an
+        "Exception in callback" naming neither."""
+        if copying.cancelled() or copying.exception() is not None:
+            return
+        try:
+            journaled = self._outbox.journaled(key)
+        except Exception as exc:
+            log.warning("outbox: cannot tell whether the send %s of a stopped turn was journaled (%s: %s); its "
+                        "copy is kept until the next start removes it", key, type(exc).__name__, exc)
+            return
+        if not journaled:
             self._files.remove(key)
 
     def _keep(self, key: str, file: FileToSend, limit: int, platform: str) -> int:

@@ -34,6 +34,11 @@ log = logging.getLogger("gateway.outbox")
 FOLDER = "outbox-files"
 """Under the state directory."""
 _CHUNK = 1024 * 1024
+FILE_MODE = 0o600
+"""A copy's mode: what the agent sends a chat is the chat's and the gateway's, as what people send it is
+(`gateway.attachments.FILE_MODE`). Explicit, as the umask alone (0022 under systemd and Docker) left it 0644,
+for every user of the machine to read once the copy's folder is not 0700 (a restore, a copied state dir)."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 def sent_name(name: str) -> str:
@@ -73,7 +78,7 @@ class OutboxFiles:
         staging.mkdir(mode=0o700)
         try:
             size = 0
-            with (staging / sent_name(file.path.name)).open("xb") as copy:
+            with os.fdopen(os.open(staging / sent_name(file.path.name), _CREATE, FILE_MODE), "wb") as copy:
                 while chunk := source.read(_CHUNK):
                     size += len(chunk)
                     if size > limit:  # it grew since it was measured: never more than the platform takes

@@ -15,6 +15,7 @@ platform's own error texts and exception names, never from URLs or tokens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -103,6 +104,9 @@ class ConnectionWatch:
     def __init__(self, platform: str) -> None:
         self._platform = platform
         self._state = ConnectionState("reconnecting", "not connected yet", time.time())
+        self._told: set[str] = set()
+        """The reasons of this spell of ``reconnecting`` logged so far: each once, however often it comes back."""
+        self._up_once = False
 
     @property
     def state(self) -> ConnectionState:
@@ -111,16 +115,28 @@ class ConnectionWatch:
     def connected(self) -> None:
         if self._state.status == "connected":
             return
-        if self._state.status in ("down", "reconnecting") and self._state.reason != "not connected yet":
+        if self._state.status == "down" or self._told:
             log.info("%s: connected again (was %s: %s)", self._platform, self._state.status, self._state.reason)
+        self._told.clear()
+        self._up_once = True
         self._state = ConnectionState("connected", None, time.time())
 
     def reconnecting(self, reason: str) -> None:
         """A drop the SDK retries by itself. Ignored while ``down``: a refusal stays the news
-        until the platform accepts the gateway again."""
-        if self._state.status in ("reconnecting", "down"):
+        until the platform accepts the gateway again. While already ``reconnecting`` the reason
+        follows the latest cause, its ``since`` kept: an outage that began with "connection closed"
+        and goes on for want of a valid token showed the first for as long as it lasted. Each new
+        cause of a spell is logged once (before the first connection, none: the adapter's start tells)."""
+        if self._state.status == "down" or self._state.reason == reason:
+            return
+        if self._state.status == "reconnecting":
+            if self._up_once and reason not in self._told:
+                log.warning("%s: still reconnecting, now: %s", self._platform, reason)
+                self._told.add(reason)
+            self._state = dataclasses.replace(self._state, reason=reason)
             return
         log.warning("%s: connection lost, reconnecting: %s", self._platform, reason)
+        self._told = {reason}
         self._state = ConnectionState("reconnecting", reason, time.time())
 
     def down(self, reason: str, *, retrying: bool = False) -> None:
@@ -132,4 +148,3 @@ class ConnectionWatch:
                "refused the connection and the gateway cannot fix it by retrying")
         log.error("%s: the platform %s: %s", self._platform, how, reason)
         self._state = ConnectionState("down", reason, time.time())
-
