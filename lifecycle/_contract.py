@@ -268,9 +268,14 @@ def _finite_number(value: object) -> bool:
 
 
 def is_well_formed_handle(handle: object) -> bool:
-    """Whether every field has its due type (exact types, so bools and str subclasses fail). Never raises."""
+    """Whether every field has its due type (exact types, so bools and str subclasses fail). Never raises.
+
+    The handle itself must be exactly a `SubagentHandle`, not a subclass: a subclass may override a field
+    with a property that answers one value while the capability is checked and another when the child is
+    looked up, and an ``__eq__`` that the service's last comparison would call first, so that a plugin's
+    own, verifying handle reached another session's child."""
     return (
-        isinstance(handle, SubagentHandle)
+        type(handle) is SubagentHandle
         and type(handle.contract_version) is int
         and type(handle.subagent_id) is str
         and handle.subagent_id != ""

@@ -31,6 +31,8 @@ from re import _parser as _sre_parser
 from typing import Any
 
 import referencing
+import referencing.exceptions
+import referencing.jsonschema
 import regex
 from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import extend, validator_for
@@ -236,6 +238,66 @@ def _patterns_problem(schema: dict) -> str | None:
     return None
 
 
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies")
+"""The keywords that apply their subschemas to the very value their schema checks (the others, ``properties``,
+``items``, …, to a part of it): a loop of these and ``$ref``s never reaches a smaller value, and never ends."""
+
+
+def _references_problem(schema: dict) -> str | None:
+    """Why the ``$ref``s of ``schema`` cannot be applied to any answer, if they cannot: one that resolves to nothing
+    here (a URL, never fetched; a pointer to nowhere), or a loop of references that applies the schema to the same
+    value again and again (``{"$ref": "#"}``), which jsonschema follows until Python's recursion limit. Either fails
+    every answer, found only once the child has done its work and spent its one correction turn on it."""
+    cls = _validator_class(schema)
+    specification = referencing.jsonschema.specification_with(
+        cls.ID_OF(cls.META_SCHEMA) or "urn:unknown-dialect", default=referencing.Specification.OPAQUE)
+    root = cls(schema, registry=_NO_RETRIEVAL)._resolver  # private, as `_resolver` is what validation resolves with
+    nodes: dict[int, tuple[dict, Any]] = {}
+    """Each subschema, by id, and the resolver its ``$ref`` is resolved with, as jsonschema's ``descend`` makes it."""
+    todo: list[tuple[Any, Any]] = [(schema, root)]
+    while todo:
+        node, resolver = todo.pop()
+        if isinstance(node, dict) and id(node) not in nodes:
+            resolver = resolver.in_subresource(specification.create_resource(node))
+            nodes[id(node)] = node, resolver
+            todo.extend((sub, resolver) for sub in specification.subresources_of(node))
+    edges: dict[int, list[int]] = {}
+    for key, (node, resolver) in nodes.items():
+        targets = edges[key] = []
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable as exc:
+                shown = ref if len(ref) <= 80 else ref[:79] + "…"
+                return f"$ref {shown!r} does not resolve ({type(exc).__name__}; a URL is never fetched)"
+            targets.append(id(resolved.contents))
+        for word in _IN_PLACE:
+            value = node.get(word)
+            subs = value if isinstance(value, list) else value.values() if word.startswith("depend") and isinstance(
+                value, dict) else [value]
+            targets.extend(id(sub) for sub in subs if isinstance(sub, dict))
+    # A loop among them, by depth-first search (iterative: a schema may nest deeper than the recursion limit).
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for start in nodes:
+        if start in state:
+            continue
+        state[start] = 1
+        path = [(start, iter(edges[start]))]
+        while path:
+            key, following = path[-1]
+            target = next(following, None)
+            if target is None:
+                state[key] = 2
+                path.pop()
+            elif target in edges and state.get(target) == 1:
+                return "its $refs form a loop that applies the schema to the same value without end"
+            elif target in edges and target not in state:
+                state[target] = 1
+                path.append((target, iter(edges[target])))
+    return None
+
+
 def coerce_schema(value: object) -> dict:
     """The schema ``value`` names, parsed from a JSON string if a model double-encoded it.
 
@@ -269,7 +331,11 @@ def coerce_schema(value: object) -> dict:
         raise ValueError(f"output_schema is not a valid JSON Schema: {message}") from None
     except Exception as exc:  # RecursionError on absurd nesting, bad regexes, ...
         raise ValueError(f"output_schema could not be checked: {_one_line(str(exc))}") from None
-    if (problem := _patterns_problem(value)) is not None:
+    try:
+        problem = _patterns_problem(value) or _references_problem(value)
+    except Exception as exc:  # a schema the meta-schema let through but referencing cannot read
+        raise ValueError(f"output_schema could not be checked: {_one_line(str(exc))}") from None
+    if problem is not None:
         raise ValueError(f"output_schema is not usable: {_one_line(problem)}")
     return value
 
