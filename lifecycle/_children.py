@@ -24,7 +24,7 @@ from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._contract import SubagentLifecycleError
 from lifecycle._job import ChildJob
 from lifecycle._output_schema import contract_prompt
-from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing
+from lifecycle._routing import DEFAULT_BACKEND, ChildRoute, Routing, listed_names
 from lifecycle.settings import DelegationSettings
 
 log = logging.getLogger("lifecycle.children")
@@ -95,12 +95,13 @@ def effective_role(requested: str, depth: int, max_spawn_depth: int) -> str:
 
 
 def check_toolsets(host: ChildHost, parent: AgentSession, allowed: tuple[str, ...] | None) -> None:
-    """``allowed_toolsets`` may only narrow what the parent has."""
+    """``allowed_toolsets`` may only narrow what the parent has. The unknown names are echoed as
+    `listed_names` cuts them: whole, a name of 100,000 characters came back whole in the error."""
     if not allowed:
         return
     unknown = sorted(set(allowed) - host.tools.toolsets())
     if unknown:
-        raise SubagentLifecycleError(f"Unknown toolsets: {', '.join(unknown)}.")
+        raise SubagentLifecycleError(f"Unknown toolsets: {listed_names(unknown)}.")
     if parent.enabled_toolsets is not None and not set(allowed) <= parent.enabled_toolsets:
         raise SubagentLifecycleError("Requested toolsets would broaden parent permissions.")
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
+from agent._durable import write_whole
 from lifecycle._child_run import ChildOutcome
 from lifecycle._contract import SubagentResult, SubagentState
 
@@ -101,15 +104,22 @@ def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, 
     if not isinstance(summary, str) or len(summary) <= max_chars:
         return item
     relative = Path(folder or "") / SPILL_DIR / f"{item['subagent_id']}.md"
-    saved = _spill(workspace / relative, summary)
-    where = f"full text: read_file path={relative}" if saved else "the full text could not be saved"
-    marker, keep = _marker(len(summary), max_chars, where)
+    unsaved = _spill(workspace, relative, summary)
+    if unsaved is not None:
+        # Cut, the rest was nowhere: the parent would read an answer it can never have whole. Over the
+        # budget, it costs the parent's context what the child wrote, which compaction can still take back.
+        item["summary_truncated"] = False
+        item["summary_original_chars"] = len(summary)
+        item["summary_full_path"] = None
+        item["summary_not_saved"] = f"given whole, over delegation.max_summary_chars ({max_chars}): {unsaved}"
+        return item
+    marker, keep = _marker(len(summary), max_chars, f"full text: read_file path={relative}")
     head = keep * 3 // 4
     tail = keep - head
     item["summary"] = summary[:head] + marker + (summary[-tail:] if tail else "")
     item["summary_truncated"] = True
     item["summary_original_chars"] = len(summary)
-    item["summary_full_path"] = str(relative) if saved else None
+    item["summary_full_path"] = str(relative)
     return item
 
 
@@ -125,11 +135,49 @@ def _marker(length: int, max_chars: int, where: str) -> tuple[str, int]:
         omitted = length - keep
 
 
-def _spill(path: Path, text: str) -> bool:
+def _spill(workspace: Path, relative: Path, text: str) -> str | None:
+    """Save ``text`` whole as ``relative`` in ``workspace`` (0600, the folders it makes 0700: a chat's
+    answer is the chat's, as its attachments are); None once saved, else why not, for the parent model
+    (no host path in it; the log has it).
+
+    Refused when a folder on the way is a symlink (a chat's own folder made a link to another chat's
+    with ``execute_code``, or ``.switchboard`` a link out of the workspace): followed, this chat's answer
+    landed in the other chat's folder, for its model to read, or outside the workspace. Written whole
+    (`write_whole`): a crash midway left a half answer under the name the marker gives the model."""
+    root = workspace.resolve()
+    path = Path(os.path.normpath(root / relative))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        if path.parent.resolve() != path.parent:  # checked before anything is made through the link
+            raise _Linked
+        _make_folders(root, path.parent)
+        if path.parent.resolve() != path.parent:  # a link put in place meanwhile
+            raise _Linked
+        write_whole(path, text.encode("utf-8", errors="surrogatepass"),
+                    temporary=path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), mode=0o600)
+    except _Linked:
+        log.warning("a subagent's answer is not saved to %s: a folder on its way is a symlink, and an answer"
+                    " is saved only in a folder of the session's own", path)
+        return f"{relative.parent}/ (or a folder on its way) is a symlink, and it is saved only in a folder of its own"
     except OSError as exc:
         log.warning("could not save a full child summary to %s: %s", path, exc)
-        return False
-    return True
+        return f"it could not be saved ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+class _Linked(Exception):
+    pass
+
+
+def _make_folders(root: Path, folder: Path) -> None:
+    """``mkdir -p folder`` below ``root``, each folder it makes 0700: `Path.mkdir` gives its mode to the last
+    one only. Folders already there keep theirs."""
+    missing = []
+    while folder != root and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:
+            if not made.is_dir():
+                raise

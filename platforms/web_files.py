@@ -12,7 +12,8 @@ made once and kept in ``<root>/.id-key``: outbox keys follow from turn ids, whic
 turn id. A send without a key gets a random id. A download must name the chat too, which is
 checked: a link gives away no other chat's file. Each is written in a staging folder, flushed to
 disk (its files, then the folder's names for them) and renamed whole, so a folder that exists is
-complete, also after a power cut.
+complete, also after a power cut. What is kept is the chat's and the gateway's only, as the outbox's copy
+is: folders 0700, the copy and ``meta.json`` 0600 (`FILE_MODE`) whatever the umask.
 
 A file is kept as long as the chat's messages are (``keep_seconds``: the gateway passes the
 outbox's seven days), so the message and its link go together; `sweep` removes older ones,
@@ -42,6 +43,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import BinaryIO
 from urllib.parse import quote
 
 from platforms.base import OutboundFile, scalar_text
@@ -52,6 +54,11 @@ FILE_ID = re.compile(r"[A-Za-z0-9_-]{24}")
 _DATA, _META = "data", "meta.json"
 _ID_KEY = ".id-key"
 """The key of `WebFiles.id_for`, in the root: removed, the files already kept keep their ids."""
+FILE_MODE = 0o600
+"""The mode of a copy made where no hard link can be (the link shares the outbox's copy, 0600 too) and of
+``meta.json``: by the umask alone (0022 under systemd and Docker) they were 0644, a chat's file and its name
+for every user of the machine to read once their folder is not 0700 (a restore, a copied state dir)."""
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _STAGING_GRACE = 3600.0
 """A staging folder this old (by its mtime) was left by a crash, not being written now."""
 SAFE_TYPES = {
@@ -116,12 +123,14 @@ class WebFiles:
             try:  # the outbox's copy is complete and fsynced, and only ever removed: share it
                 os.link(file.path, staging / _DATA)
             except OSError:  # another file system, or one without hard links
-                shutil.copyfile(file.path, staging / _DATA)
+                with open(file.path, "rb") as source, _created(staging / _DATA) as copy:
+                    shutil.copyfileobj(source, copy)
                 _fsync(staging / _DATA)
             kept = KeptFile(file_id, chat_id, scalar_text(file.name), os.stat(staging / _DATA).st_size,
                             self._clock(), self.root / file_id / _DATA)
             meta = {"chat_id": chat_id, "name": kept.name, "size": kept.size, "time": kept.time}
-            (staging / _META).write_text(json.dumps(meta), encoding="utf-8")
+            with _created(staging / _META) as written:
+                written.write(json.dumps(meta).encode("utf-8"))
             _fsync(staging / _META)
             _flush_folder(staging)  # its names: else the folder renamed into place could come back without them
             try:
@@ -272,6 +281,11 @@ def download_headers(name: str) -> dict[str, str]:
         "Cache-Control": "private, no-store",
         "Referrer-Policy": "no-referrer",
     }
+
+
+def _created(path: Path) -> BinaryIO:
+    """``path`` made anew (FileExistsError when it is there), `FILE_MODE` before the umask, open to write."""
+    return os.fdopen(os.open(path, _CREATE, FILE_MODE), "wb")
 
 
 def _fsync(path: Path) -> None:

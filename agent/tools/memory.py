@@ -148,6 +148,21 @@ def _save(path: Path, data: dict[str, Any]) -> None:
         log.info("memory: removed %d temporary file(s) beside %s that a crash left before their rename", removed, path)
 
 
+def _readable(notes: list[Any], path: Path) -> tuple[list[dict[str, Any]], str]:
+    """The notes `list` and `search` can show: objects with an ``id`` and a ``text``. Any other (a file
+    edited by hand) is skipped, not a KeyError for every list and search: it stays in the file (a change
+    saves it as it was), a warning names the file for the operator, and the answer's last line counts it
+    (the second value; empty when there is none), so the user hears that some notes are not shown."""
+    readable = [n for n in notes if isinstance(n, dict) and "id" in n and "text" in n]
+    skipped = len(notes) - len(readable)
+    if not skipped:
+        return readable, ""
+    log.warning("memory: %s holds %d note(s) without an 'id' or a 'text' (edited by hand?): they are not shown"
+                " until the file is fixed", path, skipped)
+    return readable, (f"\n({skipped} note(s) in the memory file cannot be shown: each lacks an 'id' or a 'text'; "
+                      "the operator can fix the file by hand)")
+
+
 def _format(notes: list[dict[str, Any]], *, more: str) -> str:
     """A note a line, ``[id] text``; a note's further lines indented, so that no text a note holds
     (``[1] …`` on a line of its own) reads as another note. Past `MAX_SHOWN_CHARS`, the notes left
@@ -174,7 +189,8 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
     key = note_key() if note_key is not None else None
     with _locked(path):
         data = _load(path)
-        left = next((n for n in data["notes"] if key is not None and n.get("key") == key), None)
+        left = next((n for n in data["notes"] if key is not None and isinstance(n, dict) and n.get("key") == key),
+                    None)
         if left is not None:
             left["text"] = text
             _save(path, data)
@@ -194,7 +210,7 @@ def _remove(path: Path, args: dict[str, Any]) -> str:
         raise ToolError("action 'remove' needs the 'id' of a note (see action 'list')")
     with _locked(path):
         data = _load(path)
-        kept = [n for n in data["notes"] if n.get("id") != args["id"]]
+        kept = [n for n in data["notes"] if not isinstance(n, dict) or n.get("id") != args["id"]]
         if len(kept) == len(data["notes"]):
             raise ToolError(f"there is no note {args['id']}")
         data["notes"] = kept
@@ -210,10 +226,10 @@ def _search(path: Path, args: dict[str, Any]) -> str:
     if not words:
         raise ToolError("action 'search' needs a non-empty 'query'")
     with _lock_for(path):
-        notes = _load(path)["notes"]
+        notes, skipped = _readable(_load(path)["notes"], path)
     folded = ((n, str(n["text"]).casefold()) for n in notes)  # once a note, not once a word and note
     hits = [n for n, text in folded if all(w in text for w in words)]
-    return _format(hits, more="add words to the query to narrow it") if hits else "(no matching notes)"
+    return (_format(hits, more="add words to the query to narrow it") if hits else "(no matching notes)") + skipped
 
 
 def memory(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -226,8 +242,8 @@ def memory(args: dict[str, Any], ctx: ToolContext) -> str:
     if action == "search":
         return _search(path, args)
     with _lock_for(path):
-        notes = _load(path)["notes"]
-    return _format(notes, more="action 'search' finds notes by their words") if notes else "(no notes)"
+        notes, skipped = _readable(_load(path)["notes"], path)
+    return (_format(notes, more="action 'search' finds notes by their words") if notes else "(no notes)") + skipped
 
 
 def memory_toolset() -> tuple[Tool, ...]:
