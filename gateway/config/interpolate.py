@@ -6,7 +6,8 @@ structure. Syntax:
 
 - ``${NAME}``: the variable's value; an error if it is unset.
 - ``${NAME:-default}``: the default when the variable is unset *or empty* (as in
-  the shell); the default is literal text up to the first ``}``.
+  the shell); the default is literal text up to the first ``}``, and may not hold a ``${``
+  (``${A:-${B}}``, a nesting the shell allows, would be the text ``${B}``).
 - ``$${`` is a literal ``${``. Any other ``$`` is left alone, so passwords with a
   ``$`` in them need no escaping.
 
@@ -16,6 +17,11 @@ validator accept ``port: ${PORT}`` for an integer field.
 A variable that is set but empty (``TOKEN=`` in an env file) is no error by itself
 (an optional setting reads it as unset), but the key it fed is noted, so that a
 problem found with that key later names the variable (`name_empty_variables`).
+
+The text the tree comes to, each alias copied out and each reference expanded, is bounded
+(`MAX_TEXT`): a long value aliased a thousand times over, or a variable referred to a thousand
+times in one value, otherwise took gigabytes from a file of kilobytes, in the gateway and in
+`config check`'s output.
 """
 
 from __future__ import annotations
@@ -36,6 +42,27 @@ class Expanded(str):
     """
 
 
+MAX_TEXT = 10_000_000
+"""Characters of text a configuration may come to, each alias copied out and each ``${VAR}``
+expanded: far over any real one, also with long prompts in it."""
+
+TOO_MUCH_TEXT = (f"the configuration comes to over {MAX_TEXT:,} characters of text by this key, its aliases"
+                 " copied out and its ${VAR}s expanded: no setting takes so much; look at what is aliased or"
+                 " expanded here")
+
+
+class TooMuchText(ValueError):
+    """The text would pass what is left of `MAX_TEXT`."""
+
+
+class _Budget:
+    """What is left of `MAX_TEXT` while one tree is expanded; ``spent`` once it ran out."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TEXT
+        self.spent = False
+
+
 class Failed:
     """Placeholder for a value whose expansion failed; its error is already reported."""
 
@@ -50,18 +77,33 @@ def expand_tree(
     node: object, env: Mapping[str, str], path: str, errors: list[str], empty: dict[str, list[str]] | None = None
 ) -> object:
     """A copy of ``node`` with every string scalar expanded; problems go to ``errors``, and the
-    names of the set-but-empty variables each key took a value from to ``empty`` (by key)."""
+    names of the set-but-empty variables each key took a value from to ``empty`` (by key). Past
+    `MAX_TEXT`, one error names the key it ran out at, and every string from there on is `FAILED`."""
+    return _expand_node(node, env, path, errors, empty, _Budget())
+
+
+def _expand_node(
+    node: object, env: Mapping[str, str], path: str, errors: list[str], empty: dict[str, list[str]] | None,
+    budget: _Budget,
+) -> object:
     if isinstance(node, dict):
-        return {key: expand_tree(value, env, _join(path, key), errors, empty) for key, value in node.items()}
+        return {key: _expand_node(value, env, _join(path, key), errors, empty, budget) for key, value in node.items()}
     if isinstance(node, list):
-        return [expand_tree(item, env, f"{path}[{i}]", errors, empty) for i, item in enumerate(node)]
+        return [_expand_node(item, env, f"{path}[{i}]", errors, empty, budget) for i, item in enumerate(node)]
     if isinstance(node, str):
+        if budget.spent:
+            return FAILED
         names: list[str] = []
         try:
-            value = expand(node, env, names)
+            value = expand(node, env, names, limit=budget.left)
+        except TooMuchText as exc:
+            budget.spent = True
+            errors.append(f"{path}: {exc}")
+            return FAILED
         except ValueError as exc:
             errors.append(f"{path}: {exc}")
             return FAILED
+        budget.left -= len(value)
         if names and empty is not None:
             empty[path] = names
         return value
@@ -88,23 +130,29 @@ def bad_references(text: str) -> list[str]:
             if match.group(1) is not None and _REFERENCE.fullmatch(match.group(1)) is None]
 
 
-def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None) -> str:
-    """``text`` with references replaced; raises ValueError naming the bad reference. The name of
-    each variable without a default that is set but empty is appended to ``empty``.
+def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None, *, limit: int | None = None) -> str:
+    """``text`` with references replaced; raises ValueError naming the bad reference, and
+    `TooMuchText` (before building it) for a result longer than ``limit``. The name of each
+    variable without a default that is set but empty is appended to ``empty``.
 
     Error messages name variables, never values, so secrets stay out of them.
     """
+    if limit is not None and len(text) > limit:  # its references' values can only add to it
+        raise TooMuchText(TOO_MUCH_TEXT)
     if "${" not in text:
         return text
     out: list[str] = []
+    length = 0
     pos = 0
     expanded = False
     for match in _TOKEN.finditer(text):
         out.append(text[pos : match.start()])
+        length += match.start() - pos
         pos = match.end()
         token = match.group(0)
         if token == "$${":
             out.append("${")
+            length += 2
             continue
         if match.group(1) is None:
             raise ValueError("unterminated ${ (write $${ for a literal ${)")
@@ -112,6 +160,11 @@ def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None) ->
         if ref is None:
             raise ValueError(f"bad reference ${{{match.group(1)}}}: expected ${{NAME}} or ${{NAME:-default}}")
         name, default = ref.group(1), ref.group(2)
+        if default is not None and "${" in default:
+            # ``${A:-${B}}`` read as the fallback "${B" then "}": a secret (a webhook's) became the
+            # text "${B}", which anyone may guess. Not shown: the fallback may be a secret written in.
+            raise ValueError(f"the fallback of ${{{name}:-…}} holds a ${{, but a fallback is text, taken as written:"
+                             " a variable in it is not expanded; write the text itself")
         value = env.get(name)
         if default is not None and not value:
             value = default
@@ -123,6 +176,9 @@ def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None) ->
             )
         out.append(value)
         expanded = True
+        length += len(value)
+        if limit is not None and length > limit:
+            raise TooMuchText(TOO_MUCH_TEXT)
     out.append(text[pos:])
     result = "".join(out)
     return Expanded(result) if expanded else result

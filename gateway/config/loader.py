@@ -73,13 +73,27 @@ def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | Non
     for candidate in (Path("switchboard.yaml"), *user_file):
         try:
             found = candidate.is_file()
+            # Something else in the file's place (a directory, as Docker makes for a bind mount of a file
+            # that did not exist; a link to nothing) was meant as the file: the defaults would run instead.
+            there = not found and (candidate.is_symlink() or candidate.exists())
         except OSError as exc:  # a directory on the way the gateway's user may not enter: one may be there
             raise ConfigError([f"cannot look for a config file at {candidate.absolute()} ({exc.strerror}); give"
                                " the gateway's user access to its directory, or name the file with --config or"
                                " $SWITCHBOARD_CONFIG"]) from None
         if found:
             return candidate.absolute()
+        if there:
+            path = candidate.absolute()
+            raise ConfigError([f"config file {path} {_what_is_there(path)}: put the file there, or name the"
+                               " file to read with --config or $SWITCHBOARD_CONFIG"], source=path)
     return None
+
+
+def _what_is_there(path: Path) -> str:
+    """What is at ``path`` in place of a file, as the error about it says."""
+    if path.is_symlink() and not path.exists():
+        return f"is a symbolic link to {os.readlink(path)}, which does not exist"
+    return "is a directory, not a file" if path.is_dir() else "is not a file"
 
 
 def _must_exist(path: Path, origin: str) -> Path:
@@ -109,16 +123,24 @@ _YAML_HINTS = {
 }
 
 
+MAX_BYTES = 1 << 20
+"""The largest config file read. PyYAML reads a megabyte in seconds, but a file hundreds of times
+that (a log or a dump named by mistake) took minutes and gigabytes before any error; and under it
+no file spells out `MAX_VALUES` values without aliases."""
+
+
 def read_yaml(source: Path) -> object:
     """The parsed document; raises ConfigError naming the file (and line) on failure."""
-    try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([f"{source}: cannot read: {exc}"], source=source) from exc
+    text = _read_text(source)
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise ConfigError([f"{source}: invalid YAML: nested too deeply"], source=source) from None
+    except yaml.reader.ReaderError as exc:
+        # Its own words end in a second line naming "<unicode string>" and a character offset.
+        line, column = _line_and_column(text, exc.position)
+        raise ConfigError([f"{source}:{line}:{column}: invalid YAML: the character U+{exc.character:04X},"
+                           " which YAML does not allow in a file: delete it"], source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(source)
@@ -130,6 +152,33 @@ def read_yaml(source: Path) -> object:
     if (problem := _too_big(document)) is not None:
         raise ConfigError([f"{source}: invalid YAML: {problem}"], source=source)
     return document
+
+
+def _read_text(source: Path) -> str:
+    """The file's text, at most `MAX_BYTES` of it read; raises ConfigError saying what is wrong with it."""
+    try:
+        with source.open("rb") as file:
+            data = file.read(MAX_BYTES + 1)
+    except OSError as exc:
+        fix = "; give the gateway's user read access to it" if isinstance(exc, PermissionError) else ""
+        raise ConfigError([f"{source}: cannot read ({exc.strerror}){fix}"], source=source) from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError([f"{source}: over {MAX_BYTES:,} bytes, more than a config file holds: is it the right"
+                           " file?"], source=source)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError([f"{source}: the file is UTF-16 text: save it as UTF-8"], source=source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        line, column = data.count(b"\n", 0, exc.start) + 1, len(data[start:exc.start].decode(errors="replace")) + 1
+        raise ConfigError([f"{source}:{line}:{column}: not UTF-8 text (the byte 0x{data[exc.start]:02x}): save the"
+                           " file as UTF-8"], source=source) from None
+
+
+def _line_and_column(text: str, position: int) -> tuple[int, int]:
+    """1-based, as an editor counts them, of the character at ``position``."""
+    return text.count("\n", 0, position) + 1, position - (text.rfind("\n", 0, position) + 1) + 1
 
 
 MAX_DEPTH = 64
