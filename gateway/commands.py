@@ -75,6 +75,15 @@ def stop_spared(n: int) -> str:
     return f"{n} subagents started for messages sent after this /stop go on. Send /stop again to stop them."
 
 
+def stop_not_saved(n: int) -> str:
+    """``/stop``'s word on the ``n`` subagents it is stopping when the journal could not commit their stop
+    (`HostView.stops_committed`): not "Stopped", as a restart before it is saved would find them lost, and might
+    run them again."""
+    who = "1 subagent" if n == 1 else f"{n} subagents"
+    return (f"Stopping {who}, but the stop is not saved yet (the state database cannot be written): if the gateway "
+            f"restarts before it is, {'it' if n == 1 else 'they'} may run again.")
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     name: str
@@ -187,6 +196,9 @@ class Commands:
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
                                                            sparing_turns=later)
+        # Answered once their stop is committed: "Stopped" while it was only queued, a crash right after left the
+        # children running in the journal, lost to the restart, and on_restart: resume ran them again.
+        saved = not children or await self._children.stops_committed()
         await asyncio.sleep(0)
         went_on = [STOP_SENT_BEFORE] if spared is not None else []
         if going_on:
@@ -195,9 +207,11 @@ class Commands:
         if not stopped.turn and not children and not stopped.dropped and not finished:
             return " ".join([*(went_on or ["Nothing was running."]), *kept, *note])
         parts = ["the running turn"] if stopped.turn else []
-        if children:
+        if children and saved:
             parts.append(_count(children, "subagent"))
         said = [f"Stopped {' and '.join(parts)}."] if parts else []
+        if children and not saved:
+            said.append(stop_not_saved(children))
         if children:
             said.append("Their partial results are listed by /agents.")
         if finished:

@@ -115,6 +115,17 @@ class HostView:
             return False
         return await supervisor.interrupt([record], reason) == 1
 
+    async def stops_committed(self) -> bool:
+        """Wait until every stop asked so far (`interrupt_children`, `interrupt_turn`, `interrupt_child`) is
+        committed to the journal, as a `cancel` waits for its own: call it after a stop and before telling a person
+        "stopped". True once committed; False when the journal could not commit (the database held by another
+        connection past its busy timeout, a full disk, the service closed meanwhile): the children are being
+        stopped all the same and the journal writes the stops once it can, but until then a crash would leave them
+        INTERRUPTED by process exit, as lost ones a host may run again. Logged, never raised; a later call
+        answers True once they are written. The interrupts do not wait themselves: their other callers tell
+        nobody, and must not wait for the commit of a launch their stop reached while it was being journaled."""
+        return await self._supervisor.stops_committed()
+
     def tool_trace(self, parent_session_id: str, subagent_id: str) -> tuple[ToolTraceEntry, ...] | None:
         """The child's latest tool calls, oldest first, metadata only: live from its engine
         (when the engine can tell), or as it finished while this process remembers it. None

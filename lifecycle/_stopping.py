@@ -110,6 +110,38 @@ class Stopping:
                 " INTERRUPTED, not CANCELLED. Cancel again to hear when it is recorded.", code="JOURNAL_WRITE_FAILED")
             raise failure from exc
 
+    async def stops_committed(self) -> bool:
+        """Wait for the commit that carries every stop asked so far (`interrupt`'s rows, a cancel's), the same
+        group commit a `cancel` waits for: True once it has committed, False when it could not (a failed write, a
+        database another connection holds past its busy timeout, a journal closed meanwhile). For a host that
+        tells a person "stopped" (`HostView.stops_committed`): told so while the rows were only queued, a process
+        killed right then left the children running in the journal, for the next start to end INTERRUPTED by
+        process exit, as lost ones, which ``lifecycle.on_restart: resume`` runs again.
+
+        Not part of `interrupt`: its other callers (a parent's interrupt, the close, a host tidying after a failure
+        of its own) tell nobody, and a stop that reaches children whose launch is still being journaled must not
+        wait for that commit (their launch and stop rows commit together, or neither does). A failure is logged,
+        not raised: the children are being stopped all the same, and the journal keeps the rows and writes them
+        once it can; a later call answers True once it has."""
+        if self.sealed:  # the journal is closed: the close wrote what it could, and said so if it could not
+            return False
+        try:
+            await self.journal.sync()
+        except JournalError as exc:
+            live = self._live
+            if exc.subagent_ids and not any((r := live.get(sid)) is not None and r.stop_request is not None
+                                            for sid in exc.subagent_ids):
+                # Another record's refusal (a finished child's result), heard by this plain sync: logged as the
+                # publisher logs them; the stops were committed with the rest.
+                log.error("the journal refused %s (%s), heard while committing stops", ", ".join(exc.subagent_ids),
+                          exc.code)
+                return True
+            log.error("stops were asked, but the journal could not record them yet (%s): the children are being"
+                      " stopped, and the journal writes the stops once it can; until then a crash would leave them"
+                      " INTERRUPTED by process exit", exc)
+            return False
+        return True
+
     def _journal_stop(self, record: Record, **stop: object) -> None:
         """Keep a stop asked of a child: the next start asks its engine again if it outlives this process,
         as the request may not have reached it (its service down until this process stopped); a child that

@@ -44,6 +44,7 @@ from platforms.web_pages import page_response, static_route
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
+    from lifecycle import HostView
 
 log = logging.getLogger("gateway.console")
 
@@ -56,9 +57,11 @@ BEHIND = 8
 """Snapshots queued for a page that does not keep up before it is cut off (it reconnects to a fresh
 one): each is the whole state, hundreds of kilobytes at the console's caps, and only the last counts."""
 STOP_REASON = "stopped from the operator console"
+STOP_NOT_SAVED = ("the subagents are being stopped, but the stop is not saved yet (the state database cannot be "
+                  "written): if the gateway restarts before it is, they may run again")
 LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
 _STREAM = "console"
-NOT_FOUND, CONFLICT = 404, 409
+NOT_FOUND, CONFLICT, UNAVAILABLE = 404, 409, 503
 Problem = tuple[int, str]
 """Why an action did nothing: `NOT_FOUND` (its id names nothing) or `CONFLICT` (what it names
 exists, but not in a state that allows the action), and a sentence for the operator."""
@@ -147,9 +150,7 @@ class Console(GatewayListener):
         # Ages grow by themselves (the page ticks them): what changes a platform is its connection, or a
         # later last event, which may have changed nothing else (a duplicate, a stranger's). Within a second
         # is the same (ages are rounded, and the page shows seconds).
-        platforms = [[p["name"], p["connection"]] for p in state["platforms"]]
-        text = json.dumps({**{k: v for k, v in state.items() if k not in ("now", "platforms")},
-                           "platforms": platforms}, sort_keys=True)
+        text = _comparable(state)
         last_heard = {p["name"]: state["now"] - p["last_inbound_age"] for p in state["platforms"]}
         heard = any(abs(at - self._last_heard.get(name, at)) >= 1 for name, at in last_heard.items())
         self._last_heard = last_heard
@@ -173,6 +174,10 @@ class Console(GatewayListener):
         # Every event is a whole snapshot, so one taken before subscribing misses nothing the next won't show.
         state = await self.view.snapshot()
         sub = self._streams.subscribe(_STREAM)
+        if _comparable(state) != self._last:
+            # The last state published is not this page's (kept from before every page went, or older than this
+            # snapshot): a state going back to it would be sent to no one, and this page show this one for good.
+            self._last = None
         if self._refresher is None:
             self._refresher = asyncio.ensure_future(self._refresh())
         return await serve_events(request, self._streams, sub, ("state", state), self._keep_alive)
@@ -188,24 +193,25 @@ class Console(GatewayListener):
                 children = await g.host.children.interrupt_turn(session.session_id, turn_id, STOP_REASON)
                 if stopped or children:
                     log.info("console: stopped turn %s%s", turn_id, f" and {children} subagent(s)" if children else "")
-                    return None
+                    return await _stops_saved(g.host.children) if children else None
             # A session not in memory (not loaded since a restart, replaced by /new, a plugin's own) runs
             # no turn, but its children may run on: stopping them needs no session.
             for session_id in g.host.children.sessions_with_children():
                 if g.sessions.by_agent(session_id) is None and (
                         children := await g.host.children.interrupt_turn(session_id, turn_id, STOP_REASON)):
                     log.info("console: stopped %d subagent(s) of turn %s", children, turn_id)
-                    return None
+                    return await _stops_saved(g.host.children)
             return CONFLICT, "that turn is not running and has no running subagents"
 
         return await self._act(request, stop, str)
 
     async def _stop_child(self, request: web.Request) -> web.Response:
         async def stop(subagent_id: str) -> Problem | None:
-            if not await self._gateway.host.children.interrupt_child(subagent_id, STOP_REASON):
+            children = self._gateway.host.children
+            if not await children.interrupt_child(subagent_id, STOP_REASON):
                 return CONFLICT, "that subagent is not running (finished, finishing, or unknown)"
             log.info("console: stopped subagent %s", subagent_id)
-            return None
+            return await _stops_saved(children)
 
         return await self._act(request, stop, str)
 
@@ -266,6 +272,20 @@ class Console(GatewayListener):
             return error_response(503, f"the state database cannot be written ({exc}): what was done may not "
                                        "hold after a restart; try again once it can be written")
         return web.json_response({"ok": True})
+
+
+async def _stops_saved(children: HostView) -> Problem | None:
+    """None once the stops just asked are committed (`HostView.stops_committed`), else a 503 saying so: "ok" while
+    they were only queued, a crash right after left the subagents running in the journal, lost to the restart, and
+    ``lifecycle.on_restart: resume`` ran them again."""
+    return None if await children.stops_committed() else (UNAVAILABLE, STOP_NOT_SAVED)
+
+
+def _comparable(state: dict[str, Any]) -> str:
+    """What of a snapshot tells whether it changed: all but its time, and of each platform only its connection."""
+    platforms = [[p["name"], p["connection"]] for p in state["platforms"]]
+    return json.dumps({**{k: v for k, v in state.items() if k not in ("now", "platforms")}, "platforms": platforms},
+                      sort_keys=True)
 
 
 def refused(request: web.Request, refusal: Refusal) -> web.Response:

@@ -6,6 +6,10 @@ children still run, each with its tree of children), background delegations (wha
 apart from what was delivered), the outbox's pending and failed parts, dead letters,
 recent warnings and errors, and each platform's time since its last event. Times are
 epoch seconds on the gateway's clock; ``now`` says when the snapshot was taken.
+
+Errors and previews are masked as the log is (`gateway.logging.redact`): an error is an
+exception's text as stored (an SDK's URL, with the bot token in it), which the log masks and
+`/agents` does, and the page is read by whoever the console's token is shared with.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from gateway.logging import redact, redacted_cut
 from gateway.store import DelegationRow, OutboxRow, split_session_key
 from lifecycle import ChildSnapshot
 
@@ -132,7 +137,7 @@ class ConsoleView:
             child = found.get(task.subagent_id)
             tasks.append({"index": task.task_index, "goal": _preview(task.goal), "subagent_id": task.subagent_id,
                           "attempts": task.attempts, "state": child.state.value if child else "UNKNOWN",
-                          "error": child.error if child else None})
+                          "error": _error(child.error) if child else None})
         return {"id": row.delegation_id, "session_key": row.session_key, "platform": platform, "chat_id": chat_id,
                 "origin_turn_id": row.origin_turn_id, "dispatched_at": row.dispatched_at,
                 "ran": sum(1 for t in tasks if t["state"] not in _LIVE), "tasks": tasks, "status": row.status,
@@ -157,20 +162,29 @@ _LIVE = frozenset({"PENDING", "STARTING", "RUNNING", "CANCEL_REQUESTED", "UNKNOW
 def _child(c: ChildSnapshot) -> dict[str, Any]:
     return {"id": c.subagent_id, "goal": _preview(c.goal), "role": c.role, "state": c.state.value,
             "live": not c.state.terminal, "activity": c.activity, "model": c.model, "created_at": c.created_at,
-            "started_at": c.started_at, "completed_at": c.completed_at, "error": c.error}
+            "started_at": c.started_at, "completed_at": c.completed_at, "error": _error(c.error)}
 
 
 def _message(r: OutboxRow) -> dict[str, Any]:
     return {"id": r.id, "key": r.key, "platform": r.platform, "chat_id": r.chat_id, "kind": r.kind, "op": r.op,
             "status": r.status, "attempts": r.attempts, "created_at": r.created_at,
-            "next_attempt_at": r.next_attempt_at, "error": r.last_error, "text": _preview(r.text)}
+            "next_attempt_at": r.next_attempt_at, "error": _error(r.last_error), "text": _preview(r.text)}
 
 
 def _letter(d: Any) -> dict[str, Any]:
     return {"id": d.id, "platform": d.platform, "chat_id": d.chat_id, "event_id": d.event_id,
-            "attempts": d.attempts, "error": d.error, "dead_at": d.dead_at, "text": _preview(d.text)}
+            "attempts": d.attempts, "error": _error(d.error), "dead_at": d.dead_at, "text": _preview(d.text)}
+
+
+def _error(error: str | None) -> str | None:
+    return None if error is None else redact(error)
 
 
 def _preview(text: str | None) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+    # Only what is shown is masked (and as far on again, for a secret that begins there): a message
+    # may be a whole reply, and each refresh reads up to 50 of them.
+    return redacted_cut(text, PREVIEW, _cut, read=2 * PREVIEW)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

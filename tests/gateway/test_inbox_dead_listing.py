@@ -1,0 +1,34 @@
+"""What `switchboard inbox dead` prints of a dead letter: never a secret its error or its text holds."""
+
+from __future__ import annotations
+
+from gateway.cli import main
+from gateway.host import STATE_DB
+from gateway.store import GatewayStore
+from platforms.base import Inbound
+
+MODEL_KEY = "model-key-held-in-the-config-f00d"
+BOT_TOKEN = "7012345678:AAHinb0x-n0t-a-real-t0ken-at-all-x9"
+
+
+def test_inbox_dead_masks_the_secrets_an_error_holds_as_the_log_does(tmp_path, capsys) -> None:
+    # The error is the exception's text as stored: the gateway's log masked it, the listing did not.
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    store = GatewayStore(state / STATE_DB)
+    try:
+        inbound = Inbound(platform="chat", chat_id="c1", thread_id=None, user_id="u1", user_name=None,
+                          text=f"please answer: {MODEL_KEY}", event_id="ev-1")
+        store.inbox.accept(inbound, "turn-1")
+        store.inbox.failed("chat", "ev-1", f"APIError: key {MODEL_KEY} refused\nby https://api.telegram.org/bot"
+                                           f"{BOT_TOKEN}/getMe")
+        store.inbox.set_aside("chat", "ev-1")
+    finally:
+        store.close()
+    config_file = tmp_path / "switchboard.yaml"
+    config_file.write_text(f"state_dir: {state}\nmodel:\n  api_key: {MODEL_KEY}\n")
+    assert main(["--config", str(config_file), "inbox", "dead"]) == 0
+    out = capsys.readouterr().out
+    assert MODEL_KEY not in out and BOT_TOKEN.partition(":")[2] not in out, out
+    # One line per letter, then its text: an error's own line breaks would pass for letters of their own.
+    assert "  APIError: key *** refused by https://api.telegram.org/bot***/getMe\n    'please answer: ***'\n" in out
