@@ -45,6 +45,7 @@ from gateway.sessions import ChatKey, Heard, Mode, RunningTurn, WorkItem, new_tu
 from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
+from gateway.turn_progress import finish_left
 from gateway.turn_reads import origin_of, private_chat, read_turn
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
 from gateway.unconfigured import configured, keep_unconfigured
@@ -199,6 +200,7 @@ class Gateway:
             if (event.platform, event.event_id) not in begun or self.dead_letters.cut_short(event)]
         for event, _ in replayed:
             self.store.inbox.reopen(event.platform, event.event_id)
+        self._finish_set_aside(opened, replayed)
         unfinished = [*replayed, *self.store.inbox.take_requeued(of=self.adapters)]
         running = self.store.delegations.running()
         # Before the first await: the outbox started above has sent nothing yet.
@@ -257,6 +259,21 @@ class Gateway:
         that after a restart too the new chat's messages reach the chat's session."""
         self.store.chat_moves.record(platform, chat_id, moved_to)
         await self.store.durable()
+
+    def _finish_set_aside(self, opened: list[tuple[Inbound, str | None]],
+                          replayed: list[tuple[Inbound, str | None]]) -> None:
+        """The progress messages of the turns the last process died in whose messages are not run again (set
+        aside, charged with that death) would read ⏳ for good: finalised as failed (`turn_progress.finish_left`)."""
+        again = {(event.platform, event.event_id) for event, _ in replayed}
+        for event, turn_id in opened:
+            if turn_id is None or (event.platform, event.event_id) in again:
+                continue
+            try:
+                finish_left(self.outbox, (event.platform, event.chat_id, event.thread_id), turn_id,
+                            self.display.turn(event.platform))
+            except Exception as exc:  # the message is decoration: the start goes on
+                log.warning("finishing the progress message of turn %s failed (%s: %s)", turn_id,
+                            type(exc).__name__, exc)
 
     def _recall_refusals(self) -> None:
         """The refusals the last processes gave in the last `QUIET_SECONDS`, from what they journaled:

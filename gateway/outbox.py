@@ -445,6 +445,12 @@ class Outbox:
         """Every message journaled for the turn, as `OutboxRows.turn_messages` gives them."""
         return self._store.turn_messages(platform, turn_id)
 
+    def refusal(self, key: str) -> str | None:
+        """What the platform refused the part under ``key`` with (`describe`: the error's class first), once it
+        failed for good; None for one sent, pending, dropped or never journaled."""
+        row = self._store.message(key)
+        return row.last_error if row is not None and row.status == "failed" else None
+
     def maybe_seen(self, key: str) -> bool:
         """Whether the part under ``key`` may be in the chat: sent, being sent, or sent before
         with its answer lost. False for one that waits for its first try or for a retry after

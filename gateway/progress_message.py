@@ -8,10 +8,18 @@ stale one left by a crash can still be finalised.
 
 from __future__ import annotations
 
+import logging
+
 from gateway.outbox import Outbox
 from gateway.sessions import ChatKey
 
+log = logging.getLogger("gateway.progress_message")
+
 _PLAIN = str.maketrans(":/", "__")
+CHAT_GONE = ("Forbidden", "NotFound")
+"""Refusals of a progress message's state that say the chat takes no message of the bot's (it was removed from
+it, blocked, the chat deleted): an edit the platform cannot make is sent anew (`Outbox.enqueue_edit`), so a
+state refused so was refused as a message in that chat."""
 
 
 class ProgressMessage:
@@ -22,6 +30,9 @@ class ProgressMessage:
         self._turn_id = turn_id
         self._run_id = run_id
         """Distinguishes this run's edits from a replayed run's (their keys must differ)."""
+        self._last: str | None = None
+        """The key of the latest state this run published."""
+        self._refused = False
 
     @property
     def target(self) -> str:
@@ -34,7 +45,11 @@ class ProgressMessage:
 
     def publish(self, text: str, n: int) -> None:
         """The ``n``-th state of the message: sent the first time, else an edit of it. Only as much of
-        ``text`` as fits one message of the platform is shown (`_one_message`)."""
+        ``text`` as fits one message of the platform is shown (`_one_message`). Nothing once the chat refused
+        an earlier state for good (`CHAT_GONE`): each state, every 2 s while subagents run, would be one more call
+        refused and one more failure logged and kept, for as long as the work runs. `finish` still tries once."""
+        if self._chat_gone():
+            return
         if n == 0 and not self.exists:
             keys = self._outbox.enqueue(*self._chat, text, kind="notice", key=self._key, turn_id=self._turn_id,
                                         silent=True)
@@ -42,6 +57,17 @@ class ProgressMessage:
             keys = self._outbox.enqueue_edit(*self._chat, self.target, text,
                                              key=f"{self._key}-edit-{self._run_id}-{n}")
         self._one_message(keys)
+        if keys:
+            self._last = keys[0]
+
+    def _chat_gone(self) -> bool:
+        if not self._refused and self._last is not None:
+            refusal = self._outbox.refusal(self._last)
+            if refusal is not None and refusal.partition(":")[0] in CHAT_GONE:
+                self._refused = True
+                log.info("%s chat %s refused progress message %s (%s): it is not updated until its work ends",
+                         self._chat[0], self._chat[1], self._key, refusal)
+        return self._refused
 
     def _one_message(self, keys: list[str]) -> None:
         """Drop the parts after the first of a text the outbox split to the platform's limit (a card of

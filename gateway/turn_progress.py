@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent import Clock, TurnObserver
+from agent import Clock, TurnObserver, new_id
 from gateway.display import TurnDisplay
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import ProgressCard
 from gateway.progress_message import ProgressMessage
-from gateway.sessions import GatewaySession, RunningTurn
+from gateway.sessions import ChatKey, GatewaySession, RunningTurn
 from lifecycle import HostView
 
 DELEGATE = "delegate_task"
@@ -71,6 +71,14 @@ class TurnProgress:
             if launched:
                 return f"running {DELEGATE}: {done} of {launched} subagents done"
         return f"running {tool}"
+
+
+def finish_left(outbox: Outbox, chat: ChatKey, turn_id: str, display: TurnDisplay) -> None:
+    """Finalise as failed the progress message of a turn a dead process left running that never runs again (its
+    message set aside, charged with that death at the start): nothing else would, and it would read ⏳ for good.
+    Nothing when the turn showed none."""
+    message = ProgressMessage(outbox, chat, f"{turn_id}:notice", turn_id=turn_id, run_id=new_id("r-"))
+    message.finish(final_text("failed", 0.0) if display.edits else None, delete=display.progress_final == "delete")
 
 
 class Observer(TurnObserver):

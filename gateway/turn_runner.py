@@ -257,6 +257,7 @@ class TurnRunner:
                   session.platform, session.chat_id, type(exc).__name__, exc, exc_info=exc)
         under_way.wind_down()
         self._cards.pop(session, None)
+        self._finish_broken(session, running, under_way)
         if under_way.started and not under_way.reported:
             self._events.turn_ended(session, item, running, None, "failed", self._clock.monotonic() - under_way.at)
         if session.running is not running:
@@ -282,6 +283,22 @@ class TurnRunner:
                           "start", item.turn_id, type(count_failed).__name__, count_failed)
         if _shows_typing(adapter := self._adapters.get(session.platform)):
             asyncio.ensure_future(_idle(adapter, session))
+
+    def _finish_broken(self, session: GatewaySession, running: RunningTurn, under_way: _UnderWay) -> None:
+        """The progress message of a turn whose handling raised: it would read ⏳ for good, its turn over (the
+        apology of a message set aside follows it). A run of the turn that finished it before (its end, a stop)
+        keeps its word: the final edit is keyed by the run. Run again (its message tried again), the turn edits
+        it anew."""
+        progress = under_way.progress
+        if progress is None or running.suppressed:  # a stop finished it
+            return
+        try:
+            if progress.sent or self._progress.message(session, running).exists:
+                self._progress.finish(session, running, self._display(session.platform), "failed",
+                                      self._clock.monotonic() - under_way.at, progress.subagents)
+        except Exception as exc:  # the message is decoration: what became of the turn is what matters
+            log.warning("turn %s: finishing its progress message failed (%s: %s)", running.turn_id,
+                        type(exc).__name__, exc)
 
     async def _turn(self, session: GatewaySession, item: WorkItem, running: RunningTurn, under_way: _UnderWay) -> None:
         display = self._display(session.platform)
@@ -328,11 +345,12 @@ class TurnRunner:
         # Queued before the reply, so the outbox sends it after, and nothing is left stale; with the
         # reply's parts, once they are split (a split can take a while: queued before it, the card
         # would go before any answer came). A stopped turn's was finished by the stop (`ended_early`).
-        # A replay finalises what an earlier run showed too: a card a crash left reading "⏳" (or a stop
-        # "Interrupted"), which a rerun ending before a card of its own was due would never touch.
+        # A turn run again (a replay, its message tried again after its handling failed) finalises what an earlier
+        # run showed too: a card a crash left reading "⏳" (or a stop "Interrupted", a failure "Failed"), which a
+        # rerun ending before a card of its own was due would never touch.
         def finish_progress() -> None:
             with refused.noting("its progress message", holds=False):
-                shown = progress.sent or running.replay and self._progress.message(session, running).exists
+                shown = progress.sent or self._progress.message(session, running).exists
                 if shown and not running.suppressed:
                     self._progress.finish(session, running, display, outcome(result, running.suppressed_by),
                                           self._clock.monotonic() - started, progress.subagents, progress.endings())
