@@ -8,7 +8,8 @@
 - ``/agents log ID`` shows a child's latest tool calls: metadata only (tool, argument
   names, sizes, outcome, duration), at most `LOG_LINES`.
 - ``/agents stop ID`` stops one running child; its partial result still reaches
-  whatever waits for it.
+  whatever waits for it. Answered once the stop is committed to the journal (`STOP_NOT_SAVED` if
+  it could not be).
 - ``/agents retry ID`` runs a failed or interrupted child's task again; the result
   arrives as a message. Not while a child runs that task already (a retry asked twice, or
   ``/retry``'s): the task would run twice, and its result come twice.
@@ -48,6 +49,9 @@ _READ = 8
 """`_shown` redacts this many times the limit of a text, twice what `excerpt` reads of it."""
 NO_SUBAGENTS = "No subagents in this chat."
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
+STOP_NOT_SAVED = ("the stop is not saved yet (the state database cannot be written): if the gateway restarts "
+                  "before it is, it may run again.")
+"""``/agents stop``'s word when the journal could not commit the stop (`HostView.stops_committed`), as /stop's."""
 SAME_TASK = ("goal", "context", "role", "route", "backend")
 """What a retry runs again (`Ledger.retry_one`): two children alike in these, and in their place
 in their ``delegate_task`` call, run one task."""
@@ -181,6 +185,11 @@ class AgentsCommand:
         if not await self._children.interrupt_child(child.subagent_id, "stopped by /agents stop",
                                                    parent_session_id=session.session_id):
             return f"{child.subagent_id} is already finishing."
+        # Answered once the stop is committed, as /stop is: said while it was only queued, a crash right after
+        # left the child running in the journal, lost to the restart, and on_restart: resume ran it again.
+        if not await self._children.stops_committed():
+            return (f"Stopping {child.subagent_id} ({_shown(child.goal, GOAL_CHARS)}), but {STOP_NOT_SAVED} It ends "
+                    "at its next step, and its partial result still reaches whatever waits for it.")
         return (f"Stopping {child.subagent_id} ({_shown(child.goal, GOAL_CHARS)}): it ends at its next step, "
                 "and its partial result still reaches whatever waits for it.")
 

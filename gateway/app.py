@@ -508,13 +508,18 @@ class Gateway:
             if self.commands.is_plugin(route):
                 self._answers.answer_aside(session, inbound, route, turn_id)
             else:
-                self._answers.answer(inbound, await self.commands.run(session, route, inbound), turn_id)
+                # Run once: an answer the store refuses is kept for the event handled again, not made anew.
+                text = await self._answers.run(session, route, inbound)
+                with self._answers.kept_if_refused(inbound, text):
+                    self._answers.answer(inbound, text, turn_id)
             return Accepted(turn_id, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
         if isinstance(route, Command):  # /new, then the message that follows it
             if self.store.outbox.message(f"{answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self.store.inbox.begin(inbound.platform, inbound.event_id)  # as a command of its own
-                self._answers.send(inbound, await self.commands.run(session, route, inbound), turn_id)
+                text = await self._answers.run(session, route, inbound)
+                with self._answers.kept_if_refused(inbound, text):
+                    self._answers.send(inbound, text, turn_id)
                 # Answered: its text waits for its turn, charged with nothing until that begins.
                 self.store.inbox.reopen(inbound.platform, inbound.event_id)
             # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
@@ -526,11 +531,17 @@ class Gateway:
         # is never answered: a message sent after the stop is neither its answer nor its steer.
         listening = running if running is not None and not running.suppressed else None
         # The model asked the chat: a text message is the answer (files take the usual way, read in a turn).
-        if listening is not None and not inbound.attachments \
+        # Or it was handed over already, and the store refused to settle it: handled again, it is settled only,
+        # not read as a message of its own (the question it answered waits no more), its model paid twice.
+        answered = self.questions.handed(inbound)
+        if answered is None and listening is not None and not inbound.attachments \
                 and self.questions.hand_answer(listening, inbound):
+            answered = listening.turn_id
+        if answered is not None:
             # Handed over: a restart asks again.
-            self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=listening.turn_id)
-            return Accepted(listening.turn_id, session.key)
+            self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=answered)
+            self.questions.settled(inbound)
+            return Accepted(answered, session.key)
         # Run again after a restart, the turn has not asked again what the chat may be answering. Not for
         # a caller that follows its turn id (webhooks): the turn it is answered in is not known yet.
         if listening is not None and not inbound.attachments and session.platform not in TRACKS_TURN_IDS \

@@ -4,15 +4,18 @@ A command's answer goes to the chat and thread the command came from, keyed by t
 one answered before a restart is not answered again, and its event is settled only once the answer
 is journaled. A plugin's command runs beside intake (its handler may take its time), counted so a
 stop waits for it; an answer of its the state database refuses to journal (a full disk) is kept and
-journaled once it can be, its handler not run again. Kept apart from `gateway.app`'s intake, which
+journaled once it can be, its handler not run again. A built-in command's answer the database refuses is
+kept too, and the event, handled again once the database can write, journals that answer without running
+the command again (`run`, `kept_if_refused`). Kept apart from `gateway.app`'s intake, which
 only decides that an event is a command and hands it here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from agent import Clock
 from gateway.commands import Command, Commands
@@ -40,6 +43,33 @@ class CommandAnswers:
         self._accepting, self._clock = accepting, clock
         self.aside: set[asyncio.Task] = set()
         """Plugin commands being answered (`answer_aside`)."""
+        self._unjournaled: dict[tuple[str, str], str] = {}
+        """By (platform, event id): the answers of built-in commands that ran, which the store refused to journal
+        (`kept_if_refused`)."""
+
+    async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
+        """`Commands.run` for a built-in command, unless it ran already for ``inbound`` and the store refused to
+        journal its answer (a full disk, a lock): then that answer. The refusal has the event handled again
+        (`DeadLetterPolicy.refused`), and run again the command did its work twice: a second ``/new`` started
+        yet another session, forgetting what was said since the first, a second ``/stop`` stopped turns begun
+        since. Only in this process: a stop before the answer is journaled runs the command again after the
+        next start, as it does a plugin's."""
+        kept = self._unjournaled.get((inbound.platform, inbound.event_id))
+        return kept if kept is not None else await self._commands.run(session, command, inbound)
+
+    @contextlib.contextmanager
+    def kept_if_refused(self, inbound: Inbound, text: str) -> Iterator[None]:
+        """Journal ``text``, the answer a command gave to ``inbound``, in the block: if the store refuses it
+        (`storage_refusal`), the answer is kept for `run` to give when the event is handled again; once the
+        block has journaled it, it is forgotten. Raises what the block raises."""
+        key = (inbound.platform, inbound.event_id)
+        try:
+            yield
+        except Exception as exc:
+            if storage_refusal(exc):
+                self._unjournaled[key] = text
+            raise
+        self._unjournaled.pop(key, None)
 
     def answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command,
                      turn_id: str | None = None) -> None:

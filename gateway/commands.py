@@ -236,10 +236,15 @@ class Commands:
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
-        extra = f" and ended {_count(ended, 'subagent')}" if ended else ""
+        # Answered once their stop is committed, as /stop's: "ended" while it was only queued, a crash right after
+        # left the old session's children running in the journal, lost to the restart, and on_restart: resume ran
+        # them again.
+        saved = not ended or await self._children.stops_committed()
+        extra = f" and ended {_count(ended, 'subagent')}" if ended and saved else ""
+        unsaved = [stop_not_saved(ended)] if not saved else []
         results = [_undelivered(finished) + "."] if finished else []
         kept = _kept(self._others(inbound, stopped.kept), " in the new session")
-        return " ".join([f"Started a new session{extra}.", *results, f"Delegation here is {session.mode}.",
+        return " ".join([f"Started a new session{extra}.", *unsaved, *results, f"Delegation here is {session.mode}.",
                          *_dropped(stopped.dropped), *kept])
 
     def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:

@@ -157,6 +157,9 @@ class Questions:
         """The questions waiting for an answer, by platform."""
         self._asking: dict[str, _Asking] = {}
         """By turn id, while a question of the turn waits to be asked or is asked (`ask`)."""
+        self._handed: dict[tuple[str, str], str] = {}
+        """By (platform, event id): answers handed to a question (`hand_answer`) and not settled yet, to the
+        id of the turn that took them."""
 
     def input_ended(self, platform: str) -> None:
         """Nobody on ``platform`` can answer any more (the terminal chat's piped input ran out): a
@@ -395,4 +398,16 @@ class Questions:
             return False
         running.answered_by = answer
         running.question.set_result(answer.text)
+        self._handed[(answer.platform, answer.event_id)] = running.turn_id
         return True
+
+    def handed(self, answer: Inbound) -> str | None:
+        """The id of the turn ``answer`` was handed to (`hand_answer`), while its event is not `settled`: the
+        store refused to settle it (a full disk), and the event is handled again. Its question has its answer
+        and waits no more: handled as any message, the answer ran again as a turn of its own (the model paid
+        twice, the chat answered twice)."""
+        return self._handed.get((answer.platform, answer.event_id))
+
+    def settled(self, answer: Inbound) -> None:
+        """The event of ``answer``, handed to a question, is settled (into the turn that took it)."""
+        self._handed.pop((answer.platform, answer.event_id), None)
