@@ -115,13 +115,18 @@ class ChildActivities:
                           "toolset": tool.toolset})
         if missing:
             log.warning("child %s: this worker has no %s; the child runs without", job.subagent_id, ", ".join(missing))
-        return {
+        prepared = {
             "system_prompt": child_system_prompt(job, context),
             "content": content,
             "tools": tools,
             "model": {"name": getattr(model, "name", job.model), "context_window": model.context_window,
                       "supports_vision": bool(getattr(model, "supports_vision", False))},
         }
+        # Images read for a vision model travel inline. Returned over the limit, the result fails the
+        # workflow task that records it, which Temporal retries for ever: the child never ends.
+        if (too_big := oversize("the child's first message with its images", prepared)) is not None:
+            raise _setup_error(f"{too_big}; give it fewer or smaller images")
+        return prepared
 
     @activity.defn(name=MODEL_CALL)
     async def model_call(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +136,7 @@ class ChildActivities:
                 response = await model.complete(request_from_wire(body["request"]))
             except ModelError as exc:
                 # Benign: the child reports it; a worker log line per failed call would be noise.
-                raise ApplicationError(str(exc), exc.kind, type=MODEL_ERROR, non_retryable=True,
+                raise ApplicationError(_fitting_error(str(exc)), exc.kind, type=MODEL_ERROR, non_retryable=True,
                                        category=ApplicationErrorCategory.BENIGN) from None
             except asyncio.CancelledError:
                 if _abandoned():
@@ -139,7 +144,7 @@ class ChildActivities:
                 raise
             except Exception as exc:  # a provider bug fails the call, as it would in-process
                 log.warning("model call failed", exc_info=True)
-                raise ApplicationError(f"{type(exc).__name__}: {exc}", "error", type=MODEL_ERROR,
+                raise ApplicationError(_fitting_error(f"{type(exc).__name__}: {exc}"), "error", type=MODEL_ERROR,
                                        non_retryable=True) from None
         wire = response_to_wire(response)
         if (too_big := oversize("the model's answer", wire)) is not None:
@@ -159,18 +164,19 @@ class ChildActivities:
         with self._running(f"tool {name}"), heartbeating(body.get("heartbeat", 5.0)):
             try:
                 result = {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
-                # Sent anyway, Temporal refuses it and the tool runs again and again until its stall limit.
-                too_big = oversize(f"{name}'s output", result)
-                return result if too_big is None else {"ok": False, "error": too_big}
-            except ToolError as exc:
-                return {"ok": False, "error": tool_failure_text(name, exc)}
+            except ToolError as exc:  # its text is the tool's own, as long as the tool made it
+                result = {"ok": False, "error": tool_failure_text(name, exc)}
             except asyncio.CancelledError:
                 if _abandoned():
                     return {}
                 raise
             except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
                 log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
-                return {"ok": False, "error": tool_failure_text(name, exc)}
+                result = {"ok": False, "error": tool_failure_text(name, exc)}
+        # Sent anyway, an output or an error over the limit is refused by Temporal, and the tool runs
+        # again and again until its stall limit (the child waiting all that time).
+        too_big = oversize(f"{name}'s {'output' if result['ok'] else 'error'}", result)
+        return result if too_big is None else {"ok": False, "error": too_big}
 
     def _model(self, provider: str | None, name: str | None, backend: str | None = None,
                route: str | None = None) -> Model:
@@ -253,6 +259,17 @@ def _abandoned() -> bool:
     info = activity.info()
     log.debug("call %s of child %s cut off: Temporal no longer has it", info.activity_id, info.workflow_id)
     return True
+
+
+_ERROR_HEAD_CHARS = 4000
+
+
+def _fitting_error(message: str) -> str:
+    """A failed model call's ``message`` (a provider's error may quote the megabytes it was sent), cut to its
+    head when it would not fit in a payload: Temporal replaces a failure over the limit with its own
+    ``Failure exceeds size limit.``, and the child ended with no word of what the model said."""
+    too_big = oversize("the model's error", message)
+    return message if too_big is None else f"{message[:_ERROR_HEAD_CHARS]} […] ({too_big})"
 
 
 def _setup_error(message: str) -> ApplicationError:

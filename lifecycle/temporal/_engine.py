@@ -21,7 +21,8 @@ the child running on, and asked again by a later stop or the next start (the jou
 signal, sent again (in order, once) while Temporal does not answer, journaled until Temporal has taken it (as a
 stop is when asked) so that the next start sends them (`steer_again`: once Temporal has the workflow, for a child
 that start sends anew) if this process stops or is killed first;
-one the client fails to send, Temporal's answer aside, is logged and given up, and the next is sent;
+one the client fails to send, Temporal's answer aside, or one Temporal refuses, is logged and given up, and the next
+is sent;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second.
 
@@ -431,21 +432,25 @@ class TemporalEngine:
                         " is a `switchboard worker` running for it?", subagent_id, NO_WORKER_WARNING_SECONDS,
                         self.settings.task_queue, self.settings.namespace, self.settings.address)
 
-    @staticmethod
-    async def _running_update(handle: WorkflowHandle) -> Any:
+    async def _running_update(self, handle: WorkflowHandle) -> Any:
         """The ``running`` update of a child re-attached after a restart; None once its workflow
-        has ended (its result says how)."""
-        try:
-            if (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING:
+        has ended (its result says how). Asked again while Temporal does not answer: given up, the child
+        stayed PENDING, `waiting for a worker`, its steers refused as to a child not running, until it ended."""
+        patience = _Patience(handle.id, self.settings.address)
+        while True:
+            try:
+                if (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING:
+                    return None
+                return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+            except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
+                if _cancelling():
+                    # `close` stopping the follow while the child waits for a worker: the SDK says so in an error
+                    # of its own, which, taken for an ended workflow, would keep the follow on to the end of the grace.
+                    raise asyncio.CancelledError() from None
+                if await patience.waited(exc, "asking again in %gs whether a worker has taken it"):
+                    continue
+                log.debug("no running update for %s: %s", handle.id, exc)
                 return None
-            return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-        except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
-            if _cancelling():
-                # `close` stopping the follow while the child waits for a worker: the SDK says so in an error of
-                # its own, which, taken for an ended workflow, would keep the follow on to the end of the grace.
-                raise asyncio.CancelledError() from None
-            log.debug("no running update for %s: %s", handle.id, exc)
-            return None
 
     async def _reattach_or_let_go(self, subagent_id: str, job: ChildJob | None) -> ChildJob | None:
         """`_reattach`, or None for a child it fails on however it fails (a workflow input this version cannot
@@ -628,12 +633,16 @@ class TemporalEngine:
                 # id once, so sending it again never doubles it.
                 if await patience.waited(exc, "steering it again in %gs"):
                     continue
-                # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
-                log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
-                            sid, len(child.steers), exc)
-                child.steers.clear()
-                self._keep_steers(child)
-                return
+                if exc.status is RPCStatusCode.NOT_FOUND:
+                    # It ended meanwhile, as an in-process child that ends before its next step reads no steer.
+                    log.warning("child %s ended before %d steer(s) reached it; they are not read (%s)",
+                                sid, len(child.steers), exc)
+                    child.steers.clear()
+                    self._keep_steers(child)
+                    return
+                # Refused (an API key without the right to signal, a request Temporal finds invalid): said as
+                # the child having ended, with the steers after it dropped unsent, the log blamed the child.
+                log.warning("child %s: Temporal refused a steer (%s: %s); it is not read", sid, exc.status.name, exc)
             except Exception as exc:
                 if _cancelling():
                     raise asyncio.CancelledError() from None

@@ -36,7 +36,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutError, TimeoutType
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType
 
@@ -210,7 +210,12 @@ class ChildWorkflow:
                 prepared = await self._setup
             except asyncio.CancelledError:
                 return ChildOutcome("interrupted", "interrupted", None, self._stop_reason or "cancelled")
-            except ActivityError as exc:
+            except FailureError as exc:
+                if isinstance(exc, TemporalCancelled) or isinstance(exc.cause, TemporalCancelled):
+                    return ChildOutcome("interrupted", "interrupted", None, self._stop_reason or "cancelled")
+                # A local activity's failure comes as its own error (an `ApplicationError`), not in an
+                # `ActivityError`: uncaught, it failed the workflow, and the child ended with the words
+                # "the child's workflow ended without a result" before why.
                 return ChildOutcome("error", "error", None, _reason(exc))
         # What a run continued as new needs to build the child again (the conversation has the rest).
         self._prepared = {"tools": prepared["tools"], "model": prepared["model"]}
@@ -366,8 +371,8 @@ def _fitting(outcome: ChildOutcome) -> dict[str, Any]:
                                tool_trace=(), schema=None, error_kind=None).to_dict()
 
 
-def _reason(exc: ActivityError) -> str:
-    cause = exc.cause
+def _reason(exc: FailureError) -> str:
+    cause = exc if isinstance(exc, ApplicationError) else exc.cause
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or exc)
