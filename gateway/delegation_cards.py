@@ -58,9 +58,13 @@ class DelegationCards:
         self._finishing: dict[str, asyncio.Task[None]] = {}
         """Cards whose final edit the store refused (a full disk), each tried again until it is journaled."""
 
-    def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
+    def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False,
+              followed: bool = False) -> None:
         """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
-        the delegation was dispatched by an earlier process, and its children run again now."""
+        the delegation was dispatched by an earlier process, and its children run again now; ``followed``
+        too, but they ran on across the restart (an engine whose children outlive the process): the card that
+        process left is edited again, its headline's time counted from the dispatch, as its done line's is,
+        not from this start (which would read as the work having begun anew)."""
         if not resumed:
             self._began.setdefault(row.delegation_id, self._clock.monotonic())
         display = self._display(session.platform)
@@ -76,9 +80,10 @@ class DelegationCards:
             live = sum(1 for c in self._children.children(session.session_id) if c.subagent_id in ids)
             return len(ids) - live, len(ids)
 
+        ran = max(0.0, self._clock.time() - row.dispatched_at) if followed else 0.0
         card = ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                             mode=display.long_running_notifications, clock=self._clock,
-                            publish=self._message(row).publish, children=children, counts=counts)
+                            publish=self._message(row).publish, children=children, counts=counts, ran=ran)
         card.tool_started(DELEGATE)  # its headline counts the subagents done
         card.start()
         self._cards[row.delegation_id] = card

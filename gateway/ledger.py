@@ -270,6 +270,11 @@ class Ledger(CompletionFailures):
         lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
         if not lost:
             self._watch(row)  # finished (or still running on an engine that survives restarts)
+            if any(not child.state.terminal for child in found.values()):
+                # Children that outlived the process: the card it left must follow them again, or it reads
+                # `0 of 3 done — 5 s` until they all finish. The same message (keyed by the delegation).
+                session = self._registry.get(*split_session_key(row.session_key))
+                self._cards.start(row, session, resumed=True, followed=True)
             return
         retry = [t for t in lost if t.attempts < self._settings.max_attempts]
         if self._settings.on_restart == "resume" and retry:

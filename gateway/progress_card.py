@@ -55,7 +55,8 @@ class ProgressCard:
     def __init__(self, *, delay: float, heartbeat: float, mode: bool | Literal["generic"], clock: Clock,
                  publish: Publish, children: Callable[[], Sequence[ChildView]],
                  counts: Callable[[], tuple[int, int]] | None = None,
-                 waiting: Callable[[], int] = lambda: 0) -> None:
+                 waiting: Callable[[], int] = lambda: 0, ran: float = 0.0) -> None:
+        """``ran``: how long the work had run already when this card began (its headline's time counts it)."""
         self._delay = delay
         self._heartbeat = heartbeat
         self._generic = mode == "generic"
@@ -67,7 +68,7 @@ class ProgressCard:
         miss some finished between two looks, more than the source keeps of a session's finished ones."""
         self._waiting = waiting
         """How many of the chat's messages wait for their turns behind this one."""
-        self._started = clock.monotonic()
+        self._started = clock.monotonic() - ran
         self._tools: deque[str] = deque(maxlen=MAX_LINES)
         self._current: str | None = None
         self._task: asyncio.Task | None = None

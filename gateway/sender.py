@@ -194,6 +194,8 @@ class Sender:
         delay = BACKOFF_FIRST
         pacing = pacing_of(adapter, row.chat_id)
         asked = False  # whether the platform was asked about a withdrawn target (`_settle_final`)
+        left_behind: str | None = None  # a progress message whose edit it refused, this one sent in its place
+        undeletable = False  # the platform refused to delete the target: not asked again (`_delete_left_behind`)
         while True:
             if row.platform in self._closed:  # since a part sent ahead of it (a late note, a piece): left as is
                 return True
@@ -300,12 +302,15 @@ class Sender:
                     self._holds.answered(row.platform)
                 if row.op == "delete" and isinstance(exc, (*_EDIT_REFUSED, Forbidden)):
                     self._to_edit(row, type(exc).__name__)
+                    undeletable = True
                     continue
                 if row.op == "edit" and isinstance(exc, MessageTooLong):
                     # Edited with what fits: sent anew, the message it edits would read as it did, ⏳ for good.
                     await self._resplit(adapter, row, exc)
                     return True
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
+                    if isinstance(exc, EditUnsupported) and progress and target_id is not None and not undeletable:
+                        left_behind = target_id  # still in the chat (NotFound: gone; BadRequest: this text's fault)
                     self._to_send(row, type(exc).__name__)
                     continue
                 if row.op == "file" and isinstance(exc, _FILE_REFUSED):
@@ -354,7 +359,37 @@ class Sender:
                 continue
             self._holds.answered(row.platform)
             self._sent(row, message_id, pacing)
+            if left_behind is not None and row.op == "send" and left_behind != message_id:
+                await self._delete_left_behind(adapter, pacing, row, left_behind, preempt)
             return True
+
+    async def _delete_left_behind(self, adapter: Adapter, pacing: Pacing, row: OutboxRow, message_id: str,
+                                  preempt: asyncio.Event | None) -> None:
+        """The platform refused an edit of a progress message (`EditUnsupported`), so ``row`` sent its state as a
+        new message, which later edits follow: the one it was to edit would read ``⏳ …`` for good above it. It
+        is deleted where the platform can; else, or when the deletion is refused or fails, it is left as it is,
+        logged. Never edited to say so: an edit of it was just refused. Tried once and not journaled: a process
+        that stops first leaves it, as it always did."""
+        if not isinstance(adapter, Deleting):  # at every edit of a platform that takes none (webhooks): DEBUG
+            log.debug("outbox: %s chat %s: %s was sent anew; the message it was to edit is left as it is (the "
+                      "platform cannot delete it)", row.platform, row.chat_id, row.key)
+            return
+        pause = self._pacer.delay(row.chat, progress=True, op="delete")
+        if pause > 0 and not await self._pacer.wait(pause, preempt):
+            log.info("outbox: %s chat %s: %s was sent anew; the message it was to edit is left as it is (the chat "
+                     "has more to send)", row.platform, row.chat_id, row.key)
+            return
+        self._pacer.called(row.chat, pacing, op="delete")
+        try:
+            await adapter.delete(row.chat_id, row.thread_id, message_id)
+        except Exception as exc:  # a refusal, an outage, a shutdown: nothing here is worth more than one try
+            log.info("outbox: %s chat %s: %s was sent anew; the message it was to edit is left as it is (%s)",
+                     row.platform, row.chat_id, row.key, type(exc).__name__)
+        else:
+            log.info("outbox: %s chat %s: %s was sent anew; the message it was to edit is deleted", row.platform,
+                     row.chat_id, row.key)
+        finally:
+            self._pacer.called(row.chat, pacing, op="delete")
 
     def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
         self._forget(row)
