@@ -135,10 +135,14 @@ class FileSends:
 
     def _refused(self, key: str) -> None:
         """The journal refused the send (a full disk): nothing sends its copy, which would stay until
-        the next start (`OutboxFiles.sweep`) on the disk that had no room."""
+        the next start (`OutboxFiles.sweep`) on the disk that had no room. When the journal cannot be
+        read either, the copy is left to that sweep, and a line names the send and why: ignored without
+        a word, a copy stayed on the full disk with nothing to say whose it was."""
         try:
             journaled = self._outbox.journaled(key)
-        except Exception:  # nor can it be read: the next start's sweep tells
+        except Exception as exc:
+            log.warning("outbox: cannot tell whether the send %s the journal refused was journaled after all (%s: "
+                        "%s); its copy is kept until the next start removes it", key, type(exc).__name__, exc)
             return
         if not journaled:
             self._files.remove(key)

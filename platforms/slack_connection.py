@@ -11,9 +11,11 @@ uninstalled), slack_sdk logs the error and tries again every ``ping_interval``, 
   gateway, or one that has only just died) holds the same app token, and Slack hands each
   event to one connection of its choice, so each gets part of every chat. Logged as an error
   (later hellos count the connection a reconnect is replacing);
-- ``apps.connections.open`` called: ``reconnecting``; refused for the token
-  (`REFUSED`): ``down`` (still retried by slack_sdk, so a token made valid again is back
-  by itself); any other failure: ``reconnecting``.
+- ``apps.connections.open`` called while ``connected``: ``reconnecting`` (the first news of a
+  drop; called again during an outage, or before the first connection, the reason stays the
+  cause already known); refused for the token (`REFUSED`): ``down`` (still retried by slack_sdk,
+  so a token made valid again is back by itself); any other failure: ``reconnecting``, naming it
+  until a call answers again.
 
 The bot token is watched apart (`BotToken`), in both modes: Socket Mode runs on the app token,
 which outlives an uninstall, and HTTP mode has no connection at all, so without it a revoked bot
@@ -41,6 +43,9 @@ SHARED = ("slack: Slack counts %d Socket Mode connections for this app as this g
           " of its own")
 
 log = logging.getLogger(__name__)
+
+ASKING = "Socket Mode is reconnecting (asking apps.connections.open for a new URL)"
+OPENING = "Socket Mode is reconnecting (apps.connections.open gave a new URL; opening the WebSocket)"
 
 BOT_TOKEN_FIX = "reinstall the app and set platforms.slack.bot_token to its new xoxb- token, then restart"
 
@@ -79,12 +84,21 @@ class _WatchedWebClient(AsyncWebClient):
     def __init__(self, state: ConnectionWatch, **options: Any) -> None:
         super().__init__(**options)
         self._state = state
+        self._failed = False
+        """Whether the last call failed: the reason names its cause until one answers."""
 
     async def apps_connections_open(self, *, app_token: str, **kwargs: Any) -> Any:
-        self._state.reconnecting("Socket Mode is reconnecting (asking apps.connections.open for a new URL)")
+        """The state says what this call means for the connection. Its generic text is the news only of a drop
+        (the state was ``connected``): set before every call, it replaced the cause the last one failed for (the
+        console's reason took turns between the two for as long as an outage lasted) and, before the first
+        connection, ``not connected yet``. A call that answers after one failed ends that cause: the reason no
+        longer names a failure that is over while the WebSocket is being opened."""
+        if self._state.state.status == "connected":
+            self._state.reconnecting(ASKING)
         try:
-            return await super().apps_connections_open(app_token=app_token, **kwargs)
+            answer = await super().apps_connections_open(app_token=app_token, **kwargs)
         except SlackApiError as exc:
+            self._failed = True
             # Not `slack_errors.error_code`, which imports `REFUSED` from here: the same reading. For a body that
             # is no JSON of Slack's (a proxy's page) slack-sdk hands over aiohttp's response or keeps the text, and
             # ``exc.response.get("error")`` crashed (AttributeError) in place of the call's failure.
@@ -106,3 +120,12 @@ class _WatchedWebClient(AsyncWebClient):
             else:
                 self._state.reconnecting(f"apps.connections.open failed: {error}")
             raise
+        except Exception as exc:
+            # A connection refused, a timeout: the exception's name alone, which holds no URL or token.
+            self._failed = True
+            self._state.reconnecting(f"apps.connections.open failed: {type(exc).__name__}")
+            raise
+        if self._failed and self._state.state.status == "reconnecting":
+            self._state.reconnecting(OPENING)
+        self._failed = False
+        return answer

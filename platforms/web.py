@@ -22,7 +22,8 @@ Routes (see docs/platforms/web.md):
   (`platforms.web_files`). Its message carries ``file``: ``{"id", "name", "size"}``, or
   ``{"expired": true}`` once the file is no longer kept.
 
-Every ``/chat/api`` route is checked by `platforms.web_access.Access` first (401/403).
+Every ``/chat/api`` route is checked by `platforms.web_access.Access` first (401/403). A method a path does
+not take is 405 with ``Allow``, JSON as every other error of the API (`_only`).
 Sending is publishing to the chat's open pages: the outbox has journaled the message
 before, so a page that is closed now sees it in its history later. A message's id on
 the page is its outbox idempotency key; what a person sent is ``user:<key>``.
@@ -34,7 +35,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +142,13 @@ class WebChatAdapter:
             web.get("/chat/", self._page),
             static_route("/chat/static", STATIC_DIR),
             web.post("/chat/api/messages", self._post_message),
+            web.route("*", "/chat/api/messages", _only("POST")),
             web.get("/chat/api/history", self._get_history, allow_head=False),
+            web.route("*", "/chat/api/history", _only("GET")),
             web.get("/chat/api/events", self._get_events, allow_head=False),
+            web.route("*", "/chat/api/events", _only("GET")),
             web.get("/chat/api/files/{file_id}", self._get_file, allow_head=False),
+            web.route("*", "/chat/api/files/{file_id}", _only("GET")),
         ]
 
     # -- out: publishing to open pages -------------------------------------------------
@@ -317,6 +322,16 @@ class WebChatAdapter:
                 kept = self.files.find(chat_id, message["id"])
                 message["file"] = kept.shown() if kept is not None else {"expired": True}
         return messages
+
+
+def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of every other method on an API path that takes ``allowed``: 405 with ``Allow``, as aiohttp
+    answers, but JSON like every other error of the API (aiohttp's own was a line of plain text)."""
+    async def refuse(request: web.Request) -> web.Response:
+        response = error_response(405, f"method not allowed here; this path takes {allowed}")
+        response.headers["Allow"] = allowed
+        return response
+    return refuse
 
 
 def _refused(request: web.Request, refusal: Refusal) -> web.Response:

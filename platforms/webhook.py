@@ -21,6 +21,8 @@ Files (`send_file`): the adapter keeps its own copy (`platforms.webhook_files`) 
 message of kind ``file`` naming it; ``GET /webhooks/<route>/files/<id>``, signed like the turn
 read, downloads it while it is kept, to the route it was sent in only.
 
+A method a path does not take is 405 with ``Allow``, JSON as every other answer (`_only`).
+
 Webhook callers are programs, not people: no typing, no edits, never interim
 messages (dropped here, whatever the display config says). See docs/platforms/webhook.md.
 """
@@ -35,7 +37,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,9 +202,12 @@ class WebhookAdapter:
     def web_routes(self) -> Sequence[Any]:
         return [
             web.post("/webhooks/{name}", self._handle_post, expect_handler=refuse_before_continue(self._early)),
+            web.route("*", "/webhooks/{name}", _only("POST")),
             # HEAD off: a HEAD would be checked against a "GET " signature it was not made for.
             web.get("/webhooks/{name}/turns/{turn_id}", self._handle_get, allow_head=False),
+            web.route("*", "/webhooks/{name}/turns/{turn_id}", _only("GET")),
             web.get("/webhooks/{name}/files/{file_id}", self._handle_file, allow_head=False),
+            web.route("*", "/webhooks/{name}/files/{file_id}", _only("GET")),
         ]
 
     # -- in --------------------------------------------------------------------------
@@ -424,6 +429,17 @@ def _retry_after(header: str | None, now: float) -> float | None:
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of every other method on a route's path that takes ``allowed``: 405 with ``Allow``, as aiohttp
+    answers, but JSON like every other error of the routes (aiohttp's own was a line of plain text). The body is
+    not read: the answer depends on the method alone."""
+    async def refuse(request: web.Request) -> web.Response:
+        response = _error(405, f"method not allowed here; this path takes {allowed}")
+        response.headers["Allow"] = allowed
+        return response
+    return refuse
 
 
 def _error(status: int, reason: str, *, busy: bool = False) -> web.Response:

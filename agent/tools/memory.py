@@ -197,12 +197,36 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
             return f"added note {left['id']}"
         if len(data["notes"]) >= MAX_NOTES:
             raise ToolError(f"memory is full ({MAX_NOTES} notes); remove a note before adding another")
-        note_id = int(data.get("next_id", 1))
+        note_id = _next_id(data, path)
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         data["notes"].append({"id": note_id, "text": text, "created_at": created, **({"key": key} if key else {})})
         data["next_id"] = note_id + 1
         _save(path, data)
     return f"added note {note_id}"
+
+
+def _next_id(data: dict[str, Any], path: Path) -> int:
+    """The id a new note takes: ``next_id``, yet always past every id a note holds. A ``next_id`` edited by hand
+    to one that is not a whole number was a ValueError (or TypeError) naming neither the file nor the key, for every
+    add; one lowered gave a new note the id of one kept, which a 'remove' of either then took both of. Either
+    is logged, naming the file, and the next note takes the id past the highest held; the add saves the mended
+    ``next_id``, so the warning comes once."""
+    raw = data.get("next_id", 1)
+    held = [n["id"] for n in data["notes"] if isinstance(n, dict) and type(n.get("id")) is int]
+    past = max(held, default=0) + 1
+    if type(raw) is float and raw.is_integer():
+        raw = int(raw)
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdecimal() and len(raw.strip()) < 19:
+        raw = int(raw.strip())
+    if type(raw) is not int:
+        log.warning("memory: %s has a 'next_id' that is not a whole number (%.40r; edited by hand?): the next note "
+                    "takes %d, past the highest id a note holds", path, raw, past)
+        return past
+    if raw < past:
+        log.warning("memory: %s has 'next_id' %d, not past the highest id a note holds (edited by hand?): the next "
+                    "note takes %d, so that no two notes share an id", path, raw, past)
+        return past
+    return raw
 
 
 def _remove(path: Path, args: dict[str, Any]) -> str:

@@ -3,6 +3,8 @@ every worker connect through here, so they cannot disagree about TLS or credenti
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from pathlib import Path
 
@@ -92,7 +94,58 @@ def _read(path: Path | None, key: str, kind: tuple[bytes, str]) -> bytes | None:
     marker, what = kind
     if marker not in body:  # named by its path only: what the file holds may be a secret
         raise TemporalUnavailable(f"lifecycle.temporal.tls.{key}: {path} holds no PEM {what}", lasting=True)
+    if key == "ca_file" and not _certificates_decode(body):
+        raise TemporalUnavailable(f"lifecycle.temporal.tls.ca_file: cannot parse the certificate in ca_file ({path})",
+                                  lasting=True)
     return body
+
+
+_PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _certificates_decode(body: bytes) -> bool:
+    """Whether every PEM certificate in ``body`` is base64 of a DER certificate's outline (a SEQUENCE of two
+    SEQUENCEs and a BIT STRING). rustls skips a CA it cannot parse without a word (a copy mangled inside its
+    markers, one cut short): the server's certificate was then refused as by a CA missing, and the start, blamed
+    on the server, exited 1, started again for ever. cert_file needs no such check: rustls parses it and says so
+    (`_connect_failure`)."""
+    blocks = _PEM_CERTIFICATE.findall(body)
+    if len(blocks) != body.count(b"-----BEGIN CERTIFICATE-----"):  # one without its end: cut short
+        return False
+    for block in blocks:
+        try:
+            der = base64.b64decode(b"".join(block.split()), validate=True)
+        except binascii.Error:
+            return False
+        inner = _der_content(der, 0x30)
+        if inner is None or [tag for tag, _ in _der_items(inner)] != [0x30, 0x30, 0x03]:
+            return False
+    return True
+
+
+def _der_content(der: bytes, tag: int) -> bytes | None:
+    """The content of ``der`` when it is exactly one DER item of ``tag``; else None."""
+    items = _der_items(der)
+    return items[0][1] if len(items) == 1 and items[0][0] == tag else None
+
+
+def _der_items(der: bytes) -> list[tuple[int, bytes]]:
+    """``der`` as its top-level (tag, content) items; an empty list when they do not fill it exactly."""
+    items, at = [], 0
+    while at < len(der):
+        if at + 2 > len(der):
+            return []
+        tag, size, at = der[at], der[at + 1], at + 2
+        if size & 0x80:  # long form: the next (size & 0x7f) bytes hold the length
+            count = size & 0x7F
+            if not 0 < count <= 4 or at + count > len(der):
+                return []
+            size, at = int.from_bytes(der[at:at + count], "big"), at + count
+        if at + size > len(der):
+            return []
+        items.append((tag, der[at:at + size]))
+        at += size
+    return items
 
 
 def _connect_failure(settings: TemporalSettings, exc: Exception) -> TemporalUnavailable:
