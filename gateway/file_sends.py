@@ -138,14 +138,7 @@ class FileSends:
         the next start (`OutboxFiles.sweep`) on the disk that had no room. When the journal cannot be
         read either, the copy is left to that sweep, and a line names the send and why: ignored without
         a word, a copy stayed on the full disk with nothing to say whose it was."""
-        try:
-            journaled = self._outbox.journaled(key)
-        except Exception as exc:
-            log.warning("outbox: cannot tell whether the send %s the journal refused was journaled after all (%s: "
-                        "%s); its copy is kept until the next start removes it", key, type(exc).__name__, exc)
-            return
-        if not journaled:
-            self._files.remove(key)
+        self._remove_unjournaled(key, "the journal refused")
 
     def _forget_copy(self, key: str, copying: asyncio.Future[int]) -> None:
         """The copy a cancelled call made: no send names it, so it goes now rather than at the next
@@ -155,11 +148,16 @@ class FileSends:
         "Exception in callback" naming neither."""
         if copying.cancelled() or copying.exception() is not None:
             return
+        self._remove_unjournaled(key, "of a stopped turn")
+
+    def _remove_unjournaled(self, key: str, whose: str) -> None:
+        """Remove the copy of the send ``key`` unless the journal holds the send; when the journal cannot be
+        read, leave it to the next start's sweep, naming the send and why (``whose``: which send it is)."""
         try:
             journaled = self._outbox.journaled(key)
         except Exception as exc:
-            log.warning("outbox: cannot tell whether the send %s of a stopped turn was journaled (%s: %s); its "
-                        "copy is kept until the next start removes it", key, type(exc).__name__, exc)
+            log.warning("outbox: cannot tell whether the send %s %s was journaled (%s: %s); its copy is kept until"
+                        " the next start removes it", key, whose, type(exc).__name__, exc)
             return
         if not journaled:
             self._files.remove(key)
