@@ -21,7 +21,7 @@ from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import AgentSession, active_turn
-from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens, within_tokens
+from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens, weight, within_tokens
 from agent.settings import CompressionSettings
 
 log = logging.getLogger("agent.compaction")
@@ -140,6 +140,15 @@ class Compactor:
         if overflow is None and before < trigger:
             return False
         head = 1 if messages[0].get("role") == "system" else 0
+        shortened = _shorten_tool_results(messages, head, max(1, window // TOOL_RESULT_SHARE))
+        if shortened:
+            self._tallies.pop(session, None)
+            session.history_version += 1
+            log.warning("session %s: %d tool result(s) were longer than a quarter of the model's context window "
+                        "(%d tokens) and were cut to their start and end", session.session_id, shortened, window)
+            before = self._estimate(session)
+            if overflow is None and before < trigger:
+                return self._compacted(session)
         cut = _cut_point(messages, head, self.policy.keep_recent_messages)
         older = messages[head:cut] if cut is not None else []
         # The user's newest message is what the turn answers: it stays word for word, after the summary.
@@ -148,26 +157,30 @@ class Compactor:
         rest = [m for m in older if not kept or m is not kept[0]]
         if not rest or (overflow is not None and all(_is_summary(m) for m in rest)):
             log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
-            return False
+            return self._compacted(session) if shortened else False
         known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
         budget = _budget_chars(before, window, older) if overflow is not None or known_smaller else None
         summarised = await self._summarise(session, older, budget, forced=overflow is not None)
         if summarised is None:
             self._put_off[session] = session.turns_run
-            return False
+            return self._compacted(session) if shortened else False
         summary, written = summarised
         messages[head:cut] = [{"role": "user", "content": f"{SUMMARY_HEADER}\n{summary}"}, *kept]
         if not written:
             session.summary_failed()
         self._tallies.pop(session, None)
         session.history_version += 1
-        self._last_after[session] = messages[-1]
-        self.compactions += 1
         log.info(
             "compacted %d messages of session %s%s: ~%d -> ~%d tokens (trigger %d)", len(older), session.session_id,
             " after the server refused it as too long" if overflow is not None else "",
             before, estimate_tokens(messages), trigger,
         )
+        return self._compacted(session)
+
+    def _compacted(self, session: AgentSession) -> bool:
+        """Count a compaction of ``session`` that changed its messages, and not again until it has a new one."""
+        self._last_after[session] = session.messages[-1]
+        self.compactions += 1
         return True
 
     def _estimate(self, session: AgentSession) -> int:
@@ -278,6 +291,32 @@ def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> i
     while later < len(messages) and messages[later].get("role") == "tool":
         later += 1
     return later if head < later < len(messages) else None
+
+
+TOOL_RESULT_SHARE = 4
+"""A tool result may take up to this fraction (one over it) of the model's context window; a longer one is cut
+once compacting is due. Kept whole, one oversized result (a plugin's tool answering a whole web page or log)
+stays among the recent messages compaction keeps verbatim: every request was refused as too long, and so were
+the chat's next turns, until enough newer messages had pushed it out of them."""
+
+
+def _shorten_tool_results(messages: list[dict[str, Any]], start: int, limit: int) -> int:
+    """Replace each tool result from ``start`` on whose text is estimated at more than ``limit`` tokens by a
+    new message holding its start and end (within ``limit``) and a note of what was left out; how many."""
+    shortened = 0
+    for index in range(start, len(messages)):
+        message = messages[index]
+        content = message.get("content")
+        if message.get("role") != "tool" or not isinstance(content, str) or weight(content) <= 8 * limit:
+            continue
+        first = within_tokens(content, limit // 2)
+        last = within_tokens(content[::-1], limit // 4)[::-1]
+        note = (f"[… {len(content) - len(first) - len(last)} characters of this tool result were left out: it was "
+                "longer than a quarter of the model's context window; ask for less at a time (a range, a narrower "
+                "query)]")
+        messages[index] = {**message, "content": f"{first}\n{note}\n{last}"}
+        shortened += 1
+    return shortened
 
 
 def _budget_chars(tokens: int, window: int, older: Sequence[Mapping[str, Any]]) -> int:

@@ -31,6 +31,13 @@ STEER_NOTE = "[Message from the user while you were working]"
 TOOL_LOG_SIZE = 50
 CUT_OFF_CALLS_ENDING_A_TURN = 2
 """Answers in a row with a tool call cut off at the output-length limit that end a turn (`_tool_calls.CUT_OFF`)."""
+MAX_CALLS_PER_ANSWER = 64
+"""Tool calls of one model answer that run; the rest are answered `TOO_MANY_CALLS`. A model caught in a loop
+(a small local one, most often) may repeat one call hundreds of times in an answer: each ran, a message sent
+to the chat or a file written as often, and their results filled the context window in one block that
+compaction cannot part (a call stays with its results)."""
+TOO_MANY_CALLS = (f"[not run: the answer held more than {MAX_CALLS_PER_ANSWER} tool calls; only the first "
+                  f"{MAX_CALLS_PER_ANSWER} ran. Send fewer calls at a time]")
 
 
 @fast_init
@@ -401,9 +408,15 @@ class AgentSession:
             _answer_open_calls(self.messages)
             turn.final_text, turn.truncated = turn.last_text, True
             return True
-        for call, (args, problem) in zip(response.tool_calls, parsed, strict=True):
+        for index, (call, (args, problem)) in enumerate(zip(response.tool_calls, parsed, strict=True)):
             if self._interrupt is not None:
                 self._append_tool_result(call, "[not run: the turn was interrupted]")
+                continue
+            if index >= MAX_CALLS_PER_ANSWER:
+                if index == MAX_CALLS_PER_ANSWER:
+                    log.warning("session %s: the model sent %d tool calls in one answer; only the first %d ran",
+                                self.session_id, len(response.tool_calls), MAX_CALLS_PER_ANSWER)
+                self._append_tool_result(call, TOO_MANY_CALLS)
                 continue
             output = await self._call_tool(turn, call, args, problem, observer)
             self._append_tool_result(call, output + self._drain_steer_suffix())
