@@ -60,7 +60,7 @@ class SessionRegistry:
                  delegate_for: DelegateFor | None = None,
                  waits_again: Callable[[Inbound], None] = lambda event: None) -> None:
         """``waits_again``: a message steered into a turn goes back to waiting for a turn of its own (the
-        turn was stopped before reading it): its event is no longer part of what runs (`Inbox.reopen`)."""
+        turn was stopped, or ended, before reading it): its event is no longer part of what runs (`Inbox.reopen`)."""
         self._table = table
         self._waits_again = waits_again
         self._ended = ended
@@ -222,9 +222,19 @@ class SessionRegistry:
         session.took(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
 
-    def enqueue(self, session: GatewaySession, item: WorkItem) -> None:
-        session.last_active = self._clock.time()
-        session.queue.append(item)
+    def enqueue(self, session: GatewaySession, item: WorkItem) -> GatewaySession:
+        """Queue ``item`` in the chat's session in memory, and return it. A caller may hold ``session`` across
+        an await (a background delivery looking its children up) while an idle sweep lets it leave memory:
+        queued in that object, the turn would run on an agent no stop, steer or later message reaches, beside
+        the one a reload builds for the chat's next message, both storing their transcripts. So one that left
+        memory comes back, unless its chat was loaded anew meanwhile: the item goes to that one."""
+        current = self._sessions.get(session.key)
+        if current is None:
+            self._sessions[session.key] = current = session
+            self._by_agent[session.session_id] = session
+        current.last_active = self._clock.time()
+        current.queue.append(item)
+        return current
 
     def begin(self, session: GatewaySession) -> tuple[WorkItem, RunningTurn] | None:
         """Take the next queued item as the running turn; None when the queue is empty."""
@@ -240,8 +250,8 @@ class SessionRegistry:
 
     def end(self, session: GatewaySession) -> list[Inbound]:
         """The running turn is over, in memory: messages steered into it that it never read go back
-        to the front of the queue, in order, as the next turns; returns the steered events it did
-        read. What it added to the transcript is stored with its messages' settling
+        to the front of the queue, in order, as the next turns, waiting again (`waits_again`); returns the
+        steered events it did read. What it added to the transcript is stored with its messages' settling
         (`store_transcript`), unless it runs again after the next start (`RunningTurn.runs_again`):
         then nothing of it is, and what was steered into it is answered after the restart too."""
         running, session.running = session.running, None
@@ -251,6 +261,12 @@ class SessionRegistry:
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
         for item in reversed(running.steered[len(read):] if running is not None else []):
             session.queue.appendleft(item)
+            if item.event is not None:  # as `stop_turn` does: a death in an earlier turn is not charged to it
+                try:
+                    self._waits_again(item.event)
+                except Exception as exc:  # a full disk: only a death meanwhile is charged to it; the turn still ends
+                    log.warning("%s event %s: could not record that it waits for its turn again (%s: %s)",
+                                item.event.platform, item.event.event_id, type(exc).__name__, exc)
         if running is not None and running.held_answer is not None:  # it came before those
             session.queue.appendleft(running.held_answer)
         session.last_active = self._clock.time()

@@ -123,7 +123,7 @@ class TurnRunner:
             log.warning("%s is not configured: turn %s of chat %s is not run, and what it answers is kept until"
                         " it is configured again", session.platform, item.turn_id, session.chat_id)
             return
-        self._registry.enqueue(session, item)
+        session = self._registry.enqueue(session, item)  # the chat's session in memory: it may have left it
         if (card := self._cards.get(session)) is not None:
             card.queue_changed()
         if session not in self._workers:
@@ -262,7 +262,10 @@ class TurnRunner:
             self._events.turn_ended(session, item, running, None, "failed", self._clock.monotonic() - under_way.at)
         if session.running is not running:
             return
-        self._registry.end(session)  # steered messages it never read are the next turns
+        read = self._registry.end(session)  # steered messages it never read are the next turns
+        # Those it read share its message's fate: left unsettled, they would go unanswered, with no apology,
+        # until some later start replayed them.
+        steered = [(i.turn_id, i.event) for i in running.steered if any(i.event is e for e in read)]
         if self._stopping or running.shutdown:
             if item.delegation_id is not None:
                 log.warning("the results of delegation %s were not delivered: they are delivered after the next "
@@ -273,14 +276,18 @@ class TurnRunner:
             except Exception as drop_failed:  # the next start drops them, as that of a turn that runs again
                 log.error("turn %s: dropping what it delegated failed (%s: %s)", item.turn_id,
                           type(drop_failed).__name__, drop_failed)
-            try:
-                if item.event is not None:
-                    self._failed(item.event, item.turn_id, exc)
-                else:
+            for turn_id, event in ([(item.turn_id, item.event)] if item.event is not None else []) + steered:
+                try:
+                    self._failed(event, turn_id, exc)
+                except Exception as count_failed:  # unsettled, it is handled again after the next start
+                    log.error("turn %s: counting that it failed failed too (%s: %s); it is handled again after the "
+                              "next start", turn_id, type(count_failed).__name__, count_failed)
+            if item.event is None:
+                try:
                     self._completion_failed(item.delegation_id, exc)  # type: ignore[arg-type]
-            except Exception as count_failed:  # unsettled, it is handled again after the next start
-                log.error("turn %s: counting that it failed failed too (%s: %s); it is handled again after the next "
-                          "start", item.turn_id, type(count_failed).__name__, count_failed)
+                except Exception as count_failed:  # unsettled, it is handled again after the next start
+                    log.error("turn %s: counting that it failed failed too (%s: %s); it is handled again after the "
+                              "next start", item.turn_id, type(count_failed).__name__, count_failed)
         if _shows_typing(adapter := self._adapters.get(session.platform)):
             asyncio.ensure_future(_idle(adapter, session))
 
