@@ -98,6 +98,10 @@ class AgentSession:
     _guarded_task: asyncio.Task | None = None
     """The task a hard interrupt cancels (`agent._interrupts._Guard`)."""
     _hard_cancel_sent = False
+    _unseen_steer: list[tuple[dict[str, Any], str | None, list[str]]] | None = None
+    """Steered text put into the conversation since the model last answered, oldest first: (the message
+    that carries it, the suffix it added to a tool result or None for a note of its own, the texts). A turn
+    that ends with no model answer after it (`_steer_unseen_again`) makes it unread again."""
     _checked_messages: list[dict[str, Any]] | None = None
     """The `messages` list `_mend_loaded` last saw: one a host put in its place (a stored transcript) is
     checked once, at the next turn's start; this session's own writes need none, nor a list of one message."""
@@ -296,6 +300,8 @@ class AgentSession:
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
+            if self._unseen_steer is not None:
+                self._steer_unseen_again(exit_reason)
             if exit_reason != "completed":  # a completed turn ended on an answer without calls
                 _answer_open_calls(self.messages)
             try:
@@ -378,6 +384,8 @@ class AgentSession:
                 turn.asked_again = True
                 continue  # asked once more, after the checks every call gets (interrupts, steering)
             turn.asked_again = False
+            if self._unseen_steer is not None:  # this answer read it
+                self._unseen_steer = None
             text = (response.text or "").strip()
             if text:
                 turn.last_text = text
@@ -419,7 +427,7 @@ class AgentSession:
                 self._append_tool_result(call, TOO_MANY_CALLS)
                 continue
             output = await self._call_tool(turn, call, args, problem, observer)
-            self._append_tool_result(call, output + self._drain_steer_suffix())
+            self._append_tool_result_steered(call, output)
         return False
 
     async def _call_model(self, turn: _TurnState) -> ModelResponse:
@@ -572,14 +580,44 @@ class AgentSession:
     def _append_tool_result(self, call: ToolCall, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
 
-    def _drain_steer_suffix(self) -> str:
+    def _append_tool_result_steered(self, call: ToolCall, output: str) -> None:
+        """``output`` as ``call``'s result, with the text steered meanwhile after it (`_steer_unseen_again`)."""
         if not self._steer:
-            return ""
-        notes = "\n".join(self._steer)
-        self._steer.clear()
-        return f"\n\n{STEER_NOTE}\n{notes}"
+            self._append_tool_result(call, output)
+            return
+        texts, self._steer = self._steer, []
+        suffix = f"\n\n{STEER_NOTE}\n" + "\n".join(texts)
+        self._append_tool_result(call, output + suffix)
+        self._unseen(self.messages[-1], suffix, texts)
 
     def _deliver_steer_as_note(self) -> None:
-        notes = "\n".join(self._steer)
-        self._steer.clear()
-        self.messages.append({"role": "user", "content": f"{STEER_NOTE}\n{notes}"})
+        texts, self._steer = self._steer, []
+        note = {"role": "user", "content": f"{STEER_NOTE}\n" + "\n".join(texts)}
+        self.messages.append(note)
+        self._unseen(note, None, texts)
+
+    def _unseen(self, message: dict[str, Any], suffix: str | None, texts: list[str]) -> None:
+        if self._unseen_steer is None:
+            self._unseen_steer = []
+        self._unseen_steer.append((message, suffix, texts))
+
+    def _steer_unseen_again(self, exit_reason: str | None) -> None:
+        """Steered text the model never answered after, in a turn that ran out of iterations or whose next
+        model call failed: taken out of the conversation and unread again, ahead of any steered since, so
+        the host runs it as a turn of its own (`take_steer`). Counted as read, it would sit in the transcript
+        unanswered while the host settled its message with the turn. A stopped turn's (or one ended by an
+        exception) stays read: a stop is the user's, and what ends a turn by exception runs it again."""
+        unseen, self._unseen_steer = self._unseen_steer, None
+        if exit_reason not in ("max_iterations", "error") or not unseen:
+            return
+        texts: list[str] = []
+        for message, suffix, steered in unseen:
+            texts += steered
+            if suffix is None:
+                for index in range(len(self.messages) - 1, -1, -1):
+                    if self.messages[index] is message:
+                        del self.messages[index]
+                        break
+            elif any(m is message for m in self.messages) and message["content"].endswith(suffix):
+                message["content"] = message["content"][: -len(suffix)]
+        self._steer = [*texts, *self._steer]
