@@ -211,7 +211,10 @@ def _make_folders(directory: Path) -> None:
     not a folder is in the way."""
     missing: list[Path] = []
     while not directory.is_dir():
-        if directory.exists() or directory.is_symlink():  # a file, or a link to nowhere, where a folder must be
+        # A file, or a link to nowhere, where a folder must be. Looked at again: another chat of the platform,
+        # storing at once, may have made the folder since the look above (five chats' photos at once: one was
+        # told a file was in the way of its folder).
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
             raise FileExistsError(directory)
         missing.append(directory)
         directory = directory.parent
