@@ -85,7 +85,7 @@ async def test_a_page_that_connects_after_every_page_had_gone_is_told_when_the_s
 
 
 BOT_TOKEN = "7012345678:AAHc0ns0le-n0t-a-real-t0ken-at-all-x9"
-ERROR_WITH_TOKEN = f"TelegramNetworkError: POST https://api.telegram.org/bot{BOT_TOKEN}/sendMessage: reset"
+ERROR_WITH_TOKEN = f"TelegramNetworkError: POST http://127.0.0.1:8081/bot{BOT_TOKEN}/sendMessage: reset"
 
 
 async def test_the_console_never_shows_a_secret_an_error_or_a_message_holds(tmp_path, gateways) -> None:
@@ -110,6 +110,6 @@ async def test_the_console_never_shows_a_secret_an_error_or_a_message_holds(tmp_
     assert BOT_TOKEN.partition(":")[2] not in text
     [letter] = seen["outbox"]["dead_letters"]
     [failed] = seen["outbox"]["failed_messages"]
-    masked = "TelegramNetworkError: POST https://api.telegram.org/bot***/sendMessage: reset"
+    masked = "TelegramNetworkError: POST http://127.0.0.1:8081/bot***/sendMessage: reset"
     assert letter["error"] == failed["error"] == masked
     assert (letter["text"], failed["text"]) == ("my token is ***", "set TELEGRAM_TOKEN=***")

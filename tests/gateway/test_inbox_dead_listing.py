@@ -20,7 +20,7 @@ def test_inbox_dead_masks_the_secrets_an_error_holds_as_the_log_does(tmp_path, c
         inbound = Inbound(platform="chat", chat_id="c1", thread_id=None, user_id="u1", user_name=None,
                           text=f"please answer: {MODEL_KEY}", event_id="ev-1")
         store.inbox.accept(inbound, "turn-1")
-        store.inbox.failed("chat", "ev-1", f"APIError: key {MODEL_KEY} refused\nby https://api.telegram.org/bot"
+        store.inbox.failed("chat", "ev-1", f"APIError: key {MODEL_KEY} refused\nby http://127.0.0.1:8081/bot"
                                            f"{BOT_TOKEN}/getMe")
         store.inbox.set_aside("chat", "ev-1")
     finally:
@@ -31,4 +31,4 @@ def test_inbox_dead_masks_the_secrets_an_error_holds_as_the_log_does(tmp_path, c
     out = capsys.readouterr().out
     assert MODEL_KEY not in out and BOT_TOKEN.partition(":")[2] not in out, out
     # One line per letter, then its text: an error's own line breaks would pass for letters of their own.
-    assert "  APIError: key *** refused by https://api.telegram.org/bot***/getMe\n    'please answer: ***'\n" in out
+    assert "  APIError: key *** refused by http://127.0.0.1:8081/bot***/getMe\n    'please answer: ***'\n" in out
