@@ -48,7 +48,10 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.window <= 0:
             return True
-        key = _kind(record)
+        try:
+            key = _kind(record)
+        except Exception:  # arguments that do not fit the message: the handler reports it, never the caller
+            return True
         now = self._clock()
         seen = self._seen.get(key)
         if seen is not None and now - seen.since < self.window:

@@ -157,8 +157,12 @@ class RedactionFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # bad %-args: leave the record for the handler's own error reporting
-            return True
+        except Exception as exc:
+            # Arguments that do not fit the message (a bug in the call): left as they were, the record
+            # raised out of the logging call itself from the repeat filter, ending the turn or task that
+            # logged, and logging's own error report printed the arguments, secrets and all, on stderr.
+            message = (f"{record.msg} % {record.args!r} (the arguments do not fit the message: "
+                       f"{type(exc).__name__}: {exc}; logged at {record.pathname}:{record.lineno})")
         record.msg, record.args = bounded(redact(message)), None
         if record.exc_info and not record.exc_text:
             record.exc_text = self._formatter.formatException(record.exc_info)

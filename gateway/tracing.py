@@ -18,8 +18,9 @@ The lifecycle knows nothing of this: spans are found by the ids the hooks carry 
 turn, subagent). Prompts, replies, goals, summaries, tool arguments and tool results are
 recorded (``gen_ai.input.messages``, ``gen_ai.output.messages``,
 ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``) only with
-``capture_content``. Importing this module needs the OpenTelemetry API; `gateway.telemetry`
-builds it from the configuration only when traces are wanted.
+``capture_content``, masked and cut as a log line is (`captured`). Importing this module
+needs the OpenTelemetry API; `gateway.telemetry` builds it from the configuration only when
+traces are wanted.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from agent import HookRegistry, TurnResult
 from gateway.events import GatewayListener
+from gateway.logging import bounded, redact
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -209,6 +211,10 @@ class Tracing(GatewayListener):
             span = self._start_child(parent_session_id, parent_turn_id, child_session_id, child_role, None, start)
             self._agents.pop(child_session_id, None)
         self._conversations.pop(child_session_id, None)
+        for tool in [k for k in self._tools if k[0] == child_session_id]:
+            # Its tool call was cancelled outright (no tool_end hook ran): open, the span would never be
+            # exported, and stay here for the life of the process.
+            self._tools.pop(tool).end()
         span.set_attribute("switchboard.subagent.status", child_status)
         span.set_attribute("gen_ai.response.finish_reasons", [child_exit_reason])
         if self.capture_content and child_summary:
@@ -226,7 +232,7 @@ class Tracing(GatewayListener):
                                       "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function",
                                       "gen_ai.conversation.id": self._conversations.get(session_id, session_id)}
         if self.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = _json(arguments)
+            attributes["gen_ai.tool.call.arguments"] = captured(_json(arguments))
         span = self._tracer.start_span(f"execute_tool {tool_name}", context=self._context_of(session_id, turn_id),
                                        kind=SpanKind.INTERNAL, attributes=attributes)
         self._tools[(session_id, turn_id, call_id)] = span
@@ -240,7 +246,7 @@ class Tracing(GatewayListener):
         if span is None:
             return
         if self.capture_content:
-            span.set_attribute("gen_ai.tool.call.result", output)
+            span.set_attribute("gen_ai.tool.call.result", captured(output))
         if not ok:
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR, "tool_error"))
@@ -289,8 +295,17 @@ class Tracing(GatewayListener):
             store.popitem(last=False)
 
 
+def captured(text: str) -> str:
+    """Content as a span records it: masked as a log line is (`gateway.logging.redact`), then cut as
+    one is (`gateway.logging.bounded`). A user pasting an API key, a tool reading a file of tokens,
+    or the bot's own token echoed in an error would otherwise reach the collector, and whoever reads
+    traces, in clear; and one tool result of megabytes made the OTLP request of the whole batch of
+    spans around it too large for the collector, which refused them all."""
+    return bounded(redact(text))
+
+
 def _messages(role: str, text: str, finish_reason: str | None = None) -> str:
-    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
+    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": captured(text)}]}
     if finish_reason is not None:
         message["finish_reason"] = finish_reason
     return json.dumps([message], ensure_ascii=False)
