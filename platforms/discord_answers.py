@@ -45,7 +45,7 @@ from typing import Any
 
 import aiohttp
 
-from platforms.discord_errors import retry_after_of
+from platforms.discord_errors import retry_after_of, watch_answers
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
 MAX_RATE_LIMIT_WAIT = 30.0
@@ -57,9 +57,11 @@ _FOLLOW_UP = re.compile(r"/webhooks/\d+/[^/]+$")
 
 
 def open_session() -> aiohttp.ClientSession:
-    """A session for `discord.Webhook`s; the caller closes it."""
+    """A session for `discord.Webhook`s, its answers watched (`discord_errors.answered`); the caller closes it."""
+    trace = aiohttp.TraceConfig()
+    watch_answers(trace)
     return aiohttp.ClientSession(middlewares=(_refuse_long_waits, _fail_unsure_follow_ups),
-                                 cookie_jar=aiohttp.DummyCookieJar())
+                                 cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace])
 
 
 def callback_trace() -> aiohttp.TraceConfig:

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from platforms import discord_answers, discord_token
+from platforms import discord_answers, discord_errors, discord_token
 from platforms.base import last_calls_time
 from platforms.connection import TokenWatch
 from platforms.discord_errors import PORTAL_HINT
@@ -37,6 +37,7 @@ def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch) 
     intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
     trace = discord_answers.callback_trace()
     discord_token.watch_answers(trace, token_watch)
+    discord_errors.watch_answers(trace)  # a 2xx discord.py cannot read (`discord_errors.answered`)
     # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
     # never joins voice: those lines would only mislead, in the log and the console's errors.
     discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from platforms.base import NotFound, scalar_text
-from platforms.discord_errors import translate
+from platforms.discord_errors import answered, translate
 from platforms.discord_interactions import MENTIONS, Interactions
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import discord_markdown
@@ -28,16 +28,18 @@ async def edit(interactions: Interactions, channel: Channel, chat_id: str, threa
     text = discord_markdown.render(text)
     reply_token = interactions.token_of(message_id)
     route = "PATCH /channels/{channel_id}/messages/{message_id}"
-    try:
-        if reply_token is not None:
-            route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
-            await interactions.webhook(reply_token).edit_message(int(message_id), content=text,
-                                                                 allowed_mentions=MENTIONS)
-        else:
-            partial = channel(target).get_partial_message(int(message_id))
-            await partial.edit(content=text, allowed_mentions=MENTIONS)
-    except Exception as exc:
-        raise translate(exc, route=route, chat_id=target, caller_logs=True) from exc
+    # A 2xx discord.py cannot read is a NetworkError, not a refusal sent anew beside the message it changed.
+    with answered() as answer:
+        try:
+            if reply_token is not None:
+                route = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+                await interactions.webhook(reply_token).edit_message(int(message_id), content=text,
+                                                                     allowed_mentions=MENTIONS)
+            else:
+                partial = channel(target).get_partial_message(int(message_id))
+                await partial.edit(content=text, allowed_mentions=MENTIONS)
+        except Exception as exc:
+            raise translate(exc, route=route, chat_id=target, caller_logs=True, answer=answer) from exc
 
 
 async def delete(interactions: Interactions, channel: Channel, chat_id: str, thread_id: str | None,

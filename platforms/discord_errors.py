@@ -6,11 +6,21 @@ logs it too: at DEBUG only, a channel's own refusal of a call whose caller says 
 such as the outbox of a part, where a warning here was a second one of one refusal), and
 `ended_because` words the end of a connection discord.py gives up on. Logged under
 ``platforms.discord`` like the rest of the adapter.
+
+A 2xx answer discord.py cannot build its message of (JSON that is no message: ``{}``, a list, a string, from
+a proxy in between or an API that changed) made it raise ``KeyError``/``TypeError``, which was taken for a
+bad request: a post dropped though whatever answered said it was made, an edit sent anew beside the message
+it had changed. The call's answer is watched (`answered`, `watch_answers`): one naming the message's id is a
+post made (`Answer.message_id`); any other is a `NetworkError`, whether it was carried out unknown, as for a
+5xx: the outbox looks for a post by its nonce before it sends it again, and makes an edit again, which
+changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import datetime
 import email.utils
 import json
@@ -18,6 +28,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -72,11 +84,79 @@ _SHARED = RepeatedWarnings(log)
 outage, not one per call of every channel retrying through it. Process-wide, as Discord is."""
 
 
-def translate(exc: BaseException, *, route: str, chat_id: str, caller_logs: bool = False) -> DeliveryError:
+class Answer:
+    """The answer to the last request made within `answered`: its status, and its body when a 2xx."""
+
+    __slots__ = ("status", "body")
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.body = b""
+
+    @property
+    def done(self) -> bool:
+        """Whether the request was answered with a 2xx: whatever answered says it was carried out."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def message_id(self) -> int | None:
+        """The message's id a 2xx answer names (``{"id": "<snowflake>", ...}``), however little else of it
+        discord.py could read; None for any other answer."""
+        if not self.done:
+            return None
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return None
+        value = data.get("id") if isinstance(data, dict) else None
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        return value if 0 < value < 2**64 else None
+
+
+_ANSWER: contextvars.ContextVar[Answer | None] = contextvars.ContextVar("discord_answer", default=None)
+
+
+@contextlib.contextmanager
+def answered() -> Iterator[Answer]:
+    """Watch the answers to the requests this task makes within: the `Answer` holds the last one's. The
+    requests go out through a session `watch_answers` was given to (the client's, the webhooks')."""
+    answer = Answer()
+    token = _ANSWER.set(answer)
+    try:
+        yield answer
+    finally:
+        _ANSWER.reset(token)
+
+
+def watch_answers(trace: aiohttp.TraceConfig) -> None:
+    """Note each answer of a request made within `answered` (aiohttp runs tracing in the requesting task)."""
+    trace.on_request_start.append(_request_started)
+    trace.on_request_end.append(_request_answered)
+
+
+async def _request_started(_: aiohttp.ClientSession, __: SimpleNamespace, ___: Any) -> None:
+    if (answer := _ANSWER.get()) is not None:  # a retry, or the next call: only the last answer counts
+        answer.status, answer.body = None, b""
+
+
+async def _request_answered(_: aiohttp.ClientSession, __: SimpleNamespace,
+                            params: aiohttp.TraceRequestEndParams) -> None:
+    if (answer := _ANSWER.get()) is None:
+        return
+    response = params.response
+    if 200 <= response.status < 300:
+        answer.body = await response.read()  # kept by aiohttp for discord.py, which reads it next
+    answer.status = response.status
+
+
+def translate(exc: BaseException, *, route: str, chat_id: str, caller_logs: bool = False,
+              answer: Answer | None = None) -> DeliveryError:
     """`delivery_error`, logged (a refused token is said once where it is noticed, not here; a failure
     every channel shares, once per cause: `_SHARED`). ``caller_logs``: the caller logs what becomes of
-    the call, so a channel's own refusal is logged at DEBUG here."""
-    error = delivery_error(exc, route=route, chat_id=chat_id)
+    the call, so a channel's own refusal is logged at DEBUG here. ``answer``: the call's (`answered`)."""
+    error = delivery_error(exc, route=route, chat_id=chat_id, answer=answer)
     if error is exc or isinstance(error, Unauthorized):
         return error
     line = (FAILED, route, chat_id, type(error).__name__, error)
@@ -89,13 +169,29 @@ def translate(exc: BaseException, *, route: str, chat_id: str, caller_logs: bool
     return error
 
 
-def delivery_error(exc: BaseException, *, route: str, chat_id: str) -> DeliveryError:
-    """The one place where discord.py and aiohttp errors become `DeliveryError`s."""
+def made_all_the_same(exc: BaseException, answer: Answer, *, route: str, chat_id: str) -> int | None:
+    """The id of the message a call made, whose 2xx answer discord.py could not read beyond it (``exc``),
+    logged as taken for sent; None when the answer names none (`translate` it then)."""
+    made = answer.message_id()
+    if made is not None and not isinstance(exc, discord.DiscordException):
+        _SHARED.warning(("unread answer", route), "discord: %s for channel %s: message %s was made, but discord.py"
+                        " cannot read the rest of the answer (%s); taken as sent", route, chat_id, made,
+                        _described(exc))
+        return made
+    return None
+
+
+def delivery_error(exc: BaseException, *, route: str, chat_id: str, answer: Answer | None = None) -> DeliveryError:
+    """The one place where discord.py and aiohttp errors become `DeliveryError`s. ``answer``: the call's
+    (`answered`): raised after a 2xx, ``exc`` is discord.py failing to read it (see the module's docstring)."""
     if isinstance(exc, DeliveryError):
         return exc
     kw: dict[str, Any] = {"method": route, "chat_id": chat_id, "platform": "discord"}
     error: DeliveryError
-    if isinstance(exc, discord.RateLimited):
+    if answer is not None and answer.done and not isinstance(exc, discord.DiscordException | json.JSONDecodeError):
+        error = NetworkError(f"answered {answer.status} with what discord.py cannot read as a message "
+                             f"({_described(exc)}): whether it was carried out is not known", **kw)
+    elif isinstance(exc, discord.RateLimited):
         error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)
     elif isinstance(exc, discord.HTTPException):
         detail = f"{exc.status} (code {exc.code}): {exc.text}"

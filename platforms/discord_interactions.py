@@ -17,7 +17,7 @@ import aiohttp
 
 from platforms.base import Outbound, Sent
 from platforms.discord_answers import INTERACTION_WINDOW
-from platforms.discord_errors import translate
+from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import discord_markdown
 from platforms.recent import remember
@@ -114,25 +114,32 @@ class Interactions:
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
         remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
-        try:
-            webhook = self.webhook(message.reply_token)
-            first = await self._unanswered(webhook, message.reply_token)
-            route = "/webhooks/{application_id}/{token}"
-            route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
-            if first:  # replace the "thinking…" placeholder of the deferred response
-                sent = await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
-                                                  allowed_mentions=MENTIONS)
-            else:
-                sent = await webhook.send(content, wait=True, silent=message.silent, allowed_mentions=MENTIONS)
-        except Exception as exc:
-            raise translate(exc, route=route, chat_id=message.chat_id, caller_logs=True) from exc
+        sending = False  # the answer's own call, not the lookup before it, whose answer names another message
+        with answered() as answer:  # a 2xx discord.py cannot read (`discord_errors.answered`)
+            try:
+                webhook = self.webhook(message.reply_token)
+                first = await self._unanswered(webhook, message.reply_token)
+                route = "/webhooks/{application_id}/{token}"
+                route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+                sending = True
+                if first:  # replace the "thinking…" placeholder of the deferred response
+                    sent = (await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
+                                                       allowed_mentions=MENTIONS)).id
+                else:
+                    sent = (await webhook.send(content, wait=True, silent=message.silent,
+                                               allowed_mentions=MENTIONS)).id
+            except Exception as exc:
+                made = made_all_the_same(exc, answer, route=route, chat_id=message.chat_id) if sending else None
+                if made is None:
+                    raise translate(exc, route=route, chat_id=message.chat_id, caller_logs=True, answer=answer) from exc
+                sent = made
         if first:
-            remember(self._answered, message.reply_token, sent.id, _REMEMBERED)
+            remember(self._answered, message.reply_token, sent, _REMEMBERED)
         else:  # the first answer's part is settled: a part later than it is never that answer
-            remember(self._parts, str(sent.id), message.idempotency_key, _REMEMBERED)
+            remember(self._parts, str(sent), message.idempotency_key, _REMEMBERED)
             self._first_words.pop(message.reply_token, None)
-        remember(self._webhook_messages, str(sent.id), message.reply_token, _REMEMBERED)
-        return Sent(str(sent.id))
+        remember(self._webhook_messages, str(sent), message.reply_token, _REMEMBERED)
+        return Sent(str(sent))
 
     async def _unanswered(self, webhook: discord.Webhook, reply_token: str) -> bool:
         """Whether the interaction still shows "thinking…". Deferred by an earlier process (the

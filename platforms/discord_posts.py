@@ -3,7 +3,9 @@
 Apart from the adapter (`platforms.discord`) because it is the one way a message of the bot's reaches a
 channel (an answer through a command's interaction goes by `platforms.discord_interactions`): the nonce
 noted first (`platforms.discord_twins`), the Markdown rendered, the reply quoted, the channel remembered
-as one the bot posted in. Every SDK error is translated (`platforms.discord_errors`), the outbox's to log.
+as one the bot posted in. Every SDK error is translated (`platforms.discord_errors`), the outbox's to log; a
+2xx answer discord.py cannot read is a post made when it names the message's id, else a `NetworkError`
+(`discord_errors.answered`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from platforms.base import Outbound, OutboundFile, Sent, scalar_text
-from platforms.discord_errors import translate
+from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_interactions import MENTIONS
 from platforms.discord_seen import REMEMBERED_CHANNELS
 from platforms.discord_twins import Twins, nonce_of
@@ -32,15 +34,17 @@ async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None]
     target = message.thread_id or message.chat_id
     nonce = nonce_of(message.idempotency_key)
     twins.sending(nonce)
-    try:
-        sent = await channel(target).send(
-            discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-            reference=_quote(message, target),  # type: ignore[arg-type]
-        )
-    except Exception as exc:
-        raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True) from exc
+    with answered() as answer:
+        try:
+            sent = (await channel(target).send(
+                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
+                reference=_quote(message, target),  # type: ignore[arg-type]
+            )).id
+        except Exception as exc:
+            if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
+                raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
     remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
-    return Sent(str(sent.id))
+    return Sent(str(sent))
 
 
 async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], message: Outbound,
@@ -51,19 +55,21 @@ async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, 
     target = message.thread_id or message.chat_id
     nonce = nonce_of(message.idempotency_key)
     twins.sending(nonce)
-    try:
-        upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+    with answered() as answer:
         try:
-            sent = await channel(target).send(
-                discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
-                silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-                reference=_quote(message, target))  # type: ignore[arg-type]
-        finally:
-            upload.close()
-    except Exception as exc:
-        raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True) from exc
+            upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+            try:
+                sent = (await channel(target).send(
+                    discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
+                    silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
+                    reference=_quote(message, target))).id  # type: ignore[arg-type]
+            finally:
+                upload.close()
+        except Exception as exc:
+            if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
+                raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
     remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
-    return Sent(str(sent.id))
+    return Sent(str(sent))
 
 
 def _quote(message: Outbound, target: str) -> discord.MessageReference | None:
