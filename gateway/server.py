@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from gateway.app import Gateway
 from gateway.console.routes import Console, console_access, refused
@@ -21,9 +22,13 @@ from gateway.errors import StartupError
 from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
 from platforms.base import Streaming
-from platforms.web_access import Refusal
+from platforms.web_access import Refusal, error_response
 
 log = logging.getLogger("gateway.server")
+
+API_PREFIXES = ("/chat/api", "/webhooks", "/console/api")
+"""Paths whose every answer is JSON (the web chat's, the webhook platform's and the console's APIs): a path
+under them that names nothing is answered 404 by `json_not_found`, not with aiohttp's line of plain text."""
 
 CUT_OFF_SECONDS = 1.0
 """What the requests still running when a stop cuts them off get to end before their connections are
@@ -48,7 +53,7 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     limits = limits or Limits()
     arrived = guard.arrived if guard is not None else (lambda _: None)
     app = web.Application(client_max_size=2 * 1024 * 1024,
-                          middlewares=[body_guard(limits.body_timeout, arrived, pending)])
+                          middlewares=[body_guard(limits.body_timeout, arrived, pending), json_not_found])
 
     async def healthz(request: web.Request) -> web.Response:
         # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or
@@ -86,6 +91,19 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
 
     app.on_shutdown.append(end_streams)
     return app
+
+
+@web.middleware
+async def json_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """404 as JSON ``{"error": ...}`` for a path under `API_PREFIXES` that no route takes: a client of those APIs
+    reads every other error of theirs as JSON, and choked on aiohttp's plain text. The pages and their static
+    files keep aiohttp's answer."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        if not any(request.path == p or request.path.startswith(p + "/") for p in API_PREFIXES):
+            raise
+        return error_response(404, "no such path in this API")
 
 
 class Server:

@@ -13,11 +13,14 @@ Routes (see docs/platforms/web.md):
   with the text the gateway took (a key sent again with another text shows the first).
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
-- ``GET /chat/api/events?chat=``: Server-Sent Events. First ``history`` (the same
+- ``GET /chat/api/events?chat=[&after=]``: Server-Sent Events. First ``history`` (the same
   messages, plus the chat commands and whether a turn is running), then live ``user``,
   ``message``, ``edit``, ``delete``, ``typing`` and ``idle`` events. The history is read right after the
   stream subscribes, with nothing sent in between, so the two neither overlap nor
-  leave a gap; a page that reconnects gets a fresh ``history`` and misses nothing.
+  leave a gap; a page that reconnects gets a fresh ``history``. ``after`` (or ``Last-Event-ID``: each
+  ``history``, ``user`` and ``message`` event carries its newest message's id) names the newest message the
+  page holds: the history then reaches back to it, up to `RESUME_LIMIT` messages, so a page away for more
+  than ``history_limit`` messages misses none; one away for longer gets ``"gap": true`` (`_resumed`).
 - ``GET /chat/api/files/<id>?chat=``: a file the agent sent to that chat, as a download
   (`platforms.web_files`). Its message carries ``file``: ``{"id", "name", "size"}``, or
   ``{"expired": true}`` once the file is no longer kept.
@@ -56,7 +59,7 @@ from platforms.json_body import load_json_body
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
-from platforms.web_events import ChatStreams, serve_events
+from platforms.web_events import ORDER_HOLD_SECONDS, ChatStreams, serve_events
 from platforms.web_files import WebFiles, download_headers
 from platforms.web_pages import page_response, static_route
 
@@ -69,6 +72,8 @@ MAX_BODY = 512 * 1024
 ``json.dumps`` (and many clients) write a character outside the BMP as ``\\ud83d\\ude00``, 12 bytes: 32,000
 emoji are 384,000 bytes, which a limit of 256 KiB refused as "body over" though the text was within its own."""
 HISTORY_LIMIT = 200
+RESUME_LIMIT = 2000
+"""Messages at most that a reconnecting page's history reaches back to find the newest one it holds."""
 KEEP_ALIVE_SECONDS = 15.0
 UPLOAD_LIMIT = 100 * 1000 * 1000
 """Bytes in one file the agent sends: the page holds a download in memory before saving it."""
@@ -95,14 +100,15 @@ class WebChatAdapter:
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False, check_host: bool | None = None,
                  history_limit: int = HISTORY_LIMIT, history_reader: HistoryReader | None = None,
                  clock: Callable[[], float] = time.time, keep_alive: float = KEEP_ALIVE_SECONDS,
-                 files_dir: Path | None = None, keep_files_seconds: float = KEEP_FILES_SECONDS) -> None:
+                 files_dir: Path | None = None, keep_files_seconds: float = KEEP_FILES_SECONDS,
+                 order_hold: float = ORDER_HOLD_SECONDS) -> None:
         self.access = Access(token=token, user_header=user_header, allowed_users=allowed_users,
                              allow_all=allow_all, check_host=check_host)
         self.history_limit = history_limit
         self._history = history_reader
         self._clock = clock
         self._keep_alive = keep_alive
-        self._streams = ChatStreams()
+        self._streams = ChatStreams(hold_seconds=order_hold)
         self._sink: InboundSink | None = None
         self._commands: list[dict[str, str]] = []
         self._working: set[str] = set()
@@ -228,7 +234,8 @@ class WebChatAdapter:
                           is_command=text.startswith("/"))
         try:
             # Shown only once the gateway has it (a message it failed to record is no message), yet before
-            # anything it caused meanwhile (a command's answer). Pages merge by id: a retried POST shows it once.
+            # anything it caused meanwhile (a command's answer), unless taking it is slow (`ORDER_HOLD_SECONDS`).
+            # Pages merge by id: a retried POST shows it once.
             with self._streams.in_order(chat_id) as place:
                 accepted = await self._sink(inbound)
                 # What the gateway took: a key sent again with another text is the first text's message.
@@ -266,13 +273,18 @@ class WebChatAdapter:
             return chat_id
         if self._sink is None:
             return error_response(503, "not serving right now; retry later")
+        after = request.query.get("after") or request.headers.get("Last-Event-ID") or None
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
-        sub = self._streams.subscribe(chat_id)  # with no await since the read: nothing was sent in between
-        return await serve_events(request, self._streams, sub,
-                                  ("history", {"messages": history, "commands": self._commands,
-                                               "working": chat_id in self._working}), self._keep_alive)
+        first = {"messages": history, "commands": self._commands, "working": chat_id in self._working}
+        if after is not None:
+            resumed = self._resumed(chat_id, history, after)
+            if isinstance(resumed, web.Response):
+                return resumed
+            first["messages"], first["gap"] = resumed
+        sub = self._streams.subscribe(chat_id)  # with no await since the reads: nothing was sent in between
+        return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive)
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
         chat_id = self._queried_chat(request)
@@ -295,6 +307,23 @@ class WebChatAdapter:
             return error_response(400, _CHAT_RULE)
         return _chat_id(user, chat)
 
+    def _resumed(self, chat_id: str, history: list[dict[str, Any]], after: str,
+                 ) -> tuple[list[dict[str, Any]], bool] | web.Response:
+        """``(messages, gap)`` for a page that holds the chat up to the message ``after``: the last ``history_limit``
+        messages, or, when ``after`` is older than those, every message from it on (up to `RESUME_LIMIT`). Only
+        the last ones, a page away for longer kept what it showed above them with nothing between: the replies
+        in between were missing without a sign. ``gap``: ``after`` is not among the last `RESUME_LIMIT` (or was
+        deleted), so what the page holds may not reach these; it replaces it with them, as a reload would."""
+        if len(history) < self.history_limit or any(m["id"] == after for m in history):
+            return history, False  # all the store has, or it reaches back to the page's newest
+        longer = self._read_history(chat_id, RESUME_LIMIT)
+        if isinstance(longer, web.Response):
+            return longer
+        at = next((i for i, m in enumerate(longer) if m["id"] == after), None)
+        if at is None:
+            return history, True
+        return longer[at:], False
+
     def _taken(self, chat_id: str, page_id: str) -> dict[str, Any] | None:
         """The person's message ``page_id`` as the gateway recorded it, from the history; None when the
         history does not hold it (older than its last ``history_limit`` messages, or unreadable). A
@@ -305,13 +334,14 @@ class WebChatAdapter:
             return None
         return next((m for m in history if m["role"] == "user" and m["id"] == page_id), None)
 
-    def _read_history(self, chat_id: str) -> list[dict[str, Any]] | web.Response:
-        """The chat's history for a page, or the 500 answering a store that failed to read it: JSON, as
-        every answer of the API is (aiohttp's own would be a page of text), and naming nothing of the store."""
+    def _read_history(self, chat_id: str, limit: int | None = None) -> list[dict[str, Any]] | web.Response:
+        """The chat's last ``limit`` (``history_limit``) messages for a page, or the 500 answering a store that
+        failed to read them: JSON, as every answer of the API is (aiohttp's own would be a page of text), and
+        naming nothing of the store."""
         if self._history is None:
             return []
         try:
-            messages = self._history(chat_id, self.history_limit)
+            messages = self._history(chat_id, self.history_limit if limit is None else limit)
         except Exception:
             log.exception("web chat: reading the history of chat %s failed", chat_id)
             return error_response(500, "internal error; retry later")

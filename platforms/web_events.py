@@ -8,7 +8,8 @@ message. Memory holds only what is in flight to open pages; what a page shows af
 a reconnect comes from the store.
 
 `ChatStreams.in_order` keeps a place among a chat's events for one that is not known yet
-(whether a person's message is recorded): what the chat publishes meanwhile waits behind it.
+(whether a person's message is recorded): what the chat publishes meanwhile waits behind it, for
+``hold_seconds`` at most (`ORDER_HOLD_SECONDS`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from typing import Any
 from aiohttp import web
 
 MAX_QUEUED = 1000
+ORDER_HOLD_SECONDS = 2.0
+"""How long a place kept by `ChatStreams.in_order` may hold the chat's later events back. The gateway takes a
+message in milliseconds, but a /stop returns once the chat's subagents have stopped (their plugins' hooks
+run), and a store waiting on a lock takes seconds: held all that while, every page of the chat froze (no
+typing, no progress edits, another tab's replies withheld), and its "working" lapsed. Past it, the events go
+on; the place's own event goes out when it is known, after them."""
 
 Event = tuple[str, dict[str, Any]]
 IDLE: Event = ("", {})
@@ -65,17 +72,20 @@ class Subscription:
 class Place:
     """A chat's next event, known once `ChatStreams.in_order`'s block ends: ``event``, or nothing if left None."""
 
-    __slots__ = ("event", "settled")
+    __slots__ = ("event", "settled", "overdue")
 
     def __init__(self) -> None:
         self.event: Event | None = None
         self.settled = False
+        self.overdue = False
+        """Held the chat's events for `ORDER_HOLD_SECONDS`: no longer among them; its event is published as it comes."""
 
 
 class ChatStreams:
-    def __init__(self, max_queued: int = MAX_QUEUED) -> None:
+    def __init__(self, max_queued: int = MAX_QUEUED, hold_seconds: float = ORDER_HOLD_SECONDS) -> None:
         self._chats: dict[str, set[Subscription]] = {}
         self._max = max_queued
+        self._hold = hold_seconds
         self._held: dict[str, list[Place | Event]] = {}
         """Per chat with a `Place` unsettled: it, and everything published after it, in order."""
 
@@ -101,17 +111,29 @@ class ChatStreams:
     @contextmanager
     def in_order(self, chat_id: str) -> Iterator[Place]:
         """A `Place` for an event published when the block ends (set ``place.event``; left None,
-        or on an exception, there is none). What the chat publishes within the block follows it."""
+        or on an exception, there is none). What the chat publishes within the block follows it, unless the
+        block lasts longer than ``hold_seconds``: then that goes on, and the place's event follows it."""
         place = Place()
         self._held.setdefault(chat_id, []).append(place)
+        timer = asyncio.get_running_loop().call_later(self._hold, self._overdue, chat_id, place)
         try:
             yield place
         except BaseException:
             place.event = None
             raise
         finally:
+            timer.cancel()
             place.settled = True
-            self._release(chat_id)
+            if not place.overdue:
+                self._release(chat_id)
+            elif place.event is not None:
+                self.publish(chat_id, *place.event)
+
+    def _overdue(self, chat_id: str, place: Place) -> None:
+        place.overdue = True
+        held = self._held[chat_id]
+        held.remove(place)  # by identity: a Place equals nothing else
+        self._release(chat_id)
 
     def _release(self, chat_id: str) -> None:
         held = self._held[chat_id]
@@ -146,8 +168,26 @@ class ChatStreams:
 
 def encode(kind: str, data: dict[str, Any]) -> bytes:
     """One SSE event. JSON never holds a raw newline, so ``data`` is one line; ASCII escapes
-    keep text with lone surrogates (which models emit) encodable."""
-    return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+    keep text with lone surrogates (which models emit) encodable. An event that brings messages carries the
+    newest one's id (`event_id`), which a client reconnecting sends back (``Last-Event-ID``)."""
+    last = event_id(kind, data)
+    head = f"id: {last}\n" if last is not None else ""
+    return f"{head}event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def event_id(kind: str, data: dict[str, Any]) -> str | None:
+    """The id of the newest message a ``history``, ``user`` or ``message`` event brings; None for the others
+    (an event without an id keeps the stream's last one) and for an id SSE cannot carry."""
+    if kind == "history":
+        messages = data.get("messages") or [{}]
+        found = messages[-1].get("id")
+    elif kind in ("user", "message"):
+        found = data.get("id")
+    else:
+        return None
+    if not isinstance(found, str) or not found or any(c in found for c in "\r\n\0"):
+        return None
+    return found
 
 
 KEEP_ALIVE = b": keep-alive\n\n"

@@ -105,8 +105,9 @@ class WebChatSettings:
     allowed_users: tuple[UserId, ...] = setting((), "Users (as user_header names them) allowed to chat.")
     allow_all: bool = setting(False, "Let every user the proxy names chat (ignores allowed_users).")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
-    history_limit: int = setting(200, "Messages a page shows when it opens or reconnects (the most recent).", min=1,
-                                 max=10_000)
+    history_limit: int = setting(
+        200, "Messages a page shows when it opens (the most recent); a page reconnecting after more than these "
+        "gets every one since the newest it shows, up to 2,000.", min=1, max=10_000)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@
 // comes from GET /chat/api/events (Server-Sent Events, read with fetch so the token can
 // travel in a header): a "history" event with the conversation from the gateway's
 // durable store, then live events. Every (re)connect starts with a fresh history, so a
-// dropped connection loses nothing; messages are merged by id, so nothing shows twice.
+// dropped connection loses nothing; messages are merged by id, so nothing shows twice. A reconnect
+// names the newest message the page holds ("after"): the history reaches back to it, however long the
+// page was away, or says "gap" when the gateway no longer has it (the page then shows it as a reload would).
 // A file the agent sent is a message with a download link; the download is fetched with the
 // token too (a plain link cannot carry the header) and saved under the file's name.
 "use strict";
@@ -179,12 +181,14 @@
   // keeps its element, so the reader is not scrolled away from what they read and a screen reader
   // does not read the whole conversation out again. The history holds the last history_limit messages
   // only: what shows before the first of them it shares with the page stays, whatever the history
-  // lacks after that is gone from the gateway (deleted while the page was away).
-  function showHistory(messages) {
+  // lacks after that is gone from the gateway (deleted while the page was away). With `gap` (the gateway
+  // no longer has the newest message the page held) nothing before it stays: what the page showed does not
+  // reach the history, and kept above it, the messages between would be missing without a sign.
+  function showHistory(messages, gap) {
     const inHistory = new Set(messages.map((m) => m.id));
-    const own = new Set([...pending(), ...stored(REFUSED_KEY)].map((m) => "user:" + m.key)); // placed below
+    const own = ownIds(); // placed below
     const order = [];
-    for (const el of list.children) {
+    for (const el of gap ? [] : list.children) {
       if (inHistory.has(el.dataset.id)) break;
       if (!own.has(el.dataset.id)) order.push(el.dataset.id);
     }
@@ -211,6 +215,23 @@
       if (el !== next) list.insertBefore(el, next);
       previous = el;
     }
+  }
+
+  const ownIds = () => new Set([...pending(), ...stored(REFUSED_KEY)].map((m) => "user:" + m.key));
+
+  // The newest message shown that the gateway keeps, for a reconnect's history to reach back to: not one
+  // this page has not had confirmed, nor a progress card (deleted when its turn ends, it would not be found).
+  function newestHeld() {
+    const own = ownIds();
+    for (let el = list.lastElementChild; el; el = el.previousElementSibling) {
+      if (!own.has(el.dataset.id) && !unplaced.has(el.dataset.id) && el.dataset.kind !== "notice") return el.dataset.id;
+    }
+    return null;
+  }
+
+  function eventsUrl() {
+    const after = newestHeld();
+    return "/chat/api/events?chat=" + encodeURIComponent(chat) + (after ? "&after=" + encodeURIComponent(after) : "");
   }
 
   let typingTimer = null;
@@ -403,7 +424,7 @@
   let opened = false; // a history came before: the next is a reconnect's
   const handlers = {
     history: (data) => {
-      showHistory(data.messages);
+      showHistory(data.messages, Boolean(data.gap));
       setWorking(Boolean(data.working));
       // At the first, what a reload left unsent has just been posted, alongside the stream: no cause to doubt it.
       sendWaitingNow(opened);
@@ -423,7 +444,7 @@
   };
 
   sendNext(); // what a reload interrupted, in the order typed
-  SwitchboardLive.listen("/chat/api/events?chat=" + encodeURIComponent(chat), auth, {
+  SwitchboardLive.listen(eventsUrl, auth, {
     ready: "history",
     onEvent: (type, data) => handlers[type] && handlers[type](data),
     onDrop: () => setWorking(false),

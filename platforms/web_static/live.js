@@ -71,9 +71,9 @@ window.SwitchboardLive = (() => {
     };
   }
 
-  // Read `url` as Server-Sent Events for as long as the page is open, calling `onEvent(type, data)`
-  // for each. The first event of type `ready` on a connection shows it connected; `onDrop()` runs
-  // each time a connection ends, before the next one is tried.
+  // Read `url` (or what `url()` returns, asked at each connection) as Server-Sent Events for as long as
+  // the page is open, calling `onEvent(type, data)` for each. The first event of type `ready` on a
+  // connection shows it connected; `onDrop()` runs each time a connection ends, before the next one is tried.
   async function listen(url, auth, { ready, onEvent, onDrop }) {
     let delay = 500;
     let silence = 0; // ms without a byte that count as a drop; 0 until a server has said its keep-alive interval
@@ -89,7 +89,7 @@ window.SwitchboardLive = (() => {
       };
       try {
         heard();
-        const response = await fetch(url, {
+        const response = await fetch(typeof url === "function" ? url() : url, {
           headers: auth.headers({ Accept: "text/event-stream" }), cache: "no-store", signal: abort.signal });
         clearTimeout(quiet);
         if (auth.asksForToken(response)) {
