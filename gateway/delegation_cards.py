@@ -21,7 +21,7 @@ from gateway.display import TurnDisplay
 from gateway.notices import final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import DELEGATE, ProgressCard
-from gateway.progress_message import ProgressMessage
+from gateway.progress_message import ProgressMessage, covered_by
 from gateway.replies import SILENCE
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.sessions import GatewaySession
@@ -58,15 +58,16 @@ class DelegationCards:
         self._finishing: dict[str, asyncio.Task[None]] = {}
         """Cards whose final edit the store refused (a full disk), each tried again until it is journaled."""
 
-    def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False,
-              followed: bool = False) -> None:
+    def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
         """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
-        the delegation was dispatched by an earlier process, and its children run again now; ``followed``
-        too, but they ran on across the restart (an engine whose children outlive the process): the card that
-        process left is edited again, its headline's time counted from the dispatch, as its done line's is,
-        not from this start (which would read as the work having begun anew)."""
-        if not resumed:
-            self._began.setdefault(row.delegation_id, self._clock.monotonic())
+        the delegation was dispatched by an earlier process, and its children run again now (relaunched), or
+        ran on across the restart (an engine whose children outlive the process). Either way the card that
+        process left is edited again, its headline's time and its done line's counted from one start, the
+        dispatch's: counted from this start, the headline read as the work having begun anew (and back to `3 s`
+        from the minutes it read before the restart) while the done line gave the time since the dispatch. Across the restart only the wall clock spans the dispatch
+        (never less than 0 s); from this start on, the monotonic clock."""
+        ran = max(0.0, self._clock.time() - row.dispatched_at) if resumed else 0.0
+        self._began.setdefault(row.delegation_id, self._clock.monotonic() - ran)
         display = self._display(session.platform)
         if display.progress != "card" or row.delegation_id in self._cards:
             return
@@ -80,10 +81,18 @@ class DelegationCards:
             live = sum(1 for c in self._children.children(session.session_id) if c.subagent_id in ids)
             return len(ids) - live, len(ids)
 
-        ran = max(0.0, self._clock.time() - row.dispatched_at) if followed else 0.0
+        message = self._message(row)
+        turn = row.completion_turn_id
+        covered = covered_by(message, ProgressMessage(self._outbox, split_session_key(row.session_key),
+                                                      f"{turn}:notice", turn_id=turn, run_id=self._run_id))
+
+        def publish(text: str, n: int) -> None:
+            if not covered():  # the turn delivering its results showed a card first
+                message.publish(text, n)
+
         card = ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                             mode=display.long_running_notifications, clock=self._clock,
-                            publish=self._message(row).publish, children=children, counts=counts, ran=ran)
+                            publish=publish, children=children, counts=counts, ran=ran)
         card.tool_started(DELEGATE)  # its headline counts the subagents done
         card.start()
         self._cards[row.delegation_id] = card
@@ -170,8 +179,9 @@ class DelegationCards:
         self._began.clear()
 
     def _elapsed(self, row: DelegationRow) -> float:
-        # The monotonic clock where this process saw both ends: an NTP step changes nothing. Across a
-        # restart only the wall clock spans them; stepped back meanwhile, it reads as no time, not less.
+        # The monotonic clock from the start `start` gave its card: an NTP step while this process runs changes
+        # nothing. Not started here (settled as the next start finds it): only the wall clock spans the two
+        # ends; stepped back meanwhile, it reads as no time, not less.
         began = self._began.pop(row.delegation_id, None)
         if began is not None:
             return self._clock.monotonic() - began

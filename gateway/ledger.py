@@ -274,7 +274,7 @@ class Ledger(CompletionFailures):
                 # Children that outlived the process: the card it left must follow them again, or it reads
                 # `0 of 3 done — 5 s` until they all finish. The same message (keyed by the delegation).
                 session = self._registry.get(*split_session_key(row.session_key))
-                self._cards.start(row, session, resumed=True, followed=True)
+                self._cards.start(row, session, resumed=True)
             return
         retry = [t for t in lost if t.attempts < self._settings.max_attempts]
         if self._settings.on_restart == "resume" and retry:

@@ -9,6 +9,7 @@ stale one left by a crash can still be finalised.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from gateway.outbox import Outbox
 from gateway.sessions import ChatKey
@@ -96,3 +97,20 @@ class ProgressMessage:
         for extra in self._outbox.extra_messages(self._key):
             name = extra.removeprefix(self._key).translate(_PLAIN)  # no ':' or '/': a key of its own, not a part's
             self._outbox.enqueue_delete(*self._chat, extra, final, key=f"{key}-extra{name}")
+
+
+def covered_by(own: ProgressMessage, other: ProgressMessage) -> Callable[[], bool]:
+    """Whether ``own`` is to stay unsent because ``other``, the one progress message of the same work, is in the
+    chat: the turn delivering a background delegation's results and that delegation's card (keyed by the same turn
+    id) would show two cards of one piece of work, the delegation's reading `⏳ … 2 of 2 done` above the turn's. The
+    first to be journaled shows it, the other is never sent (what it would publish is dropped, its finish finds
+    nothing to finalise); one already journaled (a replay after a restart) goes on. Decided at its first state,
+    then kept: a message left unsent, asked to change, would be sent anew."""
+    decided: list[bool] = []
+
+    def covered() -> bool:
+        if not decided:
+            decided.append(not own.exists and other.exists)
+        return decided[0]
+
+    return covered

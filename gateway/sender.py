@@ -309,8 +309,10 @@ class Sender:
                     await self._resplit(adapter, row, exc)
                     return True
                 if row.op == "edit" and isinstance(exc, _EDIT_REFUSED):
-                    if isinstance(exc, EditUnsupported) and progress and target_id is not None and not undeletable:
-                        left_behind = target_id  # still in the chat (NotFound: gone; BadRequest: this text's fault)
+                    # Still in the chat (NotFound: gone), also after a BadRequest (Discord's cap on edits of a
+                    # message over an hour old, say); one that was the text's fault refuses the send too: none left.
+                    if not isinstance(exc, NotFound) and progress and target_id is not None and not undeletable:
+                        left_behind = target_id
                     self._to_send(row, type(exc).__name__)
                     continue
                 if row.op == "file" and isinstance(exc, _FILE_REFUSED):
@@ -365,9 +367,9 @@ class Sender:
 
     async def _delete_left_behind(self, adapter: Adapter, pacing: Pacing, row: OutboxRow, message_id: str,
                                   preempt: asyncio.Event | None) -> None:
-        """The platform refused an edit of a progress message (`EditUnsupported`), so ``row`` sent its state as a
-        new message, which later edits follow: the one it was to edit would read ``⏳ …`` for good above it. It
-        is deleted where the platform can; else, or when the deletion is refused or fails, it is left as it is,
+        """The platform refused an edit of a progress message (`EditUnsupported`, `BadRequest`), so ``row`` sent its
+        state as a new message, which later edits follow: the one it was to edit would read ``⏳ …`` for good above
+        it. It is deleted where the platform can; else, or when the deletion is refused or fails, it is left as it is,
         logged. Never edited to say so: an edit of it was just refused. Tried once and not journaled: a process
         that stops first leaves it, as it always did."""
         if not isinstance(adapter, Deleting):  # at every edit of a platform that takes none (webhooks): DEBUG

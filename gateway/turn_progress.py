@@ -17,7 +17,7 @@ from gateway.display import TurnDisplay
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.progress_card import ProgressCard
-from gateway.progress_message import ProgressMessage
+from gateway.progress_message import ProgressMessage, covered_by
 from gateway.sessions import ChatKey, GatewaySession, RunningTurn
 from lifecycle import HostView
 
@@ -35,9 +35,11 @@ class TurnProgress:
     def progress_for(self, session: GatewaySession, running: RunningTurn,
                      display: TurnDisplay) -> Notifier | ProgressCard:
         message = self.message(session, running)
+        covered = covered_by(message, ProgressMessage(self._outbox, session.chat, f"{running.turn_id}:card",
+                                                      turn_id=running.turn_id, run_id=running.run_id))
 
         def publish(text: str, n: int) -> None:
-            if not running.suppressed and session.running is running and (display.edits or n == 0):
+            if not running.suppressed and session.running is running and (display.edits or n == 0) and not covered():
                 message.publish(text, n)
 
         if display.progress == "card":

@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from platforms.base import BadRequest, EditUnsupported, NotFound
+from platforms.base import EditUnsupported, NotFound
 from tests.gateway.test_outbox import FakeAdapter, clock, make, sent, store  # noqa: F401 (fixtures)
 
 
@@ -69,7 +69,6 @@ async def test_where_the_platform_will_not_delete_it_either_the_old_card_is_left
 
 @pytest.mark.parametrize("refusal, kind", [
     (NotFound("message to edit not found"), "notice"),  # gone already: nothing to delete
-    (BadRequest("can't parse entities"), "notice"),  # the text's fault, not the message's
     (EditUnsupported("message can't be edited"), "interim"),  # not a progress message: what it said stands
 ])
 async def test_only_a_progress_message_the_platform_cannot_edit_is_deleted(make, store, clock, refusal, kind):  # noqa: F811

@@ -364,7 +364,8 @@ async def test_a_card_of_children_relaunched_after_a_restart_follows_them_again(
     await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 3 s\n"))
     model2.release("again")
     await chat2.wait_for(lambda: card.text.startswith("✓ Done in"))
-    assert card.text == "✓ Done in 0 s · 2 subagents"  # never a negative time
+    # Never a negative time: the step back counts as none, the 3 s since the relaunch as its headline did.
+    assert card.text == "✓ Done in 3 s · 2 subagents"
     clock.advance(600)
     await settled(gateway2)
     assert chat2.kinds() == ["reply", "notice", "completion"]
@@ -393,8 +394,9 @@ async def test_a_card_edited_before_a_restart_is_still_edited_by_the_children_re
     await model2.reached("again")
     await clock.until_sleeping(lasting=3)
     clock.advance(3)
-    await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 3 s\n"))
-    for seconds in (5, 7, 9):
+    # Counted from the dispatch, as before the restart (7 s then): never back to 3 s.
+    await chat2.wait_for(lambda: card.text.startswith("⏳ Waiting for subagents: 0 of 2 done — 10 s\n"))
+    for seconds in (12, 14, 16):
         await clock.until_sleeping(lasting=2)
         clock.advance(2)
         await chat2.wait_for(lambda: card.text.startswith(f"⏳ Waiting for subagents: 0 of 2 done — {seconds} s\n"))
