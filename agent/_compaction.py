@@ -20,7 +20,7 @@ from typing import Any
 from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
-from agent._session import AgentSession, active_turn
+from agent._session import STEER_NOTE, AgentSession, active_turn
 from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens, weight, within_tokens
 from agent.settings import CompressionSettings
 
@@ -140,12 +140,13 @@ class Compactor:
         if overflow is None and before < trigger:
             return False
         head = 1 if messages[0].get("role") == "system" else 0
-        shortened = _shorten_tool_results(messages, head, max(1, window // TOOL_RESULT_SHARE))
+        shortened = _shorten_tool_results(messages, head, window)
         if shortened:
             self._tallies.pop(session, None)
             session.history_version += 1
             log.warning("session %s: %d tool result(s) were longer than a quarter of the model's context window "
-                        "(%d tokens) and were cut to their start and end", session.session_id, shortened, window)
+                        "(%d tokens), or than their share of half of it with the other results of their answer, and "
+                        "were cut to their start and end", session.session_id, shortened, window)
             before = self._estimate(session)
             if overflow is None and before < trigger:
                 return self._compacted(session)
@@ -253,9 +254,14 @@ class Compactor:
                 lines.append(within_tokens(_summary_body(message), self.policy.summary_max_tokens // 2).strip())
                 continue
             role = message.get("role")
-            first = next(iter(_text(message.get("content")).strip().splitlines()), "")
+            text, steered = _steered(message)
+            first = next(iter(text.strip().splitlines()), "")
             if role in ("user", "assistant") and first:
                 lines.append(f"- {role}: {first[:width]}{'…' if len(first) > width else ''}")
+            first = next(iter(steered.strip().splitlines()), "")
+            if first:
+                more = "…" if len(first) > width else ""
+                lines.append(f"- user, while the assistant worked: {first[:width]}{more}")
         return within_tokens("\n".join(lines), self.policy.summary_max_tokens) or "(no text in the earlier messages)"
 
 
@@ -300,23 +306,71 @@ stays among the recent messages compaction keeps verbatim: every request was ref
 the chat's next turns, until enough newer messages had pushed it out of them."""
 
 
-def _shorten_tool_results(messages: list[dict[str, Any]], start: int, limit: int) -> int:
-    """Replace each tool result from ``start`` on whose text is estimated at more than ``limit`` tokens by a
-    new message holding its start and end (within ``limit``) and a note of what was left out; how many."""
+ANSWER_RESULTS_SHARE = 2
+"""The results of one answer's tool calls may take up to this fraction (one over it) of the window together; when
+they take more, the longest are cut to an equal share once compacting is due. Compaction never parts a call from
+its results: six results of a fifth of the window each, none cut on its own, were a tail that no summary could
+shorten, and the turn, and the chat's next turns, were refused as too long until newer messages pushed it out."""
+
+
+def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: int) -> int:
+    """Replace each tool result from ``start`` on whose text is estimated at more than a `TOOL_RESULT_SHARE` of
+    ``window`` tokens, or at more than its share of an `ANSWER_RESULTS_SHARE` of it when the results of one
+    answer take more together, by a new message holding its start and end and a note of what was left out;
+    how many."""
+    limit, together = max(1, window // TOOL_RESULT_SHARE), max(1, window // ANSWER_RESULTS_SHARE)
     shortened = 0
-    for index in range(start, len(messages)):
-        message = messages[index]
-        content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str) or weight(content) <= 8 * limit:
+    index = start
+    while index < len(messages):
+        if messages[index].get("role") != "tool":
+            index += 1
             continue
-        first = within_tokens(content, limit // 2)
-        last = within_tokens(content[::-1], limit // 4)[::-1]
-        note = (f"[… {len(content) - len(first) - len(last)} characters of this tool result were left out: it was "
-                "longer than a quarter of the model's context window; ask for less at a time (a range, a narrower "
-                "query)]")
-        messages[index] = {**message, "content": f"{first}\n{note}\n{last}"}
-        shortened += 1
+        end = index
+        while end < len(messages) and messages[end].get("role") == "tool":
+            end += 1
+        weights = [weight(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages[index:end]]
+        share = _equal_share(weights, 8 * together)
+        for at, eighths in enumerate(weights, index):
+            if eighths > 8 * limit:
+                messages[at] = _cut_result(messages[at], limit // 2, limit // 4, TOO_LONG)
+                shortened += 1
+            elif eighths > share and TOO_LONG_TOGETHER not in messages[at]["content"]:  # cut once is enough
+                # The note takes its part of the share, so the result is not cut again at the next compaction.
+                kept = max(3, share // 8 - weight(TOO_LONG_TOGETHER) // 8 - 16)
+                messages[at] = _cut_result(messages[at], kept * 2 // 3, kept // 3, TOO_LONG_TOGETHER)
+                shortened += 1
+        index = end
     return shortened
+
+
+def _equal_share(weights: Sequence[int], budget: int) -> int:
+    """The most each of ``weights`` may keep for their sum to be within ``budget`` when only those over it are
+    cut (to it): the shorter ones keep all of theirs. At least the largest when they fit as they are."""
+    if sum(weights) <= budget:
+        return max(weights, default=0)
+    left = budget
+    for count, eighths in enumerate(sorted(weights)):
+        share = left // (len(weights) - count)
+        if eighths > share:
+            return share
+        left -= eighths
+    return left
+
+
+TOO_LONG = ("it was longer than a quarter of the model's context window; ask for less at a time (a range, a "
+            "narrower query)")
+TOO_LONG_TOGETHER = ("the results of the tool calls it came with were longer than half of the model's context window "
+                     "together; ask for less at a time (fewer calls, a range, a narrower query)")
+
+
+def _cut_result(message: dict[str, Any], start: int, end: int, why: str) -> dict[str, Any]:
+    """A new message for the tool result ``message``: ``start`` tokens of its start, ``end`` of its end, and a
+    note saying how much was left out and ``why``."""
+    content = message["content"]
+    first = within_tokens(content, start)
+    last = within_tokens(content[::-1], end)[::-1]
+    note = f"[… {len(content) - len(first) - len(last)} characters of this tool result were left out: {why}]"
+    return {**message, "content": f"{first}\n{note}\n{last}"}
 
 
 def _budget_chars(tokens: int, window: int, older: Sequence[Mapping[str, Any]]) -> int:
@@ -337,11 +391,28 @@ def _summary_body(message: Mapping[str, Any]) -> str:
 
 
 def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> int | None:
-    """Index of the last message the user wrote (a summary is not one), if any after ``head``."""
+    """Index of the last message the user wrote (a summary is not one, nor a steer note), if any after ``head``."""
     for index in range(len(messages) - 1, head - 1, -1):
-        if messages[index].get("role") == "user" and not _is_summary(messages[index]):
+        message = messages[index]
+        if message.get("role") != "user" or _is_summary(message):
+            continue
+        if not _text(message.get("content")).startswith(STEER_NOTE):  # a steer is no request (`_steered`)
             return index
     return None
+
+
+def _steered(message: Mapping[str, Any]) -> tuple[str, str]:
+    """(the text of ``message``, the text the user steered into it): a steer note (`STEER_NOTE`) is all
+    steered; a tool result carries what was steered while its tool ran after its output. A steer is no
+    request of a turn of its own: kept word for word after the summary, as the user's newest message is,
+    the model took it for a new one and did again what it had done for it; and cut with a long tool result
+    it came after (the summariser is sent each message's start), it was lost."""
+    text = _text(message.get("content"))
+    role = message.get("role")
+    if role == "user" and text.startswith(STEER_NOTE):
+        return "", text[len(STEER_NOTE):].strip()
+    at = text.rfind(f"\n\n{STEER_NOTE}\n") if role == "tool" else -1
+    return (text, "") if at < 0 else (text[:at], text[at + len(STEER_NOTE) + 3:])
 
 
 def _render(message: Mapping[str, Any], width: int, summary: Callable[[str], str]) -> str:
@@ -350,10 +421,13 @@ def _render(message: Mapping[str, Any], width: int, summary: Callable[[str], str
     if _is_summary(message):
         return f"EARLIER SUMMARY: {summary(_summary_body(message))}"
     role = str(message.get("role", "?")).upper()
-    parts = [_text(message.get("content"))[:width]]
+    text, steered = _steered(message)
+    parts = [text[:width]]
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
         parts.append(f"(calls {function.get('name')} {str(function.get('arguments', ''))[:width]})")
+    if steered:
+        parts.append(f"{STEER_NOTE} {steered[:width]}")
     return f"{role}: " + " ".join(p for p in parts if p)
 
 

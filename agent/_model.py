@@ -64,7 +64,9 @@ class ModelRequest:
     turn_index: int = 0
     """How many turns this session has run before this one (0-based)."""
     iteration: int = 0
-    """How many model calls this turn has made before this one (0-based)."""
+    """How many of this turn's own model calls answered before this one (0-based): a call asked again after
+    the server refused it as too long keeps its number, and neither a child's calls nor the compactor's
+    summaries count. A summary's own request has ``role`` ``compactor`` and iteration 0."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Free-form hints from the caller: the child's goal, the session id."""
 

@@ -21,7 +21,13 @@ from agent._ids import new_id
 from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
-from agent._tool_calls import _answer_open_calls, _assistant_with_calls, _mend_history, _parse_arguments
+from agent._tool_calls import (
+    _answer_open_calls,
+    _assistant_with_calls,
+    _mend_history,
+    _parse_arguments,
+    _unique_ids,
+)
 from agent._tools import Tool, ToolContext, tool_failure_text, utf8_text
 from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
@@ -238,8 +244,9 @@ class AgentSession:
         turn = self._turn
         if turn is not None and (turn_id is None or turn_id == turn.turn_id):
             _charge(turn, usage, cost_usd, api_calls)
-            if turn_id is not None:
-                turn.child_calls += api_calls
+            # Not the turn's own model calls (a child's, the compactor's summary): `ModelRequest.iteration`
+            # counts those only, or each compaction skipped a number and a script (`ScriptedModel`) a step.
+            turn.child_calls += api_calls
         elif turn_id is not None:
             held = self._unbilled or (_NO_USAGE, None, 0)
             tokens = held[0] + usage if usage.prompt_tokens or usage.completion_tokens else held[0]
@@ -401,8 +408,9 @@ class AgentSession:
         whose calls were cut off). Apart from `_loop`, whose frame every turn waiting for its model holds
         (a thousand children at once): it needs none of these locals then."""
         # Parsed once, here: the conversation keeps what they parse to (`_kept_arguments`).
-        parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in response.tool_calls]
-        self.messages.append(_assistant_with_calls(response, parsed))
+        calls = _unique_ids(response.tool_calls)  # each result must name its own call
+        parsed = [_parse_arguments(c.arguments, cut_off=response.truncated) for c in calls]
+        self.messages.append(_assistant_with_calls(response, calls, parsed))
         if text:
             await observer.on_interim(text)
         turn.iterations += 1
@@ -416,14 +424,14 @@ class AgentSession:
             _answer_open_calls(self.messages)
             turn.final_text, turn.truncated = turn.last_text, True
             return True
-        for index, (call, (args, problem)) in enumerate(zip(response.tool_calls, parsed, strict=True)):
+        for index, (call, (args, problem)) in enumerate(zip(calls, parsed, strict=True)):
             if self._interrupt is not None:
                 self._append_tool_result(call, "[not run: the turn was interrupted]")
                 continue
             if index >= MAX_CALLS_PER_ANSWER:
                 if index == MAX_CALLS_PER_ANSWER:
                     log.warning("session %s: the model sent %d tool calls in one answer; only the first %d ran",
-                                self.session_id, len(response.tool_calls), MAX_CALLS_PER_ANSWER)
+                                self.session_id, len(calls), MAX_CALLS_PER_ANSWER)
                 self._append_tool_result(call, TOO_MANY_CALLS)
                 continue
             output = await self._call_tool(turn, call, args, problem, observer)
@@ -618,6 +626,22 @@ class AgentSession:
                     if self.messages[index] is message:
                         del self.messages[index]
                         break
-            elif any(m is message for m in self.messages) and message["content"].endswith(suffix):
-                message["content"] = message["content"][: -len(suffix)]
+            else:
+                self._unsteer_result(message, suffix)
         self._steer = [*texts, *self._steer]
+
+    def _unsteer_result(self, message: dict[str, Any], suffix: str) -> None:
+        """Take ``suffix`` off the tool result ``message``, or off the copy compaction put in its place: a
+        result it shortened (longer than a quarter of the window) is a new message that keeps its end, and
+        the steered text stayed in it while it was also unread again, so the model read it twice."""
+        if any(m is message for m in self.messages):
+            if message["content"].endswith(suffix):
+                message["content"] = message["content"][: -len(suffix)]
+            return
+        for index in range(len(self.messages) - 1, -1, -1):
+            kept = self.messages[index]
+            if (kept.get("role") == "tool" and kept.get("tool_call_id") == message.get("tool_call_id")
+                    and isinstance(kept.get("content"), str) and kept["content"].endswith(suffix)):
+                self.messages[index] = {**kept, "content": kept["content"][: -len(suffix)]}
+                self.history_version += 1
+                return

@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from agent._model import ModelResponse
+from agent._model import ModelResponse, ToolCall
 from agent._tools import utf8_text
 
 NOT_RUN = "[not run: the turn ended before it ran]"
@@ -28,16 +28,50 @@ def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
                     for c in calls if c["id"] not in answered)
 
 
-def _assistant_with_calls(response: ModelResponse, parsed: list[tuple[dict[str, Any], str | None]]) -> dict[str, Any]:
-    """The assistant message of ``response``, each call with its arguments as `_kept_arguments` keeps them
-    (``parsed``: `_parse_arguments` of each call's, in order)."""
+def _unique_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """``calls`` (one answer's), each id that an earlier call of theirs has too replaced by one none has:
+    ``call_1`` by ``call_1_2``, a Mistral-style id of nine letters and digits by another such (its end
+    replaced by a number). Some OpenAI-compatible servers number each answer's calls alike or give them
+    all one id; kept, two results answered one id, the model could not tell which result was which call's,
+    and a call a turn ended before running counted as answered by the other's result (`_answer_open_calls`)
+    and was left unanswered, which the server refuses in every later request. The same tuple when the ids
+    are unique already, as they nearly always are."""
+    ids = {c.id for c in calls}
+    if len(ids) == len(calls):
+        return calls
+    seen: set[str] = set()
+    unique = []
+    for call in calls:
+        if call.id in seen:
+            number = 2
+            while (new := _numbered(call.id, number)) in ids:
+                number += 1
+            ids.add(new)
+            call = ToolCall(new, call.name, call.arguments)
+        seen.add(call.id)
+        unique.append(call)
+    return tuple(unique)
+
+
+def _numbered(call_id: str, number: int) -> str:
+    suffix = str(number)
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum() and len(suffix) < 9:
+        return call_id[: 9 - len(suffix)] + suffix  # Mistral's templates refuse any other shape of id
+    return f"{call_id}_{suffix}"
+
+
+def _assistant_with_calls(response: ModelResponse, calls: tuple[ToolCall, ...],
+                          parsed: list[tuple[dict[str, Any], str | None]]) -> dict[str, Any]:
+    """The assistant message of ``response`` with ``calls`` (its calls, ids made unique by `_unique_ids`),
+    each with its arguments as `_kept_arguments` keeps them (``parsed``: `_parse_arguments` of each call's,
+    in order)."""
     message = {
         "role": "assistant",
         "content": response.text or None,
         "tool_calls": [
             {"id": c.id, "type": "function",
              "function": {"name": c.name, "arguments": _kept_arguments(c.arguments, args, problem)}}
-            for c, (args, problem) in zip(response.tool_calls, parsed, strict=True)
+            for c, (args, problem) in zip(calls, parsed, strict=True)
         ],
     }
     if response.reasoning is not None:

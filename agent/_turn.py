@@ -67,7 +67,8 @@ class _TurnState:
     started: float
     api_calls: int = 0
     child_calls: int = 0
-    """Of `api_calls`, the children's (`AgentSession.add_cost`): not this turn's own iterations."""
+    """Of `api_calls`, those `AgentSession.add_cost` added (the children's, the compactor's summaries): not
+    this turn's own model calls, which `ModelRequest.iteration` counts."""
     usage: Usage = _NO_USAGE
     cost: float | None = None
     last_text: str = ""

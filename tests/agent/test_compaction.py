@@ -434,8 +434,10 @@ async def test_compaction_inside_a_tool_loop():
         tools=reg.resolve(),
     )
     result = await s.run_turn("go")
-    assert result.exit_reason == "completed" and result.api_calls == 4
     assert compactor.compactions >= 1
+    # Every scripted step ran (a summary is no iteration of the turn), and the summaries count as spend.
+    assert [r.iteration for r in model.requests if r.role == "parent"] == [0, 1, 2, 3]
+    assert result.exit_reason == "completed" and result.api_calls == 4 + compactor.compactions
     assert_tool_pairs_intact(s.messages)
     for request in model.requests:
         if request.role == "parent":
