@@ -9,12 +9,20 @@ letters from the store, children by state from the lifecycle's host view, the
 seconds since each platform last handed the gateway an event, whether each
 platform's connection is up, and whether the state database can be written.
 
+Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
+full disk keeps the store from writing again what it rolled back, a failing device) leaves
+out only its own gauges, logs once until it reads again, and makes ``switchboard_storage_up``
+0 when SQLite refused it. Were the whole page a 500 instead, the gauge that says the
+database is down could never be read at the moment it is.
+
 Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
-user, session or message id.
+user, session or message id. A model's name is what the provider answered as, so it is
+bounded too: the first `MAX_MODELS` names seen, then ``other`` (`GatewayMetrics.model_label`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +32,7 @@ from prometheus_client.registry import Collector
 
 from agent import Clock, HookRegistry, TurnResult
 from gateway.events import GatewayListener
+from gateway.live_reads import LiveReads
 from lifecycle import HostView, SubagentState
 from platforms.connection import ConnectionState
 
@@ -32,12 +41,20 @@ if TYPE_CHECKING:
     from gateway.sessions import GatewaySession, RunningTurn, WorkItem
     from gateway.store import GatewayStore, OutboxRow
 
+log = logging.getLogger("gateway.metrics")
+
 CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
 """The classic text format every Prometheus reads (our names need none of the newer escaping)."""
 TURN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 CHILD_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 MAX_DEPTH = 8
 """How deep the gauge of children looks into orchestrators' own children."""
+MAX_MODELS = 20
+"""Model names kept as label values; later ones count as `OTHER_MODEL`. The name is the one the
+provider's reply gives (``gpt-4o-2024-08-06`` for ``gpt-4o``, a router's pick): a provider that
+puts a new one in each reply would otherwise add series without end, until Prometheus chokes."""
+MAX_MODEL_NAME = 100
+OTHER_MODEL = "other"
 
 
 class GatewayMetrics(GatewayListener):
@@ -81,6 +98,8 @@ class GatewayMetrics(GatewayListener):
         self._last_inbound: dict[str, float] = {}
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
         """Each metric's child per label values (see `_child`)."""
+        self._models: set[str] = set()
+        self._models_capped = False
         self._platforms = sorted(set(platforms))
         for platform in self._platforms:  # present from the first scrape, at zero
             self.inbound_events.labels(platform)
@@ -145,7 +164,7 @@ class GatewayMetrics(GatewayListener):
         if not child_ran_here:
             # Its model calls ran on a worker, where no model_call hook runs: count them once, now,
             # from its outcome, which tells only the calls that answered from the one that ended it.
-            name = child_model or "unknown"
+            name = self.model_label(child_model)
             if calls := child_usage["api_calls"]:
                 self._child(self.model_calls, name, child_role, "ok").inc(calls)
             if child_error_kind:
@@ -155,9 +174,25 @@ class GatewayMetrics(GatewayListener):
 
     async def _model_called(self, *, role: str, model: str | None, prompt_tokens: int, completion_tokens: int,
                             cost_usd: float | None, error: str | None, **_: Any) -> None:
-        name = model or "unknown"
+        name = self.model_label(model)
         self._child(self.model_calls, name, role, error or "ok").inc()
         self._used(name, role, prompt_tokens, completion_tokens, cost_usd)
+
+    def model_label(self, model: str | None) -> str:
+        """``model`` as a label value: ``unknown`` when the provider named none; itself when it is one of
+        the first `MAX_MODELS` names seen (and at most `MAX_MODEL_NAME` characters); else `OTHER_MODEL`."""
+        name = model or "unknown"
+        if name in self._models:
+            return name
+        if len(self._models) >= MAX_MODELS or len(name) > MAX_MODEL_NAME:
+            if len(self._models) >= MAX_MODELS and not self._models_capped:
+                self._models_capped = True
+                log.warning("metrics: more than %d model names seen (the latest: %.100r); the switchboard_model_*"
+                            " metrics count the calls of every further one under model=%r", MAX_MODELS, name,
+                            OTHER_MODEL)
+            return OTHER_MODEL
+        self._models.add(name)
+        return name
 
     def _used(self, model: str, role: str, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
         if prompt_tokens:
@@ -169,24 +204,42 @@ class GatewayMetrics(GatewayListener):
 
 
 class _Live(Collector):
-    """The gauges read at each scrape."""
+    """The gauges read at each scrape, each group on its own (`LiveReads`)."""
 
     def __init__(self, metrics: GatewayMetrics, store: GatewayStore, sessions: SessionRegistry,
                  children: HostView, connections: Callable[[], Mapping[str, ConnectionState]]) -> None:
         self._metrics, self._store, self._sessions, self._children = metrics, store, sessions, children
         self._connections = connections
+        self._reads = LiveReads(log, "/metrics")
 
     def describe(self) -> list:
         return []  # read live: nothing to check for clashes ahead of time
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        read = self._reads.read
+        yield from read("the outbox", self._outbox, [])
+        yield from read("the subagents", self._subagents, [])
+        yield from read("the sessions", self._sessions_now, [])
+        yield from read("the platforms", self._platforms, [])
+        db = self._store.db
+        # Last: it counts the reads above that SQLite refused as the database being down too.
+        yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
+                                " write it refused (a full disk, a failing device) until writes have gone through for"
+                                f" {db.recovery_seconds:g} s with none refused, and while it refuses the reads of"
+                                " this page (see /healthz for why).",
+                                value=0 if db.write_error or self._reads.storage_failed else 1)
+
+    def _outbox(self) -> list[GaugeMetricFamily]:
+        counts = self._store.outbox.counts()
+        dead = self._store.dead_letters.count()
         outbox = GaugeMetricFamily("switchboard_outbox_messages", "Outbox parts pending and failed (kept a week),"
                                    " and inbound events set aside as dead letters (dead).", labels=["status"])
-        counts = self._store.outbox.counts()
         outbox.add_metric(["pending"], counts["pending"])
         outbox.add_metric(["failed"], counts["failed"])
-        outbox.add_metric(["dead"], self._store.dead_letters.count())
-        yield outbox
+        outbox.add_metric(["dead"], dead)
+        return [outbox]
+
+    def _subagents(self) -> list[GaugeMetricFamily]:
         # UNKNOWN is what a bad handle reads as: no child is ever in it.
         states = {s: 0 for s in SubagentState if not s.terminal and s is not SubagentState.UNKNOWN}
         # Every session's, loaded or not: children on Temporal workers outlive a restart, their chat unloaded.
@@ -195,28 +248,26 @@ class _Live(Collector):
         gauge = GaugeMetricFamily("switchboard_subagents", "Children not finished, by state.", labels=["state"])
         for state, n in states.items():
             gauge.add_metric([state.value.lower()], n)
-        yield gauge
+        return [gauge]
+
+    def _sessions_now(self) -> list[GaugeMetricFamily]:
         sessions = list(self._sessions)
-        yield GaugeMetricFamily("switchboard_sessions", "Sessions in memory (recently active).", value=len(sessions))
-        yield GaugeMetricFamily("switchboard_turns_running", "Turns running now.",
-                                value=sum(1 for s in sessions if s.running is not None))
+        return [GaugeMetricFamily("switchboard_sessions", "Sessions in memory (recently active).", value=len(sessions)),
+                GaugeMetricFamily("switchboard_turns_running", "Turns running now.",
+                                  value=sum(1 for s in sessions if s.running is not None))]
+
+    def _platforms(self) -> list[GaugeMetricFamily]:
         ages = GaugeMetricFamily("switchboard_last_inbound_age_seconds", "Seconds since the platform last handed the"
                                  " gateway an event (since the start if none yet): a watchdog for connections that"
                                  " died silently.", labels=["platform"])
         for platform, age in self._metrics.inbound_ages().items():
             ages.add_metric([platform], age)
-        yield ages
         up = GaugeMetricFamily("switchboard_platform_up", "1 while the platform can hand the gateway events (its"
                                " connection is up, or it has none: webhooks), 0 while reconnecting or down (see"
                                " /healthz for which and why).", labels=["platform"])
         for platform, state in self._connections().items():
             up.add_metric([platform], 1 if state.up else 0)
-        yield up
-        db = self._store.db
-        yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
-                                " write it refused (a full disk, a failing device) until writes have gone through for"
-                                f" {db.recovery_seconds:g} s with none refused (see /healthz for why).",
-                                value=0 if db.write_error else 1)
+        return [ages, up]
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

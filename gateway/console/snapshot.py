@@ -7,6 +7,12 @@ apart from what was delivered), the outbox's pending and failed parts, dead lett
 recent warnings and errors, and each platform's time since its last event. Times are
 epoch seconds on the gateway's clock; ``now`` says when the snapshot was taken.
 
+Each section is read on its own (`gateway.live_reads.LiveReads`): one whose read raises (every
+read of the store does while a full disk keeps it from writing again what it rolled back) is
+empty (its counts None), and ``unread`` names it with why, so the page shows all the rest and
+the state database's status exactly when they matter; its WARNING is logged once, and shows
+under the recent errors.
+
 Errors and previews are masked as the log is (`gateway.logging.redact`): an error is an
 exception's text as stored (an SDK's URL, with the bot token in it), which the log masks and
 `/agents` does, and the page is read by whoever the console's token is shared with.
@@ -14,10 +20,12 @@ exception's text as stored (an SDK's URL, with the bot token in it), which the l
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from gateway.live_reads import LiveReads
 from gateway.logging import redact, redacted_cut
 from gateway.store import DelegationRow, OutboxRow, split_session_key
 from lifecycle import ChildSnapshot
@@ -26,6 +34,8 @@ if TYPE_CHECKING:
     from gateway.app import Gateway
     from gateway.console.recent_errors import RecentErrors
     from gateway.sessions import RunningTurn
+
+log = logging.getLogger("gateway.console")
 
 SESSIONS = 50
 DELEGATIONS = 30
@@ -43,28 +53,46 @@ class ConsoleView:
         """Snapshots of finished children: final, so read from the journal once."""
         self._chats: dict[str, str] = {}
         """The chats of the sessions not in memory last shown with children (a session's chat never changes)."""
+        self._reads = LiveReads(log, "console")
 
     async def snapshot(self) -> dict[str, Any]:
         g = self._gateway
-        connections = g.connections()
-        return {
+        read = self._reads.read
+        snapshot = {
             "now": g.clock.time(),
-            "sessions": self._sessions(),
-            "work": self._all_work(),
-            "delegations": [await self._delegation(row) for row in g.store.delegations.recent(DELEGATIONS)],
-            "outbox": {
-                **g.store.outbox.counts(),
-                "dead": g.store.dead_letters.count(),
-                "pending_messages": [_message(r) for r in g.store.outbox.with_status("pending", MESSAGES)],
-                "failed_messages": [_message(r) for r in g.store.outbox.with_status("failed", MESSAGES)],
-                "dead_letters": [_letter(d) for d in g.store.dead_letters.latest(MESSAGES)],
-            },
+            "sessions": read("sessions", self._sessions, []),
+            "work": read("work", self._all_work, []),
+            "delegations": await self._reads.read_async("delegations", self._delegations, []),
+            "outbox": read("outbox", self._outbox, {"pending": None, "failed": None, "dead": None,
+                                                   "pending_messages": [], "failed_messages": [],
+                                                   "dead_letters": []}),
             "errors": self._errors.entries(),
-            "platforms": [{"name": name, "last_inbound_age": round(age, 1),
-                           "connection": connections[name].to_json() if name in connections else None}
-                          for name, age in g.metrics.inbound_ages().items()],
+            "platforms": read("platforms", self._platforms, []),
             "storage": g.storage(),
         }
+        snapshot["unread"] = {section: _error(f"{type(exc).__name__}: {exc}")
+                              for section, exc in self._reads.failing.items()}
+        return snapshot
+
+    async def _delegations(self) -> list[dict[str, Any]]:
+        return [await self._delegation(row) for row in self._gateway.store.delegations.recent(DELEGATIONS)]
+
+    def _outbox(self) -> dict[str, Any]:
+        store = self._gateway.store
+        return {
+            **store.outbox.counts(),
+            "dead": store.dead_letters.count(),
+            "pending_messages": [_message(r) for r in store.outbox.with_status("pending", MESSAGES)],
+            "failed_messages": [_message(r) for r in store.outbox.with_status("failed", MESSAGES)],
+            "dead_letters": [_letter(d) for d in store.dead_letters.latest(MESSAGES)],
+        }
+
+    def _platforms(self) -> list[dict[str, Any]]:
+        g = self._gateway
+        connections = g.connections()
+        return [{"name": name, "last_inbound_age": round(age, 1),
+                 "connection": connections[name].to_json() if name in connections else None}
+                for name, age in g.metrics.inbound_ages().items()]
 
     def _sessions(self) -> list[dict[str, Any]]:
         g = self._gateway

@@ -72,7 +72,7 @@
     const focused = document.activeElement && document.activeElement.dataset.action;
     skew = Date.now() / 1000 - state.now;
     drawPlatforms(state.platforms);
-    drawStorage(state.storage);
+    drawStorage(state.storage, state.unread || {});
     drawWork(state.work);
     drawDelegations(state.delegations);
     drawOutbox(state.outbox);
@@ -93,11 +93,16 @@
     }
   }
 
-  function drawStorage(storage) {
+  function drawStorage(storage, unread) {
     const node = $("storage");
-    node.hidden = storage.status !== "down";
-    node.replaceChildren(...(node.hidden ? [] : [el("strong", {}, "state database down "), storage.reason + " for ",
-                                                 since(storage.since)]));
+    const down = storage.status === "down";
+    // A section the gateway could not read comes empty: say so, or it reads as nothing there.
+    const sections = Object.keys(unread);
+    node.hidden = !down && !sections.length;
+    node.replaceChildren(...(down ? [el("strong", {}, "state database down "), storage.reason + " for ",
+                                     since(storage.since)] : []),
+      ...(sections.length ? [el("strong", {}, (down ? " · " : "") + "could not read "),
+                             sections.join(", ") + " (" + Object.values(unread)[0] + ")"] : []));
   }
 
   function drawPlatforms(platforms) {
@@ -163,7 +168,7 @@
   }
 
   function drawOutbox(outbox) {
-    $("outbox-counts").textContent = outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
+    $("outbox-counts").textContent = outbox.pending === null ? "could not be read" : outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
     // Each list holds the newest few: say so when there are more, or the rest looks handled.
     for (const [id, shown, total] of [["failed-shown", outbox.failed_messages.length, outbox.failed],
       ["dead-shown", outbox.dead_letters.length, outbox.dead], ["pending-shown", outbox.pending_messages.length, outbox.pending]]) {
