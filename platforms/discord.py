@@ -409,8 +409,16 @@ class DiscordAdapter:
             if self._catch_up_task is asyncio.current_task():
                 self._caught_up.set()
         # Where each was left: it stays there until read again (a channel behind is not recorded further).
-        await discord_catch_up.reread(client, left, dict(seen.last_seen), deliver, seen.seen, seen.caught_up,
+        await discord_catch_up.reread(client, left, dict(seen.last_seen), deliver, seen.seen, self._read_again,
                                       clock=self._clock)
+
+    def _read_again(self, channel_id: int) -> None:
+        """A channel behind is read again (`discord_catch_up.reread`): what was missed there is handed over, and
+        its last message seen moves past it and what came live meanwhile; not in a channel a stop held back (a
+        message there left unrecorded, which the read went on past): recorded, the newest message handed over
+        live meanwhile moved it past the one left, which the next start's catch-up then never looked at."""
+        if channel_id not in self._unrecorded.held_back:
+            self._last_seen.caught_up(channel_id)
 
     async def _on_resumed(self) -> None:
         self._watch.connected()

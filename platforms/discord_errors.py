@@ -59,6 +59,12 @@ _TOKEN_EXPIRED = 50027
 FAILED = "discord: %s for channel %s failed: %s: %s"
 DEFAULT_RETRY_AFTER = 1.0
 """Seconds a 429 that says nothing readable of how long to wait is taken to ask for."""
+BAN_RETRY_AFTER = 300.0
+"""Seconds a 429 without Discord's ``Via`` whose body is no JSON (Cloudflare's page, "error code: 1015") and that
+names no ``Retry-After`` is taken to ask for: Cloudflare bans the bot's address for too many refused calls (10,000
+answered 401, 403 or 429 in 10 minutes, Discord's docs), for about an hour, and every call meanwhile is one more
+refused. Taken for a second's wait, each chat's reply was tried again every second and kept the ban up; the outbox
+holds a chat no longer than its ``delivery.max_retry_after`` all the same."""
 _INTERACTION_TOKEN = re.compile(r"(/(?:webhooks|interactions)/\d+/)[^/?#\s'\"<>]+")
 """An interaction's token in its webhook's or callback's URL, which aiohttp puts in some errors' text (a
 connection timeout names the whole URL): it answers as the bot for 15 minutes, so it is masked."""
@@ -229,7 +235,8 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str, answer: Answ
 
 def retry_after_of(response: Any) -> float:
     """The wait a 429 discord.py did not retry asks for: its ``Retry-After`` (seconds or an HTTP-date), else
-    the ``retry_after`` of Discord's JSON body (read already), else `DEFAULT_RETRY_AFTER`. Such a 429 has no
+    the ``retry_after`` of Discord's JSON body (read already), else `DEFAULT_RETRY_AFTER` (`BAN_RETRY_AFTER` for a
+    page that is no JSON without a ``Via``: Cloudflare's ban). Such a 429 has no
     ``Via``, or a body discord.py cannot read (`platforms.discord_answers`): Cloudflare's or a proxy's, whose
     header may be a date or anything at all, which read as a number crashed the translation of the error
     itself (ValueError) instead of reporting it rate limited."""
@@ -239,8 +246,12 @@ def retry_after_of(response: Any) -> float:
         # discord.py keeps only the message and code of the body it read; aiohttp keeps the bytes.
         body = getattr(response, "_body", None)
         try:
-            wait = _seconds(json.loads(body)["retry_after"]) if isinstance(body, bytes) else None
-        except (ValueError, LookupError, TypeError):
+            data = json.loads(body) if isinstance(body, bytes) else None
+        except ValueError:  # a page: Cloudflare's ban, unless a proxy in between (which adds a Via) sent it
+            return DEFAULT_RETRY_AFTER if getattr(response, "headers", {}).get("Via") else BAN_RETRY_AFTER
+        try:
+            wait = _seconds(data["retry_after"]) if data is not None else None
+        except (LookupError, TypeError):
             wait = None
     return DEFAULT_RETRY_AFTER if wait is None else wait
 

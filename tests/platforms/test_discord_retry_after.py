@@ -44,7 +44,7 @@ def in_two_minutes() -> str:
     ("soon", None, 7.5),  # garbage: crashed the translation (ValueError) before
     ("nan", None, 7.5),
     ("-3", None, 7.5),
-    ("soon", "<html>error code: 1015</html>", 1.0),  # nothing readable: a second
+    ("soon", "<html>error code: 1015</html>", 300.0),  # Cloudflare's ban page: minutes (BAN_RETRY_AFTER)
     (in_two_minutes, None, 120.0),  # an HTTP-date
 ], ids=["seconds", "no-header", "garbage", "nan", "negative", "garbage-no-json", "http-date"])
 async def test_a_429_without_via_is_rate_limited_for_the_wait_it_asks_for(
