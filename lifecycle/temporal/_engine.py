@@ -279,7 +279,7 @@ class TemporalEngine:
             except asyncio.CancelledError:
                 raise
             except WorkflowFailureError as exc:
-                outcome = _failed_workflow(exc, child.stop_reason)
+                outcome = _failed_workflow(sid, exc, child.stop_reason)
                 break
             except Exception as exc:
                 if _cancelling():
@@ -292,6 +292,11 @@ class TemporalEngine:
                 if await patience.waited(exc, "following it again in %gs"):
                     new = child.handle is None  # its start again attaches to it, if it got that far
                     continue
+                if child.placed and isinstance(exc, RPCError) and exc.status is RPCStatusCode.NOT_FOUND:
+                    # Deleted (an operator's `temporal workflow delete`): ended as the next start ends a
+                    # child it finds so, not FAILED now and INTERRUPTED had the gateway restarted first.
+                    outcome = _gone(sid, child.stop_reason)
+                    break
                 log.error("child %s: %s", sid, exc)
                 outcome = ChildOutcome("error", "error", None, f"the Temporal engine lost this child: {exc}")
                 break
@@ -697,11 +702,27 @@ def _cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _failed_workflow(exc: WorkflowFailureError, stop_reason: str | None) -> ChildOutcome:
-    """A workflow that ended without an outcome: cancelled before it ran, terminated by an
+_DELETED = "Delete workflow execution"
+"""The reason Temporal terminates a running workflow with as an operator deletes it; the follow may read
+that end before the workflow is gone (then it reads NOT_FOUND)."""
+
+
+def _failed_workflow(subagent_id: str, exc: WorkflowFailureError, stop_reason: str | None) -> ChildOutcome:
+    """A workflow that ended without an outcome: cancelled before it ran, deleted or terminated by an
     operator, or timed out by a namespace limit."""
     cause = exc.cause
     name = type(cause).__name__
     if name == "CancelledError":
         return ChildOutcome("interrupted", "interrupted", None, stop_reason or "cancelled")
+    if name == "TerminatedError" and getattr(cause, "message", None) == _DELETED:
+        return _gone(subagent_id, stop_reason)
     return ChildOutcome("error", "error", None, f"the child's workflow ended without a result ({name}: {cause})")
+
+
+def _gone(subagent_id: str, stop_reason: str | None) -> ChildOutcome:
+    """A child whose workflow Temporal no longer has (deleted), found so while the gateway follows it: ended
+    as a start that finds it gone ends it (the service marks it so: `_left_unfinished`), `INTERRUPTED` with
+    the reason of a stop asked of it first, or by process exit, which ``lifecycle.on_restart: resume`` reads
+    as lost. Said FAILED here, the same child ended two ways, by whether the gateway restarted in between."""
+    log.warning("child %s: its workflow is gone from Temporal (deleted); it ends interrupted", subagent_id)
+    return ChildOutcome("interrupted", "interrupted", None, stop_reason or PROCESS_EXIT)

@@ -23,6 +23,8 @@ the square of its length, towards Temporal's limits (50 MB or 51,200 events), pa
 the child would fail. Before a model call, once the history is past a bound, the workflow
 continues as new, carrying the child's state (the saved turn, usage, counters, unread
 steers, steer ids): the child's id, its result, stops and steers work across the switch.
+Between the tool calls of one answer it cannot: near the limit, the rest of them are not
+run (`HISTORY_FULL`), and the switch comes before the next model call.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from lifecycle.temporal._wire import (
     ACTIVITY_QUERY,
     MODEL_CALL,
     MODEL_ERROR,
+    PAYLOAD_LIMIT_BYTES,
     PREPARE,
     RUNNING_UPDATE,
     SETUP_ERROR,
@@ -68,10 +71,27 @@ the call itself reports are final."""
 
 # Test-only knobs, not settings: tests lower them to make a child continue as new within a few
 # calls. Past either bound (or when Temporal suggests it) the workflow continues as new before its
-# next model call. Each is a fifth of Temporal's hard limit, and one step adds at most a few
-# payloads of 2 MB, so no child comes near the limit.
+# next model call. Each is a fifth of Temporal's hard limit.
 _CONTINUE_AFTER_EVENTS = 10_240
 _CONTINUE_AFTER_BYTES = 10 * 2**20
+# A run cannot continue as new between the tool calls of one model answer, and the up to 64 of them
+# (`MAX_CALLS_PER_ANSWER`), each result up to a payload of 2 MB, would pass Temporal's 50 MB, which
+# terminates the workflow, the child lost with all it had done. Past these bounds (test-only knobs too)
+# a tool call is not started (the model reads `HISTORY_FULL` and calls it again after the switch), and
+# a model call that could not switch runs is refused, the child ending with that error. Room is kept
+# for the tool call last let in (its arguments and result, a payload each) and what ends the run (its
+# outcome or the state it carries, another).
+_FULL_AFTER_EVENTS = 51_200 - 1_024
+_FULL_AFTER_BYTES = 50 * 2**20 - 3 * PAYLOAD_LIMIT_BYTES
+_NO_EMPTY_RUNS = "no-continue-before-a-runs-first-call"
+"""Patch id: a run continues as new only once it has made a call. A history written before replays as it ran."""
+_HISTORY_BOUND = "no-call-past-the-history-bound"
+"""Patch id: a call refused past `_FULL_AFTER_BYTES`. A history written before (which scheduled it) replays
+as it ran."""
+
+HISTORY_FULL = ("not run: this child's Temporal history is near its size limit; it continues as new before its"
+                " next model call, after which this call can be made again (docs/scale-out.md)")
+"""A tool call's result, as the model reads it, when `_FULL_AFTER_BYTES` or `_FULL_AFTER_EVENTS` is past."""
 
 _STOPPED_UNBUILT = "stopped-before-taken-is-never-built"
 """Patch id: a run that reads a stop with its first task ends before PREPARE. A history written before
@@ -129,6 +149,8 @@ class ChildWorkflow:
         carried = self._resume or {}
         self._steer_ids: set[str] = set(carried.get("steer_ids") or ())
         self._calls = carried.get("calls", 0)
+        self._run_calls = 0
+        """Calls this run has made (`_calls` counts those of the runs before it too)."""
         self._running_since = carried.get("running_since", 0.0)
         self._prepared: dict[str, Any] = {}
         self._sized = ConversationSize()
@@ -247,6 +269,14 @@ class ChildWorkflow:
         return (info.is_continue_as_new_suggested() or info.get_current_history_length() >= _CONTINUE_AFTER_EVENTS
                 or info.get_current_history_size() >= _CONTINUE_AFTER_BYTES)
 
+    def _history_full(self) -> bool:
+        """Whether another call could take the run's history past Temporal's hard limits, which would
+        terminate the workflow and lose the child with all it had done (a history is measured as of the
+        start of the current workflow task, which is after the last call's result was recorded)."""
+        info = workflow.info()
+        return (info.get_current_history_length() >= _FULL_AFTER_EVENTS
+                or info.get_current_history_size() >= _FULL_AFTER_BYTES)
+
     async def _continue_as_new(self) -> None:
         """Continue as new, carrying the child as it stands: called where its turn is about to call
         the model, never while an activity runs. Returns (and the child goes on in this run) only when
@@ -287,8 +317,17 @@ class ChildWorkflow:
     # -- activities ----------------------------------------------------------------------------
 
     async def call_model(self, request: ModelRequest) -> ModelResponse:
-        if self._continue_due():
+        # Not before a run's first call: a run whose carried state alone is past the bound (a server whose
+        # suggestion comes early) would continue as new for ever, the child making no step.
+        if self._continue_due() and not (self._run_calls == 0 and workflow.patched(_NO_EMPTY_RUNS)):
             await self._continue_as_new()
+        run = self._run
+        if (self._history_full() and self._stop_reason is None and (run is None or run.timeout is None)
+                and workflow.patched(_HISTORY_BOUND)):
+            # It could not switch runs (its state is over a payload): ended here, saying why, not terminated
+            # by Temporal a few calls on with nothing to show.
+            raise ModelError("the child's Temporal history is near its size limit and its state is too big to"
+                             " carry to a new run (docs/scale-out.md)", kind="bad_request")
         job, limits = self._job, self._limits
         cap = limits.idle_cap_seconds
         # As the in-process monitor decides: the lower limit fires; on a tie it is the idle cap.
@@ -305,6 +344,8 @@ class ChildWorkflow:
         return response_from_wire(result)
 
     async def call_tool(self, name: str, args: dict[str, Any], call_id: str, turn_id: str) -> str:
+        if self._history_full() and workflow.patched(_HISTORY_BOUND):
+            raise ToolError(HISTORY_FULL)
         body = {"child": self._slim, "name": name, "args": args, "call_id": call_id, "turn_id": turn_id,
                 "heartbeat": self._limits.heartbeat_interval_seconds}
         result = await self._activity(TOOL_CALL, body, f"tool-{name}", self._limits.stale_in_tool_seconds, True)
@@ -321,6 +362,7 @@ class ChildWorkflow:
         if name == TOOL_CALL and (too_big := oversize(f"the arguments of {body['name']}", body)) is not None:
             raise ToolError(too_big)
         self._calls += 1
+        self._run_calls += 1
         started = workflow.time()
         handle = workflow.start_activity(
             name, body, activity_id=f"{self._calls}-{label}", schedule_to_close_timeout=timedelta(seconds=limit),

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 # The dev server's defaults suit a person clicking through its UI, not a test: one task queue
@@ -59,8 +60,11 @@ class DevServer:
     """``temporal server start-dev`` on 127.0.0.1 and a free port, headless, kept in memory
     unless ``db_file`` is given. `start` returns once it accepts connections."""
 
-    def __init__(self, *, db_file: Path | None = None, port: int | None = None, log_file: Path | None = None) -> None:
+    def __init__(self, *, db_file: Path | None = None, port: int | None = None, log_file: Path | None = None,
+                 dynamic_config: Sequence[str] = ()) -> None:
         self.port = port or free_port()
+        self.dynamic_config = tuple(dynamic_config)
+        """``key=value`` settings added to `FAST` (``limit.historySize.error=1000000``: a test's own limits)."""
         self.address = f"127.0.0.1:{self.port}"
         self.db_file = db_file
         self.log_file = log_file
@@ -71,7 +75,7 @@ class DevServer:
                 "--port", str(self.port), "--log-level", "error"]
         if self.db_file is not None:
             args += ["--db-filename", str(self.db_file)]
-        for value in FAST:
+        for value in (*FAST, *self.dynamic_config):
             args += ["--dynamic-config-value", value]
         out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
         try:
