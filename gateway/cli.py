@@ -23,7 +23,7 @@ from gateway import left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
 from gateway.errors import StartupError
-from gateway.host import AgentHost
+from gateway.host import STATE_DB, AgentHost
 from gateway.inbox_cli import inbox_command
 from gateway.logging import logging_installed
 from gateway.process_exit import end_process_now
@@ -211,10 +211,14 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
 
 
 def _claim_state_dir(config: Config) -> None:
-    """The state directory is usable and ours alone, before anything opens it."""
+    """The state directory is usable and ours alone, before anything opens it. The lock comes before the
+    database's check: a second start on the directory of a running gateway read all of its database first
+    (about a second per GB), and what that check found, it blamed on the file, telling the operator to move
+    the running gateway's database or ``-wal`` away, instead of naming the gateway that holds them."""
     workspace = Path(config.agent.workspace) if config.agent.workspace else None
-    preflight.check_state_dir(config.state_dir, workspace)
+    preflight.check_state_dir(config.state_dir, workspace, database=False)
     state_lock.hold(config.state_dir)
+    preflight.check_database(Path(config.state_dir).absolute() / STATE_DB)
 
 
 def _chat_log(config: Config) -> TextIO:

@@ -11,7 +11,8 @@ connects, so a failed check leaves nothing accepted and then lost.
   ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is
   a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
-  a 401 is a key problem the turn reports, not an unreachable server), and its API
+  a 401 is a key problem the turn reports, not an unreachable server), through the
+  proxy the environment names, as the model's requests go, and its API
   key holds nothing but the printable ASCII every key is written in.
 """
 
@@ -40,8 +41,10 @@ MIN_FREE_BYTES = 1024 * 1024
 _WHERE = "state_dir (or $SWITCHBOARD_STATE_DIR)"
 
 
-def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
-    """Create the state directory if missing and check what lives in it; see the module doc."""
+def check_state_dir(state_dir: Path, workspace: Path | None = None, *, database: bool = True) -> None:
+    """Create the state directory if missing and check what lives in it; see the module doc. With
+    ``database=False`` the database is left to `check_database`, for a caller that must hold the
+    directory's lock before it opens the database (`gateway.cli`)."""
     state_dir = Path(state_dir).absolute()
     if (problem := _lookup_problem(state_dir)) is not None:
         raise StartupError(f"state directory {state_dir} cannot be reached ({problem}): the gateway's user may not"
@@ -64,7 +67,8 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None) -> None:
     if free < MIN_FREE_BYTES:
         raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"
                            f" some space, or point {_WHERE} at another disk")
-    check_database(state_dir / STATE_DB)
+    if database:
+        check_database(state_dir / STATE_DB)
     if workspace is not None:
         _check_workspace(Path(workspace).absolute())
 
@@ -187,7 +191,10 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
                            " http://127.0.0.1:11434/v1", lasting=True) from None
     limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
     try:
-        async with aiohttp.ClientSession(timeout=limit) as client, client.get(target, allow_redirects=False):
+        # trust_env: through the proxy the environment names (and not for a host no_proxy exempts), as the model's
+        # own client (httpx) goes: a server reached only through one was "cannot reach", and no start ever passed.
+        async with (aiohttp.ClientSession(timeout=limit, trust_env=True) as client,
+                    client.get(target, allow_redirects=False)):
             return  # any answer at all: the server is there
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         reason = _reason(exc)
@@ -198,6 +205,12 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "no answer in time"
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        # Not the model server's fault, so not told as its; the proxy's address is left out: it may hold a password.
+        inner = exc.os_error
+        why = ("connection refused" if isinstance(inner, ConnectionRefusedError)
+               else "unknown host" if isinstance(inner, socket.gaierror) else inner.strerror or type(inner).__name__)
+        return f"the proxy $http_proxy or $https_proxy names cannot be reached: {why}"
     if isinstance(exc, aiohttp.ClientConnectorError):
         inner = exc.os_error
         if isinstance(inner, ConnectionRefusedError):
