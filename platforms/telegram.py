@@ -56,6 +56,9 @@ the method and the chat (`platforms.telegram_calls`; at DEBUG where the gateway 
 the call: a part, a file); aiogram never retries a 429 itself, the gateway does with
 ``RateLimited.retry_after``. An answer aiogram cannot read whole (a message it quotes lacks a field)
 is read as far as it can be (`platforms.telegram_updates.read_answers`): Telegram made the message.
+One that says the send was done (``ok``) but names no ``message_id`` (a broken proxy, a body cut short)
+is a send all the same: sent again, the chat would show it twice. Its `Sent` id starts with `NO_ID`,
+which `edit` and `delete` refuse (`EditUnsupported`): the gateway sends a card's next state anew.
 
 A group upgraded to a supergroup gets a new chat id: the adapter follows it there, and hands
 the supergroup's messages over under the old one (`platforms.telegram_supergroups`).
@@ -68,6 +71,7 @@ import dataclasses
 import logging
 import math
 import secrets
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -88,6 +92,7 @@ from platforms.base import (
     CommandSpec,
     DeliveryError,
     DisplayTier,
+    EditUnsupported,
     Inbound,
     InboundSink,
     NotFound,
@@ -130,6 +135,9 @@ cut off midway, and tried again, and cut off again, for as long as the outbox re
 needs about 7 Mbit/s to go in 60 s). At this rate a 50 MB file has about 17 minutes more."""
 _PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
 """JPEG and PNG: what Telegram takes as a photo and shows in the chat."""
+NO_ID = "no-id:"
+"""How the id of a message begins that Telegram made but whose answer named no ``message_id``: unique
+(a uuid follows), never a number, so nothing edits, deletes or quotes another message under it."""
 
 
 class TelegramAdapter:
@@ -453,7 +461,7 @@ class TelegramAdapter:
         Telegram has no idempotency key: a retry after a lost
         answer may show the message twice."""
 
-        def send_to(chat_id: str) -> Awaitable[Message]:
+        def send_to(chat_id: str) -> Awaitable[Message | None]:
             return self._calls.formatted(
                 "sendMessage",
                 chat_id,
@@ -468,8 +476,7 @@ class TelegramAdapter:
                 ),
             )
 
-        chat_id, sent = await self._moves.where_it_is_now(message.chat_id, send_to)
-        return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
+        return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
 
     def upload_limit(self, chat_id: str) -> int:
         """The Bot API takes uploads of up to 50 MB from bots."""
@@ -484,8 +491,8 @@ class TelegramAdapter:
         photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
         timeout = math.ceil(self.bot.session.timeout + file.size / SLOWEST_UPLOAD)
 
-        async def send_to(chat_id: str) -> Message:
-            def upload(method: str) -> Awaitable[Message]:
+        async def send_to(chat_id: str) -> Message | None:
+            def upload(method: str) -> Awaitable[Message | None]:
                 def request(caption: str, parse_mode: str | None) -> Awaitable[Message]:
                     kw: dict[str, Any] = {
                         "chat_id": chat_id, "caption": caption or None, "parse_mode": parse_mode,
@@ -509,13 +516,14 @@ class TelegramAdapter:
                              file.name)
             return await upload("sendDocument")
 
-        chat_id, sent = await self._moves.where_it_is_now(message.chat_id, send_to)
-        return Sent(str(sent.message_id) if chat_id == message.chat_id else f"{chat_id}:{sent.message_id}")
+        return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """editMessageText; identical text ("message is not modified") is success. A message
         that is gone raises `NotFound`, one that can no longer be edited `EditUnsupported`
-        (also one left behind in a group upgraded to a supergroup)."""
+        (also one left behind in a group upgraded to a supergroup, and one whose id Telegram did not say:
+        `NO_ID`)."""
+        _known("editMessageText", chat_id, message_id)
         # Telegram checks an edit for edit rights only, so an edit in an upgraded group gets no
         # migrate_to_chat_id: Telegram refuses it as a message that can't be edited.
         chat, number = self._moves.locate("editMessageText", chat_id, message_id)
@@ -553,7 +561,8 @@ class TelegramAdapter:
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """deleteMessage; a message already gone counts as deleted. One left behind in a group
-        upgraded to a supergroup raises `EditUnsupported`."""
+        upgraded to a supergroup raises `EditUnsupported`, and so does one whose id Telegram did not say (`NO_ID`)."""
+        _known("deleteMessage", chat_id, message_id)
         chat, number = self._moves.locate("deleteMessage", chat_id, message_id)
         try:
             await self._moves.unmoved("deleteMessage", chat, self._calls.call(
@@ -567,6 +576,24 @@ class TelegramAdapter:
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
             lambda method, request: self._calls.call(method, None, request, caller_logs=True))
+
+
+def _sent(gateway_chat: str, chat_id: str, sent: Message | None) -> Sent:
+    """The `Sent` of a message made in ``chat_id`` for the gateway's ``gateway_chat``: ``<chat>:<id>`` in the
+    supergroup it became (`platforms.telegram_supergroups`); a `NO_ID` id when Telegram's answer said it was
+    done but named no message id (`platforms.telegram_calls.BotCalls.call`)."""
+    number = getattr(sent, "message_id", None)
+    if not isinstance(number, int) or isinstance(number, bool):
+        return Sent(f"{NO_ID}{uuid.uuid4().hex}")
+    return Sent(str(number) if chat_id == gateway_chat else f"{chat_id}:{number}")
+
+
+def _known(method: str, chat_id: str, message_id: str) -> None:
+    """Raise `EditUnsupported` for a message whose id Telegram did not say (`NO_ID`): the gateway then sends
+    anew what it was to change."""
+    if message_id.startswith(NO_ID):
+        raise EditUnsupported("Telegram did not say this message's id when it was sent", method=method,
+                              chat_id=chat_id, platform="telegram")
 
 
 def _is_picture(path: str) -> bool:

@@ -7,7 +7,8 @@ outbox of a part, the gateway of a file it could not take) logs its own refusal 
 was a second warning of one refusal. A part's Markdown is sent as Telegram's HTML, and once more as
 plain text when Telegram cannot parse that. A send Telegram answered as done, whose message aiogram
 cannot read even in part (`platforms.telegram_updates.read_answers`), is done: its result is a stand-in
-holding the message's id alone (`platforms.telegram_errors.UnreadAnswer`). Logged under
+holding the message's id alone (`platforms.telegram_errors.UnreadAnswer`), or None when the answer names
+none (the adapter's `Sent` then has an id no edit can use, `platforms.telegram.NO_ID`). Logged under
 ``platforms.telegram`` like the rest of the adapter.
 """
 
@@ -64,12 +65,18 @@ class BotCalls:
             raise self._failed(exc, method, chat_id, warn, caller_logs) from exc
         except UnreadAnswer as exc:
             # Telegram made the call: failed, it was made again at every retry, the message shown each time.
-            made = exc.sent_message()
-            if made is None:  # nothing to know it by: sent again, as an answer lost on the way is
+            if not exc.makes_message():  # no message to show twice (getMe, getFile): it failed, named
                 raise self._failed(exc, method, chat_id, warn, caller_logs) from exc
+            made = exc.sent_message()
             call = method if chat_id is None else f"{method} to chat {chat_id}"
-            self._shared.warning(("UnreadAnswer", method), "telegram %s: Telegram made the message %s, but aiogram"
-                                 " cannot read its answer (%s); taken as sent", call, made.message_id, exc.unread())
+            if made is None:  # done all the same: sent again, it would show twice
+                self._shared.warning(("UnreadAnswer", method, "no id"), "telegram %s: Telegram made the message,"
+                                     " but its answer names no message id (%s); taken as sent, it cannot be edited",
+                                     call, exc.unread())
+            else:
+                self._shared.warning(("UnreadAnswer", method), "telegram %s: Telegram made the message %s, but"
+                                     " aiogram cannot read its answer (%s); taken as sent", call, made.message_id,
+                                     exc.unread())
             result = made  # type: ignore[assignment]  # only its message_id is read (the adapter's sends)
         except (AiogramError, ValueError) as exc:
             error = self._failed(exc, method, chat_id, warn, caller_logs)

@@ -12,7 +12,10 @@ from an outage, nor a call Telegram made whose answer aiogram cannot read (a new
 it never got: all were a `NetworkError` reading "Failed to decode object", tried again for up to an
 hour, an upload too large for the server in front uploaded again each time, the message made shown
 again each time. `BotApiSession`, the session the adapter's
-``Bot`` uses, keeps the status: `NotTheBotApi` for the first, `UnreadAnswer` for the second.
+``Bot`` uses, keeps the status: `NotTheBotApi` for the first, `UnreadAnswer` for the second. Any other answer
+that is not the Bot API's JSON (a proxy's 502 page, a 200 page of a captive portal, a body cut short) is a
+`NotBotApiJson` naming the method and the status: "Failed to decode object" told an operator
+whose start failed at ``getMe`` nothing of what answered.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ EXCERPT = 200
 """Characters of a page's text kept in the error (a page may be any length)."""
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
+_SAYS_DONE = re.compile(r'\s*\{\s*"ok"\s*:\s*true\b')
+"""How Telegram's answer to a call it made begins: a body that does so, cut short after it, says the call was done."""
 
 
 class NotTheBotApi(TelegramAPIError):
@@ -77,19 +82,27 @@ class NotTheBotApi(TelegramAPIError):
 
 class UnreadAnswer(ClientDecodeError):
     """Telegram answered ``method`` done (a 2xx, ``ok``), with a result aiogram cannot read: a field it
-    requires left out or of another kind (a newer Bot API, a self-hosted server keeping to it loosely).
+    requires left out or of another kind (a newer Bot API, a self-hosted server keeping to it loosely),
+    no result at all, or a body cut short after its ``{"ok": true`` (a proxy in between).
     A `ClientDecodeError` still, so what reads such answers as far as it can
     (`platforms.telegram_updates`) still does."""
 
     def __init__(self, decode: ClientDecodeError, method: TelegramMethod[Any]) -> None:
         super().__init__(decode.message, decode.original, decode.data)
         self.method = method
+        # Its words when it fails a call (getMe, getFile): what answered, not aiogram's "Failed to deserialize".
+        self.message = (f"Telegram answered {method.__api_method__} done, with a result aiogram cannot read"
+                        f" ({self.unread()})")
+
+    def makes_message(self) -> bool:
+        """Whether the call makes a message (a send, an edit): done, it is done whatever its answer names."""
+        returning = self.method.__returning__
+        return Message is returning or Message in get_args(returning)
 
     def sent_message(self) -> Message | None:
         """A stand-in for the message Telegram made, when the call makes one and the answer names its
         ``message_id``: only that id is the answer's (no other field is set). None otherwise."""
-        returning = self.method.__returning__
-        if Message is not returning and Message not in get_args(returning):
+        if not self.makes_message():
             return None
         result = self.data.get("result") if isinstance(self.data, dict) else None
         message_id = result.get("message_id") if isinstance(result, dict) else None
@@ -99,6 +112,8 @@ class UnreadAnswer(ClientDecodeError):
 
     def unread(self) -> str:
         """What aiogram could not read, in a few words (``result.date: Field required``)."""
+        if not isinstance(self.data, dict):
+            return "the body was cut short"
         errors = getattr(self.original, "errors", None)
         if not callable(errors) or not (found := errors()):
             return type(self.original).__name__
@@ -107,8 +122,45 @@ class UnreadAnswer(ClientDecodeError):
         return f"{'.'.join(str(step) for step in first['loc'])}: {first['msg']}{more}"
 
 
+class NotBotApiJson(ClientDecodeError):
+    """An answer that is neither the Bot API's JSON nor a refusal of a server in front (`NotTheBotApi`): a
+    proxy's 502 page, a 200 page of something that is no Bot API, JSON of another API, a body cut short, bytes
+    that are no text in the charset they name. Its message names the method and the status, and the page's
+    title when it has one; never the token."""
+
+    def __init__(self, method: TelegramMethod[Any], what: str, data: Any = None,
+                 original: Exception | None = None) -> None:
+        self.message = f"Telegram answered {method.__api_method__} with {what}"
+        super().__init__(self.message, original or ValueError(what), data)
+        self.args = (self.message,)  # its repr, not the page it was made of
+
+    @classmethod
+    def page(cls, decode: ClientDecodeError, method: TelegramMethod[Any], status: int, content: str,
+             token: str) -> NotBotApiJson:
+        title = _TITLE.search(content)
+        shown = _excerpt(title.group(1), token) if title else ""
+        # A page may quote the request's address, which holds the token: never kept in what is logged.
+        data = _unsecret(decode.data, token) if isinstance(decode.data, str) else decode.data
+        return cls(method, f"something that is not Bot API JSON (HTTP {status}){f': {shown}' if shown else ''}",
+                   data, decode.original)
+
+    def __str__(self) -> str:
+        # aiogram's adds the whole page: a multi-line log, a connection state (polling's) quoting it.
+        return self.message
+
+
 class BotApiSession(AiohttpSession):
     """aiogram's aiohttp session, its answers read with their status (see the module's docstring)."""
+
+    async def make_request(self, bot: Bot, method: TelegramMethod[TelegramType],
+                           timeout: int | None = None) -> TelegramType:
+        try:
+            return await super().make_request(bot, method, timeout)
+        except UnicodeDecodeError as exc:
+            # aiogram reads the body as text in the charset it names: bytes that are none raised a ValueError,
+            # which read as a refusal for good (a send dropped, a start exiting 78 as if misconfigured).
+            raise NotBotApiJson(method, f"bytes that are not text in the charset they name ({exc.encoding})",
+                                original=exc) from None
 
     def check_response(self, bot: Bot, method: TelegramMethod[TelegramType], status_code: int,
                        content: str) -> Response[TelegramType]:
@@ -118,20 +170,30 @@ class BotApiSession(AiohttpSession):
             if 400 <= status_code < 500 and status_code not in TRY_AGAIN_4XX:
                 raise NotTheBotApi(method, _refusal(status_code, content, bot.token), status_code) from None
             data = exc.data
-            if 200 <= status_code < 300 and isinstance(data, dict) and data.get("ok") is True:
+            if 200 <= status_code < 300 and (isinstance(data, dict) and data.get("ok") is True
+                                             or isinstance(data, str) and _SAYS_DONE.match(data)):
                 raise UnreadAnswer(exc, method) from exc.original
-            raise
+            raise NotBotApiJson.page(exc, method, status_code, content, bot.token) from exc.original
+
+
+def _excerpt(text: str, token: str) -> str:
+    """A page's ``text``, its markup gone, one line, at most `EXCERPT` characters, the token never shown."""
+    text = _unsecret(" ".join(html.unescape(_TAG.sub(" ", text)).split()), token)
+    return text[:EXCERPT] + "…" if len(text) > EXCERPT else text
+
+
+def _unsecret(text: str, token: str) -> str:
+    """``text`` with the bot's token as ``***``: a page may quote the request's address, which holds it (its
+    colon maybe percent-encoded)."""
+    for secret in (token, token.partition(":")[2]):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _refusal(status: int, content: str, token: str) -> str:
     found = _TITLE.search(content)
-    text = " ".join(html.unescape(_TAG.sub(" ", found.group(1) if found else content)).split())
-    # A page may quote the request's address, which holds the token (its colon maybe percent-encoded).
-    for secret in (token, token.partition(":")[2]):
-        if secret:
-            text = text.replace(secret, "***")
-    if len(text) > EXCERPT:
-        text = text[:EXCERPT] + "…"
+    text = _excerpt(found.group(1) if found else content, token)
     hint = " (an upload larger than that server takes?)" if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE else ""
     return (f"HTTP {status} from a server in front of the Bot API, not Telegram's answer{hint}: "
             f"{text or 'an empty body'}")

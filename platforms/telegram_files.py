@@ -10,7 +10,10 @@ Fetching is ``getFile`` (which names the file's path on Telegram's file server a
 size, and refuses files above 20 MB: "file is too big") followed by a streamed GET of
 ``/file/bot<token>/<path>`` through aiogram's own HTTP session, stopped as soon as
 more than the cap has arrived, and given the bot's request timeout plus a second for every
-`SLOWEST_DOWNLOAD` bytes of the file.
+`SLOWEST_DOWNLOAD` bytes of the file. The file URL answering 401 or 403 (a proxy in front refusing it, a
+token without access) is `Forbidden`, 404 or 410 (the file is gone) `NotFound`: final, so the gateway tells
+the user at once. Taken for a `NetworkError`, it was asked for again, to be refused the same way, before the
+user was told. A 5xx, 408 or 429 (or a connection that fails) stays a `NetworkError`, tried again.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from aiogram import Bot
 from aiogram.exceptions import AiogramError
 from aiogram.types import Message, PhotoSize
 
-from platforms.base import Attachment, AttachmentTooLarge, DeliveryError, NetworkError, NotFound
+from platforms.base import Attachment, AttachmentTooLarge, DeliveryError, Forbidden, NetworkError, NotFound
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
 BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 """What Telegram's own Bot API server lets a bot download ("file is too big" above it)."""
+REFUSED = {401: Forbidden, 403: Forbidden, 404: NotFound, 410: NotFound}
+"""The file URL's answers no try again mends (see the module's docstring); any other stays a `NetworkError`."""
 SLOWEST_DOWNLOAD = 50_000
 """Bytes a second a download is given time for, on top of the bot's request timeout (aiogram's 60 s by
 default). A fixed 60 s for the whole download cut a large voice note or document off midway over a
@@ -99,7 +104,7 @@ async def download(bot: Bot, attachment: Attachment, max_bytes: int,
                     raise _too_large(attachment, None, max_bytes)  # stop reading: nothing more is kept
     except aiohttp.ClientResponseError as exc:
         # The URL holds the bot token: name the failure, never the address.
-        kind = NotFound if exc.status == 404 else NetworkError
+        kind = REFUSED.get(exc.status, NetworkError)
         raise kind(f"downloading {attachment.name} failed: HTTP {exc.status}", method="file") from None
     except (aiohttp.ClientError, TimeoutError, OSError, AiogramError) as exc:
         raise NetworkError(f"downloading {attachment.name} failed: {type(exc).__name__}", method="file") from None

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from platforms.fakes._telegram_api import ApiError
+from platforms.fakes._telegram_api import ApiError, RawAnswer
 
 MAX_DOWNLOAD = 20 * 1024 * 1024
 """Telegram lets bots download files up to 20 MB."""
@@ -41,6 +41,7 @@ class TelegramFiles:
     _cuts: list[int]
     _held: dict[str, asyncio.Event]
     _held_download_start: int
+    _faults: Any
 
     # -- driving it from a test ------------------------------------------------------
 
@@ -108,6 +109,11 @@ class TelegramFiles:
         drops after ``after`` bytes of it: a download that fails midway."""
         self._cuts.append(after)
 
+    def fail_next_download(self, status: int, body: str = "", content_type: str = "text/html") -> None:
+        """The next file download (a path that exists) is answered ``status`` with ``body`` instead of the file:
+        a proxy in front refusing it (403), a file gone (404), an outage (502). Downloads queue up in order."""
+        self._faults[DOWNLOADS].append(RawAnswer(status, body, content_type))
+
     def hold_downloads(self, after: int = 0) -> None:
         """File downloads (this one's and later ones) announce the whole file (``Content-Length``) and send
         its first ``after`` bytes, then wait for `release_downloads` to send the rest: a large file over a
@@ -152,6 +158,8 @@ class TelegramFiles:
         if stored is None or len(stored.data) > MAX_DOWNLOAD:
             return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
         self.downloads.append(path)  # type: ignore[attr-defined]
+        if faults := self._faults.get(DOWNLOADS):
+            return faults.popleft().response()
         held = self._held.get(DOWNLOADS)
         if not self._cuts and held is None:
             return web.Response(body=stored.data, content_type="application/octet-stream")
