@@ -40,7 +40,7 @@ handed on as their live events, before the live ones of their conversation (`pla
 Slash commands are acked empty, as events are: once the gateway has recorded them (Slack never
 sends a command again, nor keeps it in a history), or after ``sink_timeout``; they are answered
 ephemerally through the command's ``response_url``, falling back to ``chat.postEphemeral``
-(`platforms.slack_commands`).
+(`platforms.slack_commands`). One the gateway failed on before the ack is told so in the ack itself.
 Ephemeral messages cannot be edited.
 
 Progress: Slack bots have no typing indicator; a placeholder message per chat/thread stands in
@@ -96,6 +96,7 @@ from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_app import bolt_app
 from platforms.slack_calls import WebApi
 from platforms.slack_catchup import CatchUp, Limits, Where
+from platforms.slack_client import SlackWebClient
 from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_delivery import Delivery
 from platforms.slack_handover import READ_BACK, Retries, until_taken
@@ -229,7 +230,7 @@ class SlackAdapter:
         names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
         self._session = aiohttp.ClientSession()
-        self._client = AsyncWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
+        self._client = SlackWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
                                       retry_handlers=[])
         try:
             auth = await self._web.call("auth.test", None)
@@ -315,8 +316,9 @@ class SlackAdapter:
         """Close the Web API client and the HTTP session `stop_within` left open for sending: every call
         from now on raises `NetworkError` ("slack adapter not started"). Idempotent."""
         self._client = None
-        # The stop ended the background tasks and starts none: any left ends before its session.
-        await self._under_way.cancel_background()
+        # The stop ended the background tasks and starts none: any left ends before its session, as does an
+        # answer the stop waited for in vain (or that no stop came before: `UnderWay.telling`).
+        await self._under_way.cancel_background(answers=True)
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -414,6 +416,11 @@ class SlackAdapter:
                 await ack(text=slack_commands.not_taken(inbound))
                 return
             await self._delivery.deliver(inbound)
+            if not (self._stopping and self.mode == "socket") and self._under_way.not_handled_in_ack(inbound):
+                # The gateway failed on it (`UnderWay.command_settled`): said in the acknowledgement, which no stop
+                # cancels as it did the answer sent apart. Not over a socket the stop closed: the stop answers it.
+                await ack(text=slack_commands.not_handled(inbound))
+                return
             # Sent by bolt once this returns (``process_before_response``): after the gateway has recorded the
             # command, or after ``sink_timeout`` (`Delivery.deliver`), within Slack's 3 s. Slack never sends a command
             # again: acknowledged before it was recorded, one a crash then cut off would be lost unseen.

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import aiohttp
@@ -56,7 +56,8 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
     Only a URL Slack refuses (a 4xx: expired, used up) falls back. A 5xx or no answer at all raises
     `NetworkError`: Slack may have shown the answer all the same, and posting it at once the other way
     would then show it twice. The outbox tries the URL again later, as it retries any part it cannot
-    look up (`platforms.base.FindsSent`): a 5xx whose answer Slack did show is shown twice then."""
+    look up (`platforms.base.FindsSent`): a 5xx whose answer Slack did show is shown twice then, which
+    beats an answer lost when it did not. Any 2xx is an answer shown."""
     try:
         token = json.loads(message.reply_token or "{}")
     except ValueError as exc:
@@ -69,7 +70,7 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
                                    response_type="ephemeral")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise translate_exception(exc, "response_url", channel) from exc
-        if resp.status_code == 200:
+        if 200 <= resp.status_code < 300:
             return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
         error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
                           retry_after=(resp.headers or {}).get("Retry-After"))
@@ -119,7 +120,8 @@ async def tell(command: Inbound, text: Callable[[Inbound], str],
 
 async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound], Awaitable[Sent]],
                          seconds: float, cut_off: Sequence[Inbound] = (),
-                         replied: Callable[[str], bool] = lambda _token: False) -> None:
+                         replied: Callable[[str], bool] = lambda _token: False, *,
+                         failed: Sequence[Inbound] = (), under_way: Iterable[asyncio.Future[Any]] = ()) -> None:
     """Answer each command a stop left unrecorded (acked or not, Slack never sends it again) that
     it was not taken, and each of ``cut_off`` (its hand-over cut off: `Handing`) that it may be answered
     after the restart, through ``answer`` (the adapter's `answer` of a command). All within
@@ -127,7 +129,9 @@ async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound
     is given up. Never raises. Not one of ``cut_off`` the gateway answered already (``replied``: this process
     began an answer through its reply token, `UnderWay.replied`): the sink records, then routes, and a stop may
     cut it off after the routing answered (`/stop` or `/new`, say); Slack showed the word that an answer may
-    come, and to send the command again if none does, below the answer itself."""
+    come, and to send the command again if none does, below the answer itself. Each of ``failed`` (the
+    gateway failed on it, and no acknowledgement said so) is told it could not be handled (`NOT_HANDLED`), and the
+    answers ``under_way`` get the same time."""
     def unanswered(command: Inbound) -> bool:
         if command.reply_token is None or not replied(command.reply_token):
             return True
@@ -136,10 +140,12 @@ async def tell_not_taken(commands: Sequence[Inbound], answer: Callable[[Outbound
         return False
 
     cut_off = [command for command in cut_off if unanswered(command)]
-    if not commands and not cut_off:
-        return
-    tasks = [asyncio.ensure_future(tell(command, not_taken, answer)) for command in commands]
+    tasks = [*under_way]
+    tasks += [asyncio.ensure_future(tell(command, not_taken, answer)) for command in commands]
     tasks += [asyncio.ensure_future(tell(command, may_be_taken, answer)) for command in cut_off]
+    tasks += [asyncio.ensure_future(tell(command, not_handled, answer)) for command in failed]
+    if not tasks:
+        return
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()

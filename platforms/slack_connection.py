@@ -33,6 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms.base import NetworkError
 from platforms.connection import ConnectionWatch, TokenWatch
+from platforms.slack_client import SlackWebClient
 
 REFUSED = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 """``apps.connections.open`` errors no retry can fix: the app token is not (or no longer) good."""
@@ -80,7 +81,7 @@ class SocketWatch:
             self.state.connected()
 
 
-class _WatchedWebClient(AsyncWebClient):
+class _WatchedWebClient(SlackWebClient):
     def __init__(self, state: ConnectionWatch, **options: Any) -> None:
         super().__init__(**options)
         self._state = state

@@ -75,7 +75,8 @@ class Delivery:
         elif inbound.is_command:
             self._under_way.commands.add(task)
             task.add_done_callback(self._under_way.commands.discard)
-            task.add_done_callback(functools.partial(self._under_way.command_settled, inbound, handing))
+            task.add_done_callback(functools.partial(self._under_way.command_settled, inbound, handing,
+                                                     was_acked.is_set))
         # Not wait_for: the task goes on past the wait, and one that ended just as it timed out counts as ended.
         done, _ = await asyncio.wait({task}, timeout=max(0.0, self._sink_timeout - waited))
         if done:

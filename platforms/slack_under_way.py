@@ -42,6 +42,13 @@ class UnderWay:
         may be answered after the restart (`Handing`)."""
         self.commands: set[asyncio.Task[Any]] = set()
         """Slash commands being handed over: a stop lets them finish, within its time (`stop_within`)."""
+        self.not_handled: list[Inbound] = []
+        """Slash commands the gateway failed on before they were acknowledged: answered so in the acknowledgement
+        (`not_handled_in_ack`), else by the stop (`tell_not_taken`)."""
+        self.telling: set[asyncio.Task[Any]] = set()
+        """Answers that the gateway failed on a command acknowledged already: not background work a stop cancels
+        (its user, shown nothing for the empty acknowledgement, would get nothing), but answers it waits for,
+        within its time (`tell_not_taken`)."""
 
     @contextlib.contextmanager
     def listener(self) -> Iterator[None]:
@@ -69,10 +76,13 @@ class UnderWay:
             task.cancel()
         await asyncio.gather(*listening, return_exceptions=True)
 
-    async def cancel_background(self) -> None:
-        for task in list(self.tasks):
+    async def cancel_background(self, *, answers: bool = False) -> None:
+        """Cancel the background tasks; with ``answers``, also the answers a stop would wait for (`telling`):
+        for `close`, after which nothing can be sent."""
+        tasks = [*self.tasks, *(self.telling if answers else ())]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def answering(self, reply_token: str) -> None:
         """The adapter begins an answer to a command (before the call: a stop may come during it)."""
@@ -86,27 +96,47 @@ class UnderWay:
         answered after the restart would come below that answer (`slack_commands.tell_not_taken`)."""
         return reply_token in self._replied
 
-    def command_settled(self, inbound: Inbound, handing: Handing, done: asyncio.Future[bool | None]) -> None:
+    def command_settled(self, inbound: Inbound, handing: Handing, acked: Callable[[], bool],
+                        done: asyncio.Future[bool | None]) -> None:
         """A slash command the stop cancelled before the gateway recorded it, or that the store refused once
         the stop began, is answered to be sent again by the stop: Slack never sends it again, and no history
         keeps it for the next start to read back. One the stop cancelled while the sink had it may be recorded,
         as may one the gateway recorded and could not commit yet (`Handing.under_way`), and handled after the
         next start: answered so, not "Not taken" (its user would be told no, then answered). One the gateway
-        failed on otherwise (a bug, dropped: `slack_handover.until_taken` is False) is answered at once that it
-        could not be handled (`slack_commands.NOT_HANDLED`): nothing else answers it, and Slack shows its user
-        nothing for the empty acknowledgement."""
+        failed on otherwise (a bug, dropped: `slack_handover.until_taken` is False) is answered that it could not
+        be handled (`slack_commands.NOT_HANDLED`): nothing else answers it, and Slack shows its user nothing for an
+        empty acknowledgement. Not ``acked()`` yet: in the acknowledgement its listener is about to send
+        (`not_handled_in_ack`), which needs no call a stop could cut off; else at once, an answer the stop waits
+        for (`telling`): sent as background work, a stop that came meanwhile cancelled it, the user told nothing."""
         if not done.cancelled() and done.exception() is None:
             if done.result() is False:
-                self.background(slack_commands.tell(inbound, slack_commands.not_handled, self._answer))
+                if acked():
+                    task = asyncio.ensure_future(slack_commands.tell(inbound, slack_commands.not_handled, self._answer))
+                    self.telling.add(task)
+                    task.add_done_callback(self.telling.discard)
+                else:
+                    self.not_handled.append(inbound)
             return
         (self.cut_off if handing.under_way else self.unanswered).append(inbound)
+
+    def not_handled_in_ack(self, inbound: Inbound) -> bool:
+        """Whether ``inbound``'s listener is to answer in its acknowledgement that the gateway failed on it
+        (`command_settled`); then the stop does not."""
+        for i, command in enumerate(self.not_handled):
+            if command is inbound:
+                del self.not_handled[i]
+                return True
+        return False
 
     async def tell_not_taken(self, answer: Callable[[Outbound], Awaitable[Sent]], listening: list[asyncio.Task[Any]],
                              ends: float) -> None:
         """Answer the commands the stop left unrecorded that they were not taken, by ``ends`` (loop time),
         once ``listening`` have ended: in Socket Mode, commands the client had begun dispatching as it
-        closed, which leave their answers to the stop."""
+        closed, which leave their answers to the stop. Those the gateway failed on that no acknowledgement told so
+        (`not_handled`) are told now, and the answers saying so already on their way (`telling`) get the same time."""
         await asyncio.gather(*listening, return_exceptions=True)
         unanswered, cut_off, self.unanswered, self.cut_off = self.unanswered, self.cut_off, [], []
+        not_handled, self.not_handled = self.not_handled, []
         await slack_commands.tell_not_taken(unanswered, answer,  # a command's answer, while the session is open
-                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off, self.replied)
+                                            max(ends - asyncio.get_running_loop().time(), 0), cut_off, self.replied,
+                                            failed=not_handled, under_way=set(self.telling))

@@ -191,18 +191,28 @@ class SlackWebApi:
 
     async def _response_url(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.calls.append(Call("response_url", {"id": request.match_info["id"], **body}, None))
+        call = Call("response_url", {"id": request.match_info["id"], **body}, None)
+        self.calls.append(call)
         self._bump()
         held = self._holds.get("response_url")
         if held is not None:
             await held.wait()
+            if request.transport is None:  # aiohttp's handler outlives its connection
+                self.hung_up.append(call)
         failure = self._next_failure("response_url")
+        shown = {"id": request.match_info["id"], "text": body.get("text", ""),
+                 "response_type": body.get("response_type", "ephemeral"), "via": "response_url"}
         if failure is not None:
+            if failure.after:  # shown, and the answer is lost or a 5xx all the same
+                self.ephemeral.append(shown)
+            if failure.drop:
+                assert request.transport is not None
+                request.transport.abort()
+                return web.Response()
             headers = {"Retry-After": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
             return web.Response(status=failure.status if failure.status != 200 else 404, text=failure.error,
                                 headers=headers)
-        self.ephemeral.append({"id": request.match_info["id"], "text": body.get("text", ""),
-                               "response_type": body.get("response_type", "ephemeral"), "via": "response_url"})
+        self.ephemeral.append(shown)
         return web.Response(text="ok")
 
     # -- storage -----------------------------------------------------------------------------

@@ -109,6 +109,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.calls: list[Call] = []
         self.messages: dict[Key, list[dict[str, Any]]] = defaultdict(list)
         self.ephemeral: list[dict[str, Any]] = []
+        self.hung_up: list[Call] = []
+        """``response_url`` calls held (`hold`) whose client hung up before the answer: cut off midway (by a stop,
+        say), whatever Slack then showed."""
         self.connections: list[Connection] = []
         self.envelopes: dict[str, Envelope] = {}
         self.acks: list[Ack] = []
