@@ -40,7 +40,9 @@ whatever reads it.
 
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
-terminal (`shown`).
+terminal (`shown`). On a terminal that is not UTF-8 (a Latin-1 locale) a character its
+encoding lacks is printed as ``?`` (ESC's ␛ as ``^[``), and so is one it would take for a
+control (`printable`).
 
 When nothing reads the output any more (``switchboard chat | head -1``, or a terminal hung
 up: its window closed, its ssh connection dropped) the chat ends at once. A reply it could
@@ -87,7 +89,7 @@ from platforms.base import (
 from platforms.local_files import UPLOAD_LIMIT, keep
 from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
 from platforms.local_reader import Lines, PromptDraw
-from platforms.local_screen import height, prompt_again, prompt_start, rows, shown, width
+from platforms.local_screen import height, printable, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
     cursor_after,
     ended_in_line_mode,
@@ -161,6 +163,7 @@ class LocalAdapter:
         self._last_width = 0
         self._reader: asyncio.Task | None = None
         self._ansi = _isatty(self._output)
+        self._encoding: str | None = getattr(self._output, "encoding", None)  # what it can print (`printable`)
         # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
         self._interactive = _isatty(self._input)
         self._prompting = False  # "you> " is on screen, waiting for input
@@ -425,7 +428,7 @@ class LocalAdapter:
         self._last_rows, self._last_width = self._rows(text), width(self._output)
 
     def _rows(self, text: str) -> int:
-        return rows(text, width(self._output))
+        return rows(printable(text, self._encoding), width(self._output))  # as printed: a wide 検 as ? takes 1
 
     def _prompt_start(self) -> str:
         return prompt_start(self._readline, PROMPT, width(self._output))
@@ -450,7 +453,7 @@ class LocalAdapter:
         if self._output_gone:
             return False
         try:
-            self._output.write(text)
+            self._output.write(printable(text, self._encoding))
             self._output.flush()
         except BlockingIOError:  # an output left non-blocking, and full for now: still read
             raise

@@ -2,11 +2,14 @@
 characters shown, never obeyed (`shown`); the rows a message takes, wrapped at the terminal's width
 (`rows`, `width`, `height`), which an in-place redraw goes up over; and the line being typed at readline's
 prompt, gone over before a message is printed above it (`prompt_start`) and drawn again under it,
-readline's cursor where it was (`prompt_again`). The drawing itself is `platforms.local_tty`'s.
+readline's cursor where it was (`prompt_again`); and every character of it as a terminal that is not UTF-8
+can show it (`printable`). The drawing itself is `platforms.local_tty`'s.
 """
 
 from __future__ import annotations
 
+import codecs
+import functools
 import os
 import re
 from typing import Any, TextIO
@@ -33,6 +36,42 @@ def _picture(m: re.Match[str]) -> str:
     if c == "\x7f":
         return "\u2421"
     return chr(0x2400 + ord(c)) if c < " " else "\ufffd"
+
+
+def printable(text: str, encoding: str | None) -> str:
+    """``text`` as a terminal whose encoding is ``encoding`` can take it (a Latin-1 or KOI8-R locale): a
+    character the encoding lacks as ``?`` (a control picture in caret notation, ESC as ``^[``), and so is one
+    it encodes as a byte from 0x80 to 0x9F, which such a terminal obeys as a C1 control (KOI8-R's ``─`` is
+    0x80, cp1252's ``›`` is 0x9B, CSI). Unchanged for UTF-8 or an encoding unknown. Left to the output's
+    own (strict) encoding, a reply with one curly quote raised UnicodeEncodeError and none of it was shown,
+    and the greeting's ``⏳`` failed the chat's start."""
+    codec = _not_utf8(encoding)
+    if codec is None or text.isascii():
+        return text
+    return "".join(c if c < "\x80" else _in(codec, c) for c in text)
+
+
+@functools.cache
+def _not_utf8(encoding: str | None) -> str | None:
+    """The codec's name, None for UTF-8 (it takes every character `shown` leaves) or an unknown one."""
+    try:
+        name = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        return None
+    return None if name == "utf-8" else name
+
+
+def _in(codec: str, c: str) -> str:
+    try:
+        encoded = c.encode(codec)
+    except UnicodeError:
+        encoded = b""
+    # Several bytes are a multibyte encoding's character (EUC-JP, GB18030): the terminal reads them whole.
+    if len(encoded) > 1 or (len(encoded) == 1 and not 0x80 <= encoded[0] <= 0x9F):
+        return c
+    if "\u2400" <= c <= "\u241f":
+        return "^" + chr(ord(c) - 0x2400 + 0x40)  # as `shown` drew a C0 control, in readline's notation
+    return "^?" if c == "\u2421" else "?"
 
 
 def rows(text: str, columns: int) -> int:
