@@ -22,6 +22,7 @@ from typing import Any, Literal
 from agent import Tool, ToolContext, ToolError, new_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
+from lifecycle._contract import MAX_GOAL_CHARS
 from lifecycle._database import cannot_write
 from lifecycle._delegate_args import check_arguments, check_control, parse_tasks, present, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
@@ -64,6 +65,9 @@ NOT_RECORDED = (
     "recorded, and nothing of it runs. Tell the user the task could not be started and to ask again later; "
     "whoever runs me is told why in the logs."
 )
+
+MAX_STEER_CHARS = MAX_GOAL_CHARS
+"""The longest steer message: what `AsyncSubagentLifecycle.steer` takes, and as long as a goal may be."""
 
 CLOSED_WHILE_WAITING = (
     "No results: the lifecycle service closed before the subagents ended (the process is shutting down); "
@@ -238,10 +242,17 @@ class DelegateTool:
         )
         try:
             self.on_dispatch(dispatch)
-        except Exception:
-            log.exception("the host could not record background delegation %s", dispatch.delegation_id)
+        except Exception as exc:
+            full = cannot_write(exc)
+            if full:  # the operator's cause in one line, as for a launch the journal refused
+                log.error("background delegation %s could not be recorded, so its subagents are stopped: the state "
+                          "database cannot be written (%s)", dispatch.delegation_id, exc)
+            else:
+                log.exception("the host could not record background delegation %s", dispatch.delegation_id)
             await self.service._supervisor.interrupt(records, "the delegation could not be recorded")
-            raise ToolError("the subagents could not be started; try again") from None
+            # A full disk is not cured by trying again at once: the model is told what NOT_RECORDED says
+            # (tell the user, ask later), not to retry, which launched and stopped children again and again.
+            raise ToolError(NOT_RECORDED if full else "the subagents could not be started; try again") from None
         payload = {
             "status": "dispatched",
             "mode": "background",
@@ -268,12 +279,20 @@ class DelegateTool:
             now = self.service.clock.time()  # the clock that stamped started_at
             view = self.service.host_view()
             return {"subagents": [_listing(child, now) for child in view.children(parent_id)]}
-        record = self._own_child(args.get("subagent_id"), parent_id)
-        sid = record.handle.subagent_id
+        if "subagent_id" not in args:  # else "no running subagent None", as if the child had gone
+            raise ToolError(f"action={action} needs `subagent_id`: which subagent (action=list shows them)")
         if action == "steer":
             message = args.get("message")
             if not isinstance(message, str) or not message.strip():
                 raise ToolError("steer needs a non-empty `message`")
+            if len(message) > MAX_STEER_CHARS:
+                # The service's own steer refuses it too: here it went to the engine unchecked, and a
+                # megabyte steered in filled the child's context window from its next step on.
+                raise ToolError(f"steer's `message` is {len(message):,} characters; at most {MAX_STEER_CHARS:,}. "
+                                "Send the gist; a subagent cannot be given more than that at once")
+        record = self._own_child(args.get("subagent_id"), parent_id)
+        sid = record.handle.subagent_id
+        if action == "steer":
             # Still RUNNING while it winds down: the engine would take the text, or call the child not running yet.
             if record.stop_request is not None or not record.live:
                 ended = "is being stopped" if record.stop_request is not None else "has finished"

@@ -76,7 +76,8 @@ def tool_schema(*, background: bool, max_spawn_depth: int = 1, routes: Sequence[
         properties["action"] = {"type": "string", "enum": ["delegate", "list", "steer", "stop"],
                                 "description": "delegate (default); list running subagents; steer or stop one."}
         properties["subagent_id"] = {"type": "string", "description": "For steer and stop: which subagent."}
-        properties["message"] = {"type": "string", "description": "For steer: the text to deliver to it."}
+        properties["message"] = {"type": "string", "maxLength": MAX_GOAL_CHARS,
+                                 "description": "For steer: the text to deliver to it."}
     return {"type": "object", "properties": properties}
 
 
