@@ -13,6 +13,7 @@ meet a write under way (another turn's, another process's) sweeps its own.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -28,28 +29,45 @@ LEFTOVER_SECONDS = 600
 write takes milliseconds: its content is in hand)."""
 
 
-def write_whole(target: Path, data: bytes, *, temporary: Path, mode: int = 0o666) -> None:
+def write_whole(target: Path | str, data: bytes, *, temporary: Path | str, mode: int = 0o666,
+                folder: int | None = None) -> None:
     """Write ``data`` as ``target``, replacing it, through ``temporary`` (a new name in the same
     folder, made with ``mode`` before the umask; FileExistsError, untouched, when it exists):
     once this returns, ``target`` holds ``data`` whatever happens to the machine (unless its folder
     could not be flushed: logged); raising, it holds what it held. The ``temporary`` this made is
-    gone either way. Blocking."""
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    gone either way. With ``folder`` (a descriptor of the folder, ``O_PATH`` will do: see
+    `agent.tools._open_unfollowed.open_directory`), ``target`` and ``temporary`` are names in it: a
+    folder on the way swapped for a symlink since the caller checked it is not followed. Blocking."""
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                 dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temporary, target)
+        os.replace(temporary, target, src_dir_fd=folder, dst_dir_fd=folder)
     finally:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=folder)
     try:
-        fsync_path(target.parent)
+        if folder is None:
+            fsync_path(Path(target).parent)
+        else:
+            _fsync_at(folder)
     except OSError as exc:
         # Raised, it would say nothing was written of a file in place now: a memory note the model
         # was told is not there, and adds again. Some file systems flush no folders (EINVAL).
         log.warning("%s is written, but its folder could not be flushed to disk (%s): a power cut may"
                     " bring back what it held before", target, exc.strerror or exc)
+
+
+def _fsync_at(folder: int) -> None:
+    """Flush the folder a descriptor is open on (``O_PATH`` cannot be flushed itself)."""
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def remove_leftovers(folder: int | Path, temporary: re.Pattern[str]) -> int:

@@ -39,7 +39,9 @@ chat sharing the folder is storing a file under at that moment; the same bytes u
 the same name (a replay after a restart) reuse the file. A file that cannot be stored
 (something that is not a folder in the way of the chat's, a symlink on the way to it, a full
 disk) is explained to the user like a failed download and logged as an error naming the path
-in the way.
+in the way. A symlink put on the way after the check (by ``execute_code``) is not followed: the
+folders are opened one at a time from the root, following no symlink, and the file is written
+by name in the chat's (`agent.tools._open_unfollowed.open_directory`).
 
 A chat's files are for that chat only: its session's file tools (and its subagents')
 get a `chat_file_scope` that keeps them out of every other chat's folder, on every
@@ -56,6 +58,7 @@ import itertools
 import logging
 import os
 import re
+import stat
 import threading
 import unicodedata
 import uuid
@@ -69,6 +72,7 @@ from agent._durable import write_whole
 from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
 from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
+from agent.tools._open_unfollowed import is_swapped, open_directory
 from gateway.config.platform_settings import PLATFORM_NAMES
 from gateway.file_names import file_name
 from platforms.base import (
@@ -166,65 +170,80 @@ def store(workspace: Path, folder: str, name: str, data: bytes) -> str:
     """Write ``data`` as ``<name>`` (made safe) in ``attachments/<folder>`` inside ``workspace`` and
     return its workspace-relative path. ``folder`` is a `chat_folder`. Blocking: call it in a worker
     thread."""
+    relative = f"{FOLDER}/{folder}"
     try:
-        directory = resolve_in_workspace(workspace, f"{FOLDER}/{folder}")
+        directory = resolve_in_workspace(workspace, relative)
     except ToolError:
         # A symlink on the way that leads out of the workspace (made with execute_code): an OSError, so
         # the chat is told and the turn goes on, as for a file in the way; raised as it was, it broke the turn.
-        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: {_linked(workspace, f'{FOLDER}/{folder}')}"
-                                 " is a symlink that leads out of the workspace") from None
+        raise _link_refused(workspace, relative, out=True) from None
     if directory != workspace.resolve() / FOLDER / folder:
         # A symlink on the way that stays inside (the chat's folder a link to another chat's): followed, this
         # chat's files would land in the other's, for its model to read, and the scope refuses them to this one.
-        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: {_linked(workspace, f'{FOLDER}/{folder}')}"
-                                 " is a symlink, and a chat's files are stored only in a folder of its own")
+        raise _link_refused(workspace, relative, out=False)
     try:
-        _make_folders(directory)
-    except (FileExistsError, NotADirectoryError):
-        raise NotADirectoryError(f"cannot store files in {FOLDER}/{folder}/: "
-                                 f"{_in_the_way(workspace, f'{FOLDER}/{folder}')} is in the way: it is not a folder"
-                                 ) from None
+        # Opened (and made) one folder at a time, following no symlink, and written by name in it: a folder on
+        # the way swapped for a symlink since the look above (execute_code, anything writing in the chat's
+        # folder) was followed by a write by path, and the file landed wherever the link led.
+        opened = open_directory(directory, make_folders=True, mode=FOLDER_MODE)
+    except OSError as exc:
+        if is_swapped(exc):
+            raise _link_refused(workspace, relative, out=_leads_out(workspace, relative)) from None
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            raise NotADirectoryError(f"cannot store files in {relative}/: {_in_the_way(workspace, relative)} is in"
+                                     " the way: it is not a folder") from None
+        raise
+    try:
+        return _store_in(opened, directory, name, data).relative_to(workspace.resolve()).as_posix()
+    finally:
+        os.close(opened)
+
+
+def _store_in(opened: int, directory: Path, name: str, data: bytes) -> Path:
+    """`store`'s write in the folder ``directory``, open (unfollowed) as ``opened``: every name looked at
+    and written relative to ``opened``."""
     base = safe_name(name)
     stem, dot, ext = base.rpartition(".")
     stem, ext = (stem, f".{ext}") if dot and stem else (base, "")
     for n in range(1, 10_000):
-        target = directory / (base if n == 1 else f"{stem}-{n}{ext}")  # a safe name: it stays in `directory`
-        with _claimed(target) as mine:
-            if not mine or target.is_symlink():
+        target = base if n == 1 else f"{stem}-{n}{ext}"  # a safe name: it stays in `directory`
+        with _claimed(directory / target) as mine:
+            if not mine:
                 continue
-            if target.exists():
-                if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
-                    break  # the same file again (a replay): keep the one there
-                continue
-            write_whole(target, data, temporary=directory / f".{target.name}.{uuid.uuid4().hex}.part",
-                        mode=FILE_MODE)
-            break
-    else:
-        raise FileExistsError(f"no free name for {base} in {directory}")
-    return target.relative_to(workspace.resolve()).as_posix()
+            try:
+                there = os.stat(target, dir_fd=opened, follow_symlinks=False)
+            except FileNotFoundError:
+                write_whole(target, data, temporary=f".{target}.{uuid.uuid4().hex}.part", mode=FILE_MODE,
+                            folder=opened)
+                return directory / target
+            if stat.S_ISREG(there.st_mode) and there.st_size == len(data) and _holds(opened, target, data):
+                return directory / target  # the same file again (a replay): keep the one there
+    raise FileExistsError(f"no free name for {base} in {directory}")
 
 
-def _make_folders(directory: Path) -> None:
-    """``mkdir -p directory``, each folder it makes `FOLDER_MODE`: `Path.mkdir` gives its mode to the last
-    one only, the chat's, and the umask's default to ``attachments/`` and ``attachments/<platform>/``.
-    Folders already there keep their mode. FileExistsError or NotADirectoryError when something that is
-    not a folder is in the way."""
-    missing: list[Path] = []
-    while not directory.is_dir():
-        # A file, or a link to nowhere, where a folder must be. Looked at again: another chat of the platform,
-        # storing at once, may have made the folder since the look above (five chats' photos at once: one was
-        # told a file was in the way of its folder).
-        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
-            raise FileExistsError(directory)
-        missing.append(directory)
-        directory = directory.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=FOLDER_MODE)
-        except FileExistsError:
-            if not path.is_dir():
-                raise
-            # Another chat of the same folder (a group's topics) made it meanwhile.
+def _holds(opened: int, name: str, data: bytes) -> bool:
+    """Whether the file ``name`` in ``opened`` holds ``data``: read as it is, not through a symlink or a
+    FIFO swapped in since it was looked at."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=opened)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and f.read(len(data) + 1) == data
+
+
+def _link_refused(workspace: Path, relative: str, *, out: bool) -> NotADirectoryError:
+    """The refusal of ``relative``'s folder, a symlink on its way leading ``out`` of the workspace or not."""
+    why = ("is a symlink that leads out of the workspace" if out
+           else "is a symlink, and a chat's files are stored only in a folder of its own")
+    return NotADirectoryError(f"cannot store files in {relative}/: {_linked(workspace, relative)} {why}")
+
+
+def _leads_out(workspace: Path, relative: str) -> bool:
+    """Whether ``relative`` resolves outside the workspace now (a link swapped in after the check)."""
+    root = workspace.resolve()
+    target = Path(os.path.realpath(root / relative))
+    return target != root and root not in target.parents
 
 
 _CLAIMS: set[Path] = set()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent._durable import write_whole
+from agent.tools._open_unfollowed import is_swapped, open_directory
 from lifecycle._child_run import ChildOutcome
 from lifecycle._contract import SubagentResult, SubagentState
 
@@ -142,23 +143,26 @@ def _spill(workspace: Path, relative: Path, text: str) -> str | None:
 
     Refused when a folder on the way is a symlink (a chat's own folder made a link to another chat's
     with ``execute_code``, or ``.switchboard`` a link out of the workspace): followed, this chat's answer
-    landed in the other chat's folder, for its model to read, or outside the workspace. Written whole
+    landed in the other chat's folder, for its model to read, or outside the workspace. One put there
+    after the look is not followed either: the folders are opened (and made) one at a time, following
+    no symlink, and the file written by name in the last (`open_directory`). Written whole
     (`write_whole`): a crash midway left a half answer under the name the marker gives the model."""
     root = workspace.resolve()
     path = Path(os.path.normpath(root / relative))
     try:
         if path.parent.resolve() != path.parent:  # checked before anything is made through the link
             raise _Linked
-        _make_folders(root, path.parent)
-        if path.parent.resolve() != path.parent:  # a link put in place meanwhile
-            raise _Linked
-        write_whole(path, text.encode("utf-8", errors="surrogatepass"),
-                    temporary=path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), mode=0o600)
+        folder = open_directory(path.parent, make_folders=True, mode=0o700)
+        try:
+            write_whole(path.name, text.encode("utf-8", errors="surrogatepass"),
+                        temporary=f".{path.name}.{secrets.token_hex(4)}.tmp", mode=0o600, folder=folder)
+        finally:
+            os.close(folder)
     except _Linked:
-        log.warning("a subagent's answer is not saved to %s: a folder on its way is a symlink, and an answer"
-                    " is saved only in a folder of the session's own", path)
-        return f"{relative.parent}/ (or a folder on its way) is a symlink, and it is saved only in a folder of its own"
+        return _linked(path, relative)
     except OSError as exc:
+        if is_swapped(exc):  # ELOOP: a link put in place since the look
+            return _linked(path, relative)
         log.warning("could not save a full child summary to %s: %s", path, exc)
         return f"it could not be saved ({exc.strerror or type(exc).__name__})"
     return None
@@ -168,16 +172,7 @@ class _Linked(Exception):
     pass
 
 
-def _make_folders(root: Path, folder: Path) -> None:
-    """``mkdir -p folder`` below ``root``, each folder it makes 0700: `Path.mkdir` gives its mode to the last
-    one only. Folders already there keep theirs."""
-    missing = []
-    while folder != root and not folder.is_dir():
-        missing.append(folder)
-        folder = folder.parent
-    for made in reversed(missing):
-        try:
-            made.mkdir(mode=0o700)
-        except FileExistsError:
-            if not made.is_dir():
-                raise
+def _linked(path: Path, relative: Path) -> str:
+    log.warning("a subagent's answer is not saved to %s: a folder on its way is a symlink, and an answer"
+                " is saved only in a folder of the session's own", path)
+    return f"{relative.parent}/ (or a folder on its way) is a symlink, and it is saved only in a folder of its own"

@@ -45,10 +45,20 @@ def open_folder(path: Path, *, make_folders: bool = False) -> int:
     """The descriptor (``O_PATH``) of the folder ``path`` (absolute) is in, opened as `open_unfollowed`
     opens it, for calls on the file's name relative to it (``dir_fd=``). Raises as `open_unfollowed`;
     the caller closes the descriptor. Blocking."""
+    return open_directory(path.parent, make_folders=make_folders)
+
+
+def open_directory(path: Path, *, make_folders: bool = False, mode: int = 0o777) -> int:
+    """The descriptor (``O_PATH``) of the folder ``path`` (absolute, no ``..`` in it) itself, each folder
+    on the way opened inside the one before, following no symlink, for writes by name relative to it
+    (``dir_fd=``): checked by path and then written by path, a folder swapped for a symlink in between
+    was followed, and the file landed wherever the link led. ``make_folders`` makes the missing folders
+    on the way, and ``path``, with ``mode`` (less the umask); folders already there keep theirs. Raises
+    as `open_unfollowed`; the caller closes the descriptor. Blocking."""
     folder = os.open(path.anchor, _FOLDER)
     try:
-        for part in path.parts[1:-1]:
-            inner = _folder(folder, part, make_folders)
+        for part in path.parts[1:]:
+            inner = _folder(folder, part, make_folders, mode)
             os.close(folder)
             folder = inner
     except BaseException:
@@ -57,14 +67,14 @@ def open_folder(path: Path, *, make_folders: bool = False) -> int:
     return folder
 
 
-def _folder(parent: int, name: str, make: bool) -> int:
+def _folder(parent: int, name: str, make: bool, mode: int) -> int:
     try:
         return _open(parent, name, _FOLDER)
     except FileNotFoundError:
         if not make:
             raise
     try:
-        os.mkdir(name, dir_fd=parent)
+        os.mkdir(name, mode, dir_fd=parent)
     except FileExistsError:  # made meanwhile; opened, unfollowed, like any other
         pass
     return _open(parent, name, _FOLDER)

@@ -4,23 +4,23 @@ way of its folder, and its photo was not stored (seen as a flaky five-chats-at-o
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from gateway.attachments import _make_folders
+from gateway.attachments import chat_folder, store
 
 
 def test_a_folder_another_chat_makes_meanwhile_is_no_file_in_the_way(tmp_path, monkeypatch) -> None:
     platform = tmp_path / "attachments" / "telegram"
-    real_is_dir = Path.is_dir
+    real_mkdir = os.mkdir
     raced: list[bool] = []
 
-    def is_dir(self: Path) -> bool:
-        if self == platform and not raced:
+    def mkdir(path, mode=0o777, *, dir_fd=None) -> None:
+        if path == "telegram" and not raced:
             raced.append(True)
-            platform.mkdir(parents=True)  # another chat makes it now, right after this one looked
-            return False
-        return real_is_dir(self)
+            platform.mkdir(parents=True)  # another chat makes it now, right after this one found it missing
+        real_mkdir(path, mode, dir_fd=dir_fd)
 
-    monkeypatch.setattr(Path, "is_dir", is_dir)
-    _make_folders(platform / "42")
-    assert raced and real_is_dir(platform / "42")
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    stored = store(tmp_path, chat_folder("telegram", "42"), "photo.jpg", b"x")
+    assert raced and stored == "attachments/telegram/42/photo.jpg" and Path(tmp_path / stored).read_bytes() == b"x"
