@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gateway.config import Config
 from gateway.config.secret_values import shown_url
+from gateway.display import turn_display
+from platforms.local import LocalAdapter
 
 _DEMO_TRY = """\
 Try:
@@ -35,7 +37,10 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
     if mode == "inline":
         shown = "delegated work finishes inside the turn, as one answer"
         interval = config.agent.gateway_notify_interval
-        if interval > 0:
+        # Notices turned off for the terminal (`display.platforms.local.long_running_notifications: false`)
+        # show no such line, however short the interval: promised, the chat looked stuck while it worked.
+        display = turn_display(config, LocalAdapter.name, LocalAdapter.tier)
+        if interval > 0 and (display.progress == "card" or display.long_running_notifications is not False):
             shown += f", with a ⏳ progress line every {interval:g} s"
     else:
         shown = "delegated work runs in the background: an acknowledgement now, the results when they are ready"

@@ -15,6 +15,8 @@ from collections.abc import Collection, Sequence
 from gateway.store import DelegationRow, GatewayStore, OutboxRow, split_session_key
 
 log = logging.getLogger("gateway.app")  # the gateway's start-up lines, wherever they are written from
+TERMINAL = "local"
+"""The terminal's platform: only ``switchboard chat`` runs it, whatever the configuration says."""
 
 
 def configured(row: DelegationRow, adapters: Collection[str]) -> bool:
@@ -33,7 +35,13 @@ def keep_unconfigured(store: GatewayStore, adapters: Collection[str], pending: S
     for message in pending:
         kept.setdefault(message.platform, [0, 0, 0])[2] += 1
     for platform, (events, results, messages) in sorted(kept.items()):
-        if platform not in adapters:
+        if platform == TERMINAL and platform not in adapters:
+            # No setting configures the terminal: told to configure it, an operator of `switchboard run` looked
+            # for a `platforms.local` that does not exist, warned so at every start until the next chat.
+            log.warning("the terminal chat is not running here: %d message(s) to answer, %d background result(s) to"
+                        " deliver and %d message(s) to send are kept, untouched, until `switchboard chat` next"
+                        " starts on this state directory", events, results, messages)
+        elif platform not in adapters:
             log.warning("%s is not configured: %d message(s) to answer, %d background result(s) to deliver and"
                         " %d message(s) to send are kept, untouched, until it is configured again", platform,
                         events, results, messages)
