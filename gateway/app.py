@@ -135,7 +135,7 @@ class Gateway:
         self.commands = Commands(self.sessions, host.children, self.ledger, host.plugins.commands,
                                  adapters=self.adapters, clock=clock, sent_before=self._sent_before,
                                  turn_event=self.store.inbox.event_of_turn,
-                                 routing=host.routing)
+                                 routing=host.routing, reply_journaled=self.runner.reply_journaled)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock,
                                    pay_owed=self.runner.pay_owed)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
@@ -312,6 +312,8 @@ class Gateway:
             except Exception:
                 log.exception("stopping %s failed", adapter.name)
         self.runner.stop_taking()  # nothing queued starts: the turns running get the grace, and plugin commands
+        # Their tries again are cancelled (`dead_letters.close`): else the next start ran those commands again.
+        self._answers.journal_kept()
         running = [*self.runner.busy, *self._answers.aside]
         if running:
             await asyncio.wait(running, timeout=max(deadline - loop.time(), 0))
@@ -391,7 +393,8 @@ class Gateway:
             # Recorded by an earlier handing over, maybe not durably yet (its commit refused, or due):
             # the caller acknowledges it to the platform on our word.
             await self._recorded_durably()
-            return Accepted(accepted.turn_id, key, duplicate=True)
+            # One handed to a question and not settled yet (refused) names the asking turn, as once settled.
+            return Accepted(self.questions.handed(inbound) or accepted.turn_id, key, duplicate=True)
         if accepted.recorded_as is not None:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
                      " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
@@ -431,7 +434,9 @@ class Gateway:
                 return await self._dispatch(inbound, turn_id, route)  # type: ignore[arg-type]
         except Exception as exc:
             self._not_handled(inbound, turn_id, exc)
-            return Accepted(turn_id, key)
+            # Handed to a question before the store refused its settling: answered in the asking turn, which a
+            # caller that follows turn ids (webhooks) reads, not this event's own turn, which never runs.
+            return Accepted(self.questions.handed(inbound) or turn_id, key)
 
     async def _durable_before_waiting(self) -> None:
         """Before an event waits for the event of its chat being handled: commit it, so that the platform's
@@ -510,7 +515,7 @@ class Gateway:
             else:
                 # Run once: an answer the store refuses is kept for the event handled again, not made anew.
                 text = await self._answers.run(session, route, inbound)
-                with self._answers.kept_if_refused(inbound, text):
+                with self._answers.kept_if_refused(inbound, text, turn_id):
                     self._answers.answer(inbound, text, turn_id)
             return Accepted(turn_id, session.key)
         turn_id = turn_id or new_turn_id()  # an event recorded without one by an older build
@@ -518,10 +523,12 @@ class Gateway:
             if self.store.outbox.message(f"{answer_key(inbound)}:0") is None:  # else it ran before a restart
                 self.store.inbox.begin(inbound.platform, inbound.event_id)  # as a command of its own
                 text = await self._answers.run(session, route, inbound)
-                with self._answers.kept_if_refused(inbound, text):
+                with self._answers.kept_if_refused(inbound, text, turn_id, settles=False):
                     self._answers.send(inbound, text, turn_id)
-                # Answered: its text waits for its turn, charged with nothing until that begins.
-                self.store.inbox.reopen(inbound.platform, inbound.event_id)
+            # Answered: its text waits for its turn, charged with nothing until that begins. Also when answered
+            # already: the store refused this very write (a full disk), and the event is handled again; left begun,
+            # a death while the text waited behind a slow turn was charged to it.
+            self.store.inbox.reopen(inbound.platform, inbound.event_id)
             # Queued whatever the busy mode: /new has stopped the running turn (or, sent before that turn's
             # message, left it going on: it waits for it).
             self.runner.submit(session, WorkItem("message", route.then_message, turn_id, inbound))

@@ -6,8 +6,10 @@ is journaled. A plugin's command runs beside intake (its handler may take its ti
 stop waits for it; an answer of its the state database refuses to journal (a full disk) is kept and
 journaled once it can be, its handler not run again. A built-in command's answer the database refuses is
 kept too, and the event, handled again once the database can write, journals that answer without running
-the command again (`run`, `kept_if_refused`). Kept apart from `gateway.app`'s intake, which
-only decides that an event is a command and hands it here.
+the command again (`run`, `kept_if_refused`). Kept answers live in memory: a stop journals them once more
+(`journal_kept`), so that a disk with room again before their next try does not have the next start run
+their commands again. Kept apart from `gateway.app`'s intake, which only decides that an event is a
+command and hands it here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from agent import Clock
 from gateway.commands import Command, Commands
@@ -34,6 +37,20 @@ def answer_key(inbound: Inbound) -> str:
     return f"cmd-{inbound.platform}-{inbound.event_id}"
 
 
+@dataclass(slots=True)
+class _Kept:
+    """An answer the store refused to journal, with what journaling it takes."""
+
+    inbound: Inbound
+    text: str
+    turn_id: str | None
+    settles: bool
+    """Journaled, its event is settled: not for ``/new``'s with text after it, whose event the text's turn settles
+    (then it waits for that turn, as `gateway.app.Gateway._dispatch` leaves it)."""
+    task: asyncio.Task | None = None
+    """A plugin command's answer: the task trying it again (`_journal`), ended once `journal_kept` journals it."""
+
+
 class CommandAnswers:
     def __init__(self, outbox: Outbox, inbox: Inbox, commands: Commands, dead_letters: DeadLetterPolicy, *,
                  accepting: Callable[[], bool], clock: Clock) -> None:
@@ -43,33 +60,64 @@ class CommandAnswers:
         self._accepting, self._clock = accepting, clock
         self.aside: set[asyncio.Task] = set()
         """Plugin commands being answered (`answer_aside`)."""
-        self._unjournaled: dict[tuple[str, str], str] = {}
-        """By (platform, event id): the answers of built-in commands that ran, which the store refused to journal
-        (`kept_if_refused`)."""
+        self._unjournaled: dict[tuple[str, str], _Kept] = {}
+        """By (platform, event id): the answers of commands that ran, which the store refused to journal
+        (`kept_if_refused`, `_journal`)."""
 
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         """`Commands.run` for a built-in command, unless it ran already for ``inbound`` and the store refused to
         journal its answer (a full disk, a lock): then that answer. The refusal has the event handled again
         (`DeadLetterPolicy.refused`), and run again the command did its work twice: a second ``/new`` started
         yet another session, forgetting what was said since the first, a second ``/stop`` stopped turns begun
-        since. Only in this process: a stop before the answer is journaled runs the command again after the
-        next start, as it does a plugin's."""
+        since. Only in this process: a stop the store still refuses the answer at (`journal_kept`) runs the
+        command again after the next start, as it does a plugin's."""
         kept = self._unjournaled.get((inbound.platform, inbound.event_id))
-        return kept if kept is not None else await self._commands.run(session, command, inbound)
+        return kept.text if kept is not None else await self._commands.run(session, command, inbound)
 
     @contextlib.contextmanager
-    def kept_if_refused(self, inbound: Inbound, text: str) -> Iterator[None]:
-        """Journal ``text``, the answer a command gave to ``inbound``, in the block: if the store refuses it
-        (`storage_refusal`), the answer is kept for `run` to give when the event is handled again; once the
-        block has journaled it, it is forgotten. Raises what the block raises."""
+    def kept_if_refused(self, inbound: Inbound, text: str, turn_id: str | None = None, *,
+                        settles: bool = True) -> Iterator[None]:
+        """Journal ``text``, the answer a command gave to ``inbound`` (with ``turn_id``), in the block: if the store
+        refuses it (`storage_refusal`), the answer is kept for `run` to give when the event is handled again, and
+        for `journal_kept`; once the block has journaled it, it is forgotten. ``settles``: the block settles the
+        event too (`answer`); else it only sends the answer (`/new` with text after it). Raises what the block
+        raises."""
         key = (inbound.platform, inbound.event_id)
         try:
             yield
         except Exception as exc:
             if storage_refusal(exc):
-                self._unjournaled[key] = text
+                self._unjournaled[key] = _Kept(inbound, text, turn_id, settles)
             raise
         self._unjournaled.pop(key, None)
+
+    def journal_kept(self) -> int:
+        """At a stop, after the events' tries again are cancelled: journal the answers the store refused, once more.
+        Kept in memory only, each was lost to the stop, and the next start ran its command again: a second
+        ``/new`` started yet another session, a plugin's handler did its work (a deploy) twice. An answer whose
+        event the text after a ``/new`` waits on is journaled, and the event left for the next start to queue
+        that text (`gateway.app.Gateway._dispatch` finds the answer and does not run ``/new`` again). Refused
+        again (the disk still full), an answer stays as it was: one line says so. Returns how many were
+        journaled; never raises."""
+        journaled = 0
+        for key, kept in list(self._unjournaled.items()):
+            inbound = kept.inbound
+            try:
+                if kept.settles:
+                    self.answer(inbound, kept.text, kept.turn_id)
+                else:
+                    self.send(inbound, kept.text, kept.turn_id)
+                    self._inbox.reopen(inbound.platform, inbound.event_id)  # its text waits for its turn
+            except Exception as exc:
+                log.warning("%s event %s: the state database still refuses the answer of its command at the stop "
+                            "(%s: %s): the command runs again after the next start", inbound.platform,
+                            inbound.event_id, type(exc).__name__, exc)
+                continue
+            journaled += 1
+            del self._unjournaled[key]
+            if kept.task is not None:
+                kept.task.cancel()  # its answer is in: no need to wait out its pause before the next try
+        return journaled
 
     def answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command,
                      turn_id: str | None = None) -> None:
@@ -105,13 +153,17 @@ class CommandAnswers:
         event): a try whose writes SQLite rolled back and writes again later journals it once. Raises what
         else `answer` raises, and a refusal while the gateway stops (the event is kept for the next start)."""
         tries = 0
+        key = (inbound.platform, inbound.event_id)
         while True:
             try:
                 self.answer(inbound, text, turn_id)
+                self._unjournaled.pop(key, None)
                 return
             except Exception as exc:
                 if not storage_refusal(exc) or not self._accepting():
+                    self._unjournaled.pop(key, None)
                     raise
+                self._unjournaled[key] = _Kept(inbound, text, turn_id, True, asyncio.current_task())
                 tries += 1
                 # Bounded before the power: a disk full for hours makes thousands of tries.
                 pause = min(MAX_PAUSE_SECONDS, FIRST_PAUSE_SECONDS * 2 ** min(tries - 1, 16))

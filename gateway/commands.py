@@ -8,7 +8,7 @@ import functools
 import inspect
 import logging
 from collections import ChainMap
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand, PluginThreads
@@ -58,6 +58,12 @@ SentBefore = Callable[[Inbound, Inbound | Heard | None], bool]
 """``sent_before(event, other)``: whether ``event`` was sent before ``other`` (False when unknown)."""
 TurnEvent = Callable[[str, str], Inbound | None]
 """``turn_event(platform, turn_id)``: the message that turn answers, while the inbox remembers it."""
+ReplyJournaled = Callable[[str], Awaitable[None]]
+"""``reply_journaled(turn_id)``: returns once that turn's reply, if being journaled now, is (`gateway.turn_runner`)."""
+
+
+async def _nothing_journaling(turn_id: str) -> None:
+    return None
 
 
 def new_sent_before_answered(n: int) -> str:
@@ -114,10 +120,12 @@ class Commands:
     def __init__(self, registry: SessionRegistry, children: HostView, ledger: Ledger,
                  plugins: Mapping[str, PluginCommand], *, adapters: Mapping[str, Adapter], clock: Clock,
                  sent_before: SentBefore, turn_event: TurnEvent = lambda platform, turn_id: None,
-                 routing: Routing | None = None) -> None:
+                 routing: Routing | None = None, reply_journaled: ReplyJournaled = _nothing_journaling) -> None:
         """``sent_before``: the order the chat's messages were sent in (`gateway.app.Gateway._sent_before`);
-        ``turn_event``: the message a turn answers (`gateway.store.Inbox.event_of_turn`)."""
+        ``turn_event``: the message a turn answers (`gateway.store.Inbox.event_of_turn`); ``reply_journaled``:
+        `gateway.turn_runner.TurnRunner.reply_journaled`."""
         self._registry = registry
+        self._reply_journaled = reply_journaled
         self._sent_before = sent_before
         self._turn_event = turn_event
         self._adapters = adapters
@@ -233,6 +241,8 @@ class Commands:
                             if event.event_id not in unread and self._sent_before(inbound, event)}):
             return new_sent_before_answered(answered)
         delivering = _delivering(session)
+        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`).
+        replying = session.running.turn_id if session.running is not None and session.running.replying else None
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
@@ -240,6 +250,9 @@ class Commands:
         # left the old session's children running in the journal, lost to the restart, and on_restart: resume ran
         # them again.
         saved = not ended or await self._children.stops_committed()
+        if replying is not None:
+            # The old session's answer goes first: after "Started a new session." it read as the new session's.
+            await self._reply_journaled(replying)
         extra = f" and ended {_count(ended, 'subagent')}" if ended and saved else ""
         unsaved = [stop_not_saved(ended)] if not saved else []
         results = [_undelivered(finished) + "."] if finished else []

@@ -104,11 +104,22 @@ class TurnRunner:
         self._cut_short: set[GatewaySession] = set()
         """Sessions whose turn the shutdown interrupted (`RunningTurn.runs_again`): their agents' messages hold
         that turn half done, so no transcript of theirs is stored at the stop (`cancel`)."""
+        self._journaling: dict[str, asyncio.Event] = {}
+        """By turn id: the replies being journaled (`RunningTurn.replying`), set once they are, or refused."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
         handed back, a delivery a stopped process left): each is a replay when it begins."""
         self._replays |= turn_ids
+
+    async def reply_journaled(self, turn_id: str) -> None:
+        """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
+        worker thread first), is in the outbox, or refused by it, or its journaling cancelled. A ``/new`` waits for
+        it before its own answer: journaled first, "Started a new session." went to the chat before the old session's
+        answer, which read as the new session's."""
+        journaled = self._journaling.get(turn_id)
+        if journaled is not None:
+            await journaled.wait()
 
     def not_beginning(self, turn_id: str) -> None:
         """The turn of ``turn_id`` will not begin (its event was set aside): no replay to wait for."""
@@ -386,7 +397,12 @@ class TurnRunner:
                     self._note_waited(session, item)  # unless it went at the start: its key is the turn's
             running.replying = True  # a stop from now on comes after the reply (`SessionRegistry.stop_turn`)
             answer = EndMessage(text, kind, f"{item.turn_id}:{kind}", item.turn_id, reply_to=None)
-            message = await self._reply(session, running, answer, finish_progress, refused)
+            journaled = self._journaling[item.turn_id] = asyncio.Event()
+            try:
+                message = await self._reply(session, running, answer, finish_progress, refused)
+            finally:
+                del self._journaling[item.turn_id]
+                journaled.set()
         elif (running.suppressed or answered) and (
                 session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
             message = EndMessage(SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind, f"{item.turn_id}:{kind}",
