@@ -106,8 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
     inbox_commands.add_parser("dead", parents=[common_inner], help="list the dead letters")
     retry = inbox_commands.add_parser("retry", parents=[common_inner], help="hand a dead letter back to the gateway")
-    retry.add_argument("letter_id", type=row_id, metavar="ID", help="the dead letter's id, as `inbox dead` lists it")
+    retry.add_argument("letter_id", type=_letter_id, metavar="ID",
+                       help="the dead letter's id, as `inbox dead` lists it")
     return parser
+
+
+def _letter_id(text: str) -> int:
+    """A dead letter's id as typed. argparse names a type's failure by the function's name: `row_id`'s
+    told the operator ``invalid row_id value: 'abc'``, a parameter of ours, not what an id is."""
+    try:
+        return row_id(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a dead letter id: ids are the numbers"
+                                         " `switchboard inbox dead` lists") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

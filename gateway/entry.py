@@ -4,7 +4,12 @@ Loading the program takes a second or more (the SDKs, the agent, the store): Ctr
 end it as it does later, exit status 130 and no traceback, so the loading happens in here. So
 must SIGTERM: in a container the command is PID 1, which the kernel spares every signal it set
 no handler for, so `docker stop` did nothing until Docker killed it. A handler is set first thing
-(exit status 143, as the signal's default); the gateway replaces it with its graceful stop.
+(exit status 143, as the signal's default); the gateway replaces it with its graceful stop. SIGHUP
+(the terminal closed) alike, status 129: its default action killed the process outright, while it
+loaded or checked the model server, and a running gateway stops gracefully on it, so a hangup
+a moment earlier ended it unlike any other stop. `switchboard ask` sets no handlers of its own: both
+end it so throughout. Not over a SIGHUP the process was started ignoring (``nohup``):
+`gateway.stop_signals` reads that to keep ignoring it.
 
 A signal lands wherever the program is, a finalizer too (an object's ``__del__``, a weakref's
 callback, which the collector runs as loading makes garbage): Python only prints the exception a
@@ -45,6 +50,8 @@ def _unraisable(report: object) -> None:
 def main() -> int:
     sys.unraisablehook = _unraisable
     signal.signal(signal.SIGTERM, _terminate)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, _terminate)
     # Python's own handler until the program is loaded; then it is Python's again, which asyncio.run
     # looks for before it sets its own (a first Ctrl-C cancels the command's loop, raising nothing).
     signal.signal(signal.SIGINT, _interrupt)

@@ -5,6 +5,11 @@ the state database directly. A re-queued event is handled by the running gateway
 within seconds, or by the next start: by one that runs its platform (the terminal's, by
 ``switchboard chat``), which the retry's line says, from the configuration it was given.
 
+The listing only reads: it opens the database read-only and never migrates it, so a newer
+switchboard installed beside an older gateway still running does not upgrade that gateway's
+database under it, and a backup's read-only copy can be listed. A retry writes, and upgrades an
+older version's database as a start would, but not one a gateway runs on.
+
 A letter's error is the exception's text as stored, which the gateway's log masks: it is
 listed masked the same way (`gateway.logging.redact`, the configuration's secrets registered
 as a start registers them), on one line, and so is the start of its text. A letter's chat and
@@ -13,8 +18,10 @@ event ids, and its error, are shown with their control characters made visible, 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import sqlite3
 from pathlib import Path
 from typing import TextIO
 
@@ -23,9 +30,9 @@ from gateway.config.platform_settings import PLATFORM_NAMES
 from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact, redacted_cut, register_secret
-from gateway.preflight import check_database
+from gateway.preflight import check_database, open_read_only
 from gateway.state_lock import LOCK_FILE, held_here
-from gateway.store import DeadLetter, GatewayStore
+from gateway.store import SCHEMA_VERSION, DeadLetter, DeadLetters, GatewayStore, StoreError, schema_too_new
 from platforms.local_screen import shown
 
 PREVIEW_CHARS = 60
@@ -33,23 +40,33 @@ PROC_LOCKS = "/proc/locks"
 
 
 def inbox_command(config: Config, command: str, letter_id: int | None, out: TextIO, err: TextIO) -> int:
+    """Raises `StoreError` for a database this version cannot read (a newer one's, or an older one's
+    it cannot list or may not upgrade) and SQLite's errors as they come; `gateway.cli` words them."""
     path = Path(config.state_dir) / STATE_DB
     try:
         # As a start checks it: opened as it is, an empty database beside a -wal would be given a fresh
         # schema and the -wal, the last commits and dead letters with them, deleted.
-        check_database(path)
+        check_database(path, writable=command != "dead")
     except StartupError as exc:
         print(f"switchboard: {exc}", file=err)
         return 1
     if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         print(f"switchboard: no state database at {path}: nothing has been received yet", file=err)
         return 1
+    if command == "dead":
+        for secret in config_secrets(config):
+            register_secret(secret)
+        return _list(_dead_letters(path), out)
+    with contextlib.closing(open_read_only(path)) as conn:
+        version = _schema_version(conn)
+    if version is not None and version > SCHEMA_VERSION:
+        raise schema_too_new(path, version)
+    if version is not None and version < SCHEMA_VERSION and _gateway_running(config):
+        # Upgraded under it, the gateway would go on writing the shapes it knows into tables of others.
+        raise StoreError(f"{_older(path, version)}, and a gateway runs on it: stop it and start this version's"
+                         " gateway once to upgrade the database, or use the switchboard that matches the running one")
     store = GatewayStore(path)
     try:
-        if command == "dead":
-            for secret in config_secrets(config):
-                register_secret(secret)
-            return _list(store.dead_letters.all(), out)
         assert letter_id is not None
         letter = store.dead_letters.retry(letter_id, store.inbox.requeue)
         if letter is None:
@@ -60,6 +77,54 @@ def inbox_command(config: Config, command: str, letter_id: int | None, out: Text
         return 0
     finally:
         store.close()
+
+
+def _dead_letters(path: Path) -> list[DeadLetter]:
+    """Every dead letter, read on a connection that cannot write: a newer version's database is refused as
+    a start refuses it; an older one's is read as it is when its letters are where this version keeps
+    them, else refused, never upgraded."""
+    with contextlib.closing(open_read_only(path)) as conn:
+        version = _schema_version(conn)
+        if version is None:
+            return []  # no gateway has used this database: a lifecycle journal's alone (`switchboard ask`)
+        if version > SCHEMA_VERSION:
+            raise schema_too_new(path, version)
+        try:
+            return DeadLetters(_Reader(conn)).all()  # type: ignore[arg-type]  # what it reads, only
+        except sqlite3.OperationalError as exc:
+            if version == SCHEMA_VERSION or "no such" not in str(exc):
+                raise
+            raise StoreError(f"{_older(path, version)}: start the gateway once to upgrade it, or use the"
+                             " matching switchboard") from exc
+
+
+def _older(path: Path, version: int) -> str:
+    return (f"state database {path} is from an older version (gateway schema {version}; this one reads"
+            f" {SCHEMA_VERSION})")
+
+
+def _schema_version(conn: sqlite3.Connection) -> int | None:
+    """The gateway schema the database was last opened with; None before any gateway opened it."""
+    try:
+        row = conn.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return None if row is None else int(row[0])
+
+
+class _Reader:
+    """The reading half of `lifecycle.SqliteDatabase`, on a read-only connection, for the store's tables."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def read_one(self, sql: str, params: tuple = ()) -> tuple | None:
+        return self._conn.execute(sql, params).fetchone()
 
 
 def _list(letters: list[DeadLetter], out: TextIO) -> int:

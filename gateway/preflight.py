@@ -6,7 +6,7 @@ connects, so a failed check leaves nothing accepted and then lost.
 
 - `check_state_dir`: the state directory (and the workspace) can be looked up (no
   directory above it the gateway's user may not enter), exists or can be made, is a directory
-  the gateway's user can enter, on a writable file system, and has room; the
+  the gateway's user can enter, on a writable file system, and has room (bytes and inodes); the
   database, if there is one, is a SQLite file whose pages all pass
   ``PRAGMA quick_check``, and a ``-wal`` file has its database; the workspace is
   a directory.
@@ -38,6 +38,9 @@ from gateway.host import PRIVATE, STATE_DB
 
 MIN_FREE_BYTES = 1024 * 1024
 """Less free space than this under the state directory stops the start: SQLite could not write."""
+MIN_FREE_INODES = 16
+"""Fewer free inodes than this under the state directory stops the start: with bytes to spare, SQLite
+could still not create the database's ``-wal`` and ``-shm``, nor the gateway its lock file or chat log."""
 _WHERE = "state_dir (or $SWITCHBOARD_STATE_DIR)"
 
 
@@ -67,10 +70,29 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None, *, database:
     if free < MIN_FREE_BYTES:
         raise StartupError(f"state directory {state_dir}: no space left on its disk ({free:,} bytes free); free"
                            f" some space, or point {_WHERE} at another disk")
+    if (inodes := _free_inodes(state_dir)) is not None and inodes < MIN_FREE_INODES:
+        raise StartupError(_no_inodes(f"state directory {state_dir}", inodes))
     if database:
         check_database(state_dir / STATE_DB)
     if workspace is not None:
         _check_workspace(Path(workspace).absolute())
+
+
+def _free_inodes(directory: Path) -> int | None:
+    """The inodes left for the gateway's user on ``directory``'s file system; None where it counts none
+    (btrfs and some network file systems report no inodes at all) or cannot be asked."""
+    try:
+        vfs = os.statvfs(directory)
+    except OSError:
+        return None
+    return vfs.f_favail if vfs.f_files > 0 else None
+
+
+def _no_inodes(what: str, inodes: int, detail: str = "") -> str:
+    """Told apart from a full disk: ``df`` shows free bytes, so "no space" sent the operator to
+    the wrong number; SQLite itself said only "unable to open database file"."""
+    return (f"{what}: no free inodes left on its disk ({inodes:,} free{detail}): no file can be created there;"
+            f" delete some files (`df -i` counts them), or point {_WHERE} at another disk")
 
 
 def _owner(path: Path) -> str:
@@ -81,23 +103,25 @@ def _owner(path: Path) -> str:
         return f"uid {uid}"
 
 
-def check_database(db: Path) -> None:
+def check_database(db: Path, *, writable: bool = True) -> None:
     """Raise `StartupError` for a state database that cannot be opened as it is (a directory, not
     readable and writable, not SQLite, corrupt), or is missing or empty beside a ``-wal`` that holds
-    its last commits; nothing for one that is fine or not there yet. Changes nothing."""
+    its last commits; nothing for one that is fine or not there yet. Changes nothing. With
+    ``writable=False`` (a listing, `gateway.inbox_cli`), one it may only read, a backup's copy, will do."""
     if not db.exists() or (db.is_file() and db.stat().st_size == 0):
         _check_no_stray_log(db)
         return
     if db.is_dir():
         raise StartupError(f"state database {db} is a directory; move it away (the gateway creates the file)")
-    if not os.access(db, os.R_OK | os.W_OK):
+    if not writable and not os.access(db, os.R_OK):
+        raise StartupError(f"state database {db} is not readable by this user; fix its owner or mode")
+    if writable and not os.access(db, os.R_OK | os.W_OK):
         raise StartupError(f"state database {db} is not readable and writable by the gateway's user; fix its"
                            " owner or mode")
     try:
         # Read-only: a check must not change what it checks.
-        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=5.0)
+        conn = open_read_only(db, as_is=not writable)  # a start's must open as the gateway's will
         try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             # Every page, once (about a second per GB): a damaged table otherwise shows only when a
             # message is written to it, after the platforms connected and began handing them over.
             (verdict,) = conn.execute("PRAGMA quick_check(1)").fetchone()
@@ -115,6 +139,31 @@ def check_database(db: Path) -> None:
             line += (f"; if a backup was just put in its place, move {wal.name} and {db.name}-shm away: they"
                      " are the log of the database it replaced")
         raise StartupError(line) from exc
+
+
+def open_read_only(db: Path, *, as_is: bool = True) -> sqlite3.Connection:
+    """A connection to ``db`` that cannot write it: SQLite's ``mode=ro``. A database in WAL mode needs
+    its ``-shm`` for that, which SQLite creates beside it; where it cannot (a backup's copy on a
+    read-only mount) and no ``-wal`` holds commits the file lacks, the file is read ``as_is``
+    (``immutable``): nothing can be writing it there."""
+    uri = db.absolute().as_uri()
+    try:
+        return _opened(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=5.0))
+    except sqlite3.OperationalError as exc:
+        wal = db.with_name(db.name + "-wal")
+        if not as_is or "unable to open" not in str(exc) or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    return _opened(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=5.0))
+
+
+def _opened(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn``, once SQLite has read the file: `sqlite3.connect` opens it lazily."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _check_no_stray_log(db: Path) -> None:
@@ -139,6 +188,8 @@ def describe_database_error(db: Path, exc: sqlite3.Error) -> str:
         return f"state database {db} is locked by another program ({text}); stop it and start again"
     if "readonly" in text or "read-only" in text:
         return f"state database {db} is read-only ({text}); make it and its directory writable"
+    if "unable to open" in text and (inodes := _free_inodes(db.parent)) is not None and inodes < MIN_FREE_INODES:
+        return _no_inodes(f"state database {db}", inodes, f"; {text}")
     return f"state database {db}: {text}; check the file and its directory"
 
 

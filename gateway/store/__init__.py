@@ -63,6 +63,7 @@ __all__ = [
     "SessionTable",
     "StoreError",
     "row_id",
+    "schema_too_new",
     "session_key",
     "split_session_key",
 ]
@@ -90,6 +91,14 @@ message an outbox part quotes; 7: whether an outbox part was tried; 8: inbox eve
 began (an older build would not replay them); 9: whether a settled delegation's card still owes
 its final edit. Older files are migrated on open; a table added since (e.g.
 gateway_last_seen) is created where missing."""
+
+
+def schema_too_new(path: Path, version: int) -> StoreError:
+    """The refusal of a database a newer version wrote: one that opened it anyway might misread it, and
+    migrating down is no one's job."""
+    return StoreError(f"state database {path} was written by a newer switchboard (gateway schema {version}; this"
+                      f" one reads up to {SCHEMA_VERSION}): run that version or a later one, or restore a backup this"
+                      " version made")
 
 
 class GatewayStore:
@@ -137,9 +146,7 @@ class GatewayStore:
             if row is None:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(f"state database {db.path} was written by a newer switchboard (gateway schema"
-                                 f" {row[0]}; this one reads up to {SCHEMA_VERSION}): run that version or a later"
-                                 " one, or restore a backup this version made")
+                raise schema_too_new(db.path, int(row[0]))
             elif int(row[0]) < SCHEMA_VERSION:
                 if int(row[0]) == 1:
                     self.sessions.split_transcripts()

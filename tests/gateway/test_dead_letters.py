@@ -175,7 +175,8 @@ def test_inbox_retry_of_an_id_too_large_for_the_database_is_a_usage_error(tmp_pa
     with pytest.raises(SystemExit) as usage:  # it was a traceback: SQLite holds 64-bit integers only
         main(["--config", str(config_file), "inbox", "retry", str(2**63)])
     assert usage.value.code == 2
-    assert f"argument ID: invalid row_id value: '{2**63}'" in capsys.readouterr().err
+    assert (f"argument ID: '{2**63}' is not a dead letter id: ids are the numbers `switchboard inbox dead` lists"
+            in capsys.readouterr().err)
     assert main(["--config", str(config_file), "inbox", "retry", str(2**63 - 1)]) == 1
     assert f"no dead letter {2**63 - 1}" in capsys.readouterr().err
 
