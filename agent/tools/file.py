@@ -374,6 +374,10 @@ def _write_whole(folder: int, name: str, content: str, replaced: os.stat_result 
     except OSError as exc:
         raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}; nothing was written, the file is as it "
                         "was") from None
+    except UnicodeEncodeError as exc:  # JSON's "\ud83d" alone (half an emoji) is a str, but no UTF-8
+        raise ToolError(f"cannot write {path!r}: the content holds a lone surrogate (half of a UTF-16 pair, at "
+                        f"character {exc.start + 1}), which is no UTF-8 text; nothing was written, the file is as it "
+                        "was") from None
     _flush_folder(folder, path)
 
 

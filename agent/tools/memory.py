@@ -185,6 +185,11 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("action 'add' needs a non-empty 'text'")
     if len(text) > MAX_NOTE_CHARS:
         raise ToolError(f"the note has {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # JSON's "\ud83d" alone (half an emoji): saved, the whole file would fail
+        raise ToolError(f"the note holds a lone surrogate (half of a UTF-16 pair, at character {exc.start + 1}), "
+                        "which is no UTF-8 text; nothing was added") from None
     note_key = ctx.services.get("note_key")
     key = note_key() if note_key is not None else None
     with _locked(path):
@@ -232,14 +237,15 @@ def _next_id(data: dict[str, Any], path: Path) -> int:
 def _remove(path: Path, args: dict[str, Any]) -> str:
     if "id" not in args:
         raise ToolError("action 'remove' needs the 'id' of a note (see action 'list')")
+    note_id = int(args["id"])  # the schema's "integer" lets 2.0 through, which "removed note 2.0" would print
     with _locked(path):
         data = _load(path)
-        kept = [n for n in data["notes"] if not isinstance(n, dict) or n.get("id") != args["id"]]
+        kept = [n for n in data["notes"] if not isinstance(n, dict) or n.get("id") != note_id]
         if len(kept) == len(data["notes"]):
-            raise ToolError(f"there is no note {args['id']}")
+            raise ToolError(f"there is no note {note_id}")
         data["notes"] = kept
         _save(path, data)
-    return f"removed note {args['id']}"
+    return f"removed note {note_id}"
 
 
 def _search(path: Path, args: dict[str, Any]) -> str:

@@ -6,7 +6,9 @@ send only what its own file tools may read: the path goes through the same check
 ``read_file`` (inside the workspace, symlinks resolved, within the session's
 ``file_scope``) before the host sees it. The host opens it with `open_to_send`, which checks
 what only the host knows — the platform's size limit — on the open file, and refuses a missing,
-empty, special or hard-linked file, or a symlink put on the path since it was checked.
+empty, special or hard-linked file, or a symlink put on the path since it was checked. One turn
+sends at most `MAX_FILES_PER_TURN` (`agent.tools._per_turn`); a call the host refuses with a
+`ToolError` (nothing sent) does not count.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from typing import Any, BinaryIO
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._open_unfollowed import is_swapped, open_unfollowed
+from agent.tools._per_turn import TurnBudget
 from agent.tools.file import _resolve
 
 SERVICE = "send_file"
 NOT_AVAILABLE = "Sending files is not available in this session."
+MAX_FILES_PER_TURN = 20
+"""Files one turn may send: each is copied into the host's state directory and sent at once, and a
+model in a loop could send the same report over and over, up to thousands of copies of it."""
+TOO_MANY = (f"This turn has sent {MAX_FILES_PER_TURN} files already, the most one turn may send; nothing was "
+            "sent. Tell the user where the other files are in the workspace, or send them together as one archive.")
+_BUDGET = TurnBudget(MAX_FILES_PER_TURN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +114,13 @@ async def send_file(args: dict[str, Any], ctx: ToolContext) -> str:
     target = await asyncio.to_thread(_resolve, ctx, args["path"])
     caption = args.get("caption")
     caption = caption if caption and not caption.isspace() else None
-    return str(await send(FileToSend(target, args["path"], caption)))
+    if not _BUDGET.take(ctx):
+        raise ToolError(TOO_MANY)
+    try:
+        return str(await send(FileToSend(target, args["path"], caption)))
+    except ToolError:  # the host's word that nothing was sent (too large, a stopped turn)
+        _BUDGET.give_back(ctx)
+        raise
 
 
 def send_file_toolset() -> tuple[Tool, ...]:
@@ -122,6 +137,7 @@ def send_file_toolset() -> tuple[Tool, ...]:
     }
     description = (
         "Send a workspace file to the user's chat as a file they can download (a report, a CSV, a chart "
-        "you wrote). It goes out in order with your messages; the answer says whether it was queued."
+        "you wrote). It goes out in order with your messages; the answer says whether it was queued. At most "
+        f"{MAX_FILES_PER_TURN} files a turn."
     )
     return (Tool("send_file", description, parameters, send_file, "file"),)
