@@ -32,7 +32,7 @@ from gateway.serve import serve
 from gateway.startup_errors import explain, lasting
 from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
-from platforms.local import shown
+from platforms.local_screen import printable, shown
 
 log = logging.getLogger("gateway.cli")
 
@@ -282,14 +282,23 @@ async def _ask(config: Config, message: str) -> int:
 
 def _for_screen(stream: TextIO, text: str) -> str:
     """``text`` with its control characters shown instead of obeyed when ``stream`` is a terminal, as the chat
-    prints (`platforms.local.shown`): a reply quoting a web page or a file, or a model server's error, can
-    hold escape sequences that clear the screen, retitle the window or write the clipboard. To a pipe or a
-    file, as written: what reads it gets the model's text."""
+    prints (`platforms.local_screen.shown`): a reply quoting a web page or a file, or a model server's error,
+    can hold escape sequences that clear the screen, retitle the window or write the clipboard. To a pipe or a
+    file, as written: what reads it gets the model's text. Either way in characters ``stream``'s encoding has
+    (a terminal's as the chat prints, `printable`; a pipe's with ``?`` for what it lacks): with
+    ``PYTHONIOENCODING=latin-1`` or a Latin-1 locale, a reply with one curly quote or emoji raised
+    UnicodeEncodeError, and the reply, paid for, was lost behind "could not start"."""
+    encoding = getattr(stream, "encoding", None)
     try:
         on_terminal = stream.isatty()
     except (AttributeError, ValueError):  # no such method, or a closed stream
         on_terminal = False
-    return shown(text) if on_terminal else text
+    if on_terminal:
+        return printable(shown(text), encoding)
+    try:
+        return text.encode(encoding, "replace").decode(encoding) if encoding else text
+    except LookupError:  # an encoding Python does not know could not have been set on the stream: as it is
+        return text
 
 
 if __name__ == "__main__":

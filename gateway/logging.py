@@ -13,6 +13,10 @@ would be matched by no mask. Then identical lines repeated within
 ``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
 Libraries that write a line for every event they handle are held to WARNING below
 DEBUG (`PER_EVENT_LOGGERS`), so a busy deployment's log grows with what matters.
+
+What a terminal would obey is never written as it is: a text record is one line with its control
+characters as escapes (`one_line`), its traceback and stack, if any, on indented lines after it
+(`continued`); JSON escapes them all (C1 ones and DEL by us, JSON itself leaves them).
 """
 
 from __future__ import annotations
@@ -173,17 +177,60 @@ class RedactionFilter(logging.Filter):
         return True
 
 
-class TextFormatter(logging.Formatter):
-    """``2026-11-30 12:00:00 INFO gateway.x: message session=… turn=… subagent=…``"""
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+"""C0 and C1 controls but tab, and DEL: what a terminal showing the log (`switchboard chat --verbose`,
+`switchboard run`, ``journalctl`` with raw bytes) would obey, and a line break that would start a line of
+its own."""
+_CONTROLS_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r"}
 
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    return _ESCAPES.get(c) or f"\\x{ord(c):02x}"
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters but tab written as Python escapes (ESC as ``\\x1b``, a line break
+    as ``\\n``): a message quoting a model's, a tool's or a user's text could otherwise clear the operator's
+    terminal, retitle its window, hide lines, or start a line of its own that reads as another record
+    (``\\n2026-11-30 12:00:00 ERROR …``)."""
+    return _CONTROLS.sub(_escape, text)
+
+
+def continued(text: str) -> str:
+    """A traceback or stack as lines of a text record after its first: their control characters escaped but the
+    line breaks, which are the traceback's own, and each line indented by two spaces, an exception's message
+    included, so that only the first line of a record starts at the margin."""
+    return "\n".join(f"  {line}" for line in _CONTROLS_BUT_LINES.sub(_escape, text).split("\n"))
+
+
+class TextFormatter(logging.Formatter):
+    """``2026-11-30 12:00:00 INFO gateway.x: message session=… turn=… subagent=…``, on one line (`one_line`),
+    then the traceback and the stack, if any, indented (`continued`)."""
+
+    def __init__(self, fmt: str = "%(asctime)s %(levelname)s %(name)s: %(message)s") -> None:
+        super().__init__(fmt, "%Y-%m-%d %H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        # `logging.Formatter.format`'s, but with the traceback and stack `continued`, and without writing them
+        # back onto the record, which other handlers (the console's recent errors, an embedder's) share.
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        text = self.formatMessage(record)
+        trace = record.exc_text or (self.formatException(record.exc_info) if record.exc_info else "")
+        if trace:
+            text += "\n" + continued(trace)
+        if record.stack_info:
+            text += "\n" + continued(self.formatStack(record.stack_info))
+        return text
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
         ids = getattr(record, "ids", {})
         suffix = " ".join(f"{key.removesuffix('_id')}={value}" for key, value in ids.items())
-        return f"{line} {suffix}" if suffix else line
+        return one_line(f"{line} {suffix}" if suffix else line)
 
 
 class JsonFormatter(logging.Formatter):
@@ -203,7 +250,15 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # JSON escapes C0 controls but not DEL and C1 ones (U+009B is CSI to a terminal showing the line).
+        return _C1.sub(_json_escape, json.dumps(entry, ensure_ascii=False, default=str))
+
+
+_C1 = re.compile(r"[\x7f-\x9f]")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 def setup_logging(
@@ -249,12 +304,14 @@ def setup_logging(
 
 
 def _redact_last_resort() -> None:
-    """Redact what Python's last-resort handler writes too: a line logged once no handler is left
-    (a finaliser at interpreter exit, after `logging_installed` has removed ours) goes to stderr
-    through it, secrets and all."""
+    """Redact what Python's last-resort handler writes too, and show its control characters as the text
+    format does: a line logged once no handler is left (a finaliser at interpreter exit, after
+    `logging_installed` has removed ours) goes to stderr through it, secrets and all."""
     last = logging.lastResort
     if last is not None and not any(isinstance(f, RedactionFilter) for f in last.filters):
         last.addFilter(RedactionFilter())
+    if last is not None and last.formatter is None:
+        last.setFormatter(TextFormatter("%(message)s"))  # bare, as Python writes it, but shown, never obeyed
 
 
 class _LogStream(logging.StreamHandler):
