@@ -448,8 +448,10 @@ class DiscordAdapter:
         inbound, channel_id, message_id = item
         outcome = "left" if channel_id in self._unrecorded.held_back else \
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
-        if outcome == "dropped" and inbound is not None and inbound.is_command:
-            self._unrecorded.not_handled(inbound, self.send)  # else "thinking…" until its token expires, unanswered
+        # Else a slash command shows "thinking…" until its token expires, and a text command (!stop) nothing.
+        if outcome == "dropped" and inbound is not None and (
+                inbound.is_command or discord_inbound.text_command(inbound.text, self._text_commands)):
+            self._unrecorded.not_handled(inbound, self.send)
         if outcome == "left":
             self._unrecorded.held_back.add(channel_id)
             # A command the gateway recorded without committing it may still be answered (`Handing`).

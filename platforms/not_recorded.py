@@ -21,6 +21,8 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from platforms.messages import Inbound, Outbound
+
 _LATER = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN,
                     sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a file that cannot be written now, or is locked by another connection."""
@@ -69,11 +71,23 @@ settled, so it is neither "Not taken" (its user would be told no, then answered)
 been recorded)."""
 NOT_HANDLED = ("⚠️ Sorry — I could not handle `{command}`: the error is logged for the operator to look at. Please"
                " try again, perhaps in other words.")
-"""The answer to a slash command the gateway failed on before it recorded it (a bug the command trips, not a full
-disk: `storage_refusal`), with ``command`` its name, slash included. Nothing else answers it: it is dropped, as it
-would fail alike at every try, and neither Slack (an empty acknowledgement) nor Discord ("thinking…" until the
-interaction's token expires) shows its user anything. The words of the gateway's own apology for an event it could
-not handle (its dead letters)."""
+"""The answer to a command the gateway failed on before it recorded it (a bug the command trips, not a full
+disk: `storage_refusal`), with ``command`` its name as typed, slash (or ``!``) included. Nothing else answers it: it
+is dropped, as it would fail alike at every try, and neither Slack (an empty acknowledgement) nor Discord ("thinking…"
+until the interaction's token expires) shows its user anything; nor does Telegram for a command typed as a message
+(``/stop``), nor Discord for a text command (``!stop``), whose user waits for an answer all the same. The words of the
+gateway's own apology for an event it could not handle (its dead letters)."""
+
+
+def not_handled(command: Inbound) -> Outbound:
+    """`NOT_HANDLED` for ``command``, a command typed as a message (Telegram's ``/stop``, Discord's ``!stop``) the
+    gateway failed on before recording it, to its chat (and thread); in a group, channel or thread quoting it, as
+    several members' commands and their answers interleave there. Keyed by the event: a platform that dedupes sends
+    shows it once."""
+    name = command.text.split(maxsplit=1)[0] if command.text.strip() else command.text
+    return Outbound(command.chat_id, command.thread_id, NOT_HANDLED.format(command=name), kind="command",
+                    reply_token=command.reply_token, idempotency_key=f"not-handled:{command.event_id}",
+                    reply_to=None if command.is_private else command.message_id)
 
 
 class Handing:

@@ -37,7 +37,8 @@ Receiving, and what happens around restarts:
   gets 401 and nothing runs. The answer (200) is given after the sink returned, so an
   update the gateway could not record (its storage refused it: 500; the adapter stopping: 503)
   is delivered again by Telegram; one the adapter or the gateway failed on otherwise is logged
-  and dropped, answered 200 (`platforms.telegram_webhook`), as polling drops it. Without a configured
+  and dropped, answered 200 (`platforms.telegram_webhook`), as polling drops it. In either mode a
+  command the gateway failed on so is answered that it could not be handled (`NOT_HANDLED`). Without a configured
   ``webhook_secret`` a random one is made per process. ``stop`` leaves the webhook
   registered: Telegram keeps the updates until we are back.
 
@@ -103,7 +104,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import blank, telegram_html
-from platforms.not_recorded import storage_refusal
+from platforms.not_recorded import not_handled, storage_refusal
 from platforms.pacing import Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
@@ -125,6 +126,8 @@ PRIVATE_PACING = Pacing(call_interval=1.0, edit_interval=1.0)
 
 SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """While polling, how long to wait before handing an update the gateway failed to record over again."""
+NOT_HANDLED_SECONDS = 10.0
+"""How long the answer to a command the gateway failed on may hold up the updates after it."""
 
 UPLOAD_LIMIT = 50 * 1000 * 1000
 PHOTO_LIMIT = 10 * 1000 * 1000
@@ -414,21 +417,37 @@ class TelegramAdapter:
                                    message_id=written_in(str(message.chat.id), group, message.message_id))
 
     async def _hand_over(self, inbound: Inbound) -> None:
-        await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound))
+        if not await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound)) \
+                and inbound.is_command:
+            await self._tell_not_handled(inbound)
 
-    async def _until_recorded(self, what: str, record: Callable[[InboundSink], Awaitable[object]]) -> None:
+    async def _tell_not_handled(self, command: Inbound) -> None:
+        """Tell the user of a command the gateway failed on (a bug it trips: dropped, `_until_recorded`) that it
+        could not be handled (`NOT_HANDLED`): nothing else answers it, and its user, who sent ``/stop`` to stop a
+        turn, would wait for an answer that never comes. Before the next update (the answers to later commands come
+        after it), within `NOT_HANDLED_SECONDS`; never raises: a failure is logged."""
+        name = command.text.split(maxsplit=1)[0]
+        log.warning("telegram: %s from user %s (update %s) was dropped, the gateway failing on it; telling the user",
+                    name, command.user_id, command.event_id)
+        try:
+            await asyncio.wait_for(self.send(not_handled(command)), NOT_HANDLED_SECONDS)
+        except Exception as exc:
+            log.warning("telegram: could not tell user %s what became of %s (%s)", command.user_id, name,
+                        type(exc).__name__)
+
+    async def _until_recorded(self, what: str, record: Callable[[InboundSink], Awaitable[object]]) -> bool:
         """``record(sink)`` until it succeeds while the store refuses it: polling retries it (backing
         off), a webhook answers 500. Any other failure is the update's own, and would recur at every
-        try, holding up every later update: it is logged and the update dropped."""
+        try, holding up every later update: it is logged and the update dropped (False)."""
         delay = SINK_RETRY_FIRST
         while (sink := self._sink) is not None:
             try:
                 await record(sink)
-                return
+                return True
             except Exception as exc:
                 if not storage_refusal(exc):
                     log.exception("telegram: the gateway refused %s; it is dropped", what)
-                    return
+                    return False
                 if self.mode == "webhook":
                     raise  # answered 500: Telegram delivers it again
                 # aiogram would log this and confirm the update with its next poll: it would be lost.
@@ -440,6 +459,7 @@ class TelegramAdapter:
             raise NotTaken("the telegram adapter has stopped")  # answered 503: Telegram delivers it again
         # Polling is stopping: returning would let aiogram confirm the update with its next poll.
         await asyncio.Event().wait()
+        return False  # never reached: the stop cancels the wait
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
         return telegram_inbound.to_inbound(
