@@ -149,10 +149,11 @@ class AgentHost:
             if aclose is not None:
                 await aclose()
 
-    def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], None], *,
+    def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], Callable[[bool], None] | None], *,
                             backend: str = DEFAULT_BACKEND, admit: Callable[[str], str | None] | None = None) -> Tool:
         """The ``delegate_task`` variant for background sessions: it launches the children,
-        hands ``on_dispatch`` the delegation to record and deliver, and returns at once.
+        hands ``on_dispatch`` the delegation to record (in the commit of the children's rows) and deliver,
+        and returns at once.
         ``admit`` may refuse a call before anything starts (see `lifecycle.delegate_tool`)."""
         return delegate_tool(self.lifecycle, mode="background", on_dispatch=on_dispatch, backend=backend, admit=admit)
 

@@ -1,10 +1,8 @@
 """The ledger of background delegations: what ran, apart from what was delivered, across restarts.
 
 A background ``delegate_task`` call is recorded here before the model can acknowledge
-it (`Ledger.dispatched`, in the commit after its children's PENDING journal rows; a crash
-between the two leaves them unreported while the turn runs again: they end INTERRUPTED with
-the process, or, on an engine whose children outlive it, are stopped by the next start,
-`Ledger.forget_replayed`).
+it (`Ledger.dispatched`, in the same commit as its children's PENDING journal rows: both
+are durable, or neither is).
 When its children have finished, their results become a completion turn of the
 session that delegated; the turn runner settles the row when that turn's reply is
 journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
@@ -25,7 +23,7 @@ import dataclasses
 import json
 import logging
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
@@ -110,10 +108,14 @@ class Ledger(CompletionFailures):
 
     # -- recording ----------------------------------------------------------------------
 
-    def dispatched(self, dispatch: BackgroundDispatch) -> None:
-        """The background tool's ``on_dispatch``: record the delegation, then deliver its
-        results when its children finish. Raises if the session is unknown (the tool then
-        stops the children and fails the call)."""
+    def dispatched(self, dispatch: BackgroundDispatch) -> Callable[[bool], None]:
+        """The background tool's ``on_dispatch``, called before its children's PENDING rows commit: the
+        delegation's row is written into the same batch of the state database, so it commits with them or
+        not at all (committed apart, a crash or a full disk between the two left children that ran, or were
+        relaunched or reported at the next start, whose results nothing delivered to the chat). Returns what
+        the tool calls with that commit's outcome: the results are then delivered once the children finish,
+        or, for a launch that was not recorded, the row is removed (`_discard`). Raises if the session is
+        unknown (the tool then stops the children and fails the call)."""
         session = self._registry.by_agent(dispatch.parent_session_id)
         if session is None:
             raise LookupError(f"no gateway session has agent session {dispatch.parent_session_id}")
@@ -125,9 +127,41 @@ class Ledger(CompletionFailures):
             "running",
         )
         self._table.add(row)
-        self._watch(row)
-        self._cards.start(row, session)
-        self.backlog.recorded(session, dispatch, before)
+
+        def launched(ok: bool) -> None:
+            if not ok:
+                self._discard(row.delegation_id)
+                return
+            self._watch(row)
+            self._cards.start(row, session)
+            self.backlog.recorded(session, dispatch, before)
+
+        return launched
+
+    def _discard(self, delegation_id: str) -> None:
+        """Remove the row of a delegation whose launch was not recorded. A full disk rolled it back with
+        the children's rows, but the database writes it again once it can (its writes are not lost): the
+        delete follows it then, tried again until it goes through. Left, it would count against the chat's
+        backlog, and the next start would report children that never ran as interrupted (it forgets such a
+        row too: `_resume`)."""
+        try:
+            self._table.discard(delegation_id)
+        except sqlite3.Error as exc:
+            log.warning("delegation %s was not launched, and its row cannot be removed yet (%s); trying again",
+                        delegation_id, exc)
+            task = asyncio.ensure_future(self._discard_later(delegation_id))
+            self._aside.add(task)
+            task.add_done_callback(self._aside.discard)
+
+    async def _discard_later(self, delegation_id: str) -> None:
+        delay = BACKOFF_FIRST
+        while True:
+            await self._clock.sleep(delay)
+            try:
+                self._table.discard(delegation_id)
+                return
+            except sqlite3.Error:
+                delay = min(delay * 2, BACKOFF_MAX)
 
     def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None,
                  sparing_turns: Collection[str] = ()) -> int:
@@ -262,11 +296,17 @@ class Ledger(CompletionFailures):
                 log.exception("resuming background delegation %s failed", row.delegation_id)
 
     async def _resume(self, row: DelegationRow) -> None:
+        found = await self._children.lookup([t.subagent_id for t in row.tasks])
+        if not found:
+            # Its children were never journaled: the launch's commit failed and a later one wrote the row
+            # alone, before the process died (`_discard`). Nothing ran; the model was told it did not start.
+            self._table.discard(row.delegation_id)
+            log.info("background delegation %s was never launched; its row is removed", row.delegation_id)
+            return
         stored = self._sessions.load(row.session_key)
         if stored is None or stored.session_id != row.agent_session_id:
             self._settle(row, "suppressed", "/new")
             return
-        found = await self._children.lookup([t.subagent_id for t in row.tasks])
         lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
         if not lost:
             self._watch(row)  # finished (or still running on an engine that survives restarts)

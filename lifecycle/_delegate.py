@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from agent import Tool, ToolContext, ToolError, new_id
@@ -26,7 +26,7 @@ from lifecycle._contract import MAX_GOAL_CHARS
 from lifecycle._database import cannot_write
 from lifecycle._delegate_args import check_arguments, check_control, parse_tasks, present, tool_schema
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
-from lifecycle._entries import apply_summary_budget, entry
+from lifecycle._entries import apply_summary_budget, entry, routed
 from lifecycle._journal import JournalError
 from lifecycle._record import Record
 from lifecycle._routing import (
@@ -37,7 +37,6 @@ from lifecycle._routing import (
     clipped,
     echoed,
     refusal_entry,
-    with_route,
 )
 from lifecycle._service import AsyncSubagentLifecycle
 from lifecycle._snapshot import ChildSnapshot
@@ -45,7 +44,7 @@ from lifecycle._snapshot import ChildSnapshot
 log = logging.getLogger("lifecycle.delegate")
 
 Mode = Literal["inline", "background"]
-OnDispatch = Callable[[BackgroundDispatch], None]
+OnDispatch = Callable[[BackgroundDispatch], Callable[[bool], None] | None]
 Admit = Callable[[str], str | None]
 
 DESCRIPTION = (
@@ -81,11 +80,16 @@ def delegate_tool(service: AsyncSubagentLifecycle, *, mode: Mode = "inline", on_
 
     ``inline``: a call waits for its children and returns every result; interrupting
     the calling turn interrupts them. ``background``: a call launches the children,
-    journals them, calls ``on_dispatch(dispatch)`` once (synchronously: a host records
-    it before the model can acknowledge anything), and returns a dispatch handle; the
-    host delivers the results later. If ``on_dispatch`` raises, the children are
-    interrupted and the call fails. Raises ValueError for background without
-    ``on_dispatch``.
+    journals them, calls ``on_dispatch(dispatch)`` once, and returns a dispatch handle; the
+    host delivers the results later. ``on_dispatch`` is called synchronously between the
+    children's PENDING rows being put and their commit: what the host writes then to the
+    journal's `SqliteDatabase` commits with them, in one transaction, before the model can
+    acknowledge anything. It may return ``launched(ok)``, called once the commit's outcome
+    is known: ``True``, the children run (deliver their results); ``False``, nothing of the
+    launch was recorded and none of them runs (forget the record: a full disk rolled it
+    back with them, to be written again later, or the caller was cancelled). If
+    ``on_dispatch`` raises, the children are interrupted once committed and the call fails.
+    Raises ValueError for background without ``on_dispatch``.
 
     ``backend`` names the delegation backend (``service.host.routing``) whose options
     the schema offers as each task's ``route``; its options are read now. If the backend
@@ -148,15 +152,14 @@ class DelegateTool:
         started = time.monotonic()
         if not specs:  # every task was refused: nothing to start or to deliver later
             return {"results": refused, "total_duration_seconds": 0.0}
+        if self.mode == "background":
+            return await self._dispatch(parent, ctx.turn_id, specs, routes, refused, note)
         # Inline, nothing is handed out before the children end, and their terminal rows commit
         # after their PENDING ones: no need to wait for a commit before they start.
         try:
-            records = await self.service._supervisor.submit(parent, ctx.turn_id, specs,
-                                                            durable=self.mode == "background", routes=routes)
+            records = await self.service._supervisor.submit(parent, ctx.turn_id, specs, durable=False, routes=routes)
         except JournalError:  # logged by the journal and its database, with the file and the cause
             raise ToolError(NOT_RECORDED) from None
-        if self.mode == "background":
-            return await self._dispatch(parent.session_id, ctx.turn_id, specs, records, refused, note)
         return await self._inline(parent, specs, records, started, refused)
 
     def _route(self, specs: list[ChildSpec]) -> tuple[list[ChildSpec], list[ChildRoute | None], list[dict]]:
@@ -224,7 +227,7 @@ class DelegateTool:
         for spec, record in zip(specs, records, strict=True):
             item = entry(spec.task_index, record.handle.subagent_id, record.outcome)
             item["role"] = record.handle.role
-            with_route(item, spec.route)
+            routed(item, spec.route, record.handle.provider)
             if len(item.get("summary") or "") > max_chars:
                 item = await asyncio.to_thread(apply_summary_budget, item, max_chars, workspace, folder)
             results.append(item)
@@ -233,26 +236,54 @@ class DelegateTool:
 
     # -- background --------------------------------------------------------------------
 
-    async def _dispatch(self, parent_id: str, turn_id: str, specs: list[ChildSpec], records: list[Record],
+    async def _dispatch(self, parent: Any, turn_id: str, specs: list[ChildSpec], routes: list[ChildRoute | None],
                         refused: list[dict], note: str | None) -> dict:
-        dispatch = BackgroundDispatch(
-            delegation_id=new_id("deleg_"), parent_session_id=parent_id, parent_turn_id=turn_id,
-            dispatched_at=self.service.clock.time(),
-            tasks=tuple(DispatchedTask(r.handle.subagent_id, spec) for spec, r in zip(specs, records, strict=True)),
-        )
+        """Launch the children and hand the host their dispatch in the same commit as their PENDING rows
+        (`Supervisor.submit`'s ``before_commit``): recorded in a later commit, a crash or a full disk between
+        the two left children running, and relaunched or reported at the next start, whose results nothing
+        delivered to the chat."""
+        dispatch: BackgroundDispatch | None = None
+        launched: Callable[[bool], None] | None = None
+        failure: Exception | None = None
+
+        def record(records: Sequence[Record]) -> None:
+            nonlocal dispatch, launched, failure
+            dispatch = BackgroundDispatch(
+                delegation_id=new_id("deleg_"), parent_session_id=parent.session_id, parent_turn_id=turn_id,
+                dispatched_at=self.service.clock.time(),
+                tasks=tuple(DispatchedTask(r.handle.subagent_id, spec) for spec, r in zip(specs, records, strict=True)),
+            )
+            try:
+                launched = self.on_dispatch(dispatch)
+            except Exception as exc:  # `submit` must not be interrupted between its puts and their commit
+                failure = exc
+
         try:
-            self.on_dispatch(dispatch)
-        except Exception as exc:
-            full = cannot_write(exc)
+            records = await self.service._supervisor.submit(parent, turn_id, specs, durable=True, routes=routes,
+                                                            before_commit=record)
+        except BaseException as exc:
+            if launched is not None:  # the host forgets its record: none of the children it names runs
+                try:
+                    launched(False)
+                except Exception:
+                    log.exception("the host failed to forget background delegation %s", dispatch.delegation_id)
+            if isinstance(exc, JournalError):  # logged by the journal and its database, with the file and the cause
+                raise ToolError(NOT_RECORDED) from None
+            raise
+        if failure is not None:
+            full = cannot_write(failure)
             if full:  # the operator's cause in one line, as for a launch the journal refused
                 log.error("background delegation %s could not be recorded, so its subagents are stopped: the state "
-                          "database cannot be written (%s)", dispatch.delegation_id, exc)
+                          "database cannot be written (%s)", dispatch.delegation_id, failure)
             else:
-                log.exception("the host could not record background delegation %s", dispatch.delegation_id)
+                log.error("the host could not record background delegation %s", dispatch.delegation_id,
+                          exc_info=failure)
             await self.service._supervisor.interrupt(records, "the delegation could not be recorded")
             # A full disk is not cured by trying again at once: the model is told what NOT_RECORDED says
             # (tell the user, ask later), not to retry, which launched and stopped children again and again.
             raise ToolError(NOT_RECORDED if full else "the subagents could not be started; try again") from None
+        if launched is not None:
+            launched(True)
         payload = {
             "status": "dispatched",
             "mode": "background",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from agent._durable import write_whole
 from agent.tools._open_unfollowed import is_swapped, open_directory
 from lifecycle._child_run import ChildOutcome
 from lifecycle._contract import SubagentResult, SubagentState
+from lifecycle._routing import with_route
 
 log = logging.getLogger("lifecycle.delegate")
 
@@ -44,6 +46,26 @@ def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str,
     if outcome.schema is not None:
         item.update(outcome.schema)
     return item
+
+
+def routed(item: dict[str, Any], route: str | None, provider: str | None = None) -> dict[str, Any]:
+    """A routed child's entry (`with_route`): it names its route, never the model behind it, nor its provider,
+    also not in its ``error``, where a server's own words name them (``The model `o3` does not exist``) and
+    reached the parent model, the chat's answer and the webhook caller, whom a route is to hide them from:
+    there they read as the route's name. Unrouted entries (``route`` None) are left as they are."""
+    if route is None:
+        return item
+    model = item.get("model")
+    names = {n for n in (model, model.rpartition("/")[2] if isinstance(model, str) else None, provider)
+             if isinstance(n, str) and n.strip() and n != route}
+    error = item.get("error")
+    if names and isinstance(error, str):
+        # Longest first: a name inside another (``gpt-4o`` in ``openai/gpt-4o``) goes with it. Whole names only:
+        # ``gpt-4o`` is not cut out of ``gpt-4o-mini``, nor ``o3`` out of a word.
+        alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+        item["error"] = re.sub(rf"(?<![\w.-])(?:{alternatives})(?![\w-]|\.\w)", lambda _: route, error,
+                               flags=re.IGNORECASE)
+    return with_route(item, route)
 
 
 def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentSession, ToolTraceEntry
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentLifecycleError, SubagentResult
-from lifecycle._entries import apply_summary_budget, entry, entry_from_result, unavailable_entry
+from lifecycle._entries import apply_summary_budget, entry, entry_from_result, routed, unavailable_entry
 from lifecycle._record import Record
-from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused, with_route
+from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused
 from lifecycle._snapshot import ChildSnapshot
 from lifecycle._supervisor import CLOSED
 from lifecycle._tallies import RECENT_PER_SESSION
@@ -172,22 +172,24 @@ class HostView:
         that finished before the call, or before a restart, gets the fields the journal keeps
         (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
         of routed children to their route: their entries name it instead of the model behind
-        it. Cancelling the wait leaves the children running; after `close`, raises as `wait_finished` does."""
+        it, also in their errors (`routed`). Cancelling the wait leaves the children running; after `close`,
+        raises as `wait_finished` does."""
         held = [self._supervisor.get(sid) for _, sid in tasks]
         await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
         items = []
         for (task_index, sid), item in zip(tasks, held, strict=True):
+            provider = None
             if isinstance(item, Record) and item.outcome is not None:
                 entry_ = entry(task_index, sid, item.outcome)
-                entry_["role"] = item.handle.role
+                entry_["role"], provider = item.handle.role, item.handle.provider
             elif (result := await self._result(sid, item)) is not None:
                 entry_ = entry_from_result(task_index, sid, result)
-                entry_["role"] = result.handle.role
+                entry_["role"], provider = result.handle.role, result.handle.provider
             else:
                 entry_ = unavailable_entry(task_index, sid)
             if routes:
-                with_route(entry_, routes.get(sid))
+                routed(entry_, routes.get(sid), provider)
             if len(entry_.get("summary") or "") > max_chars:
                 entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace, folder)
             items.append(entry_)

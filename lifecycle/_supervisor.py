@@ -231,7 +231,7 @@ class Supervisor(StartAdoption, Stopping):
     async def submit(
         self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec], *,
         correlation_id: str | None = None, durable: bool = True, handles_out: bool = False,
-        routes: Sequence[ChildRoute | None] = (),
+        routes: Sequence[ChildRoute | None] = (), before_commit: Callable[[Sequence[Record]], None] | None = None,
     ) -> list[Record]:
         """Journal a batch as PENDING in one commit, then queue every child on the engine.
 
@@ -246,7 +246,11 @@ class Supervisor(StartAdoption, Stopping):
         are kept in memory for a while, for the reads that follow. ``routes``: each spec's
         delegation route (or None), in order; empty when none is routed. If the commit fails, the
         children are forgotten (never started, and the journal drops their records: see
-        `Journal.sync_launch`) and its `JournalError` propagates. A caller cancelled meanwhile
+        `Journal.sync_launch`) and its `JournalError` propagates. ``before_commit(records)`` is called once
+        the rows are put, before their commit is awaited (with ``durable``), and must not raise: what it
+        writes to the journal's `SqliteDatabase` then commits in the same transaction as they do (a host's
+        record of the batch, which a crash or a full disk between two commits left without its children,
+        or them without it). A caller cancelled meanwhile
         waits for the commit: a refused launch leaves no trace, a committed one ends INTERRUPTED.
         Refused (`check_open`) before the service starts and once its close has begun; `close`
         waits for the launches it finds being journaled, whose children then end as every child
@@ -287,6 +291,8 @@ class Supervisor(StartAdoption, Stopping):
         self._launching += 1
         try:
             if durable:
+                if before_commit is not None:  # once per batch, never per child
+                    before_commit(records)
                 try:
                     await self.journal.sync_launch(ids)
                 except asyncio.CancelledError:

@@ -106,6 +106,14 @@ class DelegationTable:
                        (row.delegation_id, row.session_key, row.agent_session_id, row.origin_turn_id,
                         row.dispatched_at, _tasks_json(row.tasks), row.status, row.reason, row.settled_at))
 
+    def discard(self, delegation_id: str) -> bool:
+        """Forget a delegation not settled whose children were never recorded (the commit of their launch,
+        which carried its row, failed); whether there was one. Nothing of it ran, and no card or turn of it began."""
+        with self._db.transaction():
+            self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id=?", (delegation_id,))
+            return self._db.write("DELETE FROM gateway_delegations WHERE delegation_id=? AND status='running'",
+                                  (delegation_id,)).rowcount == 1
+
     def get(self, delegation_id: str) -> DelegationRow | None:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_delegations WHERE delegation_id=?", (delegation_id,))
         return None if row is None else _row(row)

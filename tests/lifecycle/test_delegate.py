@@ -657,14 +657,14 @@ def disk_full(env) -> None:
 async def test_a_background_launch_the_full_disk_refused_is_a_clear_error_and_leaves_no_child(denv, caplog):
     await denv.service.journal.sync()
     disk_full(denv)
-    host = Host(denv)
+    told = []  # the host records the dispatch in the launch's commit, and hears that it was refused
     with pytest.raises(ToolError) as refused:
         await delegate(denv, {"tasks": [{"goal": "a " + "x" * 12_000}, {"goal": "b"}]}, mode="background",
-                       on_dispatch=host)
+                       on_dispatch=lambda dispatch: told.append)
     text = str(refused.value)
     assert text.startswith("No subagent was started: the state database cannot be written")
     assert "Journal" not in text and "Error" not in text and str(denv.parent.workspace) not in text
-    assert host.dispatches == [] and denv.service.host_view().children("parent-1") == ()
+    assert told == [False] and denv.service.host_view().children("parent-1") == ()
     denv.service.journal.db.read("PRAGMA max_page_count=1073741823")  # room again
     await denv.service.journal.sync()
     assert await denv.service.journal.unfinished() == []  # a restart finds no child to call INTERRUPTED
