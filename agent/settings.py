@@ -145,6 +145,10 @@ class AgentSettings:
     )
     execute_code_timeout_seconds: float = setting(30.0, "Time limit of one execute_code run.", min=0.1)
     execute_code_output_limit: int = setting(50_000, "Characters of execute_code output kept.", min=100)
+    execute_code_memory_mb: int = setting(
+        1024, "MiB of memory (data: heap, buffers, thread stacks) each process of an execute_code run may use.",
+        min=64,
+    )
     clarify_timeout_seconds: float = setting(
         600.0, "How long a question the model asks in chat (clarify) waits for an answer.", min=1.0
     )

@@ -76,6 +76,7 @@ class AgentHost:
             self.tools,
             execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,
             execute_code_output_limit=config.agent.execute_code_output_limit,
+            execute_code_memory_mb=config.agent.execute_code_memory_mb,
         )
         self.state_dir = Path(config.state_dir)
         self.workspace = Path(config.agent.workspace) if config.agent.workspace else self.state_dir / "workspace"

@@ -65,7 +65,8 @@ async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, 
 
     tools, hooks = ToolRegistry(), HookRegistry(config.agent.hook_timeout_seconds)
     register_builtin_tools(tools, execute_code_timeout_seconds=config.agent.execute_code_timeout_seconds,
-                           execute_code_output_limit=config.agent.execute_code_output_limit)
+                           execute_code_output_limit=config.agent.execute_code_output_limit,
+                           execute_code_memory_mb=config.agent.execute_code_memory_mb)
     plugins = PluginHost(tools, hooks, load_timeout_seconds=config.agent.plugin_load_timeout_seconds)
     routing = Routing(plugins.delegation_backends)
     # A child on a worker has no lifecycle service of its own to launch children from.

@@ -21,7 +21,12 @@ from __future__ import annotations
 
 from agent._tools import Tool, ToolRegistry
 from agent.tools.clarify import clarify_toolset
-from agent.tools.execute_code import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT_SECONDS, execute_code_toolset
+from agent.tools.execute_code import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_TIMEOUT_SECONDS,
+    execute_code_toolset,
+)
 from agent.tools.file import file_toolset, resolve_in_workspace
 from agent.tools.file_scope import FileScope
 from agent.tools.memory import memory_toolset
@@ -55,6 +60,7 @@ def register_builtin_tools(
     *,
     execute_code_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     execute_code_output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    execute_code_memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> tuple[Tool, ...]:
     """Register every built-in tool in ``registry`` and return them.
 
@@ -64,7 +70,7 @@ def register_builtin_tools(
     tools = (
         *file_toolset(),
         *send_file_toolset(),
-        *execute_code_toolset(execute_code_timeout_seconds, execute_code_output_limit),
+        *execute_code_toolset(execute_code_timeout_seconds, execute_code_output_limit, execute_code_memory_mb),
         *memory_toolset(),
         *clarify_toolset(),
         *messaging_toolset(),

@@ -13,6 +13,14 @@ the snippet started do not outlive it. Nor does it outlive this process: the sni
 runs under a keeper (`_KEEPER`), the group's leader, which ends it and its group once
 the pipe only this process holds closes, as it does however this process ends
 (SIGKILL, the OOM killer, a second Ctrl-C), when no clean-up of ours runs.
+
+Nor can the snippet take this process down by using up the machine's memory: each of its
+processes may map at most ``memory_mb`` MiB of data (``RLIMIT_DATA``: the heap, anonymous
+mappings, thread stacks; not shared libraries or address space only reserved), and the kernel's
+OOM killer, should the machine run short all the same (many processes, each under the cap), takes
+the snippet's processes first (``oom_score_adj`` 1000, Linux). Without them, a snippet allocating all
+the memory there is left the OOM killer to choose, and it chooses the biggest process: the gateway,
+every chat's turn with it.
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ from agent._tools import Tool, ToolContext
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_OUTPUT_LIMIT = 50_000
+DEFAULT_MEMORY_MB = 1024
+MIN_MEMORY_MB = 64
+"""Below this, an interpreter that imports a little (or starts a few threads, 8 MiB of stack each)
+fails before the snippet's first line has done anything."""
+MEMORY_SETTING = "agent.execute_code_memory_mb"
 
 # Bounds the wait for the pipe's EOF when a process escaped the group (setsid) and holds it.
 _DRAIN_GRACE_SECONDS = 1.0
@@ -44,8 +57,17 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP"
 
 _KEEPER = """\
 import os, resource, signal, subprocess, sys, threading
-control, code = int(sys.argv[1]), sys.argv[2]
-run = subprocess.Popen([sys.executable, "-E", "-s", "-u", "-X", "utf8", "-c", code])
+control, memory, code = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def confine():
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    cap = memory if hard == resource.RLIM_INFINITY else min(memory, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+run = subprocess.Popen([sys.executable, "-E", "-s", "-u", "-X", "utf8", "-c", code], preexec_fn=confine)
 ending = threading.Event()
 def end_at_eof():
     while os.read(control, 1):
@@ -68,13 +90,16 @@ if status < 0:
     os.kill(os.getpid(), -status)
 os._exit(status if status >= 0 else 128 - status)
 """
-"""The run's own process, ``python -I -S -c _KEEPER CONTROL CODE``: it runs the snippet as its child and
-exits as the snippet did (its exit code; killed by the same signal). When ``CONTROL``, the read end of
-a pipe whose write end only `run_python` holds, reaches its end (`run_python` is done with the run, or
-its process ended however it did, without a word), it kills the snippet, reaps it, and then its whole
-group, itself with it. It is the group's leader, not the snippet: the snippet's group then dies at this
-process's death, though nothing of ours runs then; and the snippet it reaped is no zombie of whoever
-inherits orphans (the gateway itself, as a container's PID 1)."""
+"""The run's own process, ``python -I -S -c _KEEPER CONTROL MEMORY CODE``: it runs the snippet as its child,
+confined to ``MEMORY`` bytes of data and first in the OOM killer's line, and exits as the snippet did (its
+exit code; killed by the same signal). The confinement is set between the snippet's fork and its exec
+(``preexec_fn``), which is sound here as it is not in the gateway: the keeper has no other thread yet.
+Only the snippet is confined: the keeper, which must outlive it to end its group, stays as it was.
+When ``CONTROL``, the read end of a pipe whose write end only `run_python` holds, reaches its end
+(`run_python` is done with the run, or its process ended however it did, without a word), it kills the
+snippet, reaps it, and then its whole group, itself with it. It is the group's leader, not the snippet:
+the snippet's group then dies at this process's death, though nothing of ours runs then; and the snippet
+it reaped is no zombie of whoever inherits orphans (the gateway itself, as a container's PID 1)."""
 
 
 class _Output:
@@ -153,12 +178,28 @@ def _unstarted(exc: OSError | ValueError, code: str) -> str:
     return "the code holds a lone surrogate (half of a UTF-16 pair), which is no UTF-8 text"
 
 
-async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds: float, output_limit: int) -> str:
+def _size(memory_mb: int) -> str:
+    return f"{memory_mb // 1024} GiB" if memory_mb % 1024 == 0 else f"{memory_mb} MiB"
+
+
+def _out_of_memory(returncode: int | None, output: str) -> bool:
+    """Whether the snippet ended for want of memory under its cap: the cap makes an allocation
+    past it fail, which Python raises as ``MemoryError``; uncaught, it ends the traceback (the
+    output's tail is always kept) and the interpreter exits with 1. No signal is involved."""
+    last = output.rstrip().rpartition("\n")[2]
+    return returncode == 1 and (last == "MemoryError" or last.startswith("MemoryError:"))
+
+
+async def run_python(
+    code: str, *, cwd: os.PathLike[str] | str, timeout_seconds: float, output_limit: int,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+) -> str:
     """Run ``code`` and report its exit code and (capped) output.
 
     Raises `ToolError` when Python cannot be started (a snippet too long for a command line, one
-    holding a NUL) or the time limit is hit (the message then carries the output so far). On
-    cancellation the process group is killed and reaped before `CancelledError` propagates.
+    holding a NUL), the time limit is hit, or the snippet ended on a ``MemoryError`` it did not catch
+    (over its ``memory_mb`` cap, most likely; both messages carry the output). On cancellation the
+    process group is killed and reaped before `CancelledError` propagates.
     """
     env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
     control, keep = os.pipe()  # neither inherited by anything else this process starts
@@ -167,7 +208,7 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
             # The keeper runs the snippet with -E -s: -I without -P, so the workspace stays
             # importable (the model can import modules it wrote with write_file); user
             # site-packages stay out.
-            sys.executable, "-I", "-S", "-c", _KEEPER, str(control), code,
+            sys.executable, "-I", "-S", "-c", _KEEPER, str(control), str(memory_mb * 1024 * 1024), code,
             cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True, pass_fds=(control,),
@@ -207,25 +248,35 @@ async def run_python(code: str, *, cwd: os.PathLike[str] | str, timeout_seconds:
     output = out.render() or "(no output)"
     if timed_out:
         raise ToolError(f"timed out after {timeout_seconds:g} s; the process was killed. Output so far:\n{output}")
+    if _out_of_memory(proc.returncode, output):
+        raise ToolError(f"killed: it used more than the {_size(memory_mb)} memory limit ({MEMORY_SETTING}); "
+                        "the MemoryError ended it with exit code 1. Use less memory at once (work through the data "
+                        f"in parts). Output:\n{output}")
     return f"exit code: {proc.returncode}\n{output}"
 
 
 def execute_code_toolset(
-    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, output_limit: int = DEFAULT_OUTPUT_LIMIT
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> tuple[Tool, ...]:
-    """The ``execute_code`` tool, bound to a time limit and an output cap (in characters)."""
+    """The ``execute_code`` tool, bound to a time limit, an output cap (in characters) and a memory
+    cap (MiB of data per process of the snippet's)."""
     if timeout_seconds <= 0 or output_limit < 1:
         raise ValueError("timeout_seconds must be > 0 and output_limit >= 1")
+    if memory_mb < MIN_MEMORY_MB:
+        raise ValueError(f"memory_mb must be >= {MIN_MEMORY_MB}")
 
     async def execute_code(args: dict[str, Any], ctx: ToolContext) -> str:
         return await run_python(
-            args["code"], cwd=ctx.workspace, timeout_seconds=timeout_seconds, output_limit=output_limit
+            args["code"], cwd=ctx.workspace, timeout_seconds=timeout_seconds, output_limit=output_limit,
+            memory_mb=memory_mb,
         )
 
     description = (
         "Run a Python 3 program in a fresh interpreter, with the workspace as the current directory "
-        f"(its modules are importable). No stdin; killed after {timeout_seconds:g} s. Returns the exit code and the combined "
-        f"stdout/stderr (at most {output_limit} characters). Print what you want to see."
+        f"(its modules are importable). No stdin; killed after {timeout_seconds:g} s; each process may use at most "
+        f"{_size(memory_mb)} of memory. Returns the exit code and the combined stdout/stderr (at most {output_limit} "
+        "characters). Print what you want to see."
     )
     parameters = {
         "type": "object",
