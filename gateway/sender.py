@@ -95,11 +95,15 @@ class Sender:
         all the next attempt at them does, so a part the platform took is never sent twice."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
+        self._left_behind: dict[int, str] = {}
+        """Parts sending a progress message's state anew because the platform refused its edit: the message it
+        was to edit, deleted once the part is sent (`_delete_left_behind`). Kept here, not in `_deliver`, as a
+        reply queued meanwhile returns it unsent (``preempt``): its next `_deliver` left the old one reading ⏳."""
 
     @property
     def remembered(self) -> int:
         """Parts the sender keeps something about in memory between attempts (none once final)."""
-        return self._lookup.remembered
+        return len(self._lookup.remembered_ids | self._left_behind.keys())
 
     def journaled(self, row_id: int) -> None:
         """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
@@ -194,7 +198,6 @@ class Sender:
         delay = BACKOFF_FIRST
         pacing = pacing_of(adapter, row.chat_id)
         asked = False  # whether the platform was asked about a withdrawn target (`_settle_final`)
-        left_behind: str | None = None  # a progress message whose edit it refused, this one sent in its place
         undeletable = False  # the platform refused to delete the target: not asked again (`_delete_left_behind`)
         while True:
             if row.platform in self._closed:  # since a part sent ahead of it (a late note, a piece): left as is
@@ -312,7 +315,7 @@ class Sender:
                     # Still in the chat (NotFound: gone), also after a BadRequest (Discord's cap on edits of a
                     # message over an hour old, say); one that was the text's fault refuses the send too: none left.
                     if not isinstance(exc, NotFound) and progress and target_id is not None and not undeletable:
-                        left_behind = target_id
+                        self._left_behind[row.id] = target_id
                     self._to_send(row, type(exc).__name__)
                     continue
                 if row.op == "file" and isinstance(exc, _FILE_REFUSED):
@@ -360,6 +363,7 @@ class Sender:
                     return False
                 continue
             self._holds.answered(row.platform)
+            left_behind = self._left_behind.pop(row.id, None)
             self._sent(row, message_id, pacing)
             if left_behind is not None and row.op == "send" and left_behind != message_id:
                 await self._delete_left_behind(adapter, pacing, row, left_behind, preempt)
@@ -439,6 +443,7 @@ class Sender:
     def _forget(self, row: OutboxRow) -> None:
         self._give_up.forget(row.id)
         self._lookup.forget(row.id)
+        self._left_behind.pop(row.id, None)
 
     async def _attempt(
         self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None

@@ -40,8 +40,9 @@ class SentLookup:
         """Parts the operator re-queued: when they were first journaled, where a lookup starts."""
 
     @property
-    def remembered(self) -> int:
-        return len(self.unsure | self.accounted | self.waited)
+    def remembered_ids(self) -> set[int]:
+        """The parts this keeps something about (none once final)."""
+        return self.unsure | self.accounted | self.waited
 
     def requeued(self, row: OutboxRow, *, first_journaled: float) -> None:
         if row.tried and row.op == "send":
