@@ -138,6 +138,12 @@ class SqliteDatabase:
             self._check_recovered()
         return self._write_error
 
+    @property
+    def rolled_back(self) -> bool:
+        """SQLite rolled the open batch back (a full disk, an I/O error), and its writes are not written
+        again yet: a write that failed so took every write of the batch with it, not only its own."""
+        return self._lost
+
     # -- text that always binds ---------------------------------------------------------
 
     @staticmethod

@@ -108,8 +108,9 @@ class JournalRecord:
         return self.state in _TERMINAL
 
 
-MakeResult = Callable[[JournalRecord], str]
-"""The JSON text of the INTERRUPTED result for an unfinished record."""
+MakeResult = Callable[[JournalRecord], str | None]
+"""The JSON text of the INTERRUPTED result for an unfinished record; None for one whose handle cannot be read
+(it is made terminal all the same, without a result, so that no start finds it again)."""
 
 
 @runtime_checkable

@@ -45,7 +45,7 @@ from lifecycle._inprocess import InProcessEngine
 from lifecycle._job import PROCESS_EXIT
 from lifecycle._journal import Journal
 from lifecycle._key_rotation import KeyRotation
-from lifecycle._left_unfinished import _interrupted_result, _kept_job
+from lifecycle._left_unfinished import _interrupted_result, _kept_job, _readable
 from lifecycle._record import Record
 from lifecycle._supervisor import CLOSED, Supervisor
 from lifecycle.settings import LifecycleSettings
@@ -176,7 +176,7 @@ class AsyncSubagentLifecycle(KeyRotation):
         rows = await self.journal.load_keys()
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
-        unfinished = await self.journal.unfinished() if self.engine.survives_restart else []
+        unfinished = _readable(await self.journal.unfinished()) if self.engine.survives_restart else []
         kept_jobs = {row.subagent_id: _kept_job(row) for row in unfinished}
         # A child asked to stop before its engine had its job is looked for (its start may have got
         # there), never started: the engine is not handed its job.

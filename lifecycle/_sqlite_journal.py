@@ -316,12 +316,18 @@ class SqliteJournal(CommitFailures):
         else:
             self._upto = self._seq
         ops, self._ops = self._ops, []
-        for op, future in ops:
+        for index, (op, future) in enumerate(ops):
             try:
                 with db.transaction():
                     self._ops_flushed.append((future, op(), None))
-            except Exception as exc:  # this statement's own failure: the records above stand
-                self._ops_flushed.append((future, None, exc))
+            except Exception as exc:
+                if db.rolled_back:
+                    # A full disk: SQLite rolled back the whole batch, the records above with it. Taken for
+                    # this statement's own failure, the statements after it ran in a new batch that the
+                    # failed commit left open, to be committed later, their callers told they had failed.
+                    self._ops = ops[index:] + self._ops  # answered with this error (`committed`)
+                    raise
+                self._ops_flushed.append((future, None, exc))  # its own failure: the records above stand
 
     def committed(self, error: BaseException | None) -> None:
         batch, self._flushed = self._flushed, None
