@@ -10,7 +10,9 @@ journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` an
 every row not settled: results that ran but were not delivered are delivered (the
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
-with ``lifecycle.on_restart: resume``. How many may wait undelivered per chat is
+with ``lifecycle.on_restart: resume``. Children launched again (that relaunch, ``/retry``,
+``/agents retry``) are recorded in the same commit as their launch too (`_relaunch`).
+How many may wait undelivered per chat is
 `gateway.backlog`'s to say.
 
 A completion turn that fails, and a turn whose handling failed, are `gateway.ledger_failures`' to handle.
@@ -95,6 +97,9 @@ class Ledger(CompletionFailures):
         settled by the turn runner in the stop's own commit (`completion_ended`), for that stop's
         count of results that will not come (`suppress`), which it takes next."""
         self._retrying = asyncio.Lock()
+        self._taken_up: set[str] = set()
+        """Delegations a stopped process left whose lost children a retry ran again before the start took them up
+        (`_left_by_restart`): `resume` leaves them be (relaunched or reported again, their tasks ran twice)."""
         self._relaunching: dict[tuple[str, str], int] = {}
         """(session generation, origin turn) -> relaunches under way, from their launch until the ledger
         names their children: no stray of a restart (`forget_replayed`), though named by no row yet."""
@@ -149,16 +154,20 @@ class Ledger(CompletionFailures):
         except sqlite3.Error as exc:
             log.warning("delegation %s was not launched, and its row cannot be removed yet (%s); trying again",
                         delegation_id, exc)
-            task = asyncio.ensure_future(self._discard_later(delegation_id))
-            self._aside.add(task)
-            task.add_done_callback(self._aside.discard)
+            self._later(lambda: self._table.discard(delegation_id))
 
-    async def _discard_later(self, delegation_id: str) -> None:
+    def _later(self, write: Callable[[], object]) -> None:
+        """Try ``write``, which the store refused, again, backing off, until it goes through."""
+        task = asyncio.ensure_future(self._write_later(write))
+        self._aside.add(task)
+        task.add_done_callback(self._aside.discard)
+
+    async def _write_later(self, write: Callable[[], object]) -> None:
         delay = BACKOFF_FIRST
         while True:
             await self._clock.sleep(delay)
             try:
-                self._table.discard(delegation_id)
+                write()
                 return
             except sqlite3.Error:
                 delay = min(delay * 2, BACKOFF_MAX)
@@ -223,8 +232,9 @@ class Ledger(CompletionFailures):
         its work done twice. Those are the children the turns run again had launched (their
         delegations', and those of a delegation the process died before recording: launched,
         then killed before `dispatched`), and those a relaunch launched that its delegation does
-        not name (killed before `_relaunch` recorded them: the row still names the lost children,
-        which `resume` launches again). Not the children the turns run again launch anew: this
+        not name (by an earlier version, which recorded a relaunch in a commit after its launch's,
+        killed between the two: the row still names the lost children, which `resume` launches again).
+        Not the children the turns run again launch anew: this
         returns before those turns run. Not a plugin's children of a turn that ended, which run
         on across a restart; nor one asked to stop before (its stop stands). Returns how many
         delegations were settled; returns before the children have stopped."""
@@ -288,7 +298,8 @@ class Ledger(CompletionFailures):
                           "are taken up at the next start")
             return
         for row in rows:
-            if split_session_key(row.session_key)[0] not in platforms or row.delegation_id in self._held:
+            if (split_session_key(row.session_key)[0] not in platforms or row.delegation_id in self._held
+                    or row.delegation_id in self._taken_up):
                 continue
             try:
                 await self._resume(row)
@@ -450,14 +461,21 @@ class Ledger(CompletionFailures):
         again = [t for t in row.tasks if _failed(found.get(t.subagent_id)) or t.subagent_id not in found]
         if not again:
             return "Nothing to retry: every subagent of the latest background delegation succeeded."
-        retry_row = DelegationRow(_retry_id(row.delegation_id), session.key, session.session_id, row.origin_turn_id,
-                                  self._clock.time(), (), "running")
+        # One a stopped process left that the start has not taken up yet (this may be the /retry it was
+        # launched for, handled again: its launch and record committed, its answer not): its children run
+        # again in its place, not in a delegation beside it, which the start would relaunch or report too.
+        in_place = self._left_by_restart(row, found)
+        retry_row = row if in_place else DelegationRow(
+            _retry_id(row.delegation_id), session.key, session.session_id, row.origin_turn_id, self._clock.time(),
+            (), "running")
         try:
-            retry_row = await self._relaunch(session, retry_row, again, add=True)
+            retry_row = await self._relaunch(session, retry_row, again, add=not in_place)
         except SubagentLifecycleError as exc:
-            return f"Nothing was retried: {exc}."
+            return _not_retried(exc, "/retry")
         except sqlite3.Error:  # logged, and the children launched were stopped
             return RETRY_NOT_RECORDED.format(command="/retry")
+        if in_place:
+            self._taken_up.add(row.delegation_id)
         self._watch(retry_row)
         goals = "; ".join(_short(t.goal, 60) for t in again)
         return f"Retrying {len(again)} subagent{'s' if len(again) != 1 else ''}: {goals}. The results will follow."
@@ -479,48 +497,96 @@ class Ledger(CompletionFailures):
         if known is None and task is None:
             return f"{subagent_id} cannot be run again: its task is no longer known."
         ledger_task = known[1] if known is not None else LedgerTask(task.task_index, subagent_id, _spec_json(task), 0)
-        base = known[0].delegation_id if known is not None else new_id("deleg_")
-        row = DelegationRow(_retry_id(base), session.key, session.session_id, origin_turn_id, self._clock.time(), (),
-                            "running")
+        left = await self._left_running(session, origin_turn_id, ledger_task)
+        if left is not None:  # run again in the place of the copy a restart lost, as `_retry` does
+            row, ledger_task = left
+        else:
+            base = known[0].delegation_id if known is not None else new_id("deleg_")
+            row = DelegationRow(_retry_id(base), session.key, session.session_id, origin_turn_id, self._clock.time(),
+                                (), "running")
         try:
-            row = await self._relaunch(session, row, [ledger_task], add=True)
+            row = await self._relaunch(session, row, [ledger_task], add=left is None)
         except SubagentLifecycleError as exc:
-            return f"Nothing was retried: {exc}."
+            return _not_retried(exc, f"/agents retry {subagent_id}")
         except sqlite3.Error:  # logged, and the child launched was stopped
             return RETRY_NOT_RECORDED.format(command=f"/agents retry {subagent_id}")
+        if left is not None:
+            self._taken_up.add(row.delegation_id)
         self._watch(row)
-        return (f"Retrying {subagent_id} as {row.tasks[0].subagent_id}: {_short(ledger_task.goal, 60)}. "
-                "The result will follow.")
+        new = next(t.subagent_id for t in row.tasks if t.task_index == ledger_task.task_index)
+        return f"Retrying {subagent_id} as {new}: {_short(ledger_task.goal, 60)}. The result will follow."
+
+    def _left_by_restart(self, row: DelegationRow, found: Mapping[str, ChildSnapshot]) -> bool:
+        """Whether ``row`` is a delegation a stopped process left with children the restart lost, which the
+        start has not taken up (`resume`) yet: the start relaunches or reports those children itself."""
+        return (row.status == "running" and row.delegation_id not in self._watching
+                and row.delegation_id not in self._taken_up
+                and any(_lost_to_restart(found.get(t.subagent_id)) for t in row.tasks))
+
+    async def _left_running(self, session: GatewaySession, origin_turn_id: str,
+                            task: LedgerTask) -> tuple[DelegationRow, LedgerTask] | None:
+        """A delegation of the session generation a stopped process left, not taken up yet, whose child for
+        ``task`` (the same task of the same turn) the restart lost; with that task as it records it."""
+        for row in self._table.running_of(session.session_id):
+            if row.origin_turn_id != origin_turn_id or row.delegation_id in self._watching:
+                continue
+            same = [t for t in row.tasks if t.task_index == task.task_index and t.spec == task.spec]
+            if not same:
+                continue
+            found = await self._children.lookup([t.subagent_id for t in row.tasks])
+            if self._left_by_restart(row, found) and _lost_to_restart(found.get(same[0].subagent_id)):
+                return row, same[0]
+        return None
 
     async def _relaunch(self, session: GatewaySession, row: DelegationRow, tasks: Sequence[LedgerTask], *,
                         add: bool = False) -> DelegationRow:
         """Launch ``tasks`` again and record their children: as the tasks of ``row``, a new delegation
-        (``add``), or in place of the children of ``row``'s that a restart lost. Returns the row as recorded.
-        Raises `SubagentLifecycleError` when nothing was launched (a route no longer configured, a launch
-        the journal refused). Raises what the store raises when the children launched cannot be recorded
-        (a full disk), once they are asked to stop: the row left as it was, nothing would deliver their
-        results or tell the chat they ran. A process killed between the launch and the record leaves them
-        to the next start, which stops them (`forget_replayed`) before `resume` launches the tasks again."""
+        (``add``), or in place of the children of ``row``'s that a restart lost. The record is written into
+        the batch that commits the children's PENDING rows (`HostView.relaunch`'s ``before_commit``), so both
+        are on disk or neither is: written in a later commit, a crash or a full disk between the two left
+        children running whose results nothing delivered, or a row naming children that never ran. Returns
+        the row as recorded. Raises `SubagentLifecycleError` when nothing was launched (a route no longer
+        configured, a launch the journal refused, a full disk's): what the record wrote is undone then
+        (`_undo`: a new row removed, a row taken up after a restart pointed back at the lost children, for
+        the next start to relaunch or report). Raises what the store raises when the record itself cannot be
+        written (a write refused), once the children launched are asked to stop: the row left as it was,
+        nothing would deliver their results or tell the chat they ran."""
         specs = [_spec(t) for t in tasks]
         key = (session.session_id, row.origin_turn_id)
+        recorded: list[DelegationRow] = []
+        refused: list[Exception] = []
+
+        def record(ids: Sequence[str]) -> None:  # in the launch's batch; must not raise
+            fresh = {t.task_index: dataclasses.replace(t, subagent_id=sid, attempts=t.attempts + 1)
+                     for t, sid in zip(tasks, ids, strict=True)}
+            if add:
+                new = dataclasses.replace(row, tasks=tuple(fresh.values()))
+            else:
+                new = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
+            try:
+                if add:
+                    self._table.add(new)
+                else:
+                    self._table.replace_tasks(row.delegation_id, new.tasks)
+            except Exception as exc:  # a statement that raised wrote nothing, now or later
+                refused.append(exc)
+            else:
+                recorded.append(new)
+
         self._relaunching[key] = self._relaunching.get(key, 0) + 1
         try:
-            ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs)
+            ids = await self._children.relaunch(session.agent, row.origin_turn_id, specs, before_commit=record)
+        except BaseException:
+            if recorded:  # written in a batch that did not commit its children, or whose wait was given up
+                self._undo(row, add)
+            raise
         finally:  # nothing is awaited from its return until the row names its children, or they are stopped
             if self._relaunching[key] == 1:
                 del self._relaunching[key]
             else:
                 self._relaunching[key] -= 1
-        fresh = {t.task_index: dataclasses.replace(t, subagent_id=sid, attempts=t.attempts + 1)
-                 for t, sid in zip(tasks, ids, strict=True)}
-        try:
-            if add:
-                row = dataclasses.replace(row, tasks=tuple(fresh.values()))
-                self._table.add(row)
-            else:
-                row = dataclasses.replace(row, tasks=tuple(fresh.get(t.task_index, t) for t in row.tasks))
-                self._table.replace_tasks(row.delegation_id, row.tasks)
-        except Exception as exc:
+        if refused:
+            exc = refused[0]
             # Recorded nowhere, they would run for no one (nothing delivers their results or says they ran):
             # stopped, as the children of a background dispatch the ledger cannot record are (`dispatched`).
             log.warning("could not record the %d subagent(s) launched again for delegation %s (%s: %s): they are "
@@ -528,11 +594,28 @@ class Ledger(CompletionFailures):
                         exc_info=not isinstance(exc, sqlite3.Error))
             for sid in ids:
                 await self._children.interrupt_child(sid, NOT_RECORDED, parent_session_id=session.session_id)
-            raise
+            raise exc
+        [row] = recorded
         # Children run again: the chat follows them on a card like any background delegation's (after a
         # restart, the card the stopped process left is taken up again instead of staying stale).
         self._cards.start(row, session, resumed=not add)
         return row
+
+    def _undo(self, row: DelegationRow, added: bool) -> None:
+        """Undo the record of a relaunch that was not launched: remove the row it added (`_discard`), or point
+        the row it took up back at the children the restart lost, for the next start to relaunch or report
+        (left naming children never journaled, that start would take the delegation for one never launched,
+        and forget it without a word to the chat). Tried again until it goes through, as `_discard` is: a full
+        disk rolled the record back with the launch, but the database writes it again once it can."""
+        if added:
+            self._discard(row.delegation_id)
+            return
+        try:
+            self._table.replace_tasks(row.delegation_id, row.tasks)
+        except sqlite3.Error as exc:
+            log.warning("the subagents of delegation %s were not launched again, and its row cannot be pointed "
+                        "back at the lost ones yet (%s); trying again", row.delegation_id, exc)
+            self._later(lambda: self._table.replace_tasks(row.delegation_id, row.tasks))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -559,6 +642,14 @@ RETRY_NOT_RECORDED = (
     "Nothing was retried: the state database cannot be written right now, so the retry could not be recorded, "
     "and nothing of it runs. Send {command} again later."
 )
+
+
+def _not_retried(exc: SubagentLifecycleError, command: str) -> str:
+    """What a retry that launched nothing answers. A launch whose commit the state database refused (a full disk:
+    the journal's error, SQLite's as its cause) is told as a record it refused is, not in the journal's words."""
+    if isinstance(exc.__cause__, sqlite3.Error):
+        return RETRY_NOT_RECORDED.format(command=command)
+    return f"Nothing was retried: {exc}."
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:

@@ -204,11 +204,18 @@ class HostView:
         Replaces an earlier ``since``."""
         self._supervisor.results_needed_since = since
 
-    async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec]) -> list[str]:
+    async def relaunch(self, parent: AgentSession, parent_turn_id: str, specs: Sequence[ChildSpec], *,
+                       before_commit: Callable[[Sequence[str]], None] | None = None) -> list[str]:
         """Launch children for these tasks again (new ids), as delegate_task would from
         ``parent``'s turn ``parent_turn_id``, each on its route again; returns their ids once
         they are journaled. Raises `SubagentLifecycleError` (and starts nothing) when a task's
-        route can no longer be resolved."""
+        route can no longer be resolved, and the journal's `JournalError` when it refused the launch
+        (nothing of it was kept). ``before_commit(ids)``, with the new ids in the order of ``specs``, is
+        called once their PENDING rows are put, before their commit, and must not raise: what it writes
+        to the journal's database commits in the same transaction (the host's record of the relaunch,
+        which a crash or a full disk between two commits left without its children, or them without it).
+        It is not called when nothing was launched; when it was and this raises, the launch was not
+        recorded (its caller then undoes what it wrote), or its caller was cancelled meanwhile."""
         host = self._supervisor.host
         routes: list[ChildRoute | None] = []
         for spec in specs:
@@ -219,7 +226,9 @@ class HostView:
                 routes.append(host.routing.resolve(spec.backend or "default", spec.route, host.tools.toolsets()))
             except (RouteRefused, BackendUnavailable) as exc:
                 raise SubagentLifecycleError(f"cannot run {spec.goal[:60]!r} again: {exc}") from None
-        records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True, routes=routes)
+        hook = None if before_commit is None else lambda records: before_commit([r.handle.subagent_id for r in records])
+        records = await self._supervisor.submit(parent, parent_turn_id, list(specs), durable=True, routes=routes,
+                                                before_commit=hook)
         return [r.handle.subagent_id for r in records]
 
     async def _wait(self, held: Sequence[Record | SubagentResult | None]) -> None:
