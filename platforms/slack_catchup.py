@@ -12,9 +12,10 @@ drops a message that also comes as a late retried event. Its ``ts`` is when it w
 answer opens with the late note (`gateway.late_notes`).
 
 Live events come meanwhile (Slack sends them as soon as the connection is open, and the catch-up
-may take minutes): one in a conversation still to be caught up waits until what was read there is
-handed on (`CatchUp.hand_on_after`), so that it comes after the older ones, as they were sent, and
-that conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
+may take minutes): one in a conversation still to be caught up (a thread a message read back opens is
+one from the moment that message is handed on) waits until what was read there is handed on
+(`CatchUp.hand_on_after`), so that it comes after the older ones, as they were sent, and that
+conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
 is handed on all the same, before the older ones, rather than held for good, and the later ones there
 do not wait any more. What came after the catch-up began came live: a read stops there (with a
 minute's margin for the clocks), so that the messages missed are the ones read, however busy the
@@ -185,10 +186,8 @@ class CatchUp:
                     continue
                 ended += 1
                 self._done(where)
-                for other in opened:
-                    if other[0] not in self.reading and other[0] not in self._last_seen:
-                        self.reading[other[0]] = None  # a thread a caught-up mention opened: read it too
-                        self._queue.append(other)
+                for other in opened:  # a thread a caught-up mention opened: read it too, next if a live one waits
+                    (self._queue.appendleft if other[0] in self._handed else self._queue.append)(other)
         finally:  # ended, given up or cancelled: no live message waits any more
             self.behind.update(self.reading)  # what was not read, the next start reads
             for where in list(self.reading):
@@ -255,8 +254,9 @@ class CatchUp:
 
     async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]] | None:
         """Hand on what came after ``last`` there, with one line saying what it found; the other
-        conversations the messages handed on are the newest of (a thread a mention opened). How far it
-        got is recorded whatever happens. None when the read failed and is to be tried again
+        conversations the messages handed on are the newest of (a thread a mention opened), now being
+        caught up (`reading`). How far it got is recorded whatever happens. None when the read failed and
+        is to be tried again
         (`platforms.rereads`): nothing was handed on, nor recorded."""
         channel, thread = where
         try:
@@ -282,7 +282,17 @@ class CatchUp:
             keep = {id(m) for m in kept}
             for message in messages:
                 if id(message) in keep:
-                    opened += [(other, message["ts"]) for other in await self._take(message) if other != where]
+                    opens = self._opening(where, message)
+                    for other in await self._take(message):
+                        if other == opens:  # recorded here: `record_now` held it, being read
+                            self._seen(*other, message["ts"])
+                            opened.append((other, message["ts"]))
+                            opens = None
+                        elif other != where and other not in self.reading and other not in self._last_seen:
+                            self.reading[other] = None
+                            opened.append((other, message["ts"]))
+                    if opens is not None:  # it opened none: no live message there waits any more
+                        self._done(opens)
                     handed += 1
                 done = message["ts"]
             complete = not (more and thread)  # a thread's newest are unread: a live ts must not pass over them
@@ -304,6 +314,21 @@ class CatchUp:
             if done != last:
                 self._seen(channel, thread, done)
         return opened
+
+    def _opening(self, where: Where, message: dict[str, Any]) -> Where | None:
+        """The thread a message read at a channel's top level may open (a mention starts one; a
+        thread_broadcast is in one), if it is new: from now on being caught up (`reading`), before the
+        message is handed on. Handing it on puts the bot in that thread: a live reply there meanwhile
+        was handed on before the replies missed there, and recorded past them (a stop or a crash
+        before the thread was read then lost them for good)."""
+        channel, thread = where
+        if thread is not None or message.get("channel_type") == "im":
+            return None
+        opens = (channel, str(message.get("thread_ts") or message["ts"]))
+        if opens in self.reading or opens in self._last_seen:
+            return None
+        self.reading[opens] = None
+        return opens
 
     async def _read(self, where: Where, last: str) -> tuple[list[dict[str, Any]], bool]:
         """The messages after ``last`` (and before the catch-up began, `CLOCK_SKEW` aside), oldest first,

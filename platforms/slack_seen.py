@@ -8,7 +8,10 @@ message again. While such a message is unsettled, a later one in its conversatio
 up to just before it (a crash then leaves it to the next start's catch-up); a live message is
 unsettled from the moment it comes, its files not read yet. A message the store
 refuses is handed on again until it is taken (`platforms.slack_handover`), as Discord's are: the
-next start may be days away, past what its catch-up reads back. One a stop cuts short, or turns away
+next start may be days away, past what its catch-up reads back. One that failed before the ack, which
+Slack sends again, holds its conversation just before it too until it is taken, moving the record back
+if a later one Slack sent first was recorded already (a crash before it is taken, or Slack giving up,
+must not leave it behind the record). One a stop cuts short, or turns away
 unacked (Slack sends it again only for a few minutes), holds its conversation just before it, moving
 the record back if a message Slack sent out of order was recorded past it; the next start reads it
 back, and the inbox drops the later ones answered meanwhile.
@@ -91,12 +94,16 @@ class TakenIn:
 
     def sent_again(self, conversations: Sequence[Where], ts: str) -> None:
         """The gateway failed to take the message before Slack was acked for it: Slack sends it again,
-        so the record stays where it is; later messages are held just before it until it is taken (Slack
-        gives up after a few minutes: one the store refused the adapter hands over again meanwhile,
-        `platforms.slack_handover.Retries`; should it fail for another reason, the next start reads it back)."""
+        and later messages are held just before it until it is taken (Slack gives up after a few minutes:
+        one the store refused the adapter hands over again meanwhile, `platforms.slack_handover.Retries`;
+        should it fail for another reason, the next start reads it back). A newer message Slack sent
+        first (it does not order events) and recorded past it, the record moves back just before it,
+        and forward again once it is taken: else a crash before then, or Slack giving up, lost it for
+        good, the next start reading after the newer one."""
         for where in conversations:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
+            self._back_before_lost(where)
 
     def not_taken(self, conversations: Sequence[Where], ts: str, *, told: bool = False) -> None:
         """The gateway does not have the message, which Slack may not send again: each of its
@@ -105,14 +112,22 @@ class TakenIn:
         for where in conversations:
             self._unsettled.get(where, set()).discard(ts)
             self._lost.setdefault(where, set()).add(ts)
-            position = just_before(min(self._lost[where] | self._unsettled.get(where, set()), key=ts_key))
-            newest = self._recorded(where)
-            if newest is not None and ts_key(newest) <= ts_key(position):  # never forward: older ones may be unread
-                continue
-            if not told:
+            if self._back_before_lost(where) and not told:
                 log.warning("slack: message %s in %s was not taken by the gateway; the next start reads it back",
                             ts, conversation_key(where))
-            self._record(where, position)
+
+    def _back_before_lost(self, where: Where) -> bool:
+        """Record ``where`` just before its oldest message not taken (or unsettled) if it was recorded past
+        that, the newest recorded held to be recorded again once none holds the record back; whether it
+        moved. Never forward: the messages after the record may not be read yet."""
+        position = just_before(min(self._lost[where] | self._unsettled.get(where, set()), key=ts_key))
+        newest = self._recorded(where)
+        if newest is not None and ts_key(newest) <= ts_key(position):
+            return False
+        if newest is not None and ((held := self._held.get(where)) is None or ts_key(held) < ts_key(newest)):
+            self._held[where] = newest
+        self._record(where, position)
+        return True
 
     def mark(self, channel: str, thread_ts: str | None, ts: str) -> None:
         """``ts`` was taken in there: recorded unless a newer one was (Slack does not order events), or
