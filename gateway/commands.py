@@ -192,6 +192,8 @@ class Commands:
     async def _stop(self, session: GatewaySession, args: str, inbound: Inbound) -> str:
         note = [STOP_ARGS_NOTE] if args else []
         delivering = _delivering(session)
+        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`).
+        replying = session.running.turn_id if session.running is not None and session.running.replying else None
         spared = self._later_turn(session, inbound)
         # What the turns of messages sent after it launched, ended or not, is not what it was meant to stop.
         origins = self._ledger.running_origins(session.session_id)
@@ -208,6 +210,10 @@ class Commands:
         # children running in the journal, lost to the restart, and on_restart: resume ran them again.
         saved = not children or await self._children.stops_committed()
         await asyncio.sleep(0)
+        if replying is not None:
+            # The reply goes first, as the turn answered before this /stop could stop it: journaled first,
+            # "Nothing was running." came before the answer it had not stopped, as if it had stopped none.
+            await self._reply_journaled(replying)
         went_on = [STOP_SENT_BEFORE] if spared is not None else []
         if going_on:
             went_on.append(stop_spared(going_on))

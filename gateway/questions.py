@@ -42,6 +42,7 @@ from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import OutboxRow
 from gateway.store.inbox import Inbox
 from platforms.base import Inbound, RateLimited
+from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.questions")
 
@@ -55,15 +56,51 @@ PAUSE_GRACE = 10.0
 socket read again) hands over an answer the user sent meanwhile."""
 
 
+OPTIONS = "Options:"
+"""Said above the choices of a question that has a numbered list of its own (`question_text`)."""
+_NUMBERED = re.compile(r"^\s*[0-9]{1,9}[.)](?:\s|$)", re.MULTILINE)
+"""A line that Markdown may read as an item of a numbered list (``2.`` or ``2)``)."""
+
+
+def shown_choice(choice: str) -> str:
+    """``choice`` as one item of the numbered list: on one line, its line breaks as spaces. Shown as written,
+    ``a\\nb`` read as two items, ``a\\n2. b`` renumbered the choices after it (the number picked the one
+    below the one meant), and a blank line in it ended the list."""
+    return " ".join(line.strip() for line in choice.splitlines() if line.strip())
+
+
+def checked(question: str, choices: Sequence[str] | None) -> None:
+    """`ToolError`, naming what is wrong, for a question or choice that shows nothing: the ``clarify``
+    tool refuses whitespace, not the zero-width characters a chat shows as nothing too (`is_blank`),
+    and a plugin's tool may call this service itself. Asked, the chat got a bare "❓" to answer, or an
+    option numbered with nothing beside it that its number still picked."""
+    if not isinstance(question, str):
+        raise ToolError(f"the question is {type(question).__name__}, not text; nothing was asked")
+    if is_blank(question):
+        raise ToolError("the question is only whitespace or invisible characters; nothing was asked. "
+                        "Write the question")
+    for number, choice in enumerate(choices or (), 1):
+        if not isinstance(choice, str):
+            raise ToolError(f"choice {number} is {type(choice).__name__}, not text; nothing was asked")
+        if is_blank(choice):
+            raise ToolError(f"choice {number} is only whitespace or invisible characters; nothing was asked. "
+                            "Leave it out")
+
+
 def question_text(question: str, choices: Sequence[str] | None, timeout: float, *, private: bool = True,
                   answerable: bool = True) -> str:
     """The question as Markdown: the choices a numbered list of their own (blank lines around
-    it, so that no platform's rendering runs the last line into the list). Not ``private``: a
+    it, so that no platform's rendering runs the last line into the list), each on one line
+    (`shown_choice`). Under a question with a numbered list of its own, `OPTIONS` comes first: right
+    after that list, the choices continued it (Markdown read one list, the renderers numbered the
+    choices 3, 4, …), and anywhere in the question, a number read as one of either list. Not ``private``: a
     group, where the bot hears only what is addressed to it (Telegram, a Discord channel), and
     a reply to the question always is. Not ``answerable``: nobody is left to answer (`input_ended`)."""
     blocks = [f"❓ {question.strip()}"]
     if choices:
-        blocks.append("\n".join(f"{i}. {choice}" for i, choice in enumerate(choices, 1)))
+        if _NUMBERED.search(question):
+            blocks.append(OPTIONS)
+        blocks.append("\n".join(f"{i}. {shown_choice(choice)}" for i, choice in enumerate(choices, 1)))
     if not answerable:
         blocks.append(UNANSWERABLE)
         return "\n\n".join(blocks)
@@ -175,7 +212,9 @@ class Questions:
         questions are asked one at a time, in the order they were asked: a plugin's tool may ask several at
         once, and a turn waits on one question (`RunningTurn.question`), the one its chat's next message
         answers. A second asked meanwhile took that over: the first was never answered, and once it gave up
-        nothing waited on the second either, whose answer ran as a message of its own."""
+        nothing waited on the second either, whose answer ran as a message of its own. A question or
+        choice that shows nothing is refused unasked (`checked`)."""
+        checked(question, choices)
         calling = self._sessions.calling_turn()
         if calling is None:
             raise ToolError(NOT_NOW)

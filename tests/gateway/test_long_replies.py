@@ -13,6 +13,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.replies import EMPTY_ANSWER
 from gateway.splitting import split_text
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.polling import until
 
 MEASURE_SECONDS = 0.03
 """What one measure of a part costs on the adapter below: a rendering measure, heavy formatting."""
@@ -112,14 +113,18 @@ class HeldSplit(RecordingAdapter):
 
 async def test_a_stop_while_the_reply_is_split_comes_after_the_reply(tmp_path, gateways):
     # It said "Stopped the running turn." and the whole reply followed it; a background task's results
-    # (a completion turn) were delivered too, recorded as not delivered (/stop).
+    # (a completion turn) were delivered too, recorded as not delivered (/stop). Then it said "Nothing was
+    # running." first, and the reply it had not stopped followed it.
     text = "\n\n".join(f"Paragraph {n}: " + "word " * 40 for n in range(10))
     chat = HeldSplit()
     gateway = await gateways(make_config(tmp_path), [chat], model=ScriptedModel({"parent": [[{"text": text}]]}))
     await chat.say("write a lot")
     assert await asyncio.to_thread(chat.splitting.wait, 10)
-    await chat.say("/stop")
-    await chat.wait_for(lambda: chat.texts())
+    stop = asyncio.ensure_future(chat.say("/stop", event_id="the-stop"))
+    # Begun, it has found the reply being journaled (nothing between the two yields to the loop).
+    await until(lambda: stop.done() or ("chat", "the-stop") in gateway.store.inbox.begun())
     chat.release.set()
+    await stop
+    await chat.wait_for(lambda: "Nothing was running." in chat.texts())
     await settled(gateway)
-    assert chat.texts() == ["Nothing was running.", *split_text(text, 1000)]  # as if sent a moment later
+    assert chat.texts() == [*split_text(text, 1000), "Nothing was running."]  # the turn had answered
