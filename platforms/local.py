@@ -19,8 +19,9 @@ chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy`
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
 whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
-A reader that fails (the gateway could not take a message, or the terminal could not be
-read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more.
+A reader that fails (the gateway could not record a message for want of storage, or the terminal could not
+be read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more. A message the
+gateway fails on otherwise (a fault it trips) is answered that it could not be handled, and the chat goes on.
 
 Input from a pipe or a file gets no prompt: the output is the replies alone, and a Ctrl-C
 character (0x03) in it is text like any other, as for most tools: a pipe has no keys. Its end
@@ -101,6 +102,7 @@ from platforms.local_tty import (
     typed_line,
     up,
 )
+from platforms.not_recorded import NOT_HANDLED_MESSAGE, storage_refusal
 from platforms.web import MAX_TEXT
 
 CHAT_ID = "terminal"
@@ -259,11 +261,26 @@ class LocalAdapter:
                 continue
             self._leaving = False
             self._last_id = None
-            await sink(Inbound(
+            await self._hand_over(sink, Inbound(
                 platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
                 user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
                 is_command=text.startswith("/"),
             ))
+
+    async def _hand_over(self, sink: InboundSink, inbound: Inbound) -> None:
+        """Hand ``inbound`` to the gateway. One it fails on before recording it, for a reason of its own (a fault
+        the message trips), is answered `NOT_HANDLED_MESSAGE`, and the chat goes on: the same message would fail
+        alike at every try, and raised, it ended the whole chat for one odd line. A refusal of its storage (a full
+        disk: `storage_refusal`) is raised, and ends the chat, saying why (`_read_ended`): nothing typed could be
+        taken until there is room."""
+        try:
+            await sink(inbound)
+        except Exception as exc:
+            if storage_refusal(exc):
+                raise
+            log.exception("the terminal chat: the gateway failed on event %s before recording it; answered that it"
+                          " could not be handled", inbound.event_id)
+            await self.send(Outbound(CHAT_ID, None, NOT_HANDLED_MESSAGE, kind="command"))
 
     async def _leave_after_turn(self, sink: InboundSink, lines: Lines, *, ended: bool) -> None:
         """Left (/quit, Ctrl-D: ``ended``) while a turn runs: say so at once, and return once the
@@ -291,7 +308,7 @@ class LocalAdapter:
                 return  # the terminal is gone: nothing can stop the turn from here but the shutdown
 
     def _read_ended(self, reader: asyncio.Task[None]) -> None:
-        """The reader failed (the gateway could not take a message, its database full): nothing typed
+        """The reader failed (the gateway could not record a message, its database full): nothing typed
         is read any more, Ctrl-C included (a key here, not SIGINT), so the chat ends, saying why."""
         if reader.cancelled() or (exc := reader.exception()) is None:
             return
@@ -306,9 +323,9 @@ class LocalAdapter:
         self._last_id = None  # its line is under the last message now: that one is not redrawn in place
         if self._busy():
             self._leaving = False
-            await sink(Inbound(platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
-                               user_name=self._user, text="/stop", event_id=f"local-{os.urandom(8).hex()}",
-                               is_command=True))
+            await self._hand_over(sink, Inbound(
+                platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user, user_name=self._user,
+                text="/stop", event_id=f"local-{os.urandom(8).hex()}", is_command=True))
             return False
         if typed.strip():  # as a shell does: the line is gone, the next one starts afresh
             self._leaving = False

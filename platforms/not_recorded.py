@@ -77,6 +77,12 @@ is dropped, as it would fail alike at every try, and neither Slack (an empty ack
 until the interaction's token expires) shows its user anything; nor does Telegram for a command typed as a message
 (``/stop``), nor Discord for a text command (``!stop``), whose user waits for an answer all the same. The words of the
 gateway's own apology for an event it could not handle (its dead letters)."""
+NOT_HANDLED_MESSAGE = ("⚠️ Sorry — I could not handle that message: the error is logged for the operator to look at."
+                       " Please try again, perhaps in other words.")
+"""`NOT_HANDLED` for a message whose sender waits on the answer to its hand-over (the web chat's page, a webhook's
+caller, the terminal), which the gateway failed on before it recorded it (not a full disk: `storage_refusal`).
+A final answer: the same message again would fail alike, and answered "retry" (the web chat's and the webhook's
+500) it was sent again for ever, what its sender sent after it waiting behind it."""
 
 
 def not_handled(command: Inbound) -> Outbound:

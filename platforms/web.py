@@ -10,7 +10,9 @@ Routes (see docs/platforms/web.md):
   idempotency key: the same key in the same chat is the same event, so a retried POST
   starts no second turn (the gateway's durable inbox drops it). Its ``user`` event goes to
   the chat's pages once the gateway has recorded it, ahead of what the chat published meanwhile,
-  with the text the gateway took (a key sent again with another text shows the first).
+  with the text the gateway took (a key sent again with another text shows the first). One it could not
+  record for want of storage is 500 (the page posts it again); one it failed on otherwise (a fault the
+  message trips, which would fail alike at every try) is a final 422 (`NOT_HANDLED_STATUS`).
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
 - ``GET /chat/api/events?chat=[&after=]``: Server-Sent Events. First ``history`` (the same
@@ -56,7 +58,7 @@ from platforms.base import (
     Sent,
 )
 from platforms.json_body import load_json_body
-from platforms.not_recorded import storage_refusal
+from platforms.not_recorded import NOT_HANDLED_MESSAGE, storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ORDER_HOLD_SECONDS, ChatStreams, serve_events
@@ -83,6 +85,10 @@ SWEEP_SECONDS = 3600.0
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
+NOT_HANDLED_STATUS = 422
+"""The answer to a message the gateway failed on before it recorded it, for a reason of its own (a fault the
+message trips), not for want of storage: final, as a 4xx is to the page and to any client, since the same
+message would fail alike at every try; a 5xx says "retry", which a proxy's 502 says too."""
 
 
 class WebChatAdapter:
@@ -246,12 +252,16 @@ class WebChatAdapter:
                 if shown is not None:
                     place.event = ("user", shown)
         except Exception as exc:
-            if storage_refusal(exc):  # the database's own error line says why, once
-                self._not_recorded.warning("storage", "web chat: the gateway could not record event %s (%s: %s);"
-                                           " answered 500, the page posts it again", inbound.event_id,
-                                           type(exc).__name__, exc)
-            else:
-                log.exception("web chat: the gateway failed to take event %s", inbound.event_id)
+            if not storage_refusal(exc):
+                # A fault the message trips fails alike at every try: answered 500, the page posted it again for
+                # ever, and every message typed after it waited behind it, across reloads too.
+                log.exception("web chat: the gateway failed on event %s before recording it; answered %d, not"
+                              " retried", inbound.event_id, NOT_HANDLED_STATUS)
+                return error_response(NOT_HANDLED_STATUS, NOT_HANDLED_MESSAGE)
+            # The database's own error line says why, once.
+            self._not_recorded.warning("storage", "web chat: the gateway could not record event %s (%s: %s);"
+                                       " answered 500, the page posts it again", inbound.event_id,
+                                       type(exc).__name__, exc)
             return error_response(500, "internal error; retry with the same key")
         body = {"id": page_id, "turn_id": None, "duplicate": False}
         if accepted is not None:

@@ -330,7 +330,9 @@
       return;
     }
     // 408 (a body that came in too slowly) and 429 (a proxy's rate limit) say "not now", not "not this
-    // message": refused, it would be left behind while the messages typed after it went.
+    // message": refused, it would be left behind while the messages typed after it went. Any other 4xx is
+    // final, 422 too (the gateway failed on this message, and would at every try): posted again, it held
+    // every message typed after it for ever.
     if (!response || response.status >= 500 || [401, 408, 429].includes(response.status)) {
       retry = { item, timer: setTimeout(() => {
         retry = null;

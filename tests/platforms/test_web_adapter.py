@@ -19,6 +19,7 @@ from platforms.base import Accepted, Adapter, Deleting, HistoryReading, Inbound,
 from platforms.web import MAX_BODY, MAX_TEXT, WebChatAdapter
 from platforms.web_access import is_loopback
 from platforms.web_events import IDLE, ChatStreams, serve_events
+from tests.sqlite_errors import full_disk
 from tests.web_client import EventStream, post_message, serve, serve_routes
 
 TOKEN = "tok-0123456789-abcdefghij"
@@ -37,8 +38,8 @@ class Sink:
     async def __call__(self, inbound: Inbound) -> Accepted:
         if self.meanwhile is not None:
             await self.meanwhile()
-        if self.fail:
-            raise RuntimeError("database is locked")
+        if self.fail:  # the store's refusal, tried again (a fault of the message is final)
+            raise full_disk()
         duplicate = any(i.event_id == inbound.event_id for i in self.inbound)
         self.inbound.append(inbound)
         return Accepted(None if duplicate else f"turn-{len(self.inbound)}", f"web|{inbound.chat_id}|", duplicate)

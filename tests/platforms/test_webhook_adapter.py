@@ -20,6 +20,7 @@ from platforms.base import Accepted, Adapter, EditUnsupported, Inbound, NetworkE
 from platforms.fakes.webhook_receiver import WebhookReceiver, signed_get, signed_post
 from platforms.webhook import MAX_BODY, Route, WebhookAdapter
 from platforms.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, get_payload, sign, verify
+from tests.sqlite_errors import full_disk
 
 SECRET = "alerts-secret-0123456789"
 OTHER_SECRET = "reader-secret-abcdef"
@@ -46,8 +47,8 @@ class Sink:
 
     async def __call__(self, inbound: Inbound) -> Accepted:
         self.inbound.append(inbound)
-        if self.fail:
-            raise RuntimeError("database is locked")
+        if self.fail:  # the store's refusal, tried again (a fault of the message is final)
+            raise full_disk()
         session = f"webhook:{inbound.chat_id}"
         if inbound.event_id in self.turns:
             return Accepted(self.turns[inbound.event_id], session, duplicate=True)

@@ -19,6 +19,7 @@ import yaml
 
 from gateway.host import STATE_DB
 from platforms.local import LEAVE_HINT, LEAVING
+from platforms.not_recorded import NOT_HANDLED_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLING = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -277,19 +278,40 @@ def test_leaving_during_a_turn_waits_only_until_it_ends(tmp_path):
 
 
 def test_a_chat_that_cannot_take_a_message_ends_and_gives_the_terminal_back(tmp_path):
-    """The chat could not journal a message (a full disk): its reader ended, and with it every way
-    out, as Ctrl-C is a key there (the terminal's interrupt character off) and nothing read it."""
+    """The chat could not journal a message (its database locked by another process past the busy timeout, as
+    a full disk refuses it): its reader ended, and with it every way out, as Ctrl-C is a key there (the
+    terminal's interrupt character off) and nothing read it."""
+    chat = Terminal(tmp_path)
+    try:
+        chat.read_until(b"you> ")
+        with contextlib.closing(sqlite3.connect(tmp_path / "state" / STATE_DB, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")  # the write lock, held until the chat has ended
+            os.write(chat.controller, b"hello\r")
+            chat.read_until(b"(The chat has ended: OperationalError: database is locked)")
+            db.execute("ROLLBACK")
+        assert chat.wait() == 0
+        assert termios.tcgetattr(chat.controller) == chat.at_start  # Ctrl-C is Ctrl-C again, echo is on
+    finally:
+        chat.close()
+
+
+def test_a_message_the_gateway_fails_on_is_answered_so_and_the_chat_goes_on(tmp_path):
+    """A fault a message trips (here a trigger's error, no full disk) would fail alike at every try: the chat
+    ended for it, every later message lost with it. It is answered that it could not be handled."""
     chat = Terminal(tmp_path)
     try:
         chat.read_until(b"you> ")
         with contextlib.closing(sqlite3.connect(tmp_path / "state" / STATE_DB)) as db:
-            db.execute("CREATE TRIGGER refuse BEFORE INSERT ON gateway_inbox"
-                       " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+            db.execute("CREATE TRIGGER refuse BEFORE INSERT ON gateway_inbox WHEN NEW.payload LIKE '%an odd message%'"
+                       " BEGIN SELECT RAISE(ABORT, 'a fault this message trips'); END")
             db.commit()
+        os.write(chat.controller, b"an odd message\r")
+        chat.read_until(NOT_HANDLED_MESSAGE.encode())
         os.write(chat.controller, b"hello\r")
-        chat.read_until(b"(The chat has ended: IntegrityError: database or disk is full)")
+        chat.read_until(b"[demo]", after=NOT_HANDLED_MESSAGE.encode())
+        os.write(chat.controller, b"/quit\r")
         assert chat.wait() == 0
-        assert termios.tcgetattr(chat.controller) == chat.at_start  # Ctrl-C is Ctrl-C again, echo is on
+        assert b"The chat has ended" not in chat.seen
     finally:
         chat.close()
 
