@@ -1,9 +1,12 @@
 """How fast an adapter's platform lets the gateway write: an adapter that is `Paced` gives the
 `Pacing` of each chat (and of the whole account), which the outbox keeps to; one that also writes
-to chats itself (`WritesAside`, `WaitsAside`) has those writes counted in and waiting their turn."""
+to chats itself (`WritesAside`, `WaitsAside`) has those writes counted in and waiting their turn. An
+adapter may also keep its account's overall rate itself (`AccountRate`)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -65,3 +68,34 @@ class WaitsAside(Protocol):
         once a progress write to the chat may go by the outbox's pacing and 429s;
         ``turn(chat_id, op="delete")``, once a deletion may go by the platform-wide spacing of
         deletions (the outbox's included), the chat's own pace aside."""
+
+
+class AccountRate:
+    """At most ``count`` calls in any ``per`` seconds, whichever chats they go to: a limit on the whole
+    account (Telegram's bot FAQ: about 30 messages a second overall). The outbox paces each chat on its
+    own (`Pacing`), so a burst to many chats at once (a background result for each of 100 chats, a
+    restart's held replies) went out all together, and Telegram refused what was past its limit with
+    429s, each held in its chat for ``retry_after``. Awaiting `turn` before each write spaces them:
+    callers go in the order they came (each reserves its slot as it asks), and a caller cancelled while
+    it waits leaves its slot taken, which only spaces the next ones a little more. ``clock`` and ``sleep``
+    are seams for tests (the event loop's by default)."""
+
+    def __init__(self, count: int, per: float, *, clock: Callable[[], float] | None = None,
+                 sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+        if count < 1 or per <= 0:
+            raise ValueError(f"an account rate needs count >= 1 and per > 0, not {count} in {per} s")
+        self.count, self.per = count, per
+        self._clock = clock
+        self._sleep = sleep or asyncio.sleep
+        self._slots: deque[float] = deque()
+        """When the latest ``count`` calls went (or will go), oldest first."""
+
+    async def turn(self) -> None:
+        """Returns once a call may go: fewer than ``count`` went in the ``per`` seconds before it."""
+        now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
+        slot = max(now, self._slots[0] + self.per) if len(self._slots) >= self.count else now
+        self._slots.append(slot)
+        if len(self._slots) > self.count:
+            self._slots.popleft()
+        if slot > now:
+            await self._sleep(slot - now)

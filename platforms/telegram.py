@@ -55,8 +55,10 @@ error does that. ``parse_mode=None`` sends everything as plain text. Every SDK
 error becomes a `DeliveryError` in `platforms.telegram_errors`, the one place, and is logged with
 the method and the chat (`platforms.telegram_calls`; at DEBUG where the gateway says what became of
 the call: a part, a file); aiogram never retries a 429 itself, the gateway does with
-``RateLimited.retry_after``. An answer aiogram cannot read whole (a message it quotes lacks a field)
-is read as far as it can be (`platforms.telegram_updates.read_answers`): Telegram made the message.
+``RateLimited.retry_after``. The outbox paces each chat; the bot's overall rate (about 30 messages a
+second, whatever the chats) is kept here: every message sent or edited waits its turn (`_paced`).
+An answer aiogram cannot read whole (a message it quotes lacks a field) is read as far as it can be
+(`platforms.telegram_updates.read_answers`): Telegram made the message.
 One that says the send was done (``ok``) but names no ``message_id`` (a broken proxy, a body cut short)
 is a send all the same: sent again, the chat would show it twice. Its `Sent` id starts with `NO_ID`,
 which `edit` and `delete` refuse (`EditUnsupported`): the gateway sends a card's next state anew.
@@ -80,7 +82,7 @@ from urllib.parse import urlsplit
 from aiogram import Bot, Dispatcher
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import ClientDecodeError
-from aiogram.methods import GetUpdates, TelegramMethod
+from aiogram.methods import EditMessageText, GetUpdates, SendDocument, SendMessage, SendPhoto, TelegramMethod
 from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
 
@@ -105,7 +107,7 @@ from platforms.base import (
 from platforms.connection import NO_CONNECTION, ConnectionState, TokenWatch
 from platforms.formatting import blank, telegram_html
 from platforms.not_recorded import not_handled, storage_refusal
-from platforms.pacing import Pacing
+from platforms.pacing import AccountRate, Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_calls import BotCalls
@@ -123,6 +125,10 @@ TOKEN_FIX = ("it was revoked or replaced in BotFather; set platforms.telegram.to
 GROUP_PACING = Pacing(call_interval=3.0, edit_interval=1.0)
 PRIVATE_PACING = Pacing(call_interval=1.0, edit_interval=1.0)
 """Telegram's bot FAQ: about one message a second in any chat (edits count), 20 a minute in a group."""
+BOT_WRITES_PER_SECOND = 30
+"""Telegram's bot FAQ: about 30 messages a second overall, whatever the chats (`AccountRate`)."""
+_WRITES = (SendMessage, EditMessageText, SendPhoto, SendDocument)
+"""The calls Telegram counts against the bot's overall rate: a message sent or changed."""
 
 SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """While polling, how long to wait before handing an update the gateway failed to record over again."""
@@ -145,7 +151,8 @@ NO_ID = "no-id:"
 
 class TelegramAdapter:
     """One bot. ``bot`` replaces the aiogram Bot built from ``token`` and ``api_base``
-    (a seam for tests); either way `stop` closes its HTTP session."""
+    (a seam for tests); either way `stop` closes its HTTP session. ``bot_rate`` spaces every message
+    the bot sends or edits, in all its chats (`BOT_WRITES_PER_SECOND` by default; a seam for tests)."""
 
     name = "telegram"
     tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
@@ -169,6 +176,7 @@ class TelegramAdapter:
         parse_mode: Literal["HTML"] | None = "HTML",
         polling_timeout: int = 30,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
+        bot_rate: AccountRate | None = None,
     ) -> None:
         if mode not in ("polling", "webhook"):
             raise ValueError(f"telegram mode must be 'polling' or 'webhook', not {mode!r}")
@@ -213,6 +221,8 @@ class TelegramAdapter:
         self._calls = BotCalls(self.bot, parse_mode, self._token_watch)
         # A send Telegram made, but whose answer aiogram cannot read, would be made again at every retry.
         self.bot.session.middleware(telegram_updates.read_answers)
+        self._bot_rate = bot_rate or AccountRate(BOT_WRITES_PER_SECOND, 1.0)
+        self.bot.session.middleware(self._paced)
         if mode == "polling":
             self.bot.session.middleware(self._before_request)
 
@@ -289,7 +299,10 @@ class TelegramAdapter:
 
     async def _start_polling(self) -> None:
         self._polling_started.clear()
+        # What an earlier run held or skipped was never confirmed (a stop leaves it so): Telegram serves it
+        # again from the start, and an offset kept from then would confirm what it had not handed over.
         self.albums.reset()
+        self._skipped_to = 0
         self._polling = asyncio.create_task(
             self._dp.start_polling(
                 self.bot,
@@ -364,6 +377,15 @@ class TelegramAdapter:
         if inbound is None:
             return
         await self._hand_over(await self._upgraded(inbound, message))
+
+    async def _paced(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
+        """A request middleware: each message sent or edited waits its turn in the bot's overall rate. The
+        outbox paces each chat only, so a burst to many chats at once drew Telegram's 429s past about 30 a
+        second. Every call made counts, a plain-text retry or a send made again in a supergroup too; typing,
+        deletions and the rest do not (they make no message, and typing is cosmetic)."""
+        if isinstance(method, _WRITES):
+            await self._bot_rate.turn()
+        return await make_request(bot, method)
 
     async def _before_request(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         if isinstance(method, GetUpdates):

@@ -10,7 +10,8 @@ Meanwhile nothing from the oldest update held on is confirmed: the polls that lo
 items ask from that update on (its ``offset``) without waiting (``timeout`` 0), and only the
 updates no answer carried before go on to the dispatcher. A process stopped while an album is
 held is served it again after a restart, whole. Albums of other chats, and other messages, are
-not held back: they go on with the next look, at most ``wait`` seconds later. A message of the
+not held back: they go on with the next look, at most ``wait`` seconds later, after the albums
+complete by then. A message of the
 album's sender in its chat hands the album over first (it was written after it); another member's
 does not, since in a group it may come between two items of the album.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from aiogram.methods import GetUpdates
 from aiogram.types import Message, MessageEntity, Update
@@ -84,12 +85,13 @@ class AlbumHold:
         self._albums.setdefault(message.media_group_id, []).append((message, update_id))
         self._due[message.media_group_id] = asyncio.get_running_loop().time() + self.wait
 
-    def take(self, *, after: Message | None = None, due_by: float | None = None) -> list[Album]:
+    def take(self, *, after: Message | None = None, due_by: float | None = None,
+             but: Collection[str | None] = ()) -> list[Album]:
         """The albums held (those ``after`` was written after: of its chat and sender, other than its
-        own album; complete by ``due_by``), no longer held, oldest first."""
+        own album; complete by ``due_by``; none of ``but``), no longer held, oldest first."""
         taken = [group for group, items in self._albums.items()
                  if (after is None or _same_sender(items[0][0], after) and group != after.media_group_id)
-                 and (due_by is None or self._due[group] <= due_by)]
+                 and (due_by is None or self._due[group] <= due_by) and group not in but]
         for group in taken:
             del self._due[group]
         return sorted((self._albums.pop(group) for group in taken), key=lambda album: album[0][1])
@@ -107,6 +109,12 @@ class AlbumHold:
             fresh = [u for u in await get_updates(look) if u.update_id > self._served_up_to]
             if fresh:
                 self._served_up_to = fresh[-1].update_id
+                # The albums complete by now go first (their items came before these), but one with an item
+                # among these: on a busy bot nearly every look finds something new, and a complete album
+                # waited until a look's 100 updates had all gone past it.
+                coming = {u.message.media_group_id for u in fresh if u.message is not None}
+                for album in self.take(due_by=loop.time(), but=coming):
+                    await hand_over(album)
                 return fresh
             for album in self.take(due_by=loop.time()):
                 await hand_over(album)
@@ -159,8 +167,11 @@ class AlbumGather:
         loop, group = asyncio.get_running_loop(), message.media_group_id
         gathering = self._gathering.get(group)
         if gathering is not None:
-            gathering.items.append((message, update_id))
-            gathering.last = loop.time()
+            # Telegram delivers an item again while its first request is still unanswered (it waited too
+            # long): the album holds it once, or its file came twice, and the request with it.
+            if all(known != update_id for _, known in gathering.items):
+                gathering.items.append((message, update_id))
+                gathering.last = loop.time()
             return await asyncio.shield(gathering.done)
         gathering = _Gathering(message, [(message, update_id)], loop.time(), loop.create_future())
         self._gathering[group] = gathering
