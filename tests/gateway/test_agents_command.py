@@ -201,6 +201,8 @@ async def test_after_a_restart_a_background_child_is_found_and_retried_from_the_
     gateway = await gateways(config(tmp_path, server), [chat])
     await chat.say("go")
     await server.wait_for(lambda: any(is_child(b) for b in server.requests))
+    # The turn answered first: stopped before that, it runs again at the restart (its answer ahead of the report).
+    await chat.wait_for(lambda: chat.texts("reply") == ["on it"])
     (child,) = live(gateway)
     await gateway.stop(grace=0)
 
