@@ -377,7 +377,12 @@ class Gateway:
         """The sink every adapter feeds. Quick: records, routes and queues; never runs a turn inline.
         Returns once the event is durably recorded: an acknowledged event survives a crash. Raises
         SQLite's error when it could not record it, and `NotYetDurable` when it recorded it but SQLite
-        refused the commit: the store commits it once it can, so it may still be handled."""
+        refused the commit: the store commits it once it can, so it may still be handled. Any other failure
+        raises only before the event is recorded: the platforms answer it as final ("could not handle",
+        `platforms.not_recorded`). Once recorded, the event is handled now or after the next start whatever
+        fails, so a failure from then on is logged (or counted a failed attempt, `gateway.dead_letters`) and
+        the event goes on: raised, its sender was told it could not be handled, then answered (twice, had
+        they sent it again)."""
         key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
         route = self._route(inbound)
         # A command or a refusal starts no turn: recorded so before it runs, so a redelivery meanwhile names none.
@@ -385,7 +390,11 @@ class Gateway:
         opens_turn = route is None or (isinstance(route, Command) and route.then_message is not None) \
             or inbound.platform in TRACKS_TURN_IDS
         accepted = self.store.inbox.accept(inbound, new_turn_id() if opens_turn else None)
-        self.events.inbound(inbound.platform, duplicate=not accepted.new)
+        try:  # watching the gateway never changes what it does, least of all once the event is recorded
+            self.events.inbound(inbound.platform, duplicate=not accepted.new)
+        except Exception:
+            log.exception("%s event %s: reporting its arrival failed; it is handled all the same",
+                          inbound.platform, inbound.event_id)
         if not accepted.new:
             # Also one all of whose ids (`Inbound.aliases`: a Telegram album's items) were recorded with
             # earlier events, whatever they were gathered with then.
@@ -394,7 +403,7 @@ class Gateway:
             # the caller acknowledges it to the platform on our word.
             await self._recorded_durably()
             # One handed to a question and not settled yet (refused) names the asking turn, as once settled.
-            return Accepted(self.questions.handed(inbound) or accepted.turn_id, key, duplicate=True)
+            return Accepted(self._handed_to(inbound) or accepted.turn_id, key, duplicate=True)
         if accepted.recorded_as is not None:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
                      " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
@@ -436,7 +445,17 @@ class Gateway:
             self._not_handled(inbound, turn_id, exc)
             # Handed to a question before the store refused its settling: answered in the asking turn, which a
             # caller that follows turn ids (webhooks) reads, not this event's own turn, which never runs.
-            return Accepted(self.questions.handed(inbound) or turn_id, key)
+            return Accepted(self._handed_to(inbound) or turn_id, key)
+
+    def _handed_to(self, inbound: Inbound) -> str | None:
+        """`Questions.handed`, read once the event is recorded: a failure is logged and the event named by its
+        own turn, as `handle` must not raise past the record (its sender told "could not handle", then answered)."""
+        try:
+            return self.questions.handed(inbound)
+        except Exception:
+            log.exception("%s event %s: reading whether it answered a question failed; named by its own turn",
+                          inbound.platform, inbound.event_id)
+            return None
 
     async def _durable_before_waiting(self) -> None:
         """Before an event waits for the event of its chat being handled: commit it, so that the platform's
@@ -472,7 +491,12 @@ class Gateway:
                           "tried again, and counted once the store can write", inbound.platform, inbound.event_id,
                           type(exc).__name__, exc, exc_info=exc)
                 exc = count_failed
-        self.dead_letters.refused(inbound, turn_id, exc)
+        try:
+            self.dead_letters.refused(inbound, turn_id, exc)
+        except Exception:
+            log.exception("%s event %s: handling it met the store's refusal (%s: %s), and arranging to try again "
+                          "failed; it is not handled now and is kept for the next start", inbound.platform,
+                          inbound.event_id, type(exc).__name__, exc)
 
     async def _handle_again(self, inbound: Inbound, turn_id: str | None) -> Accepted:
         """`_handle_accepted` an event handed back (`switchboard inbox retry`) or tried again after a
