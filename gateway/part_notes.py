@@ -12,6 +12,11 @@ from __future__ import annotations
 from gateway import late_notes
 from gateway.outbox_part import PROGRESS_KINDS
 from gateway.store import NewMessage, OutboxRow, OutboxRows
+from platforms.base import AttachmentTooLarge, BadRequest, EditUnsupported, Forbidden, MessageTooLong, NotFound
+
+REFUSALS = (Forbidden, NotFound, BadRequest, EditUnsupported, MessageTooLong, AttachmentTooLarge)
+"""What the platform refuses a part with for good (`gateway.sender`): a part that failed with anything else was
+given up on."""
 
 MISSING = ":missing"
 """Appended to a message's key to make the key of its note that one of its parts could not be sent."""
@@ -47,20 +52,53 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False) ->
     the answer reads whole with a hole in it. One per message: should another of its parts fail too (the
     bot blocked: every part, and the note, is refused), that one goes without; a note failing gets none.
     Journaled as it goes, as a late note is: one the process died sending goes at the next start (after
-    the message's later parts). None when no note is owed."""
+    the message's later parts). None when no note is owed.
+
+    A piece of a re-split part (`gateway.resplit`) is a message in the chat like a part: once another
+    piece of its part went out, the chat reads the pieces as the part, so the one missing is noted, and
+    numbered, among the message's messages in the chat (a part's pieces counted one by one). Until one
+    did, none is owed for it: should none go out, the note is the part's (`gateway.sender`)."""
     if row.kind in PROGRESS_KINDS or row.op not in ("send", "split") or row.platform in late_notes.WITHOUT_NOTES:
         return None  # a progress message is one part; a webhook's caller reads each part's sequence
     message, _, number = row.key.rpartition(":")
-    if not (message and number.isdigit()):
-        return None  # a late note, a piece of a re-split part
-    total = int(number) + 1
+    part, *names = number.split("/")
+    if not (message and part.isdigit()):
+        return None  # a late note
+    if names and not any(p.status == "sent" for p in store.pieces(row.key.rpartition("/")[0])):
+        return None  # no piece of its part went out (yet): its part is noted, or its note waits for one
+    place, total = int(part) + 1, int(part) + 1
     while store.has_message(f"{message}:{total}"):
         total += 1
+    if names:  # counted as the chat shows them: each piece of a split part is a message of its own
+        shown = [key for i in range(total) for key in _in_chat(store, f"{message}:{i}")]
+        if row.key not in shown:
+            return None  # its part is no longer journaled as re-split (pruned meanwhile): nothing to count it in
+        place, total = shown.index(row.key) + 1, len(shown)
     key = message + MISSING
     if total < 2 or store.has_message(key):
         return None
     store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
-                                   missing_text(int(number) + 1, total, gave_up=gave_up), kind=row.kind,
+                                   missing_text(place, total, gave_up=gave_up), kind=row.kind,
                                    silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
                                    sequence=row.sequence)])  # in its place among the turn's messages
     return store.message(key)
+
+
+def gave_up_on(row: OutboxRow) -> bool:
+    """Whether the failed ``row`` was given up on (the platform kept failing) rather than refused, as its recorded
+    error says (`gateway.outbox_part.describe`: the class first): for a note owed after the failure was recorded."""
+    name = (row.last_error or "").partition(":")[0]
+    return not any(name in _names(refusal) for refusal in REFUSALS)
+
+
+def _names(cls: type) -> set[str]:
+    return {cls.__name__}.union(*(_names(sub) for sub in cls.__subclasses__()))
+
+
+def _in_chat(store: OutboxRows, key: str) -> list[str]:
+    """The keys of the messages the part ``key`` is in the chat: its own, or its pieces' once it was re-split (one
+    failed, none of its pieces went out: it counts as one, as a part that failed whole does)."""
+    row = store.message(key)
+    if row is None or row.op != "split" or row.status == "failed":
+        return [key]
+    return [shown for piece in store.pieces(key) for shown in _in_chat(store, piece.key)]

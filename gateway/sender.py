@@ -23,7 +23,7 @@ from gateway.give_up import GiveUpClocks
 from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS, describe, findable, outbound
 from gateway.pacing import Pacer, account_op, pacing_of
-from gateway.part_notes import late_note, missing_note
+from gateway.part_notes import gave_up_on, late_note, missing_note
 from gateway.quote_passing import pass_quote
 from gateway.sent_lookup import SentLookup
 from gateway.store import OutboxRow, OutboxRows
@@ -521,9 +521,13 @@ class Sender:
         await self._send_pieces(adapter, row)
 
     async def _send_pieces(self, adapter: Adapter, row: OutboxRow) -> None:
-        """Send the pieces in the row's place; the row then stands for its first sent piece."""
+        """Send the pieces in the row's place; the row then stands for its first sent piece. A piece that
+        fails for good once another went out gets the note a missing part does (`part_notes.missing_note`),
+        in its place; one failing before any went out gets it after the first that does (as the pieces
+        go; resumed after a restart too), and the row, none going out, its own: never a silent hole."""
         first: str | None = None
         refused = False  # a piece failed (not dropped)
+        unnoted: OutboxRow | None = None  # the first piece that failed while none had gone out
         for listed in self._store.pieces(row.key):
             # As it is now: an earlier piece's wait (a 429) may have outlasted this one's drop (dismissed by
             # the operator, or withdrawn with its card, `Outbox.drop`), and a dropped piece is never sent.
@@ -535,6 +539,10 @@ class Sender:
                     return
             if piece.status == "sent" and first is None:
                 first = piece.message_id
+                if unnoted is not None:  # journaled once: resumed, one sent before is not sent again
+                    await self._note_missing(adapter, unnoted, gave_up=gave_up_on(unnoted))
+            if piece.status == "failed" and first is None and unnoted is None:
+                unnoted = piece
             refused = refused or piece.status == "failed"
         self._forget(row)  # its pieces are sent in its place: it is not tried again
         if first is None:
