@@ -395,13 +395,12 @@ class Outbox:
         """Send a failed part again (the operator console's retry): it is pending once more, its
         give-up clock restarted, queued behind what its chat has queued. False, changing
         nothing, unless the part had failed."""
-        before = self._store.message_by_id(row_id)
         row = self._store.requeue(row_id)
-        if row is None or before is None:
+        if row is None:
             return False
         log.info("outbox: %s chat %s: %s re-queued by the operator", row.platform, row.chat_id, row.key)
         if not self._closed:
-            self._sender.requeued(row, first_journaled=before.created_at)
+            self._sender.requeued(row)
         if row.kind in PROGRESS_KINDS and resplit.past_the_first(row.key):
             self._old_extras = True  # an older build's failed extra message, sent now: its card must finish it
         self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)

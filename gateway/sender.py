@@ -109,12 +109,12 @@ class Sender:
         """The part ``row_id`` was journaled just now: its give-up clock starts (`gateway.give_up`)."""
         self._give_up.journaled(row_id)
 
-    def requeued(self, row: OutboxRow, *, first_journaled: float) -> None:
+    def requeued(self, row: OutboxRow) -> None:
         """The operator sends the failed part ``row`` again: its give-up clock starts over, and one that
         was tried is looked up first (where the platform can be asked), back to when it was first
-        journaled: given up on after answers were lost, it may be in the chat already."""
+        journaled (`OutboxRow.lookup_since`): given up on after answers were lost, it may be in the chat already."""
         self._give_up.journaled(row.id)
-        self._lookup.requeued(row, first_journaled=first_journaled)
+        self._lookup.requeued(row)
 
     async def deliver(self, row_id: int, *, preempt: asyncio.Event | None = None) -> bool:
         """Bring the row to a final state; True once it is. A row already final is only

@@ -36,21 +36,21 @@ class SentLookup:
         """Parts journaled before the start that this process marked tried, or asked the platform about."""
         self.waited: set[int] = set()
         """Parts whose lookup was rate-limited once: the next refusal sends them."""
-        self.look_back: dict[int, float] = {}
-        """Parts the operator re-queued: when they were first journaled, where a lookup starts."""
 
     @property
     def remembered_ids(self) -> set[int]:
         """The parts this keeps something about (none once final)."""
         return self.unsure | self.accounted | self.waited
 
-    def requeued(self, row: OutboxRow, *, first_journaled: float) -> None:
+    def requeued(self, row: OutboxRow) -> None:
+        """The operator re-queued ``row``: one tried may be in the chat, and is looked up first, from when it
+        was first journaled. That time is read from the row (`OutboxRow.lookup_since`),
+        stored, not kept here: the next process, which finds the row tried, starts there too. Kept in memory
+        only, a restart before the part went out started its lookup at the re-queue, and posted it twice."""
         if row.tried and row.op == "send":
             self.unsure.add(row.id)
-            self.look_back[row.id] = first_journaled
 
     def forget(self, row_id: int) -> None:
-        self.look_back.pop(row_id, None)
         self.unsure.discard(row_id)
         self.accounted.discard(row_id)
         self.waited.discard(row_id)
@@ -87,7 +87,7 @@ class SentLookup:
         self.unsure.discard(row.id)
         self.accounted.add(row.id)
         try:
-            found = await adapter.find_sent(outbound(row), self.look_back.get(row.id, row.created_at))
+            found = await adapter.find_sent(outbound(row), row.lookup_since)
         except RateLimited as exc:
             if row.id not in self.waited:
                 self.waited.add(row.id)

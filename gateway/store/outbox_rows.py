@@ -31,7 +31,8 @@ SCHEMA = (
         text, silent INTEGER NOT NULL, reply_token TEXT, turn_id TEXT, sequence INTEGER NOT NULL,
         status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL,
         created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT, reply_to TEXT,
-        tried INTEGER NOT NULL DEFAULT 1)""",  # a row journaled without saying so (an older build's) may have been
+        tried INTEGER NOT NULL DEFAULT 1, first_journaled_at REAL)""",  # a row journaled without saying so (an
+        # older build's) may have been tried
     "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
     """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
         WHERE status = 'pending'""",
@@ -45,7 +46,7 @@ SCHEMA = (
 )
 _COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
             "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error, "
-            "reply_to, tried")  # fmt: skip
+            "reply_to, tried, first_journaled_at")  # fmt: skip
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -102,6 +103,16 @@ class OutboxRow:
     tried: bool
     """An attempt to post it may have begun (`OutboxRows.mark_tried`, committed before the call; or it was
     journaled so, about to go at once): a part without it cannot have reached the platform."""
+    first_journaled_at: float | None = None
+    """When it was first journaled, once the operator re-queued it (`OutboxRows.requeue` moves ``created_at``,
+    where its give-up clock starts); None: never re-queued, ``created_at`` is that time."""
+
+    @property
+    def lookup_since(self) -> float:
+        """Where a lookup of whether it went out already starts (`platforms.base.FindsSent`): when it was
+        first journaled. Stored, not remembered: a lookup after a restart that started at the re-queue
+        would miss a post from before it, and post it twice."""
+        return self.created_at if self.first_journaled_at is None else self.first_journaled_at
 
     @property
     def chat(self) -> tuple[str, str, str | None]:
@@ -110,7 +121,8 @@ class OutboxRow:
 
 def _outbox_row(r: tuple) -> OutboxRow:
     return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _untext(r[8]), bool(r[9]), r[10], r[11],
-                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20], bool(r[21]))  # fmt: skip
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20], bool(r[21]),
+                     r[22])  # fmt: skip
 
 
 class OutboxRows:
@@ -132,6 +144,14 @@ class OutboxRows:
         columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
         if "tried" not in columns:
             self._db.write("ALTER TABLE gateway_outbox ADD COLUMN tried INTEGER NOT NULL DEFAULT 1")
+
+    def add_first_journaled(self) -> None:
+        """Schema < 10: a re-queued part keeps when it was first journaled (`OutboxRow.first_journaled_at`).
+        An older build overwrote that time at the re-queue: its re-queued parts are looked up from then, as
+        that build did once restarted; no other time is left to start from."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
+        if "first_journaled_at" not in columns:
+            self._db.write("ALTER TABLE gateway_outbox ADD COLUMN first_journaled_at REAL")
 
     def commit(self) -> None:
         """Commit what is journaled now: the sender calls this right before every send."""
@@ -297,9 +317,12 @@ class OutboxRows:
     def requeue(self, row_id: int) -> OutboxRow | None:
         """A failed row back to pending, as if journaled now (attempts from zero, so its give-up
         clock restarts), though still ``tried`` if it was: one given up on after an outage of lost
-        answers may be in the chat. None, changing nothing, unless it was failed."""
+        answers may be in the chat, and is looked up from when it was first journaled (kept in
+        ``first_journaled_at``, also through a second re-queue). None, changing nothing, unless it was failed."""
+        # SQLite's SET reads the row as it was: COALESCE takes the created_at being replaced.
         cur = self._db.write("UPDATE gateway_outbox SET status='pending', attempts=0, next_attempt_at=NULL,"
-                             " last_error=NULL, created_at=? WHERE id=? AND status='failed' AND op != 'split'",
+                             " last_error=NULL, first_journaled_at=COALESCE(first_journaled_at, created_at),"
+                             " created_at=? WHERE id=? AND status='failed' AND op != 'split'",
                              (self._clock.time(), row_id))
         return self.message_by_id(row_id) if cur.rowcount == 1 else None
 
