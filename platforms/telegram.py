@@ -416,17 +416,28 @@ class TelegramAdapter:
         decide whether it is for the bot; the first item's update id is its event id, also when
         Telegram serves it again whole. Every item's update id is an alias of it: a webhook's items
         delivered again apart (their answers lost) gather apart, each under its own first id, and the
-        inbox knows each by the album it was recorded with."""
-        lead = next((m for m, _ in album if m.caption), album[0][0])
-        caption, entities = captions_of([m for m, _ in album])
-        if caption:
-            lead = lead.model_copy(update={"caption": caption, "caption_entities": entities or None})
-        inbound = self._to_inbound(lead, album[0][1])
-        if inbound is not None:
+        inbox knows each by the album it was recorded with.
+
+        An album whose message cannot be built (an item of a shape we do not read) is logged and dropped,
+        as an update the gateway fails on is (`_until_recorded`): raised, it took with it every album taken
+        out of the hold in the same step, and with polling the updates of the poll that found them (a failed
+        getUpdates, which aiogram logs at DEBUG only)."""
+        try:
+            lead = next((m for m, _ in album if m.caption), album[0][0])
+            caption, entities = captions_of([m for m, _ in album])
+            if caption:
+                lead = lead.model_copy(update={"caption": caption, "caption_entities": entities or None})
+            inbound = self._to_inbound(lead, album[0][1])
+            if inbound is None:
+                return
             every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))
             aliases = tuple(str(update_id) for _, update_id in album)
-            inbound = await self._upgraded(inbound, lead)
-            await self._hand_over(dataclasses.replace(inbound, attachments=every, aliases=aliases))
+        except Exception:
+            log.exception("telegram: could not read the album of update(s) %s in chat %s; it is dropped",
+                          ", ".join(str(update_id) for _, update_id in album), album[0][0].chat.id)
+            return
+        inbound = await self._upgraded(inbound, lead)
+        await self._hand_over(dataclasses.replace(inbound, attachments=every, aliases=aliases))
 
     async def _upgraded(self, inbound: Inbound, message: Message) -> Inbound:
         """``inbound``, made of ``message``, under the group's chat id if it was written in the supergroup
