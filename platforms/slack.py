@@ -35,7 +35,8 @@ events, so neither does this adapter.
 
 Messages sent while the gateway was down (Slack stopped retrying them) are read back at start and
 handed on as their live events, before the live ones of their conversation (`platforms.slack_catchup`;
-`bind_last_seen` says how far each conversation was taken in).
+`bind_last_seen` says how far each conversation was taken in); so are those sent while Socket Mode's
+connection was lost for longer than `Limits.after_outage`, at the reconnect (`_reconnected`).
 
 Slash commands are acked empty, as events are: once the gateway has recorded them (Slack never
 sends a command again, nor keeps it in a history), or after ``sink_timeout``; they are answered
@@ -95,7 +96,7 @@ from platforms.pacing import Pacing
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_app import bolt_app
 from platforms.slack_calls import WebApi
-from platforms.slack_catchup import CatchUp, Limits, Where
+from platforms.slack_catchup import CatchUp, Limits, Where, ts_key
 from platforms.slack_client import SlackWebClient
 from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_delivery import Delivery
@@ -191,6 +192,10 @@ class SlackAdapter:
                                       started=lambda: self._client is not None and not self._stopping)
         self._stopping = False
         self._socket_watch = SocketWatch()
+        self._socket_watch.dropped, self._socket_watch.reconnected = self._dropped, self._reconnected
+        self._dropped_at: float | None = None
+        """When Socket Mode's connection was last seen lost (``clock``), until it is back."""
+        self._catch_up_run: asyncio.Future[None] | None = None
         self._catch_up_limits, self._clock = catch_up, clock
         self._taken_in = TakenIn()
         """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
@@ -245,10 +250,7 @@ class SlackAdapter:
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`Delivery.deliver`)
-                self._catch_up = CatchUp(self._reads, self._taken_in.last_seen, take=self._take,
-                                         seen=self._taken_in.mark, token=self._bot_token_state,
-                                         addressed=lambda event: self._addressed(event) is not None,
-                                         limits=self._catch_up_limits, clock=self._clock)
+                self._catch_up = self._new_catch_up(self._taken_in.last_seen)
             self._app = app
             if self.mode == "socket":
                 await self._connect_socket()
@@ -260,7 +262,48 @@ class SlackAdapter:
             # Held by the catch-up alone, until it ends: every conversation of the last 30 days
             # (`gateway.retention`), which a busy workspace has many more of than it reads.
             self._taken_in.last_seen = {}
-            self._background(self._catch_up.run())
+            self._catch_up_run = self._background(self._catch_up.run())
+
+    def _new_catch_up(self, last_seen: dict[Where, str], **options: Any) -> CatchUp:
+        return CatchUp(self._reads, last_seen, take=self._take, seen=self._taken_in.mark, token=self._bot_token_state,
+                       addressed=lambda event: self._addressed(event) is not None, limits=self._catch_up_limits,
+                       clock=self._clock, **options)
+
+    def _dropped(self) -> None:
+        self._dropped_at = self._clock()
+
+    def _reconnected(self) -> None:
+        """Socket Mode is back: after an outage of `Limits.after_outage` or more, Slack may have dropped the
+        events it could not deliver meanwhile, so the conversations taken in are read after their newest
+        message taken in, as at start (`platforms.slack_catchup`), the live messages there waiting for it.
+        Called before the new connection's events are handed on. A catch-up still running (at start, or after
+        an earlier outage) is replaced: the conversations it had still to read are read by this one."""
+        dropped, self._dropped_at = self._dropped_at, None
+        if dropped is None or self._turning_away:
+            return
+        outage = self._clock() - dropped
+        if outage < self._catch_up_limits.after_outage:
+            return
+        earlier, running = self._catch_up, self._catch_up_run
+        last_seen = self._taken_in.recorded()
+        for where, ts in (earlier.pending().items() if earlier is not None else ()):
+            if where not in last_seen or ts_key(ts) < ts_key(last_seen[where]):
+                last_seen[where] = ts
+        if not last_seen:
+            return
+        self._catch_up = self._new_catch_up(
+            last_seen, after=f"Socket Mode was lost for {outage:.0f} s",
+            behind=earlier.behind | set(earlier.reading) if earlier is not None else frozenset())
+        self._catch_up_run = self._background(self._after(running, self._catch_up))
+
+    @staticmethod
+    async def _after(running: asyncio.Future[None] | None, catch_up: CatchUp) -> None:
+        """``catch_up`` once the one ``running`` has ended, cancelled: it records how far it got before this
+        one reads on from there, and lets the live messages that waited for it go."""
+        if running is not None and not running.done():
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        await catch_up.run()
 
     async def _connect_socket(self) -> None:
         assert self._app is not None and self._client is not None

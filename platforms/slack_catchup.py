@@ -1,4 +1,4 @@
-"""Catching up, at start, on what was said to the bot while the gateway was down.
+"""Catching up, at start, on what was said to the bot while the gateway was down (and after a long outage).
 
 Slack delivers an event to an open Socket Mode connection or the Events API URL, retries it a few
 times over a few minutes (at once, after a minute, after five) and then gives up: a message sent
@@ -10,6 +10,13 @@ live event would have been, oldest first: the same checks (only what is addresse
 bot's message, no edits, joins or other subtypes), the same ``event_id``, so the gateway's inbox
 drops a message that also comes as a late retried event. Its ``ts`` is when it was sent, so the
 answer opens with the late note (`gateway.late_notes`).
+
+Socket Mode's connection lost while the gateway runs loses events alike, once the outage outlasts
+Slack's retries: a reconnect after `Limits.after_outage` or more catches up the same way
+(`SlackAdapter._reconnected`), from the newest message recorded as taken in per conversation
+(`platforms.slack_seen.TakenIn.recorded`), within the same bounds, and one INFO line counts what it
+handed on. It replaces a catch-up still running, reading the conversations that one had still to
+read (`CatchUp.pending`); what that one left unread stays `CatchUp.behind` unless this one reads it.
 
 Live events come meanwhile (Slack sends them as soon as the connection is open, and the catch-up
 may take minutes): one in a conversation still to be caught up (a thread a message read back opens is
@@ -101,6 +108,11 @@ class Limits:
     after each failed read in a row (`platforms.rereads`)."""
     max_retry: float = MAX_WAIT
     """Seconds at most between two tries of a read that keeps failing for an outage."""
+    after_outage: float = 60.0
+    """Seconds the Socket Mode connection was lost for, at least, for its reconnect to catch up as a start
+    does: Slack retries an event at once, after a minute and after five, then drops it, so a longer outage
+    loses the messages sent meanwhile (a shorter one, such as Slack's own refresh of the connection, is
+    left to the retries: a catch-up reads up to `max_conversations` conversations, ``pace`` apart)."""
 
 
 @dataclass
@@ -126,10 +138,15 @@ class CatchUp:
     def __init__(self, page: Page, last_seen: dict[Where, str], *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
                  seen: Callable[[str, str | None, str], None], token: TokenWatch, limits: Limits = Limits(),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, after: str | None = None,
+                 behind: set[Where] | frozenset[Where] = frozenset()) -> None:
+        """``after``: what the catch-up follows when not a start (an outage of Socket Mode), named in the
+        line that counts what it read; ``behind``: the conversations an earlier catch-up left unread, which
+        stay `behind` unless this one reads them."""
         self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
-        self._limits, self._clock = limits, clock
+        self._limits, self._clock, self._after = limits, clock, after
         self._reads = 0
+        self._handed_on = 0
         started = clock()
         self._latest = f"{started + CLOCK_SKEW:.6f}"
         """The newest ``ts`` a read asks for: what came later came live."""
@@ -143,7 +160,7 @@ class CatchUp:
         """Conversations being caught up, or still to be -> the newest ts a live event took in there
         meanwhile: recorded only once the older messages read have been handed on, so a crash cannot
         skip them."""
-        self.behind: set[Where] = set()
+        self.behind: set[Where] = set(behind) - set(self.reading)
         """Conversations left unread, or not read to the end (a failure, a thread's newest): what was said
         there while the gateway was down is not handed on yet, so a live message must not be recorded
         past it; the next start reads them from where they were left (the inbox drops what was answered
@@ -195,6 +212,9 @@ class CatchUp:
             waiting = len(self._queue)
             self._queue.clear()
             self._last_seen = {}
+        if self._after is not None:
+            log.info("slack: caught up after %s: %d message(s) for the bot handed on, from %d conversation(s) read",
+                     self._after, self._handed_on, ended - skipped.refused)
         if first_pass is not None and not waiting:
             read = ended - skipped.refused
             log.info("slack: catching up: nothing left waiting for a retry: %d conversation(s) read, %d of them after"
@@ -204,6 +224,11 @@ class CatchUp:
                         " and %d over %d per conversation%s", skipped.too_old, self._limits.max_age / 3600,
                         skipped.too_many, self._limits.max_messages,
                         "; not read: " + "; ".join(skipped.unread) if skipped.unread else "")
+
+    def pending(self) -> dict[Where, str]:
+        """The conversations still to be read, and after which ts: carried over by a catch-up that replaces
+        this one (the one being read now is recorded no further than where its read began)."""
+        return dict(self._queue)
 
     def _done(self, where: Where) -> None:
         self.reading.pop(where, None)
@@ -294,6 +319,7 @@ class CatchUp:
                     if opens is not None:  # it opened none: no live message there waits any more
                         self._done(opens)
                     handed += 1
+                    self._handed_on += 1
                 done = message["ts"]
             complete = not (more and thread)  # a thread's newest are unread: a live ts must not pass over them
             if more:

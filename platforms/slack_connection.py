@@ -25,6 +25,7 @@ token left the platform healthy while every reply failed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -60,14 +61,19 @@ class BotToken(TokenWatch):
 
 
 class SocketWatch:
+    """``dropped()`` is called at the first news of a drop, ``reconnected()`` at the ``hello`` of each
+    later WebSocket: the adapter catches up after an outage long enough for Slack to drop events."""
+
     def __init__(self) -> None:
         self.state = ConnectionWatch("slack")
         self._greeted = False
+        self.dropped: Callable[[], None] = lambda: None
+        self.reconnected: Callable[[], None] = lambda: None
 
     def web_client(self, **options: Any) -> AsyncWebClient:
         """The Socket Mode client's Web API client (slack_sdk uses it for ``apps.connections.open``
         alone), built from `AsyncWebClient`'s options."""
-        return _WatchedWebClient(self.state, **options)
+        return _WatchedWebClient(self.state, lambda: self.dropped(), **options)
 
     def watch(self, client: AsyncBaseSocketModeClient) -> None:
         client.message_listeners.append(self._on_message)
@@ -77,14 +83,18 @@ class SocketWatch:
             count = message.get("num_connections")
             if not self._greeted and isinstance(count, int) and count > 1:
                 log.error(SHARED, count)
-            self._greeted = True
+            greeted, self._greeted = self._greeted, True
             self.state.connected()
+            if greeted:
+                # Before any event of the new WebSocket is handed on, so that a live one waits for the catch-up:
+                # slack_sdk starts each message's listeners in a task of its own, in the order the messages came.
+                self.reconnected()
 
 
 class _WatchedWebClient(SlackWebClient):
-    def __init__(self, state: ConnectionWatch, **options: Any) -> None:
+    def __init__(self, state: ConnectionWatch, dropped: Callable[[], None], **options: Any) -> None:
         super().__init__(**options)
-        self._state = state
+        self._state, self._dropped = state, dropped
         self._failed = False
         """Whether the last call failed: the reason names its cause until one answers."""
 
@@ -95,6 +105,7 @@ class _WatchedWebClient(SlackWebClient):
         connection, ``not connected yet``. A call that answers after one failed ends that cause: the reason no
         longer names a failure that is over while the WebSocket is being opened."""
         if self._state.state.status == "connected":
+            self._dropped()
             self._state.reconnecting(ASKING)
         try:
             answer = await super().apps_connections_open(app_token=app_token, **kwargs)

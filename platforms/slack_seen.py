@@ -72,6 +72,11 @@ class TakenIn:
         newest = sorted(self.last_seen.items(), key=lambda item: ts_key(item[1]))[-self._remembered:]
         self._newest, self._seen, self._stored = OrderedDict(newest), seen, stored
 
+    def recorded(self) -> dict[Where, str]:
+        """The newest message recorded as taken in, of each conversation remembered: what a catch-up after
+        Socket Mode's outage reads after."""
+        return dict(self._newest)
+
     def handing_on(self, conversations: Sequence[Where], ts: str) -> None:
         """A message is handed on, to be `taken` or `not_taken` (a crash between: neither)."""
         for where in conversations:
