@@ -3,7 +3,8 @@
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
 ``~struck~``, each closed and reopened at every line break (Slack's end at their line) and kept
 from a letter or digit, or another style, beside it by a zero-width space (Slack styles only whole
-words); links ``<url|label>`` (a bare URL ``<url>``, as written); inline code and code
+words); links ``<url|label>`` (a bare URL ``<url>``, as written; web and mail addresses only, any
+other target written out after its label); inline code and code
 blocks keep their backticks (Slack shows no language; backticks in the code get zero-width spaces,
 so that no three in a row end the block; inline code holding a backtick,
 which Slack's cannot, becomes preformatted text between three backticks); quotes put ``> `` before
@@ -12,17 +13,23 @@ numbers (an item's code blocks and quotes in the first column), tables become co
 as text are kept apart by zero-width spaces, so three never open a block, and so are ``*``, ``_`` and
 ``~`` left as text that Slack would pair into a style; a line break in a link's label is a space (a
 link is one line). ``&``,
-``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention.
+``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention; a
+label that is a web address other than its link's is followed by the link's address instead, ``label (<url>)``.
 """
 
 from __future__ import annotations
 
 import re
 
-from platforms.formatting.markdown import Context, Renderer, width
+from platforms.formatting.markdown import Context, Renderer, parser, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_LINKABLE = ("http://", "https://", "mailto:")
+"""What a link may open. Slack links any absolute URL, handing it to whatever the reader's computer opens
+for its scheme: ``<smb://host/share|the report>``, from a page the model quotes, would open a file share
+on that host (Windows signing in to it as the reader), ``<vscode://…|docs>`` an editor. Another target
+is written out after the label, as on Telegram and Discord."""
+_ADDRESS_LABEL = re.compile(r"\s*https?://\S+\s*\Z", re.IGNORECASE)
 _ZWSP = "\u200b"
 _BACKTICK_RUN = re.compile(r"`(?=`)")
 # A backtick two more follow: a zero-width space after each leaves no three in a row, which would
@@ -75,10 +82,14 @@ class SlackMrkdwn(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         url = escape(href).replace("|", "%7C")
-        if not _SCHEME.match(href):
-            return f"{inner} ({url})"  # Slack links only absolute URLs
+        if not href.lower().startswith(_LINKABLE):
+            if not inner:
+                return url
+            return inner if auto or label == href else f"{inner} ({url})"
         if label == href or not inner:
             return f"<{url}>"
+        if not auto and _other_address(label, href):
+            return f"{inner} (<{url}>)"
         return f"<{url}|{inner.replace('|', '¦')}>"
 
     def line_break(self, ctx: Context) -> str:
@@ -114,6 +125,16 @@ class SlackMrkdwn(Renderer):
         if ctx.quote:
             return inner
         return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+
+
+def _other_address(label: str, href: str) -> bool:
+    """The label is a web address, not the link's own: ``[https://bank.example](https://evil.example)``,
+    from a page the model quotes, would show the one and open the other (Slack shows a link's label
+    only, and warns of nothing). Its own address written otherwise (``https://x.org`` for
+    ``https://x.org/``, a host in another case or script) is no other."""
+    if not _ADDRESS_LABEL.match(label):
+        return False
+    return parser().normalizeLink(label.strip()).rstrip("/").casefold() != href.rstrip("/").casefold()
 
 
 def _inert_markers(text: str) -> str:
