@@ -19,7 +19,8 @@ Routes (see docs/console.md):
 
 Every route but the page and its files is checked by `platforms.web_access.Access` with
 ``server.console_token`` (401/403); actions take only ``application/json`` posts, which
-another site's page cannot send unasked. ``GET /metrics`` is guarded the same way.
+another site's page cannot send unasked. ``GET /metrics`` is guarded the same way. A method a path
+does not take is 405 with ``Allow``, JSON as every other error of the API (`_api`).
 """
 
 from __future__ import annotations
@@ -98,12 +99,12 @@ class Console(GatewayListener):
             web.get("/console", self._page),
             web.get("/console/", self._page),
             static_route("/console/static", STATIC_DIR, {"live.js": SHARED_SCRIPT}),
-            web.get("/console/api/state", self._get_state, allow_head=False),
-            web.get("/console/api/events", self._get_events, allow_head=False),
-            web.post("/console/api/turns/{id}/stop", self._stop_turn),
-            web.post("/console/api/children/{id}/stop", self._stop_child),
-            web.post("/console/api/outbox/{id}/{action:retry|dismiss}", self._outbox_action),
-            web.post("/console/api/dead-letters/{id}/{action:retry|dismiss}", self._dead_letter_action),
+            *_api("GET", "/console/api/state", self._get_state),
+            *_api("GET", "/console/api/events", self._get_events),
+            *_api("POST", "/console/api/turns/{id}/stop", self._stop_turn),
+            *_api("POST", "/console/api/children/{id}/stop", self._stop_child),
+            *_api("POST", "/console/api/outbox/{id}/{action:retry|dismiss}", self._outbox_action),
+            *_api("POST", "/console/api/dead-letters/{id}/{action:retry|dismiss}", self._dead_letter_action),
         ]
 
     async def close_streams(self) -> None:
@@ -279,6 +280,20 @@ async def _stops_saved(children: HostView) -> Problem | None:
     they were only queued, a crash right after left the subagents running in the journal, lost to the restart, and
     ``lifecycle.on_restart: resume`` ran them again."""
     return None if await children.stops_committed() else (UNAVAILABLE, STOP_NOT_SAVED)
+
+
+def _api(method: str, path: str, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+         ) -> list[web.RouteDef]:
+    """The route, and one answering every other method on its path with a 405 and ``Allow``, as aiohttp
+    does, but in JSON like every other error of the API: a client reading ``{"error": ...}`` choked on
+    aiohttp's line of plain text (as the web chat's `platforms.web._only`)."""
+    async def refuse(request: web.Request) -> web.Response:
+        response = error_response(405, f"method not allowed here; this path takes {method}")
+        response.headers["Allow"] = method
+        return response
+    # HEAD too is refused on a GET path, as before: it would run the handler (a whole snapshot, an event stream).
+    taken = web.get(path, handler, allow_head=False) if method == "GET" else web.route(method, path, handler)
+    return [taken, web.route("*", path, refuse)]
 
 
 def _comparable(state: dict[str, Any]) -> str:

@@ -7,6 +7,12 @@ loop, so every such commit stalled every chat at once. While the gateway runs,
 its connection checkpoints nothing itself; this task checkpoints the file from
 its own connection on a worker thread every second (PASSIVE: it never blocks a
 writer or reader, and copies what it can).
+
+With automatic checkpoints off, nothing but this task keeps the log from growing
+until the disk is full. So the task outlives its own failures: an SQLite error
+(a full disk) is retried at the next second; anything else is logged once with
+its traceback and retried on a fresh connection, backing off to once a minute.
+Should the task end anyway, `Checkpointer` hands checkpoints back to SQLite.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,29 +29,62 @@ from lifecycle import SqliteDatabase
 log = logging.getLogger("gateway.store")
 
 INTERVAL_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 60.0
 
 
-async def run_forever(path: Path, interval: float = INTERVAL_SECONDS) -> None:
-    """Checkpoint ``path`` every ``interval`` seconds until cancelled."""
+async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
+                      sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
+    """Checkpoint ``path`` every ``interval`` seconds until cancelled; no exception but the
+    cancellation ends it. ``sleep`` waits between tries (a test's fake clock)."""
     loop = asyncio.get_running_loop()
-    # One thread owns the connection: a cancelled checkpoint still finishes before the close.
+    # One thread owns the connection: a cancelled checkpoint (or connect) still finishes before the close.
     worker = ThreadPoolExecutor(1, thread_name_prefix="switchboard-checkpoint")
-    conn = await loop.run_in_executor(worker, _connect, path)
+    held: list[sqlite3.Connection] = []  # the connection, opened and closed on the worker only
+    delay = interval
+    failing = False
     try:
         while True:
-            await asyncio.sleep(interval)
+            await sleep(delay)
             try:
-                await loop.run_in_executor(worker, checkpoint, conn)
+                await loop.run_in_executor(worker, _checkpoint_held, held, path)
             except sqlite3.Error as exc:
+                # Expected while the disk is full: cheap to retry, and the repeat filter folds the lines.
                 log.warning("WAL checkpoint failed: %s", exc)
+                delay = interval
+                continue
+            except Exception:
+                # A failure nobody foresaw must not end the only thing checkpointing the log:
+                # one traceback per run of failures, then quieter and slower tries on a new connection.
+                if not failing:
+                    log.exception("WAL checkpoint failed unexpectedly; retrying with backoff")
+                failing = True
+                worker.submit(_close_held, held)
+                delay = min(max(delay, interval) * 2, max(MAX_BACKOFF_SECONDS, interval))
+                continue
+            if failing:
+                log.info("WAL checkpoints resumed")
+                failing = False
+            delay = interval
     finally:
-        worker.submit(conn.close)
+        worker.submit(_close_held, held)
         worker.shutdown(wait=False)
+
+
+def _checkpoint_held(held: list[sqlite3.Connection], path: Path) -> None:
+    if not held:
+        held.append(_connect(path))
+    checkpoint(held[0])
+
+
+def _close_held(held: list[sqlite3.Connection]) -> None:
+    while held:
+        held.pop().close()
 
 
 class Checkpointer:
     """While started, the database's own commits checkpoint nothing; `run_forever` does it.
-    `stop` hands checkpoints back to SQLite. Both idempotent."""
+    `stop` hands checkpoints back to SQLite, and so does the task's end for any other reason
+    (else the log would grow until the disk is full). Both idempotent."""
 
     def __init__(self, db: SqliteDatabase, interval: float = INTERVAL_SECONDS) -> None:
         self._db = db
@@ -59,6 +99,7 @@ class Checkpointer:
         if self._task is None:
             self._db.automatic_checkpoints(False)
             self._task = asyncio.ensure_future(run_forever(self._db.path, self._interval))
+            self._task.add_done_callback(self._ended)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -66,6 +107,18 @@ class Checkpointer:
             task.cancel()
             await asyncio.wait([task])
             self._db.automatic_checkpoints(True)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        if task is not self._task:
+            return  # stopped: `stop` hands checkpoints back itself
+        if not task.cancelled():
+            log.error("WAL checkpointer ended; SQLite checkpoints the log itself again", exc_info=task.exception())
+        try:
+            self._db.automatic_checkpoints(True)
+        except sqlite3.ProgrammingError:
+            pass  # closed: the next connection to the file checkpoints automatically anyway
+        except sqlite3.Error:
+            log.exception("could not hand WAL checkpoints back to SQLite")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
