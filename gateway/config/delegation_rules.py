@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agent._plugins import BACKEND_NAME
 from gateway.config.sections import Config
+from lifecycle.plugins.advanced_delegation import profile_problems
 
 PLUGIN = "advanced_delegation"
 BUNDLED_PLUGINS = {PLUGIN: "lifecycle.plugins.advanced_delegation"}
@@ -71,6 +72,7 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
         _check_name(where, name, errors)
         if profile.description in (None, ""):
             errors.append(f"{where}.description: required (the parent model chooses a profile by it)")
+        errors.extend(profile_problems(where, profile, config.model.provider))
         for i, path in enumerate(profile.context_files):
             if problem := _file_problem(path if path.is_absolute() else root / path):
                 errors.append(f"{where}.context_files[{i}]: {problem}")

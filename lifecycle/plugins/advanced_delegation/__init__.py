@@ -13,11 +13,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from lifecycle.plugins.advanced_delegation._backends import ModelMapBackend, ProfileRoutesBackend
+from lifecycle.plugins.advanced_delegation._backends import ModelMapBackend, ProfileRoutesBackend, profile_problems
 
 log = logging.getLogger("lifecycle.plugins.advanced_delegation")
 
-__all__ = ["ModelMapBackend", "ProfileRoutesBackend", "register"]
+__all__ = ["ModelMapBackend", "ProfileRoutesBackend", "profile_problems", "register"]
 
 
 def register(ctx: Any) -> None:

@@ -21,6 +21,29 @@ def _required(where: str, **values: object) -> None:
             raise ValueError(f"{where}.{key}: required")
 
 
+def profile_problems(where: str, profile: ProfileRoute, parent_provider: str) -> list[str]:
+    """A profile's settings that would be accepted but not used, each naming its key.
+
+    ``provider``, ``base_url`` and ``api_key`` describe the profile's own model: without
+    ``model`` an ``api_key`` was silently dropped (the child ran on the default child model),
+    and a ``provider`` or ``base_url`` sent the parent's model name to another provider or
+    server. Only the openai provider reads ``base_url`` and ``api_key``."""
+    problems = []
+    has_model = profile.model not in (None, "")
+    for key in ("provider", "base_url", "api_key"):
+        if getattr(profile, key) not in (None, "") and not has_model:
+            problems.append(f"{where}.{key}: needs model (provider, base_url and api_key describe the profile's own"
+                            " model; without model the profile runs on the default child model): set model or remove"
+                            f" {key}")
+    provider = profile.provider or parent_provider
+    if has_model and provider != "openai":
+        for key in ("base_url", "api_key"):
+            if getattr(profile, key) not in (None, ""):
+                problems.append(f"{where}.{key}: not used by the {provider} provider (only openai reads it): set"
+                                f" provider: openai or remove {key}")
+    return problems
+
+
 class ModelMapBackend:
     """``delegation.model_map``: each option names a model (and where and how to reach it)."""
 
@@ -65,7 +88,9 @@ class ProfileRoutesBackend:
         for name, profile in profiles.items():
             where = f"delegation.profile_routes.{name}"
             _required(where, description=profile.description)
-            if profile.model is not None or profile.provider is not None or profile.base_url is not None:
+            if problems := profile_problems(where, profile, parent_model.provider):
+                raise ValueError(problems[0])
+            if profile.model not in (None, ""):
                 self._settings[name] = route_settings(parent_model, provider=profile.provider, model=profile.model,
                                                       base_url=profile.base_url, api_key=profile.api_key)
             else:
