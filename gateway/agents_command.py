@@ -1,7 +1,7 @@
 """``/agents``: the chat's children, and control over one of them.
 
 - ``/agents`` lists the session's running children and its recent ones — id, goal,
-  state, elapsed time, current activity, model and route — with its latest
+  state, elapsed time, current activity, and its model (its route instead, for a routed child) — with its latest
   background delegations (also after a restart). At most `SHOWN` children are listed,
   the rest counted by state, so a fan-out of fifty stays one readable message;
   ``/agents all`` lists every one.
@@ -241,10 +241,12 @@ def _shown(text: str, limit: int) -> str:
 
 
 def _model_route(child: ChildSnapshot) -> Iterable[str]:
-    if child.model:
-        yield f"model {child.model}"
+    """A routed child's route, never the model behind it (as delegate_task's results and ``/delegation``
+    show it): listed with it, a route's model reached the chat, from whom the route is to hide it."""
     if child.route:
         yield f"route {child.route}"
+    elif child.model:
+        yield f"model {child.model}"
 
 
 def _trace_line(entry: ToolTraceEntry) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from lifecycle._capability import KeyRing
 from lifecycle._contract import SubagentLifecycleError
+from lifecycle._routing import echoed
 
 
 class KeyRotation:
@@ -35,7 +36,8 @@ class KeyRotation:
             try:
                 ring.retire(kid)
             except (KeyError, TypeError):  # TypeError: an unhashable kid
-                raise SubagentLifecycleError(f"Unknown handle key {kid!r}.", code="UNKNOWN_KEY") from None
+                # `echoed`: a caller's kid of a megabyte (or a list of a million items) came back whole.
+                raise SubagentLifecycleError(f"Unknown handle key {echoed(kid)}.", code="UNKNOWN_KEY") from None
             await self._commit_ring(ring)
 
     async def _commit_ring(self, ring: KeyRing) -> None:

@@ -295,6 +295,11 @@ class AsyncSubagentLifecycle(KeyRotation):
         turn = active_turn()  # a plugin has no other way to name its parent
         if turn is None or not turn.live:  # not live: a task the plugin started in a turn that has ended
             raise SubagentLifecycleError(NO_PARENT, code="NO_PARENT")
+        supervisor = self._supervisor
+        if supervisor.keyring is None or supervisor.closing:
+            # Before the request is read: a closing service's invalid launch raised its validation error,
+            # not CLOSING, so a plugin retrying after fixing the request was refused once more.
+            supervisor.check_open()
         validate_request(request)
         if request.model is not None:
             raise SubagentLifecycleError("Per-launch model override is not supported; configure delegation.model.")
@@ -307,7 +312,7 @@ class AsyncSubagentLifecycle(KeyRotation):
         metadata = request.metadata
         spec = ChildSpec._build(request.goal, request.context, request.role, allowed,
                                 dict(metadata) if metadata else _NO_METADATA)
-        (record,) = await self._supervisor.submit(
+        (record,) = await supervisor.submit(
             session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )
         return record.handle

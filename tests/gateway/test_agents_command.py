@@ -78,7 +78,7 @@ async def test_agents_lists_ids_goals_states_elapsed_activity_and_model_route(tm
     assert lines[0].startswith(f"• {survey.subagent_id} — survey the market — running, ")
     assert lines[0].endswith(" s, waiting for the model, model parent-model")
     assert lines[1].startswith(f"• {check.subagent_id} — quick check — running, ")
-    assert lines[1].endswith("waiting for the model, model fast-model, route fast")
+    assert lines[1].endswith("waiting for the model, route fast")  # its route, never the model behind it
 
 
 async def test_log_shows_the_latest_tool_calls_as_metadata_only(tmp_path, llm, gateways):
