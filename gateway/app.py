@@ -418,17 +418,20 @@ class Gateway:
         return result
 
     async def _recorded_durably(self) -> None:
-        """Commit the event `handle` recorded. A commit the store refused for want of room (or a lock)
-        keeps the row, to commit once it can: raised as `NotYetDurable`, or a slash command's stop would
-        tell its user "Not taken" (Slack's and Discord's read a raise as nothing recorded), and then the
-        restart would answer it. A commit error the store drops the batch for (a broken constraint)
-        is raised as it is: nothing was recorded."""
+        """Commit the event `handle` recorded. A commit the store refused and kept the row of, to commit once
+        it can, is raised as `NotYetDurable`, whatever SQLite's code: a full disk or a lock, and as much a
+        corrupt page or a failed allocation (`SqliteDatabase.dropped`). Raised as it is, a code the platforms
+        do not count as the store's refusal was answered as final ("could not handle", a webhook's 422),
+        a slash command's stop told "Not taken" (Slack's and Discord's read a raise as nothing recorded), and
+        then the event, handed on already, was answered all the same (twice, had its sender sent it again).
+        Only a commit error the store drops the batch for (a broken constraint) is raised as it is: nothing
+        of it was recorded."""
         try:
             await self.store.durable()
         except sqlite3.Error as exc:
-            if storage_refusal(exc):
-                raise NotYetDurable.of(exc) from exc
-            raise
+            if self.store.db.dropped(exc):
+                raise
+            raise NotYetDurable.of(exc) from exc
 
     async def _handle_accepted(self, inbound: Inbound, turn_id: str | None, route: object = _NOT_ROUTED) -> Accepted:
         """`_dispatch` an accepted event; ``route`` is its `_route` when the caller knows it already

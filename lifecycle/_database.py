@@ -111,6 +111,8 @@ class SqliteDatabase:
         """The open batch's writes (participants' aside: they flush again), to write again when lost."""
         self._lost = False
         """SQLite rolled the batch back (a full disk): `_redo` must be written again first."""
+        self._dropped: BaseException | None = None
+        """The error of the latest commit whose batch's writes were dropped, not kept (`dropped`)."""
         self._rewrite: asyncio.TimerHandle | None = None
         self._rewrite_delay = lost_retry[0]
         self.commits = 0
@@ -314,6 +316,14 @@ class SqliteDatabase:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def dropped(self, error: BaseException) -> bool:
+        """Whether ``error``, raised by a commit (`commit`, `durable`), dropped the writes of its batch: SQLite
+        refused the COMMIT for a broken constraint, which they would break at every try. Any other error a
+        commit raises leaves them kept, to be written again and committed once SQLite takes them (a full disk,
+        a lock, a corrupt page alike): whoever took a write for its sender must not then tell it nothing was
+        recorded."""
+        return error is self._dropped
+
     def automatic_checkpoints(self, enabled: bool) -> None:
         """Let commits checkpoint the WAL themselves (SQLite's default: tens of milliseconds
         inside the commit that crosses 1,000 pages, on the event loop), or not, while a
@@ -393,6 +403,7 @@ class SqliteDatabase:
             log.error("%s: the batch broke a constraint at commit (%s); its writes are dropped, not written again",
                       self.path.name, exc)
             self._redo.clear()
+            self._dropped = exc
             return
         self._lost = True
         log.error("%s: the commit failed (%s); its writes are written again with the next write or wait",

@@ -35,7 +35,10 @@ again, holding those after it."""
 
 def storage_refusal(exc: BaseException) -> bool:
     """True when ``exc`` says the gateway could not store the event (its database or disk), not why
-    the event itself failed."""
+    the event itself failed. `NotYetDurable` whatever its code: the store keeps its event, to commit once
+    it can, so it is never final ("could not handle"), which its sender would hear before its answer."""
+    if isinstance(exc, NotYetDurable):
+        return True
     if isinstance(exc, OSError):
         return exc.errno in _FULL_OR_FAILING
     return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _LATER
