@@ -64,8 +64,9 @@ class DelegationCards:
         ran on across the restart (an engine whose children outlive the process). Either way the card that
         process left is edited again, its headline's time and its done line's counted from one start, the
         dispatch's: counted from this start, the headline read as the work having begun anew (and back to `3 s`
-        from the minutes it read before the restart) while the done line gave the time since the dispatch. Across the restart only the wall clock spans the dispatch
-        (never less than 0 s); from this start on, the monotonic clock."""
+        from the minutes it read before the restart) while the done line gave the time since the dispatch.
+        Across the restart only the wall clock spans the dispatch (never less than 0 s); from this start on,
+        the monotonic clock."""
         ran = max(0.0, self._clock.time() - row.dispatched_at) if resumed else 0.0
         self._began.setdefault(row.delegation_id, self._clock.monotonic() - ran)
         display = self._display(session.platform)
