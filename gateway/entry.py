@@ -16,7 +16,9 @@ callback, which the collector runs as loading makes garbage): Python only prints
 handler raises there ("Exception ignored in ...") and goes on, and the gateway started and ran.
 So the handlers also note the signal, and the loading, once done, ends as the signal would have;
 meanwhile the exception they raise in a finalizer is not printed (it is no error: the signal ends
-the program all the same), any other is.
+the program all the same), any other is, until SIGTERM or SIGHUP ends the program: then neither is
+the failure of a finalizer of an object the signal cut short mid-construction (a transport of the
+model check's connection), which printed a traceback under a clean stop.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ _caught: int | None = None
 def _terminate(signum: int, frame: object) -> None:
     global _caught
     _caught = signum
+    # From here on the process is ending: the exception raised below may land in the middle of an object's
+    # construction (a transport of the model check's connection), whose finalizer then fails at exit and
+    # printed "Exception ignored in … AttributeError" with a traceback under a clean stop.
+    sys.unraisablehook = _unraisable
     raise SystemExit(128 + signum)
 
 
@@ -41,8 +47,10 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _unraisable(report: object) -> None:
-    """`sys.unraisablehook` while the program loads: quiet about our handlers' own exceptions."""
-    if _caught is not None and isinstance(getattr(report, "exc_value", None), KeyboardInterrupt | SystemExit):
+    """`sys.unraisablehook` while the program loads, and once a stop signal of ours has ended it: quiet about our
+    handlers' own exceptions, and, after SIGTERM or SIGHUP, about the finalizers of what they cut short."""
+    exc = getattr(report, "exc_value", None)
+    if _caught is not None and (isinstance(exc, KeyboardInterrupt | SystemExit) or _caught != signal.SIGINT):
         return
     sys.__unraisablehook__(report)
 
