@@ -86,6 +86,10 @@ NOT_HANDLED_MESSAGE = ("⚠️ Sorry — I could not handle that message: the er
 caller, the terminal), which the gateway failed on before it recorded it (not a full disk: `storage_refusal`).
 A final answer: the same message again would fail alike, and answered "retry" (the web chat's and the webhook's
 500) it was sent again for ever, what its sender sent after it waiting behind it."""
+NOT_HANDLED_STATUS = 422
+"""The HTTP status `NOT_HANDLED_MESSAGE` goes with (the web chat's page, a webhook's caller): final, as a 4xx is to
+the page and to any client, since the same message would fail alike at every try; a 5xx says "retry", which a
+proxy's 502 says too (and the 500 of a refused store means: nothing of it was kept, send it again)."""
 
 
 def not_handled(command: Inbound) -> Outbound:

@@ -12,7 +12,7 @@ Routes (see docs/platforms/web.md):
   the chat's pages once the gateway has recorded it, ahead of what the chat published meanwhile,
   with the text the gateway took (a key sent again with another text shows the first). One it could not
   record for want of storage is 500 (the page posts it again); one it failed on otherwise (a fault the
-  message trips, which would fail alike at every try) is a final 422 (`NOT_HANDLED_STATUS`).
+  message trips, which would fail alike at every try) is a final 422 (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 - ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
   ``history_limit`` messages from the durable store.
 - ``GET /chat/api/events?chat=[&after=]``: Server-Sent Events. First ``history`` (the same
@@ -58,7 +58,7 @@ from platforms.base import (
     Sent,
 )
 from platforms.json_body import load_json_body
-from platforms.not_recorded import NOT_HANDLED_MESSAGE, storage_refusal
+from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
 from platforms.web_events import ORDER_HOLD_SECONDS, ChatStreams, serve_events
@@ -85,10 +85,6 @@ SWEEP_SECONDS = 3600.0
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
-NOT_HANDLED_STATUS = 422
-"""The answer to a message the gateway failed on before it recorded it, for a reason of its own (a fault the
-message trips), not for want of storage: final, as a 4xx is to the page and to any client, since the same
-message would fail alike at every try; a 5xx says "retry", which a proxy's 502 says too."""
 
 
 class WebChatAdapter:

@@ -8,7 +8,7 @@ route 404, signature headers missing or malformed 401, ``Content-Length`` over `
 ``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
 401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
 lone surrogate included: it is refused, never stored). Then the gateway: 500 when it could not record the
-event for want of storage (send it again), a final 422 when it failed on it otherwise (`NOT_HANDLED_STATUS`).
+event for want of storage (send it again), a final 422 when it failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
 ``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
@@ -63,7 +63,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.json_body import load_json_body
-from platforms.not_recorded import NOT_HANDLED_MESSAGE, storage_refusal
+from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.web_files import WebFiles, download_headers
@@ -84,9 +84,6 @@ MAX_BODY = 1024 * 1024
 DELIVERY_TIMEOUT = 10.0
 ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
 _MAX_ID = 256
-NOT_HANDLED_STATUS = 422
-"""The answer to a message the gateway failed on before it recorded it, for a reason of its own (a fault the
-message trips), not for want of storage (500, sent again): final, as the same request would fail alike."""
 SENT_BACK = "a delivery of this route sent back, not a request to it"
 _DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
 """What a delivery (`_message`) has and a request does not."""
