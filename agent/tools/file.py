@@ -10,13 +10,15 @@ a new file beside the old one, in the folder so opened, and renames it over the 
 whole, flushed to disk before the rename and its folder after (as `agent._durable.write_whole`): a
 disk that refuses the write (full) leaves the old file as it was, not cut short, and a file reported
 written is still there, whole, after a power cut. What a crash between the two left under its
-temporary name is removed by a later write to that folder.
+temporary name is removed by a later write to that folder. One write may hold `MAX_WRITE_BYTES`, and one
+turn's writes `MAX_TURN_WRITE_BYTES`: a model writing in a loop cannot fill the disk the state database is on.
 Handlers are plain functions: the registry runs them in a worker thread, so file I/O never blocks
 the event loop.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import io
@@ -36,6 +38,7 @@ from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 from agent.tools._glob import GlobMatch
 from agent.tools._open_unfollowed import READ, is_swapped, open_folder, open_unfollowed
+from agent.tools._per_turn import TurnBudget
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from agent.tools.file_scope import FileScope
 
@@ -47,14 +50,24 @@ MAX_LIST_ENTRIES = 1000
 #: tree of millions (``node_modules``) walked it all, seconds to minutes of a worker thread that no
 #: interrupt stops, and a few such calls took every thread the host has for its blocking work.
 MAX_WALK_ENTRIES = 100_000
+#: Bytes (UTF-8) one `write_file` may write: far more than one answer of a model holds.
+MAX_WRITE_BYTES = 10_000_000
+#: Bytes one turn's `write_file` calls may write together. Unbounded, a model calling it in a loop (up to
+#: 64 calls an answer, 90 answers a turn) wrote gigabytes, and the disk full then failed every chat's turn.
+MAX_TURN_WRITE_BYTES = 100_000_000
 # Enough of a file's head to tell text from binary data without reading it all.
 _SNIFF_BYTES = 8192
+# Text that is no UTF-8 but says what it is, by its first bytes: UTF-16 (Windows PowerShell's `>`, Excel's
+# "Unicode text") is half NUL bytes, and was refused as binary. UTF-32's marks first: they begin as UTF-16's.
+_MARKED = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+           (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 # Control characters, and the line and paragraph separators (U+2028, U+2029) that end a line as a newline does.
 _UNSHOWN = frozenset({"Cc", "Zl", "Zp"})
 # write_file's temporary names, exactly: nothing else is ever taken for one of them.
 _TEMPORARY = re.compile(r"\.write_file\.[0-9a-f]{32}\.part")
 
 log = logging.getLogger("agent.tools.file")
+_WRITTEN = TurnBudget(MAX_TURN_WRITE_BYTES)
 
 
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
@@ -140,10 +153,12 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     offset, limit = int(args.get("offset", 1)), None if args.get("limit") is None else int(args["limit"])
     try:
         with os.fdopen(fd, "rb") as raw:
-            if b"\0" in raw.read(_SNIFF_BYTES):
+            head = raw.read(_SNIFF_BYTES)
+            encoding = next((name for mark, name in _MARKED if head.startswith(mark)), None)
+            if encoding is None and b"\0" in head:
                 raise ToolError(f"{args['path']!r} looks like a binary file; read_file returns text only")
             raw.seek(0)
-            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+            f = io.TextIOWrapper(raw, encoding=encoding or "utf-8", errors="replace")
             lines: list[str] = []
             used, last, note, n = 0, offset - 1, "", 0
             for n, line in enumerate(_capped_lines(f, MAX_READ_CHARS + 1), start=1):
@@ -309,18 +324,35 @@ def _listed(path: str) -> str:
 
 
 def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = args["path"]
+    path, content = args["path"], args["content"]
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size > MAX_WRITE_BYTES:
+        raise ToolError(f"cannot write {path!r}: the content is {size:,} bytes (UTF-8), more than the "
+                        f"{MAX_WRITE_BYTES:,} one write_file may write; nothing was written, the file is as it was. "
+                        "Split it over several files")
     target = _resolve(ctx, path, writing=True)
+    if not _WRITTEN.take(ctx, size):
+        raise ToolError(f"cannot write {path!r}: this turn has written {_WRITTEN.used(ctx):,} bytes with write_file, "
+                        f"and {size:,} more would pass the {_WRITTEN.most:,} one turn may write; nothing was written, "
+                        "the file is as it was. Say what is left to write in your final answer")
+    try:
+        _write_at(target, path, content)
+    except BaseException:  # nothing was written: it does not count
+        _WRITTEN.give_back(ctx, size)
+        raise
+    return f"wrote {len(content)} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
+
+
+def _write_at(target: Path, path: str, content: str) -> None:
     try:
         folder = open_folder(target, make_folders=True)
     except OSError as exc:
         raise _unopened(exc, path, "write") from None
     try:
-        _write_whole(folder, target.name, args["content"], _replaced(folder, target.name, path), path)
+        _write_whole(folder, target.name, content, _replaced(folder, target.name, path), path)
         _remove_leftovers(folder, path)
     finally:
         os.close(folder)
-    return f"wrote {len(args['content'])} characters to {target.relative_to(ctx.workspace.resolve()).as_posix()}"
 
 
 def _replaced(folder: int, name: str, path: str) -> os.stat_result | None:
@@ -428,8 +460,8 @@ def file_toolset() -> tuple[Tool, ...]:
     return (
         Tool(
             "read_file",
-            f"Read a UTF-8 text file from the workspace. Returns at most {MAX_READ_CHARS} characters; "
-            "a truncation note then says which offset to read on from.",
+            "Read a text file (UTF-8, or UTF-16 with its byte-order mark) from the workspace. Returns at most "
+            f"{MAX_READ_CHARS} characters; a truncation note then says which offset to read on from.",
             {
                 "type": "object",
                 "properties": {
@@ -462,7 +494,8 @@ def file_toolset() -> tuple[Tool, ...]:
         ),
         Tool(
             "write_file",
-            "Write text to a workspace file, replacing it if it exists; missing parent directories are created.",
+            "Write text to a workspace file, replacing it if it exists; missing parent directories are created. "
+            f"At most {MAX_WRITE_BYTES:,} bytes (UTF-8) a call, {MAX_TURN_WRITE_BYTES:,} a turn.",
             {
                 "type": "object",
                 "properties": {"path": _PATH, "content": {"type": "string"}},
