@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import functools
 import inspect
 import logging
@@ -22,6 +23,8 @@ HOOK_NAMES = frozenset({
 
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+"""Argument types a hook can share with the caller as they are (no copy needed)."""
 HOOK_THREADS = 8
 """Threads for plain-function hooks (`PluginThreads`: a stopping process does not wait for them).
 A hook that hangs holds one until it returns (it is skipped meanwhile), the others share the rest."""
@@ -97,7 +100,11 @@ class HookRegistry:
         stopped, and a coroutine may not give in (one that retries whatever interrupts it). It is
         remembered until it returns. The host's own coroutine hooks (no ``owner``) are awaited here:
         they may set context variables the caller reads on (the gateway's tracing does). An awaitable
-        that a plain callable returns (``lambda **e: notify(**e)``) runs as a plugin's coroutine does."""
+        that a plain callable returns (``lambda **e: notify(**e)``) runs as a plugin's coroutine does.
+        A plugin's hook gets its own copy of each mutable argument: one that edits ``arguments`` in place
+        (to log less of it) must change neither the tool call nor what the next hook reads."""
+        if owner is not None:
+            kwargs = {k: v if type(v) in _IMMUTABLE else copy.deepcopy(v) for k, v in kwargs.items()}
         if is_coroutine:
             if owner is None:
                 await fn(**kwargs)

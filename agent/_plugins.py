@@ -116,6 +116,10 @@ class PluginContext:
             raise PluginError(self.module, f"command name {name!r} must be a single word")
         if not callable(handler):
             raise PluginError(self.module, f"command /{name} has no callable handler")
+        # The platforms' command menus take it as text: Telegram's refused anything else, failing the gateway's start.
+        if not isinstance(description := "" if description is None else description, str):
+            raise PluginError(self.module, f"command /{name}: its description must be a string, "
+                                           f"not {type(description).__name__}")
         if any(c.name == name for c in self._commands):
             raise PluginError(self.module, f"command /{name} is registered twice")
         self._commands.append(PluginCommand(name, description, handler, self.module))
@@ -126,7 +130,8 @@ class PluginContext:
         tasks through; ``delegation.backend`` or a chat's ``/delegation`` picks it by name."""
         name = getattr(backend, "name", None)
         if not isinstance(name, str) or not BACKEND_NAME.fullmatch(name):
-            raise PluginError(self.module, f"delegation backend name {name!r} must be a lower-case word like 'model_map'")
+            raise PluginError(self.module,
+                              f"delegation backend name {name!r} must be a lower-case word like 'model_map'")
         for method in ("options", "resolve"):
             if not callable(getattr(backend, method, None)):
                 raise PluginError(self.module, f"delegation backend {name!r} has no {method}() method")
@@ -193,7 +198,8 @@ class PluginHost:
         # SystemExit too (a plugin's ``sys.exit("set FOO first")``): raised on in the host, it stopped the
         # host at its start, with no failure told, where one plugin's refusal should fail that plugin only.
         except (Exception, SystemExit) as exc:
-            raise PluginError(module, f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
+            failure = f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}"
+            raise PluginError(module, failure) from exc
         self._apply(ctx)
 
     async def _register(self, module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> None:
