@@ -29,10 +29,12 @@ class ModelRoute:
     provider: RouteProvider | None = setting(None, "Provider of the option's model: openai or demo (required).")
     model: str | None = setting(None, "Model name sent to the provider (required).")
     base_url: str | None = setting(
-        None, "Chat-completions base URL; model.base_url when unset and the provider is model.provider."
+        None, "Chat-completions base URL (openai provider only); model.base_url when unset and the provider is"
+        " model.provider."
     )
     api_key: str | None = setting(
-        None, "API key for base_url; with base_url unset, model.api_key (the same server); else $OPENAI_API_KEY.",
+        None, "API key for base_url (openai provider only); with base_url unset, model.api_key (the same server);"
+        " else $OPENAI_API_KEY.",
         secret=True,
     )
 
@@ -42,10 +44,16 @@ class ProfileRoute:
     """One named profile of the ``profile_routes`` backend: a child routed to it runs as that profile."""
 
     description: str | None = setting(None, "What the profile is for, as the parent model reads it (required).")
-    provider: RouteProvider | None = setting(None, "Provider of the profile's model; model.provider when unset.")
+    provider: RouteProvider | None = setting(
+        None, "Provider of the profile's model (needs model); model.provider when unset."
+    )
     model: str | None = setting(None, "The profile's model; the default child model when unset.")
-    base_url: str | None = setting(None, "Chat-completions base URL of the profile's model (as for model_map).")
-    api_key: str | None = setting(None, "API key of the profile's model (as for model_map).", secret=True)
+    base_url: str | None = setting(
+        None, "Chat-completions base URL of the profile's model (needs model; openai provider only, as for model_map)."
+    )
+    api_key: str | None = setting(
+        None, "API key of the profile's model (needs model; openai provider only, as for model_map).", secret=True
+    )
     system_prompt: str | None = setting(None, "The persona: the first part of the child's system prompt.")
     context_files: tuple[Path, ...] = setting(
         (), "Skill or context files whose text the child gets in its system prompt; relative to the config file."

@@ -67,6 +67,11 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
             if getattr(option, key) in (None, ""):
                 errors.append(f"{where}.{key}: required (each option is {{description, provider, model, base_url?,"
                               " api_key?})")
+        # As for a profile (`profile_problems`): the operator believes the option reaches a server it never asks.
+        if option.provider not in (None, "", "openai"):
+            errors.extend(f"{where}.{key}: not used by the {option.provider} provider (only openai reads it): set"
+                          f" provider: openai or remove {key}" for key in ("base_url", "api_key")
+                          if getattr(option, key) not in (None, ""))
     for name, profile in delegation.profile_routes.items():
         where = f"delegation.profile_routes.{name}"
         _check_name(where, name, errors)

@@ -90,6 +90,7 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         errors.append(f"telemetry.otlp_endpoint: {problem}")
     errors.extend(_temporal_rules(config))
     errors.extend(_model_url_rules(config))
+    warnings.extend(_unused_model_settings(config))
     if config.model.provider == "scripted":
         errors.extend(_script_rules(config.model.script))
 
@@ -148,6 +149,23 @@ def _model_url_rules(config: Config) -> list[str]:
         urls[f"delegation.profile_routes.{name}.base_url"] = profile.base_url
     return [f"{key}: {problem}" for key, url in urls.items()
             if url and (problem := _http_url_problem(url, example="http://127.0.0.1:11434/v1"))]
+
+
+def _unused_model_settings(config: Config) -> list[str]:
+    """``model.base_url`` and ``model.api_key`` that nothing reads: only the openai provider does (the parent's
+    or a child's), and voice transcription where its own are unset. The provider defaults to demo, so a file
+    written for a server but for ``provider: openai`` would answer with the offline model without a word. A
+    warning, not the routes' error: a file switched to demo for a while, its server kept, still starts."""
+    model, delegation = config.model, config.delegation
+    routes = (*delegation.model_map.values(), *delegation.profile_routes.values())
+    # Children built on the openai provider start from the parent's settings (a worker's too).
+    if "openai" in (model.provider, delegation.provider, *(route.provider for route in routes)):
+        return []
+    speech = model.transcription
+    return [f"model.{key}: not used by the {model.provider} provider (only openai reads it), so the gateway answers"
+            f" with the {model.provider} model: set provider: openai or remove {key}"
+            for key in ("base_url", "api_key")
+            if getattr(model, key) and not (speech.name and not getattr(speech, key))]
 
 
 def _script_rules(script: str | None) -> list[str]:

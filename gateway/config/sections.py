@@ -108,7 +108,9 @@ class ServerSettings:
 @dataclass(frozen=True, slots=True)
 class DeliverySettings:
     max_retry_after: float = setting(
-        60.0, "Longest platform-requested retry wait honoured, in seconds; a longer one is cut to this.", min=0
+        # At 0 a refused call would be sent again at once, and again, while the platform still refuses it.
+        60.0, "Longest platform-requested retry wait honoured, in seconds (at least 0.1); a longer one is cut to"
+        " this.", min=0.1
     )
     late_after: float = setting(
         600.0, "A message first sent this many seconds or more after it was written is preceded by a note saying"
