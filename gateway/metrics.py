@@ -7,7 +7,8 @@ Counters and histograms are fed as things happen: by the gateway's events
 read when Prometheus scrapes: the outbox's pending and failed parts and the dead
 letters from the store, children by state from the lifecycle's host view, the
 seconds since each platform last handed the gateway an event, whether each
-platform's connection is up, and whether the state database can be written.
+platform's connection is up, whether the state database can be written, and whether its
+log is checkpointed off the event loop (`gateway.store.checkpointer.ended`).
 
 Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
 full disk keeps the store from writing again what it rolled back, a failing device) leaves
@@ -33,6 +34,7 @@ from prometheus_client.registry import Collector
 from agent import Clock, HookRegistry, TurnResult
 from gateway.events import GatewayListener
 from gateway.live_reads import LiveReads
+from gateway.store import checkpointer
 from lifecycle import HostView, SubagentState
 from platforms.connection import ConnectionState
 
@@ -228,6 +230,10 @@ class _Live(Collector):
                                 f" {db.recovery_seconds:g} s with none refused, and while it refuses the reads of"
                                 " this page (see /healthz for why).",
                                 value=0 if db.write_error or self._reads.storage_failed else 1)
+        yield GaugeMetricFamily("switchboard_wal_checkpointer_up", "1 while the state database's log is checkpointed"
+                                " off the event loop, 0 once that task ended (SQLite's commits checkpoint it again,"
+                                " stalling every chat for tens of milliseconds now and then; a restart mends it).",
+                                value=0 if checkpointer.ended(db) else 1)
 
     def _outbox(self) -> list[GaugeMetricFamily]:
         counts = self._store.outbox.counts()

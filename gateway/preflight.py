@@ -145,8 +145,13 @@ def open_read_only(db: Path, *, as_is: bool = True) -> sqlite3.Connection:
     """A connection to ``db`` that cannot write it: SQLite's ``mode=ro``. A database in WAL mode needs
     its ``-shm`` for that, which SQLite creates beside it; where it cannot (a backup's copy on a
     read-only mount) and no ``-wal`` holds commits the file lacks, the file is read ``as_is``
-    (``immutable``): nothing can be writing it there."""
+    (``immutable``): nothing can be writing it there. So is one with no ``-wal`` (nor rollback
+    ``-journal``) at all, whose gateway is not running: ``mode=ro`` would leave an empty ``-wal`` and
+    a ``-shm`` behind, the reader's files, which a gateway running as another user could not open.
+    A gateway starting meanwhile writes its log, not the file, until its first checkpoint."""
     uri = db.absolute().as_uri()
+    if as_is and not any(db.with_name(db.name + end).exists() for end in ("-wal", "-journal")):
+        return _opened(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=5.0))
     try:
         return _opened(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=5.0))
     except sqlite3.OperationalError as exc:

@@ -11,7 +11,7 @@ lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`
 `gateway.store.last_seen` (the newest message seen per conversation, for a catch-up at start), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
-`gateway.store.checkpointer`.
+`gateway.store.checkpointer`; `gateway.store.damaged_times` mends what no row can hold as a time.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from gateway.errors import GatewayError
 from gateway.store import (
     chat_history,
     chat_moves,
+    damaged_times,
     dead_letters,
     delegations,
     inbox,
@@ -112,6 +113,7 @@ class GatewayStore:
             raise TypeError("GatewayStore needs a path or a db, not both")
         self._owns_db = db is None
         self.db = db if db is not None else SqliteDatabase(path)  # type: ignore[arg-type]
+        self._clock = clock
         self.sessions = SessionTable(self.db, clock)
         self.inbox = Inbox(self.db, clock)
         self.outbox = OutboxRows(self.db, clock)
@@ -156,6 +158,7 @@ class GatewayStore:
                 self.outbox.add_first_journaled()
                 self.delegations.add_card_owed()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            damaged_times.mend(db, self._clock.time())
 
     def _inbox_attempts(self) -> None:
         """Schema < 3: the inbox counts failed attempts; its open-events index covers re-queued ones."""

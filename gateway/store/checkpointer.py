@@ -12,7 +12,9 @@ With automatic checkpoints off, nothing but this task keeps the log from growing
 until the disk is full. So the task outlives its own failures: an SQLite error
 (a full disk) is retried at the next second; anything else is logged once with
 its traceback and retried on a fresh connection, backing off to once a minute.
-Should the task end anyway, `Checkpointer` hands checkpoints back to SQLite.
+Should the task end anyway, `Checkpointer` hands checkpoints back to SQLite, and `ended`
+says so to ``/metrics`` (``switchboard_wal_checkpointer_up``): the log no longer grows unbounded,
+but the commits that checkpoint it stall every chat again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,6 +33,15 @@ log = logging.getLogger("gateway.store")
 
 INTERVAL_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
+
+_ENDED: weakref.WeakSet[SqliteDatabase] = weakref.WeakSet()
+"""The databases whose checkpointer ended by itself. By database: what reports it (the metrics) holds the
+store, not the gateway's checkpointer."""
+
+
+def ended(db: SqliteDatabase) -> bool:
+    """Whether the checkpointer started on ``db`` ended other than by its `Checkpointer.stop`."""
+    return db in _ENDED
 
 
 async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
@@ -98,6 +110,7 @@ class Checkpointer:
     def start(self) -> None:
         if self._task is None:
             self._db.automatic_checkpoints(False)
+            _ENDED.discard(self._db)
             self._task = asyncio.ensure_future(run_forever(self._db.path, self._interval))
             self._task.add_done_callback(self._ended)
 
@@ -111,6 +124,7 @@ class Checkpointer:
     def _ended(self, task: asyncio.Task) -> None:
         if task is not self._task:
             return  # stopped: `stop` hands checkpoints back itself
+        _ENDED.add(self._db)
         if not task.cancelled():
             log.error("WAL checkpointer ended; SQLite checkpoints the log itself again", exc_info=task.exception())
         try:
