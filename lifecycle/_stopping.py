@@ -46,6 +46,9 @@ class Stopping:
             record.closing = record.closing or (closing and record.stop_request is None)
             sid = record.handle.subagent_id
             if self.engine.withdraw(sid):
+                # Its terminal row says why it ends, but is held while the service starts, and is published even
+                # when its commit failed: kept apart too, for `stops_committed` to wait for.
+                self._journal_stop(record, stop_reason=reason)
                 withdrawn.append(record)
             else:
                 if record.interrupt_reason is None:
@@ -79,10 +82,15 @@ class Stopping:
         now, reason = self.host.clock.time(), reason[:500]
         sid = record.handle.subagent_id
         if self.engine.withdraw(sid):
+            # Journaled first, as for a running child: its end alone is published even when its commit failed,
+            # and is only held while the service starts; answered "accepted" then, a crash left it PENDING.
+            self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
             record.set_state(S.CANCEL_REQUESTED, now)
             record.cancel_reason = reason
             await self._complete_now([record],
                                      lambda r: ChildOutcome("interrupted", "interrupted", None, _before_start(r)))
+            if not self.sealed:  # else the close, which waited for its end, committed it or said it could not
+                await self._stop_committed(record)
         else:
             self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)
             record.set_state(S.CANCEL_REQUESTED, now)
