@@ -132,7 +132,7 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
         print("no dead letters", file=out)
         return 0
     for letter in letters:
-        dead = datetime.datetime.fromtimestamp(letter.dead_at).isoformat(sep=" ", timespec="seconds")
+        dead = _died_at(letter.dead_at)
         preview = redacted_cut(letter.text, PREVIEW_CHARS, _cut, read=2 * PREVIEW_CHARS)
         error = " ".join(redact(letter.error or "").split())
         print(f"{letter.id}  {dead}  {_inert(letter.platform)} chat {_inert(letter.chat_id)}"
@@ -140,6 +140,16 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
         print(f"    {preview!r}", file=out)
     print(f"`switchboard inbox retry ID` hands one back to the gateway ({len(letters)} dead letters)", file=out)
     return 0
+
+
+def _died_at(dead_at: object) -> str:
+    """The time a letter died, or ``(time unreadable)`` for one the database holds as no number (a hand edit,
+    a damaged page): the listing only reads, so the next start's mend has not reached it, and one such row
+    stopped the whole listing."""
+    try:
+        return datetime.datetime.fromtimestamp(dead_at).isoformat(sep=" ", timespec="seconds")  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "(time unreadable)"
 
 
 def _cut(text: str, limit: int) -> str:
