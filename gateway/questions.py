@@ -197,6 +197,9 @@ class Questions:
         self._handed: dict[tuple[str, str], str] = {}
         """By (platform, event id): answers handed to a question (`hand_answer`) and not settled yet, to the
         id of the turn that took them."""
+        self._left_open: dict[str, tuple[int, str, float] | None] = {}
+        """By run id of a turn run again: the question earlier runs left open in the chat, as `_open_before`
+        found it last before the run handed an answer itself, while the run has not asked it again."""
 
     def input_ended(self, platform: str) -> None:
         """Nobody on ``platform`` can answer any more (the terminal chat's piped input ran out): a
@@ -249,7 +252,10 @@ class Questions:
             self._drop_unseen(session, running, number)
         # Asked word for word before a restart, and not answered: the chat has it already, also
         # while the message that asks again still waits to be sent, and since the earlier run asked it.
-        before = self._unanswered(session, running, number) if running.replay else None
+        left_open = self._open_before(session, running, number) if running.replay else None
+        before = left_open[1:] if left_open is not None and left_open[0] == number else None
+        if left_open is None or left_open[0] <= number:  # asked again, or none: not read again
+            self._left_open.pop(running.run_id, None)
         shown = before is not None and before[0] == words(text)
         asked_at = before[1] if shown else self._clock.time()
         if held is not None and held.event is not None and shown:
@@ -344,20 +350,45 @@ class Questions:
             seconds = PAUSE_GRACE
 
     def hold(self, session: GatewaySession, running: RunningTurn, item: WorkItem) -> bool:
-        """Hold the text message ``item`` for the question the turn will ask next, when an earlier
-        run of it (before a restart) asked that question and the chat may have answered it; False,
+        """Hold the text message ``item`` for the question an earlier run of the turn (before a restart)
+        left open in the chat (`_open_before`), which the chat may have answered; False,
         holding nothing, otherwise. The question, if asked again word for word, takes it for its
         answer; else it is a message of its own once the turn ends (`RunningTurn.held_answer`)."""
         # Only a replay can have asked before: an ordinary turn reads nothing for each message.
         if not running.replay or running.suppressed or running.question is not None \
                 or running.held_answer is not None:
             return False
-        before = self._unanswered(session, running, running.asked)
+        left_open = self._open_before(session, running, running.asked)
         # Sent before that question was asked: not meant for it, whether or not it is asked again.
-        if before is None or item.event is None or self._inbox.sent_before(item.event, before[1]):
+        if left_open is None or item.event is None or self._inbox.sent_before(item.event, left_open[2]):
             return False
-        running.held_answer, running.held_for = item, running.asked
+        running.held_answer, running.held_for = item, left_open[0]
         return True
+
+    def _open_before(self, session: GatewaySession, running: RunningTurn,
+                     first: int) -> tuple[int, str, float] | None:
+        """``(number, words, since)`` of the question earlier runs of the turn left open in the chat (`_unanswered`),
+        ``first`` or a later one, which this run has not asked again yet; None for none. Not always the next it
+        asks: a run asked a question and, answered, a second, and the run again asks the first again before the
+        second. Found afresh until this run hands an answer, not after: `Inbox.answered_since` counts this run's
+        answers too, and then read the open question as answered."""
+        if running.answered_by is None or running.run_id not in self._left_open:
+            # Not kept past its run: that of a run that ended without asking again.
+            live = {other.running.run_id for other in self._sessions if other.running is not None}
+            for run_id in self._left_open.keys() - live:
+                del self._left_open[run_id]
+            numbers = set()
+            for message in self._outbox.turn_messages(session.platform, running.turn_id):
+                asked = question_part(message["key"], running.turn_id)
+                if asked is not None and asked[0] != running.run_id:
+                    numbers.add(int(asked[1]))
+            found = None
+            for number in sorted(n for n in numbers if n >= first):
+                if (before := self._unanswered(session, running, number)) is not None:
+                    found = (number, *before)
+                    break
+            self._left_open[running.run_id] = found
+        return self._left_open[running.run_id]
 
     def _unanswered(self, session: GatewaySession, running: RunningTurn, number: int) -> tuple[str, float] | None:
         """The words of question ``number`` (`words`) as the last earlier run of the turn (before a restart)
