@@ -101,6 +101,8 @@ class _Child:
     placed: bool = False
     """Its workflow is known to exist (`EngineHost.placed` reported): a restart finds it there."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    starting: bool = False
+    """A start of its workflow is under way, unanswered: Temporal may have it, or have it yet."""
     running: bool = False
     stop_reason: str | None = None
     """The stop asked of it and not refused: a later stop is not asked again while one is under way."""
@@ -232,9 +234,9 @@ class TemporalEngine:
         """Stop following: the children go on running on the workers, and the next start
         re-attaches to them. First, within ``grace`` seconds (`CLOSE_GRACE_SECONDS` unless given: the
         gateway gives what is left of its shutdown's), the requests already made are
-        sent, the workflows of children Temporal may not have yet are started (a child launched
-        just before runs while the gateway is down), and the starts and ends already being reported to the host
-        are finished (their hooks run whole: the next start reports neither again, an end journaled here, a
+        sent, the workflows of children Temporal may not have yet are started (a child launched just before runs
+        while the gateway is down) but for those asked to stop, and the starts and ends already being reported to
+        the host are finished (their hooks run whole: the next start reports neither again, an end journaled here, a
         start it does not report at all); what Temporal has not taken by
         then, the next start sends, from the journal."""
         self._closed = True
@@ -243,8 +245,15 @@ class TemporalEngine:
                 task.cancel()
         if self._host is not None:
             for child in self._children.values():
-                if not child.placed:
+                if child.placed:
+                    continue
+                if child.stop_reason is None:
                     self._spawn(self._place(child), _SENDING)
+                elif not child.starting:
+                    # Asked to stop before Temporal was known to have its workflow: not started here, as `_follow`
+                    # does not (a worker could take it before the cancel). The cancel, which asks until a start
+                    # still under way lands, ends on not finding the workflow when none is.
+                    child.started.set()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_GRACE_SECONDS if grace is None else grace)
         for task in list(self._tasks):  # a request that could not be sent in time is given up here
@@ -325,6 +334,7 @@ class TemporalEngine:
             # asyncio logs an error no one read (the cancel in `finally` reads one the call raised).
             answer = asyncio.ensure_future(start.workflow_handle())
             warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, sid)
+            child.starting = True
             try:
                 update = await self.client.start_update_with_start_workflow(
                     RUNNING_UPDATE, start_workflow_operation=start, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
@@ -344,6 +354,7 @@ class TemporalEngine:
                 child.handle = self.client.get_workflow_handle(sid)
                 update = await self._running_update(child.handle)
             finally:
+                child.starting = False
                 warning.cancel()
                 answer.cancel()
             self._warned_no_worker = False
@@ -442,11 +453,21 @@ class TemporalEngine:
         has ended (its result says how). Asked again while Temporal does not answer: given up, the child
         stayed PENDING, `waiting for a worker`, its steers refused as to a child not running, until it ended."""
         patience = _Patience(handle.id, self.settings.address)
+        # As for a launch: children re-attached while no worker runs would otherwise wait with no word of why.
+        warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, handle.id)
+        try:
+            return await self._ask_running(handle, patience)
+        finally:
+            warning.cancel()
+
+    async def _ask_running(self, handle: WorkflowHandle, patience: _Patience) -> Any:
         while True:
             try:
                 if (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING:
                     return None
-                return await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                update = await handle.start_update(RUNNING_UPDATE, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                self._warned_no_worker = False
+                return update
             except Exception as exc:  # it ended meanwhile: an ended workflow refuses updates
                 if _cancelling():
                     # `close` stopping the follow while the child waits for a worker: the SDK says so in an error
