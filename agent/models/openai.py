@@ -97,6 +97,7 @@ class OpenAIModel:
         keys = {k for k in (api_key, getattr(client, "api_key", None), *_url_credentials(base_url))
                 if isinstance(k, str) and len(k) >= 4}
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
+        self._named = _named(self.name, base_url)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         # Strict chat templates (vLLM, llama.cpp) refuse a conversation whose roles do not alternate.
@@ -118,7 +119,7 @@ class OpenAIModel:
         # JSON content type (RecursionError: one nested too deep); an encode error still there after
         # mending is in no message (a header).
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
-            raise _translate_error(exc, self._secrets) from exc
+            raise _translate_error(exc, self._secrets, self._named) from exc
         return _to_response(completion, fallback_model=self.name, secrets=self._secrets)
 
     async def aclose(self) -> None:
@@ -140,8 +141,15 @@ def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int
     if user or password:  # as httpx reads credentials from a URL, and the Basic header it then sends
         auth = httpx.BasicAuth(user, password)
         base_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-    return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                       http_client=_AskOnceClient(timeout=timeout, clock=clock, auth=auth))
+    limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+    return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=limits, max_retries=max_retries,
+                       http_client=_AskOnceClient(timeout=limits, clock=clock, auth=auth))
+
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection (TCP and TLS) at most, as the SDK's own default bounds it: a server no packet
+reaches (a firewall that drops them, a VPN that is down) is not waited for the whole ``timeout``, and the
+SDK asks again, the server never having had the request."""
 
 
 _GAVE_UP_WAITING = frozenset({408, 504, 524})
@@ -160,18 +168,19 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     ``x-should-retry: true``: the model behind it may still be writing that answer.
     A 429 that says the account is out of credit (``insufficient_quota``) is marked
     ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
-    Connection errors, other 429s and 5xx are still retried.
+    Connection errors (a connection not opened within `CONNECT_TIMEOUT` too), other 429s and 5xx are
+    still retried.
 
     A request the machine was suspended through for longer than `_suspend.lost_after` its timeout
     is dropped as a connection error (``httpx.ReadError``), which the SDK retries: its answer can
     no longer come, though the connection does not say so, and the server is no longer making it.
     A response's body is watched only when read here (not streamed), as the SDK reads its answers."""
 
-    def __init__(self, *, timeout: float, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None) -> None:
+    def __init__(self, *, timeout: httpx.Timeout, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None) -> None:
         super().__init__(timeout=timeout, auth=auth)
-        self._timeout = timeout
+        self._timeout = timeout.read  # the whole request's bound (`send`)
         self._clock = clock
-        self._lost_after = lost_after(timeout)
+        self._lost_after = lost_after(self._timeout)
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         # httpx's read timeout is between two bytes: a server trickling whitespace would hold a request
@@ -213,8 +222,22 @@ def _error_code(body: bytes) -> str | None:
     return code if isinstance(code, str) else None
 
 
-def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError:
-    """The one place SDK failures become `ModelError` (see `agent._errors` for kinds)."""
+def _named(model: str, base_url: str) -> str:
+    """``model 'm' at https://host/v1``: the server without the credentials, query or fragment a URL may hold."""
+    parts = urlsplit(base_url)
+    server = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
+    return f"model {model!r} at {server}"
+
+
+_NAMED_KINDS = frozenset({"auth", "not_found"})
+"""Failures an operator cures at one model's settings, which a server's words do not name: a route of the
+delegation plugin may have a server and key of its own, and a 404 for a ``base_url`` without ``/v1`` says
+only ``Not Found``."""
+
+
+def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | None = None) -> ModelError:
+    """The one place SDK failures become `ModelError` (see `agent._errors` for kinds); ``named``
+    (`_named`) is added to the text of a failure of `_NAMED_KINDS`."""
     status = getattr(exc, "status_code", None)
     retry_after = None
     # Order matters: APITimeoutError subclasses APIConnectionError, and the
@@ -246,6 +269,8 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...]) -> ModelError
         # the code goes into the text, which is all that outlives the error (`exceeds_context`).
         if exc.code == "context_length_exceeded" and not exceeds_context(text):
             text = f"{text} (context_length_exceeded)"
+    if named and kind in _NAMED_KINDS:
+        text = f"{text} ({named})"
     text = _scrub(text, secrets)
     return ModelError(model_failure_text(kind, text), kind=kind, status=status, retry_after=retry_after)
 
@@ -389,6 +414,8 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
     if message is None:
         raise _malformed("choice has no message")
     text = getattr(message, "content", None)
+    if isinstance(text, list):
+        text = _text_of_parts(text)
     if text is not None and not isinstance(text, str):
         raise _malformed("message content is not a string")
     if getattr(choices[0], "finish_reason", None) == "content_filter" and not text and not message.tool_calls:
@@ -407,6 +434,13 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         truncated=getattr(choices[0], "finish_reason", None) == "length",
         reasoning=_reasoning(message),
     )
+
+
+def _text_of_parts(parts: list[Any]) -> str:
+    """The answer in a ``content`` that is a list of parts, as Mistral's reasoning models (Magistral) send it:
+    its ``text`` parts, joined; a ``thinking`` part is the model's reasoning, not the answer."""
+    texts = (part.get("text") for part in parts if isinstance(part, Mapping) and part.get("type") == "text")
+    return "".join(text for text in texts if isinstance(text, str))
 
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")

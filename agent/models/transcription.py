@@ -22,7 +22,7 @@ from openai import AsyncOpenAI
 
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, model_failure_text
-from agent.models.openai import PLACEHOLDER_API_KEY, _sdk_client, _translate_error, _url_credentials
+from agent.models.openai import PLACEHOLDER_API_KEY, _named, _sdk_client, _translate_error, _url_credentials
 from agent.settings import ModelSettings, api_key_problem, base_url_of, key_problem
 
 
@@ -49,6 +49,7 @@ class Transcriber:
         self._transcriptions = self._client.audio.transcriptions
         self._secrets = tuple(sorted((k for k in (api_key, *_url_credentials(base_url))
                                       if k != PLACEHOLDER_API_KEY and len(k) >= 4), key=len, reverse=True))
+        self._named = _named(self.name, base_url)
 
     async def transcribe(self, audio: bytes, *, filename: str, mime_type: str | None = None) -> str:
         """The text spoken in ``audio`` (stripped; may be empty for silence). Raises `ModelError`."""
@@ -59,7 +60,7 @@ class Transcriber:
             result = await self._transcriptions.create(
                 model=self.name, file=(filename, audio, mime_type or "application/octet-stream"), **kwargs)
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
-            raise _translate_error(exc, self._secrets) from exc
+            raise _translate_error(exc, self._secrets, self._named) from exc
         text = getattr(result, "text", None)
         if not isinstance(text, str):
             raise ModelError("transcription response malformed: no text", kind="malformed")
