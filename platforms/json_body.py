@@ -14,20 +14,38 @@ import codecs
 import json
 import sys
 
+_NOT_JSON = "body is not valid UTF-8 JSON"
+"""How every refusal of `load_json_body` but one (a number too long) starts; what was wrong, and where, follows."""
+
 
 def load_json_body(body: bytes) -> object:
-    """The parsed body; ValueError with a message fit for the caller (no body echoed).
+    """The parsed body; ValueError with a message fit for the caller (no body echoed), saying
+    what is wrong and where: ``body is not valid UTF-8 JSON: <what>``.
 
     NaN, Infinity and -Infinity, which Python's json reads but JSON does not have, are refused
     as not JSON. A leading byte order mark is skipped.
     """
+    unmarked = body.removeprefix(codecs.BOM_UTF8)
     try:
-        text = body.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+        text = unmarked.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + len(body) - len(unmarked)  # of the body as sent
+        # Windows PowerShell 5's Out-File and Set-Content write UTF-16 by default.
+        utf16 = " (it is UTF-16: send UTF-8)" if body[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
+        raise ValueError(f"{_NOT_JSON}: the byte at offset {offset} is not UTF-8{utf16}") from None
+    if not text.strip(" \t\r\n"):  # JSON's whitespace
+        raise ValueError(f"{_NOT_JSON}: the body is empty")
+    try:
         return json.loads(text, parse_constant=_no_constant, parse_int=_read_int)
     except _NumberTooLong:
         raise ValueError(f"body has a number too long to read (over {sys.get_int_max_str_digits()} digits)") from None
-    except (ValueError, RecursionError):
-        raise ValueError("body is not valid UTF-8 JSON") from None
+    except json.JSONDecodeError as exc:
+        # Its message is the parser's own ("Expecting value"), never the text: a position, no content.
+        raise ValueError(f"{_NOT_JSON}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # `_no_constant`
+        raise ValueError(f"{_NOT_JSON}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{_NOT_JSON}: nested too deeply") from None
 
 
 class _NumberTooLong(ValueError):

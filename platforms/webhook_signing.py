@@ -7,7 +7,8 @@ Both directions use one scheme, ``v1``:
 
 where ``payload`` is
 
-- for a POST (a message in, a delivery out): the raw request body, byte for byte;
+- for a POST (a message in, a delivery out): the raw request body, byte for byte (a body sent
+  compressed, ``Content-Encoding: gzip``, as it is before compression: the server decodes it first);
 - for the signed read ``GET /webhooks/<route>/turns/<turn_id>``: the ASCII text
   ``"GET " + path``, the request path exactly as sent (percent-encoding included,
   query string excluded), e.g. ``GET /webhooks/alerts/turns/t-123``. Signing the
