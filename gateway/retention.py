@@ -92,7 +92,8 @@ class Retention:
         for table, prune, kept_for in (("inbox", store.inbox.prune, inbox.RETENTION_SECONDS),
                                        ("outbox", store.outbox.prune, outbox_rows.RETENTION_SECONDS),
                                        ("delegations", store.delegations.prune, delegations.RETENTION_SECONDS),
-                                       ("last_seen", store.last_seen.prune, last_seen.RETENTION_SECONDS)):
+                                       ("last_seen", store.last_seen.prune, last_seen.RETENTION_SECONDS),
+                                       ("held", self._forget_held, 0.0)):
             step = f"forgetting old {table} rows"
             while True:
                 try:
@@ -104,6 +105,10 @@ class Retention:
                 if count < self.batch:
                     self._went_through(step)
                     break
+
+    def _forget_held(self, _: float, batch: int) -> int:
+        """Messages an earlier process held in the store (`gateway.session_registry.QUEUED`): handed over anew."""
+        return self._store.sessions.forget_held(self._registry.run, batch)
 
     def _end(self, forgotten: Counter[str]) -> tuple[int, int, int]:
         try:

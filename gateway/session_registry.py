@@ -8,6 +8,7 @@ working for it) leave memory until its chat next speaks.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,12 @@ from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
 
 log = logging.getLogger("gateway.sessions")
+
+QUEUED = 100
+"""Turns a session holds in memory waiting to run. A chat's messages after those wait in the store, in order
+(`SessionTable.hold`), and are read back as turns begin: a chat sending thousands while a turn runs cost memory
+for each, text and files, for as long as they waited. Background deliveries are never held (the backlog guard
+bounds them, `gateway.backlog`)."""
 
 NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
 """``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
@@ -71,6 +78,9 @@ class SessionRegistry:
         self._clock = clock
         self._sessions: dict[str, GatewaySession] = {}
         self._by_agent: dict[str, GatewaySession] = {}
+        self.run = new_id("run-")
+        """This process's messages held in the store (`QUEUED`): an earlier one's were handed over anew at the
+        start, from the inbox, and are forgotten (`SessionTable.forget_held`)."""
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -184,6 +194,17 @@ class SessionRegistry:
                 waiting.append((turn_id, item.event))
             elif item.event is not None or item.delegation_id in keeps:
                 kept.append(item)
+        released: list[int] = []
+        held_kept: list[Inbound] = []
+        for seq, item in self._held(session):  # the others wait on in the store, after those in memory
+            if item.event is not None and drops(item.event):
+                waiting.append((item.turn_id, item.event))
+                released.append(seq)
+            elif item.event is not None:
+                held_kept.append(item.event)
+        if released:
+            self._table.release(released)
+            session.held -= len(released)
         session.queue.clear()
         session.queue.extend(kept)
         for _, item in unread:
@@ -192,7 +213,7 @@ class SessionRegistry:
         stopped = turn and self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
-        return Stopped(stopped, len(waiting), tuple(item.event for item in kept if item.event is not None))
+        return Stopped(stopped, len(waiting), (*(item.event for item in kept if item.event is not None), *held_kept))
 
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
@@ -233,11 +254,16 @@ class SessionRegistry:
             self._sessions[session.key] = current = session
             self._by_agent[session.session_id] = session
         current.last_active = self._clock.time()
-        current.queue.append(item)
+        if item.event is not None and (current.held or len(current.queue) >= QUEUED):
+            self._hold(current, item)  # refused (a full disk): raised, and the event is handled again later
+        else:
+            current.queue.append(item)
         return current
 
     def begin(self, session: GatewaySession) -> tuple[WorkItem, RunningTurn] | None:
         """Take the next queued item as the running turn; None when the queue is empty."""
+        if session.held and len(session.queue) < QUEUED:
+            self._read_back(session)
         if not session.queue:
             return None
         item = session.queue.popleft()
@@ -307,6 +333,36 @@ class SessionRegistry:
             self._by_agent.pop(session.session_id, None)
             evicted += 1
         return evicted
+
+    # -- holding -----------------------------------------------------------------------
+
+    def _hold(self, session: GatewaySession, item: WorkItem) -> None:
+        assert item.event is not None
+        held = {"kind": item.kind, "text": item.text, "turn_id": item.turn_id, "event": item.event.to_json()}
+        self._table.hold(self.run, session.key, json.dumps(held))
+        session.held += 1
+
+    def _read_back(self, session: GatewaySession) -> None:
+        """Queue the messages held in the store that the session's queue has room for, oldest first."""
+        try:
+            held = self._held(session, QUEUED - len(session.queue))
+            self._table.release([seq for seq, _ in held])
+        except Exception as exc:  # the store refused: read again as the next turn begins, or the next message comes
+            log.warning("%s chat %s: could not read back the messages waiting in the store (%s: %s)",
+                        session.platform, session.chat_id, type(exc).__name__, exc)
+            return
+        # Fewer than asked for: none are left (the count must not keep the session busy for good).
+        session.held = session.held - len(held) if len(held) == QUEUED - len(session.queue) else 0
+        session.queue.extend(waiting for _, waiting in held)
+
+    def _held(self, session: GatewaySession, limit: int | None = None) -> list[tuple[int, WorkItem]]:
+        """The session's first ``limit`` messages held in the store (all by default), in order, with their seqs."""
+        if not session.held:
+            return []
+        rows = self._table.held(self.run, session.key, limit)
+        items = [(seq, json.loads(row)) for seq, row in rows]
+        return [(seq, WorkItem(item["kind"], item["text"], item["turn_id"], Inbound.from_json(item["event"])))
+                for seq, item in items]
 
     # -- building ---------------------------------------------------------------------
 

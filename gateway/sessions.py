@@ -155,6 +155,8 @@ class GatewaySession:
     mode: Mode
     agent: AgentSession
     queue: deque[WorkItem] = field(default_factory=deque)
+    held: int = 0
+    """Messages waiting for a turn after those in ``queue``, held in the store (`SessionRegistry.enqueue`)."""
     running: RunningTurn | None = None
     generation_started_at: float = 0.0
     last_active: float = 0.0
@@ -189,7 +191,7 @@ class GatewaySession:
     @property
     def busy(self) -> bool:
         """A turn runs or waits."""
-        return self.running is not None or bool(self.queue)
+        return self.running is not None or bool(self.queue) or self.held > 0
 
     def unsaved_from(self) -> int:
         """Where the agent's messages start to differ from those stored: the stored count after

@@ -31,6 +31,11 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS gateway_sessions_updated ON gateway_sessions (updated_at)",
     # `key_of`, which the console reads for the sessions not in memory whose children run.
     "CREATE INDEX IF NOT EXISTS gateway_sessions_session_id ON gateway_sessions (session_id)",
+    # Messages waiting for their turn beyond what a session holds in memory (`SessionTable.hold`). Apart from the
+    # sessions' rows, so no schema version is spent on it: a build before it ignores the table.
+    """CREATE TABLE IF NOT EXISTS gateway_held (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, key TEXT NOT NULL, item TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS gateway_held_key ON gateway_held (key, run, seq)",
 )
 
 
@@ -164,6 +169,26 @@ class SessionTable:
         # rewriting the same positions (after a failure midway) replaces what is there.
         self._touch(key)
         self._insert_messages(key, messages, start, "INSERT OR REPLACE")
+
+    def hold(self, run: str, key: str, item: str) -> None:
+        """Keep a message waiting for its turn in the chat ``key`` (a JSON ``item``) after those held before it,
+        for the process ``run`` only: its inbox event stays unsettled, so a restart hands it over anew."""
+        self._db.write("INSERT INTO gateway_held (run, key, item) VALUES (?, ?, ?)", (run, key, item))
+
+    def held(self, run: str, key: str, limit: int | None = None) -> list[tuple[int, str]]:
+        """The chat's first ``limit`` held messages (all by default), oldest first: (seq, item)."""
+        return self._db.read("SELECT seq, item FROM gateway_held WHERE key=? AND run=? ORDER BY seq LIMIT ?",
+                             (key, run, -1 if limit is None else limit))
+
+    def release(self, seqs: Sequence[int]) -> None:
+        """The held messages ``seqs`` (`held`) are held no longer."""
+        self._db.write_many("DELETE FROM gateway_held WHERE seq=?", [(seq,) for seq in seqs])
+
+    def forget_held(self, run: str, limit: int) -> int:
+        """Forget up to ``limit`` messages held by processes other than ``run``: they stopped, and the next
+        start handed the messages over anew from the inbox. Returns the count."""
+        return self._db.write("DELETE FROM gateway_held WHERE seq IN (SELECT seq FROM gateway_held WHERE run != ?"
+                              " LIMIT ?)", (run, limit)).rowcount
 
     def _touch(self, key: str) -> None:
         touched = self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key))

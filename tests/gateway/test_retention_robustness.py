@@ -17,7 +17,7 @@ from tests.gateway.test_ledger import delegating_with_cards, no_settling
 from tests.polling import until
 
 DAY = 24 * 3600.0
-TABLES = ("inbox", "outbox", "delegations", "last_seen")
+TABLES = ("inbox", "outbox", "delegations", "last_seen", "held")
 
 
 def said(caplog) -> list[tuple[int, str]]:
