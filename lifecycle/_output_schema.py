@@ -14,7 +14,10 @@ budget, `MAX_PATTERN_SECONDS` per validation (``regex`` may overrun a timeout by
 not with ``re``, which has no timeout: one such as ``^(a|a)+$`` on forty characters held the loop
 for hours. A value the budget did not suffice for is an error of the answer (it was not shown to
 match), never taken as valid. A schema whose patterns could not be bounded so is refused up front
-(`coerce_schema`).
+(`coerce_schema`). So is one whose ``$ref``s and ``allOf``/``anyOf``/… apply more than
+`MAX_APPLICATIONS` subschemas to one value (thirty levels of ``allOf`` of two ``$ref``s to the level
+below are 2**30 checks of it, from a 2 KB schema); what is left, subschemas applied again at each
+level of a deeply nested answer, is bounded by `MAX_CHECK_SECONDS` per check, an error of the answer.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ MAX_ERRORS = 20
 MAX_ERROR_CHARS = 300
 #: Seconds of pattern matching one `validate_output` may spend, at most, on the event loop.
 MAX_PATTERN_SECONDS = 0.25
+#: Seconds one `validate_output` may spend checking an answer, patterns included; past them it is an error.
+MAX_CHECK_SECONDS = 0.5
+#: Subschemas a schema may apply to one value, through ``$ref`` and the in-place keywords (`_IN_PLACE`).
+MAX_APPLICATIONS = 5_000
 #: How large a pattern may be with its repeats unrolled (``(a{100}){100}`` is 10,000): ``regex`` unrolls
 #: them as it compiles, and ``((a{100}){100}){100}){100}`` took the process's memory until it was killed.
 MAX_PATTERN_SIZE = 10_000
@@ -85,6 +92,12 @@ _NO_RETRIEVAL = referencing.Registry()
 fetched (jsonschema's default registry fetches a URL with ``urlopen``, no timeout, on the loop)."""
 _BUDGET: contextvars.ContextVar[float] = contextvars.ContextVar("output_schema_pattern_deadline")
 """The `time.monotonic` by which the running `validate_output` stops matching patterns."""
+_CHECK_DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("output_schema_check_deadline")
+"""The `time.monotonic` by which the running `validate_output` gives up checking the answer."""
+
+
+class _OutOfTime(Exception):
+    """The answer's check took longer than `MAX_CHECK_SECONDS`."""
 
 
 @lru_cache(maxsize=256)
@@ -163,11 +176,25 @@ _BOUNDED = {"pattern": _pattern, "patternProperties": _pattern_properties,
             "additionalProperties": _additional_properties}
 
 
+def _timed(check: Any) -> Any:
+    """A keyword's check that first makes sure the answer's check still has time (`MAX_CHECK_SECONDS`). It hands
+    back what ``check`` returns rather than iterating it: a frame of its own at every level would leave a nested
+    answer a third less depth before Python's recursion limit."""
+
+    def timed(validator, value, instance, schema) -> Any:
+        if time.monotonic() > _CHECK_DEADLINE.get(float("inf")):
+            raise _OutOfTime
+        return check(validator, value, instance, schema)
+
+    return timed
+
+
 @lru_cache(maxsize=None)
 def _bounded_class(cls: type) -> type:
-    """``cls`` with the keywords that match patterns matching them under `MAX_PATTERN_SECONDS`
-    (one class per draft: a handful)."""
-    return extend(cls, {k: v for k, v in _BOUNDED.items() if k in cls.VALIDATORS})
+    """``cls`` with the keywords that match patterns matching them under `MAX_PATTERN_SECONDS`, and every
+    keyword giving up once the check has taken `MAX_CHECK_SECONDS` (one class per draft: a handful)."""
+    checks = {**cls.VALIDATORS, **{k: v for k, v in _BOUNDED.items() if k in cls.VALIDATORS}}
+    return extend(cls, {k: _timed(v) for k, v in checks.items()})
 
 
 _REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
@@ -295,6 +322,30 @@ def _references_problem(schema: dict) -> str | None:
             elif target in edges and target not in state:
                 state[target] = 1
                 path.append((target, iter(edges[target])))
+    return _applications_problem(edges)
+
+
+def _applications_problem(edges: dict[int, list[int]]) -> str | None:
+    """Why ``edges`` (loop-free: each subschema's in-place subschemas and ``$ref`` targets) apply too many
+    subschemas to one value, if they do: each path counts, so a few levels that each name the one below
+    twice multiply (thirty are 2**30 checks of one value, for hours on the event loop)."""
+    counts: dict[int, int] = {}
+    for start in edges:
+        todo = [start]
+        while todo:
+            key = todo[-1]
+            if key in counts:
+                todo.pop()
+                continue
+            below = [t for t in edges[key] if t in edges and t not in counts]
+            if below:
+                todo.extend(below)
+                continue
+            todo.pop()
+            counts[key] = min(1 + sum(counts.get(t, 1) for t in edges[key]), MAX_APPLICATIONS + 1)
+            if counts[key] > MAX_APPLICATIONS:
+                return (f"its $refs and allOf/anyOf/oneOf/… apply more than {MAX_APPLICATIONS:,} subschemas to one "
+                        "value (each $ref to a subschema that refers on twice doubles them); name each once")
     return None
 
 
@@ -438,17 +489,25 @@ def validate_output(text: str, schema: dict) -> tuple[bool, list[str], object | 
     at most `MAX_ERRORS` plus a ``... and N more`` line. A text holding no JSON is
     one ``$: <problem>`` error with ``value`` None. A schema that cannot be applied
     (say an unresolvable ``$ref``, or one to a URL: never fetched) is one error too; this never
-    raises. Patterns take at most `MAX_PATTERN_SECONDS` in all; a value not matched by then is an error.
+    raises. Patterns take at most `MAX_PATTERN_SECONDS` in all, the whole check `MAX_CHECK_SECONDS`; a value
+    not matched, or an answer not checked, by then is an error.
     """
     value, problem = extract_json(text)
     if problem is not None:
         return False, [_one_line(f"$: {problem}")], None
-    deadline = _BUDGET.set(time.monotonic() + MAX_PATTERN_SECONDS)
+    started = time.monotonic()
+    deadline, check_deadline = _BUDGET.set(started + MAX_PATTERN_SECONDS), _CHECK_DEADLINE.set(
+        started + MAX_CHECK_SECONDS)
     try:
         found = list(_bounded_class(_validator_class(schema))(schema, registry=_NO_RETRIEVAL).iter_errors(value))
+    except _OutOfTime:
+        return False, [f"$: the answer could not be checked against output_schema: checking took longer than the "
+                       f"{MAX_CHECK_SECONDS} s a check may take (the schema applies its subschemas to the same values "
+                       "over and over), so it was not shown to match"], value
     except Exception as exc:  # unresolvable $ref, RecursionError, ...
         return False, [_one_line(f"$: the schema could not be applied: {exc}")], value
     finally:
+        _CHECK_DEADLINE.reset(check_deadline)
         _BUDGET.reset(deadline)
     if not found:
         return True, [], value
