@@ -2,8 +2,8 @@
 
 A logging handler on the root logger keeps the last `CAPACITY` records at WARNING or
 above, redacted as the log is (`gateway.logging`) and with the ids of the turn that
-logged them. Only the message and, for an exception, its last line are kept: the
-full traceback is in the log. Repeats are folded as in the log (`gateway.log_repeats`): a
+logged them. Only the message and, for an exception, its last line are kept, each cut to
+`MESSAGE` characters: the whole of them is in the log. Repeats are folded as in the log (`gateway.log_repeats`): a
 line identical to one kept less than ``repeat_window`` seconds ago is counted, not kept, so a
 flood of one warning (a stranger writing again and again) cannot push the others out.
 """
@@ -18,6 +18,10 @@ from gateway.log_repeats import DEFAULT_WINDOW, RepeatFilter
 from gateway.logging import ContextFilter, RedactionFilter
 
 CAPACITY = 50
+MESSAGE = 1000
+"""A message is kept cut to this many characters, its start and its end (a fold's count): the log has it
+whole. A warning may quote the page a proxy answered a model call with, up to the log's 16,000 characters,
+and fifty of those went to every console page at each change, ten times a second."""
 
 
 class RecentErrors(logging.Handler):
@@ -48,9 +52,9 @@ class RecentErrors(logging.Handler):
             if not self._repeats.filter(record):
                 return
             entry: dict[str, Any] = {"time": record.created, "level": record.levelname, "logger": record.name,
-                                     "message": record.getMessage(), **getattr(record, "ids", {})}
+                                     "message": _cut(record.getMessage()), **getattr(record, "ids", {})}
             if record.exc_text:
-                entry["exception"] = record.exc_text.strip().splitlines()[-1]
+                entry["exception"] = _cut(record.exc_text.strip().splitlines()[-1])
             self._entries.append(entry)
             self.version += 1
         except Exception:
@@ -58,3 +62,8 @@ class RecentErrors(logging.Handler):
 
     def entries(self) -> list[dict[str, Any]]:
         return list(reversed(self._entries))
+
+
+def _cut(text: str) -> str:
+    keep = (MESSAGE - 3) // 2
+    return text if len(text) <= MESSAGE else f"{text[:keep]} … {text[-keep:]}"

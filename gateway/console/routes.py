@@ -14,8 +14,8 @@ Routes (see docs/console.md):
 - ``POST /console/api/outbox/{id}/retry`` and ``/dismiss``: a failed (or, to dismiss, pending)
   outbox part, through the outbox.
 - ``POST /console/api/dead-letters/{id}/retry`` and ``/dismiss``: retry re-queues the event
-  exactly as ``switchboard inbox retry`` does (the gateway takes it up within seconds);
-  dismiss forgets the letter.
+  exactly as ``switchboard inbox retry`` does (the gateway takes it up within seconds), or is
+  refused (409) for a platform this gateway does not run; dismiss forgets the letter.
 
 Every route but the page and its files is checked by `platforms.web_access.Access` with
 ``server.console_token`` (401/403); actions take only ``application/json`` posts, which
@@ -38,6 +38,7 @@ from aiohttp import web
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
 from gateway.store import row_id
+from gateway.unconfigured import TERMINAL
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response
 from platforms.web_events import ChatStreams, serve_events
@@ -238,6 +239,8 @@ class Console(GatewayListener):
         async def act(letter_id: int) -> Problem | None:
             store = self._gateway.store
             if action == "retry":
+                if (problem := self._not_taken_up(letter_id)) is not None:
+                    return problem
                 letter = store.dead_letters.retry(letter_id, store.inbox.requeue)  # as `switchboard inbox retry`
             else:
                 letter = store.dead_letters.dismiss(letter_id)
@@ -247,6 +250,20 @@ class Console(GatewayListener):
             return None
 
         return await self._act(request, act, row_id, NO_LETTER)
+
+    def _not_taken_up(self, letter_id: int) -> Problem | None:
+        """Why this gateway would not take the letter up if handed back: it runs only its own platforms'
+        events. Handed back, the letter left the page and its event waited, unseen, for another start."""
+        letter = self._gateway.store.dead_letters.get(letter_id)
+        if letter is None:
+            return NOT_FOUND, NO_LETTER
+        if letter.platform in self._gateway.adapters:
+            return None
+        if letter.platform == TERMINAL:
+            return CONFLICT, (f"only `switchboard chat` takes up the terminal's events: hand it back with "
+                              f"`switchboard inbox retry {letter_id}`, then run `switchboard chat`")
+        return CONFLICT, (f"{letter.platform} does not run in this gateway: handed back, the event would wait "
+                          f"for a start with platforms.{letter.platform} enabled; enable it and restart, then retry")
 
     async def _act(self, request: web.Request, action: Callable[[Any], Awaitable[Problem | None]],
                    parse: Callable[[str], Any], unparsed: str = "") -> web.Response:

@@ -15,7 +15,8 @@ under the recent errors.
 
 Errors and previews are masked as the log is (`gateway.logging.redact`): an error is an
 exception's text as stored (an SDK's URL, with the bot token in it), which the log masks and
-`/agents` does, and the page is read by whoever the console's token is shared with.
+`/agents` does, and the page is read by whoever the console's token is shared with. Both are
+cut to one line (`PREVIEW`, `ERROR` characters).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from gateway.live_reads import LiveReads
-from gateway.logging import redact, redacted_cut
+from gateway.logging import redacted_cut
 from gateway.store import DelegationRow, OutboxRow, split_session_key
 from lifecycle import ChildSnapshot
 
@@ -41,6 +42,9 @@ SESSIONS = 50
 DELEGATIONS = 30
 MESSAGES = 50
 PREVIEW = 120
+ERROR = 500
+"""Errors are cut to this many characters, as the outbox stores its own: a child's may hold the whole page a
+proxy answered its model call with, masked again and sent to every page at each refresh."""
 MAX_DEPTH = 8
 FINISHED_CACHE = 2048
 
@@ -205,7 +209,7 @@ def _letter(d: Any) -> dict[str, Any]:
 
 
 def _error(error: str | None) -> str | None:
-    return None if error is None else redact(error)
+    return None if error is None else redacted_cut(error, ERROR, _cut, read=2 * ERROR)
 
 
 def _preview(text: str | None) -> str:

@@ -255,7 +255,8 @@
       }
       if (!response || !response.ok) {
         const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status : "the gateway did not answer";
-        notice(label + " did nothing: " + reason);
+        // A 503 is an action done here that the database cannot save yet (a stop stands): it did something.
+        notice(label + (response && response.status === 503 ? ": " : " did nothing: ") + reason);
         again();
       }
     });
