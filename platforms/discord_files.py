@@ -3,7 +3,8 @@
 Each attachment becomes ``voice`` when Discord marks it a voice message, ``image`` for
 the picture formats a model can read, else ``document``. The ``ref`` is its URL on
 Discord's CDN (signed by Discord, no token needed, valid for about a day), which is
-fetched with a plain GET, streamed and stopped past the cap.
+fetched with a plain GET, streamed and stopped past the cap, given time by the file's size
+but no more than `STALLED` seconds without a byte.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any
 
 import aiohttp
 
+from platforms import download_time
 from platforms.base import Attachment, AttachmentTooLarge, BadRequest, NetworkError, NotFound
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
-TIMEOUT = aiohttp.ClientTimeout(total=120)
+# Names of this module's own (`platforms.download_time` says why these): a test shortens one platform's.
+TIMEOUT, STALLED = download_time.TIMEOUT, download_time.STALLED
 
 
 def attachments_of(attachments: list[Any]) -> tuple[Attachment, ...]:
@@ -38,7 +41,8 @@ async def download(attachment: Attachment, max_bytes: int) -> bytes:
         raise _too_large(attachment, attachment.size, max_bytes)
     received = bytearray()
     try:
-        async with aiohttp.ClientSession(timeout=TIMEOUT) as session, session.get(attachment.ref) as resp:
+        timeout = _timeout(attachment.size or max_bytes)  # unknown: as large as it may be, the cap
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(attachment.ref) as resp:
             if resp.status in (403, 404):  # an expired or deleted CDN link
                 raise NotFound(f"{attachment.name} is no longer on Discord's CDN (HTTP {resp.status})",
                                method="GET attachment")
@@ -60,3 +64,7 @@ async def download(attachment: Attachment, max_bytes: int) -> bytes:
 def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:
     return AttachmentTooLarge(f"{attachment.name} is larger than {limit} bytes", size=size, limit=limit,
                               method="GET attachment")
+
+
+def _timeout(size: int) -> aiohttp.ClientTimeout:
+    return download_time.client_timeout(size, TIMEOUT, STALLED)

@@ -8,7 +8,8 @@ its id alone (``file_access: check_file_info``); ``files.info`` describes it fir
 (`described`), or an image would be a nameless document and a clip never transcribed.
 Fetching asks ``files.info`` for the file's current
 private URL and size, then GETs ``url_private_download`` with the bot token (scope
-``files:read``), streamed and stopped past the cap. Without that scope Slack redirects
+``files:read``), streamed and stopped past the cap, given time by the file's size but no
+more than `STALLED` seconds without a byte. Without that scope Slack redirects
 to its sign-in page instead of sending the file; that is reported as `Forbidden`, naming
 the scope (`files.info` refuses first, ``missing_scope``, which names it too).
 """
@@ -22,13 +23,15 @@ from typing import Any
 
 import aiohttp
 
+from platforms import download_time
 from platforms.base import Attachment, AttachmentTooLarge, BadRequest, DeliveryError, Forbidden, NetworkError, NotFound
 
 log = logging.getLogger("platforms.slack")
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
-TIMEOUT = aiohttp.ClientTimeout(total=120)
+# Names of this module's own (`platforms.download_time` says why these): a test shortens one platform's.
+TIMEOUT, STALLED = download_time.TIMEOUT, download_time.STALLED
 DESCRIBE_TIMEOUT = 1.5
 """How long a message waits for ``files.info`` before it is handed over: Slack wants its ack within 3 s."""
 
@@ -84,7 +87,8 @@ async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: ai
         raise NotFound(f"{attachment.name} has no downloadable copy on Slack", method="files.info")
     received = bytearray()
     try:
-        async with session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as resp:
+        timeout = _timeout(size if isinstance(size, int) else attachment.size or max_bytes)
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as resp:
             if resp.status == 404:
                 raise NotFound(f"{attachment.name} is gone from Slack", method="url_private")
             if resp.status >= 400:
@@ -113,3 +117,7 @@ def _sign_in_page(resp: aiohttp.ClientResponse, mimetype: str | None) -> bool:
 def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:
     return AttachmentTooLarge(f"{attachment.name} is larger than {limit} bytes", size=size, limit=limit,
                               method="url_private")
+
+
+def _timeout(size: int) -> aiohttp.ClientTimeout:
+    return download_time.client_timeout(size, TIMEOUT, STALLED)

@@ -10,14 +10,16 @@ Fetching is ``getFile`` (which names the file's path on Telegram's file server a
 size, and refuses files above 20 MB: "file is too big") followed by a streamed GET of
 ``/file/bot<token>/<path>`` through aiogram's own HTTP session, stopped as soon as
 more than the cap has arrived, and given the bot's request timeout plus a second for every
-`SLOWEST_DOWNLOAD` bytes of the file. The file URL answering 401 or 403 (a proxy in front refusing it, a
-token without access) is `Forbidden`, 404 or 410 (the file is gone) `NotFound`: final, so the gateway tells
+`SLOWEST_DOWNLOAD` bytes of the file, but no more than `STALLED` seconds without a byte. The file
+URL answering 401 or 403 (a proxy in front refusing it, a token without access) is `Forbidden`,
+404 or 410 (the file is gone) `NotFound`: final, so the gateway tells
 the user at once. Taken for a `NetworkError`, it was asked for again, to be refused the same way, before the
 user was told. A 5xx, 408 or 429 (or a connection that fails) stays a `NetworkError`, tried again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,6 +42,10 @@ SLOWEST_DOWNLOAD = 50_000
 default). A fixed 60 s for the whole download cut a large voice note or document off midway over a
 slow link (20 MB needs about 2.8 Mbit/s to come in 60 s), and every try again was cut off the same way.
 At this rate a 20 MB file has about 7 minutes more."""
+STALLED = 30.0
+"""Seconds a download may go without a byte (the response's first included) before it is given up, a
+`NetworkError` tried again: a connection gone silent (a NAT or proxy that dropped it) waited out the whole
+time given by the file's size, 8 minutes for 20 MB at each of the gateway's tries, the chat's turn held."""
 
 
 def attachments_of(message: Message, max_bytes: int) -> tuple[Attachment, ...]:
@@ -98,7 +104,7 @@ async def download(bot: Bot, attachment: Attachment, max_bytes: int,
                                         raise_for_status=True)
     try:
         async with contextlib.aclosing(stream):
-            async for chunk in stream:
+            while (chunk := await _within(STALLED, anext(stream, None))) is not None:
                 received += chunk
                 if len(received) > max_bytes:
                     raise _too_large(attachment, None, max_bytes)  # stop reading: nothing more is kept
@@ -109,6 +115,11 @@ async def download(bot: Bot, attachment: Attachment, max_bytes: int,
     except (aiohttp.ClientError, TimeoutError, OSError, AiogramError) as exc:
         raise NetworkError(f"downloading {attachment.name} failed: {type(exc).__name__}", method="file") from None
     return bytes(received)
+
+
+async def _within(seconds: float, step: Awaitable[bytes | None]) -> bytes | None:
+    async with asyncio.timeout(seconds):  # a TimeoutError, as the whole download's timeout is
+        return await step
 
 
 def _too_large(attachment: Attachment, size: int | None, limit: int) -> AttachmentTooLarge:
