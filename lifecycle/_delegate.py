@@ -289,10 +289,13 @@ class DelegateTool:
             "mode": "background",
             "delegation_id": dispatch.delegation_id,
             "count": len(specs),
-            "goals": [s.goal for s in specs],
+            "goals": [clipped(s.goal, LISTED_GOAL_CHARS) for s in specs],
             "subagent_ids": [r.handle.subagent_id for r in records],
             "note": BACKGROUND_NOTE,
         }
+        if any(len(s.goal) > LISTED_GOAL_CHARS for s in specs):  # said, so the model does not think it cut them
+            payload["goals_cut"] = (f"a goal over {LISTED_GOAL_CHARS} characters is shown here as its first "
+                                    f"{LISTED_GOAL_CHARS - 1} and …; each subagent has its goal whole")
         if refused:
             payload["refused"] = refused
         if note:
@@ -308,8 +311,12 @@ class DelegateTool:
         supervisor = self.service._supervisor
         if action == "list":
             now = self.service.clock.time()  # the clock that stamped started_at
-            view = self.service.host_view()
-            return {"subagents": [_listing(child, now) for child in view.children(parent_id)]}
+            children = self.service.host_view().children(parent_id)
+            listed = {"subagents": [_listing(child, now) for child in children[-LISTED_CHILDREN:]]}
+            if len(children) > LISTED_CHILDREN:
+                listed["not_listed"] = (f"{len(children) - LISTED_CHILDREN} older subagents are not listed, only the "
+                                        f"latest {LISTED_CHILDREN} (the dispatch results name them all)")
+            return listed
         if "subagent_id" not in args:  # else "no running subagent None", as if the child had gone
             raise ToolError(f"action={action} needs `subagent_id`: which subagent (action=list shows them)")
         if action == "steer":
@@ -347,9 +354,12 @@ class DelegateTool:
 
 
 LISTED_GOAL_CHARS = 200
-"""How much of each child's goal ``action=list`` shows: enough to tell the children apart. The result stays in
-the conversation the model reads again at every request, and a goal may be 16,000 characters: ten children
-listed whole were 160,000 characters, paid for at each step, until a compaction."""
+"""How much of each child's goal ``action=list`` and the dispatch result show: enough to tell the children apart.
+The result stays in the conversation the model reads again at every request, and a goal may be 16,000
+characters: ten children listed whole were 160,000 characters, paid for at each step, until a compaction."""
+LISTED_CHILDREN = 20
+"""The most children ``action=list`` shows, the latest launched; the others are counted (``not_listed``): a session
+may have many delegations running, each of up to ``delegation.max_concurrent_children``."""
 
 
 def _listing(child: ChildSnapshot, now: float) -> dict[str, Any]:

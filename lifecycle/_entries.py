@@ -21,10 +21,15 @@ SPILL_DIR = Path(".switchboard") / "delegation"
 _TIMEOUT_FIELDS = ("timeout_seconds", "timed_out_after_seconds", "last_event_age", "timeout_phase")
 _STATUS = {SubagentState.SUCCEEDED: "completed", SubagentState.INTERRUPTED: "interrupted",
            SubagentState.CANCELLED: "interrupted"}
+TRACE_IN_RESULT = 20
+"""A result entry's ``tool_trace`` keeps the child's latest calls only, as ``/agents log`` does, and counts the
+others (``tool_trace_omitted``): whole, at ~130 characters a call, a child that used its 250 steps gave 33 KB,
+more than its summary may be, and ten of them 330 KB in one tool result the parent model reads again."""
 
 
 def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str, Any]:
     """One task's result as the parent model reads it; the summary is not yet budgeted."""
+    trace = outcome.tool_trace
     item: dict[str, Any] = {
         "task_index": task_index,
         "subagent_id": subagent_id,
@@ -38,8 +43,10 @@ def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str,
         "model": outcome.model,
         "tokens": {"input": outcome.usage.prompt_tokens, "output": outcome.usage.completion_tokens},
         "cost_usd": None if outcome.cost_usd is None else round(outcome.cost_usd, 6),
-        "tool_trace": [e.to_dict() for e in outcome.tool_trace],
+        "tool_trace": [e.to_dict() for e in trace[-TRACE_IN_RESULT:]],
     }
+    if len(trace) > TRACE_IN_RESULT:
+        item["tool_trace_omitted"] = len(trace) - TRACE_IN_RESULT
     timeout = outcome.timeout
     for name in _TIMEOUT_FIELDS:
         item[name] = getattr(timeout, name) if timeout is not None else None
