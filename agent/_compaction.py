@@ -4,7 +4,8 @@ A `Compactor` runs before every model call of a session (``AgentSession(compacto
 Once the estimated prompt reaches the policy's trigger, everything between the system
 message and the last few messages becomes one user message holding a summary (the user's
 newest message stays as it was). The session also runs it when the server refuses a
-request as over its context window, whatever the estimate says.
+request as over its context window, or as larger than it or a proxy accepts (HTTP 413), whatever
+the estimate says; the summary keeps no images.
 """
 
 from __future__ import annotations

@@ -11,18 +11,29 @@ from __future__ import annotations
 
 import re
 
+BODY_TOO_LARGE = "request body too large (HTTP 413)"
+"""Written into the text of a 413: the request was larger than the server, or a proxy in front of it
+(nginx takes 1 MB by default, less than one photo sent inline), accepts. Asking again cannot help; a
+shorter conversation (compacted, its older images dropped) may."""
+
 _CONTEXT_EXCEEDED = re.compile(
     r"context[_ ](length|size|window)|maximum context|prompt is too long|maximum model length"
-    r"|input tokens? (count \(\d+\) )?exceeds?", re.IGNORECASE)
+    r"|input tokens? (count \(\d+\) )?exceeds?|" + re.escape(BODY_TOO_LARGE), re.IGNORECASE)
 """How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, LM Studio,
-Gemini, Anthropic's proxies). A refusal told only by OpenAI's ``context_length_exceeded`` code (Groq)
-has the code written into its text (`agent.models.openai`), which is what outlives the error."""
+Gemini, Anthropic's proxies). A refusal told only by OpenAI's ``context_length_exceeded`` code (Groq),
+or only by its status 413, has that written into its text (`agent.models.openai`), which is what
+outlives the error."""
 
 
 def exceeds_context(error_text: str) -> bool:
-    """Whether a model error's text says the request was longer than the model's context window
-    (also read from a finished turn's ``TurnResult.error``)."""
+    """Whether a model error's text says the request was longer than the model's context window, or
+    larger than its server accepts (`BODY_TOO_LARGE`); also read from a finished turn's ``TurnResult.error``."""
     return _CONTEXT_EXCEEDED.search(error_text) is not None
+
+
+def body_too_large(error_text: str) -> bool:
+    """Whether a model error's text says the request's body was refused as too large (`BODY_TOO_LARGE`)."""
+    return BODY_TOO_LARGE in error_text
 
 
 _FAILURE_KIND = re.compile(r"model request failed \((\w+)\): ")

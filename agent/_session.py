@@ -14,7 +14,7 @@ from typing import Any
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._context_window import remember_window
-from agent._errors import ModelError, ToolError, TurnInProgress
+from agent._errors import ModelError, ToolError, TurnInProgress, body_too_large
 from agent._frozen import fast_init
 from agent._hooks import HookRegistry
 from agent._ids import new_id
@@ -94,6 +94,7 @@ class AgentSession:
     """The `ActiveTurn` of the turn under way (`ActiveTurn.live`)."""
     _tool_log: deque[ToolTraceEntry] | None = None
     _overflow_warned = False
+    _too_large_warned = False
     _turn: _TurnState | None = None
     """The running turn's spend so far, for `add_cost`."""
     _unbilled: tuple[Usage, float | None, int] | None = None
@@ -494,11 +495,21 @@ class AgentSession:
     async def _compact_for_overflow(self, turn: _TurnState, exc: ModelError) -> bool:
         """Whether to ask the model again after ``exc``: the server refused the request as over its
         context window, which the compaction estimate (from ``model.context_window``) did not
-        foresee, and compacting now shortened the conversation."""
+        foresee, or as larger than it (or a proxy in front of it) accepts, and compacting now
+        shortened the conversation."""
         if not exc.context_exceeded:
             return False
         remember_window(self.model, str(exc))  # later calls, in every session, compact to fit it
-        if not self._overflow_warned:
+        if body_too_large(str(exc)):  # no setting of ours is wrong: the model's window may be ample
+            if not self._too_large_warned:
+                self._too_large_warned = True
+                log.warning(
+                    "session %s: the model server, or a proxy in front of it, refused a request as too large "
+                    "(HTTP 413); a proxy's limit on request bodies is the likely cause (nginx's client_max_body_size "
+                    "is 1 MB by default, less than one photo sent inline): raise it%s", self.session_id,
+                    "; meanwhile the conversation is compacted (older images dropped) and asked once more"
+                    if self.compactor is not None else " (this session has no compactor: it cannot go on)")
+        elif not self._overflow_warned:
             self._overflow_warned = True
             log.warning(
                 "session %s: the model server refused a request as longer than the model's context window, "

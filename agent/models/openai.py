@@ -33,7 +33,7 @@ except ImportError:  # openai 1 and 2
     import httpx
 
 from agent._clock import SYSTEM_CLOCK, Clock
-from agent._errors import ModelError, exceeds_context, model_failure_text
+from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._suspend import expire_after_suspend, lost_after
@@ -120,7 +120,7 @@ class OpenAIModel:
         # mending is in no message (a header).
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
             raise _translate_error(exc, self._secrets, self._named) from exc
-        return _to_response(completion, fallback_model=self.name, secrets=self._secrets)
+        return _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it. Idempotent."""
@@ -269,6 +269,10 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         # the code goes into the text, which is all that outlives the error (`exceeds_context`).
         if exc.code == "context_length_exceeded" and not exceeds_context(text):
             text = f"{text} (context_length_exceeded)"
+        if exc.status_code == 413:  # a body limit (nginx's 1 MB: one inline photo), so it reads as too long
+            sent = exc.response.request.headers.get("content-length", "")
+            size = f": {int(sent):,} bytes sent" if sent.isdigit() else ""
+            text = f"{text} ({BODY_TOO_LARGE}{size})"
     if named and kind in _NAMED_KINDS:
         text = f"{text} ({named})"
     text = _scrub(text, secrets)
@@ -296,8 +300,9 @@ def _server_words(body: object) -> str | None:
     return "; ".join(words) or None
 
 
-def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
-    """The failure a server reported in a 200 body (``{"error": {"message", "code"}}``), if any.
+def _error_in_body(error: Any, secrets: tuple[str, ...], named: str | None = None) -> ModelError | None:
+    """The failure a server reported in a 200 body (``{"error": {"message", "code"}}``), if any;
+    ``named`` as `_translate_error` adds it.
 
     OpenRouter and proxies like it commit to 200 before the upstream model runs, so what fails
     after that rides the body; its numeric ``code`` stands in for the status line."""
@@ -312,8 +317,10 @@ def _error_in_body(error: Any, secrets: tuple[str, ...]) -> ModelError | None:
         else "timeout" if status in _GAVE_UP_WAITING
         else "bad_request" if status is not None and status < 500
         else "server_error")  # no usable code: the server still says it failed
-    text = _scrub(str(error.get("message") or "no message"), secrets)
-    return ModelError(model_failure_text(kind, text), kind=kind, status=status)
+    text = str(error.get("message") or "no message")
+    if named and kind in _NAMED_KINDS:
+        text = f"{text} ({named})"
+    return ModelError(model_failure_text(kind, _scrub(text, secrets)), kind=kind, status=status)
 
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -404,12 +411,13 @@ def _malformed(what: str) -> ModelError:
     return ModelError(f"model response malformed: {what}", kind="malformed")
 
 
-def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...]) -> ModelResponse:
+def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...],
+                 named: str | None = None) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
-        raise _error_in_body(getattr(completion, "error", None), secrets) or _malformed("no choices")
+        raise _error_in_body(getattr(completion, "error", None), secrets, named) or _malformed("no choices")
     message = getattr(choices[0], "message", None)
     if message is None:
         raise _malformed("choice has no message")
@@ -465,7 +473,9 @@ def _to_tool_call(tool_call: Any, index: int) -> ToolCall:
     call_id = getattr(tool_call, "id", None)
     if not isinstance(name, str) or not name:
         raise _malformed("tool call without a function name")
-    if isinstance(arguments, dict):
+    if arguments is None:  # vLLM and Ollama send null (or nothing) for a call of a tool without parameters
+        arguments = "{}"
+    elif isinstance(arguments, dict):
         # Some OpenAI-compatible servers send the arguments as the object itself, not as its JSON.
         arguments = json.dumps(arguments, ensure_ascii=False)
     elif not isinstance(arguments, str):
