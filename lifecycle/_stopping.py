@@ -169,7 +169,8 @@ class Stopping:
         """Refuse launches from now on (`check_open`), stop every child this process would lose
         (all of them unless the engine's children survive a restart), wait for the launches being
         journaled to end, and the children the service is finishing itself (for callers that gave up,
-        too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`).
+        too), then for the engine to wind down, giving it ``grace`` for what it still sends (`Engine.close`), and
+        journals the children that ended meanwhile whose hooks outlast it (`_journal_ends_in_hooks`).
         The journal stays open: the caller closes it once this returns, when nothing is left to write to it.
         Ends held while the service started are finished first (`release`)."""
         self.closing = True
@@ -182,8 +183,23 @@ class Stopping:
             self._drained = asyncio.get_running_loop().create_future()
             await self._drained
         await self.engine.close(grace=grace)
+        if not self.engine.survives_restart:
+            self._journal_ends_in_hooks()
         if self._publisher is not None:
             await self._publisher
+
+    def _journal_ends_in_hooks(self) -> None:
+        """Journal the results of children that had ended, but whose memory notification or `subagent_stop` hooks
+        still run once the engine's grace is over: hooks observe, they never gate, and left unjournaled such a
+        result would be lost, the child ended INTERRUPTED by process exit at the next start. Not for an engine
+        whose children survive a restart: it cancelled their ends, which the next start hears again, hooks and all."""
+        for record in list(self._live.values()):
+            outcome = record.outcome
+            if record.completing and outcome is not None and record.completed_at is None:
+                log.warning("child %s had ended, but its memory notification or subagent_stop hooks were still running"
+                            " when the close's grace ran out: its result is journaled without waiting for them",
+                            record.handle.subagent_id)
+                self._end(record, outcome)
 
     def end_waits(self) -> None:
         """Once closed (`sealed`): wake whoever still waits for a child held unfinished (left running where it

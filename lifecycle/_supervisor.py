@@ -214,10 +214,16 @@ class Supervisor(StartAdoption, Stopping):
                 outcome.error = PROCESS_EXIT
             elif record.state is S.CANCEL_REQUESTED and not record.ran:
                 outcome.error = _before_start(record)
+        record.outcome = outcome  # before the hooks: a close cannot wait for them (`_journal_ends_in_hooks`)
         if record.job is not None and listening(self.host):
             await notify(self.host, record.job, outcome, ran_here=self.engine.runs_here)
+            if record.completed_at is not None:  # the close journaled it meanwhile
+                return
+        self._end(record, outcome)
+
+    def _end(self, record: Record, outcome: ChildOutcome) -> None:
+        """Put a finishing child's terminal row, to be published once committed."""
         roll_up(record.parent, record.turn_id, outcome)
-        record.outcome = outcome
         now = self.host.clock.time()
         result, row = terminal(record, outcome, record.ending, now)
         record.completed_at = now
