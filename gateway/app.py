@@ -586,14 +586,13 @@ class Gateway:
         # So does each request of a caller that follows its turn id (webhooks): a steer shares the running
         # turn's id, and a turn that ends before reading it leaves the text to a turn of another id. Nor
         # is a completion turn steered: its reply may be silenced (NO_REPLY), a reply to a message never is.
-        # Nor is a message sent after one of its sender's still waiting for its turn (one with files): it
-        # is answered after it; another member's waiting message is no reason for it to wait (a request of
-        # its own). Nor is another group member's message: it is a request of its own (as with interrupt below).
+        # Nor is a message sent after one of its sender's still waiting for its turn (one with files; maybe held
+        # in the store): it is answered after it; another member's waiting message is no reason for it to wait (a
+        # request of its own). Nor is another group member's message: a request of its own (as with interrupt below).
         if listening is not None and busy_mode == "steer" and not inbound.attachments \
                 and listening.kind != "completion" and session.platform not in TRACKS_TURN_IDS \
                 and _from_its_asker(inbound, listening) \
-                and not any(item.event is not None and item.event.user_id == inbound.user_id
-                            for item in session.queue):
+                and not self.sessions.waits_from(session, inbound.user_id):  # last: it may read the store
             if listening.question is None:  # else the turn is idle: begun once it goes on (`gateway.questions`)
                 self.store.inbox.begin(inbound.platform, inbound.event_id)  # durable before `handle` returns
             self.sessions.steer(session, inbound, turn_id)  # settled once the turn has read it

@@ -184,6 +184,13 @@ class SessionRegistry:
         others stay queued, in order (those steered into the turn and not read yet first, as `stop_turn`
         puts them back). Queued background deliveries go too, but those of the delegations ``keeps``
         names: the caller settles their delegations."""
+        # The store first: a refusal (a full disk) raises before anything changed, and the stop can be asked again.
+        # Taken after it, what was steered into the turn and not read yet would be lost from it and the queue.
+        held = self._held(session)  # those not dropped wait on in the store, after those in memory
+        released = [seq for seq, item in held if item.event is not None and drops(item.event)]
+        if released:
+            self._table.release(released)
+            session.held -= len(released)
         running = session.running if turn else None
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
@@ -194,17 +201,12 @@ class SessionRegistry:
                 waiting.append((turn_id, item.event))
             elif item.event is not None or item.delegation_id in keeps:
                 kept.append(item)
-        released: list[int] = []
         held_kept: list[Inbound] = []
-        for seq, item in self._held(session):  # the others wait on in the store, after those in memory
+        for _, item in held:
             if item.event is not None and drops(item.event):
                 waiting.append((item.turn_id, item.event))
-                released.append(seq)
             elif item.event is not None:
                 held_kept.append(item.event)
-        if released:
-            self._table.release(released)
-            session.held -= len(released)
         session.queue.clear()
         session.queue.extend(kept)
         for _, item in unread:
@@ -242,6 +244,22 @@ class SessionRegistry:
         session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
         session.took(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
+
+    def waits_from(self, session: GatewaySession, user_id: str) -> bool:
+        """Whether a message of ``user_id`` waits for a turn in the session: queued in memory, or held in the
+        store (read only then). A read the store refuses counts as one: a message queued behind waits no more
+        than it would anyway, one steered past its sender's waiting one is answered out of order."""
+        if any(item.event is not None and item.event.user_id == user_id for item in session.queue):
+            return True
+        if not session.held:
+            return False
+        try:
+            rows = self._table.held(self.run, session.key)
+        except Exception as exc:
+            log.warning("%s chat %s: could not read the messages waiting in the store (%s: %s)",
+                        session.platform, session.chat_id, type(exc).__name__, exc)
+            return True
+        return any(json.loads(row)["event"]["user_id"] == user_id for _, row in rows)
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> GatewaySession:
         """Queue ``item`` in the chat's session in memory, and return it. A caller may hold ``session`` across

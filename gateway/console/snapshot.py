@@ -110,7 +110,7 @@ class ConsoleView:
                 "key": row.key, "platform": platform, "chat_id": chat_id, "thread_id": thread_id,
                 "session_id": row.session_id, "mode": row.mode, "generation": row.generation,
                 "last_active": max(row.updated_at, live.last_active if live is not None else 0.0),
-                "in_memory": live is not None, "queued": len(live.queue) if live is not None else 0,
+                "in_memory": live is not None, "queued": len(live.queue) + live.held if live is not None else 0,
                 "running": None if running is None else {
                     "turn_id": running.turn_id, "kind": running.kind, "started_at": running.started_at,
                     "tool": running.current_tool},
