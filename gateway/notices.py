@@ -73,7 +73,7 @@ class Notifier:
         self._task: asyncio.Task | None = None
         self._armed = False
         self.sent = 0
-        """Notices sent so far: 0 means the chat has none to finalise."""
+        """Notices sent so far (not those that failed): 0 means the chat has none to finalise."""
 
     def tool_started(self, name: str) -> None:
         """Notices read the turn's state when they are due; events need no handling."""
@@ -115,4 +115,5 @@ class Notifier:
                 self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), self.sent)
             except Exception:  # a notice must never break the turn it describes
                 log.exception("sending a long-running notice failed")
+                continue  # not sent (a full disk refused it): the next one is sent, not an edit of nothing
             self.sent += 1
