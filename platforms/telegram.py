@@ -73,6 +73,7 @@ import asyncio
 import dataclasses
 import logging
 import math
+import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -267,15 +268,15 @@ class TelegramAdapter:
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """getMe, setMyCommands, then polling (after deleteWebhook) or setWebhook. Returns
         once updates flow; raises a `DeliveryError` if Telegram cannot be reached or the
-        token is refused (setMyCommands failing is only logged)."""
+        token is refused (setMyCommands failing is only logged; what Telegram would refuse is left
+        out of the menu: `_menu`)."""
         if self._sink is not None:
             raise RuntimeError("the telegram adapter is already started")
         self._command_names = frozenset(n.lstrip("/").lower() for c in commands for n in (c.name, *c.aliases))
         try:
             me = await self._calls.call("getMe", None, self.bot.me)
             self._bot_id, self._username = me.id, (me.username or "").lower()
-            if commands:
-                menu = [BotCommand(command=c.name.lstrip("/"), description=c.description) for c in commands]
+            if menu := _menu(commands):
                 try:
                     await self._calls.call("setMyCommands", None, lambda: self.bot.set_my_commands(menu))
                 except DeliveryError:
@@ -629,6 +630,33 @@ class TelegramAdapter:
         return await telegram_files.download(
             self.bot, attachment, self.max_attachment_bytes,
             lambda method, request: self._calls.call(method, None, request, caller_logs=True))
+
+
+MENU_NAME = re.compile(r"[a-z0-9_]{1,32}")
+MENU_SIZE, MENU_DESCRIPTION = 100, 256
+"""The Bot API's BotCommand: a name of 1-32 characters a-z, 0-9 and _, a description of 1-256
+characters (trimmed); at most 100 commands. One command outside them fails the whole setMyCommands."""
+
+
+def _menu(commands: Sequence[CommandSpec]) -> list[BotCommand]:
+    """The command menu Telegram will take: a command whose name it refuses (``café``, too long) is
+    left out, logged once with its name, rather than losing the menu; typed, it still works. A
+    description is trimmed, cut to fit, or the command's name when it is empty."""
+    menu: list[BotCommand] = []
+    refused: list[str] = []
+    for c in commands:
+        name = c.name.lstrip("/")
+        if not MENU_NAME.fullmatch(name) or len(menu) == MENU_SIZE:
+            refused.append(c.name)
+            continue
+        description = c.description.strip() or name
+        if len(description) > MENU_DESCRIPTION:
+            description = description[:MENU_DESCRIPTION - 1].rstrip() + "…"
+        menu.append(BotCommand(command=name, description=description))
+    if refused:
+        log.warning("telegram: left out of the command menu (Telegram takes at most %d commands, named with 1-32"
+                    " of a-z, 0-9 and _): %s; typed, they still work", MENU_SIZE, ", ".join(refused))
+    return menu
 
 
 def _sent(gateway_chat: str, chat_id: str, sent: Message | None) -> Sent:

@@ -16,8 +16,9 @@ above them confirms them, so unconfirmed ones are served again, as Telegram does
 UTF-16 code units of the text *after* entity parsing, else "message is too
 long"), ``editMessageText`` ("message is not modified" for identical text and
 entities), ``deleteMessage``, ``sendChatAction``, ``getFile`` (plus the download
-route ``/file/bot<token>/<file_path>``), ``setMyCommands``/``getMyCommands``/
-``deleteMyCommands``, ``sendDocument``/``sendPhoto`` (multipart uploads;
+route ``/file/bot<token>/<file_path>``), ``setMyCommands`` (refused whole, 400, for one command
+Telegram refuses: a name not of 1-32 of a-z, 0-9 and _, a description not of 1-256 characters, over 100
+commands)/``getMyCommands``/``deleteMyCommands``, ``sendDocument``/``sendPhoto`` (multipart uploads;
 `platforms.fakes._telegram_uploads`). Other methods answer 404. With ``parse_mode=HTML`` the text
 is parsed as Telegram parses it (`platforms.fakes._telegram_html`): malformed
 markup answers 400 "Bad Request: can't parse entities: ...". As on Telegram, a
@@ -608,7 +609,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
 
     def _set_my_commands(self, params: dict[str, Any]) -> bool:
         commands = params.get("commands", "[]")
-        self.commands = json.loads(commands) if isinstance(commands, str) else list(commands)
+        commands = json.loads(commands) if isinstance(commands, str) else list(commands)
+        _check_commands(commands)
+        self.commands = commands
         return True
 
     def _get_my_commands(self, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -617,6 +620,27 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
     def _delete_my_commands(self, params: dict[str, Any]) -> bool:
         self.commands = []
         return True
+
+
+def _check_commands(commands: list[dict[str, Any]]) -> None:
+    """Refuse the whole list, as Telegram does, for one command it will not take: TDLib's set_commands
+    (td/telegram/BotCommand.cpp) trims name and description and drops a leading "/", then wants a name of 1-32
+    characters and a description of 1-256; Telegram's servers want the name of a-z, 0-9 and _, 100 at most."""
+    if len(commands) > 100:
+        raise ApiError(400, "Bad Request: BOT_COMMANDS_TOO_MUCH")
+    for command in commands:
+        name, description = str(command.get("command", "")).strip(), str(command.get("description", "")).strip()
+        name = name.removeprefix("/")
+        if not name:
+            raise ApiError(400, "Bad Request: command must be non-empty")
+        if len(name) > 32:
+            raise ApiError(400, "Bad Request: command length must not exceed 32")
+        if not description:
+            raise ApiError(400, "Bad Request: command description must be non-empty")
+        if len(description) > 256:
+            raise ApiError(400, "Bad Request: command description length must not exceed 256")
+        if not re.fullmatch(r"[a-z0-9_]+", name):
+            raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
 
 
 def _derive_entities(text: str) -> list[dict[str, Any]]:
