@@ -485,6 +485,8 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
     chat = data.get("chat_id")
     if isinstance(chat, bool) or not isinstance(chat, str | int | float | None) or chat in (math.inf, -math.inf):
         raise ValueError('"chat_id" must be a string or a finite number')  # 1e400 parses as inf
+    if isinstance(chat, float) and chat.is_integer():
+        chat = int(chat)  # 1e2 and 100.0 are the number 100, as is 100: one chat, not "100.0" beside "100"
     chat = None if chat is None else str(chat)
     _require_scalars("chat_id", chat)
     if chat is not None and not 0 < len(chat) <= _MAX_ID:
