@@ -22,8 +22,10 @@ A download that fails for a while (the platform's 429, a network error, a 5xx) i
 tried again, up to `DOWNLOAD_TRIES` times in all, after the wait a 429 asks for, else
 after `BACKOFF_FIRST` seconds, doubled at each try; the waits of one message's files
 add up to at most `RETRY_WAIT_MAX` seconds (a 429 asking for more than is left is not
-waited for), and a stop of the turn (``stopped``) ends them at once. What the platform
-refuses for good (too large, gone, not allowed) is not tried again.
+waited for). What the platform refuses for good (too large, gone, not allowed) is not
+tried again. A stop of the turn cancels `turn_input` (the turn runner does), which ends a
+download, a wait or a transcription at once; downloads are held in memory, and a file being
+stored is finished first (`_stored`), so a stopped turn leaves no file half-written.
 
 What cannot be taken (too large, a failed download, voice without transcription)
 is explained to the user in one message, before the answer (the turn runner sends
@@ -111,8 +113,6 @@ outbox's first); doubled at each later try."""
 RETRY_WAIT_MAX = 30.0
 """Seconds the downloads of one message's files wait, in all, between tries: the user is waiting for
 the answer, and would rather send a file again than wait minutes to hear it is lost."""
-STOP_CHECK = 0.25
-"""Seconds between looks at whether the turn was stopped, while a download waits to be tried again."""
 
 
 @dataclass(slots=True)
@@ -340,26 +340,20 @@ def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
 
 class _Retries:
     """The waits between the download tries of one message's files, on ``clock``: what is left of
-    `RETRY_WAIT_MAX`, and whether the turn was stopped (``stopped()``), which ends a wait at once."""
+    `RETRY_WAIT_MAX`."""
 
-    def __init__(self, clock: Clock, stopped: Callable[[], bool]) -> None:
-        self._clock, self._stopped = clock, stopped
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
         self._left = RETRY_WAIT_MAX
 
     def allow(self, seconds: float) -> bool:
-        """Whether a wait of ``seconds`` may begin: the turn goes on, and it fits in what is left."""
-        return not self._stopped() and seconds <= self._left
+        """Whether a wait of ``seconds`` fits in what is left."""
+        return seconds <= self._left
 
-    async def wait(self, seconds: float) -> bool:
-        """Wait ``seconds`` (an `allow`ed wait); False as soon as the turn is stopped."""
+    async def wait(self, seconds: float) -> None:
+        """Wait ``seconds`` (an `allow`ed wait)."""
         self._left -= seconds
-        # A stop is a flag on the turn (it cancels nothing before the model runs): looked at every `STOP_CHECK`.
-        until = self._clock.monotonic() + seconds
-        while (left := until - self._clock.monotonic()) > 0:
-            await self._clock.sleep(min(left, STOP_CHECK))
-            if self._stopped():
-                return False
-        return True
+        await self._clock.sleep(seconds)
 
 
 async def _download(adapter: SupportsDownload, attachment: Attachment, platform: str, retries: _Retries) -> bytes:
@@ -378,31 +372,24 @@ async def _download(adapter: SupportsDownload, attachment: Attachment, platform:
                 raise
             log.info("%s attachment (%s) not downloaded yet: %s: %s; trying again in %.1fs", platform,
                      attachment.kind, type(exc).__name__, exc, wait)
-            if not await retries.wait(wait):
-                raise
+            await retries.wait(wait)
         tried += 1
-
-
-def _never() -> bool:
-    return False
 
 
 async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[Attachment, ...], text: str, *,
                   workspace: Path, folder: str, supports_vision: bool, transcriber: Any = None,
-                  clock: Clock = SYSTEM_CLOCK, stopped: Callable[[], bool] = _never) -> Prepared:
+                  clock: Clock = SYSTEM_CLOCK) -> Prepared:
     """Download, store and describe ``attachments`` for the model; see the module docstring.
     ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused.
-    Downloads tried again wait on ``clock``; once ``stopped()`` (the turn was stopped), none is tried
-    again, no further file is downloaded, and nothing is prepared for the model (content None)."""
-    retries = _Retries(clock, stopped)
+    Downloads tried again wait on ``clock``. Cancelled (the turn was stopped), it ends at once, but
+    for a file being stored, which is stored whole first."""
+    retries = _Retries(clock)
     notes: list[str] = []
     images: list[tuple[str, Attachment]] = []
     files: list[tuple[str, Attachment]] = []
     missed: list[str] = []
     spoken: list[str] = []
     for attachment in attachments:
-        if stopped():
-            return Prepared(None, notes)
         if attachment.kind == "voice" and transcriber is None:
             if VOICE_UNSUPPORTED not in notes:
                 notes.append(VOICE_UNSUPPORTED)
@@ -427,7 +414,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
                 spoken.append(transcript)
             continue
         try:
-            path = await asyncio.to_thread(store, workspace, folder, attachment.name, data)
+            path = await _stored(workspace, folder, attachment.name, data)
         except OSError as exc:  # the operator's to fix (a file in the way, a full disk): the chat is told
             log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, exc)
             notes.append(f"I couldn't store {_named(attachment.name)} on my side; please tell whoever runs me.")
@@ -440,9 +427,22 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         else:
             files.append((path, attachment))
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
-    if not (body or images or files) or stopped():
+    if not (body or images or files):
         return Prepared(None, notes)
     return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
+
+
+async def _stored(workspace: Path, folder: str, name: str, data: bytes) -> str:
+    """`store` in a worker thread, which a cancel cannot stop midway: a cancel (the turn stopped) waits for
+    it, so that when the turn has ended its file is whole or not there, not a temporary file still written."""
+    storing = asyncio.ensure_future(asyncio.to_thread(store, workspace, folder, name, data))
+    try:
+        return await asyncio.shield(storing)
+    except asyncio.CancelledError:
+        await asyncio.wait((storing,))
+        if not storing.cancelled():
+            storing.exception()  # a refusal (a full disk) is moot now: the turn was stopped
+        raise
 
 
 async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, notes: list[str]) -> str | None:
@@ -462,7 +462,8 @@ async def _content(body: str, images: list[tuple[str, Attachment]], files: list[
                    missed: list[str], workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
     parts = [body] if body else []
     if not body and images and not files:
-        parts.append(f"(The user sent {'an image' if len(images) == 1 else f'{len(images)} images'} without a caption.)")
+        sent = "an image" if len(images) == 1 else f"{len(images)} images"
+        parts.append(f"(The user sent {sent} without a caption.)")
     if files:
         listing = "\n".join(f"- {path} ({a.mime_type or 'unknown type'}, {_size(a.size)})" for path, a in files)
         parts.append(f"[The user sent these files, saved in the workspace; read them with your file tools:\n{listing}]")
@@ -486,13 +487,12 @@ async def _content(body: str, images: list[tuple[str, Attachment]], files: list[
 
 async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, workspace: Path, folder: str,
                      supports_vision: bool, model: ModelSettings, tell: Callable[[str], None],
-                     clock: Clock = SYSTEM_CLOCK,
-                     stopped: Callable[[], bool] = _never) -> str | list[dict[str, Any]] | None:
+                     clock: Clock = SYSTEM_CLOCK) -> str | list[dict[str, Any]] | None:
     """The input of a turn whose message is ``text``, from ``event``, which came with files: the
     text, or what the files make of it. Notes about files that could not be taken go to the chat
     first, through ``tell``. None: nothing for the model (the notes were the answer). A message
-    without files is its text alone: the turn runner asks nothing here for it. ``clock`` and
-    ``stopped`` are `prepare`'s: the gateway's clock, and whether the turn was stopped."""
+    without files is its text alone: the turn runner asks nothing here for it. ``clock`` is
+    `prepare`'s. A stop of the turn cancels it (`prepare`): no note is told then."""
     if not isinstance(adapter, SupportsDownload):
         tell(f"I can't receive files on {event.platform}.")
         return text or None
@@ -500,8 +500,7 @@ async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, work
         a.kind == "voice" for a in event.attachments) else None
     try:
         prepared = await prepare(adapter, event.platform, event.attachments, text, workspace=workspace, folder=folder,
-                                 supports_vision=supports_vision, transcriber=transcriber, clock=clock,
-                                 stopped=stopped)
+                                 supports_vision=supports_vision, transcriber=transcriber, clock=clock)
     finally:
         if transcriber is not None:
             await transcriber.aclose()

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from agent import Clock, TurnResult
 from agent.settings import ModelSettings
@@ -41,6 +41,8 @@ from lifecycle import HostView
 from platforms.base import Adapter, Inbound
 
 log = logging.getLogger("gateway.turn_runner")
+
+T = TypeVar("T")
 
 CompletionEnded = Callable[[str, str, str | None], None]
 """``completion_ended(delegation_id, status, reason)``: a completion turn is over: its results were
@@ -106,6 +108,9 @@ class TurnRunner:
         that turn half done, so no transcript of theirs is stored at the stop (`cancel`)."""
         self._journaling: dict[str, asyncio.Event] = {}
         """By turn id: the replies being journaled (`RunningTurn.replying`), set once they are, or refused."""
+        self._stops: dict[str, asyncio.Event] = {}
+        """By run id (`RunningTurn.run_id`): set when a stop ends that run (`ended_early`), which cancels what it
+        does before its model runs (`_input`). The agent's interrupt reaches only a model call or a tool."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -185,6 +190,8 @@ class TurnRunner:
         # turn id -> the kind of its reply and the message it answers, which its note quotes in a group
         notes: dict[str, tuple[str, str | None]] = {}
         if stopped is not None:
+            if (stop := self._stops.get(stopped.run_id)) is not None:
+                stop.set()
             notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
                 with refused.noting("its message's settling"):
@@ -338,13 +345,14 @@ class TurnRunner:
         progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
+        stop = self._stops[running.run_id] = asyncio.Event()
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
                 if item.event is not None:
                     await self._begin(item.event)
                 elif item.delegation_id is not None:
                     await self._begin_delivery(item.delegation_id)
-                content = await self._input(session, item, running)
+                content = await self._input(session, item, running, stop)
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
@@ -353,6 +361,7 @@ class TurnRunner:
         except Exception:
             log.exception("turn %s crashed", item.turn_id)
         finally:
+            del self._stops[running.run_id]
             progress.disarm()  # before anything else is queued: no progress may follow the reply
             self._cards.pop(session, None)
             if typing is not None:
@@ -495,11 +504,16 @@ class TurnRunner:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}{late_notes.PICKED_UP}", turn_id=item.turn_id, reply_to=quote_of(event))
 
-    async def _input(self, session: GatewaySession, item: WorkItem,
-                     running: RunningTurn) -> str | list[dict[str, Any]] | None:
+    async def _input(self, session: GatewaySession, item: WorkItem, running: RunningTurn,
+                     stop: asyncio.Event) -> str | list[dict[str, Any]] | None:
+        """The turn's input for its model; None when there is nothing for it: the attachments' notes were the
+        answer, or a stop (``stop``) ended the turn first. Fetching its files (downloads, tries again, a voice
+        note's transcription) can take minutes: a stop cancels it at once (`prepare` stores no file by halves)."""
         if item.event is None or not item.event.attachments:
             # Most turns: no files, so no folder, model or adapter to look at.
             return senders.for_model(item.text, item.event) if item.kind == "message" else item.text
+        if stop.is_set():  # stopped while its event was marked begun
+            return None
 
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
@@ -509,11 +523,10 @@ class TurnRunner:
         agent = session.agent
         # Who sent it is said of what the files make of the message: the text alone would never be
         # empty, and a message none of whose files could be taken (its notes the answer) would run a turn.
-        content = await turn_input(item.text, item.event, self._adapters.get(session.platform),
-                                   workspace=agent.workspace, folder=chat_folder(session.platform, session.chat_id),
-                                   supports_vision=bool(getattr(agent.model, "supports_vision", False)),
-                                   model=self._model, tell=tell, clock=self._clock,
-                                   stopped=lambda: running.suppressed)
+        content = await _unless_stopped(stop, turn_input(
+            item.text, item.event, self._adapters.get(session.platform), workspace=agent.workspace,
+            folder=chat_folder(session.platform, session.chat_id), model=self._model, tell=tell, clock=self._clock,
+            supports_vision=bool(getattr(agent.model, "supports_vision", False))))
         return None if content is None else senders.content_for_model(content, item.event)
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
@@ -536,6 +549,19 @@ class _UnderWay:
             self.progress.disarm()
         if self.typing is not None:
             self.typing.cancel()
+
+
+async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
+    """What ``work`` gives, or None once ``stop`` is set before it ends: it is cancelled then, and waited for
+    (as it is when this is cancelled: the shutdown), so nothing of it goes on behind the turn's end."""
+    doing, stopping = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((doing, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        doing.cancel()  # nothing, once it ended
+        await asyncio.wait((doing,))
+    return None if doing.cancelled() else doing.result()
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:

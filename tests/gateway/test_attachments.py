@@ -78,10 +78,9 @@ def image(ref: str, name: str = "photo.jpg") -> Attachment:
 
 
 async def run(files: Files, attachments: list[Attachment], text: str = "", *, ws: Path, vision: bool = True,
-              transcriber: Transcriber | None = None, clock: FakeClock | None = None, stopped=lambda: False):
+              transcriber: Transcriber | None = None, clock: FakeClock | None = None):
     return await prepare(files, "telegram", tuple(attachments), text, workspace=ws, folder="s-1",
-                         supports_vision=vision, transcriber=transcriber, clock=clock or FakeClock(),
-                         stopped=stopped)
+                         supports_vision=vision, transcriber=transcriber, clock=clock or FakeClock())
 
 
 # -- names and storage ---------------------------------------------------------------------------
@@ -335,15 +334,13 @@ async def test_the_waits_of_a_messages_files_are_bounded_in_all(tmp_path: Path) 
 async def test_a_stop_ends_the_wait_and_no_further_file_is_downloaded(tmp_path: Path) -> None:
     clock = FakeClock(autojump=False, start=0.0)
     files = Flaky({"p1": PNG, "p2": PNG}, {"p1": [rate_limited(20)]}, clock)
-    stopped = False
     preparing = asyncio.ensure_future(run(files, [image("p1", "a.png"), image("p2", "b.png")], "look", ws=tmp_path,
-                                          clock=clock, stopped=lambda: stopped))
+                                          clock=clock))
     await clock.until_sleeping()
-    stopped = True  # /stop, or a newer message interrupting the turn
-    clock.advance(attachments.STOP_CHECK)
-    prepared = await asyncio.wait_for(preparing, WAIT)
-    assert prepared.content is None and files.tries == [("p1", 0.0)]
-    assert clock.monotonic() == attachments.STOP_CHECK
+    preparing.cancel()  # the turn runner's, at /stop, or a newer message interrupting the turn
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(preparing, WAIT)
+    assert files.tries == [("p1", 0.0)] and clock.monotonic() == 0.0
     assert not (tmp_path / "attachments").exists()
 
 
