@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -38,6 +39,23 @@ class KeyRow(NamedTuple):
     created_at: float
     retired_at: float | None
 
+    def __repr__(self) -> str:  # never the secret: a row may end up in a log line or an assertion's message
+        return (f"KeyRow(kid={self.kid!r}, secret=<hidden>, created_at={self.created_at!r},"
+                f" retired_at={self.retired_at!r})")
+
+
+_TABLE = "the lifecycle journal's handle key table (lifecycle_keys)"
+
+
+def _stored_time(kid: str, name: str, value: object) -> float:
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):  # an infinite created_at would make its key the signing one for good
+        raise ValueError(f"{_TABLE}: key {kid!r} has a {name} that is not a finite number of seconds")
+    return seconds
+
 
 class KeyRing:
     """Signing keys by key id: one active key signs; every unretired key verifies.
@@ -53,20 +71,25 @@ class KeyRing:
     def __init__(self, rows: Iterable[tuple] = (), *, clock: Callable[[], float] = time.time):
         """Load ``rows`` (as from ``Journal.load_keys``); create a first key when none can sign.
 
-        Raises ValueError for a malformed row: a corrupt key table must not go unnoticed.
+        Raises ValueError naming the table, the key and what is wrong for a malformed row: a corrupt key table
+        must not go unnoticed, nor surface as a bare TypeError from deep inside.
         """
         self._clock = clock
         self._keys: dict[str, KeyRow] = {}
         self._macs: dict[str, _Pads] = {}
         """Each verifying key's padded hash states (`_pads`), made on its first use."""
         for raw in rows:
-            row = KeyRow(*raw)
-            if not (isinstance(row.kid, str) and row.kid and "." not in row.kid):
-                raise ValueError(f"malformed key id {row.kid!r}")
-            if not isinstance(row.secret, bytes | bytearray) or len(row.secret) < 16:
-                raise ValueError(f"key {row.kid!r} has no usable secret")
-            retired = None if row.retired_at is None else float(row.retired_at)
-            self._keys[row.kid] = KeyRow(row.kid, bytes(row.secret), float(row.created_at), retired)
+            try:
+                kid, secret, created_at, retired_at = raw
+            except (TypeError, ValueError):
+                raise ValueError(f"{_TABLE}: a row that is not (kid, secret, created_at, retired_at)") from None
+            if not (isinstance(kid, str) and kid and "." not in kid):
+                raise ValueError(f"{_TABLE}: malformed key id {kid!r}")
+            if not isinstance(secret, bytes | bytearray) or len(secret) < 16:
+                raise ValueError(f"{_TABLE}: key {kid!r} has no usable secret")
+            created = _stored_time(kid, "created_at", created_at)
+            retired = None if retired_at is None else _stored_time(kid, "retired_at", retired_at)
+            self._keys[kid] = KeyRow(kid, bytes(secret), created, retired)
         live = [row for row in self._keys.values() if row.retired_at is None]
         self.has_retired = len(live) < len(self._keys)
         """Whether any key was ever retired: until one is, every capability this ring made still
@@ -95,7 +118,12 @@ class KeyRing:
         kid = secrets.token_hex(4)
         while kid in self._keys:
             kid = secrets.token_hex(4)
-        self._keys[kid] = KeyRow(kid, secrets.token_bytes(_SECRET_BYTES), float(self._clock()), None)
+        # Stamped after every key held, whatever the clock says: a restart makes the newest key the signing one,
+        # and a clock set back since an older key was made (or that key stamped ahead) had the key rotated out
+        # sign again after it, the one rotated in only verifying.
+        now, newest = float(self._clock()), max((row.created_at for row in self._keys.values()), default=-math.inf)
+        created = now if now > newest else math.nextafter(newest, math.inf)
+        self._keys[kid] = KeyRow(kid, secrets.token_bytes(_SECRET_BYTES), created, None)
         self._active = kid
         return kid
 
