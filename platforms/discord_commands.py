@@ -1,9 +1,9 @@
 """Slash commands on Discord: registered at start, and the `Inbound` each use becomes.
 
 Each `CommandSpec` becomes a slash command with one optional ``args`` string,
-registered by bulk overwrite in every guild of ``command_guilds`` (instant) or
-globally when that is empty. An interaction is deferred (type 5, "thinking…")
-before it is handed over, so Discord's 3-second window holds whatever the
+registered by bulk overwrite in every guild of ``command_guilds`` (instant; the global
+ones an earlier start left are removed) or globally when that is empty. An interaction is
+deferred (type 5, "thinking…") before it is handed over, so Discord's 3-second window holds whatever the
 gateway does (one refused as already acknowledged, 40060, was taken by discord.py's earlier try, which
 Discord answered with a 5xx: it is deferred all the same; one refused is handed over without its interaction,
 to be answered in the channel; one given up on before Discord answered it, past `ACKNOWLEDGE_TIMEOUT` or at a
@@ -72,7 +72,8 @@ def slash_command(spec: CommandSpec, on_command: OnCommand) -> discord.app_comma
 
 
 async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int]) -> None:
-    """Register the tree's commands by bulk overwrite; a failure is logged, not raised."""
+    """Register the tree's commands by bulk overwrite; a failure is logged, not raised. Per guild, the global
+    commands an earlier global registration left are removed (`_empty_global_scope`)."""
     scopes = [discord.Object(id=g) for g in guild_ids] or [None]
     for guild in scopes:
         scope = "commands" if guild is None else "guilds/{guild_id}/commands"
@@ -83,6 +84,24 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
             error = translate(exc, route=route, chat_id=str(guild.id) if guild else "global")
             log.error("discord: slash commands not registered (%s); invite the bot with the "
                       "applications.commands scope", error)
+    if guild_ids:
+        await _empty_global_scope(tree)
+
+
+async def _empty_global_scope(tree: discord.app_commands.CommandTree) -> None:
+    """Remove the global commands an earlier global registration left: they showed in every server and DM,
+    and each use failed ("did not respond"), as the tree, per guild, serves none. Asked first, so a start
+    changes nothing when there are none."""
+    route = "GET /applications/{application_id}/commands"
+    try:
+        if await tree.fetch_commands():
+            route = "PUT /applications/{application_id}/commands"
+            await tree.sync()  # the tree holds no global command: none are left
+            log.info("discord: removed the global slash commands an earlier registration left")
+    except Exception as exc:
+        error = translate(exc, route=route, chat_id="global")
+        log.warning("discord: could not remove the global slash commands an earlier registration may have left"
+                    " (%s); any left show everywhere but do not answer", error)
 
 
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
@@ -107,7 +126,9 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         if isinstance(exc, discord.HTTPException) and exc.code == ACKNOWLEDGED:
             # discord.py sent it again after a 5xx, and Discord had taken the first: "thinking…" shows, to
             # be replaced by the answer (in the channel, the interaction showed "thinking…" until it failed).
-            log.info("discord: /%s from user %s was acknowledged by an earlier try", name, interaction.user.id)
+            # Or Discord delivered the interaction again (a RESUME's replay): the gateway's inbox drops it.
+            log.info("discord: /%s from user %s was acknowledged already (an earlier try, or a delivery"
+                     " before this one)", name, interaction.user.id)
             deferred(reply_token)
         elif isinstance(exc, (discord.RateLimited, discord.HTTPException)) \
                 and not isinstance(exc, discord.DiscordServerError):

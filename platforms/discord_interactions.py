@@ -55,8 +55,11 @@ class Interactions:
         when asked: the part it was posted for is not known (`claim_first`)."""
 
     def deferred(self, reply_token: str) -> None:
-        """The interaction's response was deferred: it shows "thinking…" until its first answer."""
-        remember(self._answered, reply_token, None, _REMEMBERED)
+        """The interaction's response was deferred: it shows "thinking…" until its first answer. One Discord
+        delivered again (replayed on RESUME) keeps what is known of it: reset, its answer's next part replaced
+        the first part, posted already, in place of "thinking…"."""
+        if reply_token not in self._answered:
+            remember(self._answered, reply_token, None, _REMEMBERED)
 
     def unsure(self, reply_token: str, since: float) -> None:
         """The interaction (come at loop time ``since``) was acknowledged, but the call was given up on before

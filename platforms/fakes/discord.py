@@ -395,7 +395,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         *, args: str | None = None,
     ) -> str:
         """A slash command ``/name`` from ``user``; in a DM when ``guild`` is None (``channel``
-        then defaults to the DM channel). Returns the interaction id."""
+        then defaults to the DM channel); ``channel`` may be a thread `push_guild_message` made. Returns
+        the interaction id."""
         user = str(user)
         interaction_id, token = self.new_id(), f"itoken-{self.new_id()}"
         scope = str(guild) if guild is not None else None
@@ -418,14 +419,16 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
                         "authorizing_integration_owners": {"1": user}}
         else:
             channel_id = str(channel)
-            self._ensure_channel(str(guild), channel_id)
+            threads = self._guilds[str(guild)]["threads"] if str(guild) in self._guilds else {}
+            if channel_id not in threads:  # in a thread, Discord sends the thread as the interaction's channel
+                self._ensure_channel(str(guild), channel_id)
             payload |= {
                 "guild_id": str(guild), "guild_locale": "en-US", "context": 0,
                 "authorizing_integration_owners": {"0": str(guild)},
                 "guild": {"id": str(guild), "locale": "en-US", "features": []},
                 "member": {"user": _user(user), "roles": [], "joined_at": ISO, "deaf": False, "mute": False,
                            "flags": 0, "permissions": "2248473465835073"},
-                "channel": self._guilds[str(guild)]["channels"][channel_id],
+                "channel": threads.get(channel_id) or self._guilds[str(guild)]["channels"][channel_id],
             }
         payload["channel_id"] = channel_id
         self.interactions[interaction_id] = {
