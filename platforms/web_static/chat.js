@@ -56,9 +56,13 @@
 
   const render = SwitchboardMarkdown.render; // markdown.js: the text as DOM nodes, never as HTML
 
+  // One reading at the bottom follows what grows there (a reply, the progress card's new lines, the working line
+  // taking room); one reading further up stays where they are.
+  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+
   function upsert(message) {
     let el = shown.get(message.id);
-    const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    const nearBottom = atBottom();
     if (!el) {
       el = document.createElement("article");
       el.dataset.id = message.id;
@@ -89,7 +93,7 @@
       render(message.text, el.firstChild);
     }
     if (message.file) showFile(message.file, el);
-    if (nearBottom) list.scrollTop = list.scrollHeight; // one reading further up stays where they are
+    if (nearBottom) list.scrollTop = list.scrollHeight;
   }
 
   function showFile(file, el) {
@@ -119,20 +123,23 @@
   }
 
   async function download(url, name, box) {
-    let response;
+    let response = null;
+    let body = null;
     try {
       response = await fetch(url, { headers: auth.headers(), cache: "no-store" });
+      if (response.ok) body = await response.blob(); // the gateway stopping halfway ends it with an error
     } catch {
-      response = null;
+      // said below: no answer at all, or the file cut off
     }
     if (response && auth.asksForToken(response)) {
       await auth.askForToken(true);
       return download(url, name, box);
     }
     let problem = box.querySelector(".problem");
-    if (!response || !response.ok) {
-      const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status
-        : "the gateway cannot be reached";
+    if (!body) {
+      const reason = !response ? "the gateway cannot be reached"
+        : response.ok ? "the download was cut off; try again"
+        : (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
       if (!problem) {
         problem = document.createElement("span");
         problem.className = "problem";
@@ -142,7 +149,7 @@
       return;
     }
     if (problem) problem.remove();
-    const saved = URL.createObjectURL(await response.blob());
+    const saved = URL.createObjectURL(body);
     const save = document.createElement("a");
     save.href = saved;
     save.download = name;
@@ -166,9 +173,11 @@
     // The progress card is edited every few seconds all turn long: a screen reader hears it when it
     // appears, then not at each edit, which would drown the replies.
     if (el.dataset.kind === "notice") el.setAttribute("aria-live", "off");
+    const nearBottom = atBottom();
     el.classList.add("edited");
     el.dataset.text = text;
     render(text, el.firstChild);
+    if (nearBottom) list.scrollTop = list.scrollHeight;
   }
 
   function remove(id) {
@@ -236,7 +245,9 @@
 
   let typingTimer = null;
   function setWorking(on) {
+    const nearBottom = atBottom();
     working.hidden = !on;
+    if (nearBottom) list.scrollTop = list.scrollHeight;
     clearTimeout(typingTimer);
     if (on) typingTimer = setTimeout(() => setWorking(false), TYPING_LAPSE_MS);
   }
@@ -390,6 +401,7 @@
       if (input.value !== text && !confirm("Dismiss this message? Its text is kept nowhere else.")) return;
       sessionStorage.setItem(REFUSED_KEY, JSON.stringify(stored(REFUSED_KEY).filter((d) => "user:" + d.key !== id)));
       remove(id);
+      input.focus(); // not lost with the button: a keyboard would start again from the top of the page
     });
     actions.append(edit, dismiss);
     return actions;
@@ -404,7 +416,9 @@
     send(text);
   });
   input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    // The Enter that picks an input method's conversion (Japanese, Chinese) is the method's: Chromium says
+    // isComposing, Safari ends the composition first and gives the key code 229 ("being composed") only.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
       event.preventDefault();
       $("composer").requestSubmit();
     }
