@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, unquote_plus, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from yarl import URL
 
@@ -28,9 +28,11 @@ _CREDENTIAL = re.compile(CREDENTIAL_NAMES, re.IGNORECASE)
 
 
 def traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL: the endpoint as given when it has a path, else with /v1/traces."""
-    url = URL(endpoint)
-    return str(url.with_path(TRACES_PATH)) if url.path in ("", "/") else endpoint
+    """The OTLP/HTTP traces URL: the endpoint as given when it has a path, else with /v1/traces and the
+    rest as written: a hosted collector's key in the query (``https://otel.example.com?api_key=…``)
+    was dropped with it, and every export refused."""
+    parts = urlsplit(endpoint)
+    return urlunsplit(parts._replace(path=TRACES_PATH)) if parts.path in ("", "/") else endpoint
 
 
 def url_credentials(url: str) -> list[str]:
@@ -62,8 +64,8 @@ def build_tracing(settings: TelemetrySettings, *, provider: object | None = None
     owns = provider is None
     if provider is None:
         provider = _otlp_provider(settings)
-    return Tracing(provider, capture_content=settings.capture_content, provider_name=provider_name,  # type: ignore[arg-type]
-                   request_model=request_model, origin_of=origin_of, owns_provider=owns)
+    return Tracing(provider, capture_content=settings.capture_content,  # type: ignore[arg-type]
+                   provider_name=provider_name, request_model=request_model, origin_of=origin_of, owns_provider=owns)
 
 
 def _otlp_provider(settings: TelemetrySettings) -> object:
