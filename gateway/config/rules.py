@@ -221,7 +221,9 @@ def _http_url_problem(url: str, *, example: str) -> str | None:
     """Why nothing can be POSTed to ``url``, without echoing it (it may hold a token)."""
     try:
         parsed = URL(url)
-    except ValueError:
+    except ValueError as exc:
+        if "port" in str(exc).lower():  # yarl's words name the port, never the URL: it was taken for a bad scheme
+            return f"expected an http(s) URL such as {example} (the port is not a number from 1 to 65535)"
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https"):
         return f"expected an http(s) URL such as {example} (the scheme is missing or wrong)"

@@ -172,6 +172,8 @@ def test_a_password_in_a_url_is_masked_in_errors_and_warnings_as_in_the_output(w
     ("example.com/hooks/in", "the scheme is missing or wrong"), ("ftp://example.com/in", "the scheme is missing or wrong"),
     ("hooks.example.com", "the scheme is missing or wrong"), ("http:/in", "the host is missing"),
     ("http://", "the host is missing"),
+    ("https://hooks.example.com:99999/in", "the port is not a number from 1 to 65535"),
+    ("http://hooks.example.com:abc/in", "the port is not a number from 1 to 65535"),
 ])
 def test_a_webhook_deliver_url_that_cannot_be_posted_to_is_an_error(load, url, why):
     # Else the gateway starts, and every reply fails as a "network error" for an hour, then is dropped.
