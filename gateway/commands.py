@@ -203,7 +203,8 @@ class Commands:
         stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None,
                                       keeps={d for d, turn in origins.items() if turn in later})
         # Their results will not be delivered.
-        finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later)
+        finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later,
+                                         ended=_owed_outcomes(session))
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
                                                            sparing_turns=later)
         # Answered once their stop is committed: "Stopped" while it was only queued, a crash right after left the
@@ -343,6 +344,12 @@ def _kept(n: int, where: str = "") -> list[str]:
     if n == 1:
         return [f"1 message from another member still waits for its turn: it is answered next{where}."]
     return [f"{n} messages from other members still wait for their turn: they are answered next{where}."]
+
+
+def _owed_outcomes(session: GatewaySession) -> set[str]:
+    """The delegations whose completion turns ended, the store having refused their outcome (owed,
+    `gateway.owed_ends`): what became of their results is told, and recorded once it is paid."""
+    return {end.outcome[0] for end in session.owed if end.outcome is not None}
 
 
 def _delivering(session: GatewaySession) -> str | None:

@@ -173,15 +173,18 @@ class Ledger(CompletionFailures):
                 delay = min(delay * 2, BACKOFF_MAX)
 
     def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None,
-                 sparing_turns: Collection[str] = ()) -> int:
+                 sparing_turns: Collection[str] = (), ended: Collection[str] = ()) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing, but ``delivering``, whose results' reply is being journaled (past any
-        stop), and those dispatched by the turns of ``sparing_turns`` (a stop sent before the
-        messages they answer). Returns how many of them had no child left at work: their results
-        were ready (or being answered) and are dropped, which the chat must be told, as the stop
-        reaches no child of theirs. Call it before the session's children are interrupted."""
+        stop), those whose completion turns ended, their outcome not recorded yet (``ended``: owed,
+        `gateway.owed_ends`; their results went out, or were silenced), and those dispatched by the
+        turns of ``sparing_turns`` (a stop sent before the messages they answer). Returns how many of
+        them had no child left at work: their results were ready (or being answered) and are dropped,
+        which the chat must be told, as the stop reaches no child of theirs. Call it before the
+        session's children are interrupted."""
         running = [row for row in self._table.running_of(agent_session_id)
-                   if row.delegation_id != delivering and row.origin_turn_id not in sparing_turns]
+                   if row.delegation_id != delivering and row.delegation_id not in ended
+                   and row.origin_turn_id not in sparing_turns]
         # A finishing child is past any stop (its activity says so): its results are as good as ready.
         live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
         for row in running:

@@ -47,7 +47,8 @@ class TurnProgress:
                                 mode=display.long_running_notifications, clock=self._clock, publish=publish,
                                 children=lambda: self._turn_children(session, running),
                                 counts=lambda: self._children.turn_progress(session.session_id, running.turn_id),
-                                waiting=lambda: sum(1 for item in session.queue if item.event is not None))
+                                waiting=lambda: sum(1 for item in session.queue if item.event is not None)
+                                + session.held)  # the messages held in the store are waiting too
         return Notifier(interval=display.notify_interval, mode=display.long_running_notifications, send=publish,
                         detail=lambda: self._detail(session, running), clock=self._clock)
 

@@ -24,7 +24,7 @@ from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
-from gateway.idle_owed_ends import IdleOwedEnds
+from gateway.idle_owed_ends import PAY_AGAIN_FIRST, PAY_AGAIN_MAX, IdleOwedEnds
 from gateway.left_behind import cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier
@@ -103,6 +103,9 @@ class TurnRunner:
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
         self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
                                        stopping=lambda: self._stopping)
+        self._reading_back: asyncio.Task[None] | None = None
+        """Starts workers again, backing off, for sessions whose messages held in the store it refused to read
+        back (`_read_back_soon`)."""
         self._cut_short: set[GatewaySession] = set()
         """Sessions whose turn the shutdown interrupted (`RunningTurn.runs_again`): their agents' messages hold
         that turn half done, so no transcript of theirs is stored at the stop (`cancel`)."""
@@ -154,6 +157,8 @@ class TurnRunner:
         delegations undelivered: the next start takes them up)."""
         self._stopping = True
         self._idle_owed.stop()  # `cancel` pays once more, after the turns
+        if self._reading_back is not None:
+            self._reading_back.cancel()  # what is held waits in the inbox, unsettled, for the next start
 
     async def cancel(self, within: float) -> None:
         """Cancel every session's worker and wait up to ``within`` seconds for them to end. A turn
@@ -250,6 +255,29 @@ class TurnRunner:
             self._workers.pop(session, None)
             if session.owed:
                 self._idle_owed.pay_soon()
+            if session.held and not self._stopping:  # the store refused to read them back (`SessionRegistry.begin`)
+                self._read_back_soon()
+
+    def _read_back_soon(self) -> None:
+        """A worker ended with messages still held in the store, which refused to read them back: try again
+        shortly, backing off as `IdleOwedEnds.pay_soon` does, rather than when the chat next speaks (maybe never,
+        or only after a restart) though the disk has room again."""
+        if self._reading_back is None:
+            self._reading_back = asyncio.ensure_future(self._read_back_until_read())
+
+    async def _read_back_until_read(self) -> None:
+        delay = PAY_AGAIN_FIRST
+        try:
+            while not self._stopping:
+                await self._clock.sleep(delay)
+                left = [session for session in self._registry if session.held and session not in self._workers]
+                if not left:
+                    return  # a worker that leaves some held again calls again
+                for session in left:  # each reads them back as its first turn begins, or ends and calls again
+                    self._workers[session] = asyncio.ensure_future(self._work(session))
+                delay = min(delay * 2, PAY_AGAIN_MAX)
+        finally:
+            self._reading_back = None
 
     async def _run(self, session: GatewaySession, item: WorkItem, running: RunningTurn) -> None:
         """Run ``item`` as one turn; never raises. A failure of its model or tools becomes one short
@@ -489,8 +517,9 @@ class TurnRunner:
         """Open the turn of a message that waited `_late_after` or more for it (the gateway was
         down, or the message was set aside and handed back), or precede the reply of a turn the
         machine slept through as long, with a note of its age (`gateway.late_notes`); once per
-        turn, also when it runs again after a restart. In a group it quotes the message, as the answer
-        after it does: the note leaves the answer its own quote (`RunningTurn.take_quote`)."""
+        turn, also when it runs again after a restart, but not once its answer was journaled. In a group it
+        quotes the message, as the answer after it does: the note leaves the answer its own quote
+        (`RunningTurn.take_quote`)."""
         event = item.event
         if event is None or session.platform in late_notes.WITHOUT_NOTES:
             return
@@ -500,7 +529,8 @@ class TurnRunner:
         if event.sent_at is not None and event.sent_at < received:
             received = event.sent_at  # the platform held it (a Telegram backlog read after a restart)
         waited = self._clock.time() - received
-        if waited >= self._late_after:
+        # Not once answered before a restart ran it again (its end unrecorded): a note would follow the answer.
+        if waited >= self._late_after and not self._outbox.journaled(f"{item.turn_id}:reply:0"):
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}{late_notes.PICKED_UP}", turn_id=item.turn_id, reply_to=quote_of(event))
 
