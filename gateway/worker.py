@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import socket
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agent import HookRegistry, Model, PluginHost, ToolRegistry
 from agent.models.factory import build_model
@@ -28,7 +30,15 @@ from gateway.errors import StartupError
 from gateway.stop_signals import StopSignals
 from lifecycle import Routing
 
+if TYPE_CHECKING:  # the Temporal SDK is an extra: imported by `run_worker` when it runs
+    from lifecycle.settings import TemporalSettings
+    from lifecycle.temporal import ChildWorker
+
 log = logging.getLogger("gateway.worker")
+_SDK_WORKER_LOG = logging.getLogger("temporalio.worker._worker")
+_STATUS = re.compile(r'Status \{ code: (\w+), message: "((?:[^"\\]|\\.)*)"')
+"""A gRPC status as the SDK's core quotes it, bytes of details and all."""
+_WHY_CHARS = 300
 
 #: The provider a job names (its model's class, as the handle shows it) -> `model.provider`.
 PROVIDERS = {"DemoModel": "demo", "OpenAIModel": "openai", "ScriptedModel": "scripted"}
@@ -51,10 +61,15 @@ class WorkerModels:
         return model
 
     async def aclose(self) -> None:
-        for model in self._models.values():
+        """Close every model: one that fails to close is logged, and the rest (and the routes') still closed."""
+        for (provider, name), model in self._models.items():
             aclose = getattr(model, "aclose", None)
-            if aclose is not None:
+            if aclose is None:
+                continue
+            try:
                 await aclose()
+            except Exception:
+                log.exception("closing the %s model %s failed", provider, name)
 
 
 async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, Routing, PluginHost]:
@@ -108,11 +123,7 @@ async def run_worker(config: Config) -> int:
     loop = asyncio.get_running_loop()
     signals = StopSignals(loop, stopping.set)
     try:
-        async with worker:
-            log.info("worker %s running children from task queue %s in namespace %s at %s", identity,
-                     temporal.task_queue, temporal.namespace, temporal.address)
-            await stopping.wait()
-            log.info("worker shutting down")
+        await serve_children(worker, stopping, temporal, identity)
     finally:
         signals.release()
         try:
@@ -124,3 +135,53 @@ async def run_worker(config: Config) -> int:
             plugins.close()
             toolbox.hooks.close()
     return 0
+
+
+async def serve_children(worker: ChildWorker, stopping: asyncio.Event, temporal: TemporalSettings,
+                         identity: str) -> None:
+    """Run ``worker`` until ``stopping`` is set. A fatal error ends it sooner (a namespace deleted, a
+    permission taken away: the SDK stops polling, and cancels the block or tells `ChildWorker.on_failed`),
+    raised as one line for the operator; the command then exits 1, so that a supervisor starts it again."""
+    fatal = _FatalErrorTold()
+    _SDK_WORKER_LOG.addFilter(fatal)
+    worker.on_failed = stopping.set
+    try:
+        async with worker:
+            log.info("worker %s running children from task queue %s in namespace %s at %s", identity,
+                     temporal.task_queue, temporal.namespace, temporal.address)
+            await stopping.wait()
+            if worker.failed is None:
+                log.info("worker shutting down")
+    except asyncio.CancelledError:
+        if worker.failed is None:  # not the SDK's cancellation: the command's own
+            raise
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except Exception as exc:
+        worker.failed = exc
+    finally:
+        _SDK_WORKER_LOG.removeFilter(fatal)
+    if worker.failed is not None:
+        raise StartupError(f"lifecycle.temporal: the worker stopped on a fatal error from Temporal at"
+                           f" {temporal.address} (namespace {temporal.namespace}): {_why(worker.failed)}"
+                           ) from worker.failed
+
+
+class _FatalErrorTold(logging.Filter):
+    """Drops the traceback from the SDK's ``Worker failed, shutting down``: `run_worker` says why in one
+    line, and the command's full traceback goes to the log at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.msg == "Worker failed, shutting down":
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _why(exc: BaseException) -> str:
+    """What failed the worker, from the first cause the SDK raised it from: a gRPC status's code and
+    message, or the error's type and text, on one line."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = " ".join(str(exc).split())
+    status = _STATUS.search(text)
+    why = f"{status[1]}: {status[2]}" if status else f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return why if len(why) <= _WHY_CHARS else f"{why[:_WHY_CHARS]}…"

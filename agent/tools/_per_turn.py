@@ -7,12 +7,19 @@ in the chat, each journaled and sent, from one turn nobody can take back. Counte
 every host gets the bound; the gateway's own count (the outbox key's) is for idempotency, not this.
 A loop of ``write_file`` calls, likewise, put gigabytes into the workspace, filling the disk the state
 database is on: it is bounded in bytes.
+
+A host that builds a fresh stand-in session for each tool call of one long-lived session (a Temporal
+worker does, for a child's calls) marks each with `count_by_session_id`: counted by object, the count
+would start afresh at every call. Those are counted by session id instead, by that host alone (a child's
+turn that moves to another worker counts afresh there), for the `MAX_COUNTED_SESSIONS` latest.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
+from collections.abc import MutableMapping
 from typing import Any
 
 from agent._tools import ToolContext
@@ -25,49 +32,72 @@ class _Sessionless:
 
 _SESSIONLESS = _Sessionless()
 
+MAX_COUNTED_SESSIONS = 4096
+"""How many sessions counted by id a budget remembers: past that the least recently counted (a finished
+child's, on a worker) is forgotten, so the counts do not grow over a worker's life."""
 
-def _key(ctx: ToolContext) -> Any:
-    try:
-        weakref.ref(ctx.session)
-    except TypeError:
-        return _SESSIONLESS
-    return ctx.session
+_STAND_INS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def count_by_session_id(session: Any) -> None:
+    """Count ``session``'s turns under its ``session_id``, together with every other stand-in for it."""
+    _STAND_INS.add(session)
 
 
 class TurnBudget:
     """At most ``most`` per turn of a session: successful calls, or what they took (bytes). Kept by
-    session (weakly, so a closed session's count goes with it), for the session's latest turn only: a
-    new turn id starts afresh. A turn run again after a restart counts from 0 again, as the host's
-    idempotency keys do. Locked: plain-function tools (``write_file``) take from worker threads."""
+    session (weakly, so a closed session's count goes with it; a stand-in's by its id), for the session's
+    latest turn only: a new turn id starts afresh. A turn run again after a restart counts from 0 again,
+    as the host's idempotency keys do. Locked: plain-function tools (``write_file``) take from worker
+    threads."""
 
     def __init__(self, most: int) -> None:
         self.most = most
         self._used: weakref.WeakKeyDictionary[Any, tuple[str, int]] = weakref.WeakKeyDictionary()
+        self._by_id: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _slot(self, ctx: ToolContext) -> tuple[MutableMapping[Any, tuple[str, int]], Any]:
+        """Where ``ctx``'s count is kept, and under which key (called under the lock)."""
+        if ctx.session in _STAND_INS:
+            return self._by_id, ctx.session.session_id
+        try:
+            weakref.ref(ctx.session)
+        except TypeError:
+            return self._used, _SESSIONLESS
+        return self._used, ctx.session
+
+    def _keep(self, counts: MutableMapping[Any, tuple[str, int]], key: Any, turn: str, used: int) -> None:
+        counts[key] = (turn, used)
+        if counts is self._by_id:
+            self._by_id.move_to_end(key)
+            while len(self._by_id) > MAX_COUNTED_SESSIONS:
+                self._by_id.popitem(last=False)
 
     def used(self, ctx: ToolContext) -> int:
         """How much ``ctx``'s turn has taken."""
         with self._lock:
-            turn, used = self._used.get(_key(ctx), (ctx.turn_id, 0))
+            counts, key = self._slot(ctx)
+            turn, used = counts.get(key, (ctx.turn_id, 0))
         return used if turn == ctx.turn_id else 0
 
     def take(self, ctx: ToolContext, amount: int = 1) -> bool:
         """Count ``amount`` (one call) for ``ctx``'s turn; False, counting nothing, when that would
         count more than ``most``."""
-        key = _key(ctx)
         with self._lock:
-            turn, used = self._used.get(key, (ctx.turn_id, 0))
+            counts, key = self._slot(ctx)
+            turn, used = counts.get(key, (ctx.turn_id, 0))
             if turn != ctx.turn_id:
                 used = 0
             if used + amount > self.most:
                 return False
-            self._used[key] = (ctx.turn_id, used + amount)
+            self._keep(counts, key, ctx.turn_id, used + amount)
         return True
 
     def give_back(self, ctx: ToolContext, amount: int = 1) -> None:
         """Uncount what `take` counted for a call that did nothing (the host refused it, saying so)."""
-        key = _key(ctx)
         with self._lock:
-            turn, used = self._used.get(key, (None, 0))
+            counts, key = self._slot(ctx)
+            turn, used = counts.get(key, (None, 0))
             if turn == ctx.turn_id and used:
-                self._used[key] = (turn, max(used - amount, 0))
+                self._keep(counts, key, turn, max(used - amount, 0))

@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry, tool_failure_text
 from agent.images import first_turn_content_async
+from agent.tools._per_turn import count_by_session_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import UNSAFE_CHILD_TOOLS, child_system_prompt
 from lifecycle._job import ChildJob
@@ -192,15 +193,18 @@ class ChildActivities:
 
     def _stand_in(self, job: ChildJob) -> AgentSession:
         """The child as its tools see it (``ctx.session``): its id, role, depth, toolsets,
-        workspace and tools. Its conversation lives in the workflow, not here."""
+        workspace and tools. Its conversation lives in the workflow, not here. One is built per call:
+        the per-turn limits of its tools (`agent.tools._per_turn`) count by the child's id."""
         tools = {n: t for n in job.tools if (t := self.toolbox.tools.get(n)) is not None}
-        return AgentSession(
+        session = AgentSession(
             model=self._model(job.provider, job.model, job.backend, job.route), tools=tools, role=job.role,
             session_id=job.subagent_id,
             workspace=Path(job.workspace), services=_services(self.toolbox.services, job),
             enabled_toolsets=None if job.toolsets is None else frozenset(job.toolsets), depth=job.depth,
             metadata={**job.metadata, "parent_session_id": job.parent_session_id}, hooks=self.toolbox.hooks,
         )
+        count_by_session_id(session)
+        return session
 
 
 def _services(services: Mapping[str, Any], job: ChildJob) -> Mapping[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -45,6 +46,12 @@ class ChildWorker:
                  heartbeat_seconds: float = 5.0, grace_seconds: float = 0.0, identity: str | None = None) -> None:
         self.activities = ChildActivities(toolbox)
         self.grace_seconds = grace_seconds
+        self.failed: BaseException | None = None
+        """The fatal error the SDK ended this worker with, if it did."""
+        self.on_failed: Callable[[], object] | None = None
+        """Called at a fatal error. The SDK's shutdown then waits for its pollers (a long poll may hold
+        it for a minute or more) before it ends the block: a worker polling nothing, in a process that
+        looks alive, all that time."""
         self.worker = Worker(
             client,
             task_queue=task_queue,
@@ -56,7 +63,13 @@ class ChildWorker:
             sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
             graceful_shutdown_timeout=timedelta(seconds=grace_seconds),
             identity=identity,
+            on_fatal_error=self._failed,
         )
+
+    async def _failed(self, error: BaseException) -> None:
+        self.failed = error
+        if self.on_failed is not None:
+            self.on_failed()
 
     async def run(self) -> None:
         await self.worker.run()

@@ -46,8 +46,13 @@ class RouteModels:
         return model
 
     async def aclose(self) -> None:
-        models, self._models = list(self._models.values()), {}
-        for model in models:
+        """Close every route's model: one that fails to close is logged, and the rest are still closed."""
+        models, self._models = self._models, {}
+        for route, model in models.items():
             aclose: Any = getattr(model, "aclose", None)
-            if aclose is not None:
+            if aclose is None:
+                continue
+            try:
                 await aclose()
+            except Exception:
+                log.exception("closing route %s's model failed", route)
