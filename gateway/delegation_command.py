@@ -20,6 +20,15 @@ USAGE = ("/delegation <backend> switches from the next session (/new); add --now
          "message. Backends: {names}.")
 
 
+NOW_SPELLINGS = frozenset({"--now", "\u2014now", "\u2013now"})
+"""Phone keyboards' smart punctuation turns a typed ``--`` into an em or en dash: as sent, ``--now``
+may arrive as ``—now``, and the user could never type the flag the usage tells them to add."""
+
+
+def _is_now(word: str) -> bool:
+    return word.lower() in NOW_SPELLINGS
+
+
 class DelegationCommand:
     def __init__(self, registry: SessionRegistry, routing: Routing) -> None:
         self._registry = registry
@@ -31,8 +40,8 @@ class DelegationCommand:
 
     def _run(self, session: GatewaySession, args: str) -> str:
         words = args.split()
-        now = "--now" in words
-        names = [w for w in words if w != "--now"]
+        now = any(_is_now(w) for w in words)
+        names = [w for w in words if not _is_now(w)]
         if not names:
             return self._show(session) if not now else "Say which backend: /delegation <backend> --now."
         if len(names) > 1 or names[0].startswith("-"):
@@ -52,8 +61,8 @@ class DelegationCommand:
         if now:
             if backend == current:
                 return f"Delegation here already uses {backend}; it stays so for later sessions too."
-            return f"Delegation switched to {backend}: subagents started from your next message use it.\n" + self._options(
-                backend)
+            return (f"Delegation switched to {backend}: subagents started from your next message use it.\n"
+                    + self._options(backend))
         if backend == current:
             return f"Delegation here uses {backend}, and later sessions will too."
         return (f"From the next session (/new), delegation here uses {backend}. This session keeps {current}; "

@@ -39,7 +39,8 @@ class DisplayOverrides:
         None, "What a message does while a turn runs on this platform; inherits when unset."
     )
     progress: Progress | None = setting(
-        None, "A live progress card for running turns on this platform (card) or notices only (off); inherits when unset."
+        None, "A live progress card for running turns on this platform (card) or notices only (off); inherits when"
+        " unset."
     )
     progress_delay: float | None = setting(
         None, "Seconds a turn runs before its progress card appears on this platform; inherits when unset.", min=0
@@ -73,7 +74,8 @@ class DisplaySettings:
     platforms: Mapping[str, DisplayOverrides] = field(
         default_factory=empty_mapping,
         # known_keys: a misspelt platform name is warned about instead of silently doing nothing.
-        metadata={"doc": "Overrides by platform name (telegram, slack, ...).", "known_keys": PLATFORM_NAMES},
+        metadata={"doc": "Overrides by platform name: telegram, slack, discord, web, webhook, or local (the"
+                         " terminal chat).", "known_keys": PLATFORM_NAMES},
     )
 
 
