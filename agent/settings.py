@@ -135,11 +135,14 @@ class AgentSettings:
         None, "Working directory for file tools and project context files, relative to the config file;"
         " default <state_dir>/workspace."
     )
-    enabled_toolsets: tuple[str, ...] | None = setting(None, "Toolsets the parent may use; all when unset.")
+    enabled_toolsets: tuple[str, ...] | None = setting(
+        None, "Toolsets the parent may use, all when unset (chat platforms need agent.toolsets too for execute_code "
+        "and file); a name no toolset has stops the start.")
     toolsets: tuple[GatedToolset, ...] = setting(
         (), "Toolsets chat platforms get although they are off there by default: execute_code, file."
     )
-    disabled_tools: tuple[str, ...] = setting((), "Individual tools removed from the parent.")
+    disabled_tools: tuple[str, ...] = setting(
+        (), "Individual tools removed from the parent (and so its children); a name no tool has stops the start.")
     gateway_notify_interval: float = setting(
         180.0, "Seconds between 'still working' notices in the gateway; <= 0 disables."
     )

@@ -123,11 +123,33 @@ class AgentHost:
         if not self.routing.available(backend):
             why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)
             raise StartupError(f"delegation.backend: {backend!r} is not available ({why})")
+        self._check_tool_names()
         log.info("state in %s, workspace %s, model %s", self.state_dir, self.workspace, self.config.model.provider)
         if self.config.agent.memory_scope == "chat" and (self.state_dir / SHARED_MEMORY).exists():
             log.warning("%s holds notes every chat shared, kept before each chat had notes of its own "
                         "(agent.memory_scope: chat): no chat sees them now. Set agent.memory_scope: global to "
                         "share them again, or remove the file.", self.state_dir / SHARED_MEMORY)
+
+    def _check_tool_names(self) -> None:
+        """Raises `StartupError` naming the key when ``agent.enabled_toolsets`` or ``agent.disabled_tools`` names
+        what no tool has once the plugins have loaded: a misspelt name would silently leave every chat without a
+        toolset, or keep a tool the operator meant to remove. Only a warning while a plugin failed to load: the
+        name may be one of its tools, which are not there to remove (nor to enable), as the plugin's own failure
+        does not stop the start."""
+        agent = self.config.agent
+        for key, what, names, known in (
+            ("agent.enabled_toolsets", "toolset", agent.enabled_toolsets or (), self.tools.toolsets()),
+            ("agent.disabled_tools", "tool", agent.disabled_tools, frozenset(t.name for t in self.tools)),
+        ):
+            unknown = sorted(set(names) - known)
+            if not unknown:
+                continue
+            problem = f"{key}: no {what} is called {' or '.join(map(repr, unknown))}; the {what}s are: " \
+                      f"{', '.join(sorted(known))}"
+            if not self.plugins.failures:
+                raise StartupError(problem)
+            log.warning("%s (plugins that failed to load: %s)", problem,
+                        "; ".join(str(f) for f in self.plugins.failures))
 
     def _remove_leftovers(self) -> None:
         """The temporary files of attachments and memory files that a process killed mid-write left."""
