@@ -54,6 +54,7 @@ from platforms.base import (
     Adapter,
     CatchesUp,
     CommandSpec,
+    HearsRefusals,
     HistoryReading,
     Inbound,
     LeavesIndicators,
@@ -522,9 +523,17 @@ class Gateway:
             # mention is one) would add one for good to the database, and an agent to memory.
             if turn_id is not None:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
+            if isinstance(adapter := self.adapters.get(inbound.platform), HearsRefusals):
+                adapter.refused(inbound)  # a thread their mention put the bot in is not its
             if self.refusals.due(inbound):
                 log.warning("refused %s user %s", inbound.platform, inbound.user_id)
-                self._answers.answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
+                try:
+                    self._answers.answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
+                except Exception:
+                    # Not given (a full disk): else the event, handled again, was settled as told already,
+                    # and the stranger heard nothing for `QUIET_SECONDS`.
+                    self.refusals.undo(inbound)
+                    raise
             else:  # told a moment ago in this chat or thread
                 log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id)
                 self.store.inbox.settle(inbound.platform, inbound.event_id)

@@ -56,3 +56,9 @@ class Refusals:
             return False
         self._told[key] = now
         return True
+
+    def undo(self, inbound: Inbound) -> None:
+        """The refusal `due` counted for ``inbound`` was not given (its answer not saved): the event,
+        handled again, is refused again."""
+        if not (inbound.is_command and inbound.reply_token is not None):  # `due` counted none
+            self._told.pop((inbound.platform, inbound.chat_id, inbound.user_id), None)

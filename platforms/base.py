@@ -23,7 +23,8 @@ themselves (`Inbound`, `Outbound`, `Attachment`, `OutboundFile`, `Sent`) are in
                                   terminal's output went away): kept for the next start
 
 Optional features are small protocols of their own, checked with ``isinstance``:
-`ThreadMemory` (answers in threads without a new mention, e.g. Slack), `TurnReading`
+`ThreadMemory` (answers in threads without a new mention, e.g. Slack), `HearsRefusals` (is told of the
+messages the gateway refused, whose mention put the bot in a thread: Slack), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET),
 `Deleting` (can delete a message it sent), `HistoryReading` (shows a chat's past messages, read back
 from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
@@ -228,6 +229,16 @@ class ThreadMemory(Protocol):
         """Before `Adapter.start`, the gateway hands over the ``(chat_id, thread_id)`` pairs of
         the thread sessions it has stored, most recently active last, so that after a restart
         those threads are still answered."""
+
+
+@runtime_checkable
+class HearsRefusals(Protocol):
+    """An adapter that takes a thread to be the bot's from a message the gateway has not read yet (a Slack
+    mention): a stranger's would put the bot in a thread no one it serves addressed it in."""
+
+    def refused(self, inbound: Inbound) -> None:
+        """The gateway refused ``inbound``, its sender not allowed (`gateway.access`), told so or not: a thread
+        only their messages brought the bot into is not its."""
 
 
 @runtime_checkable

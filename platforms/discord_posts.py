@@ -3,7 +3,7 @@
 Apart from the adapter (`platforms.discord`) because it is the one way a message of the bot's reaches a
 channel (an answer through a command's interaction goes by `platforms.discord_interactions`): the nonce
 noted first (`platforms.discord_twins`), the Markdown rendered, the reply quoted, the channel remembered
-as one the bot posted in. Every SDK error is translated (`platforms.discord_errors`), the outbox's to log; a
+as one the bot posted in (`joins`). Every SDK error is translated (`platforms.discord_errors`), the outbox's to log; a
 2xx answer discord.py cannot read is a post made when it names the message's id, else a `NetworkError`
 (`discord_errors.answered`).
 """
@@ -43,7 +43,8 @@ async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None]
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
-    remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
+    if joins(message):
+        remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
     return Sent(str(sent))
 
 
@@ -68,8 +69,17 @@ async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, 
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
-    remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
+    if joins(message):
+        remember(posted_in, int(target), None, REMEMBERED_CHANNELS)
     return Sent(str(sent))
+
+
+def joins(message: Outbound) -> bool:
+    """Whether posting ``message`` makes its channel or thread one the bot posted in, whose messages are for it
+    unaddressed. Not the answer to a command in a thread, as on Slack, nor a refusal (sent as one): a stranger's
+    refused mention in people's thread had the bot answer the next member's reply there, unaddressed, with a
+    model call. A channel's does: there it only lets bare ``!commands`` in."""
+    return message.kind != "command" or message.thread_id is None
 
 
 def _quote(message: Outbound, target: str) -> discord.MessageReference | None:

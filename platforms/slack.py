@@ -6,7 +6,8 @@ bot answers when mentioned and each thread is its own session: ``thread_id`` is 
 the message's own ``ts`` when the mention starts a thread; replies go into that thread. Once
 the bot is in a thread (mentioned there, or it answered a message there: the answer to a
 command does not count, nor one Slack refused) later replies in it need no mention; after a restart the gateway
-tells it its threads (`remember_threads`).
+tells it its threads (`remember_threads`). A mention by someone the gateway refuses does not count either: told
+(`refused`), the adapter forgets a thread only refused users' mentions brought it into.
 ``!stop``/``!new`` (``!`` + any command or alias the gateway serves, in any case, with or
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
@@ -80,6 +81,7 @@ from platforms.base import (
     Attachment,
     CommandSpec,
     DisplayTier,
+    Inbound,
     InboundSink,
     IndicatorLeft,
     NetworkError,
@@ -178,7 +180,9 @@ class SlackAdapter:
         self.bot_user_id: str | None = None
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()
-        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._threads: OrderedDict[tuple[str, str], frozenset[str] | None] = OrderedDict()
+        """The threads the bot is in, least recent first: None once it is in for good (it posted there, or a
+        stored session's), else the users whose mentions brought it in, until the gateway refuses them."""
         self._metadata = slack_history.Metadata()
         self._bot_token_state = BotToken()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
@@ -420,7 +424,8 @@ class SlackAdapter:
         """Where the message becomes the newest taken in (`platforms.slack_inbound.conversations_of`), the
         thread a mention puts the bot in remembered first."""
         if addressed.thread is not None and addressed.mentioned:
-            self._remember(event["channel"], addressed.thread)
+            brought = self._threads.get((event["channel"], addressed.thread), frozenset())
+            self._remember(event["channel"], addressed.thread, None if brought is None else brought | {event["user"]})
         return conversations_of(event, addressed, threads=self._threads)
 
     async def _inbound(self, event: dict[str, Any]) -> Taken | None:
@@ -489,11 +494,26 @@ class SlackAdapter:
         for channel, thread_ts in threads:
             self._remember(channel, thread_ts)
 
-    def _remember(self, channel: str, thread_ts: str) -> None:
-        self._threads[(channel, thread_ts)] = None
+    def _remember(self, channel: str, thread_ts: str, brought: frozenset[str] | None = None) -> None:
+        self._threads[(channel, thread_ts)] = brought
         self._threads.move_to_end((channel, thread_ts))
         while len(self._threads) > _REMEMBERED_THREADS:
             self._threads.popitem(last=False)
+
+    def refused(self, inbound: Inbound) -> None:
+        """The gateway refused ``inbound``'s sender (`platforms.base.HearsRefusals`): a thread their mention
+        brought the bot into is not its, unless an allowed user's mention did too or the bot has posted there.
+        Else an allowed member's reply under a stranger's refused mention was answered, unaddressed."""
+        if inbound.thread_id is None:
+            return
+        where = (inbound.chat_id, inbound.thread_id)
+        brought = self._threads.get(where)
+        if brought is None or inbound.user_id not in brought:
+            return
+        if brought == {inbound.user_id}:
+            del self._threads[where]
+        else:
+            self._threads[where] = brought - {inbound.user_id}
 
     # -- outbound ----------------------------------------------------------------------------
 
