@@ -82,6 +82,37 @@ def images_problem(images: object) -> str | None:
     return None
 
 
+def workspace_images_problem(images: Sequence[str], workspace: Path, scope: FileScope | None) -> str | None:
+    """For a session without ``read_file`` (a chat platform's, unless the operator turned the ``file``
+    toolset on): None when each of ``images`` is an http(s) or data: URL or a file in the session's own
+    folder (``scope.own``: what its chat sent), else a one-line tool-error message naming the first other.
+    Shown to a vision model, any other workspace image would be a read the operator did not enable.
+    Resolves paths (blocking file I/O)."""
+    root = Path(workspace).resolve()
+    for i, image in enumerate(images):
+        image = image.strip()
+        if _HTTP_URL.match(image) or image[:5].lower() == "data:" or _in_own_folder(root, image, scope):
+            continue
+        allowed = "http(s) URLs or data:image/ URLs"
+        if scope is not None and scope.own:
+            allowed = f"http(s) URLs, data:image/ URLs or the files this chat sent ({scope.own}/)"
+        return (f"images[{i}] {_clipped(image)!r} is a workspace path, and this session has no file tools to "
+                f"read workspace files, so no subagent may be shown it either: give only {allowed}")
+    return None
+
+
+def _in_own_folder(root: Path, image: str, scope: FileScope | None) -> bool:
+    if scope is None or not scope.own:
+        return False
+    try:
+        target = resolve_in_workspace(root, image)
+        scope.check(target, root, image)
+    except ToolError:
+        return False
+    # Compared unresolved: an own folder that is (or lies under) a symlink leads elsewhere, none of it its own.
+    return target.is_relative_to(root / scope.own)
+
+
 _ECHO_CHARS = 60
 """A blank entry is named back in the tool error cut to this, as lifecycle's `clipped` cuts what it echoes
 (agent/ imports nothing from lifecycle/): whole, 100,000 spaces came back in the tool result, which the

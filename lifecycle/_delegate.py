@@ -24,7 +24,14 @@ from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from lifecycle._children import ChildSpec
 from lifecycle._contract import MAX_GOAL_CHARS
 from lifecycle._database import cannot_write
-from lifecycle._delegate_args import check_arguments, check_control, parse_tasks, present, tool_schema
+from lifecycle._delegate_args import (
+    check_arguments,
+    check_control,
+    check_workspace_images,
+    parse_tasks,
+    present,
+    tool_schema,
+)
 from lifecycle._dispatch import BackgroundDispatch, DispatchedTask
 from lifecycle._entries import apply_summary_budget, entry, routed
 from lifecycle._journal import JournalError
@@ -137,7 +144,11 @@ class DelegateTool:
             return await self._control(action, args, parent.session_id)
         check_arguments(args, background=self.mode == "background")
         limit = self.service.host.delegation.max_concurrent_children
-        specs, routes, refused = self._route(parse_tasks(args, limit))
+        specs = parse_tasks(args, limit)
+        if "read_file" not in parent.tools and any(spec.images for spec in specs):
+            # What the parent could not read itself, a subagent's vision model must not be shown either.
+            await asyncio.to_thread(check_workspace_images, specs, parent.workspace, parent.services.get(FILE_SCOPE))
+        specs, routes, refused = self._route(specs)
         note = None
         if self.mode == "background" and specs and self.admit is not None:
             try:

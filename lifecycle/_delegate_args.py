@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agent import ToolError
-from agent.images import images_problem
+from agent.images import images_problem, workspace_images_problem
+from agent.tools.file_scope import FileScope
 from lifecycle._children import ChildSpec
 from lifecycle._contract import MAX_CONTEXT_CHARS, MAX_GOAL_CHARS
 from lifecycle._output_schema import coerce_schema
@@ -24,7 +26,8 @@ _TASK = {
                     "description": "Everything it needs to know: it has no other memory."},
         "output_schema": {"type": "object", "description": "Optional JSON Schema its final answer must match."},
         "images": {"type": "array", "items": {"type": "string"}, "maxItems": 8,
-                   "description": "Optional local paths, http(s) URLs or data: URLs of images."},
+                   "description": "Optional http(s) URLs, data: URLs or workspace paths (ones you may read_file, "
+                                  "or files this chat sent) of images."},
     },
     "required": ["goal"],
 }
@@ -216,3 +219,12 @@ def _spec(index: int, task: Any, defaults: dict[str, Any]) -> ChildSpec:
     _check_route(f"{where}: ", route)
     return ChildSpec(goal=goal, context=context or None, role=role or defaults["role"] or "leaf", output_schema=schema,
                      images=tuple(images or ()), task_index=index, route=route or defaults["route"])
+
+
+def check_workspace_images(specs: Sequence[ChildSpec], workspace: Path, scope: FileScope | None) -> None:
+    """For a parent without ``read_file``: raise ToolError naming the first task's image it may not show a
+    subagent (`workspace_images_problem`), before any child starts. Blocking file I/O."""
+    for spec in specs:
+        problem = workspace_images_problem(spec.images, workspace, scope) if spec.images else None
+        if problem:
+            raise ToolError(f"No subagent was started: task {spec.task_index}: {problem}.")
