@@ -126,6 +126,9 @@ ClientFactory = Callable[..., discord.Client]
 DRAIN_SECONDS = 5.0
 """How long a stop not given its time by the gateway (`DiscordAdapter.stop`) hands over the events queued."""
 
+REMEMBERED_COMMANDS = 1000
+"""Slash commands whose interaction ids are kept to drop a repeat: a RESUME replays only what a reconnect missed."""
+
 
 class DiscordAdapter:
     name = "discord"
@@ -199,6 +202,9 @@ class DiscordAdapter:
         """Set once a stop has taken the last of the queue: a command received later would wait in it for good."""
         self._twins = Twins()
         self._posted = discord_sent.Posted()
+        self._commands_in: OrderedDict[int, None] = OrderedDict()
+        """The slash commands this process received, by interaction id, most recent last: one Discord delivers
+        again (a RESUME's replay) is dropped (`_on_command`)."""
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
@@ -485,6 +491,13 @@ class DiscordAdapter:
                       "intent enabled? %s", PORTAL_HINT)
 
     async def _on_command(self, interaction: discord.Interaction, name: str, args: str | None) -> None:
+        if interaction.id in self._commands_in:
+            # Handed over already, or on its way: left at a stop, the repeat was answered "Not taken" in place of
+            # the first delivery's answer or "thinking…" (same token), and a user sending it again got two turns.
+            log.info("discord: /%s from user %s (interaction %s) was delivered again; dropped", name,
+                     interaction.user.id, interaction.id)
+            return
+        remember(self._commands_in, interaction.id, None, REMEMBERED_COMMANDS)
         task = asyncio.current_task()
         assert task is not None
         self._receiving.add(task)

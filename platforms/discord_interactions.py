@@ -55,9 +55,9 @@ class Interactions:
         when asked: the part it was posted for is not known (`claim_first`)."""
 
     def deferred(self, reply_token: str) -> None:
-        """The interaction's response was deferred: it shows "thinking…" until its first answer. One Discord
-        delivered again (replayed on RESUME) keeps what is known of it: reset, its answer's next part replaced
-        the first part, posted already, in place of "thinking…"."""
+        """The interaction's response was deferred: it shows "thinking…" until its first answer. One told so
+        again keeps what is known of it: reset, its answer's next part replaced the first part, posted already,
+        in place of "thinking…" (a repeat the adapter no longer knew, `DiscordAdapter._on_command`)."""
         if reply_token not in self._answered:
             remember(self._answered, reply_token, None, _REMEMBERED)
 
