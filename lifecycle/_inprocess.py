@@ -11,6 +11,7 @@ from lifecycle._child_run import ChildRun
 from lifecycle._engine import EngineHost
 from lifecycle._job import ChildJob
 from lifecycle._liveness import Watch, monitor
+from lifecycle._record import Record
 
 log = logging.getLogger("lifecycle.engine")
 
@@ -161,7 +162,8 @@ class InProcessEngine:
         # Nothing is sent anywhere, and the interrupted children's outcomes exist only here: they are waited
         # for, but with a grace at most that long. A child whose tool or model call ignores its cancellation
         # is left behind then, named: its row was never made terminal, so the next start ends it INTERRUPTED,
-        # as after a crash, instead of the stop waiting for it for ever.
+        # as after a crash, instead of the stop waiting for it for ever. One that had ended, and only its hooks
+        # run on, is left behind too, its result journaled by the service's close.
         self._closed = True
         if self._monitor is not None:
             self._monitor.cancel()
@@ -174,9 +176,20 @@ class InProcessEngine:
             if not task.cancelled():
                 task.exception()  # taken: `ChildRun.run` logs its own failures
         for task in pending:
-            log.error("child %s did not end within %.0f s of its stop (a tool or model call of it ignores "
-                      "cancellation): left behind, the next start ends it as interrupted",
-                      runs[task].job.subagent_id, grace)
+            sid = runs[task].job.subagent_id
+            if self._in_end_hooks(sid):
+                log.warning("child %s had ended, but its memory notification or subagent_stop hooks did not end within"
+                            " %.0f s of the close: left behind, its result journaled by the close", sid, grace)
+            else:
+                log.error("child %s did not end within %.0f s of its stop (a tool or model call of it ignores "
+                          "cancellation): left behind, the next start ends it as interrupted", sid, grace)
+
+    def _in_end_hooks(self, subagent_id: str) -> bool:
+        """Whether the child's end was reported and only its hooks run on: the service journals its result as it
+        closes (`Stopping._journal_ends_in_hooks`), so the next start finds it ended, not interrupted."""
+        find = getattr(self._host, "get", None)  # the service's `Supervisor`; not part of `EngineHost`
+        record = None if find is None else find(subagent_id)
+        return isinstance(record, Record) and record.completing and record.outcome is not None
 
     def _watches(self) -> Iterator[Watch]:
         for run in list(self._runs.values()):

@@ -161,6 +161,10 @@ class Journal(Protocol):
     async def sweep(self, completed_before: float) -> int:
         """Delete terminal records completed before the time, freeing their correlation ids; returns the count."""
 
+    async def holds_records(self) -> bool:
+        """Whether it holds any child's record, finished or not, committed or not: a start finding no handle key
+        beside them refuses to make a fresh one, which would leave every one of their handles unknown."""
+
     async def load_keys(self) -> list[KeyRowTuple]:
         """Every handle key as ``(kid, secret, created_at, retired_at)``, oldest first."""
 
@@ -271,6 +275,9 @@ class MemoryJournal:
             if record.correlation_id is not None:
                 self._correlations.pop((record.parent_session_id, record.correlation_id), None)
         return len(expired)
+
+    async def holds_records(self) -> bool:
+        return bool(self._records)
 
     async def load_keys(self) -> list[KeyRowTuple]:
         return sorted(self._keys.values(), key=lambda row: (row[2], row[0]))

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agent import active_turn
+from lifecycle._capability import _TABLE as KEY_TABLE
 from lifecycle._capability import KeyRing, verify
 from lifecycle._children import ChildHost, ChildSpec, check_toolsets
 from lifecycle._contract import (
@@ -174,6 +175,13 @@ class AsyncSubagentLifecycle(KeyRotation):
         await self.journal.open()
         self._opened = True
         rows = await self.journal.load_keys()
+        # A journal of an older protocol, without `holds_records`, goes unchecked (it starts as before).
+        holds_records = getattr(self.journal, "holds_records", None)
+        if not rows and holds_records is not None and await holds_records():
+            # Nothing deletes keys: only damage (a partial restore, a hand edit) empties the table beside records.
+            raise ValueError(f"{KEY_TABLE} is empty, but the journal holds children whose handles were signed with"
+                             " its keys: restore the table from the same backup as the journal's records, then start"
+                             " again; a fresh key would leave every one of those handles unknown, its result unread")
         self._supervisor.keyring = KeyRing(rows, clock=self.clock.time)
         await self._save_keys()
         unfinished = _readable(await self.journal.unfinished()) if self.engine.survives_restart else []

@@ -277,6 +277,10 @@ class SqliteJournal(CommitFailures):
             if count < SWEEP_BATCH:
                 return swept
 
+    async def holds_records(self) -> bool:
+        self._check_open()
+        return bool(self._pending) or self._read_one("SELECT 1 FROM lifecycle_records LIMIT 1", ()) is not None
+
     async def load_keys(self) -> list[KeyRowTuple]:
         self._check_open()
         sql = "SELECT kid, secret, created_at, retired_at FROM lifecycle_keys ORDER BY created_at, kid"
