@@ -576,22 +576,44 @@ class Sender:
         (a progress card withdrawn mid-send, in this process or before a crash) may be in the
         chat all the same: where the platform can be asked, it is, and one found is recorded
         sent, so the edit or deletion queued behind it finishes it instead of leaving it for good.
-        False when ``preempt`` was set while a rate-limited lookup waited (the row is still unsettled)."""
+        False when ``preempt`` was set while the lookup waited its turn or a 429 (the row is still unsettled)."""
         if self._lookup.withdrawn_maybe_sent(adapter, row) and isinstance(adapter, FindsSent):
+            # A lookup as any other: it takes its turn among the platform's reads (a restart withdrawing
+            # many cards asked for them all at once, drawing 429s), a refusal of it holds them all, and it
+            # waits out a hold for the credentials (each card asked with the refused token, and stayed as it
+            # was, `⏳` for good, once the token was fixed).
+            pacing = pacing_of(adapter, row.chat_id)
+            while (pause := self._pacer.delay(row.chat, progress=True, op="lookup")) > 0 \
+                    or (pause := self._holds.claim(row.platform, row.id)) > 0:
+                if not await self._pacer.wait(pause, preempt, self._holds.changed(row.platform)):
+                    return False
+            self._pacer.account_called(row.platform, pacing, "lookup")
             try:
                 found = await self._lookup.find_sent(adapter, row, "it was withdrawn, so it stays as it is")
             except RateLimited as exc:  # asked again once the platform allows
+                self._holds.answered(row.platform)
+                self._pacer.account_called(row.platform, pacing, "lookup",
+                                           refused_for=min(exc.retry_after, self._max_retry_after))
                 self._events.rate_limited(row.platform, exc.retry_after)
                 if not await self._pacer.wait(min(exc.retry_after, self._max_retry_after), preempt):
                     return False
                 return await self._settle_final(adapter, row, preempt)
-            except (NetworkError, Unauthorized) as exc:  # an outage: a withdrawn card is not worth holding for
+            except Unauthorized as exc:  # held: asked again once the platform takes the token
+                self._lookup.unsure.add(row.id)
+                wait = self._holds.refused(row.platform, row.id, exc)
+                if not await self._pacer.wait(wait, preempt, self._holds.changed(row.platform)):
+                    return False
+                return await self._settle_final(adapter, row, preempt)
+            except NetworkError as exc:  # an outage: a withdrawn card is not worth holding for
+                self._holds.release(row.platform, row.id)
                 self._events.looked_up(row.platform, "unknown")
                 log.warning("outbox: %s chat %s: cannot tell whether %s went out already (%s); it was withdrawn, "
                             "so it stays as it is", row.platform, row.chat_id, row.key, describe(exc))
                 found = None
+            else:
+                self._holds.answered(row.platform)
             if found is not None:
-                self._sent(row, found, pacing_of(adapter, row.chat_id))
+                self._sent(row, found, pacing)
                 return True
         self._forget(row)
         self._settle_cb(row.key, row.message_id if row.status == "sent" else None)
