@@ -14,7 +14,8 @@
   arrives as a message. Not while a child runs that task already (a retry asked twice, or
   ``/retry``'s): the task would run twice, and its result come twice.
 
-``ID`` is a child's id as listed, or any part of it that matches only one child.
+``ID`` is a child's id as listed, or any part of it that matches only one child, in any case. A whole id
+matches only itself: another chat's, or one no longer remembered, is not a part of one of this chat's.
 
 Every answer is redacted as a log line is (`gateway.logging.redact`): a child's error or summary
 may quote what a tool echoed (a key in a URL, a token in an exception), and a goal what the
@@ -24,14 +25,17 @@ cut never leaves the first half of a secret, which no mask would match.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from agent import Clock, ToolTraceEntry
 from gateway.child_states import RESTARTED, state_word, tally
 from gateway.excerpt import excerpt, typed
-from gateway.ledger import FAILED, Ledger
+from gateway.ledger import FAILED, LOOKBACK, Ledger
 from gateway.logging import redact, redacted_cut
+from gateway.notices import format_elapsed
 from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
@@ -42,6 +46,9 @@ LOG_LINES = 20
 SHOWN = 12
 """Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
 MIN_ID_PART = 3
+WHOLE_ID = re.compile(r"sa-[0-9a-f]{13,}")
+"""A child's whole id (`agent.new_id`: ``sa-``, the process's 12 hex digits, then its count in hex). It names
+that child only: it also begins the ids counted after it (``sa-…5`` begins ``sa-…5a``), which are other children."""
 GOAL_CHARS = 80
 SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
@@ -55,6 +62,9 @@ STOP_NOT_SAVED = ("the stop is not saved yet (the state database cannot be writt
 SAME_TASK = ("goal", "context", "role", "route", "backend")
 """What a retry runs again (`Ledger.retry_one`): two children alike in these, and in their place
 in their ``delegate_task`` call, run one task."""
+Item = tuple[Callable[[], str], str]
+"""A listed child: its line, made only if it is shown (its redacted cuts cost up to a millisecond for a long summary,
+and a block may hold hundreds of children), and its state word, which counts it when it is not."""
 
 
 class AgentsCommand:
@@ -91,7 +101,7 @@ class AgentsCommand:
     async def _list(self, session: GatewaySession, *, everything: bool = False) -> str:
         now = self._clock.time()
         live = {c.subagent_id: c for c in self._children.children(session.session_id)}
-        delegations: list[tuple[str, list[tuple[str, str]]]] = []
+        delegations: list[tuple[str, list[Item]]] = []
         listed: set[str] = set()
         for row, found in await self._ledger.listing(session):
             if all(t.subagent_id in live for t in row.tasks):
@@ -103,12 +113,8 @@ class AgentsCommand:
                     items.append(_item(live[task.subagent_id], now))
                     continue
                 child = found.get(task.subagent_id)
-                text = (child.summary or child_failure_reason(child.error or "")) if child is not None else ""
-                route = task.spec.get("route")
-                where = f", route {route}" if route else ""
-                state = state_word(child)
-                items.append((f"• {task.subagent_id} — {_shown(task.goal, GOAL_CHARS)} — {state}{where}"
-                              + (f": {_shown(text, SUMMARY_CHARS)}" if text else ""), state))
+                items.append((partial(_task_line, task.subagent_id, task.goal, task.spec.get("route"), child),
+                               state_word(child)))
             delegations.append((f"Background task {row.delegation_id} ({_ledger_status(row)}):", items))
         blocks = [("", [_item(child, now) for sid, child in live.items() if sid not in listed]), *delegations]
         listed.update(live)
@@ -120,7 +126,7 @@ class AgentsCommand:
             if head:
                 lines.append(head)
             shown = items if room is None else items[:room]
-            lines += [text for text, _ in shown]
+            lines += [line() for line, _ in shown]
             if room is not None:
                 room -= len(shown)
                 if len(shown) < len(items):
@@ -138,17 +144,21 @@ class AgentsCommand:
         known: dict[str, ChildSnapshot | None] = {}
         for child in (*self._children.recent(sid), *self._children.children(sid)):
             known[child.subagent_id] = child
-        for row in self._ledger.latest(session, 20):
+        for row in self._ledger.latest(session, LOOKBACK):  # as far back as a retry finds its task
             for task in row.tasks:
                 known.setdefault(task.subagent_id, None)
         if not known:  # no id could be found: asking for more of it would send the user looking
             return NO_SUBAGENTS
-        if wanted in known:
-            matches = [wanted]
+        # In any case: an id typed in capitals (a keyboard's caps lock, one read out) is the same id.
+        folded, key = {s.lower(): s for s in known}, wanted.lower()
+        if key in folded:
+            matches = [folded[key]]
         elif len(wanted) < MIN_ID_PART:
             return f"Give more of the id than {wanted!r}: /agents lists the ids."
+        elif WHOLE_ID.fullmatch(key):  # not one of this chat's: taken as a part, it stopped the child it begins
+            matches = []
         else:
-            matches = [s for s in known if wanted in s]
+            matches = [s for f, s in folded.items() if key in f]
         if not matches:
             return f"No subagent {typed(wanted)} in this session: /agents lists them."
         if len(matches) > 1:
@@ -194,6 +204,8 @@ class AgentsCommand:
                 "and its partial result still reaches whatever waits for it.")
 
     async def _retry(self, session: GatewaySession, child: ChildSnapshot) -> str:
+        if not child.state.terminal:
+            return f"Nothing to retry: {child.subagent_id} has not ended yet ({state_word(child)})."
         if child.state not in FAILED:
             return f"Nothing to retry: {child.subagent_id} {state_word(child)}."
         known = self._ledger.task_of(session, child.subagent_id)
@@ -219,17 +231,25 @@ def _fields_of(task: ChildSpec) -> dict[str, Any]:
     return {name: getattr(task, name) for name in SAME_TASK}
 
 
-def _item(child: ChildSnapshot, now: float) -> tuple[str, str]:
-    """A child's line and its state word, which counts it when it is not listed."""
-    return _line(child, now), state_word(child)
+def _item(child: ChildSnapshot, now: float) -> Item:
+    return partial(_line, child, now), state_word(child)
+
+
+def _task_line(subagent_id: str, goal: str, route: str | None, child: ChildSnapshot | None) -> str:
+    """A background delegation's child as its ledger row and its snapshot (None: nothing remembers it) tell."""
+    text = (child.summary or child_failure_reason(child.error or "")) if child is not None else ""
+    where = f", route {route}" if route else ""
+    return (f"• {subagent_id} — {_shown(goal, GOAL_CHARS)} — {state_word(child)}{where}"
+            + (f": {_shown(text, SUMMARY_CHARS)}" if text else ""))
 
 
 def _line(child: ChildSnapshot, now: float) -> str:
     end = child.completed_at if child.completed_at is not None else now
-    elapsed = end - (child.started_at or child.created_at)
+    elapsed = format_elapsed(max(0.0, end - (child.started_at or child.created_at)))  # as the progress card reads
     state = state_word(child)
-    text = f"• {child.subagent_id} — {_shown(child.goal, GOAL_CHARS)} — {state}, {elapsed:.0f} s"
-    text += "".join(f", {part}" for part in (child.activity, *_model_route(child)) if part and part != state)
+    text = f"• {child.subagent_id} — {_shown(child.goal, GOAL_CHARS)} — {state}, {elapsed}"
+    activity = None if child.state.terminal else child.activity  # a finished one's is "finished": its state says so
+    text += "".join(f", {part}" for part in (activity, *_model_route(child)) if part and part != state)
     done = child.summary or child_failure_reason(child.error or "") if child.state.terminal else None
     return text + (f": {_shown(done, SUMMARY_CHARS)}" if done else "")
 
