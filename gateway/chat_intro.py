@@ -21,6 +21,11 @@ Try: ask anything; paste a list of tasks to see them handed to subagents.
 /agents shows what the subagents are doing, /stop stops them, /help lists every command, /quit leaves."""
 
 
+_SERVED = (("telegram", "Telegram"), ("slack", "Slack"), ("discord", "Discord"),
+           ("webhook", "the webhook routes at {base}/webhooks/<route>"))
+"""The other platforms ``switchboard chat`` runs alongside the terminal when enabled, as the first screen names them."""
+
+
 def chat_intro(config: Config, pinned: str | None = None) -> str:
     """A few lines: the model and how delegation shows here, then what to type. ``pinned``: the
     delegation mode of the session this chat goes on with (None for a first chat), which it keeps
@@ -52,10 +57,23 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
 
 
 def _elsewhere(config: Config) -> str:
-    """Where the same agent can be reached besides this terminal, and how to get there."""
+    """Where the same agent can be reached besides this terminal, and how to get there. A platform enabled in
+    the configuration runs here too, and with it the HTTP server: told that `switchboard run` would serve the
+    web chat once enabled, the user of a chat already serving it looked for a step that was done."""
     host = config.server.host
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    base = f"http://{host}:{config.server.port}"
     where = config.source or "switchboard.yaml"
-    return (f"Elsewhere: `switchboard run` serves the web chat at http://{host}:{config.server.port}/chat\n"
-            f"once {where} sets platforms.web.enabled: true, and Telegram, Slack or Discord\n"
-            "once enabled under platforms: there (README.md, docs/platforms/).")
+    p = config.platforms
+    running = [f"the web chat at {base}/chat"] if p.web.enabled else []
+    running += [title.format(base=base) for name, title in _SERVED if getattr(p, name).enabled]
+    if not running:
+        return (f"Elsewhere: `switchboard run` serves the web chat at {base}/chat\n"
+                f"once {where} sets platforms.web.enabled: true, and Telegram, Slack or Discord\n"
+                "once enabled under platforms: there (README.md, docs/platforms/).")
+    if config.server.console:
+        running.append(f"the operator console at {base}/console")
+    line = "Also running here:" + "".join(f"\n  {what}" for what in running)
+    if not p.web.enabled:
+        line += f"\nThe web chat too, at {base}/chat, once {where} sets platforms.web.enabled: true."
+    return line

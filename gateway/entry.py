@@ -63,8 +63,11 @@ def main() -> int:
     # Python's own handler until the program is loaded; then it is Python's again, which asyncio.run
     # looks for before it sets its own (a first Ctrl-C cancels the command's loop, raising nothing).
     signal.signal(signal.SIGINT, _interrupt)
-    from gateway.process_exit import exit_process  # the standard library only: loads at once
-
+    try:
+        # Quick, yet it loads `logging` and `re`: a Ctrl-C meanwhile, with no `try` around it, printed a traceback.
+        from gateway.process_exit import exit_process  # the standard library only
+    except KeyboardInterrupt:
+        return 130
     try:
         from gateway.cli import main as command
 
