@@ -208,6 +208,8 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
             status = runner.run(main)
         except KeyboardInterrupt:
             status = 130
+        except BrokenPipeError:
+            raise  # the reader of the output went away (`| head`): `main` ends quietly, nothing failed to start
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
             log.debug("the command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)

@@ -185,6 +185,21 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     assert result.returncode == 1
 
 
+def test_an_answer_whose_reader_stopped_early_is_no_failure_to_start(tmp_path):
+    # `switchboard ask hi | head -c 60`: the pipe broke inside the command, not at the last flush, and was
+    # told as "could not start: BrokenPipeError".
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(cli_process.command("ask", "hello there"), stdout=write, stderr=subprocess.PIPE,
+                                text=True, stdin=subprocess.DEVNULL, timeout=cli_process.TIMEOUT, cwd=tmp_path,
+                                env=cli_process.environment(tmp_path))
+    finally:
+        os.close(write)
+    assert "could not start" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1
+
+
 class _FailingModel(http.server.BaseHTTPRequestHandler):
     """An OpenAI-compatible server that is there (preflight passes) but fails every completion."""
 
