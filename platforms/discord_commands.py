@@ -22,12 +22,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
 
-from platforms.base import CommandSpec, Inbound, NetworkError, Outbound, Sent
+from platforms.base import (
+    BadRequest,
+    CommandSpec,
+    DeliveryError,
+    Forbidden,
+    Inbound,
+    NetworkError,
+    Outbound,
+    RateLimited,
+    Sent,
+)
 from platforms.discord_errors import translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_interactions import settled
@@ -82,10 +93,30 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
             await tree.sync(guild=guild)
         except Exception as exc:  # commands are a convenience: `!stop` text still works
             error = translate(exc, route=route, chat_id=str(guild.id) if guild else "global")
-            log.error("discord: slash commands not registered (%s); invite the bot with the "
-                      "applications.commands scope", error)
+            where = f"in guild {guild.id}" if guild else "globally"
+            log.error("discord: slash commands not registered %s (%s); %s", where, error,
+                      _unregistered_hint(error, [c.name for c in tree.get_commands(guild=guild)]))
     if guild_ids:
         await _empty_global_scope(tree)
+
+
+_REFUSED_AT = re.compile(r"^In (\d+)\.", re.MULTILINE)
+"""Where a 400's ``errors`` name a refused command: by its index in the list registered (``In 1.description:``)."""
+
+
+def _unregistered_hint(error: DeliveryError, names: Sequence[str]) -> str:
+    """What to do about a registration that failed, by its kind: only a 403 says the bot lacks the
+    applications.commands scope; a rate limit or a network error passes by itself; a 400 is about the
+    commands ``names`` (in the order registered), naming those the error points at."""
+    if isinstance(error, Forbidden):
+        return "invite the bot with the applications.commands scope"
+    if isinstance(error, RateLimited | NetworkError):
+        return "they are registered again at the next start; the text commands (such as !stop) work meanwhile"
+    if isinstance(error, BadRequest):
+        at = sorted({int(i) for i in _REFUSED_AT.findall(str(error)) if int(i) < len(names)})
+        refused = ", ".join(f"/{names[i]}" for i in at) or "a command"
+        return f"Discord refused the definition of {refused}; the text commands (such as !stop) still work"
+    return "the text commands (such as !stop) still work"
 
 
 async def _empty_global_scope(tree: discord.app_commands.CommandTree) -> None:
@@ -126,7 +157,8 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
         if isinstance(exc, discord.HTTPException) and exc.code == ACKNOWLEDGED:
             # discord.py sent it again after a 5xx, and Discord had taken the first: "thinking…" shows, to
             # be replaced by the answer (in the channel, the interaction showed "thinking…" until it failed).
-            # Or Discord delivered the interaction again (a RESUME's replay): the gateway's inbox drops it.
+            # Not a repeat Discord delivered (a RESUME's replay): the adapter drops one by its id before this
+            # (`DiscordAdapter._on_command`); one older than the ids it keeps, the gateway's inbox drops.
             log.info("discord: /%s from user %s was acknowledged already (an earlier try, or a delivery"
                      " before this one)", name, interaction.user.id)
             deferred(reply_token)
