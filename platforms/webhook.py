@@ -8,13 +8,15 @@ route 404, signature headers missing or malformed 401, ``Content-Length`` over `
 ``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
 401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
 lone surrogate included: it is refused, never stored). Then the gateway: 500 when it could not record the
-event for want of storage (send it again), a final 422 when it failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
+event for want of storage (send it again), a final 422 when it failed on it otherwise
+(`platforms.not_recorded.NOT_HANDLED_STATUS`).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
 ``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
 `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
 ``delivery.max_retry_after``); any other non-2xx answer or connection failure raises
-`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. A route without a
+`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. At most
+`ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox.
 
@@ -31,6 +33,7 @@ messages (dropped here, whatever the display config says). See docs/platforms/we
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import hashlib
 import json
@@ -82,6 +85,8 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 DELIVERY_TIMEOUT = 10.0
+ROUTE_CONNECTIONS = 100
+"""Deliveries in flight at once per route: a receiver that hangs holds its own route's, never another's."""
 ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ":" (it splits chat ids) and no "/"
 _MAX_ID = 256
 SENT_BACK = "a delivery of this route sent back, not a request to it"
@@ -151,6 +156,7 @@ class WebhookAdapter:
         self._owns_session = False
         self._clock = clock
         self._timeout = aiohttp.ClientTimeout(total=delivery_timeout)
+        self._in_flight = {name: asyncio.Semaphore(ROUTE_CONNECTIONS) for name in self.routes}
         self._sink: InboundSink | None = None
         self.files = WebFiles(files_dir or Path("webhook-files"), keep_seconds=keep_files_seconds, clock=clock,
                               label="webhook")
@@ -197,7 +203,9 @@ class WebhookAdapter:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session, self._owns_session = aiohttp.ClientSession(timeout=self._timeout), True
+            # No shared cap (aiohttp's is 100 in all): each route has its own (`ROUTE_CONNECTIONS`).
+            connector = aiohttp.TCPConnector(limit=0)
+            self._session, self._owns_session = aiohttp.ClientSession(timeout=self._timeout, connector=connector), True
         return self._session
 
     def web_routes(self) -> Sequence[Any]:
@@ -384,13 +392,14 @@ class WebhookAdapter:
     async def _deliver(self, name: str, route: Route, payload: dict[str, Any], key: str, chat_id: str) -> None:
         assert route.deliver_url is not None
         body = _DELIVERY_JSON.encode(payload).encode("utf-8")
-        headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
-                   "Content-Type": "application/json"}
         try:
-            async with self._client().post(
-                route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout
-            ) as response:
-                status, retry_after = response.status, response.headers.get("Retry-After")
+            async with self._in_flight[name]:  # signed once it has its turn, so the wait cannot make it stale
+                headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
+                           "Content-Type": "application/json"}
+                async with self._client().post(
+                    route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout
+                ) as response:
+                    status, retry_after = response.status, response.headers.get("Retry-After")
         except (aiohttp.ClientError, TimeoutError) as exc:
             # Named by type only: a ClientError's text may carry the URL, and URLs carry tokens.
             raise NetworkError(f"webhook route {name!r}: delivery failed: {type(exc).__name__}",
@@ -401,7 +410,9 @@ class WebhookAdapter:
         if wait is not None:
             raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
                               retry_after=wait, method="send", chat_id=chat_id)
-        raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}",
+        # Location left out: a URL may carry a token.
+        redirect = " (a redirect: not followed, a signed body goes nowhere else)" if 300 <= status < 400 else ""
+        raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}{redirect}",
                            method="send", chat_id=chat_id)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
@@ -430,7 +441,9 @@ def _retry_after(header: str | None, now: float) -> float | None:
         seconds = float(header)
     except ValueError:
         try:
-            seconds = email.utils.parsedate_to_datetime(header).timestamp() - now
+            date = email.utils.parsedate_to_datetime(header)
+            # HTTP dates are GMT; the asctime form says no zone and would be read as the host's local time.
+            seconds = (date if date.tzinfo else date.replace(tzinfo=datetime.timezone.utc)).timestamp() - now
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
