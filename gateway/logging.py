@@ -58,7 +58,14 @@ megabyte to the log at each failure."""
 PER_EVENT_LOGGERS = ("aiogram.event",)
 """Loggers that write an INFO line per platform event ("Update id=… is handled. Duration … ms")."""
 _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
+_TOKEN_REACH = 128
+"""What a token shape needs to be recognised (`_PATTERNS`: at most ``Bearer `` and 20 characters, or a
+bot id and 31): the margin a cut text is masked past what it keeps, with the longest registered secret."""
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=:_-")
+"""What a token shape's characters after its first space are made of."""
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_-]*")
 _secrets: set[str] = set()
+_longest = 0
 _secrets_re: re.Pattern[str] | None = None
 _lock = threading.Lock()
 
@@ -86,13 +93,14 @@ def current_ids() -> Mapping[str, str]:
 
 def register_secret(value: str | None) -> None:
     """Mask ``value`` in every later log line. Idempotent; short values are ignored."""
-    global _secrets_re
+    global _secrets_re, _longest
     if not value or len(value) < _MIN_SECRET:
         return
     with _lock:
         if value in _secrets:
             return
         _secrets.add(value)
+        _longest = max(_longest, len(value))
         # Longest first, so a secret containing another is masked whole.
         ordered = sorted(_secrets, key=len, reverse=True)
         _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
@@ -111,15 +119,14 @@ def redact(text: str) -> str:
 def redacted_cut(text: str | None, limit: int, cut: Callable[[str, int], str], *, read: int | None = None) -> str:
     """``text`` on one line (None: empty) with secrets masked (`redact`), then ``cut`` to ``limit``: the
     goals, summaries and errors ``/agents`` and the ledger's messages show. Masked before the cut: a
-    secret cut in two would show its first half, which no mask matches. ``read``: only that many
-    characters are masked (a summary of 24,000 characters, shown cut to 200, for each of fifty
-    children), unless a mask in them shortened them: then words past them move in, so the whole text is."""
-    words = " ".join((text or "").split())
-    head = words if read is None else words[:read]
-    masked = redact(head)
-    if len(masked) != len(head) and len(words) > len(head):
-        masked = redact(words)
-    return cut(masked, limit)
+    secret cut in two would show its first half, which no mask matches. ``read``: only the first that
+    many characters of the masked text are given to ``cut``, and only they and a margin are joined and
+    masked (`_masked_start`): a summary of 24,000 characters, shown cut to 200, for each of fifty children."""
+    words = text or ""
+    if read is None:
+        return cut(redact(" ".join(words.split())), limit)
+    head, _, _ = _masked_start(words, read, one_line=True)
+    return cut(head, limit)
 
 
 def bounded(text: str) -> str:
@@ -129,6 +136,67 @@ def bounded(text: str) -> str:
         return text
     keep = MAX_TEXT_CHARS // 2
     return f"{text[:keep]} …[{len(text) - 2 * keep} characters cut]… {text[-keep:]}"
+
+
+def redacted_bounded(text: str) -> str:
+    """`bounded` of `redact` of ``text``, masking only the start and the end it keeps and a margin past each:
+    masking all of a tool result of megabytes held the event loop a second. The note then counts the text's
+    own characters between the two parts: more than are hidden when a kept part had a mask in it."""
+    if len(text) <= 4 * MAX_TEXT_CHARS:
+        return bounded(redact(text))
+    keep = MAX_TEXT_CHARS // 2
+    head, head_end, whole = _masked_start(text, keep)
+    if not whole:
+        tail, tail_start, whole = _masked_end(text, keep)
+        whole = whole or tail_start < head_end  # masks shortened the text so much that the two parts meet
+    if whole:
+        return bounded(redact(text))
+    return f"{head} …[{len(text) - 2 * keep} characters cut]… {tail}"
+
+
+def _margin() -> int:
+    return _longest + _TOKEN_REACH
+
+
+def _masked_start(text: str, keep: int, *, one_line: bool = False) -> tuple[str, int, bool]:
+    """The first ``keep`` characters of `redact` of ``text`` (its words joined by single spaces if
+    ``one_line``), the length of the start of ``text`` masked for them, and whether that was all of it.
+    What is masked runs a margin past what is kept: a mask or token shape crossing the end of what is
+    masked may go unmatched, so only what lies a margin before that end (a mask only shortens) is kept."""
+    margin = _margin()
+    size = keep + margin
+    while True:
+        head = text[:size]
+        masked = redact(" ".join(head.split()) if one_line else head)
+        if size >= len(text) or len(masked) - margin >= keep:
+            return masked[:keep], size, size >= len(text)
+        size *= 2
+
+
+def _masked_end(text: str, keep: int) -> tuple[str, int, bool]:
+    """The last ``keep`` characters of `redact` of ``text``, where the part masked for them starts, and
+    whether that was all of it. What is masked starts where no token shape can cross into it: at the start
+    of a run of token characters (after its ``Bearer ``, if any), and a margin before what is kept (a
+    registered secret crossing that start goes unmatched). A run longer than the margin crossing the start
+    is masked whole: its start, what a token shape is recognised by, is not read."""
+    margin = _margin()
+    size = keep + margin
+    while size < len(text):
+        cut = len(text) - size
+        start = cut
+        while start > max(0, cut - margin) and text[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        if start > 0 and text[start - 1] in _TOKEN_CHARS:
+            end = _TOKEN_RUN.match(text, cut).end()
+            scheme = next((word for word in ("Bearer", "Bot") if text.endswith(word, 0, end)), "")
+            return redact(MASK + scheme + text[end:])[-keep:], cut, False
+        if text[start - 1:start] == " ":
+            start = max(0, start - len("Bearer "))
+        masked = redact(text[start:])
+        if len(masked) >= keep + (cut - start) + margin:
+            return masked[-keep:], start, False
+        size *= 2
+    return redact(text)[-keep:], 0, True
 
 
 class ContextFilter(logging.Filter):

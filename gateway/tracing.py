@@ -40,7 +40,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from agent import HookRegistry, TurnResult
 from gateway.events import GatewayListener
-from gateway.logging import bounded, redact
+from gateway.logging import redacted_bounded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -300,8 +300,9 @@ def captured(text: str) -> str:
     one is (`gateway.logging.bounded`). A user pasting an API key, a tool reading a file of tokens,
     or the bot's own token echoed in an error would otherwise reach the collector, and whoever reads
     traces, in clear; and one tool result of megabytes made the OTLP request of the whole batch of
-    spans around it too large for the collector, which refused them all."""
-    return bounded(redact(text))
+    spans around it too large for the collector, which refused them all. Only what is kept is masked
+    (`gateway.logging.redacted_bounded`): masking all of a result of megabytes held every chat a second."""
+    return redacted_bounded(text)
 
 
 def _messages(role: str, text: str, finish_reason: str | None = None) -> str:
