@@ -1,14 +1,17 @@
 """Slack's HTTP Events API endpoint: the signed requests Slack posts to `EVENTS_PATH`.
 
 Apart from the adapter (`platforms.slack`) because it is HTTP mode's own edge: the checks a
-request passes before bolt sees it (headers, size, signature) and the bound on bodies read
-before their signature is known. Socket Mode never comes here. Logged under ``platforms.slack``.
+request passes before bolt sees it (headers, size, signature), the bound on bodies read
+before their signature is known, and the one request bolt has no listener for
+(`_rate_limited`). Socket Mode never comes here. Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,8 +67,12 @@ class SignedEvents:
             busy = web.json_response({"error": "busy"}, status=503, headers={"Retry-After": str(RETRY_AFTER)})
             busy.force_close()  # its body may be half read
             return busy
+        except ConnectionResetError:  # its sender hung up mid-body: aiohttp logged each at ERROR, with a traceback
+            return web.Response(status=400, text="body cut short")  # to no one
         if not signed:
             return web.json_response({"error": "invalid request"}, status=401)
+        if (limited := await _rate_limited(request)) is not None:
+            return limited
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
 
     def _early(self, request: web.Request) -> web.Response | None:
@@ -101,3 +108,26 @@ class SignedEvents:
             return self._verifier.is_valid(await request.text(), timestamp, signature)
         except (ValueError, TypeError, LookupError):
             return False
+
+
+async def _rate_limited(request: web.Request) -> web.Response | None:
+    """Slack's notice that it drops this app's events (over 30,000 an hour from one workspace), if
+    ``request`` is that: bolt has no listener for it and answered 404, which Slack counts against the
+    app (under 95% of deliveries answered 200 gets its subscriptions disabled), and logged only
+    "Unhandled request". Answered 200 and told in a warning: the messages dropped meanwhile may never
+    reach the gateway."""
+    text = await request.text()  # the text the signature was checked on, kept by aiohttp
+    if request.content_type != "application/json" or "app_rate_limited" not in text:
+        return None  # every other request's body parsed once, by bolt
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return None  # bolt's to refuse
+    if not (isinstance(body, dict) and body.get("type") == "app_rate_limited"):
+        return None
+    minute = body.get("minute_rate_limited")
+    readable = isinstance(minute, int) and 0 < minute < 10**11  # time.gmtime's range
+    since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(minute)) if readable else "now"
+    log.warning("slack: Slack is rate limiting this app's events for workspace %s since %s (over 30,000 an hour): "
+                "the messages it drops meanwhile may never reach the gateway", body.get("team_id"), since)
+    return web.json_response({})

@@ -53,8 +53,10 @@ class WebhookEndpoint:
             return web.Response(status=503, text="not running")  # Telegram delivers it again later
         try:
             body = await request.json()
-        except ValueError:
-            return web.Response(status=400, text="malformed update")
+        except (ValueError, LookupError, RecursionError):  # not JSON, a charset Python lacks, nesting too deep
+            return web.Response(status=400, text="malformed update")  # a 500 Telegram would send again and again
+        except ConnectionResetError:  # hung up mid-body: aiohttp logged each at ERROR, with a traceback
+            return web.Response(status=400, text="body cut short")  # to no one; Telegram sends it again
         if not (isinstance(body, dict) and isinstance(body.get("update_id"), int)):
             return web.Response(status=400, text="malformed update")
         update = telegram_updates.readable(body, self._bot)
