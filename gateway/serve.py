@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection
 
 from gateway import gc_tuning, state_lock
 from gateway.app import Gateway
@@ -65,6 +65,9 @@ async def serve(config: Config, *, local: bool = False) -> int:
             started.set()
             gc_tuning.tune_for_serving()
             log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
+            if server is not None:
+                for line in served(config, server.host, server.port, gateway.adapters):
+                    log.info("%s", line)
             await stopping.wait()
             log.info("shutting down")
         else:
@@ -78,6 +81,25 @@ async def serve(config: Config, *, local: bool = False) -> int:
         finally:
             signals.close()
     return 0
+
+
+def served(config: Config, host: str, port: int, running: Collection[str]) -> list[str]:
+    """One line per thing the HTTP server serves, at a URL a browser on this machine opens (as
+    `switchboard chat`'s first screen names them, `gateway.chat_intro`); with no platform to talk
+    through, what to enable. Never a token: the URLs carry none."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    base = f"http://{host}:{port}"
+    lines = [f"web chat at {base}/chat"] if "web" in running else []
+    if config.server.console:
+        lines.append(f"operator console at {base}/console")
+    if "webhook" in running:
+        routes = ", ".join(sorted(config.platforms.webhook.routes)) or "none configured"
+        lines.append(f"webhook routes at {base}/webhooks/<route> ({routes})")
+    if not set(running) - {"local"}:
+        lines.append(f"no platform to chat through: set platforms.web.enabled: true in"
+                     f" {config.source or 'switchboard.yaml'} for the web chat at {base}/chat, or enable Telegram,"
+                     " Slack or Discord under platforms: (README.md, docs/platforms/)")
+    return lines
 
 
 async def _stop(gateway: Gateway, server: Server | None) -> None:

@@ -3,8 +3,8 @@
 `explain` turns whatever a start raised into a line naming the key, file or URL to
 fix. The exception and everything it was raised from or during are searched, most
 telling first: a `StartupError`, `StoreError` or a journal a newer version wrote (already
-phrased for the operator), then a platform that would not start, then a state-database
-or file-system error. What
+phrased for the operator), a damaged lifecycle key table (with its file), then a platform
+that would not start, then a state-database or file-system error. What
 nothing here recognises is still one line: its type and message. Every line is
 redacted (`gateway.logging.redact`), so a token inside a URL an SDK echoed is
 ``***``, and a platform's ``api_base`` is shown without its user info (`shown_url`), which
@@ -34,12 +34,14 @@ _SLACK_APP_TOKEN_METHOD = "apps.connections.open"
 """The one call Slack answers with the app token (Socket Mode's): every other is the bot token's."""
 _API = {"telegram": "Telegram Bot API", "slack": "Slack Web API", "discord": "Discord API"}
 _KEYED = re.compile(r"[a-z_]+(\.[A-Za-z0-9_\[\]-]+)+: ")  # a message that already names its key
+_KEY_TABLE = "the lifecycle journal's handle key table (lifecycle_keys)"
+"""How the lifecycle names its damaged key table (``lifecycle._capability._TABLE``), which it raises as a ValueError."""
 
 
 def explain(exc: BaseException, config: Config) -> str:
     """One redacted line saying what stopped the start and what to fix."""
     chain = list(_chain(exc))
-    for finder in (_startup, _platform, _storage, _keyed):
+    for finder in (_startup, _key_table, _platform, _storage, _keyed):
         for error in chain:
             line = finder(error, config)
             if line is not None:
@@ -53,7 +55,8 @@ def lasting(exc: BaseException) -> bool:
     is not installed; a `StartupError` its raiser marked ``lasting`` (a model key or URL no server could
     take, a worker on a file whose gateway sends it nothing); a `TemporalUnavailable` marked ``lasting`` (a
     ``lifecycle.temporal.tls`` file unreadable or without its certificate or key, an empty namespace: never an unreachable Temporal, nor a server certificate it may renew); the state database
-    or the lifecycle journal was written by a newer version, which this one will never read. False for all
+    or the lifecycle journal was written by a newer version, which this one will never read; the journal's key
+    table is damaged (a malformed row, or emptied beside records), which only a restore mends. False for all
     else, which may mend by itself (a server not up yet, the network, a port still held, a full disk): a
     supervisor starting it again is right there, and wrong here, where it only repeated the same line every
     few seconds."""
@@ -68,6 +71,8 @@ def lasting(exc: BaseException) -> bool:
             return True
         # A StoreError is a database this version cannot use as it is: one a newer version wrote.
         if isinstance(error, StoreError) or (isinstance(error, JournalError) and error.code == "JOURNAL_TOO_NEW"):
+            return True
+        if _damaged_key_table(error):
             return True
     return False
 
@@ -91,6 +96,18 @@ def _startup(error: BaseException, config: Config) -> str | None:
     if isinstance(error, JournalError) and error.code == "JOURNAL_TOO_NEW":  # names the file and what to do
         return str(error)
     return str(error) if isinstance(error, (StartupError, StoreError)) else None
+
+
+def _damaged_key_table(error: BaseException) -> bool:
+    return isinstance(error, ValueError) and str(error).startswith(_KEY_TABLE)
+
+
+def _key_table(error: BaseException, config: Config) -> str | None:
+    """The lifecycle's words, with the file they are about (the journal lives in the state database)."""
+    if not _damaged_key_table(error):
+        return None
+    line = f"{Path(config.state_dir) / STATE_DB}: {error}"
+    return line if "restore" in line else f"{line}; restore the table from the same backup as the journal's records"
 
 
 _REFUSALS = ("Unauthorized", "Forbidden", "NotFound", "BadRequest")

@@ -5,14 +5,31 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import logging
 import re
 from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from lifecycle.settings import TemporalSettings, TemporalTLSSettings
+
+CORE_LOG = logging.getLogger("lifecycle.temporal.core")
+"""Where the Temporal core (Rust) logs. Printed by the core itself, its lines came around the log's, in a format
+of their own, unredacted."""
+
+
+@functools.cache
+def _runtime() -> Runtime:
+    """One per process (a runtime holds the core's threads), its WARN and above forwarded to `CORE_LOG`. Without
+    the fields the core appends (a gRPC status's bytes, a workflow's whole failure): the SDK's Python side logs a
+    workflow's failure itself, and the fields stay on the record (``temporal_log``) for a handler that wants them."""
+    forwarding = LogForwardingConfig(logger=CORE_LOG, append_target_to_name=False, append_log_fields_to_message=False)
+    filtered = TelemetryFilter(core_level="WARN", other_level="ERROR")
+    return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=filtered, forwarding=forwarding)))
 
 
 class TemporalUnavailable(Exception):
@@ -39,7 +56,7 @@ async def connect(settings: TemporalSettings, *, identity: str | None = None) ->
     try:
         client = await Client.connect(
             settings.address, namespace=settings.namespace, api_key=settings.api_key or None, tls=tls,
-            identity=identity,
+            identity=identity, runtime=_runtime(),
         )
     except Exception as exc:
         raise _connect_failure(settings, exc) from exc
