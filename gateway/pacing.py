@@ -3,14 +3,21 @@
 Four limits combine: the adapter's spacing of calls to one chat (Telegram: 20 messages a
 minute in groups), its spacing of edits to one message (Telegram: one a second), its spacing of
 edits, file sends and deletions across all of a platform's chats (Slack counts ``chat.update``,
-``chat.delete`` and its upload methods per workspace, its placeholders' deletions included; a progress card waiting for that turn is coalesced meanwhile, so
-only its newest text goes), and a
+``chat.delete`` and its upload methods per workspace, its placeholders' deletions included; a
+progress card waiting for that turn is coalesced meanwhile, so only its newest text goes), and a
 platform's 429, which holds the chat for ``retry_after``: all of it when a reply was
 refused, only its progress messages (notices, cards) when one of those was — a storm of
 refused card edits never holds back the answer. A 429 on an op counted across the chats (a
 Slack ``chat.update``) also holds that op in all of them, so no other chat draws a 429 of its
 own to learn it. A wait for a progress message gives way the moment a reply is queued in the
 same chat.
+
+A slot counted across the chats goes to its waiters in the order they began to wait for it, each
+wait ending at its own turn: woken all at once, whichever ran first took it, and a chat editing its
+card without pause took every slot while the other chats' cards froze. A waiter ahead is counted
+only while it waits in `Pacer.wait` to be ready by then (a chat held by a 429 of its own lets those
+behind go meanwhile), and leaves at its call, at a wait preempted or cancelled, or once it asks for
+anything else: one that left without a word never holds up the rest.
 
 A chat here is the platform's: its threads (a Telegram forum's topics, a Slack channel's
 threads) are sent by senders of their own but share its limits, as those platforms count them,
@@ -35,6 +42,9 @@ ChatKey = tuple[str, str, str | None]
 PlatformChat = tuple[str, str]
 """(platform, chat id): what a platform's limits are counted by, whatever the thread."""
 NO_PACING = Pacing()
+_SAME = 1e-6
+"""Seconds within which a waiter ahead wakes "by" a turn: a wait's end is computed as now plus its
+length, in floating point."""
 _PRUNE_AT = 1024
 """Lifted limits are dropped once this many are kept, and then only when the count has doubled
 since the last drop: a send never walks every limit still holding."""
@@ -78,6 +88,14 @@ class Pacer:
         self._account_free: dict[tuple[str, str], float] = {}
         """When the next edit, file send or deletion (``op``) may go on a platform, in any of its chats:
         its spacing, or a 429 on that op (`block`)."""
+        self._account_step: dict[tuple[str, str], float] = {}
+        """The spacing of each op a platform counts across its chats, once one has gone out."""
+        self._queues: dict[tuple[str, str], dict[asyncio.Task[object], None]] = {}
+        """The tasks waiting for each such op's slot, in the order they began to wait."""
+        self._queued: dict[asyncio.Task[object], tuple[str, str]] = {}
+        """The slot each task in `_queues` waits for."""
+        self._nudges: dict[asyncio.Task[object], asyncio.Event] = {}
+        """Set to wake a task in `wait` behind others in a queue when one ahead gives up: its turn came sooner."""
         self._prune_at = _PRUNE_AT
         self._waking: dict[asyncio.Task[object] | None, float] = {}
         """The tasks in `wait` now, and when each wakes (unless preempted first)."""
@@ -94,13 +112,55 @@ class Pacer:
         if edit_of is not None:
             due = max(due, self._edit_free.get((chat, edit_of), 0.0))
         if op is not None and self._account_free:
-            due = max(due, self._account_free.get((chat[0], op), 0.0))
+            due = self._turn((chat[0], op), due)
+        elif self._queued:
+            self._leave(_running_task())
         return max(0.0, due - self._clock.monotonic()) if due else 0.0
+
+    def _turn(self, key: tuple[str, str], due: float) -> float:
+        """``due``, or when the running task's turn at ``key``'s slot comes if later: after each waiter
+        ahead of it that is ready by then, one spacing apart. Queues the task while it has to wait."""
+        now, turn = self._clock.monotonic(), self._account_free.get(key, 0.0)
+        task = _running_task()
+        if self._queued and self._queued.get(task, key) != key:  # type: ignore[arg-type]
+            self._leave(task)
+        step = self._account_step.get(key, 0.0)
+        if task is None or step <= 0 or (turn <= now and key not in self._queues):
+            return max(due, turn)
+        turn = max(turn, now)
+        for other in list(self._queues.get(key, ())):
+            if other is task:
+                break
+            if (wakes := self._waking.get(other)) is None:  # moved on: answered, idle, gone
+                self._leave(other)
+            elif wakes <= turn + _SAME:
+                turn += step
+        if max(due, turn) > now and task not in self._queued:
+            self._queues.setdefault(key, {})[task] = None
+            self._queued[task] = key
+        return max(due, turn)
+
+    def _leave(self, task: asyncio.Task[object] | None, *, served: bool = False) -> None:
+        """``task`` waits for no slot now: it took its turn (``served``), or gave it up, waking those
+        behind it to take theirs sooner."""
+        if (key := self._queued.pop(task, None)) is None:  # type: ignore[arg-type]
+            return
+        queue = self._queues[key]
+        if not served:
+            behind = list(queue)[list(queue).index(task) + 1:]  # type: ignore[arg-type]
+            for other in behind:
+                if (nudge := self._nudges.get(other)) is not None:
+                    nudge.set()
+        del queue[task]  # type: ignore[arg-type]
+        if not queue:
+            del self._queues[key]
 
     def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None, op: str | None = None) -> None:
         """A call to ``chat`` (of message ``edit_of``, whose next edit must wait; an ``op`` counted
         across the platform's chats) went out now."""
         account = _account_interval(pacing, op)
+        if self._queued:
+            self._leave(_running_task(), served=True)
         if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0) or account > 0):
             return
         chat, now = chat[:2], self._clock.monotonic()
@@ -109,6 +169,7 @@ class Pacer:
         if edit_of is not None and pacing.edit_interval > 0:
             self._edit_free[(chat, edit_of)] = now + pacing.edit_interval
         if account > 0:
+            self._account_step[(chat[0], op)] = account  # type: ignore[index]
             self._hold_account(chat[0], op, now + account)  # type: ignore[arg-type]
         self._prune(now)
 
@@ -122,7 +183,10 @@ class Pacer:
         """An ``op`` counted across the platform's chats went out now, outside the outbox;
         ``refused_for``: the platform refused it (a 429) for that many seconds, which it waits in
         every chat, as after `block`."""
+        if self._queued:
+            self._leave(_running_task(), served=True)
         if (interval := _account_interval(pacing, op)) > 0:
+            self._account_step[(platform, op)] = interval
             self._hold_account(platform, op, self._clock.monotonic() + max(interval, refused_for))
 
     def block(self, chat: ChatKey, seconds: float, *, progress: bool = False, pacing: Pacing = NO_PACING,
@@ -166,29 +230,45 @@ class Pacer:
     async def wait(self, seconds: float, preempt: asyncio.Event | None = None,
                    wake: asyncio.Event | None = None) -> bool:
         """Sleep ``seconds`` on the clock, less if ``wake`` is set first; False (at once) if
-        ``preempt`` is set first."""
+        ``preempt`` is set first. A task that gives up (preempted, cancelled) leaves the slot it waited for."""
+        task = asyncio.current_task()
         if preempt is not None and preempt.is_set():
+            self._leave(task)
             return False
         if seconds <= 0:
             return True
-        task = asyncio.current_task()
         self._waking[task] = self._clock.monotonic() + seconds
+        if (key := self._queued.get(task)) is not None and next(iter(self._queues[key])) is not task:
+            self._nudges[task] = asyncio.Event()  # one alone or first in line is never nudged: no cost
         if self._on_wait is not None:
             self._on_wait()
+        woke = False
         try:
-            return await self._sleep(seconds, preempt, wake)
+            woke = await self._sleep(seconds, preempt, wake, self._nudges.get(task))
+            return woke
         finally:
             del self._waking[task]
+            self._nudges.pop(task, None)
+            if not woke:
+                self._leave(task)
 
-    async def _sleep(self, seconds: float, preempt: asyncio.Event | None, wake: asyncio.Event | None) -> bool:
-        if preempt is None and wake is None:
+    async def _sleep(self, seconds: float, preempt: asyncio.Event | None, *wakes: asyncio.Event | None) -> bool:
+        events = [event for event in (preempt, *wakes) if event is not None]
+        if not events:
             await self._clock.sleep(seconds)
             return True
         waits = [asyncio.ensure_future(self._clock.sleep(seconds))]
-        waits += [asyncio.ensure_future(event.wait()) for event in (preempt, wake) if event is not None]
+        waits += [asyncio.ensure_future(event.wait()) for event in events]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in waits:
                 task.cancel()
         return preempt is None or not preempt.is_set()
+
+
+def _running_task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop running (a test asking outside one): nobody queues
+        return None
