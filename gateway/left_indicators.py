@@ -4,7 +4,8 @@ A process that died mid-turn, or a turn that ended while the platform refused th
 can leave a chat reading "working" for good. The adapter records a chat it could not clear
 (`LeavesIndicators`); at start, that chat and every chat a turn may have run in are cleared in the
 background. It stands apart from `gateway.app`: it is one clean-up of the start, with its own
-bookkeeping in the store (`gateway.store.indicators_left`).
+bookkeeping in the store (`gateway.store.indicators_left`). A chat the store refuses to record (a full
+disk) is kept in memory and written once the store takes it, tried again at waits that double (`RETRY`).
 """
 
 from __future__ import annotations
@@ -19,17 +20,54 @@ from platforms.base import Adapter, LeavesIndicators
 
 log = logging.getLogger("gateway.app")  # the gateway's start-up lines, wherever they are written from
 
+RETRY = (0.5, 30.0)
+"""Seconds before a record the store refused is first written again, and the most between two tries."""
+
 
 class LeftIndicators:
     def __init__(self, store: GatewayStore, adapters: Mapping[str, Adapter]) -> None:
         self._store, self._adapters = store, adapters
+        self._unrecorded: dict[ChatKey, None] = {}  # an ordered set
+        """Chats the store refused to record (a full disk), written again until it takes them: dropped,
+        they were looked in by no start, and a stop or a crash left their indicators for good."""
+        self._retry, self._wait = RETRY, RETRY[0]
+        self._timer: asyncio.TimerHandle | None = None
 
     def left(self, platform: str, chat_id: str, thread_id: str | None) -> None:
         """The adapter could not remove its indicator there: the next start clears it."""
+        self._unrecorded[(platform, chat_id, thread_id)] = None
+        if self._timer is None:  # else a refusal is being waited out: this one is written with the rest
+            self._record()
+
+    def _record(self) -> None:
+        """Never raises: the adapter's deletion must go on."""
+        self._timer = None
+        for chat in list(self._unrecorded):
+            try:
+                self._store.indicators_left.record(*chat)
+            except Exception as exc:
+                self._refused(chat, exc)
+                return
+            del self._unrecorded[chat]
+        if self._wait != self._retry[0]:
+            log.info("recorded the chats still showing a working indicator that the state database had refused")
+        self._wait = self._retry[0]
+
+    def _refused(self, chat: ChatKey, exc: Exception) -> None:
+        platform, chat_id, _ = chat
+        if self._store.db.closed:
+            log.error("could not record that %s chat %s (and %d more) still shows a working indicator before "
+                      "the state database closed: it stays there", platform, chat_id, len(self._unrecorded) - 1)
+            return
+        if self._wait == self._retry[0]:  # once a refusal, not at every try
+            log.error("could not record that %s chat %s still shows a working indicator (%s: %s); kept, and "
+                      "written once the state database takes it", platform, chat_id, type(exc).__name__, exc)
         try:
-            self._store.indicators_left.record(platform, chat_id, thread_id)
-        except Exception:  # the adapter's deletion must go on; at worst the indicator stays, as before
-            log.exception("could not record that %s chat %s still shows a working indicator", platform, chat_id)
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to try on: the next indicator left writes it
+        self._timer = loop.call_later(self._wait, self._record)
+        self._wait = min(self._wait * 2, self._retry[1])
 
     def clear(self, chats: set[ChatKey], *, recorded: set[ChatKey]) -> list[asyncio.Future[None]]:
         """A turn may have run in these chats when the last process died (an event to replay, a

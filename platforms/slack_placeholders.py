@@ -8,7 +8,9 @@ the bot token (revoked mid-turn) is deleted once a call succeeds again. Placehol
 metadata, so one a crashed process left behind (or could not delete) is found and deleted
 after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
 replies are still to send, and those this adapter told the gateway it could not clean:
-`bind_indicators_left`, kept in the state database).
+`bind_indicators_left`, kept in the state database). A start's clean-up that Slack cannot serve for now
+(an outage, a 429) is tried again, a bounded number of times (`CLEAN_UP_TRIES`); one Slack refuses for good
+(the conversation gone, the bot out of it) is not kept for the next start.
 
 Apart from the adapter (`platforms.slack`) because it is a state of its own (the placeholders
 shown, those whose deletion waits, those refused for the token) with its own retries; it calls
@@ -31,6 +33,14 @@ log = logging.getLogger("platforms.slack")
 
 PLACEHOLDER_EVENT = "switchboard_placeholder"
 """The metadata ``event_type`` of progress placeholders, which `Placeholders.clear_left_behind` finds."""
+CLEAN_UP_TRIES = 6
+"""Reads of a conversation by a start's clean-up (`Placeholders.clear_left_behind`) while Slack cannot serve
+it for now: the waits between them double from `CLEAN_UP_WAIT` to a minute (or are Slack's ``Retry-After``),
+about a minute in all; then it is left to the next start. Slack down as the gateway starts (often why
+it restarted) would otherwise leave the placeholders in the chat until some later restart."""
+CLEAN_UP_WAIT = 2.0
+_RETRYABLE = (NetworkError, RateLimited)
+"""A read or deletion Slack may take in a moment; any other refusal but the token's is for good."""
 
 
 class Placeholders:
@@ -125,21 +135,40 @@ class Placeholders:
         """Delete the placeholders an earlier process left in the conversation: among a channel's
         newest page (`platforms.slack_history.LOOKUP_LIMIT` messages), or in a thread's replies
         (``pages`` pages of them: they come oldest first, and the placeholder was among the last)."""
-        found = await self._delete_unknown(chat_id, thread_id)
+        found: set[str] = set()
+        wait = CLEAN_UP_WAIT
+        for tries in range(CLEAN_UP_TRIES, 0, -1):
+            # Said as it begins and as it is given up, not at every try, for each conversation an outage holds.
+            left, retry = await self._delete_unknown(chat_id, thread_id, warn=tries in (CLEAN_UP_TRIES, 1))
+            found |= left
+            if retry is None or tries == 1:
+                break
+            await asyncio.sleep(max(wait, retry))
+            wait = min(wait * 2, 60.0)
         if found:
-            log.info("slack: deleted %d placeholder(s) a previous run left in %s", found, chat_id)
-        return found
+            log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(found), chat_id)
+        return len(found)
 
-    async def _delete_unknown(self, chat_id: str, thread_id: str | None) -> int:
+    async def _delete_unknown(self, chat_id: str, thread_id: str | None, *,
+                              warn: bool = True) -> tuple[set[str], float | None]:
         """Delete the placeholders in the conversation that this process does not know it shows (as
-        `clear_left_behind` finds them); returns how many it found."""
-        left, cursor = [], None
+        `clear_left_behind` finds them); returns the ts of those found, and the seconds to wait before
+        looking again when Slack could not serve it all for now (None when done, or refused for good)."""
+        left: list[str] = []
+        cursor, retry = None, None
         for _ in range(self._pages if thread_id else 1):
             try:
                 page, cursor = await self._page(chat_id, thread_id, cursor=cursor)
             except DeliveryError as exc:
-                log.warning("slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
+                if not isinstance(exc, (*_RETRYABLE, Unauthorized)):  # the conversation gone, the bot out of it
+                    log.warning("slack: cannot look for placeholders left behind in %s: %s; not looked for again",
+                                chat_id, exc)
+                    break
+                log.log(logging.WARNING if warn else logging.DEBUG,
+                        "slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
                 self._left(chat_id, thread_id)  # the next start looks again
+                if isinstance(exc, _RETRYABLE):
+                    retry = exc.retry_after if isinstance(exc, RateLimited) else 0.0
                 break
             left += [str(m["ts"]) for m in page
                      if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
@@ -147,9 +176,10 @@ class Placeholders:
             if not cursor:
                 break
         for ts in left:
-            if await self._try_delete((chat_id, thread_id), ts) is not None:
+            if (wait := await self._try_delete((chat_id, thread_id), ts)) is not None:
                 self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
-        return len(left)
+                retry = max(retry or 0.0, wait)
+        return set(left), retry
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Delete the chat's placeholder (waiting for a post still in flight), and one whose post lost its
@@ -158,8 +188,8 @@ class Placeholders:
         await self._delete_shown(chat_id, thread_id)
         if (chat_id, thread_id) in self._unsure:
             self._unsure.discard((chat_id, thread_id))
-            if found := await self._delete_unknown(chat_id, thread_id):
-                log.info("slack: deleted %d placeholder(s) in %s whose post had lost its answer", found, chat_id)
+            if found := (await self._delete_unknown(chat_id, thread_id))[0]:
+                log.info("slack: deleted %d placeholder(s) in %s whose post had lost its answer", len(found), chat_id)
 
     async def _delete_shown(self, chat_id: str, thread_id: str | None) -> None:
         future = self._placeholders.pop((chat_id, thread_id), None)
