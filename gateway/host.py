@@ -147,7 +147,7 @@ class AgentHost:
             problem = f"{key}: no {what} is called {' or '.join(map(repr, unknown))}; the {what}s are: " \
                       f"{', '.join(sorted(known))}"
             if not self.plugins.failures:
-                raise StartupError(problem)
+                raise StartupError(problem, lasting=True)  # every start fails alike until the file is mended
             log.warning("%s (plugins that failed to load: %s)", problem,
                         "; ".join(str(f) for f in self.plugins.failures))
 

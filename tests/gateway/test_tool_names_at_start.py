@@ -7,6 +7,7 @@ import pytest
 
 from gateway.errors import StartupError
 from gateway.host import AgentHost
+from gateway.startup_errors import lasting
 from gateway.testing import make_config
 from tests.plugin_modules import plugin_module
 
@@ -52,3 +53,14 @@ async def test_a_name_a_plugin_that_failed_to_load_may_have_had_is_a_warning(tmp
     warned = [r.getMessage() for r in caplog.records if r.name == "gateway.host"]
     assert any(m.startswith("agent.enabled_toolsets: no toolset is called 'loud'")
                and "(plugins that failed to load: plugin 'no_such_plugin_module': " in m for m in warned), warned
+
+
+async def test_a_misspelt_name_is_an_error_no_restart_mends(tmp_path):
+    # Every start fails alike until the file is mended: status 78, which the systemd unit does not restart on.
+    host = AgentHost(make_config(tmp_path, agent={"disabled_tools": ["execute-code"]}))
+    try:
+        with pytest.raises(StartupError) as raised:
+            await host.start()
+    finally:
+        await host.close()
+    assert lasting(raised.value)
