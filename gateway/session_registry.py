@@ -211,7 +211,7 @@ class SessionRegistry:
         session.queue.extend(kept)
         for _, item in unread:
             if item.event is not None and not drops(item.event):  # back to waiting, as `stop_turn` puts them
-                self._waits_again(item.event)
+                self._wait_again(item.event)
         stopped = turn and self.stop_turn(session, reason, why=why)
         if waiting:
             self._ended(session, why, None, waiting)
@@ -230,7 +230,7 @@ class SessionRegistry:
         for item in reversed(_take_unread(session, running)):
             session.queue.appendleft(item)
             if item.event is not None:
-                self._waits_again(item.event)
+                self._wait_again(item.event)
         first = not running.suppressed
         running.suppressed_by = why
         session.agent.interrupt(reason, hard=True)
@@ -306,11 +306,7 @@ class SessionRegistry:
         for item in reversed(running.steered[len(read):] if running is not None else []):
             session.queue.appendleft(item)
             if item.event is not None:  # as `stop_turn` does: a death in an earlier turn is not charged to it
-                try:
-                    self._waits_again(item.event)
-                except Exception as exc:  # a full disk: only a death meanwhile is charged to it; the turn still ends
-                    log.warning("%s event %s: could not record that it waits for its turn again (%s: %s)",
-                                item.event.platform, item.event.event_id, type(exc).__name__, exc)
+                self._wait_again(item.event)
         if running is not None and running.held_answer is not None:  # it came before those
             session.queue.appendleft(running.held_answer)
         session.last_active = self._clock.time()
@@ -327,6 +323,16 @@ class SessionRegistry:
             self._table.save_transcript(session.key, messages, start=start)
         then()
         session.mark_saved()
+
+    def _wait_again(self, event: Inbound) -> None:
+        """`waits_again`, whose refusal (a full disk) only charges the message a death meanwhile: raised, it cut
+        short the stop or end that takes the message back, after the waiting messages left the queue and the
+        store, and before their stop settled them (never answered, nor settled, until a restart ran them)."""
+        try:
+            self._waits_again(event)
+        except Exception as exc:
+            log.warning("%s event %s: could not record that it waits for its turn again (%s: %s)",
+                        event.platform, event.event_id, type(exc).__name__, exc)
 
     def interrupt_all(self, reason: str) -> None:
         """Shutdown: interrupt every running turn hard. Such a turn sends nothing and stores
