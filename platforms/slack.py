@@ -26,8 +26,9 @@ messages from bots, this one included, are ignored.
 Acks: bolt runs our listeners before it acks (``process_before_response``), with no Web API call
 of its own first (`platforms.slack_app`), and the sink only
 records and queues, so the ack still leaves at once; if the sink fails, Slack is not acked and
-redelivers (for a few minutes: a store's refusal is handed over again here too). One slower than
-``sink_timeout`` is acked first, and is then the adapter's to keep (handed over again,
+redelivers (for a few minutes: a store's refusal is handed over again here too). One not done
+``sink_timeout`` after its request came (in HTTP mode, before it queued for its signature check)
+is acked first, and is then the adapter's to keep (handed over again,
 `platforms.slack_handover`; never recorded as seen past until taken, `platforms.slack_seen`). ``event_id`` is ``<channel>:<ts>`` for a message, which names it in Slack for good,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
@@ -40,7 +41,7 @@ handed on as their live events, before the live ones of their conversation (`pla
 connection was lost for longer than `Limits.after_outage`, at the reconnect (`_reconnected`).
 
 Slash commands are acked empty, as events are: once the gateway has recorded them (Slack never
-sends a command again, nor keeps it in a history), or after ``sink_timeout``; they are answered
+sends a command again, nor keeps it in a history), or ``sink_timeout`` after it came; they are answered
 ephemerally through the command's ``response_url``, falling back to ``chat.postEphemeral``
 (`platforms.slack_commands`). One the gateway failed on before the ack is told so in the ack itself.
 Ephemeral messages cannot be edited.
@@ -75,7 +76,15 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms import slack_commands, slack_files, slack_history, slack_posts, slack_socket, slack_uploads
+from platforms import (
+    slack_commands,
+    slack_files,
+    slack_history,
+    slack_posts,
+    slack_socket,
+    slack_uploads,
+    unsigned_bodies,
+)
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -391,7 +400,7 @@ class SlackAdapter:
                 # Before its files are read: a stop's client may be closed already.
                 self._taken_in.not_taken(conversations, ts, told=True)
                 raise Stopping(f"slack adapter stopping: {event['channel']}:{ts} left for Slack to send again")
-            arrived = asyncio.get_running_loop().time()
+            arrived = _arrived()
             self._taken_in.handing_on(conversations, ts)
             try:
                 attachments = await self._attachments(event)
@@ -404,7 +413,7 @@ class SlackAdapter:
             taken = taken_of(self.name, event, addressed, attachments, conversations)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
-                await self._delivery.deliver(taken.inbound, taken, waited=asyncio.get_running_loop().time() - arrived)
+                await self._delivery.deliver(taken.inbound, taken, arrived=arrived)
             except Stopping:
                 raise
             except Exception as exc:  # told by `Delivery.settled`, traceback and all
@@ -454,7 +463,7 @@ class SlackAdapter:
         self._bot_token_state.refused("Slack's app_uninstalled event: the app was removed from the workspace")
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
-        inbound = slack_commands.inbound_of(self.name, body)
+        arrived, inbound = _arrived(), slack_commands.inbound_of(self.name, body)
         with self._under_way.listener():
             if self._turning_away and self.mode == "http":
                 # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
@@ -463,15 +472,15 @@ class SlackAdapter:
                 # for the stop's answers, which come after every listener has ended.
                 await ack(text=slack_commands.not_taken(inbound))
                 return
-            await self._delivery.deliver(inbound)
+            await self._delivery.deliver(inbound, arrived=arrived)
             if not (self._stopping and self.mode == "socket") and self._under_way.not_handled_in_ack(inbound):
                 # The gateway failed on it (`UnderWay.command_settled`): said in the acknowledgement, which no stop
                 # cancels as it did the answer sent apart. Not over a socket the stop closed: the stop answers it.
                 await ack(text=slack_commands.not_handled(inbound))
                 return
             # Sent by bolt once this returns (``process_before_response``): after the gateway has recorded the
-            # command, or after ``sink_timeout`` (`Delivery.deliver`), within Slack's 3 s. Slack never sends a command
-            # again: acknowledged before it was recorded, one a crash then cut off would be lost unseen.
+            # command, or ``sink_timeout`` after it came (`Delivery.deliver`), within Slack's 3 s. Slack never sends
+            # a command again: acknowledged before it was recorded, one a crash then cut off would be lost unseen.
             await ack()
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
@@ -587,6 +596,14 @@ class SlackAdapter:
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         await self._progress.idle(chat_id, thread_id)
+
+
+def _arrived() -> float:
+    """When the request a listener runs for came (the event loop's clock): over HTTP, before it waited
+    its turn to have its signature checked (`platforms.unsigned_bodies`); over Socket Mode, now, as
+    slack_sdk hands each request to bolt as it comes."""
+    came = unsigned_bodies.arrived()
+    return asyncio.get_running_loop().time() if came is None else came
 
 
 async def _ignore() -> None:

@@ -37,9 +37,9 @@ class Delivery:
         self._taken_in, self._under_way, self._retries = taken_in, under_way, retries
         self._sink_timeout = sink_timeout
 
-    async def deliver(self, inbound: Inbound, taken: Taken | None = None, *, waited: float = 0.0) -> None:
-        """Hand over before the ack, so a failing sink means Slack redelivers; a sink slower than
-        ``sink_timeout`` (less the ``waited`` seconds the message took to read) finishes in the
+    async def deliver(self, inbound: Inbound, taken: Taken | None = None, *, arrived: float | None = None) -> None:
+        """Hand over before the ack, so a failing sink means Slack redelivers; a sink not done
+        ``sink_timeout`` after the request ``arrived`` (the event loop's clock; None: now) finishes in the
         background rather than push the ack past 3 seconds, as does
         a message that waits until the catch-up has handed on the older ones of its conversations
         (`CatchUp.hand_on_after`). A message (``taken``) is recorded as taken in once the gateway
@@ -50,6 +50,9 @@ class Delivery:
         adapter is stopping nothing new starts: a command is answered to be sent again, and a message
         raises `Stopping`, unacked, for Slack to send it again to the next process, its conversations
         recorded no further than just before it, for the next start to read it back should Slack give up."""
+        loop = asyncio.get_running_loop()
+        # Counted from the request's arrival: time spent queued for its signature check or reading files is spent.
+        acked_by = (loop.time() if arrived is None else arrived) + self._sink_timeout
         sink, catch_up = self._sink(), self._catch_up()
         if sink is None or self._turning_away():
             if inbound.is_command:
@@ -78,7 +81,7 @@ class Delivery:
             task.add_done_callback(functools.partial(self._under_way.command_settled, inbound, handing,
                                                      was_acked.is_set))
         # Not wait_for: the task goes on past the wait, and one that ended just as it timed out counts as ended.
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, self._sink_timeout - waited))
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, acked_by - loop.time()))
         if done:
             if not inbound.is_command:  # a failure leaves it unacked; a command's is answered (`command_settled`)
                 task.result()

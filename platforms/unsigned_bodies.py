@@ -15,6 +15,9 @@ adapters answer it 503 with ``Retry-After``, which Slack and webhook callers ret
 
 A client that sends ``Expect: 100-continue`` waits for leave before sending its body; what
 the headers already refuse gets that refusal instead of leave (`refuse_before_continue`).
+
+The time a request waits here counts against its sender's deadline (Slack's 3 s): `arrived` tells
+what follows in the request's handler when the request came.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TypeVar
 
 from aiohttp import web
@@ -37,6 +41,16 @@ PATIENCE = 1.0
 """Seconds a read keeps its place while others wait."""
 RETRY_AFTER = 1
 """Seconds a sender refused with `Busy` is told to wait."""
+
+
+_arrived: ContextVar[float] = ContextVar("unsigned_bodies_arrived")
+
+
+def arrived() -> float | None:
+    """When (the event loop's clock) the request this task handles came to `UnsignedBodies.check`, its
+    body still to be read; None in a task that handles none. Set for the rest of the request's handler:
+    aiohttp runs each request in a task of its own, and what the handler runs (bolt's listeners) sees it."""
+    return _arrived.get(None)
 
 
 Early = Callable[[web.Request], web.StreamResponse | None]
@@ -82,6 +96,7 @@ class UnsignedBodies:
     async def check(self, request: web.Request, read_and_verify: Callable[[], Awaitable[T]]) -> T:
         """``read_and_verify()`` once a place is free, holding it until that returns: it should
         read ``request``'s body and check its signature, nothing more. Raises `Busy`."""
+        _arrived.set(asyncio.get_running_loop().time())
         place = await self._enter(request)
         try:
             return await read_and_verify()
