@@ -217,7 +217,7 @@ class Gateway:
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
             if isinstance(adapter, LeavesIndicators):
-                adapter.bind_indicators_left(functools.partial(self._left_indicators.left, adapter.name))
+                adapter.bind_indicators_left(self._left_indicators.told(adapter.name))
             if isinstance(adapter, CatchesUp):
                 adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
                                        functools.partial(self.store.last_seen.record, adapter.name),

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from gateway.sessions import ChatKey
 from gateway.store import GatewayStore
-from platforms.base import Adapter, LeavesIndicators
+from platforms.base import Adapter, IndicatorLeft, LeavesIndicators
 
 log = logging.getLogger("gateway.app")  # the gateway's start-up lines, wherever they are written from
 
@@ -32,12 +32,32 @@ class LeftIndicators:
         they were looked in by no start, and a stop or a crash left their indicators for good."""
         self._retry, self._wait = RETRY, RETRY[0]
         self._timer: asyncio.TimerHandle | None = None
+        self._clearing: set[ChatKey] = set()
+        """Chats this start's clean-up has yet to finish: a turn's placeholder deleted there meanwhile does not
+        make the chat forgotten, as one an earlier process left may still be there."""
 
     def left(self, platform: str, chat_id: str, thread_id: str | None) -> None:
-        """The adapter could not remove its indicator there: the next start clears it."""
+        """The adapter shows its indicator there, or could not remove it: the next start clears it."""
         self._unrecorded[(platform, chat_id, thread_id)] = None
         if self._timer is None:  # else a refusal is being waited out: this one is written with the rest
             self._record()
+
+    def told(self, platform: str) -> IndicatorLeft:
+        """The adapter's `LeavesIndicators.bind_indicators_left` callback, with its ``gone``."""
+        return _Told(self, platform)
+
+    def gone(self, platform: str, chat_id: str, thread_id: str | None) -> None:
+        """The adapter removed what it showed there. Never raises: kept, the next start only looks again."""
+        if (platform, chat_id, thread_id) in self._clearing:
+            return
+        self._unrecorded.pop((platform, chat_id, thread_id), None)
+        if self._store.db.closed:
+            return
+        try:
+            self._store.indicators_left.forget(platform, chat_id, thread_id)
+        except Exception as exc:
+            log.warning("could not forget %s chat %s, whose working indicator is gone (%s: %s)",
+                        platform, chat_id, type(exc).__name__, exc)
 
     def _record(self) -> None:
         """Never raises: the adapter's deletion must go on."""
@@ -78,15 +98,30 @@ class LeftIndicators:
         for chat in chats:
             adapter = self._adapters.get(chat[0])
             if isinstance(adapter, LeavesIndicators):
+                self._clearing.add(chat)
                 tasks.append(asyncio.ensure_future(self._clear(adapter, chat, chat in recorded)))
         return tasks
 
     async def _clear(self, adapter: LeavesIndicators, chat: ChatKey, recorded: bool) -> None:
         platform, chat_id, thread_id = chat
-        await adapter.clear_left_behind(chat_id, thread_id)
+        try:
+            await adapter.clear_left_behind(chat_id, thread_id)
+        finally:
+            self._clearing.discard(chat)
         if not recorded:
             return
         try:  # only now: a stop or a crash before the clean-up leaves the chat to the next start
             self._store.indicators_left.cleared(platform, chat_id, thread_id)
         except Exception:  # at worst the next start looks there again, finding nothing
             log.exception("could not forget %s chat %s, whose working indicators are gone", platform, chat_id)
+
+
+class _Told:
+    def __init__(self, indicators: LeftIndicators, platform: str) -> None:
+        self._indicators, self._platform = indicators, platform
+
+    def __call__(self, chat_id: str, thread_id: str | None) -> None:
+        self._indicators.left(self._platform, chat_id, thread_id)
+
+    def gone(self, chat_id: str, thread_id: str | None) -> None:
+        self._indicators.gone(self._platform, chat_id, thread_id)

@@ -323,7 +323,9 @@ class FindsSent(Protocol):
 
 
 IndicatorLeft = Callable[[str, str | None], None]
-"""``left(chat_id, thread_id)``: an indicator the adapter could not remove is still in that chat."""
+"""``left(chat_id, thread_id)``: an indicator the adapter could not remove (or is about to show) is in that
+chat. The gateway's also has ``gone(chat_id, thread_id)``: none of this process's may be there any more, so
+the next start need not look."""
 
 
 @runtime_checkable

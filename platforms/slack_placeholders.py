@@ -7,10 +7,11 @@ answer (a 5xx, no answer at all), so may be there unknown, is looked for and del
 the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
 metadata, so one a crashed process left behind (or could not delete) is found and deleted
 after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
-replies are still to send, and those this adapter told the gateway it could not clean:
-`bind_indicators_left`, kept in the state database). A start's clean-up that Slack cannot serve for now
-(an outage, a 429) is tried again, a bounded number of times (`CLEAN_UP_TRIES`); one Slack refuses for good
-(the conversation gone, the bot out of it) is not kept for the next start.
+replies are still to send, and those this adapter told the gateway it shows or could not
+clean: `bind_indicators_left`, kept in the state database, and forgotten once deleted). A start's
+clean-up that Slack cannot serve for now (an outage, a 429) is tried again, a bounded number of times
+(`CLEAN_UP_TRIES`); one Slack refuses for good (the conversation gone, the bot out of it) is not kept for
+the next start.
 
 Apart from the adapter (`platforms.slack`) because it is a state of its own (the placeholders
 shown, those whose deletion waits, those refused for the token) with its own retries; it calls
@@ -62,7 +63,10 @@ class Placeholders:
         """Placeholders (ts -> conversation) whose deletion Slack refused for the bot token: deleted once
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
-        self._left: IndicatorLeft = lambda chat_id, thread_id: None
+        self._say_left = self._say_shown = self._say_gone = _told_nothing
+        self._kept: set[Where] = set()
+        """Told to `_left` for what this process may not remove (a deletion refused or given up, a lost post):
+        never said gone, so the next start looks there whatever later turns there delete."""
         self._wrote: Callable[..., None] = lambda chat_id, op=None, refused_for=0.0: None
         """Told of each placeholder post and deletion (`bind_writes`): the outbox paces the channel's
         messages, and deletions across the workspace (held there too by a deletion's 429)."""
@@ -108,6 +112,9 @@ class Placeholders:
             await self._turn(chat_id)
         finally:
             self._queued.discard((chat_id, thread_id))
+        # Recorded before it is posted (in the store's batch, not a commit of its own): a kill before its
+        # deletion, which waits a second past the reply's post, must still bring the next start here.
+        self._say_shown(chat_id, thread_id)
         self._wrote(chat_id)
         try:
             resp = await self._with_metadata(
@@ -122,6 +129,7 @@ class Placeholders:
             self._left(chat_id, thread_id)
             return None
         except DeliveryError:
+            self._shown_no_more((chat_id, thread_id), posting=True)
             return None
         finally:
             self._wrote(chat_id)
@@ -129,7 +137,23 @@ class Placeholders:
         return resp["ts"]
 
     def bind_indicators_left(self, left: IndicatorLeft) -> None:
-        self._left = left
+        self._say_left = left
+        gone: IndicatorLeft | None = getattr(left, "gone", None)
+        # Told of every post only where it is also told of the deletion: kept for good, each chat a turn
+        # ran in would be read by every start.
+        self._say_shown, self._say_gone = (left, gone) if gone else (_told_nothing, _told_nothing)
+
+    def _left(self, chat_id: str, thread_id: str | None) -> None:
+        self._kept.add((chat_id, thread_id))
+        self._say_left(chat_id, thread_id)
+
+    def _shown_no_more(self, where: Where, *, posting: bool = False) -> None:
+        """Forget the chat's record once no placeholder of this process may be there: else every start
+        would read every chat a turn ever ran in. Not while another is shown or its deletion waits."""
+        if (where in self._kept or (not posting and where in self._placeholders)
+                or where in self._stale.values() or where in self._refused.values()):
+            return
+        self._say_gone(*where)
 
     async def clear_left_behind(self, chat_id: str, thread_id: str | None) -> int:
         """Delete the placeholders an earlier process left in the conversation: among a channel's
@@ -279,6 +303,7 @@ class Placeholders:
             pass  # gone already, or not ours to delete: nothing more to do
         self._stale.pop(ts, None)
         self._own_placeholders.discard(ts)
+        self._shown_no_more(where)
         return None
 
     async def _delete_later(self, where: Where, ts: str, wait: float) -> None:
@@ -289,6 +314,10 @@ class Placeholders:
                 return
             wait = retry
         self._left(*where)  # Slack would not take the deletion for now: the next start tries again
+
+
+def _told_nothing(chat_id: str, thread_id: str | None) -> None:
+    return None
 
 
 async def _at_once(chat_id: str, op: str | None = None) -> None:

@@ -1,10 +1,11 @@
-"""Chats where a platform still shows a "working" indicator the gateway could not remove.
+"""Chats where a platform may still show a "working" indicator: one it shows, or could not remove.
 
-Slack's placeholder is a message of the bot's: one whose deletion Slack refused (the bot token
-revoked) stays in the chat. The adapter says so (`platforms.base.LeavesIndicators`), and the chat is
-kept here until the next start has looked there again (`Gateway.start`), also when nothing else of
-the chat (a reply to send, a turn to run again) would take that start there; it is forgotten only once
-that start's clean-up has run there.
+Slack's placeholder is a message of the bot's: the chat is recorded as it is posted and forgotten once it
+is deleted (`forget`), so a kill in between still brings the next start there. One whose deletion Slack
+refused (the bot token revoked) stays in the chat. The adapter says so (`platforms.base.LeavesIndicators`),
+and the chat is kept here until the next start has looked there again (`Gateway.start`), also when nothing
+else of the chat (a reply to send, a turn to run again) would take that start there; it is forgotten only
+once that start's clean-up has run there.
 """
 
 from __future__ import annotations
@@ -40,5 +41,10 @@ class IndicatorsLeft:
         """This start looked in the chat and removed what it found (or found it gone): forgotten,
         unless this process recorded it (an indicator it could not remove, then or before)."""
         if (platform, chat_id, thread_id or "") not in self._recorded:
-            self._db.write("DELETE FROM gateway_indicators_left WHERE platform=? AND chat_id=? AND thread_id=?",
-                           (platform, chat_id, thread_id or ""))
+            self.forget(platform, chat_id, thread_id)
+
+    def forget(self, platform: str, chat_id: str, thread_id: str | None) -> None:
+        """The adapter removed what it showed there: the next start need not look."""
+        self._recorded.discard((platform, chat_id, thread_id or ""))
+        self._db.write("DELETE FROM gateway_indicators_left WHERE platform=? AND chat_id=? AND thread_id=?",
+                       (platform, chat_id, thread_id or ""))
