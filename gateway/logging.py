@@ -175,28 +175,61 @@ def _masked_start(text: str, keep: int, *, one_line: bool = False) -> tuple[str,
 
 def _masked_end(text: str, keep: int) -> tuple[str, int, bool]:
     """The last ``keep`` characters of `redact` of ``text``, where the part masked for them starts, and
-    whether that was all of it. What is masked starts where no token shape can cross into it: at the start
-    of a run of token characters (after its ``Bearer ``, if any), and a margin before what is kept (a
-    registered secret crossing that start goes unmatched). A run longer than the margin crossing the start
-    is masked whole: its start, what a token shape is recognised by, is not read."""
+    whether that was all of it. What is masked starts where it reads as the whole text would (`_clear_start`),
+    and a margin before what is kept. Where no such place is found within the margin (a run of token characters
+    longer than it crossing the start), what crosses the start is masked whole: its start, what a token shape is
+    recognised by, is not read."""
     margin = _margin()
     size = keep + margin
     while size < len(text):
         cut = len(text) - size
-        start = cut
-        while start > max(0, cut - margin) and text[start - 1] in _TOKEN_CHARS:
-            start -= 1
-        if start > 0 and text[start - 1] in _TOKEN_CHARS:
-            end = _TOKEN_RUN.match(text, cut).end()
+        start = _clear_start(text, cut, max(0, cut - margin))
+        if start is None:
+            end = _past_secrets(text, cut, _TOKEN_RUN.match(text, cut).end())
             scheme = next((word for word in ("Bearer", "Bot") if text.endswith(word, 0, end)), "")
             return redact(MASK + scheme + text[end:])[-keep:], cut, False
-        if text[start - 1:start] == " ":
-            start = max(0, start - len("Bearer "))
         masked = redact(text[start:])
         if len(masked) >= keep + (cut - start) + margin:
             return masked[-keep:], start, False
         size *= 2
     return redact(text)[-keep:], 0, True
+
+
+def _clear_start(text: str, at: int, limit: int) -> int | None:
+    """The last place at or before ``at``, and not before ``limit`` (None: there is none), where masking may
+    start as if the text began there: outside a run of token characters, its ``Bearer `` or ``Bot `` and any
+    registered secret. A secret masked just before a run (``…hunter2sk-…``) is what lets a token shape start
+    there: masking from inside the secret would leave all of that run, however long, to show."""
+    pattern = _secrets_re
+    while True:
+        start = at
+        while start > limit and text[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        if start > 0 and text[start - 1] in _TOKEN_CHARS:
+            return None
+        scheme = next((word for word in ("Bearer ", "Bot ") if text.endswith(word, 0, start)), "")
+        start -= len(scheme)
+        lo = max(0, start - _longest + 1)
+        while pattern is not None and (found := pattern.search(text, lo, start + _longest)) and found.start() < start:
+            if found.end() > start:
+                start = found.start()
+                break
+            lo = found.start() + 1
+        if start == at:
+            return start
+        if start < limit:
+            return None
+        at = start
+
+
+def _past_secrets(text: str, start: int, end: int) -> int:
+    """``end``, or past the end of each registered secret starting in ``text[start:end]`` and crossing
+    ``end``: masking ``text[start:end]`` alone would leave the rest of such a secret (one with a ``$`` or a
+    space in it) to show."""
+    pattern, lo = _secrets_re, max(start, end - _longest + 1)
+    while pattern is not None and (found := pattern.search(text, lo, end + _longest)) and found.start() < end:
+        end, lo = max(end, found.end()), found.start() + 1
+    return end
 
 
 class ContextFilter(logging.Filter):
@@ -222,7 +255,9 @@ def _turn_ids() -> dict[str, str]:
 
 
 class RedactionFilter(logging.Filter):
-    """Replaces the record's message and exception text by their redacted form, `bounded`."""
+    """Replaces the record's message, exception text and stack by their redacted form, `bounded`. Masked
+    whole, not as `redacted_bounded` does: the log is where a secret would last longest, and a line that
+    long is rare."""
 
     _formatter = logging.Formatter()
 
