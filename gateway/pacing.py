@@ -92,8 +92,8 @@ class Pacer:
         """The spacing of each op a platform counts across its chats, once one has gone out."""
         self._queues: dict[tuple[str, str], dict[asyncio.Task[object], None]] = {}
         """The tasks waiting for each such op's slot, in the order they began to wait."""
-        self._queued: dict[asyncio.Task[object], tuple[str, str]] = {}
-        """The slot each task in `_queues` waits for."""
+        self._queued: dict[asyncio.Task[object], tuple[tuple[str, str], float]] = {}
+        """The slot each task in `_queues` waits for, and when its chat's own limits let it go."""
         self._nudges: dict[asyncio.Task[object], asyncio.Event] = {}
         """Set to wake a task in `wait` behind others in a queue when one ahead gives up: its turn came sooner."""
         self._prune_at = _PRUNE_AT
@@ -122,7 +122,7 @@ class Pacer:
         ahead of it that is ready by then, one spacing apart. Queues the task while it has to wait."""
         now, turn = self._clock.monotonic(), self._account_free.get(key, 0.0)
         task = _running_task()
-        if self._queued and self._queued.get(task, key) != key:  # type: ignore[arg-type]
+        if self._queued and self._queued.get(task, (key,))[0] != key:  # type: ignore[arg-type]
             self._leave(task)
         step = self._account_step.get(key, 0.0)
         if task is None or step <= 0 or (turn <= now and key not in self._queues):
@@ -137,14 +137,16 @@ class Pacer:
                 turn += step
         if max(due, turn) > now and task not in self._queued:
             self._queues.setdefault(key, {})[task] = None
-            self._queued[task] = key
+        if task in self._queues.get(key, ()):
+            self._queued[task] = (key, due)
         return max(due, turn)
 
     def _leave(self, task: asyncio.Task[object] | None, *, served: bool = False) -> None:
         """``task`` waits for no slot now: it took its turn (``served``), or gave it up, waking those
         behind it to take theirs sooner."""
-        if (key := self._queued.pop(task, None)) is None:  # type: ignore[arg-type]
+        if (entry := self._queued.pop(task, None)) is None:  # type: ignore[arg-type]
             return
+        key = entry[0]
         queue = self._queues[key]
         if not served:
             behind = list(queue)[list(queue).index(task) + 1:]  # type: ignore[arg-type]
@@ -237,20 +239,34 @@ class Pacer:
             return False
         if seconds <= 0:
             return True
-        self._waking[task] = self._clock.monotonic() + seconds
-        if (key := self._queued.get(task)) is not None and next(iter(self._queues[key])) is not task:
+        end = self._waking[task] = self._clock.monotonic() + seconds
+        if (entry := self._queued.get(task)) is not None and next(iter(self._queues[entry[0]])) is not task:
             self._nudges[task] = asyncio.Event()  # one alone or first in line is never nudged: no cost
         if self._on_wait is not None:
             self._on_wait()
         woke = False
         try:
-            woke = await self._sleep(seconds, preempt, wake, self._nudges.get(task))
-            return woke
+            while True:
+                woke = await self._sleep(end - self._clock.monotonic(), preempt, wake, self._nudges.get(task))
+                if not woke or not self._nudged(task, wake):
+                    return woke
+                # Its turn came sooner, but not at once: a caller that waits once (a deletion) then calls.
+                end = self._waking[task] = min(end, self._turn(*self._queued[task]))
+                if end <= self._clock.monotonic():
+                    return True
         finally:
             del self._waking[task]
             self._nudges.pop(task, None)
             if not woke:
                 self._leave(task)
+
+    def _nudged(self, task: asyncio.Task[object] | None, wake: asyncio.Event | None) -> bool:
+        """Whether ``task`` woke because a waiter ahead of it in a queue gave up (not by ``wake``)."""
+        nudge = self._nudges.get(task)
+        if nudge is None or not nudge.is_set() or (wake is not None and wake.is_set()) or task not in self._queued:
+            return False
+        nudge.clear()
+        return True
 
     async def _sleep(self, seconds: float, preempt: asyncio.Event | None, *wakes: asyncio.Event | None) -> bool:
         events = [event for event in (preempt, *wakes) if event is not None]
