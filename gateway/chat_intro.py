@@ -56,13 +56,18 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
     return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config)}\n"
 
 
+def browsable_base(host: str, port: int) -> str:
+    """The HTTP server's address as a browser on this machine opens it: a wildcard bind as loopback, an IPv6
+    address in brackets (the first screen here, and `switchboard run`'s start-up lines, name it alike)."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}"
+
+
 def _elsewhere(config: Config) -> str:
     """Where the same agent can be reached besides this terminal, and how to get there. A platform enabled in
     the configuration runs here too, and with it the HTTP server: told that `switchboard run` would serve the
     web chat once enabled, the user of a chat already serving it looked for a step that was done."""
-    host = config.server.host
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
-    base = f"http://{host}:{config.server.port}"
+    base = browsable_base(config.server.host, config.server.port)
     where = config.source or "switchboard.yaml"
     p = config.platforms
     running = [f"the web chat at {base}/chat"] if p.web.enabled else []

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Collection
 
 from gateway import gc_tuning, state_lock
 from gateway.app import Gateway
+from gateway.chat_intro import browsable_base
 from gateway.config import Config
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
@@ -87,8 +88,7 @@ def served(config: Config, host: str, port: int, running: Collection[str]) -> li
     """One line per thing the HTTP server serves, at a URL a browser on this machine opens (as
     `switchboard chat`'s first screen names them, `gateway.chat_intro`); with no platform to talk
     through, what to enable. Never a token: the URLs carry none."""
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
-    base = f"http://{host}:{port}"
+    base = browsable_base(host, port)
     lines = [f"web chat at {base}/chat"] if "web" in running else []
     if config.server.console:
         lines.append(f"operator console at {base}/console")
