@@ -107,8 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
     inbox_commands.add_parser("dead", parents=[common_inner], help="list the dead letters")
     retry = inbox_commands.add_parser("retry", parents=[common_inner], help="hand a dead letter back to the gateway")
-    retry.add_argument("letter_id", type=_letter_id, metavar="ID",
-                       help="the dead letter's id, as `inbox dead` lists it")
+    dismiss = inbox_commands.add_parser("dismiss", parents=[common_inner],
+                                        help="forget a dead letter: its event will not be handled")
+    for letter_command in (retry, dismiss):
+        letter_command.add_argument("letter_id", type=_letter_id, metavar="ID",
+                                    help="the dead letter's id, as `inbox dead` lists it")
     return parser
 
 

@@ -1,14 +1,16 @@
-"""``switchboard inbox dead`` and ``switchboard inbox retry ID``: the operator's view of dead letters.
+"""``switchboard inbox dead``, ``inbox retry ID`` and ``inbox dismiss ID``: the operator's view of dead letters.
 
-Both work whether a gateway runs on the state directory or not: they read and write
+They work whether a gateway runs on the state directory or not: they read and write
 the state database directly. A re-queued event is handled by the running gateway
 within seconds, or by the next start: by one that runs its platform (the terminal's, by
 ``switchboard chat``), which the retry's line says, from the configuration it was given.
+A dismissed letter is forgotten as the console's Dismiss forgets it (`DeadLetters.dismiss`):
+its event stays ``dead`` in the inbox, so a redelivery is still a duplicate.
 
 The listing only reads: it opens the database read-only and never migrates it, so a newer
 switchboard installed beside an older gateway still running does not upgrade that gateway's
-database under it, and a backup's read-only copy can be listed. A retry writes, and upgrades an
-older version's database as a start would, but not one a gateway runs on.
+database under it, and a backup's read-only copy can be listed. A retry or a dismissal writes,
+and upgrades an older version's database as a start would, but not one a gateway runs on.
 
 A letter's error is the exception's text as stored, which the gateway's log masks: it is
 listed masked the same way (`gateway.logging.redact`, the configuration's secrets registered
@@ -68,12 +70,18 @@ def inbox_command(config: Config, command: str, letter_id: int | None, out: Text
     store = GatewayStore(path)
     try:
         assert letter_id is not None
-        letter = store.dead_letters.retry(letter_id, store.inbox.requeue)
+        if command == "dismiss":
+            letter = store.dead_letters.dismiss(letter_id)
+        else:
+            letter = store.dead_letters.retry(letter_id, store.inbox.requeue)
         if letter is None:
             print(f"switchboard: no dead letter {letter_id}; `switchboard inbox dead` lists them", file=err)
             return 1
-        print(f"re-queued {_inert(letter.platform)} event {_inert(letter.event_id)}: {_when(config, letter.platform)}",
-              file=out)
+        event = f"{_inert(letter.platform)} event {_inert(letter.event_id)}"
+        if command == "dismiss":
+            print(f"dismissed {event}: it will not be handled", file=out)
+        else:
+            print(f"re-queued {event}: {_when(config, letter.platform)}", file=out)
         return 0
     finally:
         store.close()
@@ -138,7 +146,8 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
         print(f"{letter.id}  {dead}  {_inert(letter.platform)} chat {_inert(letter.chat_id)}"
               f"  event {_inert(letter.event_id)}  {letter.attempts} attempts  {_inert(error)}", file=out)
         print(f"    {preview!r}", file=out)
-    print(f"`switchboard inbox retry ID` hands one back to the gateway ({len(letters)} dead letters)", file=out)
+    print(f"`switchboard inbox retry ID` hands one back to the gateway, `switchboard inbox dismiss ID` drops it"
+          f" ({len(letters)} dead letters)", file=out)
     return 0
 
 
