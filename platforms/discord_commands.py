@@ -39,7 +39,7 @@ from platforms.base import (
     RateLimited,
     Sent,
 )
-from platforms.discord_errors import translate
+from platforms.discord_errors import delivery_error, translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_interactions import settled
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
@@ -92,23 +92,34 @@ async def sync(tree: discord.app_commands.CommandTree, guild_ids: Sequence[int])
         try:
             await tree.sync(guild=guild)
         except Exception as exc:  # commands are a convenience: `!stop` text still works
-            error = translate(exc, route=route, chat_id=str(guild.id) if guild else "global")
+            # Not `translate`, whose line (a refusal's, an outage's) said the same failure again before this one.
+            error = delivery_error(exc, route=route, chat_id=str(guild.id) if guild else "global")
             where = f"in guild {guild.id}" if guild else "globally"
             log.error("discord: slash commands not registered %s (%s); %s", where, error,
-                      _unregistered_hint(error, [c.name for c in tree.get_commands(guild=guild)]))
+                      _unregistered_hint(exc, error, [c.name for c in tree.get_commands(guild=guild)], guild))
     if guild_ids:
         await _empty_global_scope(tree)
 
 
+UNKNOWN_GUILD = 10004
+"""Discord's "Unknown Guild": a guild of ``command_guilds`` the bot is not in (or a mistyped id)."""
 _REFUSED_AT = re.compile(r"^In (\d+)\.", re.MULTILINE)
 """Where a 400's ``errors`` name a refused command: by its index in the list registered (``In 1.description:``)."""
 
 
-def _unregistered_hint(error: DeliveryError, names: Sequence[str]) -> str:
-    """What to do about a registration that failed, by its kind: only a 403 says the bot lacks the
-    applications.commands scope; a rate limit or a network error passes by itself; a 400 is about the
-    commands ``names`` (in the order registered), naming those the error points at."""
+def _unregistered_hint(exc: BaseException, error: DeliveryError, names: Sequence[str],
+                       guild: discord.Object | None) -> str:
+    """What to do about a registration that failed (``exc``, translated: ``error``), by its kind: only a 403
+    says the bot lacks the applications.commands scope; a 404 Unknown Guild, that the bot is not in ``guild``; a
+    rate limit or a network error passes by itself; a 400 is about the commands ``names`` (in the order
+    registered), naming those the error points at."""
+    if guild is not None and isinstance(exc, discord.HTTPException) and exc.code == UNKNOWN_GUILD:
+        return (f"the bot is not in guild {guild.id} (platforms.discord.command_guilds): invite it there, or remove"
+                " the id; the text commands (such as !stop) still work")
     if isinstance(error, Forbidden):
+        if guild is not None:  # Discord answers so for a guild the bot is not in, too
+            return (f"invite the bot to guild {guild.id} with the applications.commands scope, or remove the id from"
+                    " platforms.discord.command_guilds")
         return "invite the bot with the applications.commands scope"
     if isinstance(error, RateLimited | NetworkError):
         return "they are registered again at the next start; the text commands (such as !stop) work meanwhile"
@@ -130,7 +141,7 @@ async def _empty_global_scope(tree: discord.app_commands.CommandTree) -> None:
             await tree.sync()  # the tree holds no global command: none are left
             log.info("discord: removed the global slash commands an earlier registration left")
     except Exception as exc:
-        error = translate(exc, route=route, chat_id="global")
+        error = delivery_error(exc, route=route, chat_id="global")  # logged once, below (as in `sync`)
         log.warning("discord: could not remove the global slash commands an earlier registration may have left"
                     " (%s); any left show everywhere but do not answer", error)
 
