@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agent._durable import remove_leftovers, write_whole
+from agent._durable import fsync_path, remove_leftovers, write_whole
 from agent._errors import ToolError
 from agent._tools import Tool, ToolContext
 
@@ -93,7 +93,7 @@ def _locked(path: Path) -> Iterator[None]:
     with _lock_for(path):
         lock = path.with_name(f".{path.name}.lock")
         with contextlib.suppress(OSError):  # a file where the folder must be: `_load` says so
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folders(path.parent)
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError:
@@ -106,6 +106,26 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             os.close(fd)  # lets go of the flock
+
+
+def _make_folders(folder: Path) -> None:
+    """Make ``folder`` and the folders above it that are missing, each one's name flushed to disk in
+    the folder above it: `write_whole` flushes only the folder the notes file is in, and a power cut
+    could take a folder made new for it (the first note of a chat, of a platform), with a note
+    reported added. A folder another process made meanwhile is flushed all the same: its note may
+    be saved before that process flushes it. Raises OSError when one cannot be made. Blocking."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir()
+        try:
+            fsync_path(made.parent)
+        except OSError as exc:  # as `write_whole` does: the note is saved, only not yet for good
+            log.warning("memory: the new folder %s could not be flushed to disk (%s): a power cut may take it"
+                        " and the notes saved in it", made, exc.strerror or exc)
 
 
 def _memory_path(ctx: ToolContext) -> Path:
@@ -134,7 +154,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     must be): it is as it was. The model is told the cause, not where the host keeps the file."""
     text = json.dumps(data, ensure_ascii=False, indent=1)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(path.parent)
         # 0600: the notes are the user's alone, as the state directory is.
         write_whole(path, text.encode("utf-8"), temporary=path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"),
                     mode=0o600)
@@ -166,10 +186,17 @@ def _readable(notes: list[Any], path: Path) -> tuple[list[dict[str, Any]], str]:
 def _format(notes: list[dict[str, Any]], *, more: str) -> str:
     """A note a line, ``[id] text``; a note's further lines indented, so that no text a note holds
     (``[1] …`` on a line of its own) reads as another note. Past `MAX_SHOWN_CHARS`, the notes left
-    are counted instead, on a last line ending with ``more``: what to do to see them."""
+    are counted instead, on a last line ending with ``more``: what to do to see them.
+
+    A note longer than `MAX_NOTE_CHARS` (a file edited by hand) is shown cut there, saying so: whole,
+    one past `MAX_SHOWN_CHARS` was shown as none, hiding its id and every note after it."""
     lines, size = [], 0
     for shown, note in enumerate(notes):
-        line = f"[{note['id']}] " + "\n    ".join(str(note["text"]).splitlines())
+        text = str(note["text"])
+        if len(text) > MAX_NOTE_CHARS:
+            text = (f"{text[:MAX_NOTE_CHARS]}… (cut short: this note has {len(text)} characters, more than the "
+                    f"{MAX_NOTE_CHARS} a note may have; the file was edited by hand?)")
+        line = f"[{note['id']}] " + "\n    ".join(text.splitlines())
         size += len(line) + 1
         if size > MAX_SHOWN_CHARS:
             lines.append(f"({len(notes) - shown} more not shown: an answer shows at most {MAX_SHOWN_CHARS} "
@@ -200,7 +227,11 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
             left["text"] = text
             _save(path, data)
             return f"added note {left['id']}"
-        if len(data["notes"]) >= MAX_NOTES:
+        held = len(data["notes"])
+        if held > MAX_NOTES:  # a file edited by hand: "remove a note" would be refused again, as many times
+            raise ToolError(f"memory is full ({held} notes, more than the {MAX_NOTES} it may hold: the file was edited "
+                            f"by hand?); remove {held - MAX_NOTES + 1} notes before adding another")
+        if held == MAX_NOTES:
             raise ToolError(f"memory is full ({MAX_NOTES} notes); remove a note before adding another")
         note_id = _next_id(data, path)
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
