@@ -21,6 +21,7 @@ from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
 from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
+from gateway.store import checkpointer
 from platforms.base import Streaming
 from platforms.web_access import Refusal, error_response
 
@@ -62,9 +63,12 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         down = [name for name, state in connections.items() if state.status == "down"]
         storage = gateway.storage()
         unwell = bool(down) or storage["status"] == "down"
+        # An ended checkpointer shows, without a 503: chats are still answered, and a health check restarting
+        # the gateway for it would cut off every turn running. A full disk it may lead to is `storage`'s 503.
         return web.json_response({"status": "down" if unwell else "ok", "platforms": sorted(gateway.adapters),
                                   "down": down, "connections": {n: s.to_json() for n, s in connections.items()},
-                                  "storage": storage}, status=503 if unwell else 200)
+                                  "storage": storage, "wal_checkpointer": checkpointer.health(gateway.store.db)},
+                                 status=503 if unwell else 200)
 
     metrics_access = console_access(gateway)
 

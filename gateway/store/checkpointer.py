@@ -13,8 +13,8 @@ until the disk is full. So the task outlives its own failures: an SQLite error
 (a full disk) is retried at the next second; anything else is logged once with
 its traceback and retried on a fresh connection, backing off to once a minute.
 Should the task end anyway, `Checkpointer` hands checkpoints back to SQLite, and `ended`
-says so to ``/metrics`` (``switchboard_wal_checkpointer_up``): the log no longer grows unbounded,
-but the commits that checkpoint it stall every chat again.
+says so to ``/metrics`` (``switchboard_wal_checkpointer_up``), `health` to ``/healthz``: the log
+no longer grows unbounded, but the commits that checkpoint it stall every chat again.
 """
 
 from __future__ import annotations
@@ -34,14 +34,26 @@ log = logging.getLogger("gateway.store")
 INTERVAL_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
 
-_ENDED: weakref.WeakSet[SqliteDatabase] = weakref.WeakSet()
-"""The databases whose checkpointer ended by itself. By database: what reports it (the metrics) holds the
-store, not the gateway's checkpointer."""
+ENDED_REASON = ("the WAL checkpointer ended: SQLite's own commits checkpoint the log again, stalling every chat"
+                " now and then; a restart mends it")
+UNCHECKED_REASON = ("the WAL checkpointer ended and checkpoints could not be handed back to SQLite: the log grows"
+                    " until a restart")
+
+_ENDED: weakref.WeakKeyDictionary[SqliteDatabase, tuple[str, float]] = weakref.WeakKeyDictionary()
+"""The databases whose checkpointer ended by itself, with why it matters and since when. By database: what
+reports it (the metrics, ``/healthz``) holds the store, not the gateway's checkpointer."""
 
 
 def ended(db: SqliteDatabase) -> bool:
     """Whether the checkpointer started on ``db`` ended other than by its `Checkpointer.stop`."""
     return db in _ENDED
+
+
+def health(db: SqliteDatabase) -> dict[str, object]:
+    """As ``/healthz`` shows it: ``ok``, or ``ended`` with what that costs and since when (epoch seconds)."""
+    if (why := _ENDED.get(db)) is None:
+        return {"status": "ok", "reason": None, "since": None}
+    return {"status": "ended", "reason": why[0], "since": why[1]}
 
 
 async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
@@ -110,7 +122,7 @@ class Checkpointer:
     def start(self) -> None:
         if self._task is None:
             self._db.automatic_checkpoints(False)
-            _ENDED.discard(self._db)
+            _ENDED.pop(self._db, None)
             self._task = asyncio.ensure_future(run_forever(self._db.path, self._interval))
             self._task.add_done_callback(self._ended)
 
@@ -124,7 +136,7 @@ class Checkpointer:
     def _ended(self, task: asyncio.Task) -> None:
         if task is not self._task:
             return  # stopped: `stop` hands checkpoints back itself
-        _ENDED.add(self._db)
+        _ENDED[self._db] = (ENDED_REASON, self._db.clock.time())
         if not task.cancelled():
             log.error("WAL checkpointer ended; SQLite checkpoints the log itself again", exc_info=task.exception())
         try:
@@ -133,6 +145,7 @@ class Checkpointer:
             pass  # closed: the next connection to the file checkpoints automatically anyway
         except sqlite3.Error:
             log.exception("could not hand WAL checkpoints back to SQLite")
+            _ENDED[self._db] = (UNCHECKED_REASON, _ENDED[self._db][1])
 
 
 def _connect(path: Path) -> sqlite3.Connection:
