@@ -26,10 +26,11 @@ _SERVED = (("telegram", "Telegram"), ("slack", "Slack"), ("discord", "Discord"),
 """The other platforms ``switchboard chat`` runs alongside the terminal when enabled, as the first screen names them."""
 
 
-def chat_intro(config: Config, pinned: str | None = None) -> str:
+def chat_intro(config: Config, pinned: str | None = None, port: int | None = None) -> str:
     """A few lines: the model and how delegation shows here, then what to type. ``pinned``: the
     delegation mode of the session this chat goes on with (None for a first chat), which it keeps
-    until ``/new`` whatever the configuration says now."""
+    until ``/new`` whatever the configuration says now. ``port``: the one the HTTP server listens on,
+    when this chat runs it (``server.port: 0`` picks a free one as it starts); None: ``server.port``."""
     model = config.model
     if model.provider == "demo":
         who = "the offline demo model (no API key needed; every reply says [demo])"
@@ -53,21 +54,22 @@ def chat_intro(config: Config, pinned: str | None = None) -> str:
         shown += (".\nThis chat's session began so and keeps it; /new starts one that delegates "
                   f"{'inline' if configured == 'inline' else 'in the background'}, as configured")
     body = _DEMO_TRY if model.provider == "demo" else _MODEL_TRY
-    return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config)}\n"
+    return f"Switchboard terminal chat with {who}.\nHere {shown}.\n{body}\n{_elsewhere(config, port)}\n"
 
 
 def browsable_base(host: str, port: int) -> str:
     """The HTTP server's address as a browser on this machine opens it: a wildcard bind as loopback, an IPv6
-    address in brackets (the first screen here, and `switchboard run`'s start-up lines, name it alike)."""
+    address in brackets (the first screen here, and `switchboard run`'s start-up lines, name it alike). Port 0,
+    a free one not picked yet, as ``<free port>``: ``:0`` is no address a browser opens."""
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
-    return f"http://{host}:{port}"
+    return f"http://{host}:{port or '<free port>'}"
 
 
-def _elsewhere(config: Config) -> str:
+def _elsewhere(config: Config, port: int | None) -> str:
     """Where the same agent can be reached besides this terminal, and how to get there. A platform enabled in
     the configuration runs here too, and with it the HTTP server: told that `switchboard run` would serve the
     web chat once enabled, the user of a chat already serving it looked for a step that was done."""
-    base = browsable_base(config.server.host, config.server.port)
+    base = browsable_base(config.server.host, config.server.port if port is None else port)
     where = config.source or "switchboard.yaml"
     p = config.platforms
     running = [f"the web chat at {base}/chat"] if p.web.enabled else []

@@ -12,11 +12,13 @@ from platforms.base import Adapter
 def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callable[[], object] | None = None,
                    on_local_input_end: Callable[[], object] | None = None,
                    local_busy: Callable[[], bool] | None = None,
-                   local_mode: Callable[[], str | None] = lambda: None) -> list[Adapter]:
+                   local_mode: Callable[[], str | None] = lambda: None,
+                   local_port: Callable[[], int | None] = lambda: None) -> list[Adapter]:
     """The enabled platforms' adapters; ``local`` adds the terminal (``switchboard chat``),
     which calls ``on_local_exit`` when the person leaves it, ``on_local_input_end`` when
-    input piped to it runs out, asks ``local_busy`` whether a turn runs (Ctrl-C stops it), and
-    ``local_mode``, as it starts, for the delegation mode its chat's session is pinned to (None for none yet)."""
+    input piped to it runs out, asks ``local_busy`` whether a turn runs (Ctrl-C stops it), and,
+    as it starts, ``local_mode`` for the delegation mode its chat's session is pinned to (None for none yet)
+    and ``local_port`` for the port the HTTP server listens on (None when none runs)."""
     p = config.platforms
     adapters: list[Adapter] = []
     if local:
@@ -24,7 +26,7 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         from platforms.local import LocalAdapter
 
         adapters.append(LocalAdapter(on_exit=on_local_exit, on_input_end=on_local_input_end,
-                                     greeting=lambda: chat_intro(config, local_mode()),
+                                     greeting=lambda: chat_intro(config, local_mode(), local_port()),
                                      files_dir=Path(config.state_dir) / "sent-files", busy=local_busy))
     if p.webhook.enabled:
         from gateway.store.outbox_rows import RETENTION_SECONDS

@@ -53,8 +53,12 @@ async def serve(config: Config, *, local: bool = False) -> int:
 
         return gateway.store.sessions.mode_of(session_key(LocalAdapter.name, CHAT_ID, None))
 
+    def bound_port() -> int | None:
+        """Called as the terminal starts, once the server has taken its port (a free one for ``server.port: 0``)."""
+        return server.port if server is not None else None
+
     adapters = build_adapters(config, local=local, on_local_exit=stopping.set, on_local_input_end=answer_then_stop,
-                              local_busy=chat_busy, local_mode=chat_mode)
+                              local_busy=chat_busy, local_mode=chat_mode, local_port=bound_port)
     gateway = Gateway(AgentHost(config), adapters)
     # The terminal chat alone needs no HTTP server (and must not fight `switchboard run` for its port).
     with_server = not local or len(adapters) > 1
