@@ -11,6 +11,7 @@ checks what it opened on the descriptor (`os.fstat`), never by path again.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -77,7 +78,21 @@ def _folder(parent: int, name: str, make: bool, mode: int) -> int:
         os.mkdir(name, mode, dir_fd=parent)
     except FileExistsError:  # made meanwhile; opened, unfollowed, like any other
         pass
+    _flush(parent)
     return _open(parent, name, _FOLDER)
+
+
+def _flush(folder: int) -> None:
+    """Flush a folder ``name`` was just made in, so that the new name lasts: a caller flushes the file it
+    writes and the folder that holds it, and a power cut could still take a folder made for it, with the file
+    reported written. Flushed when another process made it meanwhile too (it may not have flushed it yet). A file
+    system that flushes no folders is the caller's to report, at its own folder's flush."""
+    with contextlib.suppress(OSError):
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)  # O_PATH cannot be flushed
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _open(parent: int, name: str, flags: int) -> int:

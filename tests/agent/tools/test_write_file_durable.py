@@ -27,3 +27,18 @@ async def test_a_folder_that_cannot_be_flushed_is_logged_and_the_write_reported(
     assert (workspace / "b.md").read_text() == "text"
     [warning] = [r.getMessage() for r in caplog.records if r.name == "agent.tools.file"]
     assert warning.startswith("write_file: 'b.md' is written, but its folder could not be flushed to disk")
+
+
+async def test_the_folders_made_for_a_file_are_flushed_in_the_folders_above_them(call, workspace: Path, fsyncs):
+    # Only the file's own folder was flushed: a power cut could take "plans" or "plans/q3", and the file
+    # the model was told was written with them.
+    assert await call(WRITE, {"path": "plans/q3/a.md", "content": "new"}) == "wrote 3 characters to plans/q3/a.md"
+    plans, q3, path = workspace / "plans", workspace / "plans" / "q3", workspace / "plans" / "q3" / "a.md"
+    assert fsyncs.of(workspace, plans, q3, path) == [
+        (workspace, {"plans"}), (plans, {"q3"}), (path, None), (q3, {"a.md"})]
+
+
+async def test_a_file_written_into_folders_that_cannot_be_flushed_is_still_written(call, workspace: Path,
+                                                                                  folders_not_flushable):
+    assert await call(WRITE, {"path": "new/b.md", "content": "text"}) == "wrote 4 characters to new/b.md"
+    assert (workspace / "new" / "b.md").read_text() == "text"
