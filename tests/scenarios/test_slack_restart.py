@@ -4,7 +4,9 @@ while a turn runs with its `_working…_` placeholder up, then restarted on the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import sqlite3
 from pathlib import Path
 
 import aiohttp
@@ -19,15 +21,15 @@ pytestmark = restarts(3)
 DM = "DU1"  # the fake's DM channel with user U1
 
 
-def write_config(tmp_path: Path, fake: FakeSlack, script: dict) -> Path:
+def write_config(tmp_path: Path, fake: FakeSlack, script: dict, **server) -> Path:
+    """``server``: settings of the ``server`` section besides its port."""
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
     config = tmp_path / "switchboard.yaml"
     config.write_text(yaml.safe_dump({
         "state_dir": str(tmp_path / "state"),
-        "server": {"port": 0},
+        "server": {"port": 0, **server},
         "model": {"provider": "scripted", "script": str(tmp_path / "script.yaml")},
-        # No progress card: the scripted turns sleep as long as its default delay, and these tests
-        # count the placeholder and the reply alone.
+        # No progress card: these tests count the placeholder and the reply alone.
         "display": {"progress": "off"},
         "platforms": {"slack": {"enabled": True, "bot_token": fake.bot_token, "app_token": fake.app_token,
                                 "api_base": fake.api_base, "allow_all": True}},
@@ -43,6 +45,17 @@ async def refused(url: str) -> None:
                 if response.status == 503:
                     return
             await asyncio.sleep(0.05)  # another process: nothing to wait on but its answers
+
+
+async def replies_recorded(tmp_path: Path) -> None:
+    """Until the running gateway has recorded every reply it sent: one killed before would have its
+    last reply looked up in the chat after the restart (a lookup, and a wait for Slack's pacing of them)."""
+    async with asyncio.timeout(15):
+        while True:
+            with contextlib.closing(sqlite3.connect(tmp_path / "state" / "switchboard.db")) as db:
+                if not db.execute("SELECT 1 FROM gateway_outbox WHERE status='pending'").fetchone():
+                    return
+            await asyncio.sleep(0.05)  # another process: nothing to wait on but its database
 
 
 def bot_texts(fake: FakeSlack) -> list[str]:
@@ -86,7 +99,10 @@ async def test_a_placeholder_a_killed_gateway_left_is_deleted_when_its_turn_runs
 async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_and_its_placeholder_deleted_after_a_restart(
         tmp_path):
     async with FakeSlack() as fake:
-        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
+        # A grace shorter than the wait for the outbox's first probe of the refused token (5 s): the stop
+        # does not wait for that probe (refused too, it would put the next one 10 s off, past the restart).
+        config = write_config(tmp_path, fake, {"parent": [[{"sleep": 1, "text": "it is green"}]]},
+                              shutdown_grace_seconds=2)
         proc, _ = await start(config, tmp_path)
         try:
             await fake.wait_for(lambda: fake.open_connections, timeout=15)
@@ -108,7 +124,7 @@ async def test_a_reply_slack_refused_for_a_revoked_token_is_sent_once_and_its_pl
 async def leave_a_placeholder_slack_refused_to_delete(fake: FakeSlack, tmp_path: Path) -> Path:
     """A gateway whose placeholder's deletion Slack refused for a revoked token after the reply went
     out, stopped: the config to start it again with."""
-    config = write_config(tmp_path, fake, {"parent": [[{"sleep": 2, "text": "it is green"}]]})
+    config = write_config(tmp_path, fake, {"parent": [[{"sleep": 1, "text": "it is green"}]]})
     deleting = fake.hold("chat.delete")
     proc, url = await start(config, tmp_path)
     try:
@@ -158,6 +174,7 @@ async def test_a_message_sent_while_the_gateway_was_killed_is_answered_once_afte
             await fake.wait_for(lambda: fake.open_connections, timeout=15)
             await fake.push_dm("U1", "hello")
             await fake.wait_for(lambda: bot_texts(fake) == ["hello to you"], timeout=15)
+            await replies_recorded(tmp_path)
         finally:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
