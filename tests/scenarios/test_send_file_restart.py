@@ -28,12 +28,13 @@ async def test_a_journaled_file_is_sent_once_from_its_copy_after_a_sigkill(tmp_p
     (workspace / "report.csv").write_text("as asked\n")
     async with FakeTelegram() as fake:
         config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
+        settings = {
             "state_dir": str(tmp_path / "state"), "server": {"port": 0},
             "model": {"provider": "scripted", "script": str(script)},
             "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
                                        "allow_all": True, "toolsets": ["file"]}},
-        }))
+        }
+        config.write_text(yaml.safe_dump(settings))
         fake.fail_next("sendDocument", status=429, retry_after=5)  # long enough to kill it first
         proc, _ = await start(config, tmp_path)
         try:
@@ -45,6 +46,8 @@ async def test_a_journaled_file_is_sent_once_from_its_copy_after_a_sigkill(tmp_p
         assert fake.messages["42"] == []
         (workspace / "report.csv").write_text("changed afterwards\n")
         script.write_text(yaml.safe_dump({"parent": [[SEND, {"text": "sent it"}]]}))
+        # The 429's retry time is journaled: restarted, the outbox waited out what was left of its 5 s.
+        config.write_text(yaml.safe_dump({**settings, "delivery": {"max_retry_after": 0.1}}))
         proc, _ = await start(config, tmp_path)
         try:
             await fake.wait_for(lambda: len(fake.messages["42"]) == 2, timeout=30)

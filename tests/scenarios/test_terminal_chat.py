@@ -335,7 +335,8 @@ def test_the_first_screen_names_the_mode_the_chats_session_keeps_not_only_the_co
     """`make run` pins its chat's session inline; a plain `switchboard chat` afterwards goes on with that
     session, still inline until /new, and its first screen says so (it said "background", the configuration)."""
     config = tmp_path / "switchboard.yaml"
-    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state")}))
+    # The demo's children pause a second a step by default: inline, the piped list waited for all of it.
+    config.write_text(yaml.safe_dump({"state_dir": str(tmp_path / "state"), "model": {"demo": {"step_seconds": 0.1}}}))
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
 
     def chat(text: str, *settings: str) -> str:
