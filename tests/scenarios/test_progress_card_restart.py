@@ -33,13 +33,17 @@ async def test_a_card_left_working_by_a_sigkill_is_finalised_by_a_fast_rerun_of_
     script.write_text(yaml.safe_dump({"parent": [[{"hang": True}]]}))
     async with FakeTelegram() as fake:
         config = tmp_path / "switchboard.yaml"
-        config.write_text(yaml.safe_dump({
-            "state_dir": str(tmp_path / "state"), "server": {"port": 0},
-            "model": {"provider": "scripted", "script": str(script)},
-            "display": {"progress": "card", "progress_delay": 1},
-            "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
-                                       "allow_all": True}},
-        }))
+
+        def configure(progress_delay: float) -> None:
+            config.write_text(yaml.safe_dump({
+                "state_dir": str(tmp_path / "state"), "server": {"port": 0},
+                "model": {"provider": "scripted", "script": str(script)},
+                "display": {"progress": "card", "progress_delay": progress_delay},
+                "platforms": {"telegram": {"enabled": True, "token": fake.token, "api_base": fake.base_url,
+                                           "allow_all": True}},
+            }))
+
+        configure(progress_delay=0)  # the card at once: the first run is there to leave it
         proc, _ = await start(config, tmp_path)
         try:
             fake.push_message(42, "take your time")
@@ -50,8 +54,9 @@ async def test_a_card_left_working_by_a_sigkill_is_finalised_by_a_fast_rerun_of_
             await proc.wait()
         [card] = fake.messages["42"]
         assert card["text"].startswith("⏳")
-        # The turn runs again, answering before a card of its own would be due.
+        # The turn runs again, answering before a card of its own would be due, also on a loaded machine.
         script.write_text(yaml.safe_dump({"parent": [[{"text": "all done"}]]}))
+        configure(progress_delay=60)
         proc, _ = await start(config, tmp_path)
         try:
             await fake.wait_for(lambda: any(m["text"] == "all done" for m in fake.messages["42"]), timeout=30)

@@ -173,6 +173,14 @@ class Cluster:
         self.gateway = await Process.start(self.config, "run", self.env, self.tmp_path)
         self.url = (await self.gateway.wait_for(r"listening on (http://\S+)")).group(1)
 
+    async def start(self, workers: int) -> None:
+        """``workers`` workers and the gateway, all up: started at once, as none waits on another to come up
+        (a start is mostly imports, which the CPU's other core runs meanwhile)."""
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(self.start_worker())
+            group.create_task(self.start_gateway())
+
     async def say(self, chat: str, text: str) -> dict:
         return (await signed_post(f"{self.url}/webhooks/hook", SECRET, {"text": text, "chat_id": chat})).json()
 
@@ -180,7 +188,8 @@ class Cluster:
         """(child id, worker identity) of every child whose model or tool call a worker runs now."""
         self.client = self.client or await connect(self.settings)
         found = []
-        async for execution in self.client.list_workflows(f"TaskQueue = '{self.queue}' AND ExecutionStatus = 'Running'"):
+        running = f"TaskQueue = '{self.queue}' AND ExecutionStatus = 'Running'"
+        async for execution in self.client.list_workflows(running):
             desc = await self.client.get_workflow_handle(execution.id).describe()
             for pending in desc.raw_description.pending_activities:
                 if pending.last_worker_identity and pending.state == 2:  # PENDING_ACTIVITY_STATE_STARTED
@@ -225,10 +234,10 @@ def pid_of(identity: str) -> int:
 
 async def test_a_worker_killed_mid_child_leaves_it_to_another_and_the_chat_gets_one_completion(cluster):
     receiver = cluster.receiver
-    scale = cluster()
-    await scale.start_worker()
-    await scale.start_worker()
-    await scale.start_gateway()
+    # One step, not the default three: the call the kill lands in runs again on the other worker, which is what
+    # this proves; each step after it would only add its second.
+    scale = cluster(model={"provider": "demo", "demo": {"child_steps": 1, "step_seconds": 1}})
+    await scale.start(workers=2)
     await scale.say("a", "- alpha research")
     await receiver.wait_for(lambda: any("Started 1 subagent" in t for t in texts(receiver)), timeout=15)
     [(child, identity)] = await scale.until_running(1)
@@ -247,9 +256,7 @@ async def test_a_gateway_killed_while_children_run_delivers_once_after_it_restar
                                                                                                         tmp_path):
     receiver = cluster.receiver
     scale = cluster(plugins=["probe_plugin"])
-    await scale.start_worker()
-    await scale.start_worker()
-    await scale.start_gateway()
+    await scale.start(workers=2)
     await scale.say("p", "hello")  # the plugin launches its child from this turn
     # Only once it has: the two turns' hooks run at once, and "b"'s would launch one too
     await until(lambda: (tmp_path / "probe.json").exists(), 15, every=0.05)
@@ -278,8 +285,7 @@ async def test_a_gateway_killed_while_children_run_delivers_once_after_it_restar
 async def test_stop_and_stall_detection_reach_children_on_workers(cluster):
     receiver = cluster.receiver
     scale = cluster(delegation={"heartbeat_interval_seconds": 0.3, "stale_between_turns_seconds": 2})
-    await scale.start_worker()
-    await scale.start_gateway()
+    await scale.start(workers=1)
     await scale.say("s", "- [slow:40] a long job")
     await receiver.wait_for(lambda: any("Started 1 subagent" in t for t in texts(receiver, "s")), timeout=15)
     [(child, _)] = await scale.until_running(1)
@@ -299,8 +305,8 @@ async def test_stop_and_stall_detection_reach_children_on_workers(cluster):
 async def test_a_stopped_worker_exits_naming_the_plugin_tool_it_left_running(cluster, tmp_path):
     script = str(tmp_path / "hung_script.json")
     scale = cluster(plugins=["hung_plugin"], model={"provider": "scripted", "script": script})
-    worker = await scale.start_worker()
-    await scale.start_gateway()
+    await scale.start(workers=1)
+    [worker] = scale.workers
     await scale.say("h", "go")
     await worker.wait_for("the plugin's tool has started")
     async with asyncio.timeout(10):  # well before a supervisor's stop timeout
