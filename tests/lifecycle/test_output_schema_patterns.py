@@ -8,7 +8,14 @@ import time
 
 import pytest
 
-from lifecycle._output_schema import MAX_PATTERN_SECONDS, MAX_PATTERN_SIZE, schema_problem, validate_output
+from lifecycle import _output_schema
+from lifecycle._output_schema import (
+    MAX_CHECK_SECONDS,
+    MAX_PATTERN_SECONDS,
+    MAX_PATTERN_SIZE,
+    schema_problem,
+    validate_output,
+)
 
 # ``re`` backtracks through 2**60 ways of splitting the a's before it gives up: hours, on the loop.
 BACKTRACKS = "^(a|a)+$"
@@ -112,3 +119,32 @@ def test_pattern_properties_beside_unevaluated_properties_are_refused():
         "output_schema is not usable: patternProperties cannot be combined with unevaluatedProperties in an output "
         "contract (their patterns could not be matched under a time limit); use additionalProperties")
     assert schema_problem({"unevaluatedProperties": False, "properties": {"a": {"pattern": "^x"}}}) is None
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_pattern_overrunning_past_the_whole_checks_time_is_still_named(monkeypatch):
+    # On a loaded machine a match ran on past its timeout, and past the check's own deadline: the answer was
+    # told that checking took too long, not which pattern backtracked, and the other values went unchecked.
+    clock = _Clock()
+    monkeypatch.setattr(_output_schema, "time", clock)
+
+    class Overruns:
+        def search(self, text: str, timeout: float) -> None:
+            clock.now += MAX_CHECK_SECONDS + 1
+            raise TimeoutError
+
+    monkeypatch.setattr(_output_schema, "_compiled", lambda pattern: Overruns())
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": BACKTRACKS},
+                                               "size": {"type": "integer"}}}
+    valid, errors, _ = validate_output(f'{{"name": "{LONG}", "size": "big"}}', schema)
+    assert not valid
+    assert errors == [f"$.name: '{LONG}' could not be checked against '{BACKTRACKS}': matching took longer than the "
+                      f"{MAX_PATTERN_SECONDS} s an answer's patterns may take (the pattern backtracks)",
+                      "$.size: 'big' is not of type 'integer'"]
