@@ -106,7 +106,7 @@ class AgentHost:
         the plugins have loaded."""
         self.state_dir.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
         self.workspace.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
-        if state_lock.held_here(self.state_dir):  # no other process may be writing them now
+        if state_lock.held_here(self.state_dir):  # no other gateway is writing them now (see `_remove_leftovers`)
             await asyncio.to_thread(self._remove_leftovers)
         try:
             # Children starting or ending meanwhile wait for the plugins' hooks (`release_ends`): the plugins load
@@ -152,7 +152,9 @@ class AgentHost:
                         "; ".join(str(f) for f in self.plugins.failures))
 
     def _remove_leftovers(self) -> None:
-        """The temporary files of attachments and memory files that a process killed mid-write left."""
+        """The temporary files of attachments and memory files that a process killed mid-write left. A
+        ``switchboard ask`` may be saving a note beside us (it takes no state lock): `remove_temporaries`
+        leaves the file of a save under way."""
         removed = remove_parts(self.workspace)
         removed += remove_temporaries(self.state_dir, below=False) + remove_temporaries(self.state_dir / MEMORY_DIR)
         if removed:

@@ -57,24 +57,54 @@ _LOCKS = tuple(threading.Lock() for _ in range(64))
 gives each chat its own file); two files on one stripe merely wait for each other."""
 
 
-_TEMPORARY = re.compile(r"\..+\.json\.[a-z0-9_]{8}\.tmp")
-"""The name `_save` writes a memory file under until it is complete (as ``tempfile.mkstemp`` named them)."""
+_TEMPORARY = re.compile(r"\.(.+\.json)\.[a-z0-9_]{8}\.tmp")
+"""The name `_save` writes a memory file (the group) under until it is complete (as ``tempfile.mkstemp`` named
+them)."""
 
 
 def remove_temporaries(folder: Path, *, below: bool = True) -> list[Path]:
     """Remove the temporary files of memory files in ``folder`` (and the folders below it, with
-    ``below``), which a process killed while saving left behind; returns them. Call only where no
-    process may be saving now (the gateway holds its state directory's lock). Blocking."""
+    ``below``), which a process killed while saving left behind; returns them. A save under way keeps
+    its own, in whatever process (a ``switchboard ask`` beside a gateway that starts: it holds no state
+    directory lock): see `_remove_unsaved`. Blocking."""
     removed = []
     for directory, folders, names in os.walk(folder):
+        temporaries: dict[str, list[Path]] = {}
         for name in names:
-            path = Path(directory, name)
-            if _TEMPORARY.fullmatch(name) and not path.is_dir():
-                path.unlink(missing_ok=True)
-                removed.append(path)
+            match = _TEMPORARY.fullmatch(name)
+            if match and not Path(directory, name).is_dir():
+                temporaries.setdefault(match[1], []).append(Path(directory, name))
+        for notes, paths in temporaries.items():
+            removed += _remove_unsaved(Path(directory, notes), paths)
         if not below:
             folders.clear()
     return removed
+
+
+def _remove_unsaved(path: Path, temporaries: list[Path]) -> list[Path]:
+    """Remove ``temporaries``, of the memory file ``path``, unless a save is writing one; returns those
+    removed. A save writes its temporary file only while it holds the file's lock (`_locked`, made as
+    there when missing): while the lock can be taken at once, no save is under way, and none starts until
+    it is let go of. A lock held elsewhere (or that cannot be made) leaves them all, for the next start.
+    Blocking."""
+    try:
+        fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+    except OSError:
+        return []
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a save holds it: one of these is its file, being written
+            return []
+        removed = []
+        for temporary in temporaries:
+            with contextlib.suppress(OSError):  # renamed by a save that ended meanwhile, or left for the next start
+                temporary.unlink()
+                removed.append(temporary)
+        return removed
+    finally:
+        os.close(fd)  # lets go of the flock
 
 
 def _lock_for(path: Path) -> threading.Lock:
