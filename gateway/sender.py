@@ -22,7 +22,7 @@ from gateway.events import GatewayEvents
 from gateway.give_up import GiveUpClocks
 from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS, describe, findable, outbound
-from gateway.pacing import Pacer, account_op, pacing_of
+from gateway.pacing import Pacer, account_op, pacing_of, refused_unasked
 from gateway.part_notes import gave_up_on, late_note, missing_note
 from gateway.quote_passing import pass_quote
 from gateway.sent_lookup import SentLookup
@@ -235,6 +235,11 @@ class Sender:
                 row = self._to_edit(row, "nothing to delete" if target_id is None else "the platform cannot delete")
             if row.op == "edit" and target_id is None and not find_target:
                 row = self._to_send(row, "no sent message to edit")
+            if row.op in ("edit", "delete") and target_id and refused_unasked(adapter, row.chat_id, target_id):
+                # Refused without a call (`refused_unasked`): sent anew now, no turn waited for in the chat's pace.
+                if row.op == "delete":
+                    row = self._to_edit(row, "the platform keeps it as it is")
+                row = self._to_send(row, "the platform keeps it as it is")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
             lookup = find_target or row.op == "send" and self.maybe_sent(row) and findable(adapter, row)
@@ -379,6 +384,10 @@ class Sender:
         if not isinstance(adapter, Deleting):  # at every edit of a platform that takes none (webhooks): DEBUG
             log.debug("outbox: %s chat %s: %s was sent anew; the message it was to edit is left as it is (the "
                       "platform cannot delete it)", row.platform, row.chat_id, row.key)
+            return
+        if refused_unasked(adapter, row.chat_id, message_id):  # learned since the edit was refused (an upgrade)
+            log.info("outbox: %s chat %s: %s was sent anew; the message it was to edit is left as it is (the "
+                     "platform keeps it as it is)", row.platform, row.chat_id, row.key)
             return
         pause = self._pacer.delay(row.chat, progress=True, op="delete")
         if pause > 0 and not await self._pacer.wait(pause, preempt):

@@ -625,6 +625,17 @@ class TelegramAdapter:
         except NotFound:
             pass
 
+    def unchangeable(self, chat_id: str, message_id: str) -> bool:
+        """Whether `edit` and `delete` refuse this message without asking Telegram (`NO_ID`, or a message left
+        behind in a group since upgraded): the outbox then takes no turn in the chat's pace for it
+        (`gateway.pacing.refused_unasked`)."""
+        try:
+            _known("editMessageText", chat_id, message_id)
+            self._moves.locate("editMessageText", chat_id, message_id)
+        except EditUnsupported:
+            return True
+        return False
+
     async def download(self, attachment: Attachment) -> bytes:
         """getFile, then the file itself, streamed and stopped past ``max_attachment_bytes``."""
         return await telegram_files.download(
