@@ -166,6 +166,11 @@ class Structure:
     def atom_at(self, pos: int) -> tuple[int, int] | None:
         return next(((a, b) for a, b in self._region(pos).atoms if a < pos < b), None)
 
+    def atoms_starting_in(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The atoms of the region holding ``start`` that begin from ``start`` up to before ``end``, in order."""
+        atoms = self._region(start).atoms
+        return atoms[bisect.bisect_left(atoms, (start,)):bisect.bisect_left(atoms, (end,))]
+
     def table_at(self, pos: int) -> Table | None:
         """The table whose rows hold ``pos`` (from its first character to its end)."""
         return next((t for t in self._region(pos).tables if t.start < pos <= t.end), None)
@@ -194,6 +199,7 @@ def _parse_region(text: str, start: int, end: int) -> _Region:
             where = _locator(src, start, line_starts, tok)
             if where is not None:
                 _collect(tok.children or [], where, text, region)
+    region.atoms.sort()  # by start, for `Structure.atoms_starting_in`
     return region
 
 

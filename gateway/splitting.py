@@ -27,7 +27,10 @@ points). What a cut never breaks:
   no cut falls inside a marker; unless the markers to close (or to reopen) would
   take more than a quarter of the limit (hundreds of styles open at once): then
   the part closes (or reopens) none, so every part keeps most of the limit for text;
-- **links, bare URLs, images, escapes and entities**, which are kept whole;
+- **links, bare URLs, images, escapes and entities**, which are kept whole; a link longer than a
+  part is cut in its label (at a space where it can) into links to the same address, like a style,
+  and one whose address takes more than a quarter of the limit is written out as its label and its
+  address (`_unlinked`): cut otherwise, a part would show its Markdown;
 - **tables**, cut only between body rows; the next part repeats the header rows;
 - **list items**: a part starting inside one (past its marker) has none, so the item's
   later lines are taken out as far as its text, and a blank line goes before the next item
@@ -40,7 +43,7 @@ points). What a cut never breaks:
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a blank line may be added, and list markers
-rewritten, as said; nothing else is added or removed.
+and links too long for a part rewritten, as said; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -49,8 +52,8 @@ code blocks are from `gateway.split_fences`, and the list items from `gateway.sp
 Cost: each part needs a handful of ``measure`` calls on text of about the part's
 size (the search interpolates, so a measure proportional to the length converges
 in two or three; Telegram's cap on formatted spans, which interpolation cannot
-follow, about fifteen), so a 100 KB text splits in milliseconds with a cheap measure;
-a rendering one renders only the block a candidate ends in, or a list's item, the
+follow, about fifteen, on at most twice the last part's text), so a 100 KB text splits in
+milliseconds with a cheap measure; a rendering one renders only the block a candidate ends in, or a list's item, the
 renderer remembering the others (`platforms.formatting.blocks`). Each candidate is
 measured as the part would be written (out of the list items it starts in), so it
 is read, and cut into runs, as sent.
@@ -62,6 +65,8 @@ import bisect
 import re
 from collections.abc import Callable
 
+from markdown_it.helpers import parseLinkDestination, parseLinkLabel
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from gateway import link_references
@@ -95,6 +100,17 @@ def _whole(text: str, i: int) -> bool:
     return not _is_pair(text, i) and is_boundary(text, i)
 
 
+def _link_label(text: str, start: int, end: int) -> Style | None:
+    """The inline link ``text[start:end]`` as a style its label opens and its target closes
+    (``](href)``): a link longer than a part is cut into links to the same target."""
+    if text[start] != "[":
+        return None
+    label_end = start + parseLinkLabel(StateInline(text[start:end], markdown.parser(), {}, []), 0)
+    if label_end <= start or text[label_end + 1:label_end + 2] != "(":
+        return None
+    return Style(start, start + 1, label_end, end, "[", text[label_end:end])
+
+
 def _character_start(text: str, start: int, end: int) -> int:
     """The last cut after ``start`` and at or before ``end`` that splits no cluster; when one
     cluster fills the whole stretch (a letter under a pile of marks), ``end`` between code points."""
@@ -124,6 +140,8 @@ class _Splitter(InLists):
         self._item_at: dict[int, Item] = {}
         self._item_lines: dict[int, Item] | None = None
         self._line_starts: list[int] = []
+        self._last_window = limit
+        """The text the last part could hold (`max_end`): the first guess for the next is at most twice it."""
 
     def block_tokens(self) -> list[Token]:
         """The text's block tokens (`markdown.block_tokens`), parsed once for the scans that need them."""
@@ -198,7 +216,8 @@ class _Splitter(InLists):
         table = self.structure.table_at(start)
         if table is not None and start >= table.head_end:
             return self.text[table.start:table.head_end]
-        return self._carried("".join(s.opener for s in self.structure.styles_open_at(start) if start < s.close_start))
+        styles = self.with_cut_link(start, self.structure.styles_open_at(start))
+        return self._carried("".join(s.opener for s in styles if start < s.close_start))
 
     def _carried(self, markers: str) -> str:
         """``markers`` if they leave the part most of the limit, else nothing: a thousand styles open at
@@ -207,7 +226,21 @@ class _Splitter(InLists):
 
     def styles_left_open(self, end: int) -> list[Style]:
         """The styles a part ending at ``end`` must close, outermost first."""
-        return [s for s in self.structure.styles_open_at(end) if s.open_end < end]
+        return [s for s in self.with_cut_link(end, self.structure.styles_open_at(end)) if s.open_end < end]
+
+    def link_at(self, pos: int) -> Style | None:
+        """The inline link holding ``pos`` as a style (`_link_label`), if its target can be carried."""
+        atom = self.structure.atom_at(pos)
+        link = _link_label(self.text, *atom) if atom is not None else None
+        return link if link is not None and self._carried(link.closer) else None
+
+    def with_cut_link(self, pos: int, styles: list[Style]) -> list[Style]:
+        """``styles`` and the link whose label holds ``pos``: only a link longer than a part is ever cut
+        there, as an atom is kept whole otherwise."""
+        link = self.link_at(pos)
+        if link is None or not link.open_end <= pos <= link.close_start:
+            return styles
+        return sorted([*styles, link], key=lambda s: s.open_start)
 
     # -- choosing the cut ------------------------------------------------------------------
 
@@ -250,7 +283,9 @@ class _Splitter(InLists):
         n, limit = len(self.text), self.limit
         base = self.measure(head + tail) if head or tail else 0
         lo, lo_m, hi, hi_m = start, base, -1, 0
-        guess = min(n, start + max(limit - base, 1))
+        # Where the last part held far less than the limit in characters (Telegram's cap on spans: a hundred
+        # "*a*" is 400 of 4,096), guessing the limit rendered ten times the part for each of them.
+        guess = min(n, start + max(min(limit - base, 2 * self._last_window), 1))
         unbounded_steps, last_width, misses, interpolated = 0, -1, 0, False
         # Each candidate as the part would have it: out of the list items it starts in (`assemble`);
         # measured as written, a part starting in a list item was read otherwise, and rendered whole.
@@ -311,9 +346,29 @@ class _Splitter(InLists):
                 cut = f.close_start
             elif f is not None and f.open_start < body_end <= f.open_end and f.open_start > start:
                 cut = f.open_start
+            elif (link := self.link_at(body_end)) is not None and link.open_start <= start < link.close_start:
+                # A link longer than a part: cut its label (never its target), at a space if it has one here.
+                cut = self._label_cut(max(start, link.open_end) + 1, min(body_end, link.close_start))
             elif not self.in_code(body_end - 1):
                 cut = self._before_marker(start, body_end, cut)
         return cut
+
+    def _label_cut(self, first: int, last: int) -> int:
+        """Where to cut a link's label from ``first`` up to ``last``: at its last space before ``last``,
+        else as late as possible, but never inside an atom the label holds (an escape, an entity, an
+        image: cut, each shows its Markdown); ``last`` when one atom takes it all."""
+        gaps, lo = [], first
+        for a, b in self.structure.atoms_starting_in(first - 1, last):
+            if a >= lo:
+                gaps.append((lo, a))
+            lo = max(lo, b)
+        if lo <= last:
+            gaps.append((lo, last))
+        for lo, hi in reversed(gaps):
+            space = self.text.rfind(" ", lo, min(hi + 1, last))
+            if space != -1:
+                return space
+        return gaps[-1][1] if gaps else last
 
     def _before_marker(self, start: int, end: int, cut: int) -> int:
         """The last position before ``end`` that is a valid end, else ``cut`` itself."""
@@ -418,6 +473,7 @@ class _Splitter(InLists):
         head = self.head(start)
         tail = self.reserve(start)
         end = self.max_end(head, start, tail)
+        self._last_window = max(end - start, 1)
         # The rest may fit once no closing fence needs room: the last part. Checked only when the
         # rest is about the window's size, so the text is not measured whole again for every part.
         if end < n and self.content_end - max(end, start) <= len(tail) and self.fits(head, start, self.content_end, ""):
@@ -463,7 +519,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined,
     the parts give back the text except for the whitespace at the cuts (an indented code line cut in
     two is indented again) and in the list items a part starts in, the markers added to close and
-    reopen code blocks, styles and tables, and the list markers rewritten to go on with a list's
+    reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
+    address too long to repeat), and the list markers rewritten to go on with a list's
     numbers (see the module docstring); a text with link reference definitions has those a part uses
     at its end (up to half the limit), and no part of definitions only (`gateway.link_references`).
     Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
@@ -475,6 +532,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return []
     if measure(text) <= limit:
         return [text]
+    text = _unlinked(text, limit, measure)
     references = link_references.References(text, limit // _REFERENCE_SHARE)
     splitter = _Splitter(text, limit,
                          (lambda part: measure(part + references.for_part(part))) if references else measure)
@@ -489,6 +547,30 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return [p if leaves_code_open(p) else p + references.for_part(p)
                 for p in parts if not link_references.shows_nothing(p)]
     return parts
+
+
+def _unlinked(text: str, limit: int, measure: Measure) -> str:
+    """``text`` with every link that no part can hold, nor carry the target of (``](href)``, see `_carried`),
+    written out as its label and its address: cut as a link, a part would show its Markdown. A space goes
+    after the address unless whitespace follows (glued, the next word would be linked with it); a title
+    (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its first quarter of
+    the limit (or a ``(`` before it) is looked at, so the text is parsed only where one may be that long."""
+    marker_room = limit // _MARKER_SHARE
+    targets = list(re.finditer(r"\]\((?=[^)]{%d}|[^)]*\()" % max(marker_room - 2, 0), text))
+    if not targets:
+        return text
+    structure = _Splitter(text, limit, measure).structure
+    for target in reversed(targets):
+        q, atom = target.start(), structure.atom_at(target.start())
+        link = _link_label(text, *atom) if atom is not None else None
+        if link is None or link.close_start != q or len(link.closer) <= marker_room:
+            continue
+        if measure(text[link.open_start:link.close_end]) > limit:
+            body = link.closer[2:-1].lstrip(" \t\n")
+            href = body[:parseLinkDestination(body, 0, len(body)).pos]
+            gap = " " if text[link.close_end:link.close_end + 1].strip() else ""
+            text = f"{text[:link.open_start]}{text[link.open_end:q]} {href}{gap}{text[link.close_end:]}"
+    return text
 
 
 def safe_measure(adapter: Adapter) -> Callable[[str], int]:
