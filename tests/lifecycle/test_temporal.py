@@ -62,7 +62,8 @@ async def until_signalled(workflow: WorkflowHandle, count: int) -> None:
 def journaled_steers(db, subagent_id: str) -> list[str]:
     """The texts of the child's unsent steers as the journal's file holds them (another process's view)."""
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        (steers,) = conn.execute("SELECT steers FROM lifecycle_records WHERE subagent_id = ?", (subagent_id,)).fetchone()
+        (steers,) = conn.execute("SELECT steers FROM lifecycle_records WHERE subagent_id = ?",
+                                 (subagent_id,)).fetchone()
     return [s["text"] for s in json.loads(steers)] if steers else []
 
 
@@ -217,11 +218,20 @@ def test_limits_follow_the_delegation_settings():
     assert ChildLimits.from_dict(limits.to_dict()) == limits
 
 
+def discard(server: DevServer) -> None:
+    """Stops a test's own dev server for good, killed: nothing reads it again, and its graceful stop takes 1-2 s."""
+    if server.process is not None:
+        server.process.kill()
+    server.stop()
+
+
 @contextlib.asynccontextmanager
-async def restartable(make_env, tmp_path, goal: str, text: str, *, db: str = "journal.db", script=None):
+async def restartable(make_env, tmp_path, goal: str, text: str, *, db: str = "journal.db", script=None,
+                      outage_after: bool = False):
     """A Temporal dev server of this test's own, which it may stop and start again, and a child
     launched on it that waits at the model's ``gate`` (then answers ``text``; ``script`` replaces
-    that); the client retries a call for 0.3 s at most, so an outage outlasts its retries."""
+    that); the client retries a call for 0.3 s at most, so an outage outlasts its retries. The server
+    is discarded as the block ends, or with ``outage_after`` stopped as an outage the test goes on through."""
     server = DevServer(db_file=tmp_path / "temporal.db", log_file=tmp_path / "server.log")
     await asyncio.to_thread(server.start)
     try:
@@ -238,7 +248,7 @@ async def restartable(make_env, tmp_path, goal: str, text: str, *, db: str = "jo
                 yield SimpleNamespace(server=server, settings=settings, client=client, model=model, env=env,
                                       handle=handle)
     finally:
-        await asyncio.to_thread(server.stop)
+        await asyncio.to_thread(server.stop if outage_after else lambda: discard(server))
 
 
 async def test_a_temporal_outage_longer_than_the_clients_retries_loses_no_child(make_env, tmp_path):
@@ -404,7 +414,7 @@ async def test_a_stop_asked_while_temporal_is_down_reaches_the_child_once_it_is_
 async def test_a_restart_while_temporal_does_not_answer_follows_its_children_again_not_interrupted(make_env, tmp_path):
     """The gateway starts again while Temporal is down (connected, then refused): its children are
     followed once Temporal answers, not reported interrupted while they run on their workers."""
-    async with restartable(make_env, tmp_path, "outlast", "still running") as run:
+    async with restartable(make_env, tmp_path, "outlast", "still running", outage_after=True) as run:
         pass  # its worker stops with the block: the child's call is taken up again by the next one
     await run.env.service.close()
     back = asyncio.ensure_future(asyncio.to_thread(run.server.start))
@@ -418,7 +428,7 @@ async def test_a_restart_while_temporal_does_not_answer_follows_its_children_aga
                 assert (await second.service.wait(run.handle, timeout_seconds=20)).state is S.SUCCEEDED
     finally:
         await back
-        await asyncio.to_thread(run.server.stop)
+        await asyncio.to_thread(discard, run.server)
 
 
 async def test_a_job_from_a_newer_gateway_fails_the_child_saying_so_not_stuck_for_ever(queue):
@@ -487,7 +497,7 @@ async def test_a_stop_asked_while_temporal_is_down_outlives_a_restart_of_the_gat
         await until(lambda: run.env.service.host_view().children("parent-1")[0].state is S.RUNNING)
         await asyncio.to_thread(run.server.stop)
         assert await run.env.service.host_view().interrupt_children("parent-1", "stopped by /stop") == 1
-        await run.env.service.close()  # the request still unsent is given up after a short grace
+        await run.env.service.close(grace=0.5)  # the request still unsent is given up after a short grace
         await asyncio.to_thread(run.server.start)
 
         second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")
@@ -512,7 +522,7 @@ async def test_steers_still_unsent_when_the_gateway_stops_during_an_outage_reach
         await asyncio.to_thread(run.server.stop)
         assert run.env.service.engine.steer(run.handle.subagent_id, "first: use metric units")
         assert run.env.service.engine.steer(run.handle.subagent_id, "second: and cite sources")
-        await run.env.service.close()  # the steers still unsent are given up after a short grace
+        await run.env.service.close(grace=0.5)  # the steers still unsent are given up after a short grace
         await asyncio.to_thread(run.server.start)
 
         second = await make_env(engine=TemporalEngine(run.settings, client=run.client), db="shared.db")

@@ -22,10 +22,23 @@ from lifecycle import ChildJob, ChildOutcome, SubagentLaunchRequest, SubagentSta
 from lifecycle.temporal import WORKFLOW, ChildLimits, TemporalEngine
 from lifecycle.temporal import _workflow as temporal_workflow
 from lifecycle.temporal._wire import PAYLOAD_LIMIT_BYTES, STEER
+from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import FakeClock, make_registry
+from tests.lifecycle.test_temporal import discard
 
 STEPS = 12
 """Model calls with a tool call each before the answer."""
+
+
+@pytest.fixture(scope="module")
+def temporal_server(tmp_path_factory):
+    """A dev server of this module's own that starts a continued run at once: Temporal holds back the run
+    after one shorter than ``history.workflowIdReuseMinimalInterval`` (1 s) for the rest of that second,
+    ~0.9 s a switch here, where a child's runs last far longer than a second."""
+    server = DevServer(log_file=tmp_path_factory.mktemp("temporal") / "server.log",
+                       dynamic_config=('history.workflowIdReuseMinimalInterval="0s"',)).start()
+    yield server
+    discard(server)
 
 
 @pytest.fixture(autouse=True)

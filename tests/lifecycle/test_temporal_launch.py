@@ -29,7 +29,7 @@ from lifecycle.temporal import WORKFLOW, ChildLimits, ChildWorker, TemporalEngin
 from lifecycle.temporal import _engine as temporal_engine
 from lifecycle.temporal.testing import DevServer
 from tests.lifecycle.conftest import make_registry
-from tests.lifecycle.test_temporal import crash
+from tests.lifecycle.test_temporal import crash, discard
 from tests.polling import until
 
 S = SubagentState
@@ -138,7 +138,7 @@ async def test_a_child_whose_workflow_temporal_did_not_take_before_the_close_end
                 assert (await second.service.wait(handle, timeout_seconds=20)).state is S.SUCCEEDED
                 assert (await second.service.result(handle)).summary == "ran once Temporal was back"
     finally:
-        await asyncio.to_thread(server.stop)
+        await asyncio.to_thread(discard, server)
 
 
 class Reports:
@@ -424,4 +424,4 @@ async def test_a_child_stopped_while_temporal_did_not_answer_its_start_is_never_
         assert model.requests == []
         assert await no_workflow(client, handle.subagent_id)
     finally:
-        await asyncio.to_thread(server.stop)
+        await asyncio.to_thread(discard, server)

@@ -11,6 +11,7 @@ import pytest
 from agent import ModelRequest, ToolRegistry
 from agent.models.scripted import ScriptedModel
 from lifecycle import SubagentLaunchRequest, SubagentState
+from lifecycle.settings import DelegationSettings
 from lifecycle.temporal import TemporalEngine
 from tests.lifecycle.conftest import OBJ, make_registry
 
@@ -70,7 +71,9 @@ async def test_a_stopped_childs_worker_logs_no_failed_call(make_env, queue, capl
     settings, client, worker = queue
     model = _Noting({"leaf": _leaf})
     running = await worker(model, _worker_tools(model))
-    env = await make_env(engine=TemporalEngine(settings, client=client))
+    # The stop reaches the call at its next heartbeat: each 5 s by default, a wait of up to 5 s.
+    env = await make_env(engine=TemporalEngine(settings, client=client),
+                         delegation=DelegationSettings(heartbeat_interval_seconds=0.5))
     with caplog.at_level(logging.WARNING, logger="temporalio"), env.turn():
         handle = await env.service.launch(SubagentLaunchRequest(goal=goal))
         reached = model.in_block.wait() if "[in-tool]" in goal else model.reached("gate")
