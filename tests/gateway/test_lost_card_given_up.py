@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from agent.testing import FakeClock
 from gateway.outbox import Outbox
 from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
@@ -63,8 +64,9 @@ async def card_given_up_on(fake: FakeSlack, outbox: Outbox, store: GatewayStore,
 
 @pytest.mark.parametrize("delete", [False, True], ids=["finalised", "deleted"])
 async def test_a_card_given_up_on_after_its_answer_was_lost_is_found_and_finished(tmp_path, fake, adapters, delete):
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1})
+    clock = FakeClock()  # the chat's pacing and the backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, clock=clock)
     await outbox.start()
     card = await card_given_up_on(fake, outbox, store)
     card.finish("✓ Done in 6 s", delete=delete)  # the turn ends
@@ -80,8 +82,9 @@ async def test_a_card_given_up_on_after_its_answer_was_lost_is_found_and_finishe
 async def test_a_card_given_up_on_after_its_answer_was_lost_is_edited_not_posted_again(tmp_path, fake, adapters):
     # The turn runs on: the card's next state edits the card found in the channel; posted anew, the
     # first would read ⏳ for good above it.
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1})
+    clock = FakeClock()  # the chat's pacing and the backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, clock=clock)
     await outbox.start()
     card = await card_given_up_on(fake, outbox, store)
     card.publish("⏳ Running search — 4 s", 1)
@@ -96,12 +99,13 @@ async def test_a_card_given_up_on_after_its_answer_was_lost_is_edited_not_posted
 
 async def test_a_card_given_up_on_before_a_restart_is_found_and_finished_by_the_turn_run_again(
         tmp_path, fake, adapters):
-    store = GatewayStore(tmp_path / "state.db")
-    first = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1})
+    clock = FakeClock()  # the chat's pacing and the backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    first = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, clock=clock)
     await first.start()
     await card_given_up_on(fake, first, store)
     await first.close()  # the process stops before the turn ends; the turn runs again after the restart
-    again = Outbox(store.outbox, {"slack": await adapters()})
+    again = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
     await again.start()
     ProgressMessage(again, CHAT, "t:card", turn_id="t", run_id="r2").finish("✓ Done in 6 s", delete=False)
     assert await again.flush(timeout=WAIT)
@@ -113,8 +117,9 @@ async def test_a_card_given_up_on_before_a_restart_is_found_and_finished_by_the_
 
 async def test_a_card_refused_for_good_is_withdrawn_without_asking_slack(tmp_path, fake, adapters):
     # Refused with an answer (the bot is not in the channel), the card cannot be in the channel: nothing to look up.
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    clock = FakeClock()  # the chat's pacing and the backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
     await outbox.start()
     card = ProgressMessage(outbox, CHAT, "t:card", turn_id="t", run_id="r1")
     fake.fail_next("chat.postMessage", "not_in_channel")
@@ -136,8 +141,9 @@ async def test_on_telegram_the_answer_still_reaches_the_chat_under_a_card_given_
     async with FakeTelegram() as fake:
         adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
         await adapter.start(Sink())
-        store = GatewayStore(tmp_path / "state.db")
-        outbox = Outbox(store.outbox, {"telegram": adapter}, give_up_after={"telegram": 0.1})
+        clock = FakeClock()  # the chat's pacing and the backoffs pass at once
+        store = GatewayStore(tmp_path / "state.db", clock=clock)
+        outbox = Outbox(store.outbox, {"telegram": adapter}, give_up_after={"telegram": 0.1}, clock=clock)
         await outbox.start()
         try:
             chat = ("telegram", "42", None)

@@ -67,8 +67,9 @@ def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -
 
 @pytest.mark.parametrize("thread", [False, True], ids=["channel", "thread"])
 async def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(tmp_path, fake, adapters, thread):
-    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
+    clock = FakeClock()  # the chat's pacing and the backoff pass at once
+    store, lookups = GatewayStore(tmp_path / "state.db", clock=clock), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events, clock=clock)
     await outbox.start()
     thread_ts = None
     if thread:
@@ -123,7 +124,7 @@ async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart
 
     store2 = GatewayStore(path)
     # The retry time process 1 recorded is on its wall clock, ahead: waited out to at most max_retry_after.
-    outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, max_retry_after=1.0)
+    outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, max_retry_after=0.2)
     await outbox2.start()
     message_id = await outbox2.wait_sent("t1:0", timeout=WAIT)
     await outbox2.close()
@@ -134,8 +135,9 @@ async def test_a_post_in_flight_when_the_process_died_is_found_after_the_restart
 
 
 async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tmp_path, fake, adapters, caplog):
-    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
+    clock = FakeClock()  # the backoff passes at once
+    store, lookups = GatewayStore(tmp_path / "state.db", clock=clock), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events, clock=clock)
     await outbox.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     fake.fail_next("conversations.history", "missing_scope")
@@ -150,8 +152,9 @@ async def test_a_part_slack_cannot_look_up_is_sent_again_and_the_log_says_why(tm
 
 
 async def test_a_rate_limited_lookup_is_asked_again_after_the_wait_and_finds_the_post(tmp_path, fake, adapters):
-    store = GatewayStore(tmp_path / "state.db")
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    clock = FakeClock()  # the backoff and the wait pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
     await outbox.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     fake.fail_next("conversations.history", status=429, retry_after=0.2)
@@ -161,6 +164,7 @@ async def test_a_rate_limited_lookup_is_asked_again_after_the_wait_and_finds_the
     store.close()
     assert [m["ts"] for m in bot_posts(fake)] == [message_id]
     assert len(fake.calls_to("conversations.history")) == 2
+    assert any(abs(s - 0.2) < 1e-3 for s in clock.sleeps), clock.sleeps  # the wait Slack asked for
 
 
 async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_the_post_is_not_doubled(
@@ -168,8 +172,9 @@ async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_
 ):
     """Slack took the post but its answer was lost in an outage, and the lookup meets the outage
     too (a 503, or no connection): asked again once Slack is back, never answered by posting."""
-    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events)
+    clock = FakeClock()  # the backoffs (0.5 s, 1 s, 2 s) pass at once
+    store, lookups = GatewayStore(tmp_path / "state.db", clock=clock), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, events=lookups.events, clock=clock)
     await outbox.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     fake.fail_next("conversations.history", "service_unavailable", status=503, times=2)
@@ -183,11 +188,11 @@ async def test_a_lookup_the_outage_fails_too_is_asked_again_after_a_backoff_and_
 
 
 async def finish_a_card_while_its_post_loses_its_answer(store: GatewayStore, fake: FakeSlack, adapters, *,
-                                                       delete: bool) -> None:
+                                                       delete: bool, clock: FakeClock) -> None:
     """A card's first post reaches Slack but its connection drops before the answer, and the turn
     finishes the card (``delete``: withdraws it) while that post is in flight; returns once the
-    outbox has sent all it will and closed."""
-    outbox = Outbox(store.outbox, {"slack": await adapters()})
+    outbox has sent all it will and closed. ``clock``: the store's too, its pacing and backoffs passing at once."""
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
     await outbox.start()
     card = ProgressMessage(outbox, ("slack", "C1", None), "card", turn_id="t1", run_id="r1")
     released = fake.hold("chat.postMessage")
@@ -209,8 +214,9 @@ def assert_found_and_finished(store: GatewayStore, fake: FakeSlack, *, delete: b
 
 @pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
 async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_finished(tmp_path, fake, adapters, delete):
-    store = GatewayStore(tmp_path / "state.db")
-    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=delete)
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=delete, clock=clock)
     assert_found_and_finished(store, fake, delete=delete)
     store.close()
 
@@ -218,9 +224,10 @@ async def test_a_card_withdrawn_while_its_post_lost_its_answer_is_found_and_fini
 async def test_a_withdrawn_card_whose_lookup_meets_an_outage_is_left_as_it_is(tmp_path, fake, adapters, caplog):
     """The lookup of a withdrawn card fails too (a 503): a card is not worth holding the chat
     for, so it stays as it is; nothing blames the store for the platform's outage."""
-    store = GatewayStore(tmp_path / "state.db")
+    clock = FakeClock()
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
     fake.fail_next("conversations.history", "service_unavailable", status=503)
-    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=True)
+    await finish_a_card_while_its_post_loses_its_answer(store, fake, adapters, delete=True, clock=clock)
     assert [m["text"] for m in bot_posts(fake)] == ["⏳ Working…"]
     assert store.outbox.message("card:0").status == "dropped"
     assert len(fake.calls_to("conversations.history")) == 1
@@ -231,8 +238,9 @@ async def test_a_withdrawn_card_whose_lookup_meets_an_outage_is_left_as_it_is(tm
 @pytest.mark.parametrize("delete", [True, False], ids=["deleted", "finalised"])
 async def test_a_card_whose_post_a_dead_process_left_in_flight_is_found_and_finished_after_the_restart(
         tmp_path, fake, adapters, delete):
-    store = GatewayStore(tmp_path / "state.db")
-    first = Outbox(store.outbox, {"slack": await adapters()})
+    clock = FakeClock()  # both processes' pacing and backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    first = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)
     await first.start()
     released = fake.hold("chat.postMessage")
     ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
@@ -241,7 +249,7 @@ async def test_a_card_whose_post_a_dead_process_left_in_flight_is_found_and_fini
     released.set()  # Slack posts it all the same
     await fake.wait_for(lambda: bot_posts(fake))
 
-    again = Outbox(store.outbox, {"slack": await adapters()})  # the next start
+    again = Outbox(store.outbox, {"slack": await adapters()}, clock=clock)  # the next start
     card = ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2")
     card.finish("✓ Done", delete=delete)  # the turn, run again, ends before the card's turn to be sent
     await again.start()
@@ -278,9 +286,10 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     or not answered (Slack in an outage, or the adapter stopped as the gateway shuts down), the edit
     is dropped and the card stays as it is: asking again would get the same answer, in a loop that
     never yielded while the adapter was stopped, so a SIGTERM never finished."""
-    store = GatewayStore(tmp_path / "state.db")
+    clock = FakeClock()  # both processes' pacing and backoffs pass at once
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
     dead = await adapters()
-    first = Outbox(store.outbox, {"slack": dead})
+    first = Outbox(store.outbox, {"slack": dead}, clock=clock)
     ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
     await first.start()
     released = fake.hold("chat.postMessage")
@@ -299,7 +308,7 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
         fake.fail_next("conversations.history", "service_unavailable", status=503, times=3)
     elif answer == "stopped":
         await slack.stop()
-    again = Outbox(store.outbox, {"slack": slack})
+    again = Outbox(store.outbox, {"slack": slack}, clock=clock)
     ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2").finish("✓ Done", delete=False)
     await again.start()
     assert await again.flush(timeout=WAIT)
@@ -350,7 +359,8 @@ async def answers_whose_posts_failed(tmp_path, fake: FakeSlack, adapters, clock:
     store.close()
 
 
-async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_post_is_doubled(tmp_path, fake, adapters):
+async def test_after_an_outage_every_chats_lookup_keeps_to_slacks_limit_and_no_post_is_doubled(
+        tmp_path, fake, adapters):
     # Thirty channels' posts went out but their answers were lost, so all thirty looked at once: Slack
     # refused twenty reads, they all asked again at its Retry-After, ten were refused a second time, and
     # those ten were posted a second time. Slack's 50 reads a minute, scaled down to 10 in 10 s.
@@ -534,7 +544,7 @@ async def test_a_late_part_not_found_goes_out_after_its_late_note(tmp_path, fake
     await outbox1.close()
     store1.close()
 
-    later = AheadClock(3600.0)
+    later = FakeClock(start=time.time() + 3600.0)  # an hour later; the pacing between note and part passes at once
     store2 = GatewayStore(path, clock=later)
     outbox2 = Outbox(store2.outbox, {"slack": await adapters()}, clock=later, late_after=600.0)
     await outbox2.start()
@@ -549,8 +559,10 @@ async def test_a_post_given_up_on_while_its_answer_was_lost_is_looked_up_when_th
         tmp_path, fake, adapters):
     """Slack took the post, its answer was lost, and the outage lasted past give_up_after: the part
     failed. The console's Retry looks it up first, back to when it was first journaled, and finds it."""
-    store, lookups = GatewayStore(tmp_path / "state.db"), Lookups()
-    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, events=lookups.events)
+    clock = FakeClock()  # the backoffs pass at once
+    store, lookups = GatewayStore(tmp_path / "state.db", clock=clock), Lookups()
+    outbox = Outbox(store.outbox, {"slack": await adapters()}, give_up_after={"slack": 0.1}, events=lookups.events,
+                    clock=clock)
     await outbox.start()
     fake.fail_next("chat.postMessage", "internal_error", status=500, after=True)
     fake.fail_next("conversations.history", "service_unavailable", status=503)  # the lookup at the deadline
