@@ -18,11 +18,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/switchboard chat --set delegation.gateway_mode=inline --set agent.gateway_notify_interval=1
 
+# The suite starts `switchboard` a few hundred times: with bytecode kept (an environment may turn it
+# off), a start does not compile every module of the project again first.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	@for b in bench/*_bench.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
