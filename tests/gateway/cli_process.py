@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -44,6 +45,13 @@ def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None, prefix: S
                           stdin=subprocess.DEVNULL, cwd=tmp_path, env=env or environment(tmp_path))
 
 
+def together(*commands: Callable[[], subprocess.CompletedProcess[str]]) -> list[subprocess.CompletedProcess[str]]:
+    """The results of ``commands`` (each a `run`), run at the same time: for commands that do not depend
+    on each other, whose loading (seconds of CPU each) then shares the machine's cores."""
+    with ThreadPoolExecutor(len(commands)) as pool:
+        return [future.result() for future in [pool.submit(call) for call in commands]]
+
+
 def problem_lines(stderr: str) -> list[str]:
     """The lines a failed command printed for the operator (log lines excluded)."""
     return [line for line in stderr.splitlines() if line.startswith(("switchboard:", "error:"))]
@@ -69,8 +77,9 @@ class Running:
                  prefix: Sequence[str] = ()) -> None:
         self.lines: list[str] = []
         self._changed = threading.Condition()
-        self.proc = subprocess.Popen([*prefix, *command(*args, "run")], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env or environment(tmp_path))
+        self.proc = subprocess.Popen([*prefix, *command(*args, "run")], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                     env=env or environment(tmp_path))
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._drainer.start()
         self.url = ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.cli import EXIT_CONFIG
-from tests.gateway.cli_process import problem_lines, run, write_config
+from tests.gateway.cli_process import problem_lines, run, together, write_config
 
 URL = "expected an http(s) URL"
 CASES = {
@@ -31,11 +31,11 @@ def test_what_a_start_refuses_config_check_refuses(tmp_path, case):
     settings, key, problem = CASES[case]
     config = write_config(tmp_path / "c.yaml", {"state_dir": str(tmp_path / "state"), "server": {"port": 0},
                                                 **settings})
-    check = run(tmp_path, "config", "check", str(config))
+    check, start = together(lambda: run(tmp_path, "config", "check", str(config)),
+                            lambda: run(tmp_path, "ask", "hi", "--config", str(config)))
     assert check.returncode == 1, check.stderr
     assert any(line.startswith(f"error: {key}: {problem}") for line in check.stderr.splitlines()), \
         check.stderr
-    start = run(tmp_path, "ask", "hi", "--config", str(config))
     assert start.returncode == EXIT_CONFIG  # not started again by the unit: every start would be refused alike
     assert [line.partition(": ")[2] for line in problem_lines(start.stderr)][0].startswith(f"{key}:"), start.stderr
     assert "Traceback" not in start.stderr

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from gateway.cli import EXIT_CONFIG
-from tests.gateway.cli_process import environment, problem_lines, run, write_config
+from tests.gateway.cli_process import environment, problem_lines, run, together, write_config
 
 COMMANDS = [("run",), ("ask", "hi"), ("chat",), ("worker",), ("inbox", "dead")]
 
@@ -56,10 +56,11 @@ def test_no_state_directory_set_names_what_to_set(tmp_path, homeless, command):
     expected = (f"error: state_dir: not set, and there is no home directory for its default,"
                 f" ~/.local/state/switchboard ($HOME is unset, and uid {uid} has no entry in the password"
                 " database); set state_dir, $SWITCHBOARD_STATE_DIR or $HOME")
-    check = failure(run(tmp_path, "config", "check", env=env, prefix=prefix), 1)
-    assert check == [expected]
-    start = failure(run(tmp_path, *command, env=env, prefix=prefix))
-    assert start == [expected, "switchboard: the configuration has errors; `switchboard config check` shows them all"]
+    check, start = together(lambda: run(tmp_path, "config", "check", env=env, prefix=prefix),
+                            lambda: run(tmp_path, *command, env=env, prefix=prefix))
+    assert failure(check, 1) == [expected]
+    assert failure(start) == [expected,
+                              "switchboard: the configuration has errors; `switchboard config check` shows them all"]
 
 
 def test_a_state_directory_from_the_environment_is_all_it_needs(tmp_path, homeless):
@@ -81,8 +82,10 @@ def test_a_tilde_in_a_path_names_its_key(tmp_path, homeless):
                 "error: agent.workspace: ~nobody-here/ws starts with ~nobody-here, and there is no user nobody-here"
                 " here; write the path in full",
                 f"error: model.script: ~/script.yaml {tilde}"]
-    assert failure(run(tmp_path, "config", "check", str(config), env=env, prefix=prefix), 1) == expected
-    start = failure(run(tmp_path, "run", "--config", str(config), env=env, prefix=prefix))
+    check, start = together(lambda: run(tmp_path, "config", "check", str(config), env=env, prefix=prefix),
+                            lambda: run(tmp_path, "run", "--config", str(config), env=env, prefix=prefix))
+    assert failure(check, 1) == expected
+    start = failure(start)
     assert start[:-1] == expected
 
 
@@ -97,5 +100,7 @@ def test_a_tilde_in_a_path_from_the_command_line_or_the_environment(tmp_path, ho
     else:
         env, what = {**env, "SWITCHBOARD_STATE_DIR": "~/state"}, "$SWITCHBOARD_STATE_DIR: ~/state"
     expected = f"error: {what} starts with ~, and {no_home(uid)}; write the path in full, or set $HOME"
-    assert failure(run(tmp_path, *args, "config", "check", env=env, prefix=prefix), 1) == [expected]
-    assert failure(run(tmp_path, *args, "run", env=env, prefix=prefix))[0] == expected
+    check, start = together(lambda: run(tmp_path, *args, "config", "check", env=env, prefix=prefix),
+                            lambda: run(tmp_path, *args, "run", env=env, prefix=prefix))
+    assert failure(check, 1) == [expected]
+    assert failure(start)[0] == expected

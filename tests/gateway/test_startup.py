@@ -7,21 +7,33 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import threading
+from functools import partial
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 import pytest
 
 from gateway.cli import EXIT_CONFIG
 from gateway.store import SCHEMA_VERSION
 from platforms.fakes.telegram import FakeTelegram
-from tests.gateway.cli_process import Running, environment, on_private_tmpfs, problem_lines, run, write_config
+from tests.gateway.cli_process import (
+    Running,
+    environment,
+    on_private_tmpfs,
+    problem_lines,
+    run,
+    together,
+    write_config,
+)
 
 TOKEN = "777002:AAE-abcdefghijklmnopqrstuvwxyz0123456"
-WEBHOOK = {"server": {"port": 0}, "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "s3cret-0"}}}}}
+WEBHOOK = {"server": {"port": 0},
+           "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": "s3cret-0"}}}}}
 
 
 def only_line(result, status: int = 1) -> str:
@@ -39,6 +51,24 @@ def config(tmp_path):
     return write_config(tmp_path / "switchboard.yaml", {**WEBHOOK, "state_dir": str(tmp_path / "state")})
 
 
+@pytest.fixture(scope="module")
+def gateway_made(tmp_path_factory):
+    """A state directory one real gateway started on and stopped cleanly: copied where a test needs one,
+    instead of a start of its own that would only make the same files."""
+    tmp_path = tmp_path_factory.mktemp("made")
+    config = write_config(tmp_path / "switchboard.yaml", {**WEBHOOK, "state_dir": str(tmp_path / "state")})
+    with Running(tmp_path, "--config", str(config)) as gateway:
+        gateway.started()
+    assert gateway.proc.returncode == 0
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def made_state(tmp_path, gateway_made):
+    """``tmp_path / "state"``: a copy of `gateway_made`, its modes kept."""
+    return Path(shutil.copytree(gateway_made, tmp_path / "state"))
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -48,10 +78,11 @@ def free_port() -> int:
 def test_a_second_gateway_on_the_same_state_directory_exits_naming_the_first(tmp_path, config):
     with Running(tmp_path, "--config", str(config)) as first:
         first.started()
-        second = run(tmp_path, "run", "--config", str(config))
+        second, turn = together(lambda: run(tmp_path, "run", "--config", str(config)),
+                                lambda: run(tmp_path, "ask", "hi", "--config", str(config)))
         line = only_line(second)
         assert f"state directory {tmp_path / 'state'} is in use by pid {first.proc.pid}" in line
-        assert run(tmp_path, "ask", "hi", "--config", str(config)).returncode == 1  # nor may a one-off turn
+        assert turn.returncode == 1  # nor may a one-off turn
         assert first.proc.poll() is None  # the first keeps running
     assert first.proc.returncode == 0
     with Running(tmp_path, "--config", str(config)) as again:  # the lock went with the process
@@ -79,12 +110,10 @@ def test_a_corrupt_or_foreign_database(tmp_path, config, content):
     assert "move it away" in line
 
 
-def test_a_database_with_a_damaged_table_is_refused_before_a_message_is_taken(tmp_path, config):
+def test_a_database_with_a_damaged_table_is_refused_before_a_message_is_taken(tmp_path, made_state, config):
     # Its header and schema read fine: without a check of every page, the gateway would start and
     # then fail each message it was handed, as a restored torn copy or a bad disk block would make it.
     db = tmp_path / "state" / "switchboard.db"
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     conn = sqlite3.connect(db)
     (root, page_size) = conn.execute("SELECT rootpage, (SELECT page_size FROM pragma_page_size)"
                                      " FROM sqlite_master WHERE name = 'gateway_inbox'").fetchone()
@@ -98,13 +127,11 @@ def test_a_database_with_a_damaged_table_is_refused_before_a_message_is_taken(tm
     assert db.read_bytes() == before
 
 
-def test_a_backup_restored_beside_the_log_of_the_database_it_replaced(tmp_path, config):
+def test_a_backup_restored_beside_the_log_of_the_database_it_replaced(tmp_path, made_state, config):
     # A backup copied over the database of a gateway that did not stop cleanly: SQLite would read the
     # -wal that gateway left as the backup's own. The line says which files to move; then it starts.
     state = tmp_path / "state"
     db, wal = state / "switchboard.db", state / "switchboard.db-wal"
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     backup = sqlite3.connect(tmp_path / "backup.db")
     with sqlite3.connect(db) as source:
         source.backup(backup)
@@ -154,10 +181,8 @@ def test_a_write_ahead_log_without_its_database_is_not_thrown_away(tmp_path, con
 
 
 @pytest.mark.parametrize("command", [("run",), ("inbox", "dead"), ("inbox", "retry", "1")])
-def test_a_database_of_a_newer_version_is_refused_naming_both_versions(tmp_path, config, command):
+def test_a_database_of_a_newer_version_is_refused_naming_both_versions(tmp_path, made_state, config, command):
     db = tmp_path / "state" / "switchboard.db"
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     conn = sqlite3.connect(db)
     conn.execute("UPDATE gateway_meta SET value='99' WHERE key='schema_version'")
     conn.commit()
@@ -171,12 +196,10 @@ def test_a_database_of_a_newer_version_is_refused_naming_both_versions(tmp_path,
 
 
 @pytest.mark.parametrize("command", [("run",), ("ask", "hi")])
-def test_a_lifecycle_journal_of_a_newer_version_is_refused_naming_the_file(tmp_path, config, command):
+def test_a_lifecycle_journal_of_a_newer_version_is_refused_naming_the_file(tmp_path, made_state, config, command):
     # The journal keeps its schema version apart from the gateway's (SQLite's user_version): a newer
     # build may have moved only that one.
     db = tmp_path / "state" / "switchboard.db"
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     conn = sqlite3.connect(db)
     (ours,) = conn.execute("PRAGMA user_version").fetchone()
     conn.execute(f"PRAGMA user_version = {ours + 6}")
@@ -220,9 +243,12 @@ def test_of_two_problems_the_first_checked_is_said_as_the_docs_order_them(tmp_pa
 
 def test_an_unreachable_model_names_the_url(tmp_path, config):
     url = f"http://127.0.0.1:{free_port()}/v1"
-    for args in (["run"], ["chat"], ["ask", "hello"]):
-        result = run(tmp_path, *args, "--config", str(config), "--set", "model.provider=openai",
-                     "--set", f"model.base_url={url}")
+    commands = (["run"], ["chat"], ["ask", "hello"])
+    # Each on a state directory of its own, as the model server is checked once the directory is locked.
+    results = together(*(partial(run, tmp_path, *args, "--config", str(config), "--set", "model.provider=openai",
+                                 "--set", f"model.base_url={url}", "--set", f"state_dir={tmp_path / args[0]}")
+                         for args in commands))
+    for result in results:
         line = only_line(result)
         assert line.startswith(f"switchboard: model.base_url: cannot reach {url} (connection refused")
 
@@ -272,12 +298,10 @@ def test_a_read_only_state_directory(tmp_path):
     assert str(state) in line and ("read-only" in line or "not writable" in line)
 
 
-def test_a_read_only_mount_holding_the_database(tmp_path):
+def test_a_read_only_mount_holding_the_database(tmp_path, made_state):
     # A backup mounted read-only, or a volume mounted ro by mistake: the fix is the mount, not the file's mode.
     state = tmp_path / "state"
     config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     (tmp_path / "copy.db").write_bytes((state / "switchboard.db").read_bytes())
     then = f'cp "{tmp_path / "copy.db"}" "$0/switchboard.db" && mount -o remount,ro "$0"'
     prefix = on_private_tmpfs(state, "size=4m", then=then) or pytest.skip("needs user and mount namespaces")
@@ -285,12 +309,10 @@ def test_a_read_only_mount_holding_the_database(tmp_path):
     assert f"state directory {state} is on a read-only file system" in line
 
 
-def test_a_state_directory_of_another_user(tmp_path):
+def test_a_state_directory_of_another_user(tmp_path, made_state):
     # As after a first start as root, then as the service's user: the gateway makes it 0700.
     state = tmp_path / "state"
     config = write_config(tmp_path / "c.yaml", {**WEBHOOK, "state_dir": str(state)})
-    with Running(tmp_path, "--config", str(config)) as gateway:
-        gateway.started()
     prefix: list[str] = []
     if os.geteuid() == 0:  # root enters any directory: run as an unprivileged user of the same files
         os.chown(state, 65534, 65534)
