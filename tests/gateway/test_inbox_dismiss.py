@@ -18,8 +18,8 @@ from gateway.store import SCHEMA_VERSION
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.cli_process import problem_lines, run
 from tests.gateway.test_dead_letters import break_new_sessions
-from tests.gateway.test_inbox_cli import a_dead_letter, another_process_holding
-from tests.gateway.test_inbox_read_only import as_an_older_version_left_it, schema_of
+from tests.gateway.test_inbox_cli import a_dead_letter
+from tests.gateway.test_inbox_read_only import as_an_older_version_left_it
 
 DISMISSED = "dismissed chat event ev-1: it will not be handled\n"
 NO_LETTER = "switchboard: no dead letter 1; `switchboard inbox dead` lists them\n"
@@ -75,23 +75,6 @@ def test_the_listing_names_dismiss_beside_retry(config_file, capsys):
     assert capsys.readouterr().out.endswith(
         "`switchboard inbox retry ID` hands one back to the gateway, `switchboard inbox dismiss ID` drops it"
         " (1 dead letters)\n")
-
-
-def test_dismiss_upgrades_no_database_a_gateway_runs_on(state, config_file, capsys):
-    db = state / STATE_DB
-    as_an_older_version_left_it(db)
-    before = db.read_bytes()
-    with another_process_holding(state):  # the older gateway, still running
-        assert main(["--config", str(config_file), "inbox", "dismiss", "1"]) == EXIT_CONFIG
-    assert capsys.readouterr().err == (
-        f"switchboard: state database {db} is from an older version (gateway schema {SCHEMA_VERSION - 1}; this"
-        f" one reads {SCHEMA_VERSION}), and a gateway runs on it: stop it and start this version's gateway once to"
-        " upgrade the database, or use the switchboard that matches the running one\n")
-    assert db.read_bytes() == before
-    # With no gateway on it, a dismissal upgrades it as a start would, and forgets the letter.
-    assert main(["--config", str(config_file), "inbox", "dismiss", "1"]) == 0
-    assert capsys.readouterr().out == DISMISSED
-    assert schema_of(db) == str(SCHEMA_VERSION)
 
 
 def test_dismiss_refuses_a_newer_versions_database_unchanged(state, config_file, capsys):

@@ -78,20 +78,22 @@ def test_a_read_only_copy_is_listed(tmp_path, state):
     assert "chat chat c1  event ev-1" in result.stdout and not problem_lines(result.stderr), result.stderr
 
 
-def test_retry_upgrades_no_database_a_gateway_runs_on(state, config_file, capsys):
+@pytest.mark.parametrize(("command", "done"), [("retry", "re-queued chat event ev-1"),
+                                               ("dismiss", "dismissed chat event ev-1: it will not be handled")])
+def test_retry_or_dismiss_upgrades_no_database_a_gateway_runs_on(state, config_file, capsys, command, done):
     db = state / STATE_DB
     as_an_older_version_left_it(db)
     before = db.read_bytes()
     with another_process_holding(state):  # the older gateway, still running
-        assert main(["--config", str(config_file), "inbox", "retry", "1"]) == EXIT_CONFIG
+        assert main(["--config", str(config_file), "inbox", command, "1"]) == EXIT_CONFIG
     assert capsys.readouterr().err == (
         f"switchboard: state database {db} is from an older version (gateway schema {SCHEMA_VERSION - 1}; this"
         f" one reads {SCHEMA_VERSION}), and a gateway runs on it: stop it and start this version's gateway once to"
         " upgrade the database, or use the switchboard that matches the running one\n")
     assert db.read_bytes() == before
-    # With no gateway on it, a retry upgrades it as a start would, and hands the letter back.
-    assert main(["--config", str(config_file), "inbox", "retry", "1"]) == 0
-    assert "re-queued chat event ev-1" in capsys.readouterr().out
+    # With no gateway on it, either upgrades it as a start would, and hands the letter back or forgets it.
+    assert main(["--config", str(config_file), "inbox", command, "1"]) == 0
+    assert done in capsys.readouterr().out
     assert schema_of(db) == str(SCHEMA_VERSION)
 
 

@@ -43,10 +43,13 @@ async def run_clock_until(clock: FakeClock, done, seconds: float = 30.0) -> None
     raise AssertionError(f"not done within {seconds} fake seconds")
 
 
-async def test_the_finished_card_follows_the_answer_one_group_turn_later_and_the_chat_is_left_idle(fake, tmp_path):
+async def card_up(fake: FakeTelegram, tmp_path, **settings):
+    """A gateway on a fake clock, Telegram's flood limits enforced on it, whose turn in the group waits at
+    "upgraded" with its progress card sent: (clock, flood limits, model, gateway)."""
     clock = FakeClock(autojump=False)
     flood = fake.enforce_flood_limits(clock)
-    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 0.1})
+    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 0.1},
+                         **settings)
     model = ScriptedModel({"parent": [[{"wait": "upgraded", "text": "the answer"}]]})
     adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
     gateway = await start_gateway(config, [adapter], model=model, clock=clock)
@@ -54,6 +57,15 @@ async def test_the_finished_card_follows_the_answer_one_group_turn_later_and_the
         fake.push_message(GROUP, f"@{BOT} work on it", chat_type="group", user_id=5, username="bob")
         await model.reached("upgraded")
         await run_clock_until(clock, lambda: fake.messages[str(GROUP)])  # the progress card
+    except BaseException:
+        await gateway.stop(grace=0)
+        raise
+    return clock, flood, model, gateway
+
+
+async def test_the_finished_card_follows_the_answer_one_group_turn_later_and_the_chat_is_left_idle(fake, tmp_path):
+    clock, flood, model, gateway = await card_up(fake, tmp_path)
+    try:
         supergroup = fake.upgrade_group(GROUP)
         model.release("upgraded")
         done = lambda: [m for m in fake.messages[str(supergroup)] if m["text"].startswith("✓ Done")]  # noqa: E731
@@ -76,17 +88,9 @@ async def test_a_card_left_behind_by_an_upgrade_learned_after_its_edit_was_refus
     # Telegram refuses the card's edit as one it cannot edit, saying nothing of the upgrade: the card is sent
     # anew, and that send, refused in the old group, tells of the upgrade. The card left behind cannot be
     # deleted either now, and the adapter says so without asking Telegram.
-    clock = FakeClock(autojump=False)
-    flood = fake.enforce_flood_limits(clock)
-    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"progress_delay": 0.1},
-                         agent={"gateway_notify_interval": 5.0})  # the card's heartbeat: an edit of it
-    model = ScriptedModel({"parent": [[{"wait": "upgraded", "text": "the answer"}]]})
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-    gateway = await start_gateway(config, [adapter], model=model, clock=clock)
+    # The card's heartbeat: an edit of it.
+    clock, flood, model, gateway = await card_up(fake, tmp_path, agent={"gateway_notify_interval": 5.0})
     try:
-        fake.push_message(GROUP, f"@{BOT} work on it", chat_type="group", user_id=5, username="bob")
-        await model.reached("upgraded")
-        await run_clock_until(clock, lambda: fake.messages[str(GROUP)])  # the progress card
         supergroup = fake.upgrade_group(GROUP)
         await run_clock_until(clock, lambda: fake.messages[str(supergroup)])  # its next state, sent anew
         assert len(fake.calls_to("editMessageText")) == 1
