@@ -35,7 +35,7 @@ import asyncio
 from collections.abc import Callable, Collection
 
 from agent import Clock
-from platforms.base import Adapter
+from platforms.base import Adapter, KnowsUnchangeable
 from platforms.pacing import Paced, Pacing
 
 ChatKey = tuple[str, str, str | None]
@@ -63,11 +63,9 @@ def account_op(op: str, edit_of: str | None) -> str | None:
 
 def refused_unasked(adapter: Adapter, chat_id: str, message_id: str) -> bool:
     """Whether the adapter refuses an edit or deletion of ``message_id`` (`EditUnsupported`) without calling
-    the platform, as its optional ``unchangeable(chat_id, message_id)`` says (Telegram: a message left behind
-    in a group upgraded to a supergroup). Such a change is sent anew at once: waiting the chat's pace for it,
+    the platform (`KnowsUnchangeable`). Such a change is sent anew at once: waiting the chat's pace for it,
     and counting it as a call, held what came next in the chat back a slot or two for a call never made."""
-    unchangeable = getattr(adapter, "unchangeable", None)
-    return unchangeable is not None and unchangeable(chat_id, message_id)
+    return isinstance(adapter, KnowsUnchangeable) and adapter.unchangeable(chat_id, message_id)
 
 
 def pacing_of(adapter: Adapter, chat_id: str) -> Pacing:

@@ -242,6 +242,18 @@ class HearsRefusals(Protocol):
 
 
 @runtime_checkable
+class KnowsUnchangeable(Protocol):
+    """An adapter that knows, without asking its platform, some messages it will neither edit nor delete
+    (Telegram: one left in a group since upgraded to a supergroup, or one whose id Telegram never said). The
+    outbox sends their change anew at once: waiting the chat's pace for a call never made held what came next
+    back a turn."""
+
+    def unchangeable(self, chat_id: str, message_id: str) -> bool:
+        """Whether `Adapter.edit` (and `Deleting.delete`) would raise `EditUnsupported` for the message
+        without calling the platform."""
+
+
+@runtime_checkable
 class OperatorScreen(Protocol):
     """An adapter on the operator's own screen (the terminal chat), whose log goes elsewhere."""
 

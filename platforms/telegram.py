@@ -626,9 +626,8 @@ class TelegramAdapter:
             pass
 
     def unchangeable(self, chat_id: str, message_id: str) -> bool:
-        """Whether `edit` and `delete` refuse this message without asking Telegram (`NO_ID`, or a message left
-        behind in a group since upgraded): the outbox then takes no turn in the chat's pace for it
-        (`gateway.pacing.refused_unasked`)."""
+        """`KnowsUnchangeable`: whether `edit` and `delete` refuse this message without asking Telegram (`NO_ID`,
+        or a message left behind in a group since upgraded)."""
         try:
             _known("editMessageText", chat_id, message_id)
             self._moves.locate("editMessageText", chat_id, message_id)
