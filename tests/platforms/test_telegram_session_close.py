@@ -11,7 +11,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from platforms.telegram_errors import BotApiSession
 
 
-@pytest.mark.parametrize(("base", "waits"), [("http://127.0.0.1:8081", []), ("https://api.telegram.org", [0.25])])
+@pytest.mark.parametrize(("base", "waits"), [("http://127.0.0.1:8081", []), ("https://127.0.0.1:8443", [0.25])])
 async def test_only_a_session_that_may_hold_tls_connections_waits_for_them_at_close(monkeypatch, base, waits):
     session = BotApiSession(api=TelegramAPIServer.from_base(base))
     opened = await session.create_session()
