@@ -27,7 +27,7 @@ import jsonschema
 from agent._errors import PluginError
 from agent._hooks import HOOK_NAMES, HookRegistry
 from agent._plugin_threads import PluginThreads
-from agent._tools import RESERVED_TOOLSETS, Handler, Tool, ToolRegistry
+from agent._tools import RESERVED_TOOLSETS, Exited, Handler, Tool, ToolRegistry, exits_as_failures, from_signal_handler
 
 log = logging.getLogger("agent.plugins")
 
@@ -198,6 +198,9 @@ class PluginHost:
         # SystemExit too (a plugin's ``sys.exit("set FOO first")``): raised on in the host, it stopped the
         # host at its start, with no failure told, where one plugin's refusal should fail that plugin only.
         except (Exception, SystemExit) as exc:
+            if from_signal_handler(exc):  # the process told to stop while the plugin loaded: not its failure
+                raise
+            exc = exc.__cause__ if isinstance(exc, Exited) else exc
             failure = f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}"
             raise PluginError(module, failure) from exc
         self._apply(ctx)
@@ -212,7 +215,8 @@ class PluginHost:
             running = asyncio.wrap_future(_in_thread(f"plugin-register-{module}", register, ctx))
             returned = await _within(running, deadline, module, late, limit)
         if inspect.isawaitable(returned):  # async def register, or a plain one that returned its coroutine
-            await _within(asyncio.ensure_future(returned), deadline, module, late, limit)
+            # In a task of its own, its sys.exit() went up out of the event loop and stopped the host.
+            await _within(asyncio.ensure_future(exits_as_failures(returned)), deadline, module, late, limit)
 
     def _apply(self, ctx: PluginContext) -> None:
         clashes = [t.name for t in ctx._tools if self.tools.get(t.name) is not None]
@@ -263,6 +267,8 @@ async def _within(running: asyncio.Future, deadline: float, module: str, late: s
     finally:
         if not running.done():  # too late, or the start itself was cancelled (a signal to stop)
             running.cancel()
+        elif not running.cancelled():  # its stop signal went up out of the loop: not "never retrieved" at exit
+            running.exception()
     if not done:
         raise PluginError(module, f"{late} within {limit:g} s")
     return running.result()

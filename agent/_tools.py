@@ -16,6 +16,8 @@ import functools
 import inspect
 import json
 import re
+import signal
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,11 +108,23 @@ class Exited(Exception):
 
 async def exits_as_failures(awaitable: Any) -> Any:
     """Await ``awaitable``, a `SystemExit` out of it raised as `Exited`: for code run as a task of
-    its own, whose SystemExit no ``except`` of its awaiter sees before the event loop has stopped."""
+    its own, whose SystemExit no ``except`` of its awaiter sees before the event loop has stopped.
+    One a signal handler raised (`from_signal_handler`) is the process's stop, and goes on up."""
     try:
         return await awaitable
     except SystemExit as exc:
+        if from_signal_handler(exc):
+            raise
         raise Exited(exc) from exc
+
+
+def from_signal_handler(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a Python signal handler: ``switchboard``'s SIGTERM handler ends the
+    process so until its command sets its own (a worker loads its plugins first). Such a handler runs in
+    the main thread wherever that is, in a plugin's ``async def register`` or starting its thread too:
+    taken for the plugin's ``sys.exit()``, the stop was lost and the worker ran on."""
+    handlers = {getattr(signal.getsignal(signum), "__code__", None) for signum in signal.valid_signals()}
+    return any(frame.f_code in handlers for frame, _ in traceback.walk_tb(exc.__traceback__))
 
 
 _ECHO_CHARS = 200

@@ -1,10 +1,13 @@
 import asyncio
+import signal
 import sys
 import textwrap
 import threading
+import types
 
 import pytest
 
+import agent._plugins
 from agent import AgentSession, HookRegistry, PluginHost, ToolRegistry
 from agent.models.scripted import ScriptedModel
 
@@ -415,3 +418,37 @@ async def test_a_plugin_that_exits_fails_to_load_and_the_rest_load(plugins, tmp_
     assert [str(f).split(" (at ")[0] for f in plugins.failures] == [
         "plugin 'exits_plugin': import failed: SystemExit: set FOO first",
         "plugin 'exits_late_plugin': register() failed: SystemExit: 2"]
+
+
+def test_a_stop_signal_while_a_plugin_loads_stops_the_host_and_an_async_exit_fails_it(plugins, tmp_path, monkeypatch):
+    # `switchboard`'s SIGTERM handler raises SystemExit in the main thread wherever it is (a worker loads its
+    # plugins before it sets its own handlers): raised in a plugin's register(), or in starting its thread,
+    # it was taken for that plugin's sys.exit(), and the worker ran on after `docker stop`. An async register's
+    # own sys.exit(), in a task of its own, went up out of the event loop and stopped the host instead.
+    (tmp_path / "stopped_plugin.py").write_text("import signal\n\n\nasync def register(ctx):\n"
+                                                "    signal.raise_signal(signal.SIGUSR1)\n")
+    (tmp_path / "exits_async_plugin.py").write_text("import sys\n\n\nasync def register(ctx):\n    sys.exit(3)\n")
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    class SignalledWhileStarting(threading.Thread):
+        def start(self):  # where CI's worker was: waiting for the register() thread to start
+            super().start()
+            if self.name.startswith("plugin-register-"):
+                signal.raise_signal(signal.SIGUSR1)
+
+    before = signal.signal(signal.SIGUSR1, terminate)
+    try:
+        asyncio.run(plugins.load(["exits_async_plugin", "good_plugin"]))
+        with pytest.raises(SystemExit) as stopped:  # as `switchboard worker` runs it: out of asyncio.run
+            asyncio.run(plugins.load(["stopped_plugin", "half_plugin"]))
+        monkeypatch.setattr(agent._plugins, "threading", types.SimpleNamespace(Thread=SignalledWhileStarting))
+        with pytest.raises(SystemExit) as stopped_starting:
+            asyncio.run(plugins.load(["half_plugin"]))
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+    assert stopped.value.code == stopped_starting.value.code == 128 + signal.SIGUSR1
+    assert [str(f).split(" (at ")[0] for f in plugins.failures] == [
+        "plugin 'exits_async_plugin': register() failed: SystemExit: 3"]
+    assert plugins.loaded == ["good_plugin"]
