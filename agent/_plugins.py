@@ -198,7 +198,7 @@ class PluginHost:
         # SystemExit too (a plugin's ``sys.exit("set FOO first")``): raised on in the host, it stopped the
         # host at its start, with no failure told, where one plugin's refusal should fail that plugin only.
         except (Exception, SystemExit) as exc:
-            if from_signal_handler(exc):  # the process told to stop while the plugin loaded: not its failure
+            if isinstance(exc, SystemExit) and from_signal_handler(exc):  # the process told to stop meanwhile
                 raise
             exc = exc.__cause__ if isinstance(exc, Exited) else exc
             failure = f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}"

@@ -428,6 +428,16 @@ def test_a_stop_signal_while_a_plugin_loads_stops_the_host_and_an_async_exit_fai
     (tmp_path / "stopped_plugin.py").write_text("import signal\n\n\nasync def register(ctx):\n"
                                                 "    signal.raise_signal(signal.SIGUSR1)\n")
     (tmp_path / "exits_async_plugin.py").write_text("import sys\n\n\nasync def register(ctx):\n    sys.exit(3)\n")
+    (tmp_path / "alarmed_plugin.py").write_text(textwrap.dedent('''
+        import signal
+
+        def alarm(signum, frame):
+            raise TimeoutError("the service did not answer")
+
+        async def register(ctx):  # its own handler's failure is its own: no stop of the host
+            signal.signal(signal.SIGUSR2, alarm)
+            signal.raise_signal(signal.SIGUSR2)
+    '''))
 
     def terminate(signum, frame):
         raise SystemExit(128 + signum)
@@ -438,17 +448,19 @@ def test_a_stop_signal_while_a_plugin_loads_stops_the_host_and_an_async_exit_fai
             if self.name.startswith("plugin-register-"):
                 signal.raise_signal(signal.SIGUSR1)
 
-    before = signal.signal(signal.SIGUSR1, terminate)
+    before = signal.signal(signal.SIGUSR1, terminate), signal.getsignal(signal.SIGUSR2)
     try:
-        asyncio.run(plugins.load(["exits_async_plugin", "good_plugin"]))
+        asyncio.run(plugins.load(["exits_async_plugin", "alarmed_plugin", "good_plugin"]))
         with pytest.raises(SystemExit) as stopped:  # as `switchboard worker` runs it: out of asyncio.run
             asyncio.run(plugins.load(["stopped_plugin", "half_plugin"]))
         monkeypatch.setattr(agent._plugins, "threading", types.SimpleNamespace(Thread=SignalledWhileStarting))
         with pytest.raises(SystemExit) as stopped_starting:
             asyncio.run(plugins.load(["half_plugin"]))
     finally:
-        signal.signal(signal.SIGUSR1, before)
+        signal.signal(signal.SIGUSR1, before[0])
+        signal.signal(signal.SIGUSR2, before[1])
     assert stopped.value.code == stopped_starting.value.code == 128 + signal.SIGUSR1
     assert [str(f).split(" (at ")[0] for f in plugins.failures] == [
-        "plugin 'exits_async_plugin': register() failed: SystemExit: 3"]
+        "plugin 'exits_async_plugin': register() failed: SystemExit: 3",
+        "plugin 'alarmed_plugin': register() failed: TimeoutError: the service did not answer"]
     assert plugins.loaded == ["good_plugin"]
