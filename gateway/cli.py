@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from gateway import left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
+from gateway.early_signals import lost_stop
 from gateway.errors import StartupError
 from gateway.host import STATE_DB, AgentHost
 from gateway.inbox_cli import inbox_command
@@ -206,25 +207,46 @@ def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> i
 def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
     """`asyncio.run`, but the tasks still running when ``main`` has returned get a bounded time to end
     (`left_behind.end_the_rest`): one that ignores its cancellation would hold the process for ever.
-    If any does, the process ends at once with the command's status, without Python's clean-up."""
+    If any does, the process ends at once with the command's status, without Python's clean-up.
+    So after a stop signal before the command set its own handlers (`gateway.entry`), whose SystemExit
+    leaves the loop wherever it lands: the runner's clean-up waited for ever on a plugin's ``register``
+    that ignores its cancellation; ``main``, cancelled, first ends as it would (`ask` closes its host)."""
+    signalled = False
     with asyncio.Runner() as runner:
         try:
             status = runner.run(main)
         except KeyboardInterrupt:
             status = 130
+        except SystemExit as stop:
+            if not isinstance(stop.code, int):  # sys.exit("a message"): ended as usual
+                raise
+            status, signalled = stop.code, True
         except BrokenPipeError:
             raise  # the reader of the output went away (`| head`): `main` ends quietly, nothing failed to start
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
             log.debug("the command failed", exc_info=exc)
-            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
-            status = EXIT_CONFIG if lasting(exc) else 1
+            # A stop signal's SystemExit made into another error (Python 3.11 wraps one raised in a class
+            # body's ``__set_name__``, as the worker imports the Temporal SDK, in a RuntimeError): no failure.
+            status = lost_stop()
+            if status is None:
+                print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+                status = EXIT_CONFIG if lasting(exc) else 1
         try:
+            if signalled:
+                runner.run(_unwound(main, config.server.shutdown_grace_seconds))
             stuck = runner.run(left_behind.end_the_rest())
-        except KeyboardInterrupt:  # Ctrl-C again while those are given their time: no more waiting
+        except (KeyboardInterrupt, SystemExit):  # a signal again while those are given their time: no more waiting
             stuck = True
         if stuck:
             end_process_now(status)
     return status
+
+
+async def _unwound(main: Coroutine[Any, Any, int], grace: float) -> None:
+    """``main``'s task, if still running, cancelled and given ``grace`` to end (its host's stop takes up to it)."""
+    for task in asyncio.all_tasks():
+        if task.get_coro() is main:
+            await left_behind.cancel_within([task], grace + left_behind.STUCK_WAIT_SECONDS)
 
 
 def _claim_state_dir(config: Config) -> None:

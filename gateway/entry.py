@@ -11,14 +11,8 @@ a moment earlier ended it unlike any other stop. `switchboard ask` sets no handl
 end it so throughout. Not over a SIGHUP the process was started ignoring (``nohup``):
 `gateway.stop_signals` reads that to keep ignoring it.
 
-A signal lands wherever the program is, a finalizer too (an object's ``__del__``, a weakref's
-callback, which the collector runs as loading makes garbage): Python only prints the exception a
-handler raises there ("Exception ignored in ...") and goes on, and the gateway started and ran.
-So the handlers also note the signal, and the loading, once done, ends as the signal would have;
-meanwhile the exception they raise in a finalizer is not printed (it is no error: the signal ends
-the program all the same), any other is, until SIGTERM or SIGHUP ends the program: then neither is
-the failure of a finalizer of an object the signal cut short mid-construction (a transport of the
-model check's connection), which printed a traceback under a clean stop.
+What those handlers do, and how a signal whose exception was swallowed still ends the command:
+`gateway.early_signals`.
 """
 
 from __future__ import annotations
@@ -26,43 +20,17 @@ from __future__ import annotations
 import signal
 import sys
 
-_caught: int | None = None
-"""A signal whose handler ran while the program loaded."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    global _caught
-    _caught = signum
-    # From here on the process is ending: the exception raised below may land in the middle of an object's
-    # construction (a transport of the model check's connection), whose finalizer then fails at exit and
-    # printed "Exception ignored in … AttributeError" with a traceback under a clean stop.
-    sys.unraisablehook = _unraisable
-    raise SystemExit(128 + signum)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    global _caught
-    _caught = signum
-    raise KeyboardInterrupt
-
-
-def _unraisable(report: object) -> None:
-    """`sys.unraisablehook` while the program loads, and once a stop signal of ours has ended it: quiet about our
-    handlers' own exceptions, and, after SIGTERM or SIGHUP, about the finalizers of what they cut short."""
-    exc = getattr(report, "exc_value", None)
-    if _caught is not None and (isinstance(exc, KeyboardInterrupt | SystemExit) or _caught != signal.SIGINT):
-        return
-    sys.__unraisablehook__(report)
+from gateway.early_signals import interrupt, lost_stop, terminate, unraisable
 
 
 def main() -> int:
-    sys.unraisablehook = _unraisable
-    signal.signal(signal.SIGTERM, _terminate)
+    sys.unraisablehook = unraisable
+    signal.signal(signal.SIGTERM, terminate)
     if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
-        signal.signal(signal.SIGHUP, _terminate)
+        signal.signal(signal.SIGHUP, terminate)
     # Python's own handler until the program is loaded; then it is Python's again, which asyncio.run
     # looks for before it sets its own (a first Ctrl-C cancels the command's loop, raising nothing).
-    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     try:
         # Quick, yet it loads `logging` and `re`: a Ctrl-C meanwhile, with no `try` around it, printed a traceback.
         from gateway.process_exit import exit_process  # the standard library only
@@ -73,9 +41,11 @@ def main() -> int:
 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = sys.__unraisablehook__
-        if _caught is not None:  # its exception was lost in a finalizer
-            return 130 if _caught == signal.SIGINT else 128 + _caught
+        if (lost := lost_stop()) is not None:  # its exception was lost in a finalizer
+            return lost
         status = command()
+        if (lost := lost_stop()) is not None:  # `ask` and `inbox` set no handlers of their own to read it
+            status = lost
     except KeyboardInterrupt:  # also from what runs before the command's own loop (config, state lock)
         return 130
     except SystemExit as stop:

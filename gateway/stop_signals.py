@@ -14,6 +14,8 @@ import os
 import signal
 from collections.abc import Callable
 
+from gateway.early_signals import lost_stop
+
 
 class StopSignals:
     """Calls ``stop`` on the first stop signal, then `release`s at once. `release` hands SIGINT and
@@ -26,9 +28,16 @@ class StopSignals:
     start cancels it, and what had started unwinds before the stop proper (a platform's adapter closing
     its connection, up to seconds when the platform does not answer); a second signal meanwhile must end
     the process too, not be swallowed by a handler still in place. A stop for another reason (the
-    terminal chat left) calls `release` itself. Idempotent."""
+    terminal chat left) calls `release` itself. Idempotent.
+
+    Raises SystemExit, with the signal's status, when a stop signal came before these handlers and
+    its handler's exception did not end the start (`gateway.early_signals.lost_stop`)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+        if (status := lost_stop()) is not None:
+            # A stop signal came before these handlers, and its handler's exception was swallowed (in a
+            # finalizer, by a plugin taking it for its own failure): the start ends now, as it would have then.
+            raise SystemExit(status)
         self._loop = loop
         self._hangup = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN
         self._released = False
