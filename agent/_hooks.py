@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent._plugin_threads import PluginThreads
-from agent._tools import exits_as_failures
+from agent._tools import exits_as_failures, from_signal_handler
 
 log = logging.getLogger("agent.hooks")
 
@@ -83,7 +83,9 @@ class HookRegistry:
                     log.exception("hook %s (%s) failed", name, _describe(fn, owner))
             # SystemExit: a plugin's sys.exit() (one in a thread comes here as itself), which would
             # stop the gateway; a hook's failure is logged and the rest run.
-            except (Exception, SystemExit):
+            except (Exception, SystemExit) as exc:
+                if isinstance(exc, SystemExit) and from_signal_handler(exc):  # `ask` stopped meanwhile: no hook's
+                    raise
                 log.exception("hook %s (%s) failed", name, _describe(fn, owner))
 
     def close(self) -> list[str]:

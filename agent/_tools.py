@@ -95,6 +95,8 @@ class Tool:
             if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
                 out = await out
         except SystemExit as exc:
+            if from_signal_handler(exc):  # `switchboard ask` stopped while the tool ran: not the tool's failure
+                raise
             raise Exited(exc) from exc
         return render_tool_output(out)
 
