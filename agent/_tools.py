@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import jsonschema
@@ -125,8 +126,20 @@ def from_signal_handler(exc: BaseException) -> bool:
     process so until its command sets its own (a worker loads its plugins first). Such a handler runs in
     the main thread wherever that is, in a plugin's ``async def register`` or starting its thread too:
     taken for the plugin's ``sys.exit()``, the stop was lost and the worker ran on."""
-    handlers = {getattr(signal.getsignal(signum), "__code__", None) for signum in signal.valid_signals()}
+    handlers = {_code_of(signal.getsignal(signum)) for signum in signal.valid_signals()}
     return any(frame.f_code in handlers for frame, _ in traceback.walk_tb(exc.__traceback__))
+
+
+def _code_of(handler: Any) -> CodeType | None:
+    """The code a signal handler runs, or None (SIG_DFL, SIG_IGN, a C function). A plugin may set its own
+    handler as a `functools.partial` or an object with ``__call__``: neither has ``__code__``, and its stop
+    was taken for the tool's ``sys.exit()``."""
+    while isinstance(handler, functools.partial):
+        handler = handler.func
+    if not callable(handler):
+        return None
+    code = getattr(handler, "__code__", None)
+    return code if code is not None else getattr(getattr(type(handler), "__call__", None), "__code__", None)
 
 
 _ECHO_CHARS = 200

@@ -6,6 +6,7 @@ tool's, the model read a failed call and the turn went on, paid for, after the s
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 from pathlib import Path
 
@@ -47,3 +48,26 @@ def test_a_stop_signal_while_a_hook_runs_goes_on_up(caplog):
         signal.signal(signal.SIGUSR1, before)
     assert stop.value.code == 128 + signal.SIGUSR1
     assert "failed" not in caplog.text
+
+
+class Stopper:
+    """A plugin's own stop handler as an object: no ``__code__`` of its own."""
+
+    def __call__(self, signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+
+@pytest.mark.parametrize("handler", [functools.partial(terminate), Stopper()], ids=["partial", "callable object"])
+def test_a_stop_signal_whose_handler_is_no_plain_function_goes_on_up_too(handler):
+    # Taken for the tool's own sys.exit(): the model read a failed call and the turn went on after the stop.
+    async def signalled(args, ctx):
+        signal.raise_signal(signal.SIGUSR1)
+
+    tool = ToolRegistry().add("signalled", "x", {"type": "object"}, signalled, toolset="test")
+    before = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with pytest.raises(SystemExit) as stop:
+            asyncio.run(tool.invoke({}, ToolContext(session=None, call_id="c1", workspace=Path("."))))
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+    assert stop.value.code == 128 + signal.SIGUSR1
