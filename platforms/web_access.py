@@ -14,7 +14,9 @@ Checks run in this order and stop at the first failure:
    (``X-Forwarded-For``, ``X-Real-IP``, ``X-Forwarded-Host``, ``Forwarded``) name
    a client or host elsewhere: a reverse proxy on this machine that keeps the
    upstream ``Host`` (nginx's and Apache's default) would make the internet look
-   local. 403.
+   local. And the connection must come from this machine: headers are the client's to
+   write, and on a server listening on every address (``/metrics`` with
+   ``server.console: false``) anyone could send ``Host: localhost``. 403.
 2. **Token**: with ``token`` set, ``Authorization: Bearer <token>`` (compared in
    constant time). 401.
 3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
@@ -83,9 +85,11 @@ def is_loopback(host: str | None) -> bool:
     if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # A socket listening on "::" names an IPv4 client as ::ffff:127.0.0.1, which Python 3.11 calls not loopback.
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback
 
 
 class Access:
@@ -114,7 +118,8 @@ class Access:
             hosts = request.headers.get("Host"), request.headers.get("X-Forwarded-Host")
             return Refusal(403, "requests from other sites' pages are not served",
                            detail=f" (Origin {origin!r}, Host {hosts[0]!r}, X-Forwarded-Host {hosts[1]!r})")
-        if self._check_host and not (is_loopback(request.headers.get("Host")) and _not_forwarded(request.headers)):
+        if self._check_host and not (is_loopback(request.headers.get("Host")) and _not_forwarded(request.headers)
+                                     and is_loopback(request.remote)):
             return Refusal(403, self._loopback_only)
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
