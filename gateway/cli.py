@@ -208,7 +208,7 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
     """`asyncio.run`, but the tasks still running when ``main`` has returned get a bounded time to end
     (`left_behind.end_the_rest`): one that ignores its cancellation would hold the process for ever.
     If any does, the process ends at once with the command's status, without Python's clean-up.
-    So after a stop signal before the command set its own handlers (`gateway.entry`), whose SystemExit
+    So after a stop signal before the command set its own handlers (`gateway.early_signals`), whose SystemExit
     leaves the loop wherever it lands: the runner's clean-up waited for ever on a plugin's ``register``
     that ignores its cancellation; ``main``, cancelled, first ends as it would (`ask` closes its host)."""
     signalled = False
