@@ -21,6 +21,9 @@ TIMEOUT = 45.0
 """Seconds any one command may take before the test fails (a hang is a defect too). Under the
 suite's 60 s per test; above the 30 s that `switchboard run` with Telegram (aiogram loads for
 seconds of CPU) went past, starting and failing, on a loaded 2-core machine."""
+EXIT_WITHIN = 10.0
+"""Seconds from a stop signal to the end of a process still starting: a hung platform or plugin
+alone would hold it for a minute."""
 
 
 def environment(tmp_path: Path, **extra: str) -> dict[str, str]:

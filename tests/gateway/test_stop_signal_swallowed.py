@@ -20,8 +20,7 @@ import pytest
 from gateway import cli, early_signals
 from gateway.config import config_from_mapping
 from gateway.stop_signals import StopSignals
-from tests.gateway.cli_process import TIMEOUT, environment, write_config
-from tests.gateway.test_stop_while_starting import EXIT_WITHIN
+from tests.gateway.cli_process import EXIT_WITHIN, TIMEOUT, environment, write_config
 
 
 def test_stop_signals_end_the_start_a_swallowed_stop_signal_asked_to_end(monkeypatch):
