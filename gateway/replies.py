@@ -11,8 +11,11 @@ from platforms.formatting.blank import is_blank
 log = logging.getLogger("gateway.replies")
 
 SILENCE = "NO_REPLY"
-"""A completion turn's reply that is exactly this sends nothing (the model's way to stay quiet
-about background results). A reply to a user message is always sent."""
+"""A completion turn's reply that is this sends nothing (the model's way to stay quiet about
+background results; `is_silence` says which spellings count). A reply to a user message is always sent."""
+_SILENCES = {SILENCE, "[SILENT]"}
+"""Also the reference system's other silence token, which a model used to it may write."""
+_WRAPPING = "*_`\"' "
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
@@ -71,9 +74,16 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         text = result.text if answered else (None if spoke else CUT_OFF_UNSAID if result.truncated else EMPTY_ANSWER)
         if result.truncated and answered:  # else it reads as the whole answer
             text = f"{text}\n\n{CUT_OFF}"
-    if not text or (kind == "completion" and text.strip() == SILENCE):
+    if not text or (kind == "completion" and is_silence(text)):
         return None
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
+
+
+def is_silence(text: str) -> bool:
+    """``text`` is the silence token alone, as asked (``NO_REPLY``), or as models often write it anyway:
+    in any case, in code or bold, with a full stop, or ``[SILENT]``. Sent, any of these would read as a
+    message to the chat about nothing."""
+    return text.strip().strip(_WRAPPING).rstrip(".!").strip(_WRAPPING).upper() in _SILENCES
 
 
 _CHILD_PERMANENT = {

@@ -169,9 +169,10 @@ async def test_a_failed_child_is_visible_even_when_the_model_says_nothing(tmp_pa
     assert ("All went fine." in completion) == (answer != "NO_REPLY")
 
 
-async def test_no_reply_to_results_without_failures_sends_nothing_and_settles(tmp_path, gateways):
+@pytest.mark.parametrize("silence", ["NO_REPLY", "`NO_REPLY`."])  # as asked, and as models often write it
+async def test_no_reply_to_results_without_failures_sends_nothing_and_settles(tmp_path, gateways, silence):
     chat, model, gateway = await start(gateways, tmp_path, lambda r: {"text": "fine"},
-                                       completion={"text": "NO_REPLY"})
+                                       completion={"text": silence})
     await chat.say("please delegate")
     await chat.wait_for(lambda: chat.messages)
     await settled(gateway)
