@@ -347,13 +347,14 @@ class Gateway:
 
     @property
     def quiet(self) -> bool:
-        """Nothing left to do by itself now: no turn running or queued, no plugin command being
-        answered, no background delegation waiting for its children or their delivery, no child of
-        any session alive, nothing waiting in the outbox. A child that just finished hands its
-        results on within a few loop iterations: ask again a little later before counting on it."""
+        """Nothing left to do by itself now: no turn running or queued, no message held in the store for
+        its turn (`session_registry.QUEUED`; between a refused read-back and the next try no worker runs),
+        no plugin command being answered, no background delegation waiting for its children or their
+        delivery, no child of any session alive, nothing waiting in the outbox. A child that just finished
+        hands its results on within a few loop iterations: ask again a little later before counting on it."""
         if self.runner.busy or self._answers.aside or not self.outbox.idle or self.ledger.watching:
             return False
-        return not any(self.host.children.children(s.session_id) for s in self.sessions)
+        return not any(s.held or self.host.children.children(s.session_id) for s in self.sessions)
 
     def storage(self) -> dict[str, object]:
         """The state database: ``ok``, or ``down`` with why and since when while SQLite cannot write

@@ -45,7 +45,9 @@ async def serve(config: Config, *, local: bool = False) -> int:
 
         session = gateway.sessions.find(LocalAdapter.name, CHAT_ID, None)
         running = session.running if session is not None else None
-        return session is not None and ((running is not None and not running.suppressed) or bool(session.queue))
+        # Messages held in the store wait their turn as the queued ones do (a refused read-back leaves them there).
+        return session is not None and ((running is not None and not running.suppressed) or bool(session.queue)
+                                        or session.held > 0)
 
     def chat_mode() -> str | None:
         from gateway.store import session_key

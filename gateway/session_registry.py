@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Collection, Iterator
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway import senders
@@ -25,7 +27,7 @@ QUEUED = 100
 """Turns a session holds in memory waiting to run. A chat's messages after those wait in the store, in order
 (`SessionTable.hold`), and are read back as turns begin: a chat sending thousands while a turn runs cost memory
 for each, text and files, for as long as they waited. Background deliveries are never held (the backlog guard
-bounds them, `gateway.backlog`)."""
+bounds them, `gateway.backlog`), but one queued while messages are held runs after them (`WorkItem.after_held`)."""
 
 NewAgent = Callable[[str, Mode, ChatKey, str], AgentSession]
 """``new_agent(session_id, mode, chat, backend)``: a fresh parent agent for a session generation."""
@@ -81,6 +83,8 @@ class SessionRegistry:
         self.run = new_id("run-")
         """This process's messages held in the store (`QUEUED`): an earlier one's were handed over anew at the
         start, from the inbox, and are forgotten (`SessionTable.forget_held`)."""
+        self._holds = 0
+        """Messages this process has held, in all chats: each held one is stored with its number (`_Held.n`)."""
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -186,7 +190,7 @@ class SessionRegistry:
         names: the caller settles their delegations."""
         # The store first: a refusal (a full disk) raises before anything changed, and the stop can be asked again.
         # Taken after it, what was steered into the turn and not read yet would be lost from it and the queue.
-        held = self._held(session)  # those not dropped wait on in the store, after those in memory
+        held = [(row.seq, row.item) for row in self._held(session)]  # those not dropped wait on in the store
         released = [seq for seq, item in held if item.event is not None and drops(item.event)]
         if released:
             self._table.release(released)
@@ -275,6 +279,8 @@ class SessionRegistry:
         if item.event is not None and (current.held or len(current.queue) >= QUEUED):
             self._hold(current, item)  # refused (a full disk): raised, and the event is handled again later
         else:
+            if current.held:  # a background delivery: it runs after the messages held before it came
+                item.after_held = self._holds
             current.queue.append(item)
         return current
 
@@ -362,30 +368,36 @@ class SessionRegistry:
 
     def _hold(self, session: GatewaySession, item: WorkItem) -> None:
         assert item.event is not None
-        held = {"kind": item.kind, "text": item.text, "turn_id": item.turn_id, "event": item.event.to_json()}
+        self._holds += 1
+        held = {"n": self._holds, "kind": item.kind, "text": item.text, "turn_id": item.turn_id,
+                "event": item.event.to_json()}
         self._table.hold(self.run, session.key, json.dumps(held))
         session.held += 1
 
     def _read_back(self, session: GatewaySession) -> None:
-        """Queue the messages held in the store that the session's queue has room for, oldest first."""
+        """Queue the messages held in the store that the session's queue has room for, oldest first (each before
+        the background deliveries queued after it was held)."""
         try:
             held = self._held(session, QUEUED - len(session.queue))
-            self._table.release([seq for seq, _ in held])
+            self._table.release([row.seq for row in held])
         except Exception as exc:  # the store refused: read again as the next turn begins, or the next message comes
             log.warning("%s chat %s: could not read back the messages waiting in the store (%s: %s)",
                         session.platform, session.chat_id, type(exc).__name__, exc)
             return
         # Fewer than asked for: none are left (the count must not keep the session busy for good).
         session.held = session.held - len(held) if len(held) == QUEUED - len(session.queue) else 0
-        session.queue.extend(waiting for _, waiting in held)
+        queued = list(session.queue)
+        session.queue.clear()
+        session.queue.extend(_in_order(queued, held))
 
-    def _held(self, session: GatewaySession, limit: int | None = None) -> list[tuple[int, WorkItem]]:
-        """The session's first ``limit`` messages held in the store (all by default), in order, with their seqs."""
+    def _held(self, session: GatewaySession, limit: int | None = None) -> list[_Held]:
+        """The session's first ``limit`` messages held in the store (all by default), in order."""
         if not session.held:
             return []
         rows = self._table.held(self.run, session.key, limit)
         items = [(seq, json.loads(row)) for seq, row in rows]
-        return [(seq, WorkItem(item["kind"], item["text"], item["turn_id"], Inbound.from_json(item["event"])))
+        return [_Held(seq, item["n"], WorkItem(item["kind"], item["text"], item["turn_id"],
+                                               Inbound.from_json(item["event"])))
                 for seq, item in items]
 
     # -- building ---------------------------------------------------------------------
@@ -400,6 +412,25 @@ class SessionRegistry:
             system = agent.messages[:1] if agent.messages and agent.messages[0]["role"] == "system" else []
             agent.messages = system + [m for m in row.transcript if m.get("role") != "system"]
         return agent
+
+
+class _Held(NamedTuple):
+    seq: int
+    """Its row in the store (`SessionTable.held`)."""
+    n: int
+    """Its number among the messages this process held (`SessionRegistry._holds`)."""
+    item: WorkItem
+
+
+def _in_order(queued: Iterable[WorkItem], held: Iterable[_Held]) -> Iterator[WorkItem]:
+    """The ``queued`` items with the ``held`` messages read back (oldest first) where they came: each one before
+    the background deliveries queued after it was held, behind everything else."""
+    rows = deque(held)
+    for item in queued:
+        while rows and item.after_held is not None and rows[0].n <= item.after_held:
+            yield rows.popleft().item
+        yield item
+    yield from (row.item for row in rows)
 
 
 def unread_steered(session: GatewaySession) -> list[Inbound]:

@@ -60,6 +60,9 @@ class WorkItem:
     quote: str | None = None
     """For a completion turn: the message its answer quotes, the one that asked for the delegation
     (`quote_of`). A message's turn quotes its event."""
+    after_held: int | None = None
+    """For a completion turn queued while the chat's messages were held in the store: the number of the last
+    one held before it came (`SessionRegistry._holds`), which it runs after."""
 
 
 @dataclass(slots=True)
