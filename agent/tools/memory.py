@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import threading
+import unicodedata
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,6 +52,12 @@ MAX_SHOWN_CHARS = 20_000
 """What one 'list' or 'search' shows of the notes, at most: all of them could come to 400,000
 characters (`MAX_NOTES` of `MAX_NOTE_CHARS`), which the model would read in every later request
 of the conversation. Whole notes, in order; the answer says how many more there are."""
+
+_INVISIBLE = re.compile("[\\s\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+                        "\U000e0100-\U000e01ef]")
+"""Characters that show nothing besides the control and format ones (Unicode's Cc and Cf: zero-width spaces
+and joiners, the BOM, bidi marks, tags): whitespace, variation selectors, Hangul fillers, the blank Braille
+pattern: much as `platforms.formatting.blank` counts them for a chat (``agent`` may not import it)."""
 
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 """Striped: a lock per file would be kept for every chat that ever kept a note (the gateway
@@ -176,7 +183,23 @@ def _load(path: Path) -> dict[str, Any]:
         raise ToolError(f"the memory file cannot be read ({why}); memory is unavailable") from None
     if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
         raise ToolError("the memory file is not in the expected format; memory is unavailable")
+    for note in data["notes"]:
+        # An id edited by hand to "3" (or 3.0) was listed as note 3, which 'remove' then could not find.
+        if isinstance(note, dict) and (whole := _whole(note.get("id"))) is not None:
+            note["id"] = whole  # and saved so by the next change
     return data
+
+
+def _whole(value: Any) -> int | None:
+    """``value`` as a whole number, written as a file edited by hand may write one (``3``, ``3.0``, ``"3"``);
+    None for anything else (``true``, ``3.5``, ``"three"``, ``null``)."""
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdecimal() and len(value.strip()) < 19:
+        return int(value.strip())
+    return None
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
@@ -199,18 +222,19 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 
 
 def _readable(notes: list[Any], path: Path) -> tuple[list[dict[str, Any]], str]:
-    """The notes `list` and `search` can show: objects with an ``id`` and a ``text``. Any other (a file
-    edited by hand) is skipped, not a KeyError for every list and search: it stays in the file (a change
-    saves it as it was), a warning names the file for the operator, and the answer's last line counts it
-    (the second value; empty when there is none), so the user hears that some notes are not shown."""
-    readable = [n for n in notes if isinstance(n, dict) and "id" in n and "text" in n]
+    """The notes `list` and `search` can show: objects with a whole-number ``id`` (as `_load` reads it, so that
+    'remove' finds each note shown) and a ``text``. Any other (a file edited by hand) is skipped, not a KeyError
+    for every list and search: it stays in the file (a change saves it as it was), a warning names the file for
+    the operator, and the answer's last line counts it (the second value; empty when there is none), so the user
+    hears that some notes are not shown."""
+    readable = [n for n in notes if isinstance(n, dict) and type(n.get("id")) is int and "text" in n]
     skipped = len(notes) - len(readable)
     if not skipped:
         return readable, ""
-    log.warning("memory: %s holds %d note(s) without an 'id' or a 'text' (edited by hand?): they are not shown"
-                " until the file is fixed", path, skipped)
-    return readable, (f"\n({skipped} note(s) in the memory file cannot be shown: each lacks an 'id' or a 'text'; "
-                      "the operator can fix the file by hand)")
+    log.warning("memory: %s holds %d note(s) without a whole-number 'id' or a 'text' (edited by hand?): they are"
+                " not shown until the file is fixed", path, skipped)
+    return readable, (f"\n({skipped} note(s) in the memory file cannot be shown: each lacks a whole-number 'id' or "
+                      "a 'text'; the operator can fix the file by hand)")
 
 
 def _format(notes: list[dict[str, Any]], *, more: str) -> str:
@@ -242,6 +266,10 @@ def _add(path: Path, args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("action 'add' needs a non-empty 'text'")
     if len(text) > MAX_NOTE_CHARS:
         raise ToolError(f"the note has {len(text)} characters; a note may have at most {MAX_NOTE_CHARS}")
+    if all(unicodedata.category(char) in ("Cc", "Cf") or _INVISIBLE.match(char) for char in text):
+        # Listed as "[4] " and found by no search: a note no one can read, taking one of the places.
+        raise ToolError("the note shows nothing: it holds only whitespace and invisible characters (zero-width "
+                        "spaces, byte order marks, other format characters); nothing was added")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:  # JSON's "\ud83d" alone (half an emoji): saved, the whole file would fail
@@ -280,19 +308,15 @@ def _next_id(data: dict[str, Any], path: Path) -> int:
     raw = data.get("next_id", 1)
     held = [n["id"] for n in data["notes"] if isinstance(n, dict) and type(n.get("id")) is int]
     past = max(held, default=0) + 1
-    if type(raw) is float and raw.is_integer():
-        raw = int(raw)
-    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdecimal() and len(raw.strip()) < 19:
-        raw = int(raw.strip())
-    if type(raw) is not int:
+    if (whole := _whole(raw)) is None:
         log.warning("memory: %s has a 'next_id' that is not a whole number (%.40r; edited by hand?): the next note "
                     "takes %d, past the highest id a note holds", path, raw, past)
         return past
-    if raw < past:
+    if whole < past:
         log.warning("memory: %s has 'next_id' %d, not past the highest id a note holds (edited by hand?): the next "
-                    "note takes %d, so that no two notes share an id", path, raw, past)
+                    "note takes %d, so that no two notes share an id", path, whole, past)
         return past
-    return raw
+    return whole
 
 
 def _remove(path: Path, args: dict[str, Any]) -> str:
@@ -301,7 +325,9 @@ def _remove(path: Path, args: dict[str, Any]) -> str:
     note_id = int(args["id"])  # the schema's "integer" lets 2.0 through, which "removed note 2.0" would print
     with _locked(path):
         data = _load(path)
-        kept = [n for n in data["notes"] if not isinstance(n, dict) or n.get("id") != note_id]
+        # Whole-number ids only, as 'list' shows them: an id ``true`` (edited by hand) equals 1 in Python.
+        kept = [n for n in data["notes"]
+                if not (isinstance(n, dict) and type(n.get("id")) is int and n["id"] == note_id)]
         if len(kept) == len(data["notes"]):
             raise ToolError(f"there is no note {note_id}")
         data["notes"] = kept

@@ -14,7 +14,7 @@ import pytest
 from agent.tools.memory import memory_toolset
 
 (MEMORY,) = memory_toolset()
-SKIPPED = ("\n(2 note(s) in the memory file cannot be shown: each lacks an 'id' or a 'text'; "
+SKIPPED = ("\n(2 note(s) in the memory file cannot be shown: each lacks a whole-number 'id' or a 'text'; "
            "the operator can fix the file by hand)")
 
 
@@ -38,7 +38,8 @@ async def test_list_and_search_show_the_readable_notes_and_count_the_others(call
         assert await call(MEMORY, {"action": "search", "query": "tea"}, services) == "[1] Alice likes tea" + SKIPPED
         assert await call(MEMORY, {"action": "search", "query": "nothing"}, services) == "(no matching notes)" + SKIPPED
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings and all(str(path) in w and "2 note(s) without an 'id' or a 'text'" in w for w in warnings)
+    assert warnings
+    assert all(str(path) in w and "2 note(s) without a whole-number 'id' or a 'text'" in w for w in warnings)
 
 
 async def test_changes_keep_the_unreadable_notes_as_they_are(call, path):
