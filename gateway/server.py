@@ -13,7 +13,7 @@ import errno
 import logging
 from dataclasses import dataclass
 
-from aiohttp import web
+from aiohttp import web, web_response
 from aiohttp.typedefs import Handler
 
 from gateway.app import Gateway
@@ -30,6 +30,10 @@ log = logging.getLogger("gateway.server")
 API_PREFIXES = ("/chat/api", "/webhooks", "/console/api")
 """Paths whose every answer is JSON (the web chat's, the webhook platform's and the console's APIs): a path
 under them that names nothing is answered 404 by `json_not_found`, not with aiohttp's line of plain text."""
+
+SERVER_NAME = "switchboard"
+"""Every answer's ``Server`` header. aiohttp's default names its version and Python's (``Python/3.11
+aiohttp/3.14.5``): a scanner's list of what to try."""
 
 CUT_OFF_SECONDS = 1.0
 """What the requests still running when a stop cuts them off get to end before their connections are
@@ -53,6 +57,9 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
               pending: PendingBodies | None = None) -> web.Application:
     limits = limits or Limits()
     arrived = guard.arrived if guard is not None else (lambda _: None)
+    # Not a response signal: aiohttp answers a request it cannot parse (400) before any app sees it, and reads
+    # this default as each answer goes out. It has no setting for it (aio-libs/aiohttp#3607).
+    web_response.SERVER_SOFTWARE = SERVER_NAME
     app = web.Application(client_max_size=2 * 1024 * 1024,
                           middlewares=[body_guard(limits.body_timeout, arrived, pending), json_not_found])
 

@@ -34,8 +34,11 @@ class _Seen:
 
 class RepeatedWarnings:
     def __init__(self, logger: logging.Logger, *, window: float = WINDOW_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, causes: int = CAUSES) -> None:
+                 clock: Callable[[], float] = time.monotonic, causes: int = CAUSES,
+                 level: int = logging.WARNING) -> None:
+        """``level``: the lines' level; INFO for a cause that is routine, yet may recur at every request."""
         self._log = logger
+        self._level = level
         self._window = window
         self._clock = clock
         self._causes = causes
@@ -54,7 +57,7 @@ class RepeatedWarnings:
         while len(self._seen) > self._causes:
             self._seen.popitem(last=False)
         if seen is not None and seen.dropped:
-            self._log.warning("%s (and %s more like it in the last %.0f s)", msg % args if args else msg,
-                              f"{seen.dropped:,}", now - seen.since, stacklevel=2)
+            self._log.log(self._level, "%s (and %s more like it in the last %.0f s)", msg % args if args else msg,
+                          f"{seen.dropped:,}", now - seen.since, stacklevel=2)
         else:
-            self._log.warning(msg, *args, stacklevel=2)
+            self._log.log(self._level, msg, *args, stacklevel=2)

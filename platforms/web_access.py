@@ -25,7 +25,10 @@ Checks run in this order and stop at the first failure:
 4. **Allowlist**: with ``user_header`` set, the user must be in ``allowed_users``
    (case-insensitive, a leading ``@`` ignored) unless ``allow_all``. 403.
 
-Neither the token nor the Authorization header is ever logged or echoed.
+Neither the token nor the Authorization header is ever logged or echoed. A refusal is logged at
+INFO once for its reason; those for the same reason in the next `WINDOW_SECONDS` (10 minutes) are
+counted, and the first one after says how many (`platforms.repeated_warnings`): a scanner, or a
+client retrying a stale token in a loop, writes a line per reason, not one per request.
 """
 
 from __future__ import annotations
@@ -33,13 +36,15 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 from multidict import MultiMapping
 
 from platforms.base import has_surrogates
+from platforms.repeated_warnings import WINDOW_SECONDS, RepeatedWarnings
 
 log = logging.getLogger("platforms.web_access")
 
@@ -56,13 +61,17 @@ class Refusal:
     """The token is what was missing or wrong: the page should ask for it."""
     detail: str = ""
     """For the log only: what the refusal compared (a foreign Origin against the Host it was sent to)."""
+    said: RepeatedWarnings | None = field(default=None, compare=False, repr=False)
+    """The log of the `Access` that refused it, which says each reason once and counts its repeats."""
 
 
 def refusal_response(request: web.Request, refusal: Refusal, *, realm: str, what: str) -> web.Response:
     """The JSON error for a refused request; a missing or wrong token asks for one (``realm``).
     Logged with ``what`` was asked (``web chat``, ``console``), never with the token, and with the
     path as sent: decoded, a stranger's ``%0A`` would start a line of their own in the log."""
-    log.info("%s %s %s refused: %s%s", what, request.method, request.rel_url.raw_path, refusal.reason, refusal.detail)
+    said = refusal.said or RepeatedWarnings(log, level=logging.INFO)
+    said.warning((what, refusal.reason), "%s %s %s refused: %s%s", what, request.method, request.rel_url.raw_path,
+                 refusal.reason, refusal.detail)
     response = error_response(refusal.status, refusal.reason)
     if refusal.token:
         response.headers["WWW-Authenticate"] = f'Bearer realm="{realm}"'
@@ -93,11 +102,13 @@ def is_loopback(host: str | None) -> bool:
 
 
 class Access:
-    """The checks above for one adapter; `check` answers a request with its user or a `Refusal`."""
+    """The checks above for one adapter; `check` answers a request with its user or a `Refusal`.
+    ``clock`` (monotonic seconds) times how long the log counts a reason's refusals."""
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False,
-                 check_host: bool | None = None, loopback_only: str = LOOPBACK_ONLY) -> None:
+                 check_host: bool | None = None, loopback_only: str = LOOPBACK_ONLY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._token = token.encode() if token else None
         self.user_header = user_header or None
         # Stripped as the header's name is: " alice" (an env file's stray space) would let alice in never.
@@ -106,12 +117,18 @@ class Access:
         self._loopback_only = loopback_only
         # Without a token only the loopback Host stands between a hostile page and the agent.
         self._check_host = self._token is None and self.user_header is None if check_host is None else check_host
+        # INFO, not WARNING: a page opened without its token is refused once, then asks for it; routine.
+        self._refusals = RepeatedWarnings(log, window=WINDOW_SECONDS, clock=clock, level=logging.INFO)
 
     @property
     def needs_token(self) -> bool:
         return self._token is not None
 
     def check(self, request: web.Request) -> str | Refusal:
+        answer = self._check(request)
+        return replace(answer, said=self._refusals) if isinstance(answer, Refusal) else answer
+
+    def _check(self, request: web.Request) -> str | Refusal:
         origin = request.headers.get("Origin")
         if origin is not None and not _same_origin(origin, request.headers):
             # A reverse proxy that rewrites Host (nginx's default) looks like this to every page it serves.

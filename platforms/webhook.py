@@ -164,6 +164,9 @@ class WebhookAdapter:
         self._sweeping: asyncio.Task | None = None
         self._not_recorded = RepeatedWarnings(log)
         """A database that cannot store events refuses every one while it lasts: warned of once."""
+        self._refusals = RepeatedWarnings(log)
+        """A caller signing wrong (its secret, its clock) is refused at every request, a stranger at every
+        guess: warned of once per route and reason, then counted."""
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -296,7 +299,8 @@ class WebhookAdapter:
                       now=self._clock())
 
     def _refusal(self, request: web.Request, reason: str) -> web.Response:
-        log.info("webhook %s %s refused: %s", request.method, request.rel_url.raw_path, reason)
+        self._refusals.warning((request.match_info["name"], reason), "webhook %s %s refused: %s", request.method,
+                               request.rel_url.raw_path, reason)
         return _error(401, reason)
 
     def _signed_get(self, request: web.Request) -> web.Response | None:
