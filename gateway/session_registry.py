@@ -258,12 +258,11 @@ class SessionRegistry:
         if not session.held:
             return False
         try:
-            rows = self._table.held(self.run, session.key)
+            return self._table.holds_from(self.run, session.key, user_id)  # one look-up, however many are held
         except Exception as exc:
             log.warning("%s chat %s: could not read the messages waiting in the store (%s: %s)",
                         session.platform, session.chat_id, type(exc).__name__, exc)
             return True
-        return any(json.loads(row)["event"]["user_id"] == user_id for _, row in rows)
 
     def enqueue(self, session: GatewaySession, item: WorkItem) -> GatewaySession:
         """Queue ``item`` in the chat's session in memory, and return it. A caller may hold ``session`` across

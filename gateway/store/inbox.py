@@ -44,14 +44,18 @@ SENT_MARGIN = 1.0
 count as sent before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just
 after may seem a little older. The gateway's own receipt needs none."""
 
+_OPEN = "status IN ('received', 'begun', 'requeued')"
+"""The events waiting to be handled: the condition of the index ``gateway_inbox_open``. SQLite reads a partial
+index only for a query whose WHERE holds its condition as written, so each query of some of these events holds it
+too (else it reads the whole inbox: a week of handled events, at every start and every few seconds)."""
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
         platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
         received_at REAL NOT NULL, turn_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
         PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
-    """CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at)
-        WHERE status IN ('received', 'begun', 'requeued')""",
+    f"CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE {_OPEN}",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
     # Added to schema 8 without a new version, as a table is: created where missing. An older build that
     # opens the file only leaves the aliases of the events it forgets behind, naming ids that were handled.
@@ -150,7 +154,7 @@ class Inbox:
 
     def begun(self) -> set[tuple[str, str]]:
         """At start: the (platform, event id) of the unsettled events whose turns had begun."""
-        rows = self._db.read("SELECT platform, event_id FROM gateway_inbox WHERE status='begun'")
+        rows = self._db.read(f"SELECT platform, event_id FROM gateway_inbox WHERE {_OPEN} AND status='begun'")
         return {(_untext(platform), _untext(event_id)) for platform, event_id in rows}
 
     def reopen(self, platform: str, event_id: str) -> None:
@@ -201,12 +205,13 @@ class Inbox:
         when the store refuses (raising), none: one marked taken but never returned would wait for a restart.
         ``of``: only those of these platforms (None: of all); another platform's stay re-queued, for a gateway
         that configures it (taken, they would be replayed to no adapter, or lost to the next start)."""
-        sql = "SELECT payload, turn_id, platform, event_id FROM gateway_inbox WHERE status='requeued'"
+        sql = f"SELECT payload, turn_id, platform, event_id FROM gateway_inbox WHERE {_OPEN} AND status='requeued'"
         args: tuple[object, ...] = ()
         if of is not None:
             if not of:
                 return []
-            sql += f" AND platform IN ({', '.join('?' * len(of))})"
+            # Unary plus: the platform is no index key here, or SQLite would read all of its events by theirs.
+            sql += f" AND +platform IN ({', '.join('?' * len(of))})"
             args = tuple(map(_text, of))
         if not self._db.read(f"{sql} LIMIT 1", args):  # the usual answer, asked every few seconds: no write batch
             return []
@@ -259,17 +264,24 @@ class Inbox:
                                 " ORDER BY received_at, rowid LIMIT 1", (platform, turn_id))
         return None if row is None else _inbound(row[0])
 
-    def unfinished(self) -> list[tuple[Inbound, str | None]]:
-        """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart."""
-        rows = self._db.read("SELECT payload, turn_id FROM gateway_inbox WHERE status IN ('received', 'begun')"
-                             " ORDER BY received_at, rowid")  # fmt: skip
-        return [(_inbound(payload), turn_id) for payload, turn_id in rows]
+    def unfinished(self, page: int = 1000) -> list[tuple[Inbound, str | None]]:
+        """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart.
+        Read ``page`` rows at a time: a flood's payloads are not all held twice, as text and as events."""
+        select = (f"SELECT payload, turn_id, received_at, rowid FROM gateway_inbox WHERE {_OPEN}"
+                  " AND status IN ('received', 'begun')")
+        order = " ORDER BY received_at, rowid LIMIT ?"
+        rows = self._db.read(select + order, (page,))
+        events = [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
+        while len(rows) == page:  # the next page: after the last row read, in the same order
+            rows = self._db.read(f"{select} AND (received_at, rowid) > (?, ?){order}", (*rows[-1][2:], page))
+            events += [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
+        return events
 
     def waiting_by_platform(self) -> dict[str, int]:
         """How many events wait to be handled (unsettled or re-queued), per platform: at a start, those of a
         platform no longer configured, which are kept as they are."""
-        rows = self._db.read("SELECT platform, COUNT(*) FROM gateway_inbox WHERE status IN ('received', 'begun',"
-                             " 'requeued') GROUP BY platform")
+        # Unary plus: grouped in the primary key's order instead, SQLite would read every event.
+        rows = self._db.read(f"SELECT platform, COUNT(*) FROM gateway_inbox WHERE {_OPEN} GROUP BY +platform")
         return {_untext(platform): count for platform, count in rows}
 
     def prune(self, older_than: float, limit: int | None = None) -> int:

@@ -19,6 +19,10 @@ from agent import Clock
 from lifecycle import SqliteDatabase
 
 Mode = Literal["inline", "background"]
+_HELD_USER = "CASE WHEN json_valid(item) THEN json_extract(item, '$.event.user_id') END"
+"""A held message's sender, as the index ``gateway_held_user`` and the query it serves both spell it. Not read
+from a row that is not JSON (a hand edit): json_extract would raise, and with it the index's every write and
+creation (the store would not open)."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_sessions (
@@ -36,6 +40,8 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_held (
         seq INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, key TEXT NOT NULL, item TEXT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS gateway_held_key ON gateway_held (key, run, seq)",
+    # `holds_from`, asked at a message for a chat where thousands may be held (a flood): created where missing.
+    f"CREATE INDEX IF NOT EXISTS gateway_held_user ON gateway_held (key, run, {_HELD_USER})",
 )
 
 
@@ -179,6 +185,12 @@ class SessionTable:
         """The chat's first ``limit`` held messages (all by default), oldest first: (seq, item)."""
         return self._db.read("SELECT seq, item FROM gateway_held WHERE key=? AND run=? ORDER BY seq LIMIT ?",
                              (key, run, -1 if limit is None else limit))
+
+    def holds_from(self, run: str, key: str, user_id: str) -> bool:
+        """Whether a message of ``user_id`` is held in the chat ``key`` for the process ``run``: one look-up,
+        however many are held."""
+        return self._db.read_one(f"SELECT 1 FROM gateway_held WHERE key=? AND run=? AND {_HELD_USER}=? LIMIT 1",
+                                 (key, run, user_id)) is not None
 
     def release(self, seqs: Sequence[int]) -> None:
         """The held messages ``seqs`` (`held`) are held no longer."""
