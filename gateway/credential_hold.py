@@ -16,9 +16,12 @@ fixes the token. Instead the platform is *held*:
 
 A part does not give up while its platform is held: the time a part spends held does not count
 toward the outbox's give-up rule (``give_up_after`` seconds, the webhook's ``retry_for_seconds``),
-which still applies to every other failure, so a token refused all night loses nothing. The holds
-are journaled (`OutboxRows.begin_hold`): one on when the process stopped is on again at the next
-start (its first part tries at once); the time between counts toward nothing, as for any part.
+which still applies to every other failure, so a token refused all night loses nothing. A token
+refused on and off for weeks keeps the last `KEPT_PERIODS` periods of this process one by one, and
+the older ones as their sum: a part waiting through more holds than that counts the gaps between
+the oldest as held too (given more time, never less). The holds are journaled
+(`OutboxRows.begin_hold`): one on when the process stopped is on again at the next start (its
+first part tries at once); the time between counts toward nothing, as for any part.
 A platform no longer configured is not held: its parts stay pending, untried, until it is
 configured again.
 """
@@ -37,6 +40,8 @@ from platforms.base import Unauthorized
 log = logging.getLogger("gateway.outbox")
 
 FIRST_PROBE, MAX_PROBE = 5.0, 60.0
+KEPT_PERIODS = 1024
+"""Periods of a platform's holds in this process kept apart: every part's give-up clock reads them all."""
 
 
 @dataclass
@@ -72,7 +77,9 @@ class CredentialHolds:
         """The periods journaled before this start, on the wall clock (the only one that outlives a process)."""
         self._awake: dict[str, list[tuple[float, float | None]]] = {}
         """The periods of this process, on the monotonic clock, as a part's give-up clock counts
-        (`gateway.give_up`): a suspend during a hold counts toward neither."""
+        (`gateway.give_up`): a suspend during a hold counts toward neither. At most `KEPT_PERIODS`."""
+        self._folded: dict[str, tuple[float, float, float]] = {}
+        """The periods of this process older than those: when the first began, when the last ended, their sum."""
         for platform, since, until in store.hold_periods():
             self._journaled.setdefault(platform, []).append((since, until))
             # On when the last process stopped: its first part tries at once. Once, though two may be
@@ -98,8 +105,14 @@ class CredentialHolds:
         """Seconds ``platform`` held its parts in this process since the monotonic ``since`` (the hold
         on now included): time that does not count toward a part's giving up."""
         now = self._clock.monotonic()
-        return sum(max(0.0, (now if until is None else until) - max(start, since))
+        held = sum(max(0.0, (now if until is None else until) - max(start, since))
                    for start, until in self._awake.get(platform, ()))
+        if (folded := self._folded.get(platform)) is not None:
+            first, last, total = folded
+            # A clock started among them is given their sum, or all the time since, if less: the gaps
+            # after it counted as held too, so it gives up later than it would, never sooner.
+            held += total if since <= first else max(0.0, min(total, last - since))
+        return held
 
     def _begin(self, platform: str) -> _Hold:
         now = self._clock.monotonic()
@@ -154,6 +167,13 @@ class CredentialHolds:
         self._journal("ends", self._store.end_hold, platform)
         periods = self._awake[platform]
         periods[-1] = (periods[-1][0], self._clock.monotonic())
+        if len(periods) > KEPT_PERIODS:
+            older, periods[:] = periods[:-KEPT_PERIODS], periods[-KEPT_PERIODS:]
+            first, last, total = self._folded.get(platform, (older[0][0], 0.0, 0.0))
+            for start, end in older:
+                assert end is not None  # only the newest period is ever open
+                last, total = end, total + end - start
+            self._folded[platform] = (first, last, total)
         log.info("outbox: %s takes the bot's credentials again after %.0fs; sending what was held", platform,
                  hold.held_before + self._clock.monotonic() - hold.since)
         hold.bump()

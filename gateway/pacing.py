@@ -16,8 +16,9 @@ A slot counted across the chats goes to its waiters in the order they began to w
 wait ending at its own turn: woken all at once, whichever ran first took it, and a chat editing its
 card without pause took every slot while the other chats' cards froze. A waiter ahead is counted
 only while it waits in `Pacer.wait` to be ready by then (a chat held by a 429 of its own lets those
-behind go meanwhile), and leaves at its call, at a wait preempted or cancelled, or once it asks for
-anything else: one that left without a word never holds up the rest.
+behind go meanwhile), and leaves at its call, at a wait preempted or cancelled, once it asks for
+anything else, or once it yields after its turn came without calling: one that left without a word
+never holds up the rest.
 
 A chat here is the platform's: its threads (a Telegram forum's topics, a Slack channel's
 threads) are sent by senders of their own but share its limits, as those platforms count them,
@@ -266,6 +267,15 @@ class Pacer:
             self._nudges.pop(task, None)
             if not woke:
                 self._leave(task)
+            elif task in self._queued:
+                asyncio.get_running_loop().call_soon(self._unused, task)
+
+    def _unused(self, task: asyncio.Task[object] | None) -> None:
+        """``task`` woke for its turn at a slot and has yielded since: it called, waits again, or went on
+        without a call (its card withdrawn meanwhile), which gives the slot to those behind it at once.
+        Kept for it, the next in line waited a whole spacing after a slot nobody used."""
+        if task in self._queued and task not in self._waking:
+            self._leave(task)
 
     def _nudged(self, task: asyncio.Task[object] | None, wake: asyncio.Event | None) -> bool:
         """Whether ``task`` woke because a waiter ahead of it in a queue gave up (not by ``wake``)."""

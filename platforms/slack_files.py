@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from platforms import download_time
+from platforms import download_time, unsigned_bodies
 from platforms.base import Attachment, AttachmentTooLarge, BadRequest, DeliveryError, Forbidden, NetworkError, NotFound
 
 log = logging.getLogger("platforms.slack")
@@ -33,19 +33,26 @@ CHUNK = 64 * 1024
 # Names of this module's own (`platforms.download_time` says why these): a test shortens one platform's.
 TIMEOUT, STALLED = download_time.TIMEOUT, download_time.STALLED
 DESCRIBE_TIMEOUT = 1.5
-"""How long a message waits for ``files.info`` before it is handed over: Slack wants its ack within 3 s."""
+"""How long after its request came (`platforms.unsigned_bodies.arrived`) a message waits for ``files.info``
+before it is handed over: Slack wants its ack within 3 s, and the gateway acks by 2 (`platforms.slack_delivery`)."""
 
 
 async def described(files: list[Any], info: Callable[[str], Awaitable[dict[str, Any]]]) -> list[Any]:
     """``files`` (a message's) with each that Slack Connect lists by id alone (``file_access:
-    check_file_info``) replaced by what ``files.info`` says of it, within `DESCRIBE_TIMEOUT`; one that
-    cannot be described stays as listed (its download then fails, and the user is told), with one
-    warning naming Slack's refusal (``info`` logs a channel's own refusal at DEBUG only)."""
+    check_file_info``) replaced by what ``files.info`` says of it, within `DESCRIBE_TIMEOUT` of the
+    request's arrival (of now, for a message read back); one that cannot be described stays as listed
+    (its download then fails, and the user is told), with one warning naming Slack's refusal (``info``
+    logs a channel's own refusal at DEBUG only)."""
+    # Counted from the arrival, as the ack is: a request that queued for its signature check has spent
+    # part of the time already, and counted from here the ack could reach Slack's 3 s.
+    came = unsigned_bodies.arrived()
+    timeout = DESCRIBE_TIMEOUT if came is None else came + DESCRIBE_TIMEOUT - asyncio.get_running_loop().time()
+
     async def describe(file: Any) -> Any:
         if not (isinstance(file, dict) and file.get("file_access") == "check_file_info" and file.get("id")):
             return file
         try:
-            found = (await asyncio.wait_for(info(str(file["id"])), DESCRIBE_TIMEOUT)).get("file")
+            found = (await asyncio.wait_for(info(str(file["id"])), max(0.0, timeout))).get("file")
         except (DeliveryError, TimeoutError) as exc:
             log.warning("slack: file %s could not be described: %s", file["id"],
                         f"{type(exc).__name__}: {exc}" if isinstance(exc, DeliveryError) else type(exc).__name__)

@@ -1,5 +1,5 @@
 """A workspace's queue for a slot (Slack's deletions, edits) stays fair and safe when its waiters misbehave: one
-that gives up, fails between its turn and its call, or asks for another op."""
+that gives up, fails between its turn and its answer, does not call at its turn, or asks for another op."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ async def test_a_deletion_behind_a_waiter_that_gives_up_waits_for_its_turn_not_l
     assert behind.result() == pytest.approx(1.25)
 
 
-async def test_a_waiter_that_fails_between_its_turn_and_its_call_holds_up_nobody() -> None:
+@pytest.mark.parametrize("called", [True, False], ids=["after-its-call", "before-its-call"])
+async def test_a_waiter_that_fails_between_its_turn_and_its_answer_holds_up_nobody(called: bool) -> None:
     clock = FakeClock(autojump=False, start=START)
     pacer = Pacer(clock)
     pacer.called(chat(0), SLACK, edit_of="m", op="edit")
@@ -47,18 +48,46 @@ async def test_a_waiter_that_fails_between_its_turn_and_its_call_holds_up_nobody
     async def fails() -> None:
         while (pause := pacer.delay(chat(1), edit_of="m", progress=True, op="edit")) > 0:
             await pacer.wait(pause)
-        raise ConnectionError("the send failed before the platform answered")
+        if called:  # counted from its start, as the sender counts every call
+            pacer.called(chat(1), SLACK, edit_of="m", op="edit")
+            raise ConnectionError("the send failed before the platform answered")
+        raise OSError("the store refused to journal it before the call (a full disk)")
 
     failing = asyncio.create_task(fails())
     await settled(clock, [failing])
     behind = [asyncio.create_task(take(pacer, clock, n)) for n in (2, 3)]
     await run_for(clock, 4.0, [failing, *behind])
-    assert isinstance(failing.exception(), ConnectionError)
-    # Its slot at 1.25 is taken as if used (it may have reached the platform), never for longer.
-    assert [task.result() for task in behind] == [pytest.approx(2.5), pytest.approx(3.75)]
+    assert isinstance(failing.exception(), ConnectionError if called else OSError)
+    # Its slot at 1.25 is used if it called (it may have reached the platform), never for longer; and
+    # given to the next in line if it made no call.
+    first = 2.5 if called else 1.25
+    assert [task.result() for task in behind] == [pytest.approx(first), pytest.approx(first + 1.25)]
     later = asyncio.create_task(take(pacer, clock, 4))
     await run_for(clock, 2.0, [later])
-    assert later.result() == pytest.approx(5.0)
+    assert later.result() == pytest.approx(5.0 if called else 4.0)  # at once when the slot is free
+    assert not pacer._queued and not pacer._queues
+
+
+async def test_a_turn_woken_for_but_not_used_goes_to_the_waiter_behind_it() -> None:
+    clock = FakeClock(autojump=False, start=START)
+    pacer = Pacer(clock)
+    pacer.called(chat(0), SLACK, edit_of="m", op="edit")  # the slot is taken until 1.25
+
+    async def withdrawn() -> None:
+        # As the sender does for a card withdrawn while it waited its turn: woken, it finds nothing to
+        # send and goes idle, neither calling the platform nor asking the pacer again.
+        while (pause := pacer.delay(chat(1), edit_of="m", progress=True, op="edit")) > 0:
+            await pacer.wait(pause)
+        await clock.sleep(3600.0)
+
+    idle = asyncio.create_task(withdrawn())
+    await settled(clock, [idle])
+    behind = asyncio.create_task(take(pacer, clock, 2))
+    try:
+        await run_for(clock, 3.0, [idle, behind])
+    finally:
+        idle.cancel()
+    assert behind.result() == pytest.approx(1.25)  # not a spacing later, after a slot nobody used
     assert not pacer._queued and not pacer._queues
 
 

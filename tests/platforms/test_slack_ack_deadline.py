@@ -16,7 +16,7 @@ import pytest
 from platforms.base import CommandSpec, Inbound
 from platforms.fakes._waiting import wait_until
 from platforms.fakes.slack import FakeSlack
-from platforms.slack import SlackAdapter
+from platforms.slack import SINK_TIMEOUT, SlackAdapter
 from platforms.unsigned_bodies import UnsignedBodies
 from tests.platforms.test_unsigned_bodies import FAKE_SLACK_SIGNATURE, LARGE, Raw, event, serve
 
@@ -87,3 +87,23 @@ async def test_a_queued_event_is_acknowledged_within_3_seconds_of_arrival(queued
     sink.let_go.set()
     await wait_until(lambda: sink.recorded, 5.0, poll=0.01)
     assert [i.text for i in sink.recorded] == ["message 1"]
+
+
+async def test_a_queued_slack_connect_file_is_described_within_the_time_the_ack_may_wait(queued, caplog) -> None:
+    # Describing a Slack Connect file (`platforms.slack_files.DESCRIBE_TIMEOUT`) counts from the request's
+    # arrival too: counted from its own start, behind the queue, an unanswered files.info held the ack to 3 s.
+    fake, _, sink, _ = queued
+    unanswered = fake.hold("files.info")
+    loop = asyncio.get_running_loop()
+    sent = loop.time()
+    try:
+        await fake.push_file("DU1", "U1", b"x", "notes.txt", text="read this", connect=True)
+    finally:
+        unanswered.set()
+    answered = loop.time() - sent
+    assert [r.status for r in fake.http_results] == [200]  # Slack never sent it again
+    assert QUEUED <= answered < SINK_TIMEOUT + 0.5  # acked 2 s after it came, as documented
+    assert "could not be described: TimeoutError" in caplog.text
+    sink.let_go.set()
+    await wait_until(lambda: sink.recorded, 5.0, poll=0.01)
+    assert [i.text for i in sink.recorded] == ["read this"]
