@@ -242,7 +242,7 @@ class Sender:
                 row = self._to_send(row, "the platform keeps it as it is")
             edit_of = target_id if row.op == "edit" else None
             progress = row.kind in PROGRESS_KINDS
-            lookup = find_target or row.op == "send" and self.maybe_sent(row) and findable(adapter, row)
+            lookup = find_target or row.op in ("send", "file") and self.maybe_sent(row) and findable(adapter, row)
             # Looked up first: a part found to have gone out already gets no note, which would follow it.
             note = (late_note(self._store, row, age=self._clock.time() - row.created_at, late_after=self._late_after)
                     if row.op in ("send", "file") and not progress and not lookup else None)

@@ -47,7 +47,7 @@ class SentLookup:
         was first journaled. That time is read from the row (`OutboxRow.lookup_since`),
         stored, not kept here: the next process, which finds the row tried, starts there too. Kept in memory
         only, a restart before the part went out started its lookup at the re-queue, and posted it twice."""
-        if row.tried and row.op == "send":
+        if row.tried and row.op in ("send", "file"):
             self.unsure.add(row.id)
 
     def forget(self, row_id: int) -> None:

@@ -1,32 +1,60 @@
-"""Files the agent sends on Slack, uploaded the way slack-sdk's ``files_upload_v2`` does:
-``files.getUploadURLExternal``, the bytes to the URL it gives, then
+"""Files the agent sends on Slack, uploaded in the three steps slack-sdk's ``files_upload_v2``
+takes: ``files.getUploadURLExternal``, the bytes to the URL it gives, then
 ``files.completeUploadExternal``, which shares the file in the channel (and thread) as one
 message from the bot with the caption as its ``initial_comment``.
 
 Slack takes files up to 1 GB; the adapter sends at most `UPLOAD_LIMIT`, since the SDK holds
 the whole file in memory to upload it. A file share carries no message metadata, so an upload
-cannot be looked up by its key like a post (`platforms.base.FindsSent`). A file that cannot be read
-here is `BadRequest`, final: not an outage to retry.
+cannot be looked up by its key like a post (`platforms.base.FindsSent`). What this process knows
+stands in for that: once Slack took a part's bytes, the part's next try (the outbox's, after a 5xx,
+a 429 or a lost answer of the last step) uploads nothing again: it asks ``files.info`` whether that
+file was shared, and completes it only if not. Shared twice, the chat showed the file twice. Slack
+shares a completed file a moment later, not at once, so a try right after an answer lost the same
+moment may still share it twice; so may a process killed mid-upload, which knows nothing of it. A
+file that cannot be read here is `BadRequest`, final: not an outage to retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import weakref
+from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import aiohttp
-from slack_sdk.errors import SlackClientError, SlackRequestError
+from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from platforms.base import BadRequest, Outbound, OutboundFile, Sent, scalar_text
+from platforms.base import (
+    BadRequest,
+    NetworkError,
+    Outbound,
+    OutboundFile,
+    RateLimited,
+    Sent,
+    Unauthorized,
+    scalar_text,
+)
 from platforms.formatting import blank, slack_mrkdwn
-from platforms.slack_errors import translate, translate_exception
+from platforms.recent import remember
+from platforms.slack_errors import error_code, translate, translate_exception
+
+log = logging.getLogger("platforms.slack")
 
 UPLOAD_LIMIT = 100 * 1000 * 1000
 METHOD = "files.upload_v2"
 """How a failed upload is named in its error (the SDK's method, which makes the three calls)."""
+REMEMBERED = 1000
+"""Uploads whose completion is unsettled kept at most per client: far more than the files queued at once."""
 _STATUS = re.compile(r"\(status: (\d{3})")
+_UNSETTLED = (NetworkError, RateLimited, Unauthorized)
+"""A completion that may have gone through, or that Slack will take later: its upload is kept for the next try."""
+
+_uploaded: weakref.WeakKeyDictionary[AsyncWebClient, OrderedDict[str, str]] = weakref.WeakKeyDictionary()
+"""Per client (an adapter's run), by part key: the file whose bytes Slack took and whose completion is unsettled."""
 
 
 async def share(client: AsyncWebClient, message: Outbound, file: OutboundFile) -> Sent:
@@ -40,8 +68,11 @@ async def share(client: AsyncWebClient, message: Outbound, file: OutboundFile) -
         # would fail alike at every retry, as the gateway holds a copy that has gone to be final.
         raise BadRequest(f"cannot read {file.name} to upload it: {type(exc).__name__}: {exc.strerror or exc}",
                          method=METHOD, chat_id=message.chat_id, platform="slack") from exc
+    uploads = _uploaded.setdefault(client, OrderedDict())
+    key = message.idempotency_key
     try:
-        return Sent(await upload(client, message.chat_id, message.thread_id, file.name, data, comment))
+        return Sent(await upload(client, message.chat_id, message.thread_id, file.name, data, comment, uploads,
+                                 key))
     except SlackRequestError as exc:  # the upload URL refused the bytes
         status = upload_status(str(exc))
         # The status in the words: the outbox's line, the only one said of a refusal, names it.
@@ -49,16 +80,65 @@ async def share(client: AsyncWebClient, message: Outbound, file: OutboundFile) -
         raise translate(METHOD, message.chat_id, status=status, error=error, retry_after=None,
                         caller_logs=True) from exc
     except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise translate_exception(exc, METHOD, message.chat_id, caller_logs=True) from exc
+        translated = translate_exception(exc, METHOD, message.chat_id, caller_logs=True)
+        if key is not None and not isinstance(translated, _UNSETTLED):
+            uploads.pop(key, None)  # refused: nothing was shared, and a try again (the operator's) starts over
+        raise translated from exc
 
 
 async def upload(client: AsyncWebClient, channel: str, thread_ts: str | None, name: str, data: bytes,
-                 comment: str | None) -> str:
+                 comment: str | None, uploads: OrderedDict[str, str], key: str | None) -> str:
     """Share ``data`` as the file ``name`` in ``channel`` (the thread ``thread_ts``) with ``comment``;
-    returns the file's id. Raises what the SDK raises."""
-    resp = await client.files_upload_v2(channel=channel, thread_ts=thread_ts, file=data, filename=name,
-                                        title=name, initial_comment=comment)
-    return str(resp["file"]["id"])
+    returns the file's id. ``uploads[key]``: the file whose bytes Slack took at an earlier try of the part
+    ``key``, its completion unsettled (kept there until it is settled): that file is shared, unless it
+    was already, rather than the bytes uploaded again. Raises what the SDK raises."""
+    taken = uploads.get(key) if key is not None else None
+    if taken is not None and await _shared(client, taken, channel):
+        log.info("slack: channel %s: %s had been shared already; not shared again", channel, name)
+        uploads.pop(key, None)
+        return taken
+    file_id = taken or await _put(client, name, data)
+    if key is not None:
+        remember(uploads, key, file_id, REMEMBERED)
+    try:
+        await client.files_completeUploadExternal(files=[{"id": file_id, "title": name}], channel_id=channel,
+                                                  thread_ts=thread_ts, initial_comment=comment)
+    except SlackApiError as exc:
+        if taken is None or error_code(exc) != "file_not_found":
+            raise
+        uploads.pop(key, None)  # the upload Slack took has expired, never shared: made anew
+        return await upload(client, channel, thread_ts, name, data, comment, uploads, key)
+    uploads.pop(key, None)
+    return file_id
+
+
+async def _put(client: AsyncWebClient, name: str, data: bytes) -> str:
+    """The first two steps: the upload URL, and the bytes to it; returns the file's id."""
+    url = await client.files_getUploadURLExternal(filename=name, length=len(data))
+    # slack-sdk's own second step, as `files_upload_v2` makes it: that method keeps the file's id to itself.
+    result = await client._upload_file(url=str(url["upload_url"]), data=data, logger=client.logger,
+                                       timeout=client.timeout, proxy=client.proxy, ssl=client.ssl)
+    if result.status != 200:  # worded as slack-sdk's own, which `upload_status` reads
+        raise SlackRequestError(f"Failed to upload a file (status: {result.status}, filename: {name})")
+    return str(url["file_id"])
+
+
+async def _shared(client: AsyncWebClient, file_id: str, channel: str) -> bool:
+    """Whether Slack shared the file ``file_id`` anywhere (uploaded for one share only: the part's). False
+    when it is not complete (``file_not_found``), or when Slack will not say (no ``files:read``: logged).
+    Raises what the SDK raises otherwise (a 5xx, an answer lost): the part is tried again later, asking again."""
+    try:
+        file: Any = (await client.files_info(file=file_id)).get("file") or {}
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code == "missing_scope":
+            log.warning("slack: channel %s: cannot tell whether file %s was shared already (files.info: "
+                        "missing_scope, the app needs files:read); sharing it", channel, file_id)
+            return False
+        if code != "file_not_found":
+            raise
+        return False
+    return bool(file.get("shares") or any(file.get(k) for k in ("channels", "groups", "ims")))
 
 
 def upload_status(message: str) -> int | None:

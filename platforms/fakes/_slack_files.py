@@ -11,7 +11,7 @@ status 200 at the end).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +24,8 @@ class SharedFile:
     mimetype: str
     data: bytes
     subtype: str | None = None
+    shares: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Where the bot's upload was shared (``files.completeUploadExternal``): by channel, the messages."""
 
 
 class SlackFiles:
@@ -66,6 +68,12 @@ class SlackFiles:
         }
         if shared.subtype:
             file["subtype"] = shared.subtype
+        if shared.shares:  # as files.info tells where a file is shared once Slack has shared it
+            public = {c: s for c, s in shared.shares.items() if c.startswith("C")}
+            private = {c: s for c, s in shared.shares.items() if not c.startswith("C")}
+            file["shares"] = {kind: found for kind, found in (("public", public), ("private", private)) if found}
+            file.update(channels=list(public), groups=[c for c in private if c.startswith("G")],
+                        ims=[c for c in private if c.startswith("D")])
         return file
 
     def _files_info(self, params: dict[str, Any]) -> dict[str, Any]:

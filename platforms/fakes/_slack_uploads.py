@@ -10,7 +10,9 @@
    uploaded is ``file_not_found``.
 
 A shared file is kept in ``files`` like one a user shared, so ``files.info`` and its private
-URL serve it; ``uploaded[file_id]`` is how many times step 2 received it.
+URL serve it, ``files.info`` with where it was shared (``shares``, ``channels``, ``groups``, ``ims``);
+``uploaded[file_id]`` is how many times step 2 received it. Completing an upload once more is
+``file_not_found``, as is ``files.info`` of one not completed yet.
 """
 
 from __future__ import annotations
@@ -92,4 +94,7 @@ class SlackUploads:
                       "text": p.get("initial_comment") or "", "files": objects, "upload": True}
             message = self._store(channel, p.get("thread_ts") or None, fields)  # type: ignore[attr-defined]
             self._echo({**message, "app_id": self.app_id})  # type: ignore[attr-defined]
+            share = {"ts": message["ts"], **({"thread_ts": message["thread_ts"]} if "thread_ts" in message else {})}
+            for o in objects:
+                self.files[o["id"]].shares.setdefault(channel, []).append(share)  # type: ignore[attr-defined]
         return {"ok": True, "files": [{"id": o["id"], "title": o["title"]} for o in objects]}
