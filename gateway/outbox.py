@@ -64,9 +64,10 @@ Guarantees:
 - **Files.** A file send (`enqueue_file`, op ``file``) is one part like any other: its text is
   the caption, and the bytes are the copy `gateway.outbox_files` keeps under its key, made
   before it was journaled. It is retried like text; a platform that refuses its size or its
-  caption's length fails it at once. Its copy is removed once it is sent or dropped; a failed
-  one keeps it for the operator's retry until it is dismissed (or forgotten with its row, then
-  removed at the next start). One whose answer was lost is looked up before it is sent again, as
+  caption's length fails it at once. One that fails for good is followed by a note naming it
+  (``{turn}:file:{n}:missing``, `gateway.part_notes.file_note`). Its copy is removed once it is
+  sent or dropped; a failed one keeps it for the operator's retry until it is dismissed (or
+  forgotten with its row, then removed at the next start). One whose answer was lost is looked up before it is sent again, as
   text is, where the adapter can find it (Discord, among the posts this process heard; a Slack upload
   asks for the file it made, `platforms.slack_uploads`); a process that dies during an upload sends
   that file again after the restart (Discord drops the repeat by its nonce, within a few minutes of

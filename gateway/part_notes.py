@@ -1,5 +1,5 @@
 """The short notes the sender journals about a message's parts: one ahead of a late message, one in
-place of a part that failed for good.
+place of a part (or a file the agent sent) that failed for good.
 
 Each note is journaled as a part of its own, keyed from the part it concerns, so it goes out once,
 in its place, across restarts too. What they say and when a message is late is `gateway.late_notes`'s;
@@ -9,7 +9,10 @@ which only sends the note it is handed.
 
 from __future__ import annotations
 
+import re
+
 from gateway import late_notes
+from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from platforms.base import AttachmentTooLarge, BadRequest, EditUnsupported, Forbidden, MessageTooLong, NotFound
@@ -26,6 +29,35 @@ def missing_text(part: int, parts: int, *, gave_up: bool) -> str:
     """The note sent in place of part ``part`` (from 1) of a message of ``parts`` that failed for good."""
     why = "the platform kept failing" if gave_up else "the platform refused it"
     return f"(part {part} of {parts} could not be sent: {why})"
+
+
+def file_text(name: str | None, why: str) -> str:
+    """The note sent in place of a file the agent sent (`send_file`) that failed for good: ``name`` as the
+    model was told it, in a code span (a name such as ``__init__.py`` would read as bold), None when it is
+    unknown (the gateway's copy of the file, which holds the name, is gone)."""
+    if name is None:
+        return f"(A file could not be sent here: {why}.)"
+    fence = "`" * (max((len(run) for run in re.findall("`+", name)), default=0) + 1)
+    pad = " " if name.startswith("`") or name.endswith("`") else ""
+    return f"(The file {fence}{pad}{name}{pad}{fence} could not be sent here: {why}.)"
+
+
+_TOO_LARGE = re.compile(r"too[ _](?:large|big)|larger than", re.IGNORECASE)
+"""How a platform refusing a file's size says so: Telegram's and Discord's 413 ("Request Entity Too Large"),
+a proxy's in front of the Bot API (`platforms.telegram_errors`), Slack's ``file_too_large``."""
+
+
+def file_reason(error: str, *, gave_up: bool) -> str:
+    """Why a file failed, from its recorded error (`gateway.outbox_part.describe`), in words a chat's user
+    can act on; never the platform's own words, which may name what the chat should not read."""
+    if gave_up:
+        return "the platform kept failing"
+    name = error.partition(":")[0]
+    if name in _names(AttachmentTooLarge) or _TOO_LARGE.search(error):
+        return "it is larger than this chat takes"
+    if name in _names(MessageTooLong):  # its size is refused as too large: this is its caption's length
+        return "its caption is longer than this chat takes"
+    return "the platform refused it"
 
 
 def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: float) -> OutboxRow | None:
@@ -46,7 +78,8 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
     return note if note is not None and note.status == "pending" else None
 
 
-def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False) -> OutboxRow | None:
+def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
+                 files: OutboxFiles | None = None) -> OutboxRow | None:
     """The note to send in ``row``'s place, journaled now, when ``row`` failed for good: where it is a
     part of a message of several (a long answer), a short note goes in its place (`missing_text`), else
     the answer reads whole with a hole in it. One per message: should another of its parts fail too (the
@@ -57,9 +90,15 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False) ->
     A piece of a re-split part (`gateway.resplit`) is a message in the chat like a part: once another
     piece of its part went out, the chat reads the pieces as the part, so the one missing is noted, and
     numbered, among the message's messages in the chat (a part's pieces counted one by one). Until one
-    did, none is owed for it: should none go out, the note is the part's (`gateway.sender`)."""
-    if row.kind in PROGRESS_KINDS or row.op not in ("send", "split") or row.platform in late_notes.WITHOUT_NOTES:
+    did, none is owed for it: should none go out, the note is the part's (`gateway.sender`).
+
+    A file the agent sent gets one too (`file_note`): the model was told it was queued."""
+    if row.kind in PROGRESS_KINDS or row.platform in late_notes.WITHOUT_NOTES:
         return None  # a progress message is one part; a webhook's caller reads each part's sequence
+    if row.op == "file":
+        return file_note(store, row, gave_up=gave_up, files=files)
+    if row.op not in ("send", "split"):
+        return None
     message, _, number = row.key.rpartition(":")
     part, *names = number.split("/")
     if not (message and part.isdigit()):
@@ -74,13 +113,32 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False) ->
         if row.key not in shown:
             return None  # its part is no longer journaled as re-split (pruned meanwhile): nothing to count it in
         place, total = shown.index(row.key) + 1, len(shown)
-    key = message + MISSING
-    if total < 2 or store.has_message(key):
+    if total < 2:
         return None
-    store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
-                                   missing_text(place, total, gave_up=gave_up), kind=row.kind,
+    return _journal(store, row, message + MISSING, missing_text(place, total, gave_up=gave_up))
+
+
+def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: OutboxFiles | None) -> OutboxRow | None:
+    """The note to send in place of the file ``row`` (`send_file`), journaled now, once ``row`` failed for good
+    (its error recorded): its name, and why (`file_reason`; its copy gone, the name with it, when ``files`` holds
+    none). One per file: a console Retry that fails again gets none, one that succeeds leaves it as it is."""
+    copy = files.get(row.key) if files is not None else None
+    if copy is None:
+        why = "the gateway's copy of it is gone"
+    else:
+        failed = store.message_by_id(row.id) or row
+        why = file_reason(failed.last_error or "", gave_up=gave_up)
+    key = row.key.rpartition(":")[0] + MISSING
+    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why))
+
+
+def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str) -> OutboxRow | None:
+    """Journal the note ``key`` in ``row``'s place among its turn's messages; None when it was journaled before."""
+    if store.has_message(key):
+        return None
+    store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id, text, kind=row.kind,
                                    silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
-                                   sequence=row.sequence)])  # in its place among the turn's messages
+                                   sequence=row.sequence)])
     return store.message(key)
 
 

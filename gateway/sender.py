@@ -325,6 +325,7 @@ class Sender:
                     continue
                 if row.op == "file" and isinstance(exc, _FILE_REFUSED):
                     self._fail(row, exc)
+                    await self._note_missing(adapter, row)
                     return True
                 if isinstance(exc, MessageTooLong):
                     await self._resplit(adapter, row, exc)
@@ -489,7 +490,7 @@ class Sender:
 
     async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False) -> None:
         """``row`` failed for good: send the note owed in its place, if any (`part_notes.missing_note`)."""
-        if (note := missing_note(self._store, row, gave_up=gave_up)) is not None:
+        if (note := missing_note(self._store, row, gave_up=gave_up, files=self._files)) is not None:
             await self._deliver(adapter, note, None)
 
     def _target(self, row: OutboxRow) -> OutboxRow | None:

@@ -98,5 +98,5 @@ async def test_a_file_given_up_on_with_its_answer_lost_is_looked_up_before_the_o
     message_id = await outbox.wait_sent(KEY, timeout=WAIT)
     await outbox.close()
     store.close()
-    [posted] = fake.bot_messages(dm)
+    [posted] = [m for m in fake.bot_messages(dm) if m.attachments]  # and the note of the file given up on
     assert posted.id == message_id and lookups.outcomes == ["discord:found"]

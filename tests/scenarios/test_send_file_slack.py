@@ -94,7 +94,8 @@ async def test_an_upload_slack_refuses_is_one_warning_not_two(chat, caplog):
     fake.fail_next("upload", status=403)
     mention = await fake.push_mention("C1", "U1", "the numbers?")
     thread = mention["event"]["ts"]
-    await fake.wait_for(lambda: [m["text"] for m in shown(fake, "C1", thread)] == ["done"], timeout=10)
+    note = "(The file `q3.csv` could not be sent here: the platform refused it.)"
+    await fake.wait_for(lambda: [m["text"] for m in shown(fake, "C1", thread)] == [note, "done"], timeout=10)
     await settled(gateway)
     [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert "C1" in warning and "403" in warning, warning
