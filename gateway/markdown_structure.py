@@ -10,9 +10,12 @@ came from, so the answers are positions in the text:
   positions of its opening and closing markers. A part cut inside one closes it
   and the next part reopens it.
 - atoms: links, images, autolinks, bare URLs, entity and backslash escapes, which are
-  never cut (unless one alone is longer than a part).
-- `Table`: a top-level GFM table; it is cut only between body rows, and a part
-  that starts inside it repeats its header rows.
+  never cut (unless one alone is longer than a part). A region is read with the text's link
+  reference definitions, wherever they are, so a reference link (``[the docs][d1]``) is one too:
+  cut at a space in its label, each part showed half of it as typed, brackets and all.
+- `Table`: a GFM table at the top level or in a quote (not in a list item); it is cut only
+  between body rows, and a part that starts inside it repeats its header rows (a quote's with
+  their ``>``: without them, the rows of a quoted table showed as typed, pipes and all).
 
 Anything markdown-it cannot map back to the source exactly (a mismatch between a
 token's content and its lines) is left out: the splitter then treats that text
@@ -42,6 +45,7 @@ from markdown_it.rules_inline import (
 from markdown_it.token import Token
 
 from platforms.formatting import bare_urls
+from platforms.formatting.markdown import Definitions
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _CLOSE_OF = {"strong_open": "strong_close", "em_open": "em_close", "s_open": "s_close"}
@@ -141,8 +145,9 @@ class Structure:
     """Lazily parsed facts about ``text``; ``fences`` are ``(start, end)`` ranges of code blocks,
     which hold no inline structure and bound the regions."""
 
-    def __init__(self, text: str, fences: Sequence[tuple[int, int]]) -> None:
+    def __init__(self, text: str, fences: Sequence[tuple[int, int]], references: Definitions = ()) -> None:
         self.text = text
+        self._references = {label: {"href": href, "title": title} for label, href, title in references}
         separators = sorted([*((m.start() + 1, m.end() - 1) for m in _BLANK_LINE.finditer(text)), *fences])
         self._sep_starts = [s for s, _ in separators]
         self._seps = separators
@@ -183,17 +188,20 @@ class Structure:
         end = self._seps[i + 1][0] if i + 1 < len(self._seps) else len(self.text)
         region = self._regions.get(start)
         if region is None:
-            region = self._regions[start] = _parse_region(self.text, start, end)
+            region = self._regions[start] = _parse_region(self.text, start, end, self._references)
         return region
 
 
-def _parse_region(text: str, start: int, end: int) -> _Region:
+def _parse_region(text: str, start: int, end: int, references: dict[str, dict[str, str]]) -> _Region:
     src = text[start:end]
     line_starts = [0, *(m.end() for m in re.finditer("\n", src))]
     region = _Region()
-    tokens = _parser().parse(src)
+    tokens = _parser().parse(src, {"references": dict(references)})  # a copy: a parse adds the region's own
+    quotes = 0  # the quotes open here: a table in quotes only has its rows' ">"s in its header rows too
     for i, tok in enumerate(tokens):
-        if tok.type == "table_open" and tok.level == 0 and tok.map is not None:
+        quotes += tok.type == "blockquote_open"
+        quotes -= tok.type == "blockquote_close"
+        if tok.type == "table_open" and tok.level == quotes and tok.map is not None:
             region.tables.append(_table(src, start, line_starts, tok.map))
         elif tok.type == "inline" and tok.map is not None and not _in_table(tokens, i):
             where = _locator(src, start, line_starts, tok)

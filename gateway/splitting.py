@@ -27,11 +27,13 @@ points). What a cut never breaks:
   no cut falls inside a marker; unless the markers to close (or to reopen) would
   take more than a quarter of the limit (hundreds of styles open at once): then
   the part closes (or reopens) none, so every part keeps most of the limit for text;
-- **links, bare URLs, images, escapes and entities**, which are kept whole; a link longer than a
-  part is cut in its label (at a space where it can) into links to the same address, like a style,
-  and one whose address takes more than a quarter of the limit is written out as its label and its
-  address (`_unlinked`): cut otherwise, a part would show its Markdown;
-- **tables**, cut only between body rows; the next part repeats the header rows;
+- **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
+  link or image longer than a part is cut in its label (at a space where it can) into links (images)
+  to the same address, like a style, and one whose address takes more than a quarter of the limit
+  is written out as its label and its address (`_unlinked`): cut otherwise, a part would show its
+  Markdown;
+- **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
+  header rows;
 - **list items**: a part starting inside one (past its marker) has none, so the item's
   later lines are taken out as far as its text, and a blank line goes before the next item
   when it could not open a list right after that text (`gateway.split_items`). Items in a
@@ -101,14 +103,15 @@ def _whole(text: str, i: int) -> bool:
 
 
 def _link_label(text: str, start: int, end: int) -> Style | None:
-    """The inline link ``text[start:end]`` as a style its label opens and its target closes
-    (``](href)``): a link longer than a part is cut into links to the same target."""
-    if text[start] != "[":
+    """The inline link or image ``text[start:end]`` as a style its label opens (``[``, ``![``) and its
+    target closes (``](href)``): one longer than a part is cut into links (images) to the same target."""
+    bracket = start + 1 if text.startswith("![", start) else start
+    if text[bracket] != "[":
         return None
-    label_end = start + parseLinkLabel(StateInline(text[start:end], markdown.parser(), {}, []), 0)
-    if label_end <= start or text[label_end + 1:label_end + 2] != "(":
+    label_end = start + parseLinkLabel(StateInline(text[start:end], markdown.parser(), {}, []), bracket - start)
+    if label_end <= bracket or text[label_end + 1:label_end + 2] != "(":
         return None
-    return Style(start, start + 1, label_end, end, "[", text[label_end:end])
+    return Style(start, bracket + 1, label_end, end, text[start:bracket + 1], text[label_end:end])
 
 
 def _character_start(text: str, start: int, end: int) -> int:
@@ -152,7 +155,8 @@ class _Splitter(InLists):
     @property
     def structure(self) -> Structure:
         if self._structure is None:
-            self._structure = Structure(self.text, [(f.open_start, f.close_end) for f in self.fences])
+            self._structure = Structure(self.text, [(f.open_start, f.close_end) for f in self.fences],
+                                        markdown.definitions(self.text))
         return self._structure
 
     # -- fences --------------------------------------------------------------------------
@@ -229,7 +233,7 @@ class _Splitter(InLists):
         return [s for s in self.with_cut_link(end, self.structure.styles_open_at(end)) if s.open_end < end]
 
     def link_at(self, pos: int) -> Style | None:
-        """The inline link holding ``pos`` as a style (`_link_label`), if its target can be carried."""
+        """The inline link or image holding ``pos`` as a style (`_link_label`), if its target can be carried."""
         atom = self.structure.atom_at(pos)
         link = _link_label(self.text, *atom) if atom is not None else None
         return link if link is not None and self._carried(link.closer) else None
@@ -272,7 +276,8 @@ class _Splitter(InLists):
         return self.measure(head + self.text[start:end] + tail) <= self.limit
 
     def max_end(self, head: str, start: int, tail: str) -> int:
-        """Largest end with head + text[start:end] + tail within the limit; ``start`` if none.
+        """Largest end with head + text[start:end] + tail within the limit (or past an atom it ends in that
+        fits whole, `_past_atom`); ``start`` if none.
 
         A safeguarded interpolation search: each guess follows from how the measure has grown
         so far (exact in one or two steps for a measure proportional to the length); without an
@@ -290,8 +295,12 @@ class _Splitter(InLists):
         # Each candidate as the part would have it: out of the list items it starts in (`assemble`);
         # measured as written, a part starting in a list item was read otherwise, and rendered whole.
         as_is = start == 0 or self.inside(start) is not None or self.outside_its_item(start, head) is not None
+
+        def measured(end: int) -> int:
+            return self.measure(head + (self.text[start:end] if as_is else self.body(start, end)) + tail)
+
         while True:
-            m = self.measure(head + (self.text[start:guess] if as_is else self.body(start, guess)) + tail)
+            m = measured(guess)
             if m <= limit:
                 lo, lo_m = guess, m
                 if guess == n:
@@ -308,7 +317,7 @@ class _Splitter(InLists):
                 continue
             width = hi - lo
             if width <= 1:
-                return lo
+                return self._past_atom(start, lo, measured)
             halved = last_width == -1 or width * 2 <= last_width
             misses += interpolated and width + 1 >= last_width  # it moved a bound by one: drawn next to it
             interpolated = halved and misses < 2
@@ -318,6 +327,13 @@ class _Splitter(InLists):
                 step = (limit - lo_m) * width // max(hi_m - lo_m, 1)
                 guess = min(hi - 1, max(lo + 1, lo + step))
             last_width = width
+
+    def _past_atom(self, start: int, end: int, measured: Measure) -> int:
+        """``end``, or the end of the atom (a link, an image...) it falls in when the part holds that atom whole:
+        cut short, an atom's Markdown is text, which can measure more than all of it rendered (an image's alt text
+        shows no styles; Discord escapes a ``](`` left as text), so the search stopped inside one that fits."""
+        atom = None if self.in_code(end) else self.structure.atom_at(end)
+        return atom[1] if atom is not None and atom[0] >= start and measured(atom[1]) <= self.limit else end
 
     def choose_cut(self, start: int, end: int) -> int:
         """Where to end the part that may run up to ``end``.
@@ -550,13 +566,14 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
 
 
 def _unlinked(text: str, limit: int, measure: Measure) -> str:
-    """``text`` with every link that no part can hold, nor carry the target of (``](href)``, see `_carried`),
-    written out as its label and its address: cut as a link, a part would show its Markdown. A space goes
-    after the address unless whitespace follows (glued, the next word would be linked with it); a title
-    (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its first quarter of
-    the limit (or a ``(`` before it) is looked at, so the text is parsed only where one may be that long."""
+    """``text`` with every link or image that no part can hold, nor carry the target of (``](href)``, see
+    `_carried`), written out as its label (alt text) and its address: cut as a link, a part would show its
+    Markdown. A space goes after the address unless whitespace follows (glued, the next word would be linked
+    with it); a title (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its
+    first quarter of the limit (or a ``(``, ``<`` or backslash before it, where a ``)`` may not end it) is looked
+    at, so the text is parsed only where one may be that long."""
     marker_room = limit // _MARKER_SHARE
-    targets = list(re.finditer(r"\]\((?=[^)]{%d}|[^)]*\()" % max(marker_room - 2, 0), text))
+    targets = list(re.finditer(r"\]\((?=[^)]{%d}|[^)]*[(<\\])" % max(marker_room - 2, 0), text))
     if not targets:
         return text
     structure = _Splitter(text, limit, measure).structure
@@ -567,7 +584,10 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
             continue
         if measure(text[link.open_start:link.close_end]) > limit:
             body = link.closer[2:-1].lstrip(" \t\n")
-            href = body[:parseLinkDestination(body, 0, len(body)).pos]
+            destination = parseLinkDestination(body, 0, len(body))
+            href = body[:destination.pos]
+            if "\\" in href and not href.startswith("<"):
+                href = f"<{destination.str}>"  # its escapes would show as typed; an autolink has none
             gap = " " if text[link.close_end:link.close_end + 1].strip() else ""
             text = f"{text[:link.open_start]}{text[link.open_end:q]} {href}{gap}{text[link.close_end:]}"
     return text
