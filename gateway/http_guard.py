@@ -23,7 +23,9 @@ is answered ``503``, as one that came after the stop would be, rather than waite
 to the body's limit.
 
 A client that hangs up mid-request, and a request too malformed to parse (aiohttp
-answers it 400), are each logged as one line, not a traceback (`ServerLog`). An
+answers it 400), are each logged as one line, not a traceback (`ServerLog`). Each of these lines
+names the client's address, which a flood changes at will (an IPv6 network's addresses): each kind
+is logged once, then counted for ten minutes (`platforms.repeated_warnings`). An
 ``Expect`` header other than ``100-continue`` is answered 417 before aiohttp sees it
 (`expect_guard`).
 """
@@ -37,6 +39,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
+
+from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("gateway.server")
 
@@ -88,6 +92,7 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
     and hang-ups as one line. ``arrived`` hears of each connection whose request's headers came in
     complete; ``pending`` is told of the requests whose bodies are still coming in."""
     pending = pending or PendingBodies()
+    said = RepeatedWarnings(log, level=logging.INFO)
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -99,15 +104,15 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
         try:
             return await handler(request)
         except BodyTimeout:
-            log.info("%s %s from %s: body not received within %g s (server.body_timeout_seconds); closed",
-                     request.method, request.rel_url.path, request.remote, body_timeout)
+            said.warning("body timeout", "%s %s from %s: body not received within %g s (server.body_timeout_seconds);"
+                         " closed", request.method, request.rel_url.path, request.remote, body_timeout)
             response = web.json_response({"error": f"request body not received within {body_timeout:g} s"},
                                          status=408)
             response.force_close()
             return response
         except BodyCutOff:
-            log.info("%s %s from %s: body not received before the stop; answered 503",
-                     request.method, request.rel_url.path, request.remote)
+            said.warning("cut off", "%s %s from %s: body not received before the stop; answered 503",
+                         request.method, request.rel_url.path, request.remote)
             response = web.json_response({"error": STOPPING}, status=503)
             response.force_close()
             return response
@@ -119,7 +124,8 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
                 return response
             if not _gone(request):
                 raise
-            log.info("client %s hung up during %s %s", request.remote, request.method, request.rel_url.path)
+            said.warning("hung up", "client %s hung up during %s %s", request.remote, request.method,
+                         request.rel_url.path)
             return web.Response(status=499)  # nobody is left to read it
         finally:
             if timer is not None:
@@ -171,6 +177,8 @@ class ConnectionGuard:
         self.header_timeout = header_timeout
         self.evicted = 0
         self._waiting: dict[RequestHandler, asyncio.TimerHandle] = {}  # no first request yet
+        self._evictions = RepeatedWarnings(log)  # a flood of connections evicts one per connection
+        self._said = RepeatedWarnings(log, level=logging.INFO)
 
     def __call__(self) -> RequestHandler:
         server = self._server()
@@ -180,8 +188,8 @@ class ConnectionGuard:
         connections = [c for c in server.connections if c.transport is not None and not c.transport.is_closing()]
         for oldest in connections[: max(0, len(connections) - self.limit + 1)]:
             self.evicted += 1
-            log.warning("server.max_connections (%d) reached: closing the oldest connection to make room",
-                        self.limit)
+            self._evictions.warning("evicted", "server.max_connections (%d) reached: closing the oldest connection"
+                                    " to make room", self.limit)
             oldest.force_close()
         handler = server()
         loop = asyncio.get_running_loop()
@@ -195,8 +203,8 @@ class ConnectionGuard:
 
     def _expire(self, handler: RequestHandler) -> None:
         if self._waiting.pop(handler, None) is not None and handler.transport is not None:
-            log.info("a client sent no complete request within %g s (server.header_timeout_seconds); closed",
-                     self.header_timeout)
+            self._said.warning("header timeout", "a client sent no complete request within %g s"
+                               " (server.header_timeout_seconds); closed", self.header_timeout)
             handler.force_close()
 
     def close(self) -> None:
@@ -214,12 +222,13 @@ class ServerLog(logging.LoggerAdapter):
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
         super().__init__(logger or logging.getLogger("aiohttp.server"), {})
+        self._said = RepeatedWarnings(log, level=logging.INFO)
 
     def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
         exc = kwargs.get("exc_info")
         if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
             peer = args[0] if args else "?"
             reason = (exc.message or type(exc).__name__).strip().splitlines()[0]
-            log.info("bad request from %s (answered %d): %s", peer, exc.code, reason)
+            self._said.warning((exc.code, reason), "bad request from %s (answered %d): %s", peer, exc.code, reason)
             return
         super().log(level, msg, *args, **kwargs)
