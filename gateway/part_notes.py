@@ -31,15 +31,17 @@ def missing_text(part: int, parts: int, *, gave_up: bool) -> str:
     return f"(part {part} of {parts} could not be sent: {why})"
 
 
-def file_text(name: str | None, why: str) -> str:
+def file_text(name: str | None, why: str, *, unsure: bool = False) -> str:
     """The note sent in place of a file the agent sent (`send_file`) that failed for good: ``name`` as the
     model was told it, in a code span (a name such as ``__init__.py`` would read as bold), None when it is
-    unknown (the gateway's copy of the file, which holds the name, is gone)."""
+    unknown (the gateway's copy of the file, which holds the name, is gone). ``unsure``: an answer of the
+    platform's was lost, so the file may be in the chat after all, which the note must not deny."""
+    failed = "may not have been sent here" if unsure else "could not be sent here"
     if name is None:
-        return f"(A file could not be sent here: {why}.)"
+        return f"(A file {failed}: {why}.)"
     fence = "`" * (max((len(run) for run in re.findall("`+", name)), default=0) + 1)
     pad = " " if name.startswith("`") or name.endswith("`") else ""
-    return f"(The file {fence}{pad}{name}{pad}{fence} could not be sent here: {why}.)"
+    return f"(The file {fence}{pad}{name}{pad}{fence} {failed}: {why}.)"
 
 
 _TOO_LARGE = re.compile(r"too[ _](?:large|big)|larger than", re.IGNORECASE)
@@ -79,7 +81,7 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
 
 
 def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
-                 files: OutboxFiles | None = None) -> OutboxRow | None:
+                 files: OutboxFiles | None = None, unsure: bool = False) -> OutboxRow | None:
     """The note to send in ``row``'s place, journaled now, when ``row`` failed for good: where it is a
     part of a message of several (a long answer), a short note goes in its place (`missing_text`), else
     the answer reads whole with a hole in it. One per message: should another of its parts fail too (the
@@ -92,11 +94,12 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
     numbered, among the message's messages in the chat (a part's pieces counted one by one). Until one
     did, none is owed for it: should none go out, the note is the part's (`gateway.sender`).
 
-    A file the agent sent gets one too (`file_note`): the model was told it was queued."""
+    A file the agent sent gets one too (`file_note`; ``unsure``: it may have gone out, its answer lost): the
+    model was told it was queued."""
     if row.kind in PROGRESS_KINDS or row.platform in late_notes.WITHOUT_NOTES:
         return None  # a progress message is one part; a webhook's caller reads each part's sequence
     if row.op == "file":
-        return file_note(store, row, gave_up=gave_up, files=files)
+        return file_note(store, row, gave_up=gave_up, files=files, unsure=unsure)
     if row.op not in ("send", "split"):
         return None
     message, _, number = row.key.rpartition(":")
@@ -118,7 +121,8 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
     return _journal(store, row, message + MISSING, missing_text(place, total, gave_up=gave_up))
 
 
-def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: OutboxFiles | None) -> OutboxRow | None:
+def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: OutboxFiles | None,
+              unsure: bool = False) -> OutboxRow | None:
     """The note to send in place of the file ``row`` (`send_file`), journaled now, once ``row`` failed for good
     (its error recorded): its name, and why (`file_reason`; its copy gone, the name with it, when ``files`` holds
     none). One per file: a console Retry that fails again gets none, one that succeeds leaves it as it is."""
@@ -129,7 +133,7 @@ def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: Outbox
         failed = store.message_by_id(row.id) or row
         why = file_reason(failed.last_error or "", gave_up=gave_up)
     key = row.key.rpartition(":")[0] + MISSING
-    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why))
+    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why, unsure=unsure))
 
 
 def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str) -> OutboxRow | None:

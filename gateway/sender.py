@@ -357,8 +357,9 @@ class Sender:
                     continue
                 left = self._give_up.left(row)
                 if left <= 0 and not _changes_progress(row):
+                    unsure = self.maybe_sent(row)  # asked before `_fail` forgets: an answer lost, it may be there
                     self._fail(row, exc, gave_up=True)
-                    await self._note_missing(adapter, row, gave_up=True)
+                    await self._note_missing(adapter, row, gave_up=True, unsure=unsure)
                     return True
                 if left > 0:
                     wait = min(wait, left)  # one last try at the deadline
@@ -488,9 +489,10 @@ class Sender:
             raise BadRequest(f"{row.platform} cannot send files", chat_id=row.chat_id, platform=row.platform)
         return (await adapter.send_file(outbound(row), file)).message_id
 
-    async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False) -> None:
+    async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False,
+                            unsure: bool = False) -> None:
         """``row`` failed for good: send the note owed in its place, if any (`part_notes.missing_note`)."""
-        if (note := missing_note(self._store, row, gave_up=gave_up, files=self._files)) is not None:
+        if (note := missing_note(self._store, row, gave_up=gave_up, files=self._files, unsure=unsure)) is not None:
             await self._deliver(adapter, note, None)
 
     def _target(self, row: OutboxRow) -> OutboxRow | None:
