@@ -22,8 +22,8 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 class SlackWebClient(AsyncWebClient):
     """`AsyncWebClient`, its Web API calls' 200s with no JSON object raising `SlackApiError` (whose ``response``
     holds the body as slack-sdk read it) in place of `AttributeError`. Uploads to the URL
-    ``files.getUploadURLExternal`` gives, whose ``text/plain`` answer is right, do not come here: slack-sdk posts
-    them by another path."""
+    ``files.getUploadURLExternal`` gives, whose ``text/plain`` answer is right, do not come here: the adapter posts
+    them itself (`platforms.slack_uploads`)."""
 
     async def _request(self, *, http_verb: str, api_url: str, req_args: dict[str, Any]) -> dict[str, Any]:
         # Overridden (slack-sdk's seam between the HTTP answer and validate) rather than `api_call`, whose

@@ -3,8 +3,8 @@ takes: ``files.getUploadURLExternal``, the bytes to the URL it gives, then
 ``files.completeUploadExternal``, which shares the file in the channel (and thread) as one
 message from the bot with the caption as its ``initial_comment``.
 
-Slack takes files up to 1 GB; the adapter sends at most `UPLOAD_LIMIT`, since the SDK holds
-the whole file in memory to upload it. A file share carries no message metadata, so an upload
+Slack takes files up to 1 GB; the adapter sends at most `UPLOAD_LIMIT`, since it holds the
+whole file in memory to upload it. A file share carries no message metadata, so an upload
 cannot be looked up by its key like a post (`platforms.base.FindsSent`). What this process knows
 stands in for that: once Slack took a part's bytes, the part's next try (the outbox's, after a 5xx,
 a 429 or a lost answer of the last step) uploads nothing again: it asks ``files.info`` whether that
@@ -12,6 +12,11 @@ file was shared, and completes it only if not. Shared twice, the chat showed the
 shares a completed file a moment later, not at once, so a try right after an answer lost the same
 moment may still share it twice; so may a process killed mid-upload, which knows nothing of it. A
 file that cannot be read here is `BadRequest`, final: not an outage to retry.
+
+The bytes are given time by their size (`upload_timeout`), not by the adapter's HTTP session: slack-sdk's
+``timeout`` does not reach a session it is given, so aiohttp's 300 s for any request bounded every upload,
+and 100 MB over an uplink slower than 2.7 Mbit/s was cut off at every try, while one gone silent hung for
+the whole 300 s. The small Web API calls around them keep the session's bounds.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 import re
 import weakref
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,19 @@ from platforms.slack_errors import error_code, translate, translate_exception
 log = logging.getLogger("platforms.slack")
 
 UPLOAD_LIMIT = 100 * 1000 * 1000
+TIMEOUT = 30.0
+"""Seconds any upload's bytes are given (slack-sdk's ``timeout`` for a call), on top of `SLOWEST_UPLOAD`'s."""
+SLOWEST_UPLOAD = 50_000
+"""Bytes a second an upload is given time for, as a download is (`platforms.download_time`): 100 MB has
+about 34 minutes, at 400 kbit/s."""
+STALLED = 30.0
+"""Seconds an upload may go without aiohttp taking a chunk of its bytes (or, once it took the last, without
+the answer) before it is given up, a `NetworkError` tried again."""
+SEND_BUFFER = 4 * 1024 * 1024
+"""Bytes the system may still hold to send once aiohttp took the last (Linux's largest send buffer by
+default): the answer waits `STALLED` seconds more than their time at `SLOWEST_UPLOAD`, so that a slow
+uplink still sending them is not taken for a stall."""
+CHUNK = 64 * 1024
 METHOD = "files.upload_v2"
 """How a failed upload is named in its error (the SDK's method, which makes the three calls)."""
 REMEMBERED = 1000
@@ -115,12 +134,45 @@ async def upload(client: AsyncWebClient, channel: str, thread_ts: str | None, na
 async def _put(client: AsyncWebClient, name: str, data: bytes) -> str:
     """The first two steps: the upload URL, and the bytes to it; returns the file's id."""
     url = await client.files_getUploadURLExternal(filename=name, length=len(data))
-    # slack-sdk's own second step, as `files_upload_v2` makes it: that method keeps the file's id to itself.
-    result = await client._upload_file(url=str(url["upload_url"]), data=data, logger=client.logger,
-                                       timeout=client.timeout, proxy=client.proxy, ssl=client.ssl)
-    if result.status != 200:  # worded as slack-sdk's own, which `upload_status` reads
-        raise SlackRequestError(f"Failed to upload a file (status: {result.status}, filename: {name})")
+    # slack-sdk's own second step (`files_upload_v2` keeps the file's id to itself), but timed by the size.
+    status = await _post(client, str(url["upload_url"]), data)
+    if status != 200:  # worded as slack-sdk's own, which `upload_status` reads
+        raise SlackRequestError(f"Failed to upload a file (status: {status}, filename: {name})")
     return str(url["file_id"])
+
+
+async def _post(client: AsyncWebClient, url: str, data: bytes) -> int:
+    """POST ``data`` to the upload URL ``url`` through the client's session, within `upload_timeout` and
+    `STALLED`; the answer's status. Raises aiohttp's errors, `TimeoutError` for either bound."""
+    session = client.session
+    if session is None or session.closed:  # the adapter closed meanwhile: slack-sdk would open another
+        raise aiohttp.ClientConnectionError("the adapter's HTTP session is closed")
+    loop = asyncio.get_running_loop()
+    view, sending = memoryview(data), True
+
+    async def chunks() -> AsyncIterator[memoryview]:
+        # Asked for each next chunk by aiohttp's writing task once it took the one before, which is the
+        # progress aiohttp's read timeout cannot see: it starts once the whole body is sent.
+        for start in range(0, len(data), CHUNK):
+            if sending:  # that task may outlive the answer
+                stall.reschedule(loop.time() + STALLED)
+            yield view[start:start + CHUNK]
+        if sending:
+            stall.reschedule(loop.time() + STALLED + min(len(data), SEND_BUFFER) / SLOWEST_UPLOAD)
+
+    async with asyncio.timeout(loop.time() + STALLED) as stall:
+        try:
+            async with session.post(url, data=chunks(), headers={"Content-Length": str(len(data))},
+                                    timeout=upload_timeout(len(data)), proxy=client.proxy, ssl=client.ssl) as resp:
+                await resp.read()
+                return resp.status
+        finally:
+            sending = False
+
+
+def upload_timeout(size: int) -> aiohttp.ClientTimeout:
+    """The bound of uploading ``size`` bytes, the answer included."""
+    return aiohttp.ClientTimeout(total=TIMEOUT + size / SLOWEST_UPLOAD)
 
 
 async def _shared(client: AsyncWebClient, file_id: str, channel: str) -> bool:

@@ -3,7 +3,8 @@
 1. ``files.getUploadURLExternal`` (``filename``, ``length``) answers a ``file_id`` and an
    ``upload_url``; a length over Slack's 1 GB is ``file_too_large``.
 2. ``POST <upload_url>`` with the bytes as the body (no token: the URL is the credential)
-   answers 200 ``OK - <bytes>``. ``fail_next("upload", status=...)`` fails it.
+   answers 200 ``OK - <bytes>``. ``fail_next("upload", status=...)`` fails it; ``hold("upload")``
+   neither reads nor answers it until released (a stalled upload), and `upload_pace` reads it slowly.
 3. ``files.completeUploadExternal`` (``files`` as JSON ``[{"id", "title"}]``, ``channel_id``,
    ``thread_ts``, ``initial_comment``) shares the uploaded files in the channel (thread) as
    one message from the bot, ``initial_comment`` its text, and answers ``files``; a file never
@@ -17,6 +18,7 @@ URL serve it, ``files.info`` with where it was shared (``shares``, ``channels``,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import mimetypes
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from platforms.fakes._slack_files import SharedFile
 from platforms.fakes._slack_types import Call
 
 MAX_UPLOAD = 1024**3
+UPLOAD_CHUNK = 64 * 1024
 
 
 @dataclass
@@ -42,6 +45,8 @@ class SlackUploads:
 
     pending_uploads: dict[str, _Pending]
     uploaded: dict[str, int]
+    upload_pace = 0.0
+    """Seconds the upload URL waits after each `UPLOAD_CHUNK` bytes it reads: a slow uplink (0: no wait)."""
 
     def _get_upload_url(self, p: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -57,7 +62,13 @@ class SlackUploads:
 
     async def _upload(self, request: web.Request) -> web.Response:
         file_id = request.match_info["id"]
-        data = await request.read()
+        held = self._holds.get("upload")  # type: ignore[attr-defined]
+        if held is not None:
+            await held.wait()
+        try:
+            data = await self._read_upload(request)
+        except ConnectionResetError:  # the bot gave up meanwhile
+            return web.Response(status=400, text="body cut short")  # to no one
         self.calls.append(Call("upload", {"id": file_id, "bytes": len(data)}, None))  # type: ignore[attr-defined]
         self._bump()  # type: ignore[attr-defined]
         failure = self._next_failure("upload")  # type: ignore[attr-defined]
@@ -69,6 +80,15 @@ class SlackUploads:
         pending.data = data
         self.uploaded[file_id] = self.uploaded.get(file_id, 0) + 1
         return web.Response(text=f"OK - {len(data)}")
+
+    async def _read_upload(self, request: web.Request) -> bytes:
+        if not self.upload_pace:
+            return await request.read()
+        data = bytearray()
+        while chunk := await request.content.read(UPLOAD_CHUNK):
+            data += chunk
+            await asyncio.sleep(self.upload_pace)
+        return bytes(data)
 
     def _complete_upload(self, p: dict[str, Any]) -> dict[str, Any]:
         try:
