@@ -133,16 +133,19 @@ def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: Outbox
         failed = store.message_by_id(row.id) or row
         why = file_reason(failed.last_error or "", gave_up=gave_up)
     key = row.key.rpartition(":")[0] + MISSING
-    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why, unsure=unsure))
+    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why, unsure=unsure),
+                    quoting=True)
 
 
-def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str) -> OutboxRow | None:
-    """Journal the note ``key`` in ``row``'s place among its turn's messages; None when it was journaled before."""
+def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str, *, quoting: bool = False) -> OutboxRow | None:
+    """Journal the note ``key`` in ``row``'s place among its turn's messages; None when it was journaled before.
+    ``quoting``: it quotes what ``row`` did (a file opening the answer in a group quotes the question, and so
+    does the note in its place, as a late note does; the reply after it quotes all the same)."""
     if store.has_message(key):
         return None
     store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id, text, kind=row.kind,
                                    silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
-                                   sequence=row.sequence)])
+                                   sequence=row.sequence, reply_to=row.reply_to if quoting else None)])
     return store.message(key)
 
 

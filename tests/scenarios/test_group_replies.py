@@ -57,6 +57,10 @@ def ask(fake: FakeTelegram, chat_id: int, text: str, **who: Any) -> tuple[int, i
     return fake.push_update(update), update["message"]["message_id"]
 
 
+NOTE = "(The file q3.csv could not be sent here: it is larger than this chat takes.)"
+"""In place of the file Telegram refuses (413) in these tests."""
+
+
 def answers(fake: FakeTelegram, chat_id: int) -> list[tuple[str, int | None]]:
     return [(m["text"], m["reply_to"]) for m in fake.messages[str(chat_id)]]
 
@@ -225,8 +229,9 @@ async def test_a_file_journaled_before_a_restart_keeps_the_quote_when_the_turn_r
 @pytest.mark.parametrize("reply_journaled", [True, False])
 async def test_a_file_the_platform_refuses_leaves_the_quote_to_the_reply_after_it(fake, chat, tmp_path,
                                                                                     reply_journaled):
-    # Nobody saw the file that took the quote: the reply after it opens the answer for the chat, and
-    # quotes, whether it was journaled before Telegram refused the file (behind it) or only after.
+    # Nobody saw the file that took the quote: the note in its place quotes (as a late note does), and the reply
+    # after it opens the answer for the chat, and quotes, whether it was journaled before Telegram refused the file
+    # (behind it) or only after.
     send = {"tool_calls": [{"name": "send_file", "arguments": {"path": "q3.csv", "caption": "the numbers"}}]}
     model = ScriptedModel({"parent": [[send, {"wait": "reply", "text": "there you go"}]]})
     gateway = await chat(model, agent={"toolsets": ["file"]})
@@ -241,9 +246,9 @@ async def test_a_file_the_platform_refuses_leaves_the_quote_to_the_reply_after_i
     else:
         await fake.wait_for(lambda: fake.calls_to("sendDocument"))
     model.release("reply")
-    await fake.wait_for(lambda: fake.messages[str(GROUP)], timeout=15)  # the group's pacing counts the refusals
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2, timeout=15)  # paced: the refusals count
     await settled(gateway)
-    assert answers(fake, GROUP) == [("there you go", asked)]
+    assert answers(fake, GROUP) == [(NOTE, asked), ("there you go", asked)]
     assert gateway.store.outbox.counts()["failed"] == 1
 
 
@@ -262,8 +267,9 @@ async def test_after_the_note_that_a_message_waited_a_refused_file_still_leaves_
     await model.reached("reply")
     await fake.wait_for(lambda: gateway.store.outbox.counts()["failed"] == 1, timeout=15)
     model.release("reply")
-    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2, timeout=15)
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 3, timeout=15)
     await settled(gateway)
-    [(note, quoted), reply] = answers(fake, GROUP)
+    [(note, quoted), missing, reply] = answers(fake, GROUP)
     assert note.startswith("⏱ Answering your message from 2 h ago") and quoted == asked
+    assert missing == (NOTE, asked)
     assert reply == ("there you go", asked)
