@@ -31,6 +31,11 @@
   }
 
   const td = (text, cls) => el("td", { class: cls || null }, text === null || text === undefined ? "" : String(text));
+  // What strangers wrote (a goal, a logged message), kept to itself when the page's own words follow it on the
+  // line: a right-to-left override in it (U+202E) ran on and turned them around, an error read backwards. A
+  // <bdi> (and, in a question's plain text, U+2068 ... U+2069) ends the override and sets the text's own direction.
+  const theirs = (text) => el("bdi", {}, text);
+  const quoted = (text) => "\u201c\u2068" + text + "\u2069\u201d";
   const badge = (text, cls) => el("span", { class: "badge " + (cls || text) }, text);
   const chat = (platform, chatId) => platform + " · " + chatId;
   // Children a plugin launched for a session of its own belong to no chat.
@@ -149,7 +154,7 @@
         el("span", { class: "meta" }, [c.role, c.model].filter(Boolean).join(" · ")),
         c.live ? action("Stop", "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
           "Interrupt this subagent: it ends with the partial output it has",
-          "Interrupt the subagent \u201c" + c.goal + "\u201d? It ends with the partial output it has.") : null),
+          "Interrupt the subagent " + quoted(c.goal) + "? It ends with the partial output it has.") : null),
       c.children && c.children.length ? tree(c.children) : null)));
   }
 
@@ -163,8 +168,8 @@
       td(d.ran + " of " + d.tasks.length),
       el("td", {}, badge(d.status), d.reason ? el("span", { class: "meta" }, " " + d.reason) : null),
       el("td", {}, ...d.tasks.map((t) => el("div", { "data-subagent-id": t.subagent_id },
-        badge(t.state), " " + t.goal + (t.attempts > 1 ? " (attempt " + t.attempts + ")" : ""),
-        t.error ? el("span", { class: "error" }, " — " + t.error) : null))))));
+        badge(t.state), " ", theirs(t.goal), t.attempts > 1 ? " (attempt " + t.attempts + ")" : null,
+        t.error ? el("span", { class: "error" }, " — ", theirs(t.error)) : null))))));
   }
 
   function drawOutbox(outbox) {
@@ -208,7 +213,7 @@
   function drawErrors(errors) {
     $("errors").replaceChildren(...errors.map((e) => el("li", { class: e.level },
       el("span", { class: "meta" }, when(e.time) + " " + e.level + " " + e.logger + ": "),
-      e.message + (e.exception ? " — " + e.exception : ""),
+      theirs(e.message), e.exception ? " — " : null, e.exception ? theirs(e.exception) : null,
       e.session_id ? el("span", { class: "meta id" }, " session " + e.session_id) : null)));
   }
 
