@@ -1,7 +1,8 @@
 """Running a session's turns, one at a time, and deciding what the user sees of each.
 
 Interim assistant text goes out as ``interim`` messages (when resolved on) and is
-never mistaken for the final reply; typing stays on while the turn runs; the
+never mistaken for the final reply; typing stays on while the turn runs, and a
+typing request still on the wire is answered before the reply goes; the
 long-running notifier is armed for this turn only and disarmed before the final
 reply is queued; a suppressed turn (stopped, reset, or interrupted by a
 follow-up) sends nothing more. The gateway's turn id is the agent's turn id: the
@@ -25,7 +26,7 @@ from gateway.attachments import chat_folder, turn_input
 from gateway.display import TurnDisplay
 from gateway.events import GatewayEvents
 from gateway.idle_owed_ends import PAY_AGAIN_FIRST, PAY_AGAIN_MAX, IdleOwedEnds
-from gateway.left_behind import cancel_within
+from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier
 from gateway.outbox import Outbox
@@ -55,6 +56,10 @@ CompletionFailed = Callable[[str, BaseException], None]
 """``completion_failed(delegation_id, error)``: a completion turn's handling failed (`Ledger.completion_failed`)."""
 Abandoned = Callable[[GatewaySession, str], None]
 """``abandoned(session, turn_id)``: a turn's handling failed; what it delegated is moot (`Ledger.abandon`)."""
+TYPING_FINISH_SECONDS = 1.5
+"""How long a turn's end waits, on its clock, for a typing request already on the wire to be answered before
+its reply is queued: one the platform gets after the reply shows "typing…" under the answer (Telegram ~5 s,
+Discord ~10 s), and a cancelled request may reach it all the same. Past this it is cancelled."""
 
 
 
@@ -114,6 +119,8 @@ class TurnRunner:
         self._stops: dict[str, asyncio.Event] = {}
         """By run id (`RunningTurn.run_id`): set when a stop ends that run (`ended_early`), which cancels what it
         does before its model runs (`_input`). The agent's interrupt reaches only a model call or a tool."""
+        self._typing: dict[str, _Typing | None] = {}
+        """By run id: the typing indicators of the turns running, which a stop that answers the chat ends."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -197,6 +204,11 @@ class TurnRunner:
         if stopped is not None:
             if (stop := self._stops.get(stopped.run_id)) is not None:
                 stop.set()
+            # The chat is answered now (the command's confirmation, the stop's note): refreshed until the turn has
+            # wound down (a tool may notice the stop late), "typing…" showed under that answer. Not for a turn a
+            # follow-up superseded: the chat waits for that one's answer.
+            if why != "superseded" and (typing := self._typing.get(stopped.run_id)) is not None:
+                typing.stop()
             notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
                 with refused.noting("its message's settling"):
@@ -287,6 +299,11 @@ class TurnRunner:
             await self._turn(session, item, running, under_way)
         except Exception as exc:
             self._broke(session, item, running, under_way, exc)
+        finally:
+            # Past the reply, if any (`_turn` waited for typing before it): nothing follows for the request still
+            # on the wire to go before, so it is cancelled, and awaited.
+            if under_way.typing is not None:
+                await under_way.typing.ended(wait=False)
 
     def _broke(self, session: GatewaySession, item: WorkItem, running: RunningTurn, under_way: _UnderWay,
                exc: Exception) -> None:
@@ -359,8 +376,6 @@ class TurnRunner:
         if isinstance(progress, ProgressCard):
             self._cards[session] = progress
         adapter = self._adapters.get(session.platform)
-        typing = asyncio.ensure_future(_keep_typing(adapter, session)) if _shows_typing(adapter) else None
-        under_way.typing = typing
         started, started_at = self._clock.monotonic(), self._clock.time()
         # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
         # to go on; its messages are settled only with what answers them, else a restart runs it again.
@@ -374,6 +389,8 @@ class TurnRunner:
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
         stop = self._stops[running.run_id] = asyncio.Event()
+        typing = under_way.typing = _Typing(adapter, session, self._clock) if _shows_typing(adapter) else None
+        self._typing[running.run_id] = typing
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
                 if item.event is not None:
@@ -392,8 +409,9 @@ class TurnRunner:
             del self._stops[running.run_id]
             progress.disarm()  # before anything else is queued: no progress may follow the reply
             self._cards.pop(session, None)
+            del self._typing[running.run_id]
             if typing is not None:
-                typing.cancel()
+                typing.stop()
         self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
                                 self._clock.monotonic() - started)
         under_way.reported = True
@@ -436,6 +454,9 @@ class TurnRunner:
             answer = EndMessage(text, kind, f"{item.turn_id}:{kind}", item.turn_id, reply_to=None)
             journaled = self._journaling[item.turn_id] = asyncio.Event()
             try:
+                # Past `replying`: a stop meanwhile waits for this reply (`reply_journaled`), rather than drop it.
+                if typing is not None:
+                    await typing.ended()
                 message = await self._reply(session, running, answer, finish_progress, refused)
             finally:
                 del self._journaling[item.turn_id]
@@ -568,7 +589,7 @@ class _UnderWay:
     def __init__(self, at: float) -> None:
         self.at = at
         self.progress: Notifier | ProgressCard | None = None
-        self.typing: asyncio.Future[None] | None = None
+        self.typing: _Typing | None = None
         self.started = False
         """Told as begun (`GatewayEvents.turn_started`)."""
         self.reported = False
@@ -577,8 +598,6 @@ class _UnderWay:
     def wind_down(self) -> None:
         if self.progress is not None:
             self.progress.disarm()
-        if self.typing is not None:
-            self.typing.cancel()
 
 
 async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
@@ -598,16 +617,53 @@ def _shows_typing(adapter: Adapter | None) -> bool:
     return adapter is not None and adapter.typing_interval > 0
 
 
-async def _keep_typing(adapter: Adapter, session: GatewaySession) -> None:
-    interval = max(0.5, adapter.typing_interval * 0.8)
-    while True:
+class _Typing:
+    """A turn's typing indicator (`Adapter.typing`), refreshed a little sooner than it lapses until `stop`."""
+
+    def __init__(self, adapter: Adapter, session: GatewaySession, clock: Clock) -> None:
+        self._adapter, self._session, self._clock = adapter, session, clock
+        self._sending = False
+        self._stopped = False
+        self._task = asyncio.ensure_future(self._keep_typing())
+
+    def stop(self) -> None:
+        """No typing request starts from now on; one on the wire is left to be answered (`ended`)."""
+        self._stopped = True
+        if not self._sending:
+            self._task.cancel()
+
+    async def ended(self, *, wait: bool = True) -> None:
+        """`stop`, give the request on the wire (if any) up to `TYPING_FINISH_SECONDS` on the clock to be
+        answered (not at all unless ``wait``), then cancel it; return once it ended, or after
+        `STUCK_WAIT_SECONDS` of an adapter that ignores its cancellation. Raises nothing but a cancellation."""
+        self.stop()
+        if wait and not self._sending:
+            # Nothing on the wire: the reply is queued at once, before anything else this turn of the loop queues
+            # (the delegation's card goes after its acknowledgement). `_run` awaits the cancelled task after.
+            return
+        timer = asyncio.ensure_future(self._clock.sleep(TYPING_FINISH_SECONDS)) if wait else None
         try:
-            await adapter.typing(session.chat_id, session.thread_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # typing is decoration: never let it end a turn
-            log.debug("typing on %s failed: %s", session.platform, exc)
-        await asyncio.sleep(interval)
+            if timer is not None:
+                await asyncio.wait((self._task, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when the shutdown cancels the wait
+            if timer is not None:
+                timer.cancel()
+            await cancel_within((self._task,), STUCK_WAIT_SECONDS)
+
+    async def _keep_typing(self) -> None:
+        adapter, session = self._adapter, self._session
+        interval = max(0.5, adapter.typing_interval * 0.8)
+        while True:
+            self._sending = True
+            try:
+                await adapter.typing(session.chat_id, session.thread_id)
+            except Exception as exc:  # typing is decoration: never let it end a turn
+                log.debug("typing on %s failed: %s", session.platform, exc)
+            finally:
+                self._sending = False
+            if self._stopped:
+                return
+            await asyncio.sleep(interval)
 
 
 async def _idle(adapter: Adapter, session: GatewaySession) -> None:
