@@ -208,19 +208,19 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
     """`asyncio.run`, but the tasks still running when ``main`` has returned get a bounded time to end
     (`left_behind.end_the_rest`): one that ignores its cancellation would hold the process for ever.
     If any does, the process ends at once with the command's status, without Python's clean-up.
-    So after a stop signal before the command set its own handlers (`gateway.early_signals`), whose SystemExit
-    leaves the loop wherever it lands: the runner's clean-up waited for ever on a plugin's ``register``
-    that ignores its cancellation; ``main``, cancelled, first ends as it would (`ask` closes its host)."""
-    signalled = False
+    So after a SystemExit, which leaves the loop wherever it lands: a stop signal's before the command set its
+    own handlers (`gateway.early_signals`), where the runner's clean-up waited for ever on a plugin's
+    ``register`` that ignores its cancellation, or a library's or plugin's ``sys.exit()``, which ends the
+    command as Python would (its message said, status 1); ``main``, cancelled, first ends as it would (`ask`
+    closes its host) within the shutdown grace."""
+    exited = False
     with asyncio.Runner() as runner:
         try:
             status = runner.run(main)
         except KeyboardInterrupt:
             status = 130
         except SystemExit as stop:
-            if not isinstance(stop.code, int):  # sys.exit("a message"): ended as usual
-                raise
-            status, signalled = stop.code, True
+            status, exited = _exit_status(stop.code), True
         except BrokenPipeError:
             raise  # the reader of the output went away (`| head`): `main` ends quietly, nothing failed to start
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
@@ -232,7 +232,7 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
                 print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
                 status = EXIT_CONFIG if lasting(exc) else 1
         try:
-            if signalled:
+            if exited:
                 runner.run(_unwound(main, config.server.shutdown_grace_seconds))
             stuck = runner.run(left_behind.end_the_rest())
         except (KeyboardInterrupt, SystemExit):  # a signal again while those are given their time: no more waiting
@@ -240,6 +240,14 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
         if stuck:
             end_process_now(status)
     return status
+
+
+def _exit_status(code: object) -> int:
+    """The status Python's own exit gives ``SystemExit(code)``, its message said now as Python says it."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
 
 
 async def _unwound(main: Coroutine[Any, Any, int], grace: float) -> None:

@@ -84,8 +84,12 @@ async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, 
                            execute_code_memory_mb=config.agent.execute_code_memory_mb)
     plugins = PluginHost(tools, hooks, load_timeout_seconds=config.agent.plugin_load_timeout_seconds)
     routing = Routing(plugins.delegation_backends)
-    # A child on a worker has no lifecycle service of its own to launch children from.
-    await plugins.load([BUNDLED_PLUGINS.get(m, m) for m in config.plugins], lifecycle=None, config=config)
+    try:
+        # A child on a worker has no lifecycle service of its own to launch children from.
+        await plugins.load([BUNDLED_PLUGINS.get(m, m) for m in config.plugins], lifecycle=None, config=config)
+    except BaseException:  # stopped while they load (a signal, `gateway.early_signals`): closed as at any stop
+        await _close(models, routing, plugins)
+        raise
 
     def route_model(backend: str, route: str) -> Model | None:
         return routing.resolve(backend, route).model
@@ -99,7 +103,8 @@ async def run_worker(config: Config) -> int:
     try:
         from lifecycle.temporal import ChildWorker, TemporalUnavailable, connect
     except ImportError as exc:
-        raise StartupError("switchboard worker needs the temporal extra: pip install '.[temporal]' in the checkout") from exc
+        raise StartupError("switchboard worker needs the temporal extra: pip install '.[temporal]'"
+                           " in the checkout") from exc
     if config.lifecycle.engine != "temporal":
         # A gateway on this file runs its children itself: this worker would wait for ever, and nothing
         # would say why the workers stay idle.
@@ -120,21 +125,32 @@ async def run_worker(config: Config) -> int:
                          heartbeat_seconds=config.delegation.heartbeat_interval_seconds,
                          grace_seconds=config.server.shutdown_grace_seconds, identity=identity)
     stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    signals = StopSignals(loop, stopping.set)
+    try:
+        signals = StopSignals(asyncio.get_running_loop(), stopping.set)
+    except SystemExit:  # a stop owed since the loading (a plugin swallowed its signal): closed as at any stop
+        await _close(models, routing, plugins)
+        raise
     try:
         await serve_children(worker, stopping, temporal, identity)
     finally:
         signals.release()
         try:
-            await models.aclose()
-            await routing.close()
+            await _close(models, routing, plugins)
         finally:
             signals.close()
-            # As in the gateway: plugin calls still running are named, and the exit does not wait for them.
-            plugins.close()
-            toolbox.hooks.close()
     return 0
+
+
+async def _close(models: WorkerModels, routing: Routing, plugins: PluginHost) -> None:
+    """What `run_worker` opened, once it stops: the models, the delegation backends (a plugin's releases
+    its clients), the plugins' threads."""
+    try:
+        await models.aclose()
+        await routing.close()
+    finally:
+        # As in the gateway: plugin calls still running are named, and the exit does not wait for them.
+        plugins.close()
+        plugins.hooks.close()
 
 
 async def serve_children(worker: ChildWorker, stopping: asyncio.Event, temporal: TemporalSettings,

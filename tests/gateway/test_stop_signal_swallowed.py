@@ -109,7 +109,8 @@ STUBBORN_PLUGIN = textwrap.dedent("""
     import asyncio, sys
 
     async def register(ctx):  # ignores its cancellation, as a retry loop that catches everything does
-        print("registering", file=sys.stderr, flush=True)
+        # Said once it waits: a signal between the line and the wait ended register() itself, ignoring nothing.
+        asyncio.get_running_loop().call_soon(lambda: print("registering", file=sys.stderr, flush=True))
         while True:
             try:
                 await asyncio.Event().wait()
