@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import contextlib
 import logging
 import os
@@ -126,9 +127,30 @@ def _letter_id(text: str) -> int:
                                          " `switchboard inbox dead` lists") from None
 
 
+UNENCODABLE = "switchboard.unencodable"
+"""Standard output's error handler (`_unencodable`)."""
+
+
+def _unencodable(error: UnicodeError) -> tuple[str | bytes, int]:
+    """How standard output writes a character its encoding lacks: as ``?``, but a byte an argument held that
+    the locale could not decode (a lone surrogate U+DC80 to U+DCFF, ``surrogateescape``'s) as that byte. Python's
+    own handler is strict (``surrogateescape`` in the C locale): in a Latin-1 or ASCII locale one em dash or
+    emoji in a dead letter or a setting ended `inbox dead` and `config check` in a traceback, and in a UTF-8 one
+    a state directory given as bytes that are not UTF-8 ended `switchboard chat` at its first line."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    c = error.object[error.start]
+    return (bytes([ord(c) - 0xDC00]) if "\udc80" <= c <= "\udcff" else "?"), error.start + 1
+
+
+codecs.register_error(UNENCODABLE, _unencodable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdin is None:  # started with it closed (`<&-`): no input, as from /dev/null
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's for good
+    with contextlib.suppress(AttributeError, ValueError):  # closed (None, handled below), or no text stream
+        sys.stdout.reconfigure(errors=UNENCODABLE)
     try:
         status = _command(argv)
         if sys.stdout is not None:  # None: closed at start, and refused by `_command`
@@ -277,7 +299,9 @@ def _chat_log(config: Config) -> TextIO:
             os.replace(path, path.with_name(f"{CHAT_LOG}.1"))
         # 0600, as the rest of the state directory: the log is the gateway's user's alone.
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1)  # closed by main
+        # Escaped as stderr escapes it, what UTF-8 cannot hold (a lone surrogate in a model's error): strict, the
+        # line was lost and a "--- Logging error ---" traceback printed over the chat.
+        stream = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace", buffering=1)  # closed by main
     except OSError as exc:
         raise StartupError(f"cannot write the chat log {path} ({exc.strerror}); fix its permissions, or run"
                            " `switchboard chat --verbose` to log here instead") from exc

@@ -21,6 +21,7 @@ characters as escapes (`one_line`), its traceback and stack, if any, on indented
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import contextvars
 import json
@@ -337,7 +338,12 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts (UTC, ISO 8601), level, logger, msg, ids, exc."""
+    """One JSON object per line: ts (UTC, ISO 8601), level, logger, msg, ids, exc. ``ascii_only``: every other
+    character as a JSON escape, for a stream that is not UTF-8 (`setup_logging`)."""
+
+    def __init__(self, *, ascii_only: bool = False) -> None:
+        super().__init__()
+        self._ascii_only = ascii_only
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -354,7 +360,7 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             entry["stack"] = record.stack_info
         # JSON escapes C0 controls but not DEL and C1 ones (U+009B is CSI to a terminal showing the line).
-        return _C1.sub(_json_escape, json.dumps(entry, ensure_ascii=False, default=str))
+        return _C1.sub(_json_escape, json.dumps(entry, ensure_ascii=self._ascii_only, default=str))
 
 
 _C1 = re.compile(r"[\x7f-\x9f]")
@@ -392,7 +398,7 @@ def setup_logging(
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
     handler.addFilter(RepeatFilter(repeat_window))
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(JsonFormatter(ascii_only=not _utf8(handler.stream)) if fmt == "json" else TextFormatter())
     handler._switchboard = True  # type: ignore[attr-defined]  # marks the handler a later call replaces
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_switchboard", False)]:
@@ -404,6 +410,16 @@ def setup_logging(
     for name in PER_EVENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING)
     return handler
+
+
+def _utf8(stream: TextIO) -> bool:
+    """Whether ``stream`` writes UTF-8 (or has no encoding of its own, as a test's ``StringIO``). JSON lines to a
+    stderr that does not (a Latin-1 or ASCII locale) were no JSON: an é as the byte E9, an emoji escaped by Python's
+    ``backslashreplace`` as ``\\U0001f600``, which JSON has no such escape for; a log shipper dropped the line."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _redact_last_resort() -> None:

@@ -24,6 +24,7 @@ import pwd
 import shutil
 import socket
 import sqlite3
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None, *, database:
     ``database=False`` the database is left to `check_database`, for a caller that must hold the
     directory's lock before it opens the database (`gateway.cli`)."""
     state_dir = Path(state_dir).absolute()
+    _check_nameable(state_dir, "state directory {}: ", f"point {_WHERE}")
     if (problem := _lookup_problem(state_dir)) is not None:
         raise StartupError(f"state directory {state_dir} cannot be reached ({problem}): the gateway's user may not"
                            f" enter a directory above it; give it access, or point {_WHERE} elsewhere")
@@ -208,7 +210,19 @@ def _lookup_problem(path: Path) -> str | None:
     return None
 
 
+def _check_nameable(path: Path, what: str, elsewhere: str) -> None:
+    """A name this system's file name encoding cannot write (``✓`` in a Latin-1 or ASCII locale) raised
+    `UnicodeEncodeError` at the first look at it, a traceback naming neither the setting nor a cure."""
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise StartupError(f"{what.format(ascii(str(path)))}the name holds {ascii(exc.object[exc.start:exc.end])},"
+                           f" which file names here cannot ({sys.getfilesystemencoding()}, from the locale): set a"
+                           f" UTF-8 locale (LANG=C.UTF-8) or PYTHONUTF8=1, or {elsewhere} at a plain name") from None
+
+
 def _check_workspace(workspace: Path) -> None:
+    _check_nameable(workspace, "agent.workspace: {}: ", "set agent.workspace")
     if (problem := _lookup_problem(workspace)) is not None:
         raise StartupError(f"agent.workspace: cannot reach {workspace} ({problem}): the gateway's user may not enter"
                            " a directory above it; give it access, or set agent.workspace to a directory it can write")
