@@ -24,7 +24,7 @@ that start sends anew) if this process stops or is killed first;
 one the client fails to send, Temporal's answer aside, or one Temporal refuses, is logged and given up, and the next
 is sent;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
-than a second.
+than a second, and says when Temporal does not answer, until it does again (`_answering_again`).
 
 Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
 its job: `close` starts the workflows of the children it stops following before then, and
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -123,6 +124,8 @@ class _Patience:
 
     subagent_id: str
     address: str
+    unanswered: Callable[[], None]
+    """Told each time Temporal does not answer (`TemporalEngine._unanswered`)."""
     delay: float = _FOLLOW_AGAIN_FIRST
 
     async def waited(self, exc: BaseException, again: str) -> bool:
@@ -130,6 +133,7 @@ class _Patience:
         False at once for any other error. ``again`` says what is tried again, its ``%g`` the wait."""
         if not isinstance(exc, RPCError) or exc.status not in _UNREACHABLE:
             return False
+        self.unanswered()
         log.warning("child %s: Temporal at %s does not answer (%s); %s",
                     self.subagent_id, self.address, exc, again % self.delay)
         await asyncio.sleep(self.delay)
@@ -155,6 +159,10 @@ class TemporalEngine:
         self._closed = False
         self._warned_no_worker = False
         """Warned that children wait for a worker, and no worker has taken one since."""
+        self._silent = False
+        """Temporal did not answer a request, and has not answered one since (`_answering_again`): every child's
+        activity says so. Else `/agents` read `waiting for a worker` for a child launched while Temporal was down,
+        sending the operator to the workers."""
 
     @property
     def client(self) -> Client:
@@ -226,9 +234,14 @@ class TemporalEngine:
         if child.running and not child.refreshing and time.monotonic() - child.activity_at > _ACTIVITY_FRESH:
             child.refreshing = True
             self._spawn(self._refresh(child), "temporal-describe")
+        activity = child.activity
+        if self._silent:
+            address = self.settings.address
+            activity = f"{activity}; Temporal at {address} does not answer" if child.running else (
+                f"waiting for Temporal at {address}, which does not answer")
         if child.refused is not None:  # where whoever asked for the stop looks (/agents, the model's list)
-            return f"{child.activity}; Temporal refused to stop it ({child.refused})"
-        return child.activity
+            return f"{activity}; Temporal refused to stop it ({child.refused})"
+        return activity
 
     async def close(self, *, grace: float | None = None) -> None:
         """Stop following: the children go on running on the workers, and the next start
@@ -269,7 +282,7 @@ class TemporalEngine:
     async def _follow(self, child: _Child, *, new: bool) -> None:
         host, sid = self._host, child.job.subagent_id
         assert host is not None
-        patience = _Patience(sid, self.settings.address)
+        patience = self._patience(sid)
         outcome = None
         if new and child.stop_reason is not None:
             # Asked to stop before its workflow's start was sent: never started, as a worker could take
@@ -424,7 +437,7 @@ class TemporalEngine:
         to have it: without a worker, the follow's call returns only once one takes the child. This one
         returns at once, attaching to a workflow the follow's call did start."""
         sid = child.job.subagent_id
-        patience = _Patience(sid, self.settings.address)
+        patience = self._patience(sid)
         while True:
             try:
                 await self.client.start_workflow(WORKFLOW, self._start_input(child), **self._start_options(sid))
@@ -452,7 +465,7 @@ class TemporalEngine:
         """The ``running`` update of a child re-attached after a restart; None once its workflow
         has ended (its result says how). Asked again while Temporal does not answer: given up, the child
         stayed PENDING, `waiting for a worker`, its steers refused as to a child not running, until it ended."""
-        patience = _Patience(handle.id, self.settings.address)
+        patience = self._patience(handle.id)
         # As for a launch: children re-attached while no worker runs would otherwise wait with no word of why.
         warning = asyncio.get_running_loop().call_later(NO_WORKER_WARNING_SECONDS, self._no_worker, handle.id)
         try:
@@ -495,7 +508,7 @@ class TemporalEngine:
         """Follow the child again, or, when Temporal has no workflow for it and the journal kept its
         ``job``, start it: its process stopped, or was killed, before the start reached Temporal."""
         handle = self.client.get_workflow_handle(subagent_id)
-        patience = _Patience(subagent_id, self.settings.address)
+        patience = self._patience(subagent_id)
         while True:
             try:
                 wire, began = await self._found(handle)
@@ -558,7 +571,7 @@ class TemporalEngine:
         # runs, the request must already be in Temporal's history, or a gateway restart loses it
         # and the child runs in full when a worker comes.
         sid = child.job.subagent_id
-        patience = _Patience(sid, self.settings.address)
+        patience = self._patience(sid)
         while True:
             handle = child.handle or self.client.get_workflow_handle(sid)
             try:
@@ -595,7 +608,7 @@ class TemporalEngine:
 
     async def _stop_unfollowed(self, subagent_id: str) -> None:
         handle = self.client.get_workflow_handle(subagent_id)
-        patience = _Patience(subagent_id, self.settings.address)
+        patience = self._patience(subagent_id)
         while True:
             try:
                 await handle.cancel(reason=PROCESS_EXIT)
@@ -638,7 +651,7 @@ class TemporalEngine:
     async def _send_steers(self, child: _Child) -> None:
         # One sender per child, so that a steer never overtakes an earlier one Temporal has not taken.
         sid = child.job.subagent_id
-        patience = _Patience(sid, self.settings.address)
+        patience = self._patience(sid)
         if child.handle is None:
             # Handed back at a restart (`steer_again`) to a child whose workflow this start sends anew: signalled
             # now, they failed on the missing handle and were lost. Sent once Temporal has the workflow (the
@@ -697,6 +710,29 @@ class TemporalEngine:
         label = current.activity_id.split("-", 1)[-1]
         what = "waiting for the model" if label == "model" else f"running {label.removeprefix('tool-')}"
         child.activity = what if current.attempt <= 1 else f"{what} (attempt {current.attempt}, another worker)"
+
+    def _patience(self, subagent_id: str) -> _Patience:
+        return _Patience(subagent_id, self.settings.address, self._unanswered)
+
+    def _unanswered(self) -> None:
+        if not self._silent and not self._closed:
+            self._silent = True
+            self._spawn(self._answering_again(), "temporal-describe")
+
+    async def _answering_again(self) -> None:
+        """Ask Temporal, as the requests waiting for it do, until it answers: then the children's activity no
+        longer says it does not. One try each time (an answer comes at once while it is down)."""
+        delay = _FOLLOW_AGAIN_FIRST
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self.client.workflow_service.get_system_info(GetSystemInfoRequest())
+                break
+            except RPCError as exc:
+                if exc.status not in _UNREACHABLE:  # a refusal is an answer too
+                    break
+            delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
+        self._silent = False
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
