@@ -24,7 +24,7 @@ def describe(exc: BaseException) -> str:
 
 def findable(adapter: Adapter | None, row: OutboxRow) -> bool:
     """Whether ``row`` can be looked up; one never to be found (a slash command's answer) takes no lookup's turn."""
-    if not isinstance(adapter, FindsSent):
+    if not isinstance(adapter, FindsSent) or row.op == "file" and not getattr(adapter, "finds_files", True):
         return False
     findable = getattr(adapter, "findable", None)  # optional (`FindsSent`): without it, every part is looked up
     return findable is None or findable(outbound(row))

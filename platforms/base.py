@@ -326,7 +326,9 @@ class FindsSent(Protocol):
     find ``message`` (Slack: a post with its key, not a slash command's answer). The outbox sends one
     it could not without a lookup, and without waiting for a lookup's turn among the platform's
     (`platforms.pacing.Pacing.account_lookup_interval`). Without it every message is looked up: an
-    adapter written before it never has a message posted twice for want of the method."""
+    adapter written before it never has a message posted twice for want of the method. One whose file
+    sends `find_sent` cannot find says so with ``finds_files = False`` (Slack: a file share carries no
+    key; its upload settles a lost answer itself, `platforms.slack_uploads`)."""
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The platform's id of the message sent for ``message.idempotency_key`` at or after the

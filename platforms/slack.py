@@ -147,6 +147,8 @@ class SlackAdapter:
     typing_interval = 30.0
     """The placeholder does not lapse; a refresh only re-posts one whose post failed."""
     findable = staticmethod(slack_history.findable)  # for `find_sent`: a slash command's answer it cannot find
+    finds_files = False
+    """A file share carries no key to find it by in a channel's history: its upload settles a lost answer itself."""
 
     def __init__(
         self,

@@ -66,6 +66,8 @@ async def test_a_file_whose_completion_answer_was_lost_is_shared_once_through_th
     [shared] = shares(fake)
     assert [f["id"] for f in shared["files"]] == [file_id] and fake.uploaded == {file_id: 1}
     assert calls(fake) == ["files.getUploadURLExternal", "upload", COMPLETE, "files.info"]
+    # Not looked for in the channel's history as a post is: a file share carries no key to find it by.
+    assert not fake.calls_to("conversations.history") and not fake.calls_to("conversations.replies")
 
 
 async def test_a_completion_that_failed_completes_the_upload_slack_took_without_uploading_again(
