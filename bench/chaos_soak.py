@@ -652,6 +652,10 @@ class Soak:
 
 async def main(args) -> None:
     work = Path(args.workdir)
+    if (work / "state" / "switchboard.db").exists():
+        # The fakes number their updates and events from the same start each time: on an earlier soak's inbox
+        # the first messages were dropped as duplicates and read as unanswered, an anomaly of the soak's own.
+        raise SystemExit(f"{work} holds an earlier soak's state: remove it, or pass another --workdir")
     work.mkdir(parents=True, exist_ok=True)
     state = work / "state"
     state.mkdir(exist_ok=True)
