@@ -65,7 +65,7 @@ default): the answer waits `STALLED` seconds more than their time at `SLOWEST_UP
 uplink still sending them is not taken for a stall."""
 CHUNK = 64 * 1024
 METHOD = "files.upload_v2"
-"""How a failed upload is named in its error (the SDK's method, which makes the three calls)."""
+"""How a failed upload is named in its error: slack-sdk's name for the three calls this module makes."""
 REMEMBERED = 1000
 """Uploads whose completion is unsettled kept at most per client: far more than the files queued at once."""
 _STATUS = re.compile(r"\(status: (\d{3})")
