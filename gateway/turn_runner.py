@@ -455,7 +455,9 @@ class TurnRunner:
             journaled = self._journaling[item.turn_id] = asyncio.Event()
             try:
                 # Past `replying`: a stop meanwhile waits for this reply (`reply_journaled`), rather than drop it.
-                if typing is not None:
+                # Only where nothing clears the indicator after the reply (`Adapter.typing_interval`): Slack's
+                # placeholder, deleted by `idle`, was posted for nothing, and one the process died sending stayed.
+                if typing is not None and getattr(adapter, "typing_lapses", False):
                     await typing.ended()
                 message = await self._reply(session, running, answer, finish_progress, refused)
             finally:

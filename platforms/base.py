@@ -168,7 +168,11 @@ class Adapter(Protocol):
     """Largest message the platform accepts, in the adapter's own `measure` units."""
     typing_interval: float
     """Seconds after which a typing indicator lapses; the gateway refreshes it a little sooner.
-    0: the platform shows no progress at all, and the gateway calls neither `typing` nor `idle`."""
+    0: the platform shows no progress at all, and the gateway calls neither `typing` nor `idle`.
+    An adapter whose indicator cannot be cleared (only a lapse or the bot's next message ends it) says
+    ``typing_lapses = True``: a typing request the platform took after the reply showed it under the
+    answer, so a turn's reply waits for one on the wire (`gateway.turn_runner`). Without it, as where `idle`
+    clears the indicator after the reply anyway (Slack's placeholder), the reply does not wait."""
 
     def measure(self, text: str) -> int:
         """Length of the Markdown ``text`` as the platform counts it once the adapter has rendered

@@ -139,6 +139,7 @@ class DiscordAdapter:
     """A file's caption is the message's content."""
     typing_interval = 8.0
     """Discord's indicator lasts about 10 s."""
+    typing_lapses = True
 
     def __init__(
         self,

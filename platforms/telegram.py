@@ -162,6 +162,7 @@ class TelegramAdapter:
     """Telegram counts UTF-16 code units (see `measure`)."""
     typing_interval = 4.0
     """Telegram shows "typing" for 5 s, or until the bot's next message."""
+    typing_lapses = True
     caption_limit = 1024
     """A file's caption, in UTF-16 units after entity parsing, like a message's text."""
 

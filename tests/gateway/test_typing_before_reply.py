@@ -13,7 +13,7 @@ import pytest
 
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
-from gateway.testing import SlowToStop, make_config, settled
+from gateway.testing import RecordingAdapter, SlowToStop, make_config, settled
 from gateway.turn_runner import TYPING_FINISH_SECONDS
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
@@ -90,3 +90,29 @@ async def test_a_stop_ends_the_typing_at_once_though_the_turn_winds_down_later(f
     assert refreshing == []
     await settled(gateway)
     assert [m["text"] for m in fake.messages["42"]] == [fake.messages["42"][0]["text"]]
+
+
+class ClearedAfterTheReply(RecordingAdapter):
+    """An adapter whose indicator `idle` clears once the reply went (as Slack deletes its placeholder), and whose
+    typing request never ends: waited for, a placeholder would be posted for nothing, the reply held up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        self.asked.set()
+        await asyncio.Event().wait()
+
+
+async def test_where_idle_clears_the_indicator_the_reply_does_not_wait_for_typing(gateways, tmp_path):
+    clock, model, chat = FakeClock(autojump=False), ScriptedModel(GATED), ClearedAfterTheReply()
+    gateway = await gateways(make_config(tmp_path, display={"interim_assistant_messages": False}), [chat],
+                             model=model, clock=clock)
+    await chat.say("hello")
+    await model.reached("go")
+    await asyncio.wait_for(chat.asked.wait(), 5)
+    model.release("go")
+    await chat.wait_for(lambda: chat.texts("reply"))  # the clock never moved: nothing waited on it
+    await settled(gateway)
+    assert typing_loops() == []
