@@ -58,8 +58,9 @@ Abandoned = Callable[[GatewaySession, str], None]
 """``abandoned(session, turn_id)``: a turn's handling failed; what it delegated is moot (`Ledger.abandon`)."""
 TYPING_FINISH_SECONDS = 1.5
 """How long a turn's end waits, on its clock, for a typing request already on the wire to be answered before
-its reply is queued: one the platform gets after the reply shows "typing…" under the answer (Telegram ~5 s,
-Discord ~10 s), and a cancelled request may reach it all the same. Past this it is cancelled."""
+its reply is queued, where nothing clears the indicator (`typing_lapses`): one the platform gets after the reply
+shows "typing…" under the answer (Telegram ~5 s, Discord ~10 s), and a cancelled request may reach it all the
+same. Past this it is cancelled."""
 
 
 
