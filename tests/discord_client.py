@@ -1,5 +1,5 @@
-"""The real discord.py client against `FakeDiscord`, for tests: an adapter pointed at the fake, and
-the wait for discord.py's heartbeat threads once the adapters have stopped."""
+"""The real discord.py client against `FakeDiscord`, for tests: an adapter pointed at the fake, a started one
+as a fixture, and the wait for discord.py's heartbeat threads once the adapters have stopped."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from platforms.base import CommandSpec, Inbound
 from platforms.discord import DiscordAdapter, discord  # discord.py, imported there without its audioop warning
 from platforms.fakes.discord import FakeDiscord
+
+AGENTS = (CommandSpec("agents", "List running subagents"),)
 
 
 def adapter_for(fake: FakeDiscord, **kw: Any) -> DiscordAdapter:
@@ -57,3 +60,25 @@ def fake_discord() -> Any:
         assert fake.errors == []
 
     return fake
+
+
+def running_discord(*, commands: tuple[CommandSpec, ...] = AGENTS, **kw: Any) -> Any:
+    """A ``running`` fixture for a test module (``running = running_discord()``): an adapter on the module's
+    ``fake`` (`adapter_for` with ``kw``), started with ``commands``, and the list of what it handed over."""
+
+    @pytest.fixture
+    async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
+        got: list[Inbound] = []
+
+        async def sink(inbound: Inbound) -> None:
+            got.append(inbound)
+
+        adapter = adapter_for(fake, **kw)
+        await adapter.start(sink, list(commands))
+        try:
+            yield adapter, got
+        finally:
+            await adapter.stop()
+            await join_heartbeat_threads()
+
+    return running

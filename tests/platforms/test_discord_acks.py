@@ -3,14 +3,12 @@ answer to it is lost: the real discord.py client against the loopback fake."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from platforms.base import CommandSpec, Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads, running_discord
 
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
@@ -19,20 +17,7 @@ USER = 42
 fake = fake_discord()
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord()
 
 
 async def test_a_thinking_response_discord_took_but_answered_with_a_5xx_is_answered_in_place(

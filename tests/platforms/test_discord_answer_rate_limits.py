@@ -7,14 +7,12 @@ second (`platforms.discord_answers`). The real discord.py client against the loo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from platforms.base import CommandSpec, Inbound, Outbound, RateLimited
+from platforms.base import Inbound, Outbound, RateLimited
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import fake_discord, running_discord
 
 ORIGINAL = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
 FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
@@ -24,20 +22,7 @@ PAGE = "<html><body>error code: 1015</body></html>"
 fake = fake_discord()
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord()
 
 
 @pytest.mark.parametrize("route", [ORIGINAL, FOLLOW_UP], ids=["first-answer", "follow-up"])

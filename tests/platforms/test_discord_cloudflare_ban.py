@@ -4,15 +4,13 @@ The real discord.py client against `FakeDiscord`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from platforms.base import CommandSpec, Inbound, Outbound, RateLimited
+from platforms.base import Inbound, Outbound, RateLimited
 from platforms.discord import DiscordAdapter
 from platforms.discord_errors import BAN_RETRY_AFTER
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import fake_discord, running_discord
 
 MESSAGES = "POST /channels/{channel_id}/messages"
 FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
@@ -23,20 +21,7 @@ USER = 42
 fake = fake_discord()
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord()
 
 
 @pytest.mark.parametrize("headers", [{"Content-Type": "text/html"}, {"Content-Type": "text/html", "Via": ""}],

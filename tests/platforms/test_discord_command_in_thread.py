@@ -3,34 +3,17 @@ thread as the interaction's channel, as Discord does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from platforms.base import CommandSpec, Inbound, Outbound
+from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import fake_discord, running_discord
 
 GUILD, CHANNEL, THREAD, USER = 900, 901, 902, 42
 
 fake = fake_discord()
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake, command_guilds=(GUILD,))
-    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord(command_guilds=(GUILD,))
 
 
 async def test_a_command_in_a_thread_is_the_threads_and_its_answers_go_there(

@@ -6,14 +6,12 @@ a second (`platforms.discord_answers`). The real discord.py client against the l
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from platforms.base import CommandSpec, Inbound, Outbound, RateLimited
+from platforms.base import Inbound, Outbound, RateLimited
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import fake_discord, running_discord
 
 MESSAGES = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -32,20 +30,7 @@ BODIES = pytest.mark.parametrize(("headers", "text", "wait"), [
 ], ids=["retry-after-header", "nothing", "text-wait", "list", "nan"])
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("agents", "List running subagents")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord()
 
 
 @BODIES

@@ -7,7 +7,6 @@ unknown), which the outbox tries again, looking for the post first; a real 400 o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from gateway.store import GatewayStore
 from platforms.base import BadRequest, CommandSpec, Inbound, NetworkError, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads, running_discord
 
 MESSAGES = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -36,20 +35,7 @@ UNREADABLE = pytest.mark.parametrize(("status", "text", "after"), [
 ], ids=["502-page", "503-empty", "200-cut-short"])
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("stop", "stop")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord(commands=(CommandSpec("stop", "stop"),))
 
 
 @UNREADABLE

@@ -9,7 +9,6 @@ against the loopback fake."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from gateway.store import GatewayStore
 from platforms.base import BadRequest, CommandSpec, Inbound, NetworkError, Outbound, OutboundFile
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads, running_discord
 
 MESSAGES = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
@@ -35,20 +34,7 @@ NO_MESSAGE = pytest.mark.parametrize("body", ["{}", "[]", '"ok"', '{"id": "not a
                                      ids=["empty-object", "list", "string", "id-no-snowflake"])
 
 
-@pytest.fixture
-async def running(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, list[Inbound]]]:
-    got: list[Inbound] = []
-
-    async def sink(inbound: Inbound) -> None:
-        got.append(inbound)
-
-    adapter = adapter_for(fake)
-    await adapter.start(sink, [CommandSpec("stop", "stop")])
-    try:
-        yield adapter, got
-    finally:
-        await adapter.stop()
-        await join_heartbeat_threads()
+running = running_discord(commands=(CommandSpec("stop", "stop"),))
 
 
 @NO_MESSAGE
