@@ -65,7 +65,8 @@ Guarantees:
   the caption, and the bytes are the copy `gateway.outbox_files` keeps under its key, made
   before it was journaled. It is retried like text; a platform that refuses its size or its
   caption's length fails it at once. One that fails for good is followed by a note naming it
-  (``{turn}:file:{n}:missing``, `gateway.part_notes.file_note`). Its copy is removed once it is
+  (``{turn}:file:{n}:missing``, `gateway.part_notes.file_note`), in its place also when the note goes
+  after a restart: ahead of what was queued behind the file. Its copy is removed once it is
   sent or dropped; a failed one keeps it for the operator's retry until it is dismissed (or
   forgotten with its row, then removed at the next start). One whose answer was lost is looked up before it is sent again, as
   text is, where the adapter can find it (Discord, among the posts this process heard; a Slack upload
@@ -92,6 +93,7 @@ from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS, ChatKey
+from gateway.part_notes import file_noted
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, Sender
 from gateway.splitting import safe_measure, split_text
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -155,7 +157,8 @@ class Outbox:
 
     async def start(self) -> None:
         """Begin sending: every part still pending in the store (journaled before a restart,
-        or enqueued before this call) is queued in journal order. Idempotent."""
+        or enqueued before this call) is queued in journal order, but a file's note in its file's place
+        (`gateway.part_notes.file_noted`). Idempotent."""
         if self._started or self._closed:
             return
         self._started = True
@@ -170,6 +173,8 @@ class Outbox:
             log.info("outbox: %d pending part(s) of progress messages an older build split are not sent",
                      len(dropped))
         self._has_old_extras()  # asked now, so that no card's end pays for the scan
+        places = {row.id: place for row in pending if (place := file_noted(self._store, row)) is not None}
+        pending.sort(key=lambda row: (places.get(row.id, row.id), row.id not in places))
         for row in pending:
             self._push(row.chat, row.id, progress=row.kind in PROGRESS_KINDS)
         if pending:

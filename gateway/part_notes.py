@@ -137,6 +137,16 @@ def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: Outbox
                     quoting=True)
 
 
+def file_noted(store: OutboxRows, row: OutboxRow) -> int | None:
+    """The id of the file send whose note (`file_note`) ``row`` is; None for any other row. A note journaled
+    before a restart and still pending goes in that file's place, ahead of what was queued behind the file,
+    which its id alone would put it after (`gateway.outbox.Outbox.start`)."""
+    if not row.key.endswith(MISSING):
+        return None
+    file = store.message(row.key.removesuffix(MISSING) + ":0")
+    return file.id if file is not None and file.op == "file" else None
+
+
 def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str, *, quoting: bool = False) -> OutboxRow | None:
     """Journal the note ``key`` in ``row``'s place among its turn's messages; None when it was journaled before.
     ``quoting``: it quotes what ``row`` did (a file opening the answer in a group quotes the question, and so

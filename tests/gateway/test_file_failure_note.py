@@ -156,8 +156,8 @@ async def test_a_note_the_process_died_sending_goes_once_at_the_next_start(teleg
     again = await started(adapter, store, files)
     try:
         assert await again.flush(timeout=WAIT)
-        # After what was queued behind the file, as a part's note is: the next start sends in journal order.
-        assert texts(fake) == ["the answer", note("the platform refused it")]
+        # In the file's place still, ahead of what was queued behind the file (journaled before the note).
+        assert texts(fake) == [note("the platform refused it"), "the answer"]
         assert len(fake.calls_to("sendDocument")) == 1  # the file failed for good: not tried again
     finally:
         await again.close()
