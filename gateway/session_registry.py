@@ -190,11 +190,13 @@ class SessionRegistry:
         names: the caller settles their delegations."""
         # The store first: a refusal (a full disk) raises before anything changed, and the stop can be asked again.
         # Taken after it, what was steered into the turn and not read yet would be lost from it and the queue.
-        held = [(row.seq, row.item) for row in self._held(session)]  # those not dropped wait on in the store
-        released = [seq for seq, item in held if item.event is not None and drops(item.event)]
+        rows, damaged = self._held(session)
+        held = [(row.seq, row.item) for row in rows]  # those not dropped wait on in the store
+        released = [*damaged, *(seq for seq, item in held if item.event is not None and drops(item.event))]
         if released:
             self._table.release(released)
             session.held -= len(released)
+        _set_aside(session, damaged)
         running = session.running if turn else None
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
@@ -375,29 +377,37 @@ class SessionRegistry:
 
     def _read_back(self, session: GatewaySession) -> None:
         """Queue the messages held in the store that the session's queue has room for, oldest first (each before
-        the background deliveries queued after it was held)."""
-        try:
-            held = self._held(session, QUEUED - len(session.queue))
-            self._table.release([row.seq for row in held])
-        except Exception as exc:  # the store refused: read again as the next turn begins, or the next message comes
-            log.warning("%s chat %s: could not read back the messages waiting in the store (%s: %s)",
-                        session.platform, session.chat_id, type(exc).__name__, exc)
-            return
-        # Fewer than asked for: none are left (the count must not keep the session busy for good).
-        session.held = session.held - len(held) if len(held) == QUEUED - len(session.queue) else 0
-        queued = list(session.queue)
-        session.queue.clear()
-        session.queue.extend(_in_order(queued, held))
+        the background deliveries queued after it was held). Rows set aside (`_held`) leave room: read on."""
+        while session.held and (room := QUEUED - len(session.queue)) > 0:
+            try:
+                held, damaged = self._held(session, room)
+                self._table.release([*damaged, *(row.seq for row in held)])
+            except Exception as exc:  # the store refused: read again as the next turn begins, or a message comes
+                log.warning("%s chat %s: could not read back the messages waiting in the store (%s: %s)",
+                            session.platform, session.chat_id, type(exc).__name__, exc)
+                return
+            _set_aside(session, damaged)
+            # Fewer rows than asked for: none are left (the count must not keep the session busy for good).
+            read = len(held) + len(damaged)
+            session.held = session.held - read if read == room else 0
+            queued = list(session.queue)
+            session.queue.clear()
+            session.queue.extend(_in_order(queued, held))
 
-    def _held(self, session: GatewaySession, limit: int | None = None) -> list[_Held]:
-        """The session's first ``limit`` messages held in the store (all by default), in order."""
-        if not session.held:
-            return []
-        rows = self._table.held(self.run, session.key, limit)
-        items = [(seq, json.loads(row)) for seq, row in rows]
-        return [_Held(seq, item["n"], WorkItem(item["kind"], item["text"], item["turn_id"],
-                                               Inbound.from_json(item["event"])))
-                for seq, item in items]
+    def _held(self, session: GatewaySession, limit: int | None = None) -> tuple[list[_Held], dict[int, str]]:
+        """The session's first ``limit`` rows held in the store (all by default), in order: the messages read from
+        them, and the rows that hold none (a hand edit, a damaged write), each with why, for the caller to release
+        with the others and `_set_aside`: left in the store, the first would fail every read-back, for good."""
+        held: list[_Held] = []
+        damaged: dict[int, str] = {}
+        for seq, row in self._table.held(self.run, session.key, limit) if session.held else []:
+            try:
+                item = json.loads(row)
+                held.append(_Held(seq, int(item["n"]), WorkItem(item["kind"], item["text"], item["turn_id"],
+                                                                Inbound.from_json(item["event"]))))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                damaged[seq] = type(exc).__name__  # not its text, which may quote the row
+        return held, damaged
 
     # -- building ---------------------------------------------------------------------
 
@@ -430,6 +440,15 @@ def _in_order(queued: Iterable[WorkItem], held: Iterable[_Held]) -> Iterator[Wor
             yield rows.popleft().item
         yield item
     yield from (row.item for row in rows)
+
+
+def _set_aside(session: GatewaySession, damaged: dict[int, str]) -> None:
+    """Log the held rows `SessionRegistry._held` could not read, released: by row, never their text (it may hold
+    anything). Each one's event stays unsettled in the inbox, so the next start hands its message over anew."""
+    for seq, why in damaged.items():
+        log.error("%s chat %s: the held message in row %d (gateway_held, chat key %s) could not be read back (%s)"
+                  " and is set aside; its message waits in the inbox for the next start, which hands it over anew",
+                  session.platform, session.chat_id, seq, session.key, why)
 
 
 def unread_steered(session: GatewaySession) -> list[Inbound]:

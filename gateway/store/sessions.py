@@ -181,10 +181,11 @@ class SessionTable:
         for the process ``run`` only: its inbox event stays unsettled, so a restart hands it over anew."""
         self._db.write("INSERT INTO gateway_held (run, key, item) VALUES (?, ?, ?)", (run, key, item))
 
-    def held(self, run: str, key: str, limit: int | None = None) -> list[tuple[int, str]]:
-        """The chat's first ``limit`` held messages (all by default), oldest first: (seq, item)."""
-        return self._db.read("SELECT seq, item FROM gateway_held WHERE key=? AND run=? ORDER BY seq LIMIT ?",
-                             (key, run, -1 if limit is None else limit))
+    def held(self, run: str, key: str, limit: int | None = None) -> list[tuple[int, bytes]]:
+        """The chat's first ``limit`` held messages (all by default), oldest first: (seq, item), the item's bytes.
+        Read as text, one a hand edit left no UTF-8 would fail the whole read (its text in the error)."""
+        return self._db.read("SELECT seq, CAST(item AS BLOB) FROM gateway_held WHERE key=? AND run=? ORDER BY seq"
+                             " LIMIT ?", (key, run, -1 if limit is None else limit))
 
     def holds_from(self, run: str, key: str, user_id: str) -> bool:
         """Whether a message of ``user_id`` is held in the chat ``key`` for the process ``run``: one look-up,
