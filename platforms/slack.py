@@ -58,6 +58,8 @@ never refused; should Slack still answer a formatting error (``invalid_blocks``,
 as written, ``mrkdwn: false``; `platforms.slack_calls`). No other error does that. The Web API
 client has no retry handlers: a 429 becomes `RateLimited` with ``Retry-After`` at once, for the
 gateway to retry; nothing here sleeps on the sending path or holds a lock shared between chats.
+A call Slack does not answer within `CALL_TIMEOUT` is a `NetworkError`: it may have taken effect,
+so the outbox looks a post up before it posts it again.
 """
 
 from __future__ import annotations
@@ -135,6 +137,12 @@ _REMEMBERED_THREADS = 10_000
 SINK_TIMEOUT = 2.0
 STOP_SECONDS = 5.0
 """How long a stop not given its time by the gateway (`SlackAdapter.stop`) gives its last calls at most."""
+CALL_TIMEOUT = 30.0
+"""Seconds each request on the adapter's HTTP session is given (slack-sdk's own ``timeout``): its Web API calls
+and a slash command's ``response_url`` answer. slack-sdk applies its ``timeout`` only to a session it opens
+itself, so aiohttp's 300 s bounded these, and a Slack that took a post and went silent held it, and the chat
+behind it, for 5 minutes. The bytes of files have bounds by their size (`platforms.slack_uploads`,
+`platforms.slack_files`); Socket Mode's WebSocket is on slack_sdk's own session, never cut by this."""
 
 
 class SlackAdapter:
@@ -166,9 +174,10 @@ class SlackAdapter:
         bodies: UnsignedBodies | None = None,
         catch_up: Limits = Limits(),
         clock: Callable[[], float] = time.time,
+        call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         """``catch_up`` bounds the catch-up at start (`platforms.slack_catchup`); ``clock`` (epoch
-        seconds) ages the messages it reads."""
+        seconds) ages the messages it reads; ``call_timeout`` bounds each Web API call (`CALL_TIMEOUT`)."""
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
         if mode == "socket" and not app_token:
@@ -178,7 +187,7 @@ class SlackAdapter:
         self.mode = mode
         self._bot_token, self._app_token, self._signing_secret = bot_token, app_token, signing_secret
         self._api_base, self._ping_interval, self._placeholder_text = api_base, ping_interval, placeholder_text
-        self._connect_timeout = connect_timeout
+        self._connect_timeout, self._call_timeout = connect_timeout, call_timeout
         self._bodies = bodies or UnsignedBodies()
         """Bounds the HTTP-mode bodies read before their signature is checked (a seam for tests)."""
         self._events = SignedEvents(signing_secret, self._bodies, lambda: self._app)
@@ -249,7 +258,7 @@ class SlackAdapter:
         self._sink, self._stopping = sink, False
         names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
-        self._session = aiohttp.ClientSession()
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._call_timeout))
         self._client = SlackWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
                                       retry_handlers=[])
         try:

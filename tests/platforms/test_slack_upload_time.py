@@ -60,14 +60,14 @@ def shared(fake: FakeSlack) -> list[str]:
 
 async def test_a_slow_upload_is_given_time_by_its_size_not_the_http_sessions_timeout(
         tmp_path: Path, fake: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
-    # aiohttp's default total for a session (300 s), which bounded every upload whatever its size: shrunk as
-    # the upload's own are. It stays the JSON calls' bound.
-    monkeypatch.setattr(aiohttp.client, "DEFAULT_TIMEOUT", aiohttp.ClientTimeout(total=0.3, sock_connect=30))
+    # The session's bound (aiohttp's 300 s once, which bounded every upload whatever its size; `call_timeout`
+    # now): shrunk as the upload's own are. It stays the JSON calls' bound.
     monkeypatch.setattr(slack_uploads, "TIMEOUT", 0.3)
     monkeypatch.setattr(slack_uploads, "SLOWEST_UPLOAD", SLOW / 3)  # 3 s more for this file
     monkeypatch.setattr(slack_uploads, "STALLED", 0.3)  # never 0.3 s without a chunk taken
     fake.upload_pace = PACE
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                           call_timeout=0.3)
     await adapter.start(Sink())
     try:
         async with asyncio.timeout(WAIT):
