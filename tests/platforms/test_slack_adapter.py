@@ -36,6 +36,7 @@ from platforms.fakes._slack_http import sign
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter, SlackStartError
 from platforms.unsigned_bodies import UnsignedBodies
+from tests.platforms.slack_client import fake_slack
 from tests.sqlite_errors import full_disk
 
 SECRET = "test-signing-secret"
@@ -58,10 +59,7 @@ class Recorder:
         self.items.append(inbound)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:  # no redelivery unless a test asks for one
-        yield fake
+fake = fake_slack()
 
 
 @pytest.fixture

@@ -13,14 +13,12 @@ from platforms.base import BadRequest, Forbidden, Inbound, NetworkError, Outboun
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
+fake = fake_slack()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ an app token it does not know, as Slack does for a revoked one."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,23 +15,13 @@ from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.platforms.connection_state import status
 from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack, running_slack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                           ping_interval=0.2)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+fake = fake_slack()
+slack = running_slack()
 
 
 async def test_connected_after_start_and_again_after_slack_asks_for_a_reconnect(fake: FakeSlack, slack) -> None:

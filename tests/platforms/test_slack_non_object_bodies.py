@@ -9,7 +9,6 @@ client against the loopback fake."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from gateway.store import GatewayStore
 from platforms.base import Inbound, NetworkError, Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.slack_client import fake_slack, running_slack
 
 WAIT = 5.0
 OPEN = "apps.connections.open"
@@ -32,19 +32,8 @@ NOT_OBJECTS = pytest.mark.parametrize(("body", "content_type"), [
 ], ids=["text", "page-as-text", "json-list", "json-empty-list", "json-number", "json-true"])
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                           ping_interval=0.2)
-    await adapter.start(_ignore, [])
-    yield adapter
-    await adapter.stop()
+fake = fake_slack()
+slack = running_slack()
 
 
 @NOT_OBJECTS

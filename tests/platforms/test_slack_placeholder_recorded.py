@@ -5,16 +5,14 @@ next start there; on the real slack-sdk client against the loopback FakeSlack.""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from gateway.left_indicators import LeftIndicators
 from gateway.store import GatewayStore
 from platforms.base import Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.slack_client import fake_slack
 
 PLACEHOLDER = "_working…_"
 
@@ -24,10 +22,7 @@ class Sink:
         return None
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
+fake = fake_slack()
 
 
 async def started(fake: FakeSlack, store: GatewayStore) -> tuple[SlackAdapter, LeftIndicators]:

@@ -15,6 +15,7 @@ from platforms import slack_placeholders
 from platforms.base import Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.slack_client import fake_slack
 
 PLACEHOLDER = "_working…_"
 
@@ -24,10 +25,7 @@ class Sink:
         return None
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
+fake = fake_slack()
 
 
 async def started(fake: FakeSlack) -> SlackAdapter:

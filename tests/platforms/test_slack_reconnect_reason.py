@@ -14,6 +14,7 @@ from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_connection import SocketWatch
 from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack
 
 OPEN = "apps.connections.open"
 FAILED = "apps.connections.open failed: internal_error"
@@ -21,10 +22,7 @@ ASKING = "Socket Mode is reconnecting (asking apps.connections.open for a new UR
 OPENING = "Socket Mode is reconnecting (apps.connections.open gave a new URL; opening the WebSocket)"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
+fake = fake_slack()
 
 
 @pytest.fixture

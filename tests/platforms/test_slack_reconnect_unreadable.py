@@ -9,31 +9,19 @@ log showed the watch's crash. The real slack-sdk Socket Mode client against the 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
-from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack, running_slack
 
 PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 OPEN = "apps.connections.open"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                           ping_interval=0.2)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+fake = fake_slack()
+slack = running_slack()
 
 
 @pytest.mark.parametrize(("status", "body", "content_type"), [

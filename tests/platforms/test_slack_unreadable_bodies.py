@@ -8,16 +8,16 @@ The real slack-sdk client against the loopback fake."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
-from platforms.base import BadRequest, Inbound, NetworkError, Outbound
+from platforms.base import BadRequest, NetworkError, Outbound
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.slack_client import fake_slack, running_slack
 
 PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 JSON = "application/json"
@@ -32,19 +32,8 @@ UNREADABLE = pytest.mark.parametrize(("status", "body", "content_type", "after")
 ], ids=["502-page", "502-page-as-json", "503-text", "200-cut-short", "200-page"])
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(ack_timeout=2.0) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
-    adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                           ping_interval=0.2)
-    await adapter.start(_ignore, [])
-    yield adapter
-    await adapter.stop()
+fake = fake_slack()
+slack = running_slack()
 
 
 @UNREADABLE
@@ -92,7 +81,3 @@ async def test_the_outbox_sends_a_part_answered_with_no_json_of_slacks_once(
         await outbox.close()
         store.close()
     assert fake.texts("C1") == ["hello"]
-
-
-async def _ignore(_inbound: Inbound) -> None:
-    return None

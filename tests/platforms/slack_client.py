@@ -1,0 +1,45 @@
+"""The real slack-sdk and slack-bolt against `FakeSlack`, for tests: the fake as a fixture, and an adapter
+connected to it over Socket Mode as another."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from platforms.fakes.slack import FakeSlack
+from platforms.slack import SlackAdapter
+from tests.platforms.sink import Sink
+
+
+def fake_slack() -> Any:
+    """A ``fake`` fixture for a test module (``fake = fake_slack()``): a `FakeSlack` started for the test, which
+    redelivers no event unless a test asks it to (an event unacked after 2 s)."""
+
+    @pytest.fixture
+    async def fake() -> AsyncIterator[FakeSlack]:
+        async with FakeSlack(ack_timeout=2.0) as fake:
+            yield fake
+
+    return fake
+
+
+def slack_on(fake: FakeSlack, **kw: Any) -> SlackAdapter:
+    """An adapter in Socket Mode pointed at ``fake``, pinging every 0.2 s (a dead connection is seen at once)."""
+    return SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
+                        ping_interval=0.2, **kw)
+
+
+def running_slack() -> Any:
+    """A ``slack`` fixture for a test module (``slack = running_slack()``): `slack_on` the module's ``fake``,
+    started with a `Sink`, stopped after the test."""
+
+    @pytest.fixture
+    async def slack(fake: FakeSlack) -> AsyncIterator[SlackAdapter]:
+        adapter = slack_on(fake)
+        await adapter.start(Sink())
+        yield adapter
+        await adapter.stop()
+
+    return slack
