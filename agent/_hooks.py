@@ -74,7 +74,11 @@ class HookRegistry:
                 async with limit:
                     await self._call(name, fn, owner, is_coroutine, kwargs)
             except asyncio.CancelledError:
-                raise
+                if asyncio.current_task().cancelling():  # the caller is cancelled (a stop): not the hook's
+                    raise
+                # The hook's own (a task or future it awaited was cancelled by someone else): raised on, it
+                # ended the turn that ran the hook, with no answer for its chat.
+                log.exception("hook %s (%s) failed", name, _describe(fn, owner))
             except TimeoutError:
                 if limit.expired():
                     log.error("hook %s (%s) did not finish in %g s; went on without it",

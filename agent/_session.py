@@ -28,7 +28,7 @@ from agent._tool_calls import (
     _parse_arguments,
     _unique_ids,
 )
-from agent._tools import Tool, ToolContext, tool_failure_text, utf8_text
+from agent._tools import Tool, ToolContext, exception_text, tool_failure_text, utf8_text
 from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _TurnState
 
 log = logging.getLogger("agent.session")
@@ -565,8 +565,15 @@ class AgentSession:
                     output = f"Error: {tool_failure_text(call.name, exc)}"
                 except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt
                     output = "[cancelled: the turn was interrupted]"
-                except asyncio.CancelledError:
-                    raise
+                except asyncio.CancelledError as exc:
+                    if asyncio.current_task().cancelling():  # the turn itself is cancelled, from outside
+                        raise
+                    # The tool's own: a task or future it awaited was cancelled by someone else (a
+                    # concurrent future's `result()` in a thread). Raised on, it ended the turn with no
+                    # answer for the chat, and the call that ran read as not run.
+                    log.warning("tool %s raised CancelledError, though the turn was not cancelled", call.name,
+                                exc_info=True)
+                    output = f"Error: {call.name} failed: {exception_text(exc)}"
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
                     output = f"Error: {tool_failure_text(call.name, exc)}"
