@@ -151,10 +151,12 @@ class Compactor:
             before = self._estimate(session)
             if overflow is None and before < trigger:
                 return self._compacted(session)
-        cut = _cut_point(messages, head, self.policy.keep_recent_messages)
-        older = messages[head:cut] if cut is not None else []
         # The user's newest message is what the turn answers: it stays word for word, after the summary.
         newest = _newest_user_message(messages, head)
+        cut = _cut_point(messages, head, self.policy.keep_recent_messages)
+        if overflow is not None:
+            cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest, min(before, window) // 2)
+        older = messages[head:cut] if cut is not None else []
         kept = [messages[newest]] if newest is not None and cut is not None and newest < cut else []
         rest = [m for m in older if not kept or m is not kept[0]]
         if not rest or (overflow is not None and all(_is_summary(m) for m in rest)):
@@ -298,6 +300,20 @@ def _cut_point(messages: Sequence[Mapping[str, Any]], head: int, keep: int) -> i
     while later < len(messages) and messages[later].get("role") == "tool":
         later += 1
     return later if head < later < len(messages) else None
+
+
+def _cut_within(messages: Sequence[Mapping[str, Any]], head: int, keep: int, newest: int | None,
+                limit: int) -> int | None:
+    """`_cut_point` for the last ``keep`` messages, or for fewer, down to one, while those are estimated at more
+    than ``limit`` tokens (the user's newest message, at ``newest``, aside: it is kept whatever) or leave nothing
+    to summarise. A message too long for the window among them (a long paste, no longer the user's newest) was
+    kept as it was, and the server refused every request of the chat until newer messages had pushed it out."""
+    cut = _cut_point(messages, head, keep)
+    while keep > 1 and (cut is None or estimate_tokens(
+            [m for at, m in enumerate(messages[cut:], cut) if at != newest]) > limit):
+        keep -= 1
+        cut = _cut_point(messages, head, keep)
+    return cut
 
 
 TOOL_RESULT_SHARE = 4
