@@ -200,7 +200,23 @@ def render_tool_output(out: Any) -> str:
         return ""
     if isinstance(out, str):
         return out
-    return json.dumps(out, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(out, ensure_ascii=False, default=str)
+    except TypeError:  # a key JSON cannot hold (a date, a tuple): ``default`` is never asked about keys
+        return json.dumps(_str_keys(out), ensure_ascii=False, default=str)
+
+
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def _str_keys(value: Any) -> Any:
+    """``value`` with each dict key JSON cannot hold as its `str`: a plugin's tool answering stats by day
+    (``{date(2024, 5, 1): 3}``) failed after it had run, and the model, told so, ran it again."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, _JSON_KEYS) else str(k): _str_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_str_keys(v) for v in value]
+    return value
 
 
 class ToolRegistry:
