@@ -24,6 +24,7 @@ bounded too: the first `MAX_MODELS` names seen, then ``other`` (`GatewayMetrics.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,7 @@ class GatewayMetrics(GatewayListener):
         """Each metric's child per label values (see `_child`)."""
         self._models: set[str] = set()
         self._models_capped = False
+        self._odd_cost_logged = False
         self._platforms = sorted(set(platforms))
         for platform in self._platforms:  # present from the first scrape, at zero
             self.inbound_events.labels(platform)
@@ -201,8 +203,13 @@ class GatewayMetrics(GatewayListener):
             self._child(self.tokens, model, role, "input").inc(prompt_tokens)
         if completion_tokens:
             self._child(self.tokens, model, role, "output").inc(completion_tokens)
-        if cost_usd:
+        if cost_usd is not None and 0 < cost_usd < math.inf:
             self._child(self.cost, model, role).inc(cost_usd)
+        elif cost_usd and not self._odd_cost_logged:
+            # A NaN made the counter NaN for the life of the process, and a negative cost raised at every call.
+            self._odd_cost_logged = True
+            log.warning("metrics: model %r reported a cost of %r US dollars; switchboard_model_cost_usd leaves out"
+                        " every such cost", model, cost_usd)
 
 
 class _Live(Collector):
