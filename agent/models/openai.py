@@ -17,6 +17,7 @@ import base64
 import email.utils
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -498,7 +499,9 @@ def _to_usage(usage: Any) -> Usage:
 def _cost(usage: Any) -> float | None:
     # OpenRouter reports ``usage.cost`` (USD); the SDK keeps unknown fields as
     # extra attributes of its model.
+    # A NaN or a negative cost counts as none reported: added up, a NaN made the session's and every later
+    # turn's cost NaN, and a negative one took dollars off what was spent.
     cost = getattr(usage, "cost", None)
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < math.inf:
         return float(cost)
     return None

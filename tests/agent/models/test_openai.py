@@ -110,6 +110,14 @@ async def test_usage_and_cost(server, make_model):
     assert (no_usage.text, no_usage.usage, no_usage.cost_usd) == ("c", Usage(0, 0), None)
 
 
+@pytest.mark.parametrize("cost", [float("nan"), float("inf"), -0.5])
+async def test_a_cost_that_is_no_sum_of_dollars_counts_as_none_reported(server, make_model, cost):
+    # Added up, a NaN made the session's cost NaN for good, and a negative one took off what was spent.
+    server.push_text("a", usage={"prompt_tokens": 3, "completion_tokens": 1, "cost": cost})
+    answer = await make_model().complete(HELLO)
+    assert (answer.usage, answer.cost_usd) == (Usage(3, 1), None)
+
+
 async def test_rate_limit_then_success_is_retried_by_the_sdk(server, make_model):
     server.push_error(429, headers=FAST_RETRY)
     server.push_text("after retry")
