@@ -59,7 +59,8 @@ SentBefore = Callable[[Inbound, Inbound | Heard | None], bool]
 TurnEvent = Callable[[str, str], Inbound | None]
 """``turn_event(platform, turn_id)``: the message that turn answers, while the inbox remembers it."""
 ReplyJournaled = Callable[[str], Awaitable[None]]
-"""``reply_journaled(turn_id)``: returns once that turn's reply, if being journaled now, is (`gateway.turn_runner`)."""
+"""``reply_journaled(turn_id)``: returns once that turn's reply, if being journaled now, is, and, for a turn a stop
+ended, its typing request still on the wire is answered (`gateway.turn_runner.TurnRunner.reply_journaled`)."""
 
 
 async def _nothing_journaling(turn_id: str) -> None:
@@ -192,8 +193,8 @@ class Commands:
     async def _stop(self, session: GatewaySession, args: str, inbound: Inbound) -> str:
         note = [STOP_ARGS_NOTE] if args else []
         delivering = _delivering(session)
-        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`).
-        replying = session.running.turn_id if session.running is not None and session.running.replying else None
+        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`); else stopped.
+        running = session.running.turn_id if session.running is not None else None
         spared = self._later_turn(session, inbound)
         # What the turns of messages sent after it launched, ended or not, is not what it was meant to stop.
         origins = self._ledger.running_origins(session.session_id)
@@ -211,10 +212,11 @@ class Commands:
         # children running in the journal, lost to the restart, and on_restart: resume ran them again.
         saved = not children or await self._children.stops_committed()
         await asyncio.sleep(0)
-        if replying is not None:
+        if running is not None:
             # The reply goes first, as the turn answered before this /stop could stop it: journaled first,
-            # "Nothing was running." came before the answer it had not stopped, as if it had stopped none.
-            await self._reply_journaled(replying)
+            # "Nothing was running." came before the answer it had not stopped, as if it had stopped none. Stopped,
+            # its typing request on the wire goes first: landing after, it showed "typing…" under "Stopped.".
+            await self._reply_journaled(running)
         went_on = [STOP_SENT_BEFORE] if spared is not None else []
         if going_on:
             went_on.append(stop_spared(going_on))
@@ -248,8 +250,8 @@ class Commands:
                             if event.event_id not in unread and self._sent_before(inbound, event)}):
             return new_sent_before_answered(answered)
         delivering = _delivering(session)
-        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`).
-        replying = session.running.turn_id if session.running is not None and session.running.replying else None
+        # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`); else stopped.
+        running = session.running.turn_id if session.running is not None else None
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
@@ -257,9 +259,10 @@ class Commands:
         # left the old session's children running in the journal, lost to the restart, and on_restart: resume ran
         # them again.
         saved = not ended or await self._children.stops_committed()
-        if replying is not None:
-            # The old session's answer goes first: after "Started a new session." it read as the new session's.
-            await self._reply_journaled(replying)
+        if running is not None:
+            # The old session's answer goes first: after "Started a new session." it read as the new session's. Or,
+            # stopped, its typing request on the wire: landing after, it showed "typing…" under the new session's.
+            await self._reply_journaled(running)
         extra = f" and ended {_count(ended, 'subagent')}" if ended and saved else ""
         unsaved = [stop_not_saved(ended)] if not saved else []
         results = [_undelivered(finished) + "."] if finished else []

@@ -40,6 +40,12 @@ def outcome(row: DelegationRow) -> str:
     return {"delivered": "done", "reported": "shutdown"}.get(row.status, "stopped")
 
 
+def _replying(session: GatewaySession, turn_id: str) -> bool:
+    """Whether ``turn_id`` runs in ``session`` with its reply decided, not journaled yet (`RunningTurn.replying`)."""
+    running = session.running
+    return running is not None and running.turn_id == turn_id and running.replying
+
+
 class DelegationCards:
     def __init__(self, outbox: Outbox, children: HostView, table: DelegationTable, *,
                  display: Callable[[str], TurnDisplay], clock: Clock) -> None:
@@ -87,9 +93,18 @@ class DelegationCards:
         covered = covered_by(message, ProgressMessage(self._outbox, split_session_key(row.session_key),
                                                       f"{turn}:notice", turn_id=turn, run_id=self._run_id))
 
+        shown = 0
+
         def publish(text: str, n: int) -> None:
+            nonlocal shown
+            # Not while the turn that dispatched it readies its reply (a typing request on the wire answered first,
+            # a long text split): the card went first, and the chat read of the work before the answer that began
+            # it. Held, it shows at a later look (every `CHILD_TICK_SECONDS`).
+            if not shown and _replying(session, row.origin_turn_id):
+                return
             if not covered():  # the turn delivering its results showed a card first
-                message.publish(text, n)
+                message.publish(text, shown)
+                shown += 1
 
         card = ProgressCard(delay=display.progress_delay, heartbeat=display.notify_interval,
                             mode=display.long_running_notifications, clock=self._clock,

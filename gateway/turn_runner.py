@@ -122,6 +122,9 @@ class TurnRunner:
         does before its model runs (`_input`). The agent's interrupt reaches only a model call or a tool."""
         self._typing: dict[str, _Typing | None] = {}
         """By run id: the typing indicators of the turns running, which a stop that answers the chat ends."""
+        self._stopped_typing: dict[str, asyncio.Future[None]] = {}
+        """By turn id: the typing requests stopped turns left on the wire where typing lapses, being waited for
+        (`_Typing.ending`): the stop's answer goes after them (`reply_journaled`), as a reply does."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -132,10 +135,15 @@ class TurnRunner:
         """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
         worker thread first), is in the outbox, or refused by it, or its journaling cancelled. A ``/new`` waits for
         it before its own answer: journaled first, "Started a new session." went to the chat before the old session's
-        answer, which read as the new session's."""
+        answer, which read as the new session's. For a turn a stop ended, once a typing request it left on the wire
+        is answered, or given up (`TYPING_FINISH_SECONDS`), where nothing clears the indicator: landing after the
+        stop's answer, it showed "typing…" under "Stopped." for seconds."""
         journaled = self._journaling.get(turn_id)
         if journaled is not None:
             await journaled.wait()
+        ending = self._stopped_typing.get(turn_id)
+        if ending is not None:
+            await asyncio.wait((ending,))  # not cancelled by this one's cancellation: the turn's end awaits it too
 
     def not_beginning(self, turn_id: str) -> None:
         """The turn of ``turn_id`` will not begin (its event was set aside): no replay to wait for."""
@@ -209,7 +217,7 @@ class TurnRunner:
             # wound down (a tool may notice the stop late), "typing…" showed under that answer. Not for a turn a
             # follow-up superseded: the chat waits for that one's answer.
             if why != "superseded" and (typing := self._typing.get(stopped.run_id)) is not None:
-                typing.stop()
+                self._stop_typing(stopped.turn_id, typing)
             notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
                 with refused.noting("its message's settling"):
@@ -236,6 +244,15 @@ class TurnRunner:
                     "what of it is not settled is handled again after the next start")
         if session.owed:  # a /new refused them, maybe in a chat where no turn comes to pay them
             self._idle_owed.pay_soon()
+
+    def _stop_typing(self, turn_id: str, typing: _Typing) -> None:
+        """End a stopped turn's typing now (`ended_early`); a request on the wire is waited for where typing lapses,
+        for the stop's answer to go after it (`reply_journaled`)."""
+        if not typing.lapses:  # cleared after the turn anyway (Slack's placeholder, deleted by `idle`)
+            typing.stop()
+        elif (ending := typing.ending()) is not None:
+            self._stopped_typing[turn_id] = ending
+            ending.add_done_callback(lambda _: self._stopped_typing.pop(turn_id, None))
 
     def pay_owed(self) -> int:
         """The retention sweep's: pay the turn ends owed by the sessions no turn runs or waits in
@@ -458,7 +475,7 @@ class TurnRunner:
                 # Past `replying`: a stop meanwhile waits for this reply (`reply_journaled`), rather than drop it.
                 # Only where nothing clears the indicator after the reply (`Adapter.typing_interval`): Slack's
                 # placeholder, deleted by `idle`, was posted for nothing, and one the process died sending stayed.
-                if typing is not None and getattr(adapter, "typing_lapses", False):
+                if typing is not None and typing.lapses:
                     await typing.ended()
                 message = await self._reply(session, running, answer, finish_progress, refused)
             finally:
@@ -625,9 +642,13 @@ class _Typing:
 
     def __init__(self, adapter: Adapter, session: GatewaySession, clock: Clock) -> None:
         self._adapter, self._session, self._clock = adapter, session, clock
+        self.lapses: bool = getattr(adapter, "typing_lapses", False)
+        """Nothing clears the indicator (`Adapter.typing_interval`): what the chat reads waits for a request on
+        the wire."""
         self._sending = False
         self._stopped = False
         self._task = asyncio.ensure_future(self._keep_typing())
+        self._ending: asyncio.Task[None] | None = None
 
     def stop(self) -> None:
         """No typing request starts from now on; one on the wire is left to be answered (`ended`)."""
@@ -635,11 +656,30 @@ class _Typing:
         if not self._sending:
             self._task.cancel()
 
+    def ending(self) -> asyncio.Task[None] | None:
+        """`stop`, and `ended` (waiting) in a task of its own, begun once, while a request is on the wire (else
+        None): a stop's answer waits for it, and `ended` awaits it rather than cut that wait short."""
+        self.stop()
+        if self._ending is None and self._sending:
+            self._ending = asyncio.ensure_future(self._end(wait=True))
+        return self._ending
+
     async def ended(self, *, wait: bool = True) -> None:
         """`stop`, give the request on the wire (if any) up to `TYPING_FINISH_SECONDS` on the clock to be
-        answered (not at all unless ``wait``), then cancel it; return once it ended, or after
-        `STUCK_WAIT_SECONDS` of an adapter that ignores its cancellation. Raises nothing but a cancellation."""
+        answered (not at all unless ``wait``; once `ending` began, that wait whatever ``wait``), then cancel it;
+        return once it ended, or after `STUCK_WAIT_SECONDS` of an adapter that ignores its cancellation. Raises
+        nothing but a cancellation."""
         self.stop()
+        if self._ending is None:
+            await self._end(wait)
+            return
+        try:
+            await asyncio.wait((self._ending,))
+        except asyncio.CancelledError:  # the shutdown: what is on the wire is cancelled, as at any turn's end
+            self._ending.cancel()
+            raise
+
+    async def _end(self, wait: bool) -> None:
         if wait and not self._sending:
             # Nothing on the wire: the reply is queued at once, before anything else this turn of the loop queues
             # (the delegation's card goes after its acknowledgement). `_run` awaits the cancelled task after.
