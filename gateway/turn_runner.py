@@ -406,6 +406,7 @@ class TurnRunner:
         progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
+        crashed = False
         stop = self._stops[running.run_id] = asyncio.Event()
         typing = under_way.typing = _Typing(adapter, session, self._clock) if _shows_typing(adapter) else None
         self._typing[running.run_id] = typing
@@ -422,6 +423,7 @@ class TurnRunner:
                     observer = Observer(self._send, session, running, display, progress)
                     result = await session.agent.run_turn(content, observer=observer, turn_id=item.turn_id)
         except Exception:
+            crashed = True
             log.exception("turn %s crashed", item.turn_id)
         finally:
             del self._stops[running.run_id]
@@ -430,8 +432,13 @@ class TurnRunner:
             del self._typing[running.run_id]
             if typing is not None:
                 typing.stop()
-        self._events.turn_ended(session, item, running, result, outcome(result, running.suppressed_by),
-                                self._clock.monotonic() - started)
+        ended = outcome(result, running.suppressed_by)
+        if result is None and not crashed and ended == "failed":
+            # No model ran, and nothing failed: its files' notes were the answer, or the shutdown came first. Told
+            # failed, each file a user sent that could not be taken counted in alerts on failed turns, and its
+            # trace read as a crash.
+            ended = "shutdown" if running.shutdown else "done"
+        self._events.turn_ended(session, item, running, result, ended, self._clock.monotonic() - started)
         under_way.reported = True
         # Queued before the reply, so the outbox sends it after, and nothing is left stale; with the
         # reply's parts, once they are split (a split can take a while: queued before it, the card
