@@ -60,7 +60,8 @@ Guarantees:
   or its outcome recorded, the part stays at the head of its chat: the error is logged and
   the chat backs off (as above, never giving up: the platform did not refuse it) and tries
   again, so nothing queued behind it overtakes it. An outcome already known (the platform took the
-  part, or refused it for good) is then only recorded, never sent again.
+  part, or refused it for good) is then only recorded, never sent again; a failure only with the note
+  owed in its place (`gateway.sender.Sender._fail`), whose send goes with it.
 - **Files.** A file send (`enqueue_file`, op ``file``) is one part like any other: its text is
   the caption, and the bytes are the copy `gateway.outbox_files` keeps under its key, made
   before it was journaled. It is retried like text; a platform that refuses its size or its

@@ -93,6 +93,9 @@ class Sender:
         self._unrecorded: dict[int, Callable[[], None]] = {}
         """Parts whose outcome (sent, failed) the store failed to record: recording it again is
         all the next attempt at them does, so a part the platform took is never sent twice."""
+        self._notes: dict[int, int] = {}
+        """Failed parts whose note, journaled in their place (`part_notes.missing_note`), is not settled yet: should
+        the store fail under its send, the part's next `deliver` sends it, ahead of what the chat queued behind it."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
         self._left_behind: dict[int, str] = {}
@@ -124,8 +127,8 @@ class Sender:
         ``preempt`` was set while the row waited (pacing, a 429, a backoff): it is still pending, its
         retry time journaled, for a later call.
         Raises what the store raises; the row's outcome, when known already, is kept for the
-        next call, which only records it."""
-        if self._record_again(row_id):
+        next call, which only records it (and sends the note owed in its place, `_send_note`)."""
+        if await self._finish(row_id):
             return True
         row = self._store.message_by_id(row_id)
         if row is None:
@@ -182,7 +185,7 @@ class Sender:
             self._give_up.held_back(row_ids, self._clock.monotonic() - started)
 
     async def _deliver(self, adapter: Adapter, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
-        if self._record_again(row.id):  # a late note or a piece of a re-split part
+        if await self._finish(row.id):  # a late note or a piece of a re-split part
             return True
         if row.op == "split":
             # Resumed after a restart in the middle of a re-split (its pieces and this op are
@@ -325,14 +328,14 @@ class Sender:
                     continue
                 if row.op == "file" and isinstance(exc, _FILE_REFUSED):
                     self._fail(row, exc)
-                    await self._note_missing(adapter, row)
+                    await self._send_note(row.id)
                     return True
                 if isinstance(exc, MessageTooLong):
                     await self._resplit(adapter, row, exc)
                     return True
                 if isinstance(exc, _FINAL):
                     self._fail(row, exc)
-                    await self._note_missing(adapter, row)
+                    await self._send_note(row.id)
                     return True
                 if isinstance(exc, RateLimited):
                     self._events.rate_limited(row.platform, exc.retry_after)
@@ -357,9 +360,8 @@ class Sender:
                     continue
                 left = self._give_up.left(row)
                 if left <= 0 and not _changes_progress(row):
-                    unsure = self.maybe_sent(row)  # asked before `_fail` forgets: an answer lost, it may be there
                     self._fail(row, exc, gave_up=True)
-                    await self._note_missing(adapter, row, gave_up=True, unsure=unsure)
+                    await self._send_note(row.id)
                     return True
                 if left > 0:
                     wait = min(wait, left)  # one last try at the deadline
@@ -437,6 +439,14 @@ class Sender:
         self._record(row_id, record)
         return True
 
+    async def _finish(self, row_id: int) -> bool:
+        """Finish what the store failed under for a part whose outcome is known: record it (`_record_again`), and
+        send the note journaled in its place (`_send_note`). False when there is nothing to finish."""
+        if not self._record_again(row_id) and row_id not in self._notes:
+            return False
+        await self._send_note(row_id)
+        return True
+
     def maybe_seen(self, row: OutboxRow) -> bool:
         """Whether a pending ``row`` may be in the chat already: an attempt at it is under way,
         or an earlier one may have reached the platform (`maybe_sent`). False while it waits for
@@ -489,11 +499,13 @@ class Sender:
             raise BadRequest(f"{row.platform} cannot send files", chat_id=row.chat_id, platform=row.platform)
         return (await adapter.send_file(outbound(row), file)).message_id
 
-    async def _note_missing(self, adapter: Adapter, row: OutboxRow, *, gave_up: bool = False,
-                            unsure: bool = False) -> None:
-        """``row`` failed for good: send the note owed in its place, if any (`part_notes.missing_note`)."""
-        if (note := missing_note(self._store, row, gave_up=gave_up, files=self._files, unsure=unsure)) is not None:
-            await self._deliver(adapter, note, None)
+    async def _send_note(self, row_id: int) -> None:
+        """Send the note journaled in the failed part ``row_id``'s place, if one is owed (`_notes`). It stays owed
+        until its send returns: the store failing under it (the commit before the call), the part's next `deliver`
+        sends it; else it would wait, pending, for the next start, after what was queued behind the part."""
+        if (note_id := self._notes.get(row_id)) is not None:
+            await self.deliver(note_id)
+            self._notes.pop(row_id, None)
 
     def _target(self, row: OutboxRow) -> OutboxRow | None:
         return self._store.message(row.target_key) if row.target_key else None
@@ -524,7 +536,7 @@ class Sender:
     async def _resplit(self, adapter: Adapter, row: OutboxRow, exc: MessageTooLong) -> None:
         if not (parts := resplit.pieces(adapter, row, one_message=row.kind in PROGRESS_KINDS)):
             self._fail(row, exc)
-            await self._note_missing(adapter, row)
+            await self._send_note(row.id)
             return
         self._store.add_messages(parts)
         self._store.set_op(row.id, "split")
@@ -544,7 +556,7 @@ class Sender:
             # As it is now: an earlier piece's wait (a 429) may have outlasted this one's drop (dismissed by
             # the operator, or withdrawn with its card, `Outbox.drop`), and a dropped piece is never sent.
             piece = self._store.message_by_id(listed.id) or listed
-            if piece.status == "pending":
+            if piece.status == "pending" or piece.id in self._notes:  # a failed piece's note: the store failed under it
                 await self._deliver(adapter, piece, None)
                 piece = self._store.message_by_id(piece.id) or piece
                 if piece.status == "pending":  # the platform is `Closed`: the next start sends the rest
@@ -552,20 +564,26 @@ class Sender:
             if piece.status == "sent" and first is None:
                 first = piece.message_id
                 if unnoted is not None:  # journaled once: resumed, one sent before is not sent again
-                    await self._note_missing(adapter, unnoted, gave_up=gave_up_on(unnoted))
+                    if (note := missing_note(self._store, unnoted, gave_up=gave_up_on(unnoted),
+                                             files=self._files)) is not None:
+                        self._notes[unnoted.id] = note.id
+                    await self._send_note(unnoted.id)
             if piece.status == "failed" and first is None and unnoted is None:
                 unnoted = piece
             refused = refused or piece.status == "failed"
         self._forget(row)  # its pieces are sent in its place: it is not tried again
         if first is None:
-            self._store.mark_failed(row.id, "MessageTooLong: no piece of the re-split message was sent")
+            with self._store.transaction():  # with its note, as in `_fail`: refused, the row stays as it was
+                self._store.mark_failed(row.id, "MessageTooLong: no piece of the re-split message was sent")
+                note = missing_note(self._store, row, files=self._files) if refused else None
+            if note is not None:
+                self._notes[row.id] = note.id
         else:
             self._store.mark_sent(row.id, first, attempted=False)
             if row.target_key is not None:
                 self._store.set_message_id(row.target_key, first)
         self._settle_cb(row.key, first)
-        if first is None and refused:
-            await self._note_missing(adapter, row)
+        await self._send_note(row.id)
 
     def _fail(self, row: OutboxRow, exc: BaseException, *, gave_up: bool = False) -> None:
         tried = self._give_up.tried(row.id)
@@ -575,8 +593,16 @@ class Sender:
         log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
 
         def record() -> None:
-            self._store.mark_failed(row.id, describe(exc), maybe_sent=maybe_sent)
-            pass_quote(self._store, row, self._unspent)
+            # The note owed in its place (`part_notes.missing_note`) is journaled with it: a note the store refuses
+            # leaves the part pending, its failure recorded again with the note (next `deliver`, or the next start
+            # tries it again), never recorded alone with no note to come.
+            with self._store.transaction():
+                self._store.mark_failed(row.id, describe(exc), maybe_sent=maybe_sent)
+                pass_quote(self._store, row, self._unspent)
+                note = missing_note(self._store, row, gave_up=gave_up, files=self._files,
+                                    unsure=gave_up and maybe_sent)
+            if note is not None:
+                self._notes[row.id] = note.id
             self._events.settled(row, "failed")
             self._settle_cb(row.key, None)
 

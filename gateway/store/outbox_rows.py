@@ -157,6 +157,11 @@ class OutboxRows:
         """Commit what is journaled now: the sender calls this right before every send."""
         self._db.commit()
 
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Writes that stand or fall together (`SqliteDatabase.transaction`): a part's failure and the note
+        journaled in its place, say."""
+        return self._db.transaction()
+
     def add_messages(self, messages: Sequence[NewMessage]) -> list[int | None]:
         """Journal the rows in one transaction, each pending, in order. A key already journaled is
         left as it is (None in the result); a new row gets its id. A None sequence becomes the
