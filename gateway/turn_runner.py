@@ -629,7 +629,8 @@ class _UnderWay:
 
 async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
     """What ``work`` gives, or None once ``stop`` is set before it ends: it is cancelled then, and waited for
-    (as it is when this is cancelled: the shutdown), so nothing of it goes on behind the turn's end."""
+    (as it is when this is cancelled: the shutdown), so nothing of it goes on behind the turn's end. A CancelledError
+    of its own (something it awaited, cancelled by another) is a failure, raised as `RuntimeError`."""
     doing, stopping = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait((doing, stopping), return_when=asyncio.FIRST_COMPLETED)
@@ -637,6 +638,9 @@ async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
         stopping.cancel()
         doing.cancel()  # nothing, once it ended
         await asyncio.wait((doing,))
+    if doing.cancelled() and not stop.is_set():
+        # Taken for a stop's, the turn ended with no answer for its chat, and counted done.
+        raise RuntimeError("the turn's input was cancelled, though the turn was not stopped")
     return None if doing.cancelled() else doing.result()
 
 
