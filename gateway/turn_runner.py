@@ -450,8 +450,8 @@ class TurnRunner:
             with refused.noting("its progress message", holds=False):
                 shown = progress.sent or self._progress.message(session, running).exists
                 if shown and not running.suppressed:
-                    self._progress.finish(session, running, display, outcome(result, running.suppressed_by),
-                                          self._clock.monotonic() - started, progress.subagents, progress.endings())
+                    self._progress.finish(session, running, display, ended, self._clock.monotonic() - started,
+                                          progress.subagents, progress.endings())
 
         kind = "completion" if item.kind == "completion" else "reply"
         text = None
