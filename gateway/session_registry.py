@@ -405,7 +405,8 @@ class SessionRegistry:
                 item = json.loads(row)
                 held.append(_Held(seq, int(item["n"]), WorkItem(item["kind"], item["text"], item["turn_id"],
                                                                 Inbound.from_json(item["event"]))))
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # Recursion: nested deeper than the parser goes; overflow: a number no int holds (``1e999``).
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
                 damaged[seq] = type(exc).__name__  # not its text, which may quote the row
         return held, damaged
 

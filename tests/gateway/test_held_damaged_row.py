@@ -6,6 +6,7 @@ over anew."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -89,3 +90,16 @@ async def test_a_chat_goes_on_past_a_damaged_held_message(tmp_path, gateways, mo
     assert chat.texts("reply") == ["re: m0", "re: m1", "re: m2", "re: m3", "re: m5", "re: m6"]
     assert session.held == 0 and gateway.quiet
     assert len(_set_aside_lines(caplog)) == 1 and SECRET not in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["huge-number", "deep"])
+def test_a_held_row_read_as_json_that_no_message_holds_is_set_aside(store, monkeypatch, damage):
+    # A count no int holds, or nesting deeper than the parser goes: raised past the checks, it held the chat for good.
+    monkeypatch.setattr(session_registry, "QUEUED", 2)
+    registry = registry_on(store)
+    session = flood(registry, sent=4)  # t-0, t-1 queued; t-2, t-3 held
+    [(seq, item), _] = store.sessions.held(registry.run, session.key)
+    damaged = re.sub(rb'"n": *[0-9]+', b'"n": 1e999', item) if damage == "huge-number" else b"[" * 100_000
+    assert damaged != item
+    store.db.write("UPDATE gateway_held SET item=CAST(? AS TEXT) WHERE seq=?", (damaged, seq))
+    assert [item.turn_id for item in drain(registry, session)] == ["t-0", "t-1", "t-3"]
