@@ -8,9 +8,9 @@ memory file, `gateway.file_names`) holding one file under the name the chat will
 written into a temporary folder, flushed to disk (the file, then the folder's name for it), and
 renamed into place whole, so a folder that exists holds a complete file, also after a power
 cut. The outbox removes a copy once its send is sent or dropped; a failed send keeps it for
-the console's retry until it is dismissed. `sweep` removes what
+the console's retry until it is dismissed, or its row is forgotten. `sweep` removes what
 no pending or failed send names (a copy whose send was never journaled: the process died in
-between).
+between), at start and at each retention sweep.
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ FILE_MODE = 0o600
 (`gateway.attachments.FILE_MODE`). Explicit, as the umask alone (0022 under systemd and Docker) left it 0644,
 for every user of the machine to read once the copy's folder is not 0700 (a restore, a copied state dir)."""
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def _made_before(entry: os.DirEntry, when: float) -> bool:
+    try:
+        return entry.stat().st_mtime < when
+    except FileNotFoundError:  # a copy's temporary folder, renamed or removed by its thread meanwhile
+        return False
 
 
 def sent_name(name: str) -> str:
@@ -110,15 +117,16 @@ class OutboxFiles:
     def remove(self, key: str) -> None:
         shutil.rmtree(self._folder(key), ignore_errors=True)
 
-    def sweep(self, kept: Iterable[str]) -> int:
+    def sweep(self, kept: Iterable[str], *, made_before: float | None = None) -> int:
         """Remove every copy (and temporary folder) but those of the keys in ``kept``; returns how
-        many went. Only while nothing is being sent or kept (at start)."""
+        many went. Only while nothing is being sent or kept (at start), unless ``made_before`` (epoch
+        seconds) spares what was made since: a copy being made, or made and not journaled yet."""
         if not self.root.is_dir():
             return 0
         keep = {file_name(key) for key in kept}
         gone = 0
         for entry in os.scandir(self.root):
-            if entry.name not in keep:
+            if entry.name not in keep and (made_before is None or _made_before(entry, made_before)):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 gone += 1
         if gone:

@@ -1,5 +1,5 @@
-"""What the gateway forgets, and when: old inbox and outbox rows, conversations no message was seen
-in for a month, and idle sessions' memory.
+"""What the gateway forgets, and when: old inbox and outbox rows (and the copies of files the agent sent
+that no send names any more), conversations no message was seen in for a month, and idle sessions' memory.
 
 Sessions live in the store; one idle for a while (no turn running, nothing queued, no
 child still working for it, no turn end owed) leaves memory and is loaded again when its chat
@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from agent import Clock
+from gateway.outbox_files import OutboxFiles
 from gateway.session_registry import SessionRegistry
 from gateway.store import GatewayStore, delegations, inbox, last_seen, outbox_rows
 from lifecycle import HostView
@@ -36,15 +37,20 @@ PRUNE_BATCH = 1000
 """Rows one statement forgets: some milliseconds of the event loop, which SQLite's statements run on
 (`lifecycle.SqliteDatabase`), where 200,000 outbox rows at once held it for over a second. Each batch
 commits on its own: smaller ones would take a backlog longer to forget."""
+COPY_GRACE_SECONDS = 24 * 3600.0
+"""Age past which a copy of a file the agent sent (`gateway.outbox_files`) that no pending or failed send names
+is removed: one being made, or made and its send not journaled yet, is younger."""
 
 
 class Retention:
     def __init__(self, store: GatewayStore, registry: SessionRegistry, children: HostView, *, clock: Clock,
                  pay_owed: Callable[[], object], idle_after: float = IDLE_SESSION_SECONDS,
-                 batch: int = PRUNE_BATCH) -> None:
+                 batch: int = PRUNE_BATCH, files: OutboxFiles | None = None) -> None:
         """``pay_owed``: records the turn ends idle sessions owe (`gateway.turn_runner.TurnRunner.pay_owed`).
-        ``batch``: rows forgotten per statement (`PRUNE_BATCH`)."""
+        ``batch``: rows forgotten per statement (`PRUNE_BATCH`). ``files``: the copies of files the agent
+        sent, those no send names removed (`COPY_GRACE_SECONDS`)."""
         self._store = store
+        self._files = files
         self._pay_owed = pay_owed
         self._registry = registry
         self._children = children
@@ -85,8 +91,9 @@ class Retention:
             self._went_through("recording the turn ends idle chats owe")
 
     def _batches(self) -> Iterator[tuple[str, int]]:
-        """Forget old rows a batch at a time, table after table; each step yields what one forgot. A table
-        whose prune raises is left until the next sweep, the tables after it forgotten all the same."""
+        """Forget old rows a batch at a time, table after table, then the copies of files no send names; each
+        step yields what one forgot. A table whose prune raises is left until the next sweep, the tables after
+        it forgotten all the same."""
         now = self._clock.time()
         store = self._store
         for table, prune, kept_for in (("inbox", store.inbox.prune, inbox.RETENTION_SECONDS),
@@ -105,6 +112,17 @@ class Retention:
                 if count < self.batch:
                     self._went_through(step)
                     break
+        # A failed send's copy is kept for a retry until its row is forgotten (above): left to the next start,
+        # a gateway running for months would keep every file that ever failed.
+        step = "removing the copies of files no send names"
+        if self._files is not None:
+            try:
+                removed = self._files.sweep(store.outbox.kept_files(), made_before=now - COPY_GRACE_SECONDS)
+            except Exception as exc:
+                self._failed(step, exc)
+            else:
+                self._went_through(step)
+                yield "copies", removed
 
     def _forget_held(self, _: float, batch: int) -> int:
         """Messages an earlier process held in the store (`gateway.session_registry.QUEUED`): handed over anew."""

@@ -18,6 +18,7 @@ from tests.polling import until
 
 DAY = 24 * 3600.0
 TABLES = ("inbox", "outbox", "delegations", "last_seen", "held")
+STEPS = (*(f"forgetting old {table} rows" for table in TABLES), "removing the copies of files no send names")
 
 
 def said(caplog) -> list[tuple[int, str]]:
@@ -46,9 +47,9 @@ async def test_idle_sessions_leave_memory_while_the_full_disk_refuses_the_delete
         db._conn.execute("PRAGMA max_page_count=1073741823")  # room again, also for the stop if that failed
     lose_the_batch_for_good(db)
     refused = said(caplog)
-    assert [level for level, _ in refused] == [logging.WARNING] * len(TABLES)
-    for (_, line), table in zip(refused, TABLES, strict=True):
-        assert line.startswith(f"retention: forgetting old {table} rows failed (OperationalError: database or disk"
+    assert [level for level, _ in refused] == [logging.WARNING] * len(STEPS)
+    for (_, line), step in zip(refused, STEPS, strict=True):
+        assert line.startswith(f"retention: {step} failed (OperationalError: database or disk"
                                " is full); tried again at each sweep")
     assert await gateway.retention.sweep_in_batches() == (0, 0, 0)
     gateway.retention.sweep()
@@ -56,10 +57,10 @@ async def test_idle_sessions_leave_memory_while_the_full_disk_refuses_the_delete
 
     db._conn.execute("PRAGMA max_page_count=1073741823")  # room again
     assert gateway.retention.sweep() == (0, 0, 0)
-    assert said(caplog)[len(refused):] == [(logging.INFO, f"retention: forgetting old {table} rows goes through"
-                                                          " again") for table in TABLES]
+    assert said(caplog)[len(refused):] == [(logging.INFO, f"retention: {step} goes through again")
+                                           for step in STEPS]
     gateway.retention.sweep()
-    assert len(said(caplog)) == 2 * len(TABLES)
+    assert len(said(caplog)) == 2 * len(STEPS)
     await chat.say("hello again", chat="idle")  # loaded back from the store
     await chat.wait_for(lambda: len(chat.messages) == 2)
 
