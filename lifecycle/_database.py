@@ -54,6 +54,10 @@ RECOVERY_SECONDS = 30.0
 """How long writes must go through, none refused, before a file that could not be written counts
 as written again: on a nearly full disk a commit now and then slips through, and health that
 cleared at each would flip between up and down."""
+WAL_KEPT_BYTES = 32 * 1024 * 1024
+"""The size the write-ahead log's file is cut back to once a checkpoint has emptied it (``journal_size_limit``):
+a burst (thousands of turns at once) grew it by hundreds of megabytes, which the file then kept for the life of
+the process, though the log inside it was empty again."""
 _STORAGE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
 """Primary result codes of a file that cannot be written (a full disk, a failing device), as
 against a statement's own failure (a constraint, a lock another connection holds)."""
@@ -96,6 +100,7 @@ class SqliteDatabase:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_KEPT_BYTES}")
         except BaseException:
             conn.close()
             raise

@@ -15,6 +15,7 @@ import pytest
 
 from agent.testing import FakeClock
 from lifecycle import SqliteDatabase
+from lifecycle import _database as database_module
 from platforms.fakes._waiting import wait_until
 from tests.gateway.cli_process import ROOT, on_private_tmpfs
 
@@ -320,3 +321,22 @@ async def test_a_nearly_full_disk_is_down_until_writes_go_through_for_a_while_wi
         assert said[1][1].endswith("is written again, after 70 s")
     finally:
         db.close()
+
+
+def test_the_logs_file_is_cut_back_once_a_checkpoint_emptied_it(tmp_path: Path, monkeypatch) -> None:
+    # A burst grew the write-ahead log's file by hundreds of megabytes, kept for the life of the process.
+    monkeypatch.setattr(database_module, "WAL_KEPT_BYTES", 64 * 1024)
+    database = SqliteDatabase(tmp_path / "s.db")
+    try:
+        database.automatic_checkpoints(False)  # as while the gateway's checkpointer runs
+        database.write("CREATE TABLE t (v)")
+        database.write_many("INSERT INTO t VALUES (?)", [("x" * 500,)] * 4000)
+        database.commit()
+        wal = tmp_path / "s.db-wal"
+        assert wal.stat().st_size > 1024 * 1024
+        outside(tmp_path / "s.db", "PRAGMA wal_checkpoint(PASSIVE)")  # the checkpointer's own connection
+        database.write("INSERT INTO t VALUES (1)")  # the log begins again from its start
+        database.commit()
+        assert wal.stat().st_size <= 64 * 1024
+    finally:
+        database.close()
