@@ -111,6 +111,7 @@ from platforms.discord_unrecorded import Item, Unrecorded
 from platforms.formatting import discord_markdown
 from platforms.not_recorded import Handing
 from platforms.pacing import Pacing
+from platforms.proxies import proxy_refusal
 from platforms.recent import remember
 from platforms.rereads import LOOP_TIMER, Timer
 
@@ -264,7 +265,7 @@ class DiscordAdapter:
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
-            client = self._client = new_client(self._client_factory, self._token_watch)  # `discord_connection`
+            client = self._client = new_client(self._client_factory, self._token_watch, self._api_base)
             self._interactions.session = discord_answers.open_session()
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
@@ -278,6 +279,9 @@ class DiscordAdapter:
                 gateway_url = self._gateway_url or await discord_urls.fetch_gateway_url(client)
             except discord.LoginFailure as exc:
                 raise DiscordStartError("Discord rejected the bot token (401)") from exc
+            except aiohttp.ClientHttpProxyError as exc:  # its repr quotes the proxy's password, and its credentials
+                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}:"
+                                        f" {proxy_refusal(exc)}") from None
             except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
                 raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: {exc!r}") from exc
             except (ValueError, LookupError, TypeError) as exc:

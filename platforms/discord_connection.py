@@ -19,6 +19,7 @@ from platforms.base import last_calls_time
 from platforms.connection import TokenWatch
 from platforms.discord_errors import PORTAL_HINT
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.proxies import proxy_for
 
 log = logging.getLogger("platforms.discord")
 
@@ -29,10 +30,11 @@ class DiscordStartError(RuntimeError):
     platform = "discord"
 
 
-def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch) -> discord.Client:
+def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch, api_base: str) -> discord.Client:
     """A client from ``factory`` with the intents the adapter reads by, rate limits waited out up to
-    `discord_answers.MAX_RATE_LIMIT_WAIT`, and its REST answers watched for a refused token (``token_watch``,
-    `platforms.discord_token`)."""
+    `discord_answers.MAX_RATE_LIMIT_WAIT`, its REST answers watched for a refused token (``token_watch``,
+    `platforms.discord_token`), and the proxy the environment names for ``api_base`` (`platforms.proxies`):
+    discord.py takes one, for its REST calls and its gateway WebSocket alike, and reads no environment."""
     intents = discord.Intents.none()
     intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
     trace = discord_answers.callback_trace()
@@ -41,7 +43,8 @@ def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch) 
     # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
     # never joins voice: those lines would only mislead, in the log and the console's errors.
     discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
-    return factory(intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace)
+    return factory(intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace,
+                   proxy=proxy_for(api_base))
 
 
 async def wait_connected(connect_task: asyncio.Task[None], connected: asyncio.Event, ready_timeout: float) -> None:

@@ -106,6 +106,7 @@ from platforms.base import (
 from platforms.connection import NO_CONNECTION, ConnectionState
 from platforms.formatting import slack_mrkdwn
 from platforms.pacing import Pacing
+from platforms.proxies import proxy_for
 from platforms.slack_addressed import Addressed, addressed
 from platforms.slack_app import bolt_app
 from platforms.slack_calls import WebApi
@@ -258,9 +259,11 @@ class SlackAdapter:
         self._sink, self._stopping = sink, False
         names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._call_timeout))
+        proxy = proxy_for(self._api_base)  # for the Web API and the files alike: Slack's hosts
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._call_timeout), proxy=proxy)
         self._client = SlackWebClient(token=self._bot_token, base_url=self._api_base, session=self._session,
-                                      retry_handlers=[])
+                                      retry_handlers=[], proxy=proxy)
+        self._client.proxy = proxy  # None too: given None, slack-sdk took $HTTPS_PROXY, whatever $no_proxy says
         try:
             auth = await self._web.call("auth.test", None)
             self.bot_user_id = auth["user_id"]

@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 
+from platforms.proxies import proxy_for
 from platforms.slack_connection import SocketWatch
 
 SOCKET_LOG = logging.getLogger("slack_sdk.socket_mode")
@@ -95,6 +96,9 @@ async def connect(socket: AsyncSocketModeHandler, watch: SocketWatch, call: Call
     # Ask for the URL ourselves so a bad app token fails start() instead of retrying forever.
     opened = await call("apps.connections.open", None, app_token=app_token)
     client.wss_uri = opened["url"]
+    # slack-sdk's own choice was $HTTPS_PROXY for any URL, whatever $no_proxy says (`platforms.proxies`).
+    client.proxy = proxy_for(opened["url"])
+    client.web_client.proxy = proxy_for(client.web_client.base_url)
     try:
         # slack_sdk retries a handshake that fails every ping_interval, for good.
         await asyncio.wait_for(socket.connect_async(), timeout=timeout)

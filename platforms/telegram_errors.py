@@ -26,7 +26,9 @@ import re
 from http import HTTPStatus
 from typing import Any, get_args
 
+import aiohttp
 from aiogram import Bot
+from aiogram.__meta__ import __version__ as aiogram_version
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import (
     ClientDecodeError,
@@ -55,6 +57,7 @@ from platforms.base import (
     RateLimited,
     Unauthorized,
 )
+from platforms.proxies import proxy_for, proxy_refusal
 
 log = logging.getLogger("platforms.telegram")
 
@@ -150,7 +153,19 @@ class NotBotApiJson(ClientDecodeError):
 
 
 class BotApiSession(AiohttpSession):
-    """aiogram's aiohttp session, its answers read with their status (see the module's docstring)."""
+    """aiogram's aiohttp session, its answers read with their status (see the module's docstring), through the
+    proxy the environment names for the Bot API (`platforms.proxies`)."""
+
+    async def create_session(self) -> aiohttp.ClientSession:
+        # aiogram's own, but for the proxy: aiogram reads no environment, and its proxy option needs aiohttp-socks.
+        if self._should_reset_connector:
+            await self.close()
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=self._connector_type(**self._connector_init), proxy=proxy_for(self.api.base),
+                headers={aiohttp.hdrs.USER_AGENT: f"{aiohttp.http.SERVER_SOFTWARE} aiogram/{aiogram_version}"})
+            self._should_reset_connector = False
+        return self._session
 
     async def close(self) -> None:
         # aiogram then waits 250 ms for TLS connections to wind down: none to a plain-HTTP Bot API (a local server).
@@ -163,6 +178,10 @@ class BotApiSession(AiohttpSession):
                            timeout: int | None = None) -> TelegramType:
         try:
             return await super().make_request(bot, method, timeout)
+        except TelegramNetworkError as exc:
+            if (refusal := proxy_refusal(exc.__cause__)) is None:
+                raise
+            raise TelegramNetworkError(method, refusal) from None  # aiogram's quotes the proxy's password
         except UnicodeDecodeError as exc:
             # aiogram reads the body as text in the charset it names: bytes that are none raised a ValueError,
             # which read as a refusal for good (a send dropped, a start exiting 78 as if misconfigured).
