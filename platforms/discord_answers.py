@@ -47,6 +47,7 @@ import aiohttp
 
 from platforms.discord_errors import retry_after_of, watch_answers
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.proxies import proxy_for
 
 MAX_RATE_LIMIT_WAIT = 30.0
 """Seconds discord.py may sleep on a 429 before the call fails as rate limited (its minimum)."""
@@ -57,11 +58,15 @@ _FOLLOW_UP = re.compile(r"/webhooks/\d+/[^/]+$")
 
 
 def open_session() -> aiohttp.ClientSession:
-    """A session for `discord.Webhook`s, its answers watched (`discord_errors.answered`); the caller closes it."""
+    """A session for `discord.Webhook`s, its answers watched (`discord_errors.answered`), through the proxy the
+    environment names for the REST base `discord_urls.claim` set (`platforms.proxies`); the caller closes it."""
     trace = aiohttp.TraceConfig()
     watch_answers(trace)
+    # Every webhook call's URL is built on Route.BASE: behind an egress proxy, a command got "thinking…" (the
+    # client's session, proxied) and never its answer.
     return aiohttp.ClientSession(middlewares=(_refuse_long_waits, _fail_unsure_follow_ups),
-                                 cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace])
+                                 cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace],
+                                 proxy=proxy_for(discord.http.Route.BASE))
 
 
 def callback_trace() -> aiohttp.TraceConfig:

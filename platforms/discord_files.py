@@ -3,8 +3,8 @@
 Each attachment becomes ``voice`` when Discord marks it a voice message, ``image`` for
 the picture formats a model can read, else ``document``. The ``ref`` is its URL on
 Discord's CDN (signed by Discord, no token needed, valid for about a day), which is
-fetched with a plain GET, streamed and stopped past the cap, given time by the file's size
-but no more than `STALLED` seconds without a byte.
+fetched with a plain GET (through the proxy the environment names for it: `platforms.proxies`), streamed and
+stopped past the cap, given time by the file's size but no more than `STALLED` seconds without a byte.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import aiohttp
 
 from platforms import download_time
 from platforms.base import Attachment, AttachmentTooLarge, BadRequest, NetworkError, NotFound
+from platforms.proxies import proxy_for
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 CHUNK = 64 * 1024
@@ -42,7 +43,8 @@ async def download(attachment: Attachment, max_bytes: int) -> bytes:
     received = bytearray()
     try:
         timeout = _timeout(attachment.size or max_bytes)  # unknown: as large as it may be, the cap
-        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(attachment.ref) as resp:
+        async with (aiohttp.ClientSession(timeout=timeout, proxy=proxy_for(attachment.ref)) as session,
+                    session.get(attachment.ref) as resp):
             if resp.status in (403, 404):  # an expired or deleted CDN link
                 raise NotFound(f"{attachment.name} is no longer on Discord's CDN (HTTP {resp.status})",
                                method="GET attachment")

@@ -19,6 +19,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 
+from platforms.proxies import proxy_for
+
 
 def bolt_app(auth_test: Any, *, bot_token: str, base_url: str, session: aiohttp.ClientSession,
              signing_secret: str | None, http: bool) -> AsyncApp:
@@ -33,5 +35,6 @@ def bolt_app(auth_test: Any, *, bot_token: str, base_url: str, session: aiohttp.
     # No token of its own: `authorize` gives each request's client the bot token (and bolt warns at
     # every start of a token beside `authorize`, which it ignores).
     client = AsyncWebClient(base_url=base_url, session=session, retry_handlers=[])
+    client.proxy = proxy_for(base_url)  # as the adapter's client: given None, slack-sdk took $HTTPS_PROXY for any URL
     return AsyncApp(client=client, authorize=authorize, signing_secret=signing_secret or "", name="switchboard",
                     process_before_response=True, request_verification_enabled=http)

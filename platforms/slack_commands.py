@@ -26,6 +26,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from platforms.base import BadRequest, Inbound, NetworkError, Outbound, RateLimited, Sent, scalar_text
 from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
+from platforms.proxies import proxy_for
 from platforms.slack_errors import translate, translate_exception
 from platforms.slack_text import readable
 
@@ -65,6 +66,8 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
     channel = token.get("channel") or message.chat_id
     if token.get("response_url") and session is not None:
         hook = AsyncWebhookClient(token["response_url"], session=session, retry_handlers=[])
+        # Given None, slack-sdk took $HTTPS_PROXY whatever $no_proxy says; None here is the session's own choice.
+        hook.proxy = proxy_for(token["response_url"])
         try:
             resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
                                    response_type="ephemeral")

@@ -11,9 +11,9 @@ lone surrogate included: it is refused, never stored). Then the gateway: 500 whe
 event for want of storage (send it again), a final 422 when it failed on it otherwise
 (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 
-Out: each message is POSTed, signed, to the route's ``deliver_url`` with an
-``Idempotency-Key``; a 429 or 5xx answer with a ``Retry-After`` header raises
-`RateLimited` with the seconds it asks for (the outbox waits that long, capped by
+Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
+names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
+``Retry-After`` header raises `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
 ``delivery.max_retry_after``); any other non-2xx answer or connection failure raises
 `NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. At most
 `ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
@@ -67,6 +67,7 @@ from platforms.base import (
 )
 from platforms.json_body import load_json_body
 from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
+from platforms.proxies import proxy_for
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.web_files import WebFiles, download_headers
@@ -400,8 +401,10 @@ class WebhookAdapter:
             async with self._in_flight[name]:  # signed once it has its turn, so the wait cannot make it stale
                 headers = {**signed_headers(route.secret, body, now=self._clock()), "Idempotency-Key": key,
                            "Content-Type": "application/json"}
+                # Chosen per URL: a route's deliver_url may be an internal host that $no_proxy exempts.
                 async with self._client().post(
-                    route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout
+                    route.deliver_url, data=body, headers=headers, allow_redirects=False, timeout=self._timeout,
+                    proxy=proxy_for(route.deliver_url),
                 ) as response:
                     status, retry_after = response.status, response.headers.get("Retry-After")
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -31,6 +31,12 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 timeout_report.install()
 
+# A developer's or CI machine's proxy would carry the loopback fakes' traffic (httpx, aiohttp sessions and the
+# platforms' SDKs read it: `platforms.proxies`), or fail it. A test that wants a proxy sets its own.
+for _name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+    os.environ.pop(_name, None)
+    os.environ.pop(_name.upper(), None)
+
 
 @pytest.fixture(autouse=True)
 def no_log_handler_left_behind():

@@ -55,15 +55,25 @@ basic auth, a token as the user name, an ``?api-key=``) are secrets, as ones wri
 def env_secret_values(env: Mapping[str, str]) -> frozenset[str]:
     """The values of the `ENV_SECRETS` that are set (the model sends them as its key when the file sets
     none), each header value of the `OTLP_HEADER_VARIABLES`, as set and URL-decoded as sent, and the
-    `url_credentials` of each of the `URL_VARIABLES`."""
+    `url_credentials` of each of the `URL_VARIABLES` and of each proxy the environment names (`proxy_urls`)."""
     found = {env.get(name) or "" for name in ENV_SECRETS}
-    for name in URL_VARIABLES:
-        found |= url_credentials(env.get(name) or "")
+    for url in [env.get(name) or "" for name in URL_VARIABLES] + proxy_urls(env):
+        found |= url_credentials(url)
     for name in OTLP_HEADER_VARIABLES:
         for header in (env.get(name) or "").split(","):
             value = header.partition("=")[2].strip()
             found |= {value, urllib.parse.unquote(value)}
     return frozenset(value for value in found if len(value) >= MIN_LENGTH)
+
+
+def proxy_urls(env: Mapping[str, str]) -> list[str]:
+    """The proxies ``env`` names as `urllib.request.getproxies` reads them (``$https_proxy``, ``$HTTP_PROXY``,
+    ``$all_proxy``: any ``*_proxy`` but ``$no_proxy``, either case), one without a scheme as ``http://``. The
+    model's client and the platforms send their user and password (`platforms.proxies`), and SDKs log the URL
+    (slack-sdk at DEBUG) or quote it in an error's text (aiohttp's of a proxy's refusal)."""
+    named = [value for name, value in env.items()
+             if value and name.lower().endswith("_proxy") and name.lower() != "no_proxy"]
+    return [url if "://" in url else f"http://{url}" for url in named]
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?=//)")
