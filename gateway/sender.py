@@ -599,14 +599,24 @@ class Sender:
             with self._store.transaction():
                 self._store.mark_failed(row.id, describe(exc), maybe_sent=maybe_sent)
                 pass_quote(self._store, row, self._unspent)
-                note = missing_note(self._store, row, gave_up=gave_up, files=self._files,
-                                    unsure=gave_up and maybe_sent)
+                note = self._missing_note(row, gave_up=gave_up, unsure=gave_up and maybe_sent)
             if note is not None:
                 self._notes[row.id] = note.id
             self._events.settled(row, "failed")
             self._settle_cb(row.key, None)
 
         self._record(row.id, record)
+
+    def _missing_note(self, row: OutboxRow, *, gave_up: bool, unsure: bool) -> OutboxRow | None:
+        """`part_notes.missing_note`, for `_fail`. A file whose copy cannot be read (an OSError, not the store's: a
+        folder of another owner, a failing disk) is noted as one whose copy is gone: raised, it undid the failure
+        it is journaled with, every time, and the chat waited behind the file for ever."""
+        try:
+            return missing_note(self._store, row, gave_up=gave_up, files=self._files, unsure=unsure)
+        except OSError as exc:
+            log.warning("outbox: %s chat %s: the copy of %s cannot be read (%s); its note names no file",
+                        row.platform, row.chat_id, row.key, type(exc).__name__)
+            return missing_note(self._store, row, gave_up=gave_up, unsure=unsure)
 
     async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its
