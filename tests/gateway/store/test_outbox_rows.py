@@ -161,3 +161,22 @@ def test_a_failed_parts_quote_goes_to_the_next_message_of_its_turn_in_its_chat(s
     store.outbox.mark_sent(store.outbox.message("t1:reply:0/x").id, "42")
     assert store.outbox.sent_quoting("telegram", "t1", "m-1") == ["t1:reply:0/x"]
     assert store.outbox.sent_quoting("telegram", "t1", "m-2") == []
+
+
+def test_the_kept_files_are_the_pending_and_failed_file_sends_read_through_their_status_indexes(store):
+    # Asked at every retention sweep, on the event loop: a read of the week of sent rows cost some 60 ms at 200,000.
+    ids = store.outbox.add_messages([msg(f"t:file:{n}", op="file") for n in range(3)] + [msg("t:reply:0")])
+    store.outbox.mark_sent(ids[0], "m1")
+    store.outbox.mark_failed(ids[1], "BadRequest: too large")
+    assert sorted(store.outbox.kept_files()) == ["t:file:1", "t:file:2"]
+    statements: list[str] = []
+    store.db._conn.set_trace_callback(statements.append)
+    try:
+        store.outbox.kept_files()
+    finally:
+        store.db._conn.set_trace_callback(None)
+    [read] = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    plan = " | ".join(row[-1] for row in store.db.read(f"EXPLAIN QUERY PLAN {read}"))
+    assert "SCAN gateway_outbox USING INDEX gateway_outbox_pending" in plan
+    assert "SCAN gateway_outbox USING INDEX gateway_outbox_failed" in plan
+    assert "SCAN gateway_outbox |" not in f"{plan} |"
