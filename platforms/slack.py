@@ -83,6 +83,7 @@ from platforms import (
     slack_files,
     slack_history,
     slack_posts,
+    slack_scopes,
     slack_socket,
     slack_uploads,
     unsigned_bodies,
@@ -252,7 +253,8 @@ class SlackAdapter:
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Check the token (``auth.test``), whose answer authorizes every request bolt dispatches
-        (`platforms.slack_app`), then connect Socket Mode or get ready for HTTP events.
+        (`platforms.slack_app`) and lists the token's scopes (`platforms.slack_scopes`), then connect Socket Mode
+        or get ready for HTTP events.
         Slash commands are declared in the app manifest, not registered here; ``commands`` only
         names the ``!name`` text forms accepted in threads, aliases included (``stop`` and ``new``
         by default)."""
@@ -266,6 +268,7 @@ class SlackAdapter:
         self._client.proxy = proxy  # None too: given None, slack-sdk took $HTTPS_PROXY, whatever $no_proxy says
         try:
             auth = await self._web.call("auth.test", None)
+            slack_scopes.check(auth.headers)  # before any event is taken: chat:write missing stops the start
             self.bot_user_id = auth["user_id"]
             self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
             app = bolt_app(auth, bot_token=self._bot_token, base_url=self._api_base, session=self._session,

@@ -29,6 +29,11 @@ def _between(ts: str, p: dict[str, Any]) -> bool:
     return not (latest and (_ts(ts) > _ts(latest) or (_ts(ts) == _ts(latest) and not inclusive)))
 
 
+BOT_SCOPES = ("chat:write", "commands", "files:read", "files:write", "im:history", "channels:history",
+              "groups:history", "mpim:history")
+"""The bot scopes of ``deploy/slack-app-manifest.yaml``: what `FakeSlack.bot_scopes` lists by default."""
+
+
 def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response(body, status=status, headers=headers)
 
@@ -71,7 +76,11 @@ class SlackWebApi:
         answer = handler(self, params)
         if admitted is not None and not answer.get("ok"):
             self.rate_limits.withdraw(admitted)
-        return _json(answer) if failure is None else self._failure_response(request, failure)
+        if failure is not None:
+            return self._failure_response(request, failure)
+        # As Slack lists the token's scopes in each answer; the app token's are not the bot's.
+        scoped = token == self.bot_token and self.bot_scopes is not None
+        return _json(answer, headers={"x-oauth-scopes": ",".join(self.bot_scopes)} if scoped else None)
 
     def _next_failure(self, method: str) -> Failure | None:
         queue = self._failures.get(method)

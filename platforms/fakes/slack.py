@@ -12,7 +12,8 @@ What it does:
   (the parent, then its replies oldest first) with ``oldest``, ``latest``, ``inclusive``,
   ``limit``, ``include_all_metadata`` and ``cursor`` (pages of ``limit``); a thread's parent
   carries ``thread_ts``, ``reply_count`` and ``latest_reply`` as Slack's do; ``files.info``. Bearer tokens
-  are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``.
+  are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``, the bot
+  token's listing its scopes in ``x-oauth-scopes`` (`bot_scopes`).
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
   `messages` (``thread_ts`` is None at the top level), ephemerals in `ephemeral`.
 - Socket Mode (``/link``): ``hello`` on connect, envelopes (``events_api``,
@@ -69,7 +70,7 @@ from platforms.fakes._slack_limits import PER_CHANNEL, TIERS, MonotonicClock, Sl
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
 from platforms.fakes._slack_uploads import MAX_UPLOAD, SlackUploads, _Pending
-from platforms.fakes._slack_web_api import SlackWebApi, _json
+from platforms.fakes._slack_web_api import BOT_SCOPES, SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
 
@@ -97,6 +98,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         port: int = 0,
     ) -> None:
         self.bot_token, self.app_token = bot_token, app_token
+        self.bot_scopes: list[str] | None = list(BOT_SCOPES)
+        """The bot token's scopes, listed in each of its Web API answers' ``x-oauth-scopes`` header (None: no
+        header, as behind a proxy that strips it). Only listed: a call a scope left out would need still works."""
         self.bot_token_revoked = False
         """While True, every Web API call made with the bot token is answered ``token_revoked``, as
         Slack answers once the token is revoked or the app uninstalled (set it False again: the
