@@ -17,6 +17,10 @@ from hypothesis import HealthCheck, settings
 from lifecycle.temporal.testing import DevServer
 from tests import timeout_report
 
+# The browser tests' fixtures, here once: a module that took them itself registered a session fixture of its own,
+# and each such module kept a Chromium of its own running until the session ended.
+from tests.browser import browser, page  # noqa: F401
+
 # The properties are about what the code computes, not how fast: on a loaded 2-core machine one
 # example can take longer than Hypothesis's default 200 ms deadline, and generating them longer than
 # its too_slow health check allows, failing a correct test.

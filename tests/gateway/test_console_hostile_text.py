@@ -18,12 +18,10 @@ import pytest
 import pytest_asyncio
 from aiohttp.web import Request, Response, get
 
-from tests import browser as browsers
 from tests.polling import until
 from tests.web_client import post_message, serve_routes, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
-browser, page = browsers.browser, browsers.page  # the fixtures of the browser tests
 
 EVIL = '"><img src=x onerror=pwned=1><svg onload=pwned=2><script>pwned=3</script><a href=javascript:pwned=4>x</a>'
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: what follows it shows backwards until something ends it

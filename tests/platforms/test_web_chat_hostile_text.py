@@ -16,11 +16,9 @@ import pytest_asyncio
 from aiohttp.web import Request, Response, get
 
 from agent.models.scripted import ScriptedModel
-from tests import browser as browsers
 from tests.web_client import get_history, open_chat, serve_routes, type_message, web_chats
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
-browser, page = browsers.browser, browsers.page  # the fixtures of the browser tests
 
 EVIL = '"><img src=x onerror=pwned=1><svg onload=pwned=2></script><script>pwned=3</script>'
 LINKS = ("[a](javascript:pwned=4) [b](JaVaScRiPt:pwned=4) [c]( javascript:pwned=4) [d](&#106;avascript:pwned=4) "

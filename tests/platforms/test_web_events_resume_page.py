@@ -13,11 +13,9 @@ import pytest
 import pytest_asyncio
 
 from platforms.web import WebChatAdapter
-from tests import browser as browsers
 from tests.web_client import Intake, open_chat, serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
-browser, page = browsers.browser, browsers.page  # the browser tests' fixtures, as tests/scenarios has them
 
 SHOWN = "els => els.map(e => e.dataset.text)"
 

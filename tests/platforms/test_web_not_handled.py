@@ -17,12 +17,10 @@ import pytest_asyncio
 from platforms.base import Accepted, Inbound
 from platforms.not_recorded import NOT_HANDLED_MESSAGE
 from platforms.web import WebChatAdapter
-from tests import browser as browsers
 from tests.sqlite_errors import full_disk
 from tests.web_client import EventStream, Intake, open_chat, post_message, serve, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
-browser, page = browsers.browser, browsers.page
 
 
 class Failing(Intake):

@@ -8,7 +8,6 @@ from gateway.app import Gateway
 from gateway.testing import make_config, start_gateway
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from tests.browser import browser, page  # noqa: F401  (fixtures for the browser tests)
 
 
 @pytest.fixture
