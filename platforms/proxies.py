@@ -3,6 +3,8 @@
 The model's HTTP client (httpx) and the start's model check (`gateway.preflight`) go through the proxy
 ``$https_proxy`` (for an https URL) or ``$http_proxy`` (for an http one) names, unless ``$no_proxy``
 exempts the host; the names in capitals too, the lower-case ones first (`urllib.request.getproxies`).
+``$no_proxy`` is read by urllib's `proxy_bypass` (``*``, names with their subdomains, addresses), and an
+address range in it (``10.0.0.0/8``) as httpx and curl read one (`_in_exempt_range`).
 Each adapter passes `proxy_for` its URLs' choice to its SDK, REST and WebSocket alike: none of them
 reads the environment so (aiogram and discord.py not at all; slack-sdk takes ``$HTTPS_PROXY`` for every
 URL, ``$no_proxy`` unread). A WebSocket goes as the HTTP request that opens it: ``wss`` as ``https``.
@@ -13,6 +15,7 @@ it is never to be logged, nor is aiohttp's text of a proxy's refusal, which quot
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -30,7 +33,25 @@ def proxy_for(url: str) -> str | None:
     proxy = proxies.get(_AS_HTTP.get(parts.scheme, parts.scheme))
     if not proxy or not parts.hostname or proxy_bypass(parts.hostname):
         return None
+    if _in_exempt_range(parts.hostname, proxies.get("no", "")):
+        return None
     return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _in_exempt_range(host: str, no_proxy: str) -> bool:
+    """Whether ``host`` is an address in a range ``no_proxy`` names: urllib compares the text alone, and
+    an internal server the model reached directly (httpx reads ranges) went to the egress proxy."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: `proxy_bypass` has read it
+    for entry in no_proxy.split(","):
+        try:
+            if "/" in entry and address in ipaddress.ip_network(entry.strip(), strict=False):
+                return True
+        except ValueError:  # no range: urllib's to read, or no one's
+            continue
+    return False
 
 
 def proxy_refusal(exc: BaseException | None) -> str | None:
