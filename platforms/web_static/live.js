@@ -7,7 +7,8 @@
 //   saying whether the token refused was the link's or the one typed.
 // - The connection state: body[data-state] and the #status line.
 // - A Server-Sent Events stream read with fetch (EventSource cannot send a header), opened
-//   again after any drop, with backoff. Each page's stream starts with a whole snapshot, so a
+//   again after any drop, with backoff, or at once when the browser is back online. Each page's
+//   stream starts with a whole snapshot, so a
 //   reconnect loses nothing. A stream that goes quiet for longer than the server's keep-alives
 //   allow counts as dropped, and so does a 5xx answer (the gateway restarting, or a proxy that
 //   cannot reach it).
@@ -77,11 +78,23 @@ window.SwitchboardLive = (() => {
   async function listen(url, auth, { ready, onEvent, onDrop }) {
     let delay = 500;
     let silence = 0; // ms without a byte that count as a drop; 0 until a server has said its keep-alive interval
+    // The browser tells when the network goes and comes back. Gone, the stream is dropped at once (on a phone it
+    // died with the network, unnoticed until the keep-alives' silence); back, the next connection is tried at
+    // once, not at the end of its backoff (10 s after a long outage). "Offline" may be wrong (a gateway on this
+    // very machine still answers): connections are tried all the same, and one that opens says "connected".
+    let current = null; // the AbortController of the connection open or being opened
+    let wake = () => {}; // ends the wait before the next connection
+    addEventListener("offline", () => {
+      current.abort();
+      wake(); // tried again at once, to say "offline" where it said "reconnecting…"
+    });
+    addEventListener("online", () => wake());
     for (;;) {
       let received = false;
       // A connection that died without a word (a proxy that hangs, a NAT mapping forgotten) reports no error,
       // ever: only the keep-alives it no longer brings tell. A request may be sent on such a connection too.
       const abort = new AbortController();
+      current = abort;
       let quiet = null;
       const heard = () => {
         clearTimeout(quiet);
@@ -138,8 +151,12 @@ window.SwitchboardLive = (() => {
         clearTimeout(quiet);
       }
       if (onDrop) onDrop();
-      setState("reconnecting", "reconnecting…");
-      await sleep(received ? 200 : delay);
+      if (navigator.onLine) setState("reconnecting", "reconnecting…");
+      else setState("offline", "offline: reconnecting once the network is back…");
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, received ? 200 : delay);
+      });
       delay = Math.min(delay * 2, 10000);
     }
   }
