@@ -29,6 +29,7 @@ from platforms.base import (
     RateLimited,
     Unauthorized,
 )
+from platforms.proxies import proxy_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED
 
@@ -119,5 +120,8 @@ def translate_exception(exc: Exception, method: str, channel: str | None,
                          needed=needed if isinstance(needed, str) else None,
                          foreign=code is None and status is not None and 200 <= status < 300, **kw)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
-        return translate(method, channel, status=None, error=type(exc).__name__, retry_after=None, **kw)
+        # Named by type, or a proxy's refusal by its status and reason (`proxy_refusal`): aiohttp's text of
+        # either may quote the proxy's address with its password.
+        error = proxy_refusal(exc) or type(exc).__name__
+        return translate(method, channel, status=None, error=error, retry_after=None, **kw)
     return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, **kw)
