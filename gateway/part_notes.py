@@ -80,8 +80,8 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
     return note if note is not None and note.status == "pending" else None
 
 
-def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
-                 files: OutboxFiles | None = None, unsure: bool = False) -> OutboxRow | None:
+def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False, files: OutboxFiles | None = None,
+                 unsure: bool = False, unreadable: OSError | None = None) -> OutboxRow | None:
     """The note to send in ``row``'s place, journaled now, when ``row`` failed for good: where it is a
     part of a message of several (a long answer), a short note goes in its place (`missing_text`), else
     the answer reads whole with a hole in it. One per message: should another of its parts fail too (the
@@ -94,12 +94,12 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
     numbered, among the message's messages in the chat (a part's pieces counted one by one). Until one
     did, none is owed for it: should none go out, the note is the part's (`gateway.sender`).
 
-    A file the agent sent gets one too (`file_note`; ``unsure``: it may have gone out, its answer lost): the
-    model was told it was queued."""
+    A file the agent sent gets one too (`file_note`; ``unsure``: it may have gone out, its answer lost;
+    ``unreadable``: what reading its copy raised): the model was told it was queued."""
     if row.kind in PROGRESS_KINDS or row.platform in late_notes.WITHOUT_NOTES:
         return None  # a progress message is one part; a webhook's caller reads each part's sequence
     if row.op == "file":
-        return file_note(store, row, gave_up=gave_up, files=files, unsure=unsure)
+        return file_note(store, row, gave_up=gave_up, files=files, unsure=unsure, unreadable=unreadable)
     if row.op not in ("send", "split"):
         return None
     message, _, number = row.key.rpartition(":")
@@ -122,16 +122,18 @@ def missing_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool = False,
 
 
 def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: OutboxFiles | None,
-              unsure: bool = False) -> OutboxRow | None:
+              unsure: bool = False, unreadable: OSError | None = None) -> OutboxRow | None:
     """The note to send in place of the file ``row`` (`send_file`), journaled now, once ``row`` failed for good
     (its error recorded): its name, and why (`file_reason`; its copy gone, the name with it, when ``files`` holds
-    none). One per file: a console Retry that fails again gets none, one that succeeds leaves it as it is."""
-    copy = files.get(row.key) if files is not None else None
-    if copy is None:
+    none). ``unreadable``: what reading the copy raised (a failing disk, a folder of another owner): the name goes,
+    why it failed stays (a platform's refusal of its size, say), unless that same error is what failed it. One per
+    file: a console Retry that fails again gets none, one that succeeds leaves it as it is."""
+    copy = files.get(row.key) if files is not None and unreadable is None else None
+    error = (store.message_by_id(row.id) or row).last_error or ""
+    if copy is None and (unreadable is None or error.partition(":")[0] == type(unreadable).__name__):
         why = "the gateway's copy of it is gone"
     else:
-        failed = store.message_by_id(row.id) or row
-        why = file_reason(failed.last_error or "", gave_up=gave_up)
+        why = file_reason(error, gave_up=gave_up)
     key = row.key.rpartition(":")[0] + MISSING
     return _journal(store, row, key, file_text(copy.name if copy is not None else None, why, unsure=unsure),
                     quoting=True)

@@ -609,14 +609,15 @@ class Sender:
 
     def _missing_note(self, row: OutboxRow, *, gave_up: bool, unsure: bool) -> OutboxRow | None:
         """`part_notes.missing_note`, for `_fail`. A file whose copy cannot be read (an OSError, not the store's: a
-        folder of another owner, a failing disk) is noted as one whose copy is gone: raised, it undid the failure
-        it is journaled with, every time, and the chat waited behind the file for ever."""
+        folder of another owner, a failing disk) is noted without its name, which the copy holds, but with why it
+        failed: raised, it undid the failure it is journaled with, every time, and the chat waited behind the file
+        for ever."""
         try:
             return missing_note(self._store, row, gave_up=gave_up, files=self._files, unsure=unsure)
         except OSError as exc:
             log.warning("outbox: %s chat %s: the copy of %s cannot be read (%s); its note names no file",
                         row.platform, row.chat_id, row.key, type(exc).__name__)
-            return missing_note(self._store, row, gave_up=gave_up, unsure=unsure)
+            return missing_note(self._store, row, gave_up=gave_up, unsure=unsure, unreadable=exc)
 
     async def _settle_final(self, adapter: Adapter | None, row: OutboxRow, preempt: asyncio.Event | None) -> bool:
         """Report a row already in a final state (dropped or dismissed meanwhile, say): its
