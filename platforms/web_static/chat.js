@@ -45,6 +45,7 @@
   })();
   const PENDING_KEY = "switchboard.pending." + chat;
   const REFUSED_KEY = "switchboard.refused." + chat;
+  const DRAFT_KEY = "switchboard.draft." + chat;
 
   function randomId() {
     // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
@@ -362,11 +363,23 @@
       const draft = Object.assign({}, item, { failed: "Not sent: " + reason });
       sessionStorage.setItem(REFUSED_KEY, JSON.stringify([...stored(REFUSED_KEY), draft]));
       upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
-      if (!input.value) input.value = item.text; // back in the box, to shorten or correct and send again
+      if (!input.value) setInput(item.text); // back in the box, to shorten or correct and send again
     }
     sending = false;
     sendNext();
   }
+
+  // What is typed and not sent lives in this tab's sessionStorage too: a phone reloads a tab it had in the
+  // background, and the half-typed message was gone. Set by the page (Edit, a refusal), the box fires no "input".
+  function saveDraft() {
+    if (input.value) sessionStorage.setItem(DRAFT_KEY, input.value);
+    else sessionStorage.removeItem(DRAFT_KEY);
+  }
+  function setInput(text) {
+    input.value = text;
+    saveDraft();
+  }
+  input.addEventListener("input", saveDraft);
 
   // What is not sent yet lives in this tab's sessionStorage (a reload sends it): closing the tab loses it.
   addEventListener("beforeunload", (event) => {
@@ -376,8 +389,8 @@
   });
 
   // A refused message is the only copy of its text (the gateway never took it): it stays, also through
-  // a reload (from sessionStorage), until dismissed (asked first unless the box holds the same text);
-  // Edit puts its text into the box again.
+  // a reload (from sessionStorage), until dismissed (asked first unless the box holds its text);
+  // Edit puts its text into the box again, after what is typed there (a draft a reload kept, say).
   function refusedActions(id) {
     const actions = document.createElement("div");
     actions.className = "actions";
@@ -388,7 +401,7 @@
     edit.textContent = "Edit";
     edit.addEventListener("click", () => {
       const text = draft() ? draft().text : "";
-      input.value = input.value && input.value !== text ? input.value + "\n\n" + text : text; // what was typed stays
+      setInput(input.value && input.value !== text ? input.value + "\n\n" + text : text); // what was typed stays
       input.focus();
     });
     const dismiss = document.createElement("button");
@@ -398,7 +411,7 @@
     dismiss.addEventListener("click", () => {
       // The bubble may be the text's only copy (the box holds other words): a slip must not lose it.
       const text = draft() ? draft().text : "";
-      if (input.value !== text && !confirm("Dismiss this message? Its text is kept nowhere else.")) return;
+      if (!input.value.includes(text) && !confirm("Dismiss this message? Its text is kept nowhere else.")) return;
       sessionStorage.setItem(REFUSED_KEY, JSON.stringify(stored(REFUSED_KEY).filter((d) => "user:" + d.key !== id)));
       remove(id);
       input.focus(); // not lost with the button: a keyboard would start again from the top of the page
@@ -411,7 +424,7 @@
     event.preventDefault();
     const text = input.value;
     if (!text.trim()) return;
-    input.value = "";
+    setInput(""); // its text is a pending send now, kept as that
     input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
   });
@@ -459,6 +472,7 @@
     idle: () => setWorking(false),
   };
 
+  input.value = sessionStorage.getItem(DRAFT_KEY) || ""; // what a reload interrupted the typing of
   sendNext(); // what a reload interrupted, in the order typed
   SwitchboardLive.listen(eventsUrl, auth, {
     ready: "history",

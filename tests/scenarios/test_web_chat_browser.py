@@ -390,13 +390,16 @@ async def test_a_refused_message_stays_through_a_reload_until_dismissed_and_edit
     refused = await page.wait_for_selector("[data-kind=user].failed")
     assert await refused.eval_on_selector(".text", "e => e.innerText") == text
     assert await refused.eval_on_selector(".reason", "e => e.innerText") == REFUSED
+    assert await page.input_value("#input") == "typed meanwhile"  # the draft, kept through the reload too
     await (await refused.query_selector("button.edit")).click()
-    assert await page.input_value("#input") == text
-    await (await refused.query_selector("button.dismiss")).click()
+    both = "typed meanwhile\n\n" + text  # after the draft: neither is lost
+    assert await page.input_value("#input") == both
+    await (await refused.query_selector("button.dismiss")).click()  # unasked: the box holds its text
     await page.wait_for_selector("[data-kind=user].failed", state="detached")
     await page.reload()
     await page.wait_for_selector("body[data-state=connected]")
     assert await shown(page) == []
+    assert await page.input_value("#input") == both
 
 
 async def test_an_open_page_reconnects_by_itself_after_a_restart_and_shows_what_came_meanwhile_once(chat, page) -> None:
