@@ -9,40 +9,31 @@ parts on the outbox tests' `FakeAdapter`."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 
 from agent.testing import FakeClock
 from gateway.outbox import Outbox
-from gateway.outbox_files import OutboxFiles
 from gateway.splitting import split_text
 from gateway.store import GatewayStore
 from platforms.base import BadRequest, MessageTooLong
-from platforms.fakes.telegram import FakeTelegram
-from platforms.telegram import TelegramAdapter
-from tests.gateway.test_file_failure_note import CHAT, CLOCK, KEY, REFUSAL, WAIT, file_then_answer, note, started, texts
+from tests.gateway.test_file_failure_note import (  # noqa: F401 (telegram: a fixture)
+    CHAT,
+    CLOCK,
+    KEY,
+    REFUSAL,
+    WAIT,
+    file_then_answer,
+    note,
+    started,
+    telegram,
+    texts,
+)
 from tests.gateway.test_outbox_card_changes import PiecesAdapter
 from tests.gateway.test_resplit_missing_pieces import PIECES, TEXT
-from tests.platforms.sink import Sink
 
 NOTE = "t:file:0:missing"
 REFUSED = note("the platform refused it")
-
-
-@pytest.fixture
-async def chat(tmp_path) -> AsyncIterator[tuple[FakeTelegram, TelegramAdapter, GatewayStore, OutboxFiles]]:
-    async with FakeTelegram() as fake:
-        adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
-        await adapter.start(Sink())
-        store = GatewayStore(tmp_path / "state.db", clock=CLOCK)
-        files = OutboxFiles(tmp_path / "outbox-files")
-        (tmp_path / "report.pdf").write_bytes(b"%PDF-1.7 the report")
-        try:
-            yield fake, adapter, store, files
-        finally:
-            await adapter.stop()
-            store.close()
 
 
 def refuse_notes(store: GatewayStore, write: str = "INSERT", times: int | None = None) -> list[str]:
@@ -68,8 +59,8 @@ def statuses(store: GatewayStore) -> dict[str, str]:
     return dict(store.db.read("SELECT key, status FROM gateway_outbox"))
 
 
-async def test_a_file_note_the_store_refuses_goes_once_it_takes_it(chat):
-    fake, adapter, store, files = chat
+async def test_a_file_note_the_store_refuses_goes_once_it_takes_it(telegram):  # noqa: F811 (a fixture)
+    fake, adapter, store, files = telegram
     outbox = await started(adapter, store, files)
     try:
         refused = refuse_notes(store, times=2)
@@ -83,8 +74,8 @@ async def test_a_file_note_the_store_refuses_goes_once_it_takes_it(chat):
         await outbox.close()
 
 
-async def test_a_part_note_the_store_refuses_goes_once_it_takes_it(chat):
-    fake, adapter, store, files = chat
+async def test_a_part_note_the_store_refuses_goes_once_it_takes_it(telegram):  # noqa: F811 (a fixture)
+    fake, adapter, store, files = telegram
     outbox = await started(adapter, store, files)
     try:
         refused = refuse_notes(store, times=1)
@@ -98,11 +89,11 @@ async def test_a_part_note_the_store_refuses_goes_once_it_takes_it(chat):
         await outbox.close()
 
 
-async def test_a_file_note_refused_until_a_restart_goes_after_it_ahead_of_the_answer(chat):
+async def test_a_file_note_refused_until_a_restart_goes_after_it_ahead_of_the_answer(telegram):  # noqa: F811 (a fixture)
     # Stopped while the store refuses: the file is still pending (its failure was not recorded without its note),
     # so the next start tries it again; refused again, its note is written then. Before, the failure was recorded
     # alone: the answer went out, and the note never did.
-    fake, adapter, store, files = chat
+    fake, adapter, store, files = telegram
     first = await started(adapter, store, files)
     refused = refuse_notes(store)
     fake.fail_next("sendDocument", 400, description=REFUSAL)
@@ -122,10 +113,10 @@ async def test_a_file_note_refused_until_a_restart_goes_after_it_ahead_of_the_an
         await again.close()
 
 
-async def test_a_note_that_cannot_be_marked_tried_goes_with_the_next_try_ahead_of_the_answer(chat):
+async def test_a_note_that_cannot_be_marked_tried_goes_with_the_next_try_ahead_of_the_answer(telegram):  # noqa: F811 (a fixture)
     # The note is journaled, and the store refuses the write committed before its send. Before, the note stayed
     # pending, sent by nothing until the next start, and the answer went out alone.
-    fake, adapter, store, files = chat
+    fake, adapter, store, files = telegram
     outbox = await started(adapter, store, files)
     try:
         refused = refuse_notes(store, "UPDATE OF tried", times=2)
@@ -139,10 +130,10 @@ async def test_a_note_that_cannot_be_marked_tried_goes_with_the_next_try_ahead_o
         await outbox.close()
 
 
-async def test_a_note_sent_whose_outcome_the_store_refuses_is_recorded_and_not_sent_again(chat):
+async def test_a_note_sent_whose_outcome_the_store_refuses_is_recorded_and_not_sent_again(telegram):  # noqa: F811 (a fixture)
     # Telegram took the note, and the store refused to mark it sent. Before, nothing recorded it again: pending,
     # it went out a second time at the next start.
-    fake, adapter, store, files = chat
+    fake, adapter, store, files = telegram
     outbox = await started(adapter, store, files)
     try:
         refused = refuse_notes(store, "UPDATE OF status WHEN NEW.status = 'sent'", times=1)
