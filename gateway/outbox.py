@@ -69,8 +69,8 @@ Guarantees:
   (``{turn}:file:{n}:missing``, `gateway.part_notes.file_note`), in its place also when the note goes
   after a restart: ahead of what was queued behind the file. Its copy is removed once it is
   sent or dropped; a failed one keeps it for the operator's retry until it is dismissed (or
-  forgotten with its row, then removed at the next start). One whose answer was lost is looked up before it is sent again, as
-  text is, where the adapter can find it (Discord, among the posts this process heard; a Slack upload
+  forgotten with its row, then removed by the retention sweep, `gateway.retention`). One whose
+  answer was lost is looked up before it is sent again, as text is, where the adapter can find it (Discord, among the posts this process heard; a Slack upload
   asks for the file it made, `platforms.slack_uploads`); a process that dies during an upload sends
   that file again after the restart (Discord drops the repeat by its nonce, within a few minutes of
   the first).

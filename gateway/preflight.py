@@ -36,6 +36,7 @@ from gateway import state_lock
 from gateway.config.secret_values import shown_url
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
+from platforms.proxies import proxy_for
 
 MIN_FREE_BYTES = 1024 * 1024
 """Less free space than this under the state directory stops the start: SQLite could not write."""
@@ -261,10 +262,11 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
                            " http://127.0.0.1:11434/v1", lasting=True) from None
     limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
     try:
-        # trust_env: through the proxy the environment names (and not for a host no_proxy exempts), as the model's
-        # own client (httpx) goes: a server reached only through one was "cannot reach", and no start ever passed.
-        async with (aiohttp.ClientSession(timeout=limit, trust_env=True) as client,
-                    client.get(target, allow_redirects=False)):
+        # Through the proxy the environment names (and not for a host no_proxy exempts), as the model's own client
+        # (httpx) goes: a server reached only through one was "cannot reach", and no start ever passed. Chosen as
+        # the platforms choose (`platforms.proxies`), which reads a no_proxy address range as httpx does.
+        async with (aiohttp.ClientSession(timeout=limit) as client,
+                    client.get(target, allow_redirects=False, proxy=proxy_for(str(target)))):
             return  # any answer at all: the server is there
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         reason = _reason(exc)

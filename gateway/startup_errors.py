@@ -51,7 +51,8 @@ def explain(exc: BaseException, config: Config) -> str:
 
 def lasting(exc: BaseException) -> bool:
     """Whether what stopped the start stops every start until the operator changes something: a platform
-    refused the bot (its token, or an ``api_base`` that is no such API); an extra the configuration needs
+    refused the bot (its token, a Slack bot token without ``chat:write``, or an ``api_base`` that is no
+    such API); an extra the configuration needs
     is not installed; a `StartupError` its raiser marked ``lasting`` (a model key or URL no server could
     take, a worker on a file whose gateway sends it nothing); a `TemporalUnavailable` marked ``lasting`` (a
     ``lifecycle.temporal.tls`` file unreadable or without its certificate or key, an empty namespace: never an unreachable Temporal, nor a server certificate it may renew); the state database

@@ -72,3 +72,21 @@ async def test_a_proxy_that_cannot_be_reached_is_blamed_not_the_model_server_and
         f"model.base_url: cannot reach {MODEL} (the proxy $http_proxy or $https_proxy names cannot be reached:"
         " connection refused)"), info.value
     assert "pr0xy-pass" not in str(info.value)
+
+
+async def test_a_model_server_in_an_address_range_no_proxy_names_is_checked_directly(no_proxy_env, unused_tcp_port):
+    # As the model's client reads it (httpx: ranges too). aiohttp's own reading of the environment took the range
+    # for nothing, sent the check to the proxy, and a start whose model answered failed with status 1 for ever.
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"data\":[]}")
+        await writer.drain()
+        writer.close()
+
+    model = await asyncio.start_server(answer, "127.0.0.1", 0)
+    async with model:
+        port = model.sockets[0].getsockname()[1]
+        no_proxy_env.setenv("http_proxy", f"http://127.0.0.1:{unused_tcp_port}")  # nothing listens: unreachable
+        no_proxy_env.setenv("no_proxy", "127.0.0.0/8")
+        await check_model(ModelSettings(provider="openai", base_url=f"http://127.0.0.1:{port}/v1",
+                                        timeout_seconds=5))
