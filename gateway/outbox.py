@@ -70,10 +70,10 @@ Guarantees:
   after a restart: ahead of what was queued behind the file. Its copy is removed once it is
   sent or dropped; a failed one keeps it for the operator's retry until it is dismissed (or
   forgotten with its row, then removed by the retention sweep, `gateway.retention`). One whose
-  answer was lost is looked up before it is sent again, as text is, where the adapter can find it (Discord, among the posts this process heard; a Slack upload
-  asks for the file it made, `platforms.slack_uploads`); a process that dies during an upload sends
-  that file again after the restart (Discord drops the repeat by its nonce, within a few minutes of
-  the first).
+  answer was lost is looked up before it is sent again, as text is, where the adapter can find it (Discord,
+  among the posts this process heard; a Slack upload asks for the file it made, `platforms.slack_uploads`);
+  a process that dies during an upload sends that file again after the restart (Discord drops the repeat by
+  its nonce, within a few minutes of the first).
 - **Late.** A message whose first part goes out ``late_after`` seconds or more after it
   was journaled is preceded by a note of its age (`gateway.late_notes`). A part to look up
   (above) is looked up before its note: one found went out when it was first tried, and gets none.
