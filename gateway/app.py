@@ -329,6 +329,7 @@ class Gateway:
         await self.ledger.close()
         await self.outbox.flush(timeout=max(deadline - loop.time(), 0) if grace else 1.0, give_up_when_held=True)
         await self.outbox.close()
+        await self.runner.idled(max(deadline - loop.time(), 0))
         for adapter in self.adapters.values():
             if isinstance(adapter, StopsWithin):  # also one whose stop failed: its client is closed all the same
                 try:

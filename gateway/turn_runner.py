@@ -125,6 +125,9 @@ class TurnRunner:
         self._stopped_typing: dict[str, asyncio.Future[None]] = {}
         """By turn id: the typing requests stopped turns left on the wire where typing lapses, being waited for
         (`_Typing.ending`): the stop's answer goes after them (`reply_journaled`), as a reply does."""
+        self._idling: set[asyncio.Task[None]] = set()
+        """The chats' indicators being cleared behind the turns' ends (`_idle_soon`): the stop waits for them
+        (`idled`)."""
 
     def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
@@ -194,6 +197,15 @@ class TurnRunner:
         # them. Not a session whose turn the shutdown cut short, nor one whose turn did not end (its worker left
         # behind, or cancelled midway): their agents' messages hold a turn half done.
         self._idle_owed.pay_at_stop(self._cut_short)
+
+    async def idled(self, within: float) -> None:
+        """Wait up to ``within`` seconds for the chats' indicators the turns' ends are clearing (`Adapter.idle`),
+        then cancel those left: the stop's last step before the adapters' clients close. Left to run on, Slack's
+        deletion of a placeholder still waiting for its turn or for Slack's answer met a closed client, and the
+        placeholder stayed until the next start. They run beside the outbox's last flush, never ahead of it."""
+        if self._idling:
+            await asyncio.wait(set(self._idling), timeout=within)
+            await cancel_within(set(self._idling), STUCK_WAIT_SECONDS)
 
     def ended_early(self, session: GatewaySession, why: str, stopped: RunningTurn | None,
                     waiting: list[tuple[str, Inbound]]) -> None:
@@ -370,7 +382,13 @@ class TurnRunner:
                     log.error("turn %s: counting that it failed failed too (%s: %s); it is handled again after the "
                               "next start", item.turn_id, type(count_failed).__name__, count_failed)
         if _shows_typing(adapter := self._adapters.get(session.platform)):
-            asyncio.ensure_future(_idle(adapter, session))
+            self._idle_soon(adapter, session)
+
+    def _idle_soon(self, adapter: Adapter, session: GatewaySession) -> None:
+        """Clear the chat's indicator behind the turn's end (`Adapter.idle`), which goes on without waiting for it."""
+        task = asyncio.ensure_future(_idle(adapter, session))
+        self._idling.add(task)
+        task.add_done_callback(self._idling.discard)
 
     def _finish_broken(self, session: GatewaySession, running: RunningTurn, under_way: _UnderWay) -> None:
         """The progress message of a turn whose handling raised: it would read ⏳ for good, its turn over (the
@@ -506,7 +524,7 @@ class TurnRunner:
             refused.note(unpaid.what if unpaid.turn_id == item.turn_id else owed_by(unpaid), unpaid.error)
         refused.log_turn(item.turn_id, session)
         if _shows_typing(adapter):
-            asyncio.ensure_future(_idle(adapter, session))
+            self._idle_soon(adapter, session)
 
     async def _reply(self, session: GatewaySession, running: RunningTurn, reply: EndMessage,
                      first: Callable[[], None], refused: Refusals) -> EndMessage | None:
