@@ -29,6 +29,8 @@ What it does:
 - ``response_url`` endpoints (``/response/<id>``) that slash-command payloads point at, and a
   slash command answered in its acknowledgement (the HTTP response's body, the Socket Mode ack's
   ``payload``), shown as Slack does: in `ephemeral` (``"via": "ack"``).
+- Users' edits and deletions (`push_edit`, `push_deletion`): ``message_changed`` and
+  ``message_deleted`` events, as Slack sends them.
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
@@ -312,6 +314,26 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         if thread_ts is not None:
             event["parent_user_id"] = self._author(channel, thread_ts)
         return await self.push_event(event)
+
+    async def push_edit(self, channel: str, ts: str, text: str) -> dict[str, Any]:
+        """A user edits their message: it shows ``text`` and Slack sends a ``message_changed`` event."""
+        message = self._find(channel, ts)
+        assert message is not None, f"no message {ts} in {channel}"
+        previous = dict(message)
+        message.update(text=text, edited={"user": message.get("user"), "ts": self._next_ts()})
+        return await self.push_event({"type": "message", "subtype": "message_changed", "channel": channel,
+                                      "message": dict(message), "previous_message": previous, "hidden": True,
+                                      "ts": (now := self._next_ts()), "event_ts": now})
+
+    async def push_deletion(self, channel: str, ts: str) -> dict[str, Any]:
+        """A user deletes their message: it is gone and Slack sends a ``message_deleted`` event."""
+        message = self._find(channel, ts)
+        assert message is not None, f"no message {ts} in {channel}"
+        thread_ts = message.get("thread_ts")
+        self.messages[(channel, None if thread_ts == ts else thread_ts)].remove(message)
+        return await self.push_event({"type": "message", "subtype": "message_deleted", "channel": channel,
+                                      "deleted_ts": ts, "previous_message": message, "hidden": True,
+                                      "ts": (now := self._next_ts()), "event_ts": now})
 
     def shared_message(self, channel: str, user: str, text: str, *, author: str,
                        channel_name: str | None = None) -> dict[str, Any]:
