@@ -11,8 +11,9 @@ as one the bot posted in (`joins`). Every SDK error is translated (`platforms.di
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from platforms.base import Outbound, OutboundFile, Sent, scalar_text
 from platforms.discord_errors import answered, made_all_the_same, translate
@@ -22,8 +23,12 @@ from platforms.discord_twins import Twins, nonce_of
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import blank, discord_markdown
 from platforms.recent import remember
+from platforms.repeated_warnings import RepeatedWarnings
 
 ROUTE = "POST /channels/{channel_id}/messages"
+
+_UNQUOTED = RepeatedWarnings(logging.getLogger("platforms.discord"))
+"""Channels whose replies Discord refused (no Read Message History): said once each, not at every answer."""
 
 Channel = Callable[[str], discord.PartialMessageable]
 """The channel or thread of an id (the adapter's; `NetworkError` when it is not connected)."""
@@ -34,12 +39,15 @@ async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None]
     target = message.thread_id or message.chat_id
     nonce = nonce_of(message.idempotency_key)
     twins.sending(nonce)
+    content = discord_markdown.render(message.text)
+
+    async def send(reference: discord.MessageReference | None) -> discord.Message:
+        return await channel(target).send(content, silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
+                                          reference=reference)  # type: ignore[arg-type]
+
     with answered() as answer:
         try:
-            sent = (await channel(target).send(
-                discord_markdown.render(message.text), silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-                reference=_quote(message, target),  # type: ignore[arg-type]
-            )).id
+            sent = await _replying(send, message, target)
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
@@ -56,16 +64,19 @@ async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, 
     target = message.thread_id or message.chat_id
     nonce = nonce_of(message.idempotency_key)
     twins.sending(nonce)
+    caption = discord_markdown.render(blank.caption(scalar_text(message.text))) or None
+
+    async def send(reference: discord.MessageReference | None) -> discord.Message:
+        upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)  # closed by each send
+        try:
+            return await channel(target).send(caption, file=upload, silent=message.silent, nonce=nonce,
+                                              allowed_mentions=MENTIONS, reference=reference)  # type: ignore[arg-type]
+        finally:
+            upload.close()
+
     with answered() as answer:
         try:
-            upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
-            try:
-                sent = (await channel(target).send(
-                    discord_markdown.render(blank.caption(scalar_text(message.text))) or None, file=upload,
-                    silent=message.silent, nonce=nonce, allowed_mentions=MENTIONS,
-                    reference=_quote(message, target))).id  # type: ignore[arg-type]
-            finally:
-                upload.close()
+            sent = await _replying(send, message, target)
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
@@ -80,6 +91,25 @@ def joins(message: Outbound) -> bool:
     refused mention in people's thread had the bot answer the next member's reply there, unaddressed, with a
     model call. A channel's does: there it only lets bare ``!commands`` in."""
     return message.kind != "command" or message.thread_id is None
+
+
+async def _replying(send: Callable[[discord.MessageReference | None], Awaitable[discord.Message]],
+                    message: Outbound, target: str) -> int:
+    """The id of the message ``send`` posted: a reply when ``message`` quotes one (`_quote`). Discord refuses a
+    reply (403 Missing Permissions) where the bot lacks Read Message History, though it takes the bot's posts: the
+    answer was lost, and with it every later part the quote passed on to. Posted unquoted then, said once a
+    channel; where the post is refused too (no Send Messages), that refusal is the one raised."""
+    reference = _quote(message, target)
+    try:
+        return (await send(reference)).id
+    except discord.Forbidden:
+        if reference is None:
+            raise
+    sent = (await send(None)).id
+    _UNQUOTED.warning(target, "discord: channel %s refused the bot's reply (403 Missing Permissions) but took it as"
+                      " a plain message: the bot lacks Read Message History there, which Discord requires of a"
+                      " reply; its answers there do not quote the message they answer", target)
+    return sent
 
 
 def _quote(message: Outbound, target: str) -> discord.MessageReference | None:

@@ -209,6 +209,12 @@ class DiscordModel:
             self._dispatch("GUILD_ROLE_CREATE", {"guild_id": guild, "role": role})
         return str(role["id"])
 
+    def deny(self, channel: str | int, *permissions: str) -> None:
+        """The bot lacks ``permissions`` in ``channel`` (a thread's own id for a thread), refused as Discord
+        refuses them (403, 50013 Missing Permissions): ``"send_messages"`` (in a thread, Discord's Send Messages
+        in Threads) any post or typing, ``"read_message_history"`` a post that replies to a message."""
+        self.denied[str(channel)].update(permissions)
+
     def _guild_json(self, guild: str) -> dict[str, Any]:
         g = self._guilds[guild]
         return g | {"channels": list(g["channels"].values()), "threads": list(g["threads"].values())}

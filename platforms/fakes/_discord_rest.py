@@ -243,6 +243,9 @@ class DiscordRest:
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
         body, uploads = request.get(_MULTIPART) or (await request.json(), [])
+        if "send_messages" in self.denied[channel] or (
+                body.get("message_reference") and "read_message_history" in self.denied[channel]):
+            return _error(403, 50013, "Missing Permissions")
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged
         if not body.get("content") and not uploads:
@@ -302,6 +305,8 @@ class DiscordRest:
     async def _typing(self, request: web.Request) -> web.Response:
         if request.match_info["channel_id"] not in self._channels:
             return _error(404, 10003, "Unknown Channel")
+        if "send_messages" in self.denied[request.match_info["channel_id"]]:
+            return _error(403, 50013, "Missing Permissions")
         return web.Response(status=204)
 
     def _interaction_by_token(self, token: str) -> tuple[str, dict[str, Any]] | None:

@@ -125,6 +125,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._channels: set[str] = set()
         self._channel_guild: dict[str, str] = {}
         self._failures: list[_Failure] = []
+        self.denied: defaultdict[str, set[str]] = defaultdict(set)
+        """Permissions the bot lacks, by channel or thread (`deny`)."""
         self._holds: list[tuple[str, asyncio.Event]] = []
         self.rate_limits: DiscordRateLimits | None = None
         """Discord's rate limits, once `enforce_rate_limits` turned them on."""
@@ -339,6 +341,17 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         guild = self._channel_guild.get(channel)
         self._dispatch("MESSAGE_DELETE", {"id": message_id, "channel_id": channel,
                                           **({"guild_id": guild} if guild is not None else {})})
+
+    def edit_message(self, channel: str | int, message_id: str | int, text: str) -> None:
+        """Someone edits their message: its history shows ``text`` (the earlier contents in ``edits``),
+        and the gateway sends MESSAGE_UPDATE with the whole message, as Discord does."""
+        channel, message_id = str(channel), str(message_id)
+        message = self._find(channel, message_id)
+        if message is None:
+            raise KeyError(f"no message {message_id} in channel {channel}")
+        message.edits.append(message.content)
+        message.content = text
+        self._dispatch("MESSAGE_UPDATE", self._message_json(message, guild=self._channel_guild.get(channel)))
 
     def push_guild_message(
         self,
