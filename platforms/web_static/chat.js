@@ -371,9 +371,15 @@
 
   // What is typed and not sent lives in this tab's sessionStorage too: a phone reloads a tab it had in the
   // background, and the half-typed message was gone. Set by the page (Edit, a refusal), the box fires no "input".
+  // Best effort: a draft the tab's storage has no room for (a pasted log) is not kept, and must not throw where
+  // the page sets the box (a refusal): the queue stopped there, and nothing typed after it was sent.
   function saveDraft() {
-    if (input.value) sessionStorage.setItem(DRAFT_KEY, input.value);
-    else sessionStorage.removeItem(DRAFT_KEY);
+    try {
+      if (input.value) sessionStorage.setItem(DRAFT_KEY, input.value);
+      else sessionStorage.removeItem(DRAFT_KEY);
+    } catch {
+      sessionStorage.removeItem(DRAFT_KEY); // not an older draft in its place: a reload would show that
+    }
   }
   function setInput(text) {
     input.value = text;
