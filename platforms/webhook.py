@@ -5,11 +5,11 @@ In: ``POST /webhooks/<route>`` with ``{"text", "chat_id"?, "user"?}``, signed as
 "duplicate"}``. Checks run cheapest-first and stop at the first failure: unknown
 route 404, signature headers missing or malformed 401, ``Content-Length`` over ``max_body``
 413 (all before a byte of the body is read), too many bodies being read already 503 with
-``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, body cut short 400 (to no one:
-its caller hung up), signature or clock 401, one of the route's own deliveries sent back 401 (`SentBack`),
-payload 400 (a text field holding a lone surrogate included: it is refused, never stored). Then the
-gateway: 500 when it could not record the event for want of storage (send it again), a final 422 when it
-failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
+``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
+401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
+lone surrogate included: it is refused, never stored). Then the gateway: 500 when it could not record the
+event for want of storage (send it again), a final 422 when it failed on it otherwise
+(`platforms.not_recorded.NOT_HANDLED_STATUS`).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
@@ -249,8 +249,6 @@ class WebhookAdapter:
         except Busy:
             log.info("webhook POST %s: answered 503, too many unverified bodies at once", request.rel_url.raw_path)
             return _error(503, "too many requests at once; retry shortly", busy=True)
-        except ConnectionResetError:  # its caller hung up mid-body: aiohttp logged each at ERROR, with a traceback
-            return _error(400, "body cut short")  # to no one; the caller sends the same signed request again
         if body is None:
             return _error(413, f"body over {self.max_body} bytes")
         if reason is not None:
