@@ -221,8 +221,6 @@ class WebChatAdapter:
             await request.content.readexactly(MAX_BODY + 1)
         except asyncio.IncompleteReadError as whole:
             body = whole.partial
-        except ConnectionResetError:  # hung up mid-body (a phone losing its network): aiohttp logged each at ERROR
-            return error_response(400, "body cut short")  # to no one: the page posts it again with the same key
         else:
             return error_response(413, f"body over {MAX_BODY} bytes")
         try:
