@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.app import Gateway
+from gateway.testing import make_config, start_gateway
 from platforms.base import CommandSpec, Inbound
 from platforms.discord import DiscordAdapter, discord  # discord.py, imported there without its audioop warning
 from platforms.fakes.discord import FakeDiscord
@@ -82,3 +85,28 @@ def running_discord(*, commands: tuple[CommandSpec, ...] = AGENTS, **kw: Any) ->
             await join_heartbeat_threads()
 
     return running
+
+
+def discord_gateways() -> Any:
+    """A ``start`` fixture for a test module (``start = discord_gateways()``): ``await start(**kw)`` starts a
+    `Gateway` (``kw`` for `start_gateway`) on an adapter pointed at the module's ``fake``, open to everyone, its
+    file tools on; every one started is stopped at the end."""
+
+    @pytest.fixture
+    async def start(tmp_path: Path, fake: FakeDiscord) -> AsyncIterator[Callable[..., Awaitable[Gateway]]]:
+        started: list[Gateway] = []
+
+        async def start_(**kw: Any) -> Gateway:
+            config = make_config(tmp_path, platforms={"discord": {"allow_all": True}}, agent={"toolsets": ["file"]})
+            (tmp_path / "state" / "workspace").mkdir(parents=True, exist_ok=True)
+            started.append(await start_gateway(config, [adapter_for(fake)], **kw))
+            return started[-1]
+
+        try:
+            yield start_
+        finally:
+            for gateway in started:
+                await gateway.stop(grace=0)
+            await join_heartbeat_threads()
+
+    return start

@@ -7,45 +7,21 @@ Before, the refused reply failed the answer's first part for good, and every par
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.testing import make_config, settled, start_gateway
-from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, join_heartbeat_threads
+from gateway.testing import settled
+from tests.discord_client import discord_gateways, fake_discord
 from tests.scenarios.test_discord_chat import SEND, in_channel
 
 GUILD, CHANNEL, THREAD, BOB, CAROL = 500, 600, 701, 42, 43
 UNQUOTED = "lacks Read Message History"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as fake:
-        yield fake
-    assert fake.errors == []
-
-
-@pytest.fixture
-async def start(tmp_path, fake: FakeDiscord) -> AsyncIterator[Callable[..., Awaitable[Gateway]]]:
-    started: list[Gateway] = []
-
-    async def start_(**kw) -> Gateway:
-        config = make_config(tmp_path, platforms={"discord": {"allow_all": True}}, agent={"toolsets": ["file"]})
-        (tmp_path / "state" / "workspace").mkdir(parents=True, exist_ok=True)
-        started.append(await start_gateway(config, [adapter_for(fake)], **kw))
-        return started[-1]
-
-    try:
-        yield start_
-    finally:
-        for gateway in started:
-            await gateway.stop(grace=0)
-        await join_heartbeat_threads()
+fake = fake_discord()
+start = discord_gateways()
 
 
 @pytest.mark.parametrize("thread", [None, THREAD])
