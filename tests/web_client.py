@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -91,6 +92,20 @@ class WebChat:
 async def serve(adapter: WebChatAdapter | WebhookAdapter) -> tuple[web.AppRunner, str]:
     """The adapter's routes alone (web chat or webhook), without a gateway, on a loopback port: (runner, base url)."""
     return await serve_routes(adapter.web_routes())
+
+
+@contextlib.asynccontextmanager
+async def chat_alone(intake: Intake, files_dir: Path) -> AsyncIterator[tuple[WebChatAdapter, str]]:
+    """A web chat adapter handing what it takes to ``intake``, its routes served alone (`serve`): (adapter, base
+    url); stopped when the block ends."""
+    adapter = WebChatAdapter(history_reader=intake.history, files_dir=files_dir)
+    await adapter.start(intake.take)
+    runner, base = await serve(adapter)
+    try:
+        yield adapter, base
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
 
 
 async def serve_routes(routes: Iterable[web.AbstractRouteDef]) -> tuple[web.AppRunner, str]:

@@ -16,9 +16,8 @@ import pytest_asyncio
 
 from platforms.base import Accepted, Inbound
 from platforms.not_recorded import NOT_HANDLED_MESSAGE
-from platforms.web import WebChatAdapter
 from tests.sqlite_errors import full_disk
-from tests.web_client import EventStream, Intake, open_chat, post_message, serve, type_message
+from tests.web_client import EventStream, Intake, chat_alone, open_chat, post_message, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -43,12 +42,8 @@ class Failing(Intake):
 @pytest_asyncio.fixture(loop_scope="session")
 async def served(tmp_path) -> AsyncIterator[tuple[Failing, str]]:
     intake = Failing()
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files") as (_, base):
+        yield intake, base
 
 
 async def test_a_message_the_gateway_fails_on_is_a_final_422_saying_so_and_shown_to_no_page(served, caplog) -> None:

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from platforms.web import WebChatAdapter
-from tests.web_client import Intake, open_chat, serve, type_message
+from tests.web_client import Intake, chat_alone, open_chat, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -27,12 +27,8 @@ STATES = """() => {
 @pytest_asyncio.fixture(loop_scope="session")
 async def served(tmp_path) -> AsyncIterator[tuple[WebChatAdapter, Intake, str]]:
     intake = Intake()
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield adapter, intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files") as (adapter, base):
+        yield adapter, intake, base
 
 
 @pytest.mark.parametrize("status", [502, 503, 504])

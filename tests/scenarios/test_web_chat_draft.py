@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from platforms.web import WebChatAdapter
-from tests.web_client import Intake, open_chat, serve
+from tests.web_client import Intake, chat_alone, open_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -18,12 +17,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser 
 @pytest_asyncio.fixture(loop_scope="session")
 async def served(tmp_path) -> AsyncIterator[tuple[Intake, str]]:
     intake = Intake()
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files") as (_, base):
+        yield intake, base
 
 
 async def test_a_half_typed_message_stays_through_a_reload_until_it_is_sent(served, page) -> None:

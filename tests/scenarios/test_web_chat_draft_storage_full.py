@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from platforms.web import MAX_BODY, WebChatAdapter
-from tests.web_client import Intake, open_chat, serve
+from platforms.web import MAX_BODY
+from tests.web_client import Intake, chat_alone, open_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -25,12 +25,8 @@ KEPT = QUOTA - BIG - 500_000
 @pytest_asyncio.fixture(loop_scope="session")
 async def served(tmp_path) -> AsyncIterator[tuple[Intake, str]]:
     intake = Intake()
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files") as (_, base):
+        yield intake, base
 
 
 async def test_a_refused_message_the_storage_has_no_room_to_keep_as_a_draft_too_does_not_stop_the_sending(
