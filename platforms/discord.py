@@ -107,6 +107,7 @@ from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
 from platforms.discord_typing import Typing
+from platforms.discord_unquoted import RefusedReplies
 from platforms.discord_unrecorded import Item, Unrecorded
 from platforms.formatting import discord_markdown
 from platforms.not_recorded import Handing
@@ -160,7 +161,8 @@ class DiscordAdapter:
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
-        caught up at start, which is given up after ``catch_up_timeout`` seconds; ``catch_up_timer`` is
+        caught up at start, which is given up after ``catch_up_timeout`` seconds, and the channels remembered
+        as refusing replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`);
         ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
         ``interaction_window`` how long after the command Discord may still take one given up on
@@ -210,6 +212,7 @@ class DiscordAdapter:
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
+        self._refused_replies = RefusedReplies(clock)
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._content_warned = False
         self._watch = ConnectionWatch(self.name)
@@ -531,7 +534,7 @@ class DiscordAdapter:
                 return await self._interactions.answer(message)
             except NotFound:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
-        return await discord_posts.post(self._channel, self._twins, self._posted_in, message)
+        return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
 
     def findable(self, message: Outbound) -> bool:
         """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`)."""
@@ -558,7 +561,8 @@ class DiscordAdapter:
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """Post the file in the message's channel or thread, with the part's nonce (`platforms.discord_posts`)."""
-        return await discord_posts.post_file(self._channel, self._twins, self._posted_in, message, file)
+        return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
+                                            message, file)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""

@@ -11,7 +11,6 @@ as one the bot posted in (`joins`). Every SDK error is translated (`platforms.di
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
@@ -20,21 +19,19 @@ from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_interactions import MENTIONS
 from platforms.discord_seen import REMEMBERED_CHANNELS
 from platforms.discord_twins import Twins, nonce_of
+from platforms.discord_unquoted import RefusedReplies
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import blank, discord_markdown
 from platforms.recent import remember
-from platforms.repeated_warnings import RepeatedWarnings
 
 ROUTE = "POST /channels/{channel_id}/messages"
-
-_UNQUOTED = RepeatedWarnings(logging.getLogger("platforms.discord"))
-"""Channels whose replies Discord refused (no Read Message History): said once each, not at every answer."""
 
 Channel = Callable[[str], discord.PartialMessageable]
 """The channel or thread of an id (the adapter's; `NetworkError` when it is not connected)."""
 
 
-async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], message: Outbound) -> Sent:
+async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], refused: RefusedReplies,
+               message: Outbound) -> Sent:
     """Post one part in the message's channel or thread, its text already made encodable."""
     target = message.thread_id or message.chat_id
     nonce = nonce_of(message.idempotency_key)
@@ -47,7 +44,7 @@ async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None]
 
     with answered() as answer:
         try:
-            sent = await _replying(send, message, target)
+            sent = await _replying(send, message, target, refused)
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
@@ -56,8 +53,8 @@ async def post(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None]
     return Sent(str(sent))
 
 
-async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], message: Outbound,
-                    file: OutboundFile) -> Sent:
+async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, None], refused: RefusedReplies,
+                    message: Outbound, file: OutboundFile) -> Sent:
     """Post the file in the message's channel or thread, the caption rendered as a part's
     content is, with the part's nonce: Discord drops a repeated upload of it within a few minutes.
     A reply, as `post`'s, when the part quotes a message (``reply_to``)."""
@@ -76,7 +73,7 @@ async def post_file(channel: Channel, twins: Twins, posted_in: OrderedDict[int, 
 
     with answered() as answer:
         try:
-            sent = await _replying(send, message, target)
+            sent = await _replying(send, message, target, refused)
         except Exception as exc:
             if (sent := made_all_the_same(exc, answer, route=ROUTE, chat_id=target)) is None:
                 raise translate(exc, route=ROUTE, chat_id=target, caller_logs=True, answer=answer) from exc
@@ -94,21 +91,20 @@ def joins(message: Outbound) -> bool:
 
 
 async def _replying(send: Callable[[discord.MessageReference | None], Awaitable[discord.Message]],
-                    message: Outbound, target: str) -> int:
+                    message: Outbound, target: str, refused: RefusedReplies) -> int:
     """The id of the message ``send`` posted: a reply when ``message`` quotes one (`_quote`). Discord refuses a
     reply (403 Missing Permissions) where the bot lacks Read Message History, though it takes the bot's posts: the
-    answer was lost, and with it every later part the quote passed on to. Posted unquoted then, said once a
-    channel; where the post is refused too (no Send Messages), that refusal is the one raised."""
-    reference = _quote(message, target)
+    answer was lost, and with it every later part the quote passed on to. Posted unquoted then, and at once while
+    the channel is remembered so (`platforms.discord_unquoted`); where the post is refused too (no Send Messages),
+    that refusal is the one raised."""
+    reference = None if refused.refused(target) else _quote(message, target)
     try:
         return (await send(reference)).id
     except discord.Forbidden:
         if reference is None:
             raise
     sent = (await send(None)).id
-    _UNQUOTED.warning(target, "discord: channel %s refused the bot's reply (403 Missing Permissions) but took it as"
-                      " a plain message: the bot lacks Read Message History there, which Discord requires of a"
-                      " reply; its answers there do not quote the message they answer", target)
+    refused.learnt(target)
     return sent
 
 

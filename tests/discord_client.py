@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,17 +89,17 @@ def running_discord(*, commands: tuple[CommandSpec, ...] = AGENTS, **kw: Any) ->
 
 def discord_gateways() -> Any:
     """A ``start`` fixture for a test module (``start = discord_gateways()``): ``await start(**kw)`` starts a
-    `Gateway` (``kw`` for `start_gateway`) on an adapter pointed at the module's ``fake``, open to everyone, its
-    file tools on; every one started is stopped at the end."""
+    `Gateway` (``kw`` for `start_gateway`) on an adapter pointed at the module's ``fake`` (``adapter``: more options
+    for `adapter_for`), open to everyone, its file tools on; every one started is stopped at the end."""
 
     @pytest.fixture
     async def start(tmp_path: Path, fake: FakeDiscord) -> AsyncIterator[Callable[..., Awaitable[Gateway]]]:
         started: list[Gateway] = []
 
-        async def start_(**kw: Any) -> Gateway:
+        async def start_(adapter: Mapping[str, Any] | None = None, **kw: Any) -> Gateway:
             config = make_config(tmp_path, platforms={"discord": {"allow_all": True}}, agent={"toolsets": ["file"]})
             (tmp_path / "state" / "workspace").mkdir(parents=True, exist_ok=True)
-            started.append(await start_gateway(config, [adapter_for(fake)], **kw))
+            started.append(await start_gateway(config, [adapter_for(fake, **(adapter or {}))], **kw))
             return started[-1]
 
         try:

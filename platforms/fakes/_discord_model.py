@@ -212,8 +212,13 @@ class DiscordModel:
     def deny(self, channel: str | int, *permissions: str) -> None:
         """The bot lacks ``permissions`` in ``channel`` (a thread's own id for a thread), refused as Discord
         refuses them (403, 50013 Missing Permissions): ``"send_messages"`` (in a thread, Discord's Send Messages
-        in Threads) any post or typing, ``"read_message_history"`` a post that replies to a message."""
+        in Threads) any post or typing, ``"read_message_history"`` a post that replies to a message,
+        ``"attach_files"`` a post with a file."""
         self.denied[str(channel)].update(permissions)
+
+    def allow(self, channel: str | int, *permissions: str) -> None:
+        """The bot is granted ``permissions`` in ``channel`` again (`deny`)."""
+        self.denied[str(channel)].difference_update(permissions)
 
     def _guild_json(self, guild: str) -> dict[str, Any]:
         g = self._guilds[guild]

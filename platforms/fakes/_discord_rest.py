@@ -243,8 +243,9 @@ class DiscordRest:
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
         body, uploads = request.get(_MULTIPART) or (await request.json(), [])
-        if "send_messages" in self.denied[channel] or (
-                body.get("message_reference") and "read_message_history" in self.denied[channel]):
+        denied = self.denied[channel]
+        if "send_messages" in denied or (uploads and "attach_files" in denied) or (
+                body.get("message_reference") and "read_message_history" in denied):
             return _error(403, 50013, "Missing Permissions")
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged

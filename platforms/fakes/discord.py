@@ -342,6 +342,17 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._dispatch("MESSAGE_DELETE", {"id": message_id, "channel_id": channel,
                                           **({"guild_id": guild} if guild is not None else {})})
 
+    def delete_channel(self, channel: str | int) -> None:
+        """A moderator deletes a guild channel or a thread: every call naming it is 404 Unknown Channel from then
+        on, and the gateway sends CHANNEL_DELETE (THREAD_DELETE), as Discord does."""
+        channel = str(channel)
+        guild = self._guilds[self._channel_guild[channel]]
+        self._channels.discard(channel)
+        if (data := guild["threads"].pop(channel, None)) is not None:
+            self._dispatch("THREAD_DELETE", {k: data[k] for k in ("id", "guild_id", "parent_id", "type")})
+        else:
+            self._dispatch("CHANNEL_DELETE", guild["channels"].pop(channel))
+
     def edit_message(self, channel: str | int, message_id: str | int, text: str) -> None:
         """Someone edits their message: its history shows ``text`` (the earlier contents in ``edits``),
         and the gateway sends MESSAGE_UPDATE with the whole message, as Discord does."""
