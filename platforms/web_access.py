@@ -20,8 +20,9 @@ Checks run in this order and stop at the first failure:
 2. **Token**: with ``token`` set, ``Authorization: Bearer <token>`` (compared in
    constant time). 401.
 3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
-   people in sets it); missing or empty is 401. Without it, every request is the one
-   anonymous user ``web``.
+   people in sets it); missing, empty or given more than once is 401 (a proxy that adds its
+   header after the client's, rather than replacing it, must not let the client's name win).
+   Without it, every request is the one anonymous user ``web``.
 4. **Allowlist**: with ``user_header`` set, the user must be in ``allowed_users``
    (case-insensitive, a leading ``@`` ignored) unless ``allow_all``. 403.
 
@@ -146,7 +147,12 @@ class Access:
                 return Refusal(401, "missing or wrong token", token=True)
         if self.user_header is None:
             return ANONYMOUS
-        user = request.headers.get(self.user_header, "").strip()
+        named = request.headers.getall(self.user_header, ())
+        if len(named) > 1:
+            # A proxy that appends its header (HAProxy's add-header) leaves the client's first: the first would be
+            # whoever the client claimed to be.
+            return Refusal(401, f"the {self.user_header} header is given more than once")
+        user = named[0].strip() if named else ""
         # Bytes that are not UTF-8 arrive as lone surrogates: no name, and no chat id the store could hold.
         if not user or len(user) > _MAX_USER or has_surrogates(user):
             return Refusal(401, f"no user in the {self.user_header} header")
