@@ -619,10 +619,19 @@ class TurnRunner:
         agent = session.agent
         # Who sent it is said of what the files make of the message: the text alone would never be
         # empty, and a message none of whose files could be taken (its notes the answer) would run a turn.
-        content = await _unless_stopped(stop, turn_input(
-            item.text, item.event, self._adapters.get(session.platform), workspace=agent.workspace,
-            folder=chat_folder(session.platform, session.chat_id), model=self._model, tell=tell, clock=self._clock,
-            supports_vision=bool(getattr(agent.model, "supports_vision", False))))
+        try:
+            content = await _unless_stopped(stop, turn_input(
+                item.text, item.event, self._adapters.get(session.platform), workspace=agent.workspace,
+                folder=chat_folder(session.platform, session.chat_id), model=self._model, tell=tell, clock=self._clock,
+                supports_vision=bool(getattr(agent.model, "supports_vision", False))))
+        except _InputCancelled:
+            if not (self._stopping or running.shutdown):
+                raise
+            # An adapter that stops cancels its own downloads: the shutdown's doing, not a failure. Cut short as the
+            # shutdown cuts a turn (`SessionRegistry.interrupt_all`), it runs again after the next start; told
+            # failed, its chat got an apology, and its message was settled, never answered.
+            running.shutdown = True
+            return None
         return None if content is None else senders.content_for_model(content, item.event)
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
@@ -645,10 +654,14 @@ class _UnderWay:
             self.progress.disarm()
 
 
+class _InputCancelled(RuntimeError):
+    """The turn's input (its files' fetching) raised a CancelledError of its own, the turn not stopped."""
+
+
 async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
     """What ``work`` gives, or None once ``stop`` is set before it ends: it is cancelled then, and waited for
     (as it is when this is cancelled: the shutdown), so nothing of it goes on behind the turn's end. A CancelledError
-    of its own (something it awaited, cancelled by another) is a failure, raised as `RuntimeError`."""
+    of its own (something it awaited, cancelled by another) is a failure, raised as `_InputCancelled`."""
     doing, stopping = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait((doing, stopping), return_when=asyncio.FIRST_COMPLETED)
@@ -658,7 +671,7 @@ async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
         await asyncio.wait((doing,))
     if doing.cancelled() and not stop.is_set():
         # Taken for a stop's, the turn ended with no answer for its chat, and counted done.
-        raise RuntimeError("the turn's input was cancelled, though the turn was not stopped")
+        raise _InputCancelled("the turn's input was cancelled, though the turn was not stopped")
     return None if doing.cancelled() else doing.result()
 
 

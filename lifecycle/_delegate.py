@@ -203,7 +203,9 @@ class DelegateTool:
         supervisor = self.service._supervisor
 
         def pass_interrupt(reason: str, hard: bool) -> None:
-            asyncio.ensure_future(supervisor.interrupt(records, f"parent interrupted: {reason}"))
+            # Held until it ends, its failure logged, and waited for by the close (`Supervisor._carry_on`): the
+            # loop holds tasks weakly, and a listener cannot await.
+            supervisor._carry_on(asyncio.ensure_future(supervisor.interrupt(records, f"parent interrupted: {reason}")))
 
         # A parent that is itself a child holding an engine slot lends it to its children while
         # it waits: were it to hold it, orchestrators filling every slot would wait for ever.
