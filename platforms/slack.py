@@ -176,10 +176,12 @@ class SlackAdapter:
         bodies: UnsignedBodies | None = None,
         catch_up: Limits = Limits(),
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         """``catch_up`` bounds the catch-up at start (`platforms.slack_catchup`); ``clock`` (epoch
-        seconds) ages the messages it reads; ``call_timeout`` bounds each Web API call (`CALL_TIMEOUT`)."""
+        seconds) ages the messages it reads; ``monotonic`` measures Socket Mode's outages with it
+        (`_reconnected`); ``call_timeout`` bounds each Web API call (`CALL_TIMEOUT`)."""
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
         if mode == "socket" and not app_token:
@@ -219,10 +221,13 @@ class SlackAdapter:
         self._stopping = False
         self._socket_watch = SocketWatch()
         self._socket_watch.dropped, self._socket_watch.reconnected = self._dropped, self._reconnected
+        self._socket_watch.alive = self._alive
         self._dropped_at: float | None = None
-        """When Socket Mode's connection was last seen lost (``clock``), until it is back."""
+        """When Socket Mode's connection was last seen lost (``monotonic``), until it is back."""
+        self._alive_ahead = 0.0
+        """How far ``clock`` was ahead of ``monotonic`` at the connection's last message (`_alive`)."""
         self._catch_up_run: asyncio.Future[None] | None = None
-        self._catch_up_limits, self._clock = catch_up, clock
+        self._catch_up_limits, self._clock, self._monotonic = catch_up, clock, monotonic
         self._taken_in = TakenIn()
         """How far each conversation was taken in, as recorded (`platforms.slack_seen`)."""
         self._retries = Retries(self._background)
@@ -299,8 +304,11 @@ class SlackAdapter:
                        addressed=lambda event: self._addressed(event) is not None, limits=self._catch_up_limits,
                        clock=self._clock, **options)
 
+    def _alive(self) -> None:
+        self._alive_ahead = self._clock() - self._monotonic()
+
     def _dropped(self) -> None:
-        self._dropped_at = self._clock()
+        self._dropped_at = self._monotonic()
 
     def _reconnected(self) -> None:
         """Socket Mode is back: after an outage of `Limits.after_outage` or more, Slack may have dropped the
@@ -311,7 +319,11 @@ class SlackAdapter:
         dropped, self._dropped_at = self._dropped_at, None
         if dropped is None or self._turning_away:
             return
-        outage = self._clock() - dropped
+        # On the monotonic clock, which a wall clock stepped back cannot shorten, plus the time the machine slept
+        # since the connection's last message (the wall clock ran ahead that far; the monotonic one stood still).
+        # A laptop asleep overnight hears of the drop only on waking: seconds long, it caught nothing up.
+        asleep = max(0.0, self._clock() - self._monotonic() - self._alive_ahead)
+        outage = self._monotonic() - dropped + asleep
         if outage < self._catch_up_limits.after_outage:
             return
         earlier, running = self._catch_up, self._catch_up_run

@@ -62,13 +62,15 @@ class BotToken(TokenWatch):
 
 class SocketWatch:
     """``dropped()`` is called at the first news of a drop, ``reconnected()`` at the ``hello`` of each
-    later WebSocket: the adapter catches up after an outage long enough for Slack to drop events."""
+    later WebSocket, ``alive()`` after every message (the ``hello`` too): the adapter catches up after an
+    outage long enough for Slack to drop events."""
 
     def __init__(self) -> None:
         self.state = ConnectionWatch("slack")
         self._greeted = False
         self.dropped: Callable[[], None] = lambda: None
         self.reconnected: Callable[[], None] = lambda: None
+        self.alive: Callable[[], None] = lambda: None
 
     def web_client(self, **options: Any) -> AsyncWebClient:
         """The Socket Mode client's Web API client (slack_sdk uses it for ``apps.connections.open``
@@ -89,6 +91,7 @@ class SocketWatch:
                 # Before any event of the new WebSocket is handed on, so that a live one waits for the catch-up:
                 # slack_sdk starts each message's listeners in a task of its own, in the order the messages came.
                 self.reconnected()
+        self.alive()
 
 
 class _WatchedWebClient(SlackWebClient):
