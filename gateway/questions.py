@@ -297,6 +297,7 @@ class Questions:
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         timer = asyncio.ensure_future(self._expiry())
         running.question, running.question_key, running.asked_at = answer, shown_by, asked_at
+        running.asked_awake = self._clock.monotonic()
         if idle:
             self._mark(running, self._inbox.reopen, "is idle", waiting=True)
         waits = self._waits.setdefault(platform, set())
@@ -305,7 +306,7 @@ class Questions:
             await asyncio.wait((answer, timer), return_when=asyncio.FIRST_COMPLETED)
             return answer.result() if answer.done() else None
         finally:
-            running.question = running.question_key = running.asked_at = None
+            running.question = running.question_key = running.asked_at = running.asked_awake = None
             waits.discard(answer)
             timer.cancel()
             if not answer.done():
@@ -464,12 +465,20 @@ class Questions:
         """Hand the text message ``answer`` to the question the running turn waits on; False when it
         waits on none, on one that cannot be in the chat yet, or ``answer`` was sent before the question
         was asked (its user could not have meant it for the question)."""
-        if not self.waits(running) or self._inbox.sent_before(answer, running.asked_at):
+        if not self.waits(running) or self._inbox.sent_before(answer, self._asked_at(running)):
             return False
         running.answered_by = answer
         running.question.set_result(answer.text)
         self._handed[(answer.platform, answer.event_id)] = running.turn_id
         return True
+
+    def _asked_at(self, running: RunningTurn) -> float:
+        """When the question ``running`` waits on was asked, on the wall clock as it reads now: one stepped back
+        since (NTP setting right a clock that ran fast) moves it back as far, else every answer (received, or
+        dated by the platform, before the clock's old reading) was taken for one written before the question, and
+        it expired unanswered. A suspend moves nothing: the wall clock runs on while the monotonic one stands."""
+        assert running.asked_at is not None and running.asked_awake is not None
+        return min(running.asked_at, self._clock.time() - (self._clock.monotonic() - running.asked_awake))
 
     def handed(self, answer: Inbound) -> str | None:
         """The id of the turn ``answer`` was handed to (`hand_answer`), while its event is not `settled`: the

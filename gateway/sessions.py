@@ -99,6 +99,8 @@ class RunningTurn:
     asked_at: float | None = None
     """Clock time that question was first asked (journaled; asked again word for word after a restart,
     by the earlier run): a message sent before it is not its answer (`gateway.store.inbox.Inbox.sent_before`)."""
+    asked_awake: float | None = None
+    """The monotonic clock's time as this process began to wait for that answer (`Questions._asked_at`)."""
     answered_by: Inbound | None = None
     """The message that answered the question last: in a group, the model reads who it came from."""
     asked: int = 0
