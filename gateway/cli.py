@@ -14,6 +14,7 @@ import codecs
 import contextlib
 import logging
 import os
+import shlex
 import sqlite3
 import sys
 from collections.abc import Coroutine, Sequence
@@ -181,7 +182,8 @@ def _command(argv: Sequence[str] | None) -> int:
         config, warnings = load_config(args.config, overrides=args.set)
     except ConfigError as exc:
         write_problems(exc, sys.stderr)
-        print("switchboard: the configuration has errors; `switchboard config check` shows them all", file=sys.stderr)
+        print(f"switchboard: the configuration has errors; {_check_hint(exc.source, args.set)} shows them all",
+              file=sys.stderr)
         return EXIT_CONFIG
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         _print_warnings(warnings)
@@ -206,6 +208,15 @@ def _command(argv: Sequence[str] | None) -> int:
         if log_file is not None:
             with contextlib.suppress(OSError):  # its last lines may not fit a full disk: said once already
                 log_file.close()
+
+
+def _check_hint(source: Path | None, overrides: Sequence[str]) -> str:
+    """The `config check` that reads what the command read. A bare one looks the file up anew: after
+    ``--config /etc/switchboard/config.yaml run`` (the systemd unit's), typed in another directory or as
+    another user, it checked the defaults or another file and found nothing wrong. The --set pairs are not
+    repeated: a value may be a secret typed there all the same."""
+    command = "switchboard config check" + (f" {shlex.quote(str(source))}" if source is not None else "")
+    return f"`{command}`" + (", with the same --set options," if overrides else "")
 
 
 def _print_warnings(warnings: Sequence[str]) -> None:
