@@ -39,7 +39,12 @@
     let id = localStorage.getItem("switchboard.chat");
     if (!id) {
       id = randomId();
-      localStorage.setItem("switchboard.chat", id);
+      try {
+        localStorage.setItem("switchboard.chat", id);
+      } catch {
+        // No room (another app of this origin filled it): thrown here, the page never started. This tab's chat
+        // all the same, another after a reload.
+      }
     }
     return id;
   })();
@@ -212,7 +217,7 @@
       upsert(ownMessage(send));
       order.push("user:" + send.key);
     }
-    for (const draft of stored(REFUSED_KEY)) {
+    for (const draft of refused) {
       upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
       order.push("user:" + draft.key);
     }
@@ -227,7 +232,7 @@
     }
   }
 
-  const ownIds = () => new Set([...pending(), ...stored(REFUSED_KEY)].map((m) => "user:" + m.key));
+  const ownIds = () => new Set([...pending(), ...refused].map((m) => "user:" + m.key));
 
   // The newest message shown that the gateway keeps, for a reconnect's history to reach back to: not one
   // this page has not had confirmed, nor a progress card (deleted when its turn ends, it would not be found).
@@ -262,10 +267,51 @@
       return [];
     }
   }
-  const pending = () => stored(PENDING_KEY);
+
+  // What is not sent yet lives in this page's memory, and in the tab's sessionStorage as far as it has room (a few
+  // megabytes: a pasted log, many messages queued while the gateway is away, fill it, and setItem throws). Thrown
+  // mid-send, it lost the message, or stopped the queue until a reload. What does not fit is sent, shown and
+  // editable all the same while the tab lives; a reload loses it, which the page says (`notKept`).
+  let queue = stored(PENDING_KEY); // sends the gateway has not confirmed, in the order typed
+  let refused = stored(REFUSED_KEY); // messages it refused, each the only copy of its text
+  const pending = () => queue;
 
   function savePending(sends) {
-    sessionStorage.setItem(PENDING_KEY, JSON.stringify(sends));
+    queue = sends;
+    keep(PENDING_KEY, sends);
+  }
+  function saveRefused(drafts) {
+    refused = drafts;
+    keep(REFUSED_KEY, drafts);
+  }
+
+  // As many of `items` as fit, the oldest: a reload sends what was kept in the order typed, no message without
+  // the one before it.
+  function keep(key, items) {
+    for (let n = items.length; n > 0; n--) {
+      try {
+        sessionStorage.setItem(key, JSON.stringify(items.slice(0, n)));
+        if (n < items.length) notKept();
+        return;
+      } catch {
+        // no room for this many
+      }
+    }
+    sessionStorage.removeItem(key);
+    if (items.length) notKept();
+  }
+
+  let warned = false;
+  function notKept() {
+    if (warned) return; // once: the storage stays full, and a screen reader would read it out at each message
+    warned = true;
+    const note = document.createElement("div");
+    note.id = "not-kept";
+    note.className = "working error"; // the working line's place and size, in red
+    note.setAttribute("role", "status");
+    note.textContent = "This tab's storage is full: what is typed or not sent yet is kept only while this tab"
+      + " stays open, not through a reload.";
+    $("composer").before(note);
   }
 
   function ownMessage(send, extra) {
@@ -361,7 +407,7 @@
       unplaced.delete("user:" + item.key); // refused: the gateway never publishes it
       const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
       const draft = Object.assign({}, item, { failed: "Not sent: " + reason });
-      sessionStorage.setItem(REFUSED_KEY, JSON.stringify([...stored(REFUSED_KEY), draft]));
+      saveRefused([...refused, draft]);
       upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
       if (!input.value) setInput(item.text); // back in the box, to shorten or correct and send again
     }
@@ -371,14 +417,15 @@
 
   // What is typed and not sent lives in this tab's sessionStorage too: a phone reloads a tab it had in the
   // background, and the half-typed message was gone. Set by the page (Edit, a refusal), the box fires no "input".
-  // Best effort: a draft the tab's storage has no room for (a pasted log) is not kept, and must not throw where
-  // the page sets the box (a refusal): the queue stopped there, and nothing typed after it was sent.
+  // Best effort: a draft the tab's storage has no room for (a pasted log) is not kept (`notKept`), and must not throw
+  // where the page sets the box (a refusal): the queue stopped there, and nothing typed after it was sent.
   function saveDraft() {
     try {
       if (input.value) sessionStorage.setItem(DRAFT_KEY, input.value);
       else sessionStorage.removeItem(DRAFT_KEY);
     } catch {
       sessionStorage.removeItem(DRAFT_KEY); // not an older draft in its place: a reload would show that
+      notKept();
     }
   }
   function setInput(text) {
@@ -400,7 +447,7 @@
   function refusedActions(id) {
     const actions = document.createElement("div");
     actions.className = "actions";
-    const draft = () => stored(REFUSED_KEY).find((d) => "user:" + d.key === id);
+    const draft = () => refused.find((d) => "user:" + d.key === id);
     const edit = document.createElement("button");
     edit.type = "button";
     edit.className = "edit";
@@ -418,7 +465,7 @@
       // The bubble may be the text's only copy (the box holds other words): a slip must not lose it.
       const text = draft() ? draft().text : "";
       if (!input.value.includes(text) && !confirm("Dismiss this message? Its text is kept nowhere else.")) return;
-      sessionStorage.setItem(REFUSED_KEY, JSON.stringify(stored(REFUSED_KEY).filter((d) => "user:" + d.key !== id)));
+      saveRefused(refused.filter((d) => "user:" + d.key !== id));
       remove(id);
       input.focus(); // not lost with the button: a keyboard would start again from the top of the page
     });
@@ -430,7 +477,7 @@
     event.preventDefault();
     const text = input.value;
     if (!text.trim()) return;
-    setInput(""); // its text is a pending send now, kept as that
+    setInput(""); // first: the draft's room in the tab's storage goes to the send, which keeps its text now
     input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
   });
