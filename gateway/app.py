@@ -618,7 +618,7 @@ class Gateway:
         if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
                 and _from_its_asker(inbound, running) and not session.agent.activity.answered \
                 and not self._sent_before(inbound, running.event) \
-                and not self.store.inbox.sent_before(inbound, running.started_at):
+                and not self.store.inbox.sent_before(inbound, self._began_at(running)):
             self.sessions.stop_turn(session, "interrupted by a new message", why="superseded")
         if inbound.attachments and self.questions.waits(listening):
             # Not the answer the user may have meant it for: said now, not once the question gives up. Before
@@ -628,6 +628,13 @@ class Gateway:
             self._answers.send(inbound, FILE_WAITS, turn_id)
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
+
+    def _began_at(self, running: RunningTurn) -> float:
+        """When ``running`` began, on the wall clock as it reads now: one stepped back since (NTP setting right
+        a clock that ran fast) moves it back as far, else a message sent in the turn's first minutes (received,
+        or dated by the platform, before the clock's old reading) was taken for one written before the turn,
+        and waited for it instead of stopping it. A suspend moves nothing (`Questions._asked_at`)."""
+        return min(running.started_at, self.clock.time() - (self.clock.monotonic() - running.started_awake))
 
     def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:
         """Whether ``inbound`` was sent before ``other``: as the platform dates them, else (the web chat,

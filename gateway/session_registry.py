@@ -296,7 +296,8 @@ class SessionRegistry:
             session.took(item.event)
         quote = item.quote if item.event is None else quote_of(item.event)
         session.running = RunningTurn(item.turn_id, item.kind, started_at=self._clock.time(), event=item.event,
-                                      delegation_id=item.delegation_id, quote=quote, answers=quote)
+                                      started_awake=self._clock.monotonic(), delegation_id=item.delegation_id,
+                                      quote=quote, answers=quote)
         return item, session.running
 
     def end(self, session: GatewaySession) -> list[Inbound]:

@@ -77,6 +77,8 @@ class RunningTurn:
     current_tool: str | None = None
     started_at: float = 0.0
     """Clock time the turn began (epoch seconds)."""
+    started_awake: float = 0.0
+    """The monotonic clock's time as the turn began (`gateway.app.Gateway._began_at`)."""
     run_id: str = field(default_factory=lambda: new_id("r-"))
     """This run of the turn: a turn replayed after a restart runs again under the same turn id."""
     replay: bool = False
