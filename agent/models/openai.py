@@ -262,6 +262,10 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if kind == "connection" and isinstance(exc.__cause__, _TOLD_CAUSES):
+        # The SDK's text is "Connection error." whatever happened: the log must say what did.
+        cause, said = exc.__cause__, str(exc.__cause__)[:_WORDS_KEPT]
+        text = f"{text} ({type(cause).__name__}{': ' + said if said else ''})"
     if isinstance(exc, openai.APIStatusError):
         words = _server_words(exc.body)
         if words:
@@ -282,6 +286,10 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
 
 _WORDS_KEPT = 1000
 """Characters of a server's error text kept: a plain-text body may be a whole HTML page."""
+
+_TOLD_CAUSES = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
+"""Failures under a connection error whose text says what went wrong (refused, reset, closed mid-answer, a
+proxy's refusal), and holds no request header: a `httpx.LocalProtocolError` may quote the key's header."""
 
 
 def _server_words(body: object) -> str | None:
@@ -396,14 +404,23 @@ def _mend_surrogates(value: Any) -> Any:
     return value
 
 
+_LONE_THINK_END = re.compile(r"^[ \t]*</think>", re.MULTILINE)
+
+
 def _without_reasoning(text: str) -> str:
     """``text`` without the ``<think>…</think>`` block it starts with, if any (all of it when the
     block is never closed). DeepSeek-R1, Qwen3 and their kind reason in that block, which servers
     without a reasoning parser (vLLM's default, llama.cpp's ``--reasoning-format none``) leave in
-    ``content``: it is not the answer, and neither the chat nor the next request should get it."""
+    ``content``: it is not the answer, and neither the chat nor the next request should get it.
+    Where the chat template opened the block in the prompt (DeepSeek-R1's distills, QwQ), the answer
+    holds only its end: what comes before a ``</think>`` that begins a line, with no ``<think>``
+    before it, is that reasoning (a ``</think>`` quoted within a line is left as it is)."""
     start = len(text) - len(text.lstrip())
     if not text.startswith("<think>", start):
-        return text
+        lone = _LONE_THINK_END.search(text) if "</think>" in text else None
+        if lone is None or "<think>" in text[:lone.start()]:
+            return text
+        return text[lone.end():].lstrip()
     end = text.find("</think>", start)
     return "" if end < 0 else text[end + len("</think>"):].lstrip()
 
