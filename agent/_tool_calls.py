@@ -41,11 +41,15 @@ def _unique_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
         return calls
     seen: set[str] = set()
     unique = []
+    # Each id's numbering goes on from its last number: counted from 2 every time, thousands of calls
+    # sharing one id (a model caught in a loop) took quadratic time, and held the event loop for seconds.
+    next_number: dict[str, int] = {}
     for call in calls:
         if call.id in seen:
-            number = 2
+            number = next_number.get(call.id, 2)
             while (new := _numbered(call.id, number)) in ids:
                 number += 1
+            next_number[call.id] = number + 1
             ids.add(new)
             call = ToolCall(new, call.name, call.arguments)
         seen.add(call.id)
