@@ -25,7 +25,7 @@ Guarantees:
   way to everything else, so a reply never waits behind a card edit. Calls are paced
   as the adapter asks (`platforms.pacing.Paced`: per chat, its threads' senders together, and
   per edited message). Chats never wait for each other: a 429 holds only its own chat (with
-  its threads), a backoff only its own sender.
+  its threads), a backoff or a call that hangs only its own sender.
 - **Coalescing.** A new edit or deletion of a progress message supersedes the ones still
   pending for it (they are dropped, also while the chat waits out a 429), and a
   deletion of one never sent drops both: only the newest state of a card goes out.

@@ -23,7 +23,8 @@ never holds up the rest.
 A chat here is the platform's: its threads (a Telegram forum's topics, a Slack channel's
 threads) are sent by senders of their own but share its limits, as those platforms count them,
 so busy topics never add up to more than the group may take. A sender counts a call from its
-start too (`Pacer.called` before and after), so another thread's sender never calls alongside.
+start too (`Pacer.called` before and after), so another thread's sender waits the pace from it, not
+its answer: a call that hangs (until its timeout) holds up only its own thread.
 
 Each limit is kept as the time it lifts, and only while it holds: a platform without
 pacing (webhooks, the web chat) leaves nothing behind, and a busy gateway keeps one entry
