@@ -116,6 +116,7 @@ from platforms.telegram_errors import BotApiSession, GroupUpgraded
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
+from platforms.telegram_threads import CommentThreads
 from platforms.telegram_webhook import NotTaken, WebhookEndpoint
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,7 @@ class TelegramAdapter:
         self.upgrade_wait = UpgradeWait()
         """Webhook mode: holds a supergroup's message that may have come before its upgrade's."""
         self._moves = Supergroups(self.upgrade_wait)
+        self._comments = CommentThreads()
         self._webhook = WebhookEndpoint(self._secret, self.bot, self._dp, lambda: self._sink is not None)
         self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
         self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
@@ -497,9 +499,11 @@ class TelegramAdapter:
         return False  # never reached: the stop cancels the wait
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
-        return telegram_inbound.to_inbound(
+        inbound = telegram_inbound.to_inbound(
             message, update_id, bot_id=self._bot_id, username=self._username, command_names=self._command_names,
             moved_from=self._moves.moved_from, max_attachment_bytes=self.max_attachment_bytes)
+        self._comments.heard(message, inbound)
+        return inbound
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "webhook":
@@ -513,8 +517,11 @@ class TelegramAdapter:
         """sendMessage; notices (``silent``) go with ``disable_notification``, a part that quotes a
         message (``reply_to``) with ``reply_parameters``, sent unquoted if that message is gone
         (``allow_sending_without_reply``) or stayed in a group since upgraded (`_quote`).
+        A part of an answer to a comment under a channel's post that quotes nothing replies to the post
+        (`platforms.telegram_threads`), so it lands under the post too.
         Telegram has no idempotency key: a retry after a lost
         answer may show the message twice."""
+        post = self._comments.reply_to(message)
 
         def send_to(chat_id: str) -> Awaitable[Message | None]:
             return self._calls.formatted(
@@ -527,7 +534,7 @@ class TelegramAdapter:
                     message_thread_id=_thread(message.thread_id),
                     disable_notification=True if message.silent else None,
                     parse_mode=parse_mode,
-                    reply_parameters=_quote(message, chat_id),
+                    reply_parameters=_quote(message, chat_id, post),
                 ),
             )
 
@@ -541,10 +548,12 @@ class TelegramAdapter:
         """sendPhoto for a JPEG or PNG picture of at most 10 MB (Telegram shows it in the chat),
         sendDocument for anything else and for a picture Telegram will not take as a photo; the
         caption rendered as a part's text is. As for `send`, it quotes the part's ``reply_to``
-        (``reply_parameters``), and there is no idempotency key. The call is given the bot's request
-        timeout plus a second for every `SLOWEST_UPLOAD` bytes of the file."""
+        (``reply_parameters``) or lands under the channel's post it answers, and there is no idempotency
+        key. The call is given the bot's request timeout plus a second for every `SLOWEST_UPLOAD` bytes of
+        the file."""
         photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
         timeout = math.ceil(self.bot.session.timeout + file.size / SLOWEST_UPLOAD)
+        post = self._comments.reply_to(message)
 
         async def send_to(chat_id: str) -> Message | None:
             def upload(method: str) -> Awaitable[Message | None]:
@@ -553,7 +562,7 @@ class TelegramAdapter:
                         "chat_id": chat_id, "caption": caption or None, "parse_mode": parse_mode,
                         "message_thread_id": _thread(message.thread_id),
                         "disable_notification": True if message.silent else None,
-                        "reply_parameters": _quote(message, chat_id),
+                        "reply_parameters": _quote(message, chat_id, post),
                     }
                     upload = FSInputFile(file.path, filename=file.name)
                     kw["request_timeout"] = timeout
@@ -693,10 +702,11 @@ def _is_picture(path: str) -> bool:
         return f.read(8).startswith(_PICTURES)
 
 
-def _quote(message: Outbound, chat_id: str) -> ReplyParameters | None:
-    """The reply to ``message.reply_to`` for a send into ``chat_id``: unquoted if that message is
-    gone (``allow_sending_without_reply``), or was written in the group ``chat_id`` was upgraded from."""
-    number = quotable_in(chat_id, message.chat_id, message.reply_to)
+def _quote(message: Outbound, chat_id: str, post: int | None = None) -> ReplyParameters | None:
+    """The reply to ``message.reply_to`` for a send into ``chat_id``, else to ``post`` (the copy of the channel's
+    post whose comments it answers): unquoted if that message is gone (``allow_sending_without_reply``), or was
+    written in the group ``chat_id`` was upgraded from."""
+    number = quotable_in(chat_id, message.chat_id, message.reply_to) if post is None else post
     return None if number is None else ReplyParameters(message_id=number, allow_sending_without_reply=True)
 
 

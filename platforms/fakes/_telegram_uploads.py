@@ -72,7 +72,7 @@ class TelegramUploads:
         caption, entities = self._caption(params)
         replied = self._replied(params, chat_id)  # type: ignore[attr-defined]
         file_id = f"sent-{next(self._file_ids)}"  # type: ignore[attr-defined]
-        thread_id = params.get("message_thread_id")
+        thread_id = self._landing(params, chat_id, replied)  # type: ignore[attr-defined]
         record = {
             "message_id": next(self._message_ids[str(chat_id)]),  # type: ignore[attr-defined]
             "date": int(time.time()),
@@ -81,7 +81,7 @@ class TelegramUploads:
             "entities": entities,
             "raw": str(params.get("caption") or ""),
             "edits": [],
-            "thread_id": int(thread_id) if thread_id is not None else None,
+            "thread_id": thread_id,
             "silent": flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
             "reply_to": None if replied is None else replied["message_id"],
@@ -98,7 +98,6 @@ class TelegramUploads:
             **({"caption": caption} if caption else {}),
             **({"caption_entities": entities} if entities else {}),
             **({} if replied is None else {"reply_to_message": replied}),
+            **self._thread_fields(chat_id, thread_id),  # type: ignore[attr-defined]
         }
-        if record["thread_id"] is not None:
-            message.update(message_thread_id=record["thread_id"], is_topic_message=True)
         return message

@@ -61,6 +61,10 @@ What a test reads and drives:
   refused with 429 and ``retry_after``, as Telegram refuses it; ``flood.writes`` and
   ``flood.refused`` record what it let through and the 429s it gave
   (`platforms.fakes._telegram_flood`).
+- A message lands as the Bot API places it: ``message_thread_id`` counts in a forum only, a reply goes
+  where the message it replies to is (a forum topic, a channel post's comment thread: ``push_message``'s
+  ``reply_to``); ``close_topic``/``delete_topic`` make a topic refuse the bot's messages
+  (`platforms.fakes._telegram_threads`).
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
@@ -101,6 +105,7 @@ from platforms.fakes._telegram_files import StoredFile, TelegramFiles  # noqa: F
 from platforms.fakes._telegram_flood import OVERALL, PER_CHAT, PER_GROUP, FloodControl, MonotonicClock, Window
 from platforms.fakes._telegram_html import HtmlError, parse_html
 from platforms.fakes._telegram_replies import TelegramReplies
+from platforms.fakes._telegram_threads import TelegramThreads
 from platforms.fakes._telegram_upgrades import TelegramUpgrades
 from platforms.fakes._telegram_uploads import MAX_UPLOAD, TelegramUploads
 from platforms.fakes._waiting import wait_until
@@ -135,7 +140,7 @@ _DESCRIPTIONS = {
 }
 
 
-class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramReplies):
+class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramReplies, TelegramThreads):
     """The fake server; see the module docstring. Not thread-safe: use it from one event loop."""
 
     def __init__(
@@ -173,6 +178,10 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self.downloads: list[str] = []
         """The ``file_path`` of every file downloaded, in order."""
         self.upgraded: dict[str, int] = {}
+        self.closed_topics: set[tuple[str, int]] = set()
+        """Forum topics an admin closed (`close_topic`): (chat id, thread id)."""
+        self.deleted_topics: set[tuple[str, int]] = set()
+        """Forum topics an admin deleted (`delete_topic`)."""
         """Groups upgraded to supergroups (`upgrade_group`): old chat id -> the supergroup's id."""
         self._supergroup_ids = itertools.count(1000000001)
         self._file_ids = itertools.count(1)
@@ -265,10 +274,14 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         thread_id: int | None = None,
         sender_chat: int | None = None,
         automatic_forward: bool = False,
+        reply_to: int | None = None,
     ) -> dict[str, Any]:
         """Build (not queue) an update with a user's message. ``entities=None`` derives them
         as Telegram does: ``bot_command``s and ``mention``s, UTF-16 offsets;
         pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats.
+        ``reply_to``: the id of the message (a user's the fake served, or the bot's) it replies to, which
+        puts it in that message's thread: a comment under a channel post replies to the post's copy in the
+        discussion group (`platforms.fakes._telegram_threads`).
 
         ``sender_chat`` sends it on behalf of a chat, as Telegram shows it: the group's own id is
         an anonymous admin (``from`` is GroupAnonymousBot), another id a channel someone writes as
@@ -301,6 +314,11 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         if thread_id is not None:
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
+        if reply_to is not None:
+            replied = self._replied({"reply_to_message_id": reply_to}, cid)
+            message["reply_to_message"] = replied
+            if (thread := self.thread_of_reply(replied)) is not None:
+                message.update(self._thread_fields(cid, thread))
         if reply_to_bot:
             sent = self.messages[str(cid)]
             replied = {"message_id": sent[-1]["message_id"] if sent else 1, "text": sent[-1]["text"] if sent else "..."}
@@ -470,7 +488,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             chat = {"id": chat_id, "type": kind}
             title = f"Channel {chat_id}" if kind == "channel" else f"Group {chat_id}"
             chat.update({"first_name": "User"} if kind == "private" else {"title": title})
-            if is_forum:
+            if is_forum or (self._chats.get(str(chat_id)) or {}).get("is_forum"):  # General's messages too
                 chat["is_forum"] = True
             self._chats[str(chat_id)] = chat
         return chat
@@ -484,9 +502,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             "text": record["text"],
             **({"entities": record["entities"]} if record["entities"] else {}),
             **extra,
+            **self._thread_fields(int_param(params, "chat_id"), record["thread_id"]),
         }
-        if record["thread_id"] is not None:
-            message.update(message_thread_id=record["thread_id"], is_topic_message=True)
         return message
 
     def _find(self, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -564,7 +581,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         text, entities = self._parsed(params, editing=False)
         chat_id = self._writable_chat(params)
         replied = self._replied(params, chat_id)
-        thread_id = params.get("message_thread_id")
+        thread_id = self._landing(params, chat_id, replied)
         record = {
             "message_id": next(self._message_ids[str(chat_id)]),
             "date": int(time.time()),
@@ -572,7 +589,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             "entities": entities,
             "raw": str(params.get("text", "")),
             "edits": [],
-            "thread_id": int(thread_id) if thread_id is not None else None,
+            "thread_id": thread_id,
             "silent": flag(params.get("disable_notification")),
             "parse_mode": params.get("parse_mode"),
             "reply_to": None if replied is None else replied["message_id"],
@@ -602,7 +619,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         return True
 
     def _send_chat_action(self, params: dict[str, Any]) -> bool:
-        self._writable_chat(params)
+        self._check_action_topic(params, self._writable_chat(params))
         if not params.get("action"):
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         return True

@@ -1,0 +1,91 @@
+"""Where a message lands in the fake Telegram: forum topics (open, closed, deleted) and the comment
+threads of a channel's discussion group.
+
+As the Bot API server does (``check_message_topic``, ``is_reply_in_same_topic`` in tdlib/telegram-bot-api's
+Client.cpp): a send's ``message_thread_id`` counts in a forum only, and is ignored in any other chat. A reply
+with no ``message_thread_id`` lands where the message it replies to is, in a forum's topic as in a discussion
+group's comment thread: a linked channel's post copied into the group (``is_automatic_forward``) heads the
+thread of the comments under it, whose messages carry its id as ``message_thread_id`` and, unlike a topic's, no
+``is_topic_message``. A reply to a comment or to the post is in that thread. (Telegram makes a thread of any
+reply chain in a supergroup; the fake makes threads of channel posts only.)
+
+A topic an admin closed refuses the bot's messages, 400 "Bad Request: TOPIC_CLOSED"; one deleted is gone with
+its messages, and a message sent or a "typing" shown in it is refused with 400 "Bad Request: message thread not
+found".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from platforms.fakes._telegram_api import ApiError
+
+CLOSED = "Bad Request: TOPIC_CLOSED"
+GONE = "Bad Request: message thread not found"
+
+
+class TelegramThreads:
+    """The thread half of `FakeTelegram`, which holds ``said``, ``messages`` and ``_chats`` and mixes this in."""
+
+    said: defaultdict[str, dict[int, dict[str, Any]]]
+    messages: defaultdict[str, list[dict[str, Any]]]
+    _chats: dict[str, dict[str, Any]]
+    closed_topics: set[tuple[str, int]]
+    deleted_topics: set[tuple[str, int]]
+
+    # -- driving it from a test ------------------------------------------------------
+
+    def close_topic(self, chat_id: int | str, thread_id: int) -> None:
+        """An admin closes the forum topic: the bot may no longer write there (TOPIC_CLOSED)."""
+        self.closed_topics.add((str(int(chat_id)), int(thread_id)))
+
+    def reopen_topic(self, chat_id: int | str, thread_id: int) -> None:
+        self.closed_topics.discard((str(int(chat_id)), int(thread_id)))
+
+    def delete_topic(self, chat_id: int | str, thread_id: int) -> None:
+        """An admin deletes the forum topic, and every message in it."""
+        chat, topic = str(int(chat_id)), int(thread_id)
+        self.deleted_topics.add((chat, topic))
+        self.messages[chat] = [m for m in self.messages[chat] if m["thread_id"] != topic]
+        self.said[chat] = {n: m for n, m in self.said[chat].items() if m.get("message_thread_id") != topic}
+
+    def thread_of_reply(self, replied: dict[str, Any] | None) -> int | None:
+        """The thread a message replying to ``replied`` is in: the replied message's, or the one a channel post
+        heads (a comment on it)."""
+        if replied is None:
+            return None
+        if replied.get("message_thread_id") is not None:
+            return int(replied["message_thread_id"])
+        return int(replied["message_id"]) if replied.get("is_automatic_forward") else None
+
+    # -- the Bot API side ------------------------------------------------------------
+
+    def _is_forum(self, chat_id: int) -> bool:
+        return bool(self._chats.get(str(chat_id), {}).get("is_forum"))
+
+    def _landing(self, params: dict[str, Any], chat_id: int, replied: dict[str, Any] | None) -> int | None:
+        """The thread the bot's message lands in; raises as Telegram does for a topic closed or deleted."""
+        asked = params.get("message_thread_id")
+        thread = int(asked) if asked is not None and self._is_forum(chat_id) else self.thread_of_reply(replied)
+        if thread is not None and self._is_forum(chat_id):
+            self._check_topic(chat_id, thread)
+            if (str(chat_id), thread) in self.closed_topics:
+                raise ApiError(400, CLOSED)
+        return thread
+
+    def _check_topic(self, chat_id: int, thread: int) -> None:
+        if (str(chat_id), thread) in self.deleted_topics:
+            raise ApiError(400, GONE)
+
+    def _check_action_topic(self, params: dict[str, Any], chat_id: int) -> None:
+        """``sendChatAction`` in a deleted topic is refused as a send there is; in a closed one it is shown."""
+        asked = params.get("message_thread_id")
+        if asked is not None and self._is_forum(chat_id):
+            self._check_topic(chat_id, int(asked))
+
+    def _thread_fields(self, chat_id: int, thread: int | None) -> dict[str, Any]:
+        """A message's thread as the Bot API shows it: ``is_topic_message`` in a forum's topic only."""
+        if thread is None:
+            return {}
+        return {"message_thread_id": thread, **({"is_topic_message": True} if self._is_forum(chat_id) else {})}
