@@ -32,7 +32,7 @@ from gateway.config.platform_settings import PLATFORM_NAMES
 from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact, redacted_cut, register_secret
-from gateway.preflight import check_database, open_read_only
+from gateway.preflight import check_database, check_state_dir_reachable, open_read_only
 from gateway.state_lock import LOCK_FILE, held_here
 from gateway.store import SCHEMA_VERSION, DeadLetter, DeadLetters, GatewayStore, StoreError, schema_too_new
 from platforms.local_screen import shown
@@ -48,6 +48,7 @@ def inbox_command(config: Config, command: str, letter_id: int | None, out: Text
     try:
         # As a start checks it: opened as it is, an empty database beside a -wal would be given a fresh
         # schema and the -wal, the last commits and dead letters with them, deleted.
+        check_state_dir_reachable(path.parent)
         check_database(path, writable=command != "dead")
     except StartupError as exc:
         print(f"switchboard: {exc}", file=err)

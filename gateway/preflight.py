@@ -51,13 +51,7 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None, *, database:
     ``database=False`` the database is left to `check_database`, for a caller that must hold the
     directory's lock before it opens the database (`gateway.cli`)."""
     state_dir = Path(state_dir).absolute()
-    _check_nameable(state_dir, "state directory {}: ", f"point {_WHERE}")
-    if (problem := _lookup_problem(state_dir)) is not None:
-        raise StartupError(f"state directory {state_dir} cannot be reached ({problem}): the gateway's user may not"
-                           f" enter a directory above it; give it access, or point {_WHERE} elsewhere")
-    if state_dir.exists() and not state_dir.is_dir():
-        raise StartupError(f"state directory {state_dir} is a file, not a directory; move the file away, or point"
-                           f" {_WHERE} at a directory")
+    check_state_dir_reachable(state_dir)
     try:
         state_dir.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
     except OSError as exc:
@@ -79,6 +73,20 @@ def check_state_dir(state_dir: Path, workspace: Path | None = None, *, database:
         check_database(state_dir / STATE_DB)
     if workspace is not None:
         _check_workspace(Path(workspace).absolute())
+
+
+def check_state_dir_reachable(state_dir: Path) -> None:
+    """The checks of `check_state_dir` that make and change nothing, for a command that only reads it
+    (`gateway.inbox_cli`): a name this system can write, no directory above it that cannot be entered, and a
+    directory if it exists. Else the path under it reads as missing, and the command blamed an empty state."""
+    state_dir = Path(state_dir).absolute()
+    _check_nameable(state_dir, "state directory {}: ", f"point {_WHERE}")
+    if (problem := _lookup_problem(state_dir)) is not None:
+        raise StartupError(f"state directory {state_dir} cannot be reached ({problem}): the gateway's user may not"
+                           f" enter a directory above it; give it access, or point {_WHERE} elsewhere")
+    if state_dir.exists() and not state_dir.is_dir():
+        raise StartupError(f"state directory {state_dir} is a file, not a directory; move the file away, or point"
+                           f" {_WHERE} at a directory")
 
 
 def _free_inodes(directory: Path) -> int | None:

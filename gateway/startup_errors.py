@@ -62,7 +62,7 @@ def lasting(exc: BaseException) -> bool:
     supervisor starting it again is right there, and wrong here, where it only repeated the same line every
     few seconds."""
     for error in _chain(exc):
-        if getattr(error, "platform", None) in _CREDENTIALS and type(error).__name__ in _REFUSALS:
+        if getattr(error, "platform", None) in _CREDENTIALS and _kind(error) in _REFUSALS:
             return True
         # Named, not imported: lifecycle.temporal needs the Temporal SDK, an extra. The gateway and the worker
         # wrap it in a StartupError of their own, which leaves it in the chain.
@@ -115,13 +115,19 @@ _REFUSALS = ("Unauthorized", "Forbidden", "NotFound", "BadRequest")
 """What a platform's API answers a bot whose credentials or ``api_base`` are wrong: the same at every start."""
 
 
+def _kind(error: BaseException) -> str:
+    """The name of the `platforms.base` error a platform's failure is: its class's, or the ``kind`` an adapter's
+    own start error says (Discord's `DiscordStartError`)."""
+    return getattr(error, "kind", None) or type(error).__name__
+
+
 def _platform(error: BaseException, config: Config) -> str | None:
     platform = getattr(error, "platform", None)
     if platform not in _CREDENTIALS:
         return None
     api_base = getattr(config.platforms, platform).api_base
     detail = _unechoed(str(error) or type(error).__name__, api_base)
-    kind = type(error).__name__
+    kind = _kind(error)
     if kind == "NetworkError":
         return (f"platforms.{platform}.api_base: no working {_API[platform]} at {shown_url(api_base)} ({detail}); fix"
                 f" platforms.{platform}.api_base, or the network or proxy between")

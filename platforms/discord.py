@@ -65,8 +65,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import aiohttp
-
 from platforms import discord_urls  # first: imports discord.py without its audioop warning
 from platforms import (
     discord_answers,
@@ -99,7 +97,14 @@ from platforms.base import (
 )
 from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_connection import DiscordStartError as DiscordStartError  # what `start` raises
-from platforms.discord_connection import disconnect, end_dispatching, new_client, wait_connected
+from platforms.discord_connection import (
+    LOGIN_ERRORS,
+    disconnect,
+    end_dispatching,
+    login_failed,
+    new_client,
+    wait_connected,
+)
 from platforms.discord_errors import PORTAL_HINT, ended_because
 from platforms.discord_handover import until_recorded
 from platforms.discord_interactions import Interactions
@@ -280,20 +285,9 @@ class DiscordAdapter:
             try:
                 await client.login(self._token)
                 gateway_url = self._gateway_url or await discord_urls.fetch_gateway_url(client)
-            except discord.LoginFailure as exc:
-                raise DiscordStartError("Discord rejected the bot token (401)") from exc
-            except aiohttp.ClientHttpProxyError as exc:  # its repr quotes the proxy's password, and its credentials
-                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}:"
-                                        f" {proxy_refusal(exc)}") from None
-            except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
-                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: {exc!r}") from exc
-            except (ValueError, LookupError, TypeError) as exc:
-                # discord.py parses an answer labelled JSON before its status (JSONDecodeError: a proxy's page, a
-                # body cut short) and indexes one that is not JSON as if it were (TypeError, KeyError): raw, it
-                # said nothing of what failed. Not lasting: a proxy or a Discord outage mends by itself.
-                raise DiscordStartError(f"cannot log in to the Discord API at {self._api_base}: its answer is not"
-                                        f" Discord's JSON (a proxy's page, a body cut short, or no Discord API"
-                                        f" there): {exc!r}") from exc
+            except LOGIN_ERRORS as exc:
+                # Not from a proxy's refusal: its repr quotes the proxy's password, and its credentials.
+                raise login_failed(exc) from (None if proxy_refusal(exc) else exc)
             flags = client.application_flags
             if not (flags.gateway_message_content or flags.gateway_message_content_limited):
                 log.error("discord: the Message Content intent is not enabled for this application; %s", PORTAL_HINT)

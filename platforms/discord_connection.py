@@ -14,20 +14,53 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import aiohttp
+
 from platforms import discord_answers, discord_errors, discord_token
 from platforms.base import last_calls_time
 from platforms.connection import TokenWatch
 from platforms.discord_errors import PORTAL_HINT
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.proxies import proxy_for
+from platforms.proxies import proxy_for, proxy_refusal
 
 log = logging.getLogger("platforms.discord")
 
 
 class DiscordStartError(RuntimeError):
-    """The adapter could not log in or connect; the message says what to fix."""
+    """The adapter could not log in or connect; the message says what to fix. ``kind`` names the
+    `platforms.base` error the failure is, which the gateway's line and exit status go by
+    (`gateway.startup_errors`): ``NetworkError`` (no working Discord API at ``api_base``: may mend by itself),
+    ``Unauthorized``, ``NotFound``… (the bot refused: only the operator mends it); None where neither says it."""
 
     platform = "discord"
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+LOGIN_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, ValueError, LookupError, TypeError)
+"""What a failed login raises (`login_failed`); anything else is no answer of Discord's and goes as it is."""
+
+
+def login_failed(exc: BaseException) -> DiscordStartError:
+    """A failed login (``GET /users/@me``, then ``GET /gateway/bot``) in words, never an exception's repr: aiohttp's
+    quotes the whole connection key, a proxy's credentials with it. A proxy's refusal is told by its status."""
+    if isinstance(exc, discord.LoginFailure):
+        return DiscordStartError("Discord rejected the bot token (401)", kind="Unauthorized")
+    if (refusal := proxy_refusal(exc)) is not None:
+        return DiscordStartError(f"cannot log in: {refusal}", kind="NetworkError")
+    if isinstance(exc, ValueError | LookupError | TypeError):
+        # discord.py parses an answer labelled JSON before its status (JSONDecodeError: a proxy's page, a body
+        # cut short) and indexes one that is not JSON as if it were (TypeError, KeyError): raw, it said nothing
+        # of what failed. Not lasting: a proxy or a Discord outage mends by itself.
+        return DiscordStartError("cannot log in: its answer is not Discord's JSON (a proxy's page, a body cut"
+                                 f" short, or no Discord API there): {discord_errors.described(exc)}",
+                                 kind="NetworkError")
+    error = discord_errors.delivery_error(exc, route="login", chat_id="")  # a 5xx, a 404, no connection…
+    # Another of discord.py's own errors says nothing of the API or the bot: not taken for a refusal, which lasts.
+    answered = isinstance(exc, discord.HTTPException | discord.RateLimited | aiohttp.ClientError | OSError)
+    return DiscordStartError(f"cannot log in: {error}", kind=type(error).__name__ if answered else None)
 
 
 def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch, api_base: str) -> discord.Client:
@@ -63,7 +96,7 @@ async def wait_connected(connect_task: asyncio.Task[None], connected: asyncio.Ev
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         log.error("discord: the gateway refused the Message Content intent (4014); %s", PORTAL_HINT)
         raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}") from exc
-    raise DiscordStartError(f"the Discord gateway connection failed: {exc!r}") from exc
+    raise DiscordStartError(f"the Discord gateway connection failed: {discord_errors.described(exc)}") from exc
 
 
 def end_dispatching(client: discord.Client | None) -> None:

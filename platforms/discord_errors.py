@@ -182,7 +182,7 @@ def made_all_the_same(exc: BaseException, answer: Answer, *, route: str, chat_id
     if made is not None and not isinstance(exc, discord.DiscordException):
         _SHARED.warning(("unread answer", route), "discord: %s for channel %s: message %s was made, but discord.py"
                         " cannot read the rest of the answer (%s); taken as sent", route, chat_id, made,
-                        _described(exc))
+                        described(exc))
         return made
     return None
 
@@ -196,7 +196,7 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str, answer: Answ
     error: DeliveryError
     if answer is not None and answer.done and not isinstance(exc, discord.DiscordException | json.JSONDecodeError):
         error = NetworkError(f"answered {answer.status} with what discord.py cannot read as a message "
-                             f"({_described(exc)}): whether it was carried out is not known", **kw)
+                             f"({described(exc)}): whether it was carried out is not known", **kw)
     elif isinstance(exc, discord.RateLimited):
         error = RateLimited(f"rate limited for {exc.retry_after:.1f}s", retry_after=exc.retry_after, **kw)
     elif isinstance(exc, discord.HTTPException):
@@ -221,15 +221,15 @@ def delivery_error(exc: BaseException, *, route: str, chat_id: str, answer: Answ
         else:
             error = BadRequest(detail, **kw)
     elif isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.ConnectionClosed)):
-        error = NetworkError(_described(exc), **kw)
+        error = NetworkError(described(exc), **kw)
     elif isinstance(exc, json.JSONDecodeError):
         # An answer labelled application/json that is none (a proxy's 502 page, a body cut short, an empty
         # 5xx): discord.py parses it before it looks at the status, so this is all that is left of it.
         # Nothing says Discord refused the call, nor that it did not carry it out: taken for a bad request,
         # the part was dropped; the outbox tries it again, looking for it first.
-        error = NetworkError(f"an answer that is no JSON, though labelled so: {_described(exc)}", **kw)
+        error = NetworkError(f"an answer that is no JSON, though labelled so: {described(exc)}", **kw)
     else:
-        error = BadRequest(_described(exc), **kw)
+        error = BadRequest(described(exc), **kw)
     return error
 
 
@@ -277,5 +277,5 @@ def _seconds(value: object) -> float | None:
     return wait if math.isfinite(wait) and wait >= 0 else None
 
 
-def _described(exc: BaseException) -> str:
+def described(exc: BaseException) -> str:
     return _INTERACTION_TOKEN.sub(r"\1***", f"{type(exc).__name__}: {exc}")

@@ -4,7 +4,7 @@
 discord.py parses an answer labelled JSON before it looks at its status (``json.JSONDecodeError``), and indexes
 an answer that is not JSON as if it were (``TypeError``, ``KeyError``): that escaped `DiscordAdapter.start` raw,
 so the gateway stopped with a line naming neither Discord nor what failed. It is a `DiscordStartError` saying
-the login's answer was not Discord's JSON, with the API it asked; not a lasting failure (a proxy or an outage
+the login's answer was not Discord's JSON, its line naming the API it asked; not a lasting failure (a proxy or an outage
 mends by itself), so a supervisor starts the gateway again. The real discord.py client against the fake."""
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ async def test_a_login_answered_with_no_json_stops_the_start_with_a_line_saying_
     finally:
         await adapter.stop()  # idempotent after a failed start
         await join_heartbeat_threads()
-    assert str(failed.value).startswith(f"cannot log in to the Discord API at {fake.api_base}: its answer is not"
-                                        " Discord's JSON"), failed.value
+    assert str(failed.value).startswith("cannot log in: its answer is not Discord's JSON"), failed.value
     assert fake.live_connections == 0
     config = config_from_mapping({"platforms": {"discord": {
         "enabled": True, "token": fake.token, "api_base": fake.api_base, "allow_all": True}}}).config
     line = explain(failed.value, config)
-    assert line.startswith("platforms.discord: could not start (cannot log in to the Discord API at"), line
+    assert line.startswith(f"platforms.discord.api_base: no working Discord API at {fake.api_base} (cannot log in:"
+                           " its answer is not Discord's JSON"), line
     assert "not Discord's JSON" in line and "<html>" not in line
     assert not lasting(failed.value)  # exit 1: a supervisor starts it again
