@@ -51,6 +51,9 @@ class ModelResponse:
     """(field, text): the reasoning the server sent in a field of its own (DeepSeek's ``reasoning_content``,
     OpenRouter's ``reasoning``), which the assistant message carrying this answer's tool calls sends back:
     DeepSeek's thinking mode refuses such a message without it."""
+    filtered: bool = False
+    """The provider's content filter withheld the rest of the answer (OpenAI's ``finish_reason: content_filter``
+    with part of it written: with none, `agent.ModelError` ``content_filter`` is raised instead)."""
 
 
 @fast_init

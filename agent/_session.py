@@ -331,6 +331,7 @@ class AgentSession:
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
             turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
+            turn.filtered, turn.retry_after,
         )
 
     def _mend_loaded(self) -> None:
@@ -341,8 +342,9 @@ class AgentSession:
         if mended or answered:
             self.history_version += 1  # a saver stores it all again, mended
             log.warning("session %s: its stored conversation held %d tool call(s) whose arguments were not a JSON "
-                        "object (now sent as one, {} if they held none) and %d never answered (now answered as "
-                        "not run), which the model server would refuse", self.session_id, mended, answered)
+                        "object (now sent as one, {} if they held none) or whose tool name model APIs refuse (now "
+                        "sent with _ for each character refused), and %d never answered (now answered as not run), "
+                        "which the model server would refuse", self.session_id, mended, answered)
 
     def saved_turn(self) -> dict[str, Any]:
         """The running turn, with the conversation and totals it runs on, as JSON-ready data for
@@ -388,6 +390,7 @@ class AgentSession:
                     return "interrupted", None, None
                 if not again:
                     log.warning("model call failed (%s): %s", exc.kind, exc)
+                    turn.retry_after = exc.retry_after
                     return "error", str(exc), exc.kind
                 turn.asked_again = True
                 continue  # asked once more, after the checks every call gets (interrupts, steering)
@@ -398,7 +401,7 @@ class AgentSession:
             if text:
                 turn.last_text = text
             if not response.tool_calls:
-                turn.final_text, turn.truncated = text, response.truncated
+                turn.final_text, turn.truncated, turn.filtered = text, response.truncated, response.filtered
                 self.messages.append({"role": "assistant", "content": response.text or ""})
                 return "completed", None, None
             if await self._tool_step(turn, response, text, observer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from agent._model import ModelResponse, ToolCall
@@ -68,13 +69,14 @@ def _assistant_with_calls(response: ModelResponse, calls: tuple[ToolCall, ...],
                           parsed: list[tuple[dict[str, Any], str | None]]) -> dict[str, Any]:
     """The assistant message of ``response`` with ``calls`` (its calls, ids made unique by `_unique_ids`),
     each with its arguments as `_kept_arguments` keeps them (``parsed``: `_parse_arguments` of each call's,
-    in order)."""
+    in order) and its name as `_sendable_name` keeps it."""
     message = {
         "role": "assistant",
         "content": response.text or None,
         "tool_calls": [
             {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": _kept_arguments(c.arguments, args, problem)}}
+             "function": {"name": _sendable_name(c.name),
+                          "arguments": _kept_arguments(c.arguments, args, problem)}}
             for c, (args, problem) in zip(calls, parsed, strict=True)
         ],
     }
@@ -95,14 +97,30 @@ def _kept_arguments(raw: str, args: dict[str, Any], problem: str | None) -> str:
     return json.dumps(args, ensure_ascii=False)  # {} when they did not parse
 
 
+_SENDABLE_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_UNSENDABLE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _sendable_name(name: str) -> str:
+    """A call's tool name as the conversation keeps it: OpenAI refuses every request holding a past call
+    whose name is not 1 to 64 letters, digits, ``_`` or ``-``, so a name the model made up
+    (``functions.read_file``, one with a space) left the chat refused until /new. Each other character
+    becomes ``_`` and the name is cut at 64; the call's id still pairs it with its result, which quotes
+    the name as the model wrote it (no tool has it: tool names are checked when registered)."""
+    if _SENDABLE_NAME.fullmatch(name):
+        return name
+    return _UNSENDABLE.sub("_", name)[:64]
+
+
 def _mend_history(messages: list[dict[str, Any]]) -> tuple[int, int]:
     """Mend, in place, a conversation this code did not write (a stored transcript or a saved turn
-    from an older version): each call's arguments as `_kept_arguments` keeps them, and each call no
-    tool result answers answered with `NOT_RUN` after its call's results. Older versions kept what
-    the model sent (not JSON, a JSON string or list) and could leave calls unanswered; the server
-    refuses every request of a conversation holding either, and the chat was stuck for good. A
+    from an older version): each call's arguments as `_kept_arguments` keeps them, its name as
+    `_sendable_name` keeps it, and each call no tool result answers answered with `NOT_RUN` after its
+    call's results. Older versions kept what the model sent (not JSON, a JSON string or list, a name
+    with a dot) and could leave calls unanswered; the server refuses every request of a conversation
+    holding any of these, and the chat was stuck for good. A
     mended message is a new dict in the same place; the rest, text included, stay as they are.
-    Returns (calls whose arguments were mended, calls answered). Once per conversation loaded: it
+    Returns (calls whose arguments or name were mended, calls answered). Once per conversation loaded: it
     parses every call's arguments."""
     mended = answered = 0
     index = 0
@@ -132,7 +150,7 @@ def _mend_history(messages: list[dict[str, Any]]) -> tuple[int, int]:
 
 def _mended_call(call: Any) -> Any:
     """``call`` (a tool call of a stored assistant message), or a copy whose arguments are the text of
-    a JSON object: ``{}`` when they were none (missing, not JSON, not an object)."""
+    a JSON object (``{}`` when they were none: missing, not JSON, not an object) and whose name is sendable."""
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
         return call
@@ -146,7 +164,11 @@ def _mended_call(call: Any) -> Any:
             kept = "{}"
     else:
         kept = "{}"
-    return call if kept is raw else {**call, "function": {**function, "arguments": kept}}
+    mended = function if kept is raw else {**function, "arguments": kept}
+    name = function.get("name")
+    if isinstance(name, str) and _sendable_name(name) is not name:
+        mended = {**mended, "name": _sendable_name(name)}
+    return call if mended is function else {**call, "function": mended}
 
 
 CUT_OFF = ("this tool call was cut off at the model's output-length limit, so its arguments are incomplete "

@@ -59,6 +59,11 @@ class TurnResult:
     """A context compaction in this turn got no summary from the model (it failed or answered
     nothing) and kept only the first line of each older message: details of the earlier
     conversation may be lost, which the user should hear."""
+    filtered: bool = False
+    """The provider's content filter withheld the rest of the final reply (`ModelResponse.filtered`)."""
+    retry_after: float | None = None
+    """Seconds the provider asked to wait before asking again, when the model call that ended the turn
+    failed with such a hint (`agent.ModelError.retry_after`)."""
 
 
 @dataclass(slots=True)
@@ -75,6 +80,8 @@ class _TurnState:
     final_text: str = ""
     model_name: str | None = None
     truncated: bool = False
+    filtered: bool = False
+    retry_after: float | None = None
     summary_failed: bool = False
     trace: list[ToolTraceEntry] = field(default_factory=list)
     iterations: int = 0

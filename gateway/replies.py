@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from agent import TurnResult, exceeds_context, model_failure_kind
 from gateway.logging import redact
@@ -18,10 +19,13 @@ _SILENCES = {SILENCE, "[SILENT]"}
 _WRAPPING = "*_`\"' "
 CRASHED = "Sorry — something went wrong on my side while handling that. Please try again."
 MODEL_FAILED = "Sorry — I could not get an answer from the model just now. Please try again in a moment."
+MODEL_BUSY = ("Sorry — I could not get an answer from the model just now, and its provider asked me to wait. "
+              "Please try again in about {wait}.")
 EMPTY_ANSWER = "(The model ended its turn without writing an answer. Please try again, or put it another way.)"
 CUT_OFF = "(The answer was cut off here: the model reached its limit on output length.)"
 CUT_OFF_UNSAID = ("(The model reached its limit on output length before it could answer: what it tried to write "
                   "at once was too long. Please ask for less at a time.)")
+WITHHELD = "(The rest of this answer was withheld by the model provider's content filter.)"
 TOO_LONG = "Sorry — this conversation has grown longer than the model can take in. Send /new to start a new one."
 AUTH_REFUSED = ("Sorry — the model provider did not accept this gateway's credentials, so I cannot answer until "
                 "the operator fixes them.")
@@ -50,6 +54,25 @@ def operator_hint(kind: str | None) -> str:
     return f"; check {settings}" if settings else ""
 
 
+def _model_failed(retry_after: float | None) -> str:
+    """`MODEL_FAILED`, or `MODEL_BUSY` where the provider asked for a wait of a minute or more: a 429 asking
+    for an hour fails at once (the SDK waits two minutes at most), and "in a moment" would be wrong advice."""
+    if retry_after is None or not math.isfinite(retry_after) or retry_after < 60:
+        return MODEL_FAILED
+    return MODEL_BUSY.format(wait=_wait(retry_after))
+
+
+def _wait(seconds: float) -> str:
+    """``seconds`` rounded as a person says a wait: a minute, 5 minutes, an hour, 3 hours, 2 days."""
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return "a minute" if minutes == 1 else f"{minutes} minutes"
+    hours = round(seconds / 3600)
+    if hours < 48:
+        return "an hour" if hours == 1 else f"{hours} hours"
+    return f"{round(seconds / 86400)} days"
+
+
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
     """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
     None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``, ``send_file``),
@@ -61,7 +84,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         log.warning("turn %s ended early: the model call failed: %s%s", result.turn_id, result.error or "no detail",
                     operator_hint(result.error_kind))
         text = _PERMANENT.get(result.error_kind or "") or (
-            TOO_LONG if exceeds_context(result.error or "") else MODEL_FAILED)
+            TOO_LONG if exceeds_context(result.error or "") else _model_failed(result.retry_after))
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":
@@ -72,8 +95,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         # A blank one too (only zero-width spaces, say): no platform shows it, and Telegram refuses it.
         answered = not is_blank(result.text or "")
         text = result.text if answered else (None if spoke else CUT_OFF_UNSAID if result.truncated else EMPTY_ANSWER)
-        if result.truncated and answered:  # else it reads as the whole answer
-            text = f"{text}\n\n{CUT_OFF}"
+        if (result.truncated or result.filtered) and answered:  # else it reads as the whole answer
+            text = f"{text}\n\n{CUT_OFF if result.truncated else WITHHELD}"
     if not text or (kind == "completion" and is_silence(text)):
         return None
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text

@@ -444,11 +444,13 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         text = _text_of_parts(text)
     if text is not None and not isinstance(text, str):
         raise _malformed("message content is not a string")
-    if getattr(choices[0], "finish_reason", None) == "content_filter" and not text and not message.tool_calls:
-        raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
-                         kind="content_filter")
     if text is not None:
         text = _without_reasoning(_mend(text))
+    finish_reason = getattr(choices[0], "finish_reason", None)
+    filtered = finish_reason == "content_filter"
+    if filtered and not (text or "").strip() and not message.tool_calls:  # its reasoning alone is no answer
+        raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
+                         kind="content_filter")
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
     model = getattr(completion, "model", None)
     return ModelResponse(
@@ -457,8 +459,9 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         usage=_to_usage(getattr(completion, "usage", None)),
         cost_usd=_cost(getattr(completion, "usage", None)),
         model=model if isinstance(model, str) and model else fallback_model,
-        truncated=getattr(choices[0], "finish_reason", None) == "length",
+        truncated=finish_reason == "length",
         reasoning=_reasoning(message),
+        filtered=filtered,
     )
 
 
