@@ -15,6 +15,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
+from threading import get_ident
 from types import MappingProxyType
 from typing import Any
 
@@ -62,6 +63,10 @@ WAIT_CLOSED = "CLOSED"
 """`SubagentTerminalState.diagnostic` of a wait that ended unfinished because the service closed."""
 _ASK_JOURNAL = object()
 """`_issued` cannot answer without verifying the handle and perhaps reading the journal."""
+ON_OTHER_LOOP = (
+    "The asyncio subagent lifecycle API was called on an event loop that is not the service's; "
+    "from a thread running an event loop of its own, use the synchronous facade (ctx.subagent_lifecycle)."
+)
 
 
 class AsyncSubagentLifecycle(KeyRotation):
@@ -100,6 +105,8 @@ class AsyncSubagentLifecycle(KeyRotation):
         """Held by `rotate_key` and `retire_key` from the copy of the ring they change to its commit: two made
         from one ring, the later would drop the earlier's change from memory (`_commit_ring`)."""
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        """The thread `loop` runs in: the plugin API's calls are made there (`_off_loop`)."""
 
     @property
     def host(self) -> ChildHost:
@@ -151,7 +158,7 @@ class AsyncSubagentLifecycle(KeyRotation):
         now, however often called). The service is closed for good: build a new one to try again."""
         if self._closed:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
-        self.loop = asyncio.get_running_loop()
+        self.loop, self._loop_thread = asyncio.get_running_loop(), get_ident()
         starting = self._starting = self.loop.create_future()
         failed = True
         try:
@@ -257,7 +264,7 @@ class AsyncSubagentLifecycle(KeyRotation):
             self._closed = True
             self._supervisor.closing = True  # launches are refused from now, not from the close task's first step
             if self.loop is None:  # never started: the sync facade then reaches the loop, and hears CLOSED
-                self.loop = asyncio.get_running_loop()
+                self.loop, self._loop_thread = asyncio.get_running_loop(), get_ident()
             if self._sweeper is not None:
                 self._sweeper.cancel()
                 self._sweeper = None
@@ -308,6 +315,8 @@ class AsyncSubagentLifecycle(KeyRotation):
             # Before the request is read: a closing service's invalid launch raised its validation error,
             # not CLOSING, so a plugin retrying after fixing the request was refused once more.
             supervisor.check_open()
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         validate_request(request)
         if request.model is not None:
             raise SubagentLifecycleError("Per-launch model override is not supported; configure delegation.model.")
@@ -326,6 +335,8 @@ class AsyncSubagentLifecycle(KeyRotation):
         return record.handle
 
     async def status(self, handle: Any) -> SubagentStatus:
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -354,6 +365,8 @@ class AsyncSubagentLifecycle(KeyRotation):
             raise SubagentLifecycleError("timeout_seconds must be a number of seconds or None.")
         if timeout_seconds is not None and timeout_seconds > sys.float_info.max:  # the loop's clock is a float
             timeout_seconds = None
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -403,6 +416,8 @@ class AsyncSubagentLifecycle(KeyRotation):
             reason = CANCEL_REASON
         elif not isinstance(reason, str):
             raise SubagentLifecycleError("reason must be a string or None.")
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -425,6 +440,8 @@ class AsyncSubagentLifecycle(KeyRotation):
         unknown, and after `close`; a child that ends before that step does not read it."""
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_GOAL_CHARS:
             raise SubagentLifecycleError(f"text must be a non-empty string of at most {MAX_GOAL_CHARS} characters.")
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -441,6 +458,8 @@ class AsyncSubagentLifecycle(KeyRotation):
     async def result(self, handle: Any) -> SubagentResult:
         """The final result once the child is terminal (equal on every read, also after a
         restart); ``NOT_READY`` before, ``UNKNOWN_HANDLE`` for a handle that does not verify."""
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -454,6 +473,8 @@ class AsyncSubagentLifecycle(KeyRotation):
 
     async def reconnect(self, handle: Any) -> SubagentReconnectResult:
         """A pure lookup, also after a restart; it never starts a replacement child."""
+        if get_ident() != self._loop_thread:
+            self._off_loop()
         found = self._issued(handle)
         if found is _ASK_JOURNAL:
             found = await self._lookup(handle)
@@ -530,6 +551,16 @@ class AsyncSubagentLifecycle(KeyRotation):
         self._supervisor.tallies.sweep(cutoff, self.clock.time())
         needed = self._supervisor.results_needed_since()
         return await self.journal.sweep(cutoff if needed is None else min(cutoff, needed))
+
+    def _off_loop(self) -> None:
+        """A call from a thread other than the service loop's: refused, before it touches anything, when that
+        thread runs an event loop of its own (a plugin tool's ``asyncio.run``). The service's futures, tasks and
+        journal belong to its loop: a launch made there was journaled, then failed on such a future, leaving a
+        child that never ran and its correlation id held. A thread without one is the sync facade answering
+        before `start`, which never waits. (Told by thread, not by loop: on CPython 3.11 asking for the running
+        loop costs a ``getpid()`` system call, which the child's path would pay at every call.)"""
+        if self._loop_thread is not None and asyncio._get_running_loop() is not None:
+            raise SubagentLifecycleError(ON_OTHER_LOOP, code="OTHER_LOOP")
 
     def _require_started(self) -> None:
         self._supervisor.check_open()

@@ -3,7 +3,8 @@
 Plugin tools written as plain functions run in worker threads; each call here is
 handed to the event loop and waited for, carrying the caller's context so the
 active parent turn travels with it. Called on the loop's own thread it would
-deadlock, so it raises instead.
+deadlock, so it raises instead; a thread running an event loop of its own is
+served as any other (the asyncio twin refuses it: its futures are the service loop's).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from lifecycle._contract import (
     SubagentTerminalState,
 )
 from lifecycle._service import CANCEL_REASON, AsyncSubagentLifecycle
-from lifecycle._supervisor import NOT_STARTED
+from lifecycle._supervisor import CLOSED, NOT_STARTED
 
 T = TypeVar("T")
 
@@ -69,18 +70,17 @@ class SubagentLifecycle:
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         loop = self._service.loop
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        running = asyncio._get_running_loop()
+        # Only the service's loop (or, before it has one, any: it may be the one) would deadlock waiting here;
+        # a worker thread running an event loop of its own (a tool's `asyncio.run`) is served as any thread.
+        if running is not None and (loop is None or running is loop):
             coro.close()
             raise SubagentLifecycleError(ON_LOOP_THREAD, code="ON_LOOP_THREAD")
         if loop is None:
             return _before_start(coro)
-        if loop.is_closed():
+        if loop.is_closed():  # it ran, and its process has stopped: nothing will answer any more
             coro.close()
-            raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
+            raise SubagentLifecycleError(CLOSED, code="CLOSED")
         outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def start() -> None:
