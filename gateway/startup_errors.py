@@ -52,7 +52,7 @@ def explain(exc: BaseException, config: Config) -> str:
 def lasting(exc: BaseException) -> bool:
     """Whether what stopped the start stops every start until the operator changes something: a platform
     refused the bot (its token, a Slack bot token without ``chat:write``, or an ``api_base`` that is no
-    such API); an extra the configuration needs
+    such API, Discord's Message Content intent switched off); an extra the configuration needs
     is not installed; a `StartupError` its raiser marked ``lasting`` (a model key or URL no server could
     take, a worker on a file whose gateway sends it nothing); a `TemporalUnavailable` marked ``lasting`` (a
     ``lifecycle.temporal.tls`` file unreadable or without its certificate or key, an empty namespace: never an unreachable Temporal, nor a server certificate it may renew); the state database
@@ -62,7 +62,8 @@ def lasting(exc: BaseException) -> bool:
     supervisor starting it again is right there, and wrong here, where it only repeated the same line every
     few seconds."""
     for error in _chain(exc):
-        if getattr(error, "platform", None) in _CREDENTIALS and _kind(error) in _REFUSALS:
+        if getattr(error, "platform", None) in _CREDENTIALS and (
+                _kind(error) in _REFUSALS or getattr(error, "lasting", False) is True):
             return True
         # Named, not imported: lifecycle.temporal needs the Temporal SDK, an extra. The gateway and the worker
         # wrap it in a StartupError of their own, which leaves it in the chain.

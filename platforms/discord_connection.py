@@ -30,13 +30,15 @@ class DiscordStartError(RuntimeError):
     """The adapter could not log in or connect; the message says what to fix. ``kind`` names the
     `platforms.base` error the failure is, which the gateway's line and exit status go by
     (`gateway.startup_errors`): ``NetworkError`` (no working Discord API at ``api_base``: may mend by itself),
-    ``Unauthorized``, ``NotFound``… (the bot refused: only the operator mends it); None where neither says it."""
+    ``Unauthorized``, ``NotFound``… (the bot refused: only the operator mends it); None where neither says it.
+    ``lasting``: every start fails alike until the operator changes a setting elsewhere (the Developer Portal's)."""
 
     platform = "discord"
 
-    def __init__(self, message: str, *, kind: str | None = None) -> None:
+    def __init__(self, message: str, *, kind: str | None = None, lasting: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
+        self.lasting = lasting
 
 
 LOGIN_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, ValueError, LookupError, TypeError)
@@ -95,7 +97,9 @@ async def wait_connected(connect_task: asyncio.Task[None], connected: asyncio.Ev
     exc = connect_task.exception()
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         log.error("discord: the gateway refused the Message Content intent (4014); %s", PORTAL_HINT)
-        raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}") from exc
+        # Lasting: started again every few seconds, each start a new gateway login, of which Discord allows
+        # about 1,000 a day before it resets the token.
+        raise DiscordStartError(f"the Message Content intent is required; {PORTAL_HINT}", lasting=True) from exc
     raise DiscordStartError(f"the Discord gateway connection failed: {discord_errors.described(exc)}") from exc
 
 

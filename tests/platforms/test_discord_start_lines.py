@@ -90,3 +90,13 @@ async def test_a_refused_token_names_the_token_setting_and_is_not_started_again(
     assert line == (f"platforms.discord: {fake.api_base} refused the bot (Discord rejected the bot token (401));"
                     " check platforms.discord.token and platforms.discord.api_base"), line
     assert lasts  # exit 78: every start is refused alike until the token is fixed
+
+
+async def test_the_message_content_intent_switched_off_is_not_started_again() -> None:
+    # Each start is a new gateway login: restarted every few seconds, it spent the day's 1,000 in hours.
+    async with FakeDiscord(message_content_intent=False) as switched_off:
+        line, lasts = await start_line(switched_off.api_base, switched_off.token,
+                                       client_factory=switched_off.client_factory, gateway_url=switched_off.gateway_url)
+    assert "the Message Content intent is required" in line and "Privileged Gateway Intents" in line, line
+    assert switched_off.token not in line
+    assert lasts  # exit 78
