@@ -297,6 +297,7 @@ class Gateway:
         grace = self.config.server.shutdown_grace_seconds if grace is None else grace
         deadline = loop.time() + grace
         self._accepting = False
+        self.runner.stop_began()
         for task in self._background:
             task.cancel()
         if self._background:

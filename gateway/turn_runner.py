@@ -104,6 +104,7 @@ class TurnRunner:
         self._cards: dict[GatewaySession, ProgressCard] = {}
         """The running turn's progress card, per session that shows one."""
         self._stopping = False
+        self._stop_began = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
@@ -170,6 +171,11 @@ class TurnRunner:
     @property
     def busy(self) -> list[asyncio.Task[None]]:
         return list(self._workers.values())
+
+    def stop_began(self) -> None:
+        """The gateway's stop has begun (its adapters stop first): a turn's input an adapter cancels from now is
+        the shutdown's doing (`_input`)."""
+        self._stop_began = True
 
     def stop_taking(self) -> None:
         """Shutdown: no queued item starts from now on (their events stay unsettled, their
@@ -625,7 +631,7 @@ class TurnRunner:
                 folder=chat_folder(session.platform, session.chat_id), model=self._model, tell=tell, clock=self._clock,
                 supports_vision=bool(getattr(agent.model, "supports_vision", False))))
         except _InputCancelled:
-            if not (self._stopping or running.shutdown):
+            if not (self._stop_began or running.shutdown):
                 raise
             # An adapter that stops cancels its own downloads: the shutdown's doing, not a failure. Cut short as the
             # shutdown cuts a turn (`SessionRegistry.interrupt_all`), it runs again after the next start; told
