@@ -454,8 +454,10 @@ class TelegramAdapter:
                                    message_id=written_in(str(message.chat.id), group, message.message_id))
 
     async def _hand_over(self, inbound: Inbound) -> None:
-        if not await self._until_recorded(f"update {inbound.event_id}", lambda sink: sink(inbound)) \
-                and inbound.is_command:
+        async def record(sink: InboundSink) -> None:
+            self._comments.handed(inbound, await sink(inbound))
+
+        if not await self._until_recorded(f"update {inbound.event_id}", record) and inbound.is_command:
             await self._tell_not_handled(inbound)
 
     async def _tell_not_handled(self, command: Inbound) -> None:

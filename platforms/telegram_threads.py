@@ -6,16 +6,16 @@ thread the post's copy there heads (``is_automatic_forward``): they carry its id
 message goes into a comment thread only by replying to one of its messages (it lands where the message it replies
 to is). An answer's first message quotes the question, so it lands there; its further parts, notices, files and
 notes quote nothing, and went to the group's own chat, not under the post. So `CommentThreads` remembers the
-questions asked in a comment thread, and for each turn that answers one, the thread: a message of that turn that
-quotes nothing replies to the post's copy instead, as a comment written under the post does (Telegram's apps show
-no quote of it there).
+questions asked in a comment thread, and for each turn that answers one (from its hand-over, `handed`), the
+thread: a message of that turn that quotes nothing replies to the post's copy instead, as a comment written under
+the post does (Telegram's apps show no quote of it there).
 
 Telegram makes a thread of any reply chain in a supergroup too (a message replying to another carries its
 ``message_thread_id``), but only a channel post's has a view of its own: those are left as they are, their
 answers' further parts unquoted. A comment thread is known from a message that replies to the post itself, the
 usual comment; a reply to another comment or to the bot's answer is in a thread known from an earlier one.
-In memory only, the latest `REMEMBERED` of each: a turn whose first message went out before a restart sends the
-rest to the group's own chat, as before.
+In memory only, the latest `REMEMBERED` of each: a turn begun before a restart sends the rest to the group's own
+chat, as before.
 
 Apart from the adapter (`platforms.telegram`) because it is a state of its own that sends consult.
 """
@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 
 from aiogram.types import Message
 
-from platforms.base import Inbound, Outbound
+from platforms.base import Accepted, Inbound, Outbound
 
 REMEMBERED = 10_000
 
@@ -74,6 +74,16 @@ class CommentThreads:
             self._threads.put(here, None)
         if inbound is not None and inbound.message_id is not None and here in self._threads:
             self._asked.put((inbound.chat_id, inbound.message_id), thread)
+
+    def handed(self, inbound: Inbound, accepted: Accepted | None) -> None:
+        """``inbound`` was handed over, to be answered by ``accepted``'s turn: a question asked in a comment thread
+        ties that turn to it at once, so what the turn sends before a message quoting the question (a progress
+        card, a ``send_message`` that took the quote) lands under the post too."""
+        if accepted is None or accepted.turn_id is None or inbound.message_id is None:
+            return
+        thread = self._asked.get((inbound.chat_id, inbound.message_id))
+        if thread is not None:
+            self._turns.put(accepted.turn_id, thread)
 
     def reply_to(self, message: Outbound) -> int | None:
         """The post's copy ``message`` replies to so that it lands under the post: for a message of a turn that

@@ -72,6 +72,21 @@ async def test_a_follow_up_replying_to_the_answer_is_answered_under_the_post_too
     assert [m["reply_to"] for m in sent[1:]] == [follow_up, posted]
 
 
+async def test_an_answer_after_a_message_the_model_sent_first_lands_under_the_post(fake, telegram_gateways):
+    # The model's send_message takes the question's quote: the answer after it quotes nothing, and its turn is
+    # tied to the post's thread from the hand-over on, not from the first message quoting the question.
+    first = {"tool_calls": [{"name": "send_message", "arguments": {"text": "looking into it"}}]}
+    model = ScriptedModel({"parent": [[first, {"text": "here is what changed"}]]})
+    gateway = await telegram_gateways(fake, model, progress="off")
+    posted = post(fake)
+    asked = comment(fake, f"@{BOT} what changed?", on=posted)
+    await fake.wait_for(lambda: len(fake.messages[str(GROUP)]) == 2, timeout=10)
+    await settled(gateway)
+    sent = fake.messages[str(GROUP)]
+    assert [(m["text"], m["thread_id"], m["reply_to"]) for m in sent] == [
+        ("looking into it", posted, asked), ("here is what changed", posted, posted)]
+
+
 FORUM = -1001
 
 
