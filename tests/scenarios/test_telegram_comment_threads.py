@@ -87,6 +87,19 @@ async def test_an_answer_after_a_message_the_model_sent_first_lands_under_the_po
         ("looking into it", posted, asked), ("here is what changed", posted, posted)]
 
 
+async def test_a_progress_card_shown_before_the_answer_lands_under_the_post(fake, telegram_gateways):
+    model = ScriptedModel({"parent": [[{"wait": "go", "text": "the answer"}]]})
+    gateway = await telegram_gateways(fake, model, progress="card", progress_delay=0.01)
+    posted = post(fake)
+    comment(fake, f"@{BOT} what changed?", on=posted)
+    await model.reached("go")
+    await fake.wait_for(lambda: fake.messages[str(GROUP)], timeout=10)  # the card, first of the turn's
+    model.release("go")
+    await fake.wait_for(lambda: any(m["text"] == "the answer" for m in fake.messages[str(GROUP)]), timeout=10)
+    await settled(gateway)
+    assert {m["thread_id"] for m in fake.messages[str(GROUP)]} == {posted}
+
+
 FORUM = -1001
 
 
