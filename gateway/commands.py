@@ -202,7 +202,7 @@ class Commands:
         later = ended | {spared} if spared is not None else ended
         going_on = sum(1 for c in self._children.children(session.session_id) if c.parent_turn_id in ended)
         stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None,
-                                      keeps={d for d, turn in origins.items() if turn in later})
+                                      keeps={d for d, turn in origins.items() if turn in later}, by=inbound)
         # Their results will not be delivered.
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later,
                                          ended=_owed_outcomes(session))
@@ -252,7 +252,7 @@ class Commands:
         delivering = _delivering(session)
         # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`); else stopped.
         running = session.running.turn_id if session.running is not None else None
-        old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound))
+        old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound), by=inbound)
         finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         # Answered once their stop is committed, as /stop's: "ended" while it was only queued, a crash right after

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 
 from agent import TurnResult, exceeds_context, model_failure_kind
 from gateway.logging import redact
+from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("gateway.replies")
@@ -143,6 +145,17 @@ UNASKED_STOPS = frozenset({"console"})
 """Turns stopped from outside their chat: its people are told, since no reply of theirs said so."""
 SUPPRESSED_REASONS = {"superseded": "superseded", "stop": "/stop", "new": "/new", "console": "console"}
 """Why a suppressed completion turn's results were not delivered, as the delegation records it."""
+_MARKUP = re.compile(r"([!-/:-@\[-`{-~])")
+"""ASCII punctuation, which CommonMark reads as markup unless escaped with a backslash."""
+
+
+def stopped_by_member(why: str | None, by: Inbound) -> str:
+    """The note to a group member whose turn another member's /stop or /new (``why``: ``stop``, ``new``)
+    stopped (`RunningTurn.stop_note`): only the stopper reads the command's answer. It names the stopper
+    where the platform vouches for a name (`Inbound.user_name`; Slack gives none), escaped: a Discord
+    name ``_bob_`` read as italics."""
+    who = "@" + _MARKUP.sub(r"\\\1", by.user_name.lstrip("@")) if by.user_name else "another member"
+    return f"(Ended by {who}'s /new.)" if why == "new" else f"(Stopped by {who}'s /stop.)"
 
 
 def outcome(result: TurnResult | None, suppressed_by: str | None) -> str:

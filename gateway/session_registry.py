@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway import senders
+from gateway.replies import stopped_by_member
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, quote_of
 from gateway.store import SessionRow, SessionTable, session_key
 from platforms.base import Inbound
@@ -141,12 +142,13 @@ class SessionRegistry:
 
     # -- changes -------------------------------------------------------------------------
 
-    def new_generation(self, session: GatewaySession, *, drops: Drops = every) -> tuple[str, Stopped]:
+    def new_generation(self, session: GatewaySession, *, drops: Drops = every,
+                       by: Inbound | None = None) -> tuple[str, Stopped]:
         """``/new``: stop the running turn, drop the messages waiting for one that ``drops`` picks
         (the others are answered in the new generation), and start a generation with its mode
         re-resolved, the chat's chosen delegation backend, and an empty conversation. Returns the old
-        generation's agent session id and what was stopped. If the new agent cannot be built, it raises
-        and nothing has changed."""
+        generation's agent session id and what was stopped (``by``: as for `stop_turn`). If the new agent
+        cannot be built, it raises and nothing has changed."""
         old_id = session.session_id
         # The agent is built before anything changes: a failure to build it leaves the old generation
         # running, stored as it was.
@@ -155,7 +157,7 @@ class SessionRegistry:
         agent = self._agent(row, session.chat)
         if session.owed:  # recorded with the transcript they belong to, before it is replaced
             self._ended(session, "new", None, [])
-        stopped = self.stop(session, "session reset by /new", why="new", drops=drops)
+        stopped = self.stop(session, "session reset by /new", why="new", drops=drops, by=by)
         self._table.save(row)
         session.session_id, session.generation, session.mode = row.session_id, row.generation, row.mode
         session.backend = row.backend
@@ -182,12 +184,12 @@ class SessionRegistry:
             session.agent.replace_tool(tool)
 
     def stop(self, session: GatewaySession, reason: str, *, why: str = "stop", drops: Drops = every,
-             turn: bool = True, keeps: Collection[str] = ()) -> Stopped:
+             turn: bool = True, keeps: Collection[str] = (), by: Inbound | None = None) -> Stopped:
         """``/stop``: suppress and interrupt the running turn (not with ``turn`` False: it goes on, with
         what was steered into it), and drop the messages waiting for a turn that ``drops`` picks; the
         others stay queued, in order (those steered into the turn and not read yet first, as `stop_turn`
         puts them back). Queued background deliveries go too, but those of the delegations ``keeps``
-        names: the caller settles their delegations."""
+        names: the caller settles their delegations. ``by``: as for `stop_turn`."""
         # The store first: a refusal (a full disk) raises before anything changed, and the stop can be asked again.
         # Taken after it, what was steered into the turn and not read yet would be lost from it and the queue.
         rows, damaged = self._held(session)
@@ -218,16 +220,17 @@ class SessionRegistry:
         for _, item in unread:
             if item.event is not None and not drops(item.event):  # back to waiting, as `stop_turn` puts them
                 self._wait_again(item.event)
-        stopped = turn and self.stop_turn(session, reason, why=why)
+        stopped = turn and self.stop_turn(session, reason, why=why, by=by)
         if waiting:
             self._ended(session, why, None, waiting)
         return Stopped(stopped, len(waiting), (*(item.event for item in kept if item.event is not None), *held_kept))
 
-    def stop_turn(self, session: GatewaySession, reason: str, *, why: str) -> bool:
+    def stop_turn(self, session: GatewaySession, reason: str, *, why: str, by: Inbound | None = None) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
         `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once. Messages
         steered into it and not read yet go back to the front of the queue. False when no turn
-        runs, or only its reply is still being journaled (`RunningTurn.replying`)."""
+        runs, or only its reply is still being journaled (`RunningTurn.replying`). ``by``: the
+        command's message that asked for the stop (`RunningTurn.stop_note`)."""
         running = session.running
         if running is None or running.replying:
             return False
@@ -239,6 +242,9 @@ class SessionRegistry:
                 self._wait_again(item.event)
         first = not running.suppressed
         running.suppressed_by = why
+        if first and by is not None and not by.is_private and running.event is not None \
+                and running.event.user_id != by.user_id:
+            running.stop_note = stopped_by_member(why, by)
         session.agent.interrupt(reason, hard=True)
         if first:
             self._ended(session, why, running, [])

@@ -72,6 +72,10 @@ class RunningTurn:
     suppressed_by: str | None = None
     """Why nothing more from this turn reaches the chat: ``stop`` (/stop), ``new`` (/new) or
     ``superseded`` (an interrupting follow-up); None while it may still answer."""
+    stop_note: str | None = None
+    """In a group, what the member whose message the turn answers is told of another member's /stop or /new
+    that stopped it (`gateway.replies.stopped_by_member`): else their question went unanswered without a
+    word. None for a stop of their own, whose answer they read."""
     shutdown: bool = False
     """Interrupted because the gateway is stopping: it runs again, whole, after the next start."""
     current_tool: str | None = None

@@ -258,6 +258,11 @@ class TurnRunner:
                 with refused.noting("its notes"):
                     self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id,
                                reply_to=quote)
+        elif stopped is not None and stopped.stop_note is not None:  # the stopper alone reads the command's answer
+            kind, quote = notes[stopped.turn_id]
+            with refused.noting("its note"):
+                self._send(session, stopped.stop_note, kind=kind, key=f"{stopped.turn_id}:{kind}",
+                           turn_id=stopped.turn_id, reply_to=quote)
         refused.log(f"all that a stop ({SUPPRESSED_REASONS.get(why, why)}) ended", session,
                     "what of it is not settled is handled again after the next start")
         if session.owed:  # a /new refused them, maybe in a chat where no turn comes to pay them
@@ -512,10 +517,8 @@ class TurnRunner:
             finally:
                 del self._journaling[item.turn_id]
                 journaled.set()
-        elif (running.suppressed or answered) and (
-                session.platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
-            message = EndMessage(SUPPRESSED_NOTES[running.suppressed_by or "stop"], kind, f"{item.turn_id}:{kind}",
-                                 item.turn_id, running.answers, note=True)
+        elif (note := _stop_note(session.platform, running, answered)) is not None:
+            message = EndMessage(note, kind, f"{item.turn_id}:{kind}", item.turn_id, running.answers, note=True)
             with refused.noting("its note"):
                 self._send(session, message.text, kind=kind, key=message.key, turn_id=item.turn_id,
                            reply_to=message.reply_to)
@@ -642,6 +645,16 @@ class TurnRunner:
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
+
+
+def _stop_note(platform: str, running: RunningTurn, answered: bool) -> str | None:
+    """The note a turn that ends with nothing to say leaves (with the key of the one its stop sent, `ended_early`):
+    why it was cut short, for a caller that follows turn ids and for a stop its chat did not ask for; in a group,
+    for the stop of another member than its asker."""
+    if (running.suppressed or answered) and (platform in TRACKS_TURN_IDS or running.suppressed_by in UNASKED_STOPS):
+        return SUPPRESSED_NOTES[running.suppressed_by or "stop"]
+    return running.stop_note
+
 
 class _UnderWay:
     """What of a turn is under way, for `TurnRunner._broke` to wind down when its handling raises."""
