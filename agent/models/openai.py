@@ -414,11 +414,13 @@ def _without_reasoning(text: str) -> str:
     ``content``: it is not the answer, and neither the chat nor the next request should get it.
     Where the chat template opened the block in the prompt (DeepSeek-R1's distills, QwQ), the answer
     holds only its end: what comes before a ``</think>`` that begins a line, with no ``<think>``
-    before it, is that reasoning (a ``</think>`` quoted within a line is left as it is)."""
+    before it, is that reasoning (a ``</think>`` quoted within a line or in a code block is left as it is)."""
     start = len(text) - len(text.lstrip())
     if not text.startswith("<think>", start):
         lone = _LONE_THINK_END.search(text) if "</think>" in text else None
-        if lone is None or "<think>" in text[:lone.start()]:
+        # Inside a ``` block left open it is an answer showing the tag (asked about these models), not the
+        # reasoning's end: taken for one, all of the answer before it was dropped.
+        if lone is None or "<think>" in text[:lone.start()] or text.count("```", 0, lone.start()) % 2:
             return text
         return text[lone.end():].lstrip()
     end = text.find("</think>", start)
