@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
 from lifecycle import SqliteDatabase
 
+log = logging.getLogger("gateway.store")
+
 Mode = Literal["inline", "background"]
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
 _HELD_USER = "CASE WHEN json_valid(item) THEN json_extract(item, '$.event.user_id') END"
 """A held message's sender, as the index ``gateway_held_user`` and the query it serves both spell it. Not read
 from a row that is not JSON (a hand edit): json_extract would raise, and with it the index's every write and
@@ -105,9 +109,10 @@ class SessionTable:
             " FROM gateway_sessions WHERE key=?", (key,))  # fmt: skip
         if row is None:
             return None
-        messages = self._db.read("SELECT message FROM gateway_transcript WHERE key=? ORDER BY seq", (key,))
-        return SessionRow(row[0], row[1], row[2], row[3], [json.loads(m) for (m,) in messages], row[4], row[5],
-                          row[6], row[7])
+        # As bytes: SQLite's own decode error for a row that holds no UTF-8 quotes the row's text.
+        rows = self._db.read("SELECT seq, CAST(message AS BLOB) FROM gateway_transcript WHERE key=? ORDER BY seq",
+                             (key,))
+        return SessionRow(row[0], row[1], row[2], row[3], _readable(key, rows), row[4], row[5], row[6], row[7])
 
     def mode_of(self, key: str) -> Mode | None:
         """The delegation mode the chat's session is pinned to; None when the chat has none yet."""
@@ -216,3 +221,39 @@ class SessionTable:
         # json.dumps escapes non-ASCII (lone surrogates included), so a message always binds.
         self._db.write_many(f"{verb} INTO gateway_transcript VALUES (?, ?, ?)",
                             [(key, seq, json.dumps(messages[seq])) for seq in range(start, len(messages))])
+
+
+def _readable(key: str, rows: Iterable[tuple[int, bytes]]) -> list[dict[str, Any]]:
+    """The stored messages ``rows`` (seq, bytes) that read back as messages, in order. One that does not (a hand
+    edit, a damaged write) is left out, with one ERROR naming the chat and the rows, never their text (it may hold
+    anything): raised, it failed every later message of the chat, for good. So is a tool result whose call is
+    not in the message before it (that call's row was left out, or deleted by hand): the model server refuses
+    every request holding one. A call left without its result is answered as not run by the agent."""
+    messages: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    calls: set[str] = set()  # the ids of the calls of the last message read, while only their results follow it
+    for seq, raw in rows:
+        try:
+            message = json.loads(raw.decode("utf-8"))
+        # Recursion: nested deeper than the parser goes; ValueError: no UTF-8 or no JSON.
+        except (ValueError, RecursionError) as exc:
+            left_out.append(f"{seq} ({type(exc).__name__})")
+            continue
+        role = message.get("role") if isinstance(message, dict) else None
+        if not isinstance(role, str) or role not in _ROLES:
+            left_out.append(f"{seq} (not a message)")
+        elif role == "tool" and not (isinstance(call := message.get("tool_call_id"), str) and call in calls):
+            left_out.append(f"{seq} (a tool result without its call)")
+        else:
+            if role != "tool":
+                tool_calls = message.get("tool_calls") if role == "assistant" else None
+                calls = {c["id"] for c in tool_calls if isinstance(c, dict) and isinstance(c.get("id"), str)} \
+                    if isinstance(tool_calls, list) else set()
+            messages.append(message)
+    if left_out:
+        platform, chat_id, thread_id = split_session_key(key)
+        log.error("%s chat %s%s: %d message(s) of its stored conversation could not be read back (gateway_transcript"
+                  " key %s, seq %s) and are left out; the conversation goes on without them",
+                  platform, chat_id, "" if thread_id is None else f" thread {thread_id}", len(left_out), key,
+                  ", ".join(left_out[:20]))
+    return messages
