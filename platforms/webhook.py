@@ -18,7 +18,8 @@ names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5
 `NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. At most
 `ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
-answers with what ``turn_reader`` returns from the outbox.
+answers with what ``turn_reader`` returns from the outbox. A route with one may be read too, each
+message then saying how its delivery went (``delivery``): how its caller learns one was given up on.
 
 Files (`send_file`): the adapter keeps its own copy (`platforms.webhook_files`) and delivers a
 message of kind ``file`` naming it; ``GET /webhooks/<route>/files/<id>``, signed like the turn
@@ -93,6 +94,9 @@ _MAX_ID = 256
 SENT_BACK = "a delivery of this route sent back, not a request to it"
 _DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
 """What a delivery (`_message`) has and a request does not."""
+_DELIVERY = {"pending": "pending", "sent": "delivered", "failed": "failed", "dropped": "dropped"}
+"""A read message's ``delivery``, by its outbox status."""
+_SETTLED = ("sent", "failed", "dropped")
 _DELIVERY_JSON = json.JSONEncoder(ensure_ascii=False)
 """Encodes every delivery: ``json.dumps`` given any option builds a new encoder for each call."""
 
@@ -329,16 +333,32 @@ class WebhookAdapter:
             # the store. A read changes nothing: the caller reads again later, as it polls anyway.
             log.exception("webhook route %r: reading turn %r failed", name, turn_id)
             return _error(500, "internal error; retry later")
-        messages = [self._read_message(name, m) for m in read.messages
-                    if m.get("op") != "file" or m.get("status") == "sent"]  # a file is there once it is kept
+        pushed = self.routes[name].deliver_url is not None
+        # A file is there once it is kept; one given up on (pushed) was kept, or its read says it is not.
+        messages = [self._read_message(name, m, pushed) for m in read.messages
+                    if m.get("op") != "file" or m.get("status") in (_SETTLED if pushed else ("sent",))]
         return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": messages})
 
-    def _read_message(self, route: str, m: Mapping[str, Any]) -> dict[str, Any]:
+    def _read_message(self, route: str, m: Mapping[str, Any], pushed: bool) -> dict[str, Any]:
+        """A delivery's fields; read on a route that has a ``deliver_url``, also how its delivery went: the
+        one way its caller learns that a message was given up on (no note is delivered in its place)."""
+        message = _message(route, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
+        if pushed:
+            message["delivery"] = _DELIVERY[m["status"]]
         if m.get("op") != "file":
-            return _message(route, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
-        kept = self.files.get(m["message_id"] or "")
-        file = described(route, kept) if kept is not None else {"id": m["message_id"], "expired": True}
-        return {**_message(route, m["chat_id"], m["turn_id"], "file", m["text"], m["sequence"]), "file": file}
+            return message
+        file_id = m["message_id"] or self._file_id(m["key"])
+        kept = self.files.get(file_id or "")
+        return {**message, "kind": "file",
+                "file": described(route, kept) if kept is not None else {"id": file_id, "expired": True}}
+
+    def _file_id(self, key: str) -> str | None:
+        """The id a file send that never went out kept its file under (`send_file`); None when the
+        folder's id key cannot be read."""
+        try:
+            return self.files.id_for(key)
+        except OSError:
+            return None
 
     async def _handle_file(self, request: web.Request) -> web.StreamResponse:
         """A kept file, to the route it was sent in; any other (or none) is unknown, as turns are."""
