@@ -12,6 +12,8 @@
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.console.token");
   let skew = 0; // local clock minus the gateway's, in seconds
+  let asOf = null; // while not connected, the gateway time the picture shown was current: the times stop there
+  let pictured = false; // a state has been drawn
 
   // -- small DOM helpers: text only, never HTML ----------------------------------------
 
@@ -20,7 +22,7 @@
     for (const [key, value] of Object.entries(attrs || {})) {
       if (value === null || value === undefined) continue;
       if (key === "class") node.className = value;
-      else if (key.startsWith("data-")) node.setAttribute(key, value);
+      else if (key.startsWith("data-") || key.startsWith("aria-")) node.setAttribute(key, value);
       else if (key === "title") node.title = value;
       else node[key] = value;
     }
@@ -62,7 +64,7 @@
   }
 
   function tick(node) {
-    const now = Date.now() / 1000 - skew;
+    const now = asOf ?? Date.now() / 1000 - skew;
     const end = node.dataset.until ? Number(node.dataset.until) : now;
     node.textContent = duration(end - Number(node.dataset.since)) + (node.dataset.suffix || "");
   }
@@ -76,6 +78,8 @@
     // the focus back (else it falls to the page, and Enter does nothing, or Tab starts over).
     const focused = document.activeElement && document.activeElement.dataset.action;
     skew = Date.now() / 1000 - state.now;
+    asOf = null;
+    $("stale").hidden = true;
     drawPlatforms(state.platforms);
     drawStorage(state.storage, state.unread || {});
     drawWork(state.work);
@@ -99,15 +103,17 @@
   }
 
   function drawStorage(storage, unread) {
-    const node = $("storage");
     const down = storage.status === "down";
     // A section the gateway could not read comes empty: say so, or it reads as nothing there.
     const sections = Object.keys(unread);
-    node.hidden = !down && !sections.length;
-    node.replaceChildren(...(down ? [el("strong", {}, "state database down "), storage.reason + " for ",
-                                     since(storage.since)] : []),
+    const said = [...(down ? [el("strong", {}, "state database down "), storage.reason] : []),
       ...(sections.length ? [el("strong", {}, (down ? " · " : "") + "could not read "),
-                             sections.join(", ") + " (" + Object.values(unread)[0] + ")"] : []));
+                             sections.join(", ") + " (" + Object.values(unread)[0] + ")"] : [])];
+    // An alert is read out at each change: drawn again only when what it says changes (each state drew it
+    // anew), and how long, which ticks, is beside it.
+    const text = said.map((part) => part.textContent ?? part).join("");
+    if ($("storage").textContent !== text) $("storage").replaceChildren(...said);
+    $("storage-for").replaceChildren(...(down ? [" for ", since(storage.since)] : []));
   }
 
   function drawPlatforms(platforms) {
@@ -134,7 +140,8 @@
         w.running ? since(w.started_at) : null,
         w.tool ? el("span", { class: "meta" }, "running " + w.tool) : null,
         w.running || w.children.some((c) => c.live)
-          ? action("Stop", "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
+          ? action("Stop", (w.running ? "the turn in " : "the subagents of the turn in ") + where(w),
+            "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
             w.running ? "Stop this turn and its subagents: the chat is told, what it queued still runs"
               : "Interrupt this turn's running subagents: each ends with the partial output it has",
             w.running ? "Stop the turn running in " + where(w) + "? Nothing more of it is sent, "
@@ -152,7 +159,8 @@
         el("span", { class: "meta" }, c.started_at ? since(c.started_at, c.completed_at) : "not started"),
         el("span", { class: "meta activity" }, c.live ? c.activity : (c.error || c.activity)),
         el("span", { class: "meta" }, [c.role, c.model].filter(Boolean).join(" · ")),
-        c.live ? action("Stop", "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
+        c.live ? action("Stop", "the subagent " + quoted(c.goal),
+          "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
           "Interrupt this subagent: it ends with the partial output it has",
           "Interrupt the subagent " + quoted(c.goal) + "? It ends with the partial output it has.") : null),
       c.children && c.children.length ? tree(c.children) : null)));
@@ -172,6 +180,11 @@
         t.error ? el("span", { class: "error" }, " — ", theirs(t.error)) : null))))));
   }
 
+  // What a row's buttons act on, in their names: a screen reader's list of the page's buttons read
+  // "Stop, Stop, Dismiss, Dismiss…", the same for every chat and message.
+  const message = (m) => "the message to " + chat(m.platform, m.chat_id) + " " + quoted(m.text);
+  const letter = (d) => "the event from " + chat(d.platform, d.chat_id) + " " + quoted(d.text);
+
   function drawOutbox(outbox) {
     $("outbox-counts").textContent = outbox.pending === null ? "could not be read" : outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
     // Each list holds the newest few: say so when there are more, or the rest looks handled.
@@ -182,20 +195,20 @@
     $("failed").replaceChildren(...outbox.failed_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind), el("td", {}, since(m.created_at, null, " ago")), td(m.attempts),
       td(m.error, "error"), td(m.text, "text"),
-      el("td", {}, action("Retry", "/console/api/outbox/" + m.id + "/retry", "", "Send it again"),
-        action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it",
+      el("td", {}, action("Retry", message(m), "/console/api/outbox/" + m.id + "/retry", "", "Send it again"),
+        action("Dismiss", message(m), "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it",
           "Give up on this message to " + chat(m.platform, m.chat_id) + " for good? It is never sent.")))));
     $("dead").replaceChildren(...outbox.dead_letters.map((d) => el("tr", { "data-letter-id": d.id },
       td(chat(d.platform, d.chat_id)), td(d.event_id, "id"), el("td", {}, since(d.dead_at, null, " ago")),
       td(d.attempts), td(d.error, "error"), td(d.text, "text"),
-      el("td", {}, action("Retry", "/console/api/dead-letters/" + d.id + "/retry", "",
+      el("td", {}, action("Retry", letter(d), "/console/api/dead-letters/" + d.id + "/retry", "",
         "Hand it back to the gateway (as switchboard inbox retry does)"),
-        action("Dismiss", "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it",
+        action("Dismiss", letter(d), "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it",
           "Forget this event from " + chat(d.platform, d.chat_id) + " for good? It is never handled.")))));
     $("pending").replaceChildren(...outbox.pending_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind + (m.op !== "send" ? " (" + m.op + ")" : "")),
       el("td", {}, since(m.created_at, null, " ago")), td(m.attempts), td(m.error, "error"), td(m.text, "text"),
-      el("td", {}, action("Dismiss", "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it",
+      el("td", {}, action("Dismiss", message(m), "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it",
         "Never send this message to " + chat(m.platform, m.chat_id) + "?")))));
   }
 
@@ -224,9 +237,10 @@
   const sending = new Set();
 
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
-  function action(label, url, cls, title, question) {
+  // Named `label` and `what` it acts on; it shows `label`, which begins its name, so "click Stop" finds it too.
+  function action(label, what, url, cls, title, question) {
     const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url,
-                                  disabled: sending.has(url) }, label);
+                                  "aria-label": label + " " + what, disabled: sending.has(url) }, label);
     button.addEventListener("click", async () => {
       // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
       // acts again (the operator cancelled, or the gateway did nothing), or Enter does nothing and Tab starts over.
@@ -278,8 +292,20 @@
 
   // -- the live state -----------------------------------------------------------------
 
+  // Gone (the gateway restarting, the network down), the page keeps the last picture, said to be one: it
+  // showed on as if live, a turn "running" for minutes more that the restart had ended.
+  function stale() {
+    if (asOf !== null || !pictured) return;
+    asOf = Date.now() / 1000 - skew;
+    document.querySelectorAll(".since").forEach(tick);
+    $("stale").textContent = "Not connected: what shows is how things stood at " + when(asOf)
+      + "; it may have changed since.";
+    $("stale").hidden = false;
+  }
+
   SwitchboardLive.listen("/console/api/events", auth, {
     ready: "state",
-    onEvent: (type, data) => { if (type === "state") draw(data); },
+    onEvent: (type, data) => { if (type === "state") { draw(data); pictured = true; } },
+    onDrop: stale,
   });
 })();
