@@ -21,7 +21,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -101,8 +101,9 @@ class OpenAIModel:
         self._named = _named(self.name, base_url)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        messages = request.messages if self.supports_vision else _without_pictures(request.messages)
         # Strict chat templates (vLLM, llama.cpp) refuse a conversation whose roles do not alternate.
-        kwargs: dict[str, Any] = {"model": self.name, "messages": alternating(request.messages)}
+        kwargs: dict[str, Any] = {"model": self.name, "messages": alternating(messages)}
         if request.tools:
             kwargs["tools"] = list(request.tools)
             kwargs["tool_choice"] = "auto"
@@ -381,6 +382,41 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
     except (TypeError, ValueError, OverflowError, OSError):  # a date no clock has (year 99999): no hint
         return None
+
+
+PICTURE_NOT_SHOWN = "[a picture, not shown: this model reads no images]"
+"""Sent to a model without vision in place of each picture of an earlier message (one at an http(s) URL names it)."""
+
+
+def _without_pictures(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages`` as a model without vision is sent them: each ``image_url`` part a `PICTURE_NOT_SHOWN` text part,
+    and a message left with text parts alone its texts joined by a blank line. The pictures came while the
+    configuration named a vision model; a text-only server (vLLM, Ollama) refuses every request that holds one,
+    and the stored conversation keeps them for a vision model configured again. ``messages`` itself (no copy)
+    when none holds a picture, as most conversations do."""
+    sent: list[Mapping[str, Any]] | None = None
+    for at, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, list) and any(_is_picture(part) for part in content):
+            if sent is None:
+                sent = list(messages)
+            told = [{"type": "text", "text": _picture_note(part)} if _is_picture(part) else part for part in content]
+            if all(isinstance(part, Mapping) and part.get("type") == "text" for part in told):
+                told = "\n\n".join(text for part in told if (text := str(part.get("text") or "")))
+            sent[at] = {**message, "content": told}
+    return messages if sent is None else sent
+
+
+def _is_picture(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") == "image_url"
+
+
+def _picture_note(part: Mapping[str, Any]) -> str:
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    if isinstance(url, str) and url[:8].lower().startswith(("http://", "https://")):  # a tool may fetch it
+        return PICTURE_NOT_SHOWN.replace("a picture", f"a picture at {url}", 1)
+    return PICTURE_NOT_SHOWN  # a data URL: never pasted, it would flood the context
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -55,7 +55,7 @@ async def test_a_413_is_a_request_too_large_naming_the_status_and_the_bytes_sent
     # It was a plain bad_request: never compacted, and the chat was told to try again in a moment, for good.
     server.push_raw(NGINX_413, status=413, content_type="text/html")
     with pytest.raises(ModelError) as caught:
-        await make_model().complete(ModelRequest(messages=[{"role": "user", "content": [PHOTO]}]))
+        await make_model(supports_vision=True).complete(ModelRequest(messages=[{"role": "user", "content": [PHOTO]}]))
     error = caught.value
     assert (error.kind, error.status, len(server.requests)) == ("bad_request", 413, 1)  # not asked again
     assert BODY_TOO_LARGE in str(error) and "bytes sent" in str(error)
@@ -67,7 +67,8 @@ async def test_a_413_compacts_the_old_photo_away_and_asks_once_more(server, make
     server.push_text("a summary")
     server.push_text("the answer")
     compactor = Compactor(CompactionPolicy(keep_recent_messages=2))
-    session = with_old_photo(AgentSession(model=make_model(), system_prompt="sys", compactor=compactor))
+    session = with_old_photo(AgentSession(model=make_model(supports_vision=True), system_prompt="sys",
+                                          compactor=compactor))
     with caplog.at_level(logging.WARNING, logger="agent.session"):
         result = await session.run_turn("hello")
     assert (result.exit_reason, result.text, compactor.compactions) == ("completed", "the answer", 1)
@@ -83,7 +84,7 @@ async def test_a_413_compaction_cannot_cure_ends_the_turn_as_too_long_without_lo
     server.push_text("a summary")
     server.push_raw(NGINX_413, status=413, content_type="text/html")
     server.push_text("never asked for")
-    session = with_old_photo(AgentSession(model=make_model(), system_prompt="sys",
+    session = with_old_photo(AgentSession(model=make_model(supports_vision=True), system_prompt="sys",
                                           compactor=Compactor(CompactionPolicy(keep_recent_messages=2))))
     result = await session.run_turn([{"type": "text", "text": "and this one?"}, PHOTO])
     assert result.exit_reason == "error" and result.error_kind == "bad_request"
@@ -93,7 +94,7 @@ async def test_a_413_compaction_cannot_cure_ends_the_turn_as_too_long_without_lo
 
 async def test_a_413_with_nothing_to_compact_ends_the_turn_at_once(server, make_model):
     server.push_raw(NGINX_413, status=413, content_type="text/html")
-    session = AgentSession(model=make_model(), compactor=Compactor())
+    session = AgentSession(model=make_model(supports_vision=True), compactor=Compactor())
     result = await session.run_turn([{"type": "text", "text": "look"}, PHOTO])
     assert (result.exit_reason, len(server.requests)) == ("error", 1)
     assert BODY_TOO_LARGE in result.error
