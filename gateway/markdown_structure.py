@@ -236,7 +236,8 @@ def _locator(src: str, base: int, line_starts: list[int], tok: Token) -> Callabl
             return None
         a = line_starts[first + k]
         b = line_starts[first + k + 1] - 1 if first + k + 1 < len(line_starts) else len(src)
-        source = src[a:b]
+        # markdown-it reads a line ending "\r\n" as ending "\n": a line's own trailing spaces stay in its content.
+        source = src[a:b].removesuffix("\r")
         if not source.endswith(line):
             source = source.rstrip()
             if not source.endswith(line):

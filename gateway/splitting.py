@@ -42,10 +42,13 @@ points). What a cut never breaks:
   there with the number it is shown with (``4.`` for the fourth of ``1.``, ``1.``, ...), so
   every platform numbers on from it (`gateway.split_items`). A list in a quote keeps its
   numbers as written.
+- **a line's text**: a part starting within a line with what would open a block at a
+  line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
+  fence, a link definition) starts with a backslash before it, so the rest stays text.
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
-kept); so is a list item's lines', and a blank line may be added, and list markers
-and links too long for a part rewritten, as said; nothing else is added or removed.
+kept); so is a list item's lines', and a blank line or that backslash may be added, and
+list markers and links too long for a part rewritten, as said; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -86,6 +89,12 @@ Measure = Callable[[str], int]
 # A line indented as code (four columns in): only a part starting in one can start inside indented code.
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
+# What opens a block at a line's start though it is text within a line: a quote, a bullet, a heading, a rule,
+# a fence (a backtick one with no backtick after it, else a code span).
+_OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|`{3,}[^`\n]*$|~{3}",
+                          re.MULTILINE)
+# What stands before a line's text: quote markers, list item markers, indentation.
+_LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -203,7 +212,7 @@ class _Splitter(InLists):
 
     def head(self, start: int) -> str:
         """What a part starting at ``start`` repeats: a fence's opening line, a table's header
-        rows, or the markers of the styles open there."""
+        rows, or the markers of the styles open there; else a backslash it may need (`_escape`)."""
         if start == 0:
             return ""
         fence = self.inside(start)
@@ -221,7 +230,19 @@ class _Splitter(InLists):
         if table is not None and start >= table.head_end:
             return self.text[table.start:table.head_end]
         styles = self.with_cut_link(start, self.structure.styles_open_at(start))
-        return self._carried("".join(s.opener for s in styles if start < s.close_start))
+        return self._carried("".join(s.opener for s in styles if start < s.close_start)) or self._escape(start)
+
+    def _escape(self, start: int) -> str:
+        """A backslash, for a part starting within a line's text with what would open a block at its start
+        (``> 5`` of ``x > 5``, ``- b`` of ``a - b``): cut, it would be read as a quote, a list..., and its
+        marker shown as one or not at all; or a link definition (``[a]: x``), shown as nothing."""
+        text, line = self.text, self.text.rfind("\n", 0, start) + 1
+        if _LINE_PREFIX.fullmatch(text, line, start):
+            return ""  # at the line's text (in its quote or list item): what it opens, it opens in the whole text too
+        if text.startswith("[", start):
+            end = text.find("\n", start)
+            return "\\" if markdown.definitions(text[start:end if end != -1 else len(text)]) else ""
+        return "\\" if _OPENS_BLOCK.match(text, start) else ""
 
     def _carried(self, markers: str) -> str:
         """``markers`` if they leave the part most of the limit, else nothing: a thousand styles open at
@@ -536,7 +557,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     the parts give back the text except for the whitespace at the cuts (an indented code line cut in
     two is indented again) and in the list items a part starts in, the markers added to close and
     reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
-    address too long to repeat), and the list markers rewritten to go on with a list's
+    address too long to repeat), a backslash keeping a part that starts within a line from opening a
+    block there (a quote, a list...), and the list markers rewritten to go on with a list's
     numbers (see the module docstring); a text with link reference definitions has those a part uses
     at its end (up to half the limit), and no part of definitions only (`gateway.link_references`).
     Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
