@@ -62,6 +62,8 @@ class CommentThreads:
         """Questions asked in one: (the gateway's chat id, `Inbound.message_id`) -> the thread."""
         self._turns: _Latest[str, int] = _Latest()
         """Turns answering one: turn id -> the thread."""
+        self._named: _Latest[str, None] = _Latest()
+        """Turn ids hand-overs named (`handed`): a later one naming the same turn did not open it."""
 
     def heard(self, message: Message, inbound: Inbound | None) -> None:
         """Note ``message`` (handed over as ``inbound``, or not for the bot) if it was written in a comment
@@ -78,9 +80,12 @@ class CommentThreads:
     def handed(self, inbound: Inbound, accepted: Accepted | None) -> None:
         """``inbound`` was handed over, to be answered by ``accepted``'s turn: a question asked in a comment thread
         ties that turn to it at once, so what the turn sends before a message quoting the question (a progress
-        card, a ``send_message`` that took the quote) lands under the post too."""
-        if accepted is None or accepted.turn_id is None or inbound.message_id is None:
+        card, a ``send_message`` that took the quote) lands under the post too. Only the turn it opens: one it was
+        steered into, or answered a question of, is another message's, whose answer stays where that was asked."""
+        if accepted is None or accepted.turn_id is None or accepted.turn_id in self._named \
+                or inbound.message_id is None:
             return
+        self._named.put(accepted.turn_id, None)
         thread = self._asked.get((inbound.chat_id, inbound.message_id))
         if thread is not None:
             self._turns.put(accepted.turn_id, thread)
