@@ -11,7 +11,8 @@ arrives while you type is printed above the prompt with your half-typed line
 redrawn as readline drew it, every row of it, readline's cursor where it was (read from
 the library: `platforms.local_tty.typed_line`). Keys typed while the chat still handles the
 line before are shown once, by the next read (the terminal's echo is off between reads).
-The terminal's settings are restored when the chat ends, however it ends. Bytes that are
+The terminal's settings are restored when the chat ends, however it ends, and taken again when
+the chat runs on after a stop (Ctrl-Z, then the shell's ``fg``: `_resumed`). Bytes that are
 not valid in the terminal's encoding become U+FFFD.
 
 Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off while the
@@ -67,6 +68,7 @@ import getpass
 import itertools
 import logging
 import os
+import signal
 import sys
 import threading
 from collections import deque
@@ -172,6 +174,8 @@ class LocalAdapter:
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._ended_early = False  # Ctrl-D was pressed before the chat took the terminal (`start`)
         self._saved_tty: Any = None
+        self._retake = False  # resumed after a stop: the read under way ends in the shell's modes (`_resumed`)
+        self._on_resume: asyncio.AbstractEventLoop | None = None  # the loop handling SIGCONT, until `stop`
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
         self._tty_lock = threading.Lock()  # the reader's echo switches against stop()'s restore
         self._prompt_draw = PromptDraw()  # printing waits for a prompt readline is drawing
@@ -190,6 +194,7 @@ class LocalAdapter:
             if self._readline is not None:
                 self._ended_early = ended_in_line_mode(self._input)  # Ctrl-D pressed as the gateway started
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
+                self._handle_resume()
         self.greet()
         self._reader = asyncio.ensure_future(self._read(sink))
         self._reader.add_done_callback(self._read_ended)
@@ -220,6 +225,9 @@ class LocalAdapter:
                 # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
                 self._emit("\r\x1b[2K" if self._ansi else "\n")
                 self._prompting = False
+        if self._on_resume is not None:
+            self._on_resume.remove_signal_handler(signal.SIGCONT)
+            self._on_resume = None
         with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
             if self._saved_tty is not None:
                 # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
@@ -361,7 +369,7 @@ class LocalAdapter:
             return ""
         finally:
             self._prompt_draw.drawn()
-            self._echo(False)  # keys typed before the next read are drawn by it, not twice
+            self._after_read()
         self._prompting = False
         if CTRL_C in line:  # not a line to find again with the arrow keys or Ctrl-R
             with contextlib.suppress(ValueError):  # libedit counts history otherwise: kept there
@@ -377,6 +385,42 @@ class LocalAdapter:
         with self._tty_lock:
             if self._saved_tty is not None:
                 set_echo(self._input, on)
+
+    def _after_read(self) -> None:
+        """Echo off, so that keys typed before the next read are drawn by it, not twice; all the chat's
+        settings again after a read the chat was resumed in (`_resumed`)."""
+        with self._tty_lock:
+            if self._saved_tty is None:
+                return
+            if self._retake:
+                self._retake = False
+                keys_for_the_chat(self._input, self._saved_tty)
+            else:
+                set_echo(self._input, False)
+
+    def _handle_resume(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(AttributeError, NotImplementedError, RuntimeError, ValueError):
+            # No SIGCONT (not POSIX), or a loop that handles no signals (not the main thread's): not resumed.
+            loop.add_signal_handler(signal.SIGCONT, self._resumed)
+            self._on_resume = loop
+
+    def _resumed(self) -> None:
+        """SIGCONT: the chat runs on after a stop (Ctrl-Z, then the shell's ``fg``). The shell gave the terminal
+        back in its own settings: Ctrl-C was SIGINT again, which ended the whole chat (mid-turn, waiting out the
+        shutdown grace) instead of stopping the turn, and the kernel's line mode and echo were on. The chat takes
+        its settings again, now and once the read under way ends: readline, resumed too, may have taken the
+        shell's as those to give back with its line. What the shell printed is under the last message, which is
+        not redrawn in place over it, and the prompt, which readline does not draw again, is drawn under it."""
+        with self._tty_lock:
+            if self._saved_tty is None:
+                return
+            self._retake = True
+            keys_for_the_chat(self._input, self._saved_tty)
+        self._last_id = None
+        with self._prompt_draw.after():
+            if self._prompting:  # from the start of its row: there after `fg`, and where it was after a bare SIGCONT
+                self._emit(self._prompt_start() + "\x1b[J" + self._prompt_again())
 
     async def _next_message(self, lines: Lines) -> str | TooLong | None:
         """One message (`platforms.local_messages.next_message`); None at end of input."""
