@@ -372,7 +372,9 @@ class Supervisor(StartAdoption, Stopping):
         try:
             await journaling
         except asyncio.CancelledError:
-            pass  # the journal's wait itself was cancelled: it keeps the records, which may be committed
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # this work's own (the process ends): its children are the next start's, as after a kill
+            # The journal's wait itself was cancelled: it keeps the records, which may be committed.
         except Exception as exc:
             # A refusal names the records it dropped: the launch's others may have been committed
             # before its caller asked again (a launch is refused whole only while it is waited for).

@@ -92,7 +92,8 @@ class Placeholders:
         try:
             ts = await asyncio.shield(future)
         except asyncio.CancelledError:
-            if future.cancelled():  # dropped by `idle` before its turn came: there is nothing to show
+            # Dropped by `idle` before its turn came: there is nothing to show; unless the caller is cancelled too.
+            if future.cancelled() and not asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 return
             raise
         if ts is None and self._placeholders.get(key) is future:

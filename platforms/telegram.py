@@ -345,12 +345,10 @@ class TelegramAdapter:
             if not task.done() and self._polling_started.is_set():
                 await self._dp.stop_polling()
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            except Exception:
-                log.exception("telegram polling had failed")
+            # Waited for, not awaited: awaited, a cancellation of this stop came back as the task's, and was lost.
+            await asyncio.wait((task,))
+            if not task.cancelled() and task.exception() is not None:
+                log.error("telegram polling had failed", exc_info=task.exception())
 
     async def close(self) -> None:
         """Close the bot's HTTP session, after `stop_within` (aiogram would open another for a later call:
