@@ -13,6 +13,19 @@ from platforms.fakes._discord_mentions import Pings
 
 FLAG_LOADING = 128
 ISO = "2026-01-01T00:00:00.000000+00:00"
+TEXT, VOICE, ANNOUNCEMENT, STAGE, FORUM, MEDIA = 0, 2, 5, 13, 15, 16
+"""The guild channel kinds (Discord's channel types) a server admin may add the bot to (`add_channel`)."""
+THREAD_ONLY = (FORUM, MEDIA)
+"""Channels that hold posts only (threads, each opened by a message of the thread's own id): a message
+posted in one itself is refused (400, 50008)."""
+_KIND_FIELDS: dict[int, dict[str, Any]] = {
+    VOICE: {"bitrate": 64000, "user_limit": 0, "rtc_region": None},
+    STAGE: {"bitrate": 64000, "user_limit": 0, "rtc_region": None},
+    FORUM: {"available_tags": [], "default_reaction_emoji": None, "default_sort_order": None,
+            "default_forum_layout": 0, "default_thread_rate_limit_per_user": 0, "flags": 0},
+    MEDIA: {"available_tags": [], "default_reaction_emoji": None, "default_sort_order": None,
+            "default_thread_rate_limit_per_user": 0, "flags": 0},
+}
 
 
 @dataclass
@@ -64,8 +77,9 @@ class DiscordModel:
     """Messages, guilds, channels and threads of `FakeDiscord` (which holds the state and mixes
     this in), and their JSON; new guilds, channels and threads are announced on the gateway."""
 
-    def _store(self, channel: str, author: str, content: str, *, from_bot: bool, **kw: Any) -> FakeMessage:
-        message = FakeMessage(self.new_id(), channel, author, content, from_bot, at=self.clock(), **kw)
+    def _store(self, channel: str, author: str, content: str, *, from_bot: bool, message_id: str | None = None,
+               **kw: Any) -> FakeMessage:
+        message = FakeMessage(message_id or self.new_id(), channel, author, content, from_bot, at=self.clock(), **kw)
         self.messages[channel].append(message)
         if (known := self._channel_json(channel)) is not None:
             known["last_message_id"] = message.id  # as Discord sends it with the channel
@@ -107,15 +121,16 @@ class DiscordModel:
     def _message_payload(
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
-        forwarded: bool = False, stickers: Sequence[str] = (),
+        forwarded: bool = False, stickers: Sequence[str] = (), message_id: str | None = None,
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         attachments = self._attachments(channel, uploads)
         flags = FLAG_VOICE_MESSAGE if voice else 0
         if forwarded:  # the forward itself holds nothing: its snapshot holds the message forwarded
-            stored = self._store(channel, user, "", from_bot=False)
+            stored = self._store(channel, user, "", from_bot=False, message_id=message_id)
         else:
-            stored = self._store(channel, user, text, from_bot=False, attachments=attachments, flags=flags)
+            stored = self._store(channel, user, text, from_bot=False, attachments=attachments, flags=flags,
+                                 message_id=message_id)
         data = self._message_json(stored, guild=guild, name=name)
         held = data
         if forwarded:
@@ -221,27 +236,48 @@ class DiscordModel:
         self.denied[str(channel)].difference_update(permissions)
 
     def _guild_json(self, guild: str) -> dict[str, Any]:
+        """As Discord sends a guild: with its active threads the bot can see (not the archived ones, nor the
+        private ones it was not added to), which Discord syncs up front; an archived one only on a request."""
         g = self._guilds[guild]
-        return g | {"channels": list(g["channels"].values()), "threads": list(g["threads"].values())}
+        threads = [t for t in g["threads"].values() if self._sees(t) and not t["thread_metadata"]["archived"]]
+        return g | {"channels": list(g["channels"].values()), "threads": threads}
 
-    def _ensure_channel(self, guild: str, channel: str) -> None:
+    def _thread_only(self, channel: str) -> bool:
+        """A forum or media channel, which takes no message but in its posts."""
+        known = self._channel_json(channel)
+        return known is not None and known.get("type") in THREAD_ONLY
+
+    @staticmethod
+    def _sees(thread: dict[str, Any]) -> bool:
+        """Whether the bot sees the thread: a public one, or a private one it was added to (its ``member``)."""
+        return thread["type"] != 12 or "member" in thread
+
+    def add_channel(self, guild: str | int, channel: str | int, kind: int = TEXT) -> None:
+        """A guild channel of Discord's type ``kind`` (`TEXT`, `VOICE` or `STAGE` with their text chat,
+        `ANNOUNCEMENT`, `FORUM`, `MEDIA`), announced with CHANNEL_CREATE; `push_guild_message` makes a text
+        channel of one it does not know. In a forum or media channel each message without a ``thread_id`` opens a
+        post; an announcement channel's threads are type 10."""
+        self._ensure_channel(str(guild), str(channel), kind)
+
+    def _ensure_channel(self, guild: str, channel: str, kind: int = TEXT) -> None:
         g = self._ensure_guild(guild)
         if channel not in g["channels"]:
             g["channels"][channel] = {
-                "id": channel, "type": 0, "guild_id": guild, "name": f"channel-{channel}", "position": 0,
+                "id": channel, "type": kind, "guild_id": guild, "name": f"channel-{channel}", "position": 0,
                 "permission_overwrites": [], "parent_id": None, "nsfw": False, "topic": None,
-                "last_message_id": None, "rate_limit_per_user": 0,
+                "last_message_id": None, "rate_limit_per_user": 0, **_KIND_FIELDS.get(kind, {}),
             }
             self._channels.add(channel)
             self._channel_guild[channel] = guild
             if self._session is not None:
                 self._dispatch("CHANNEL_CREATE", g["channels"][channel])
 
-    def _ensure_thread(self, guild: str, parent: str, thread: str, owner: str) -> None:
+    def _ensure_thread(self, guild: str, parent: str, thread: str, owner: str, *, private: bool = False) -> None:
         g = self._guilds[guild]
         if thread not in g["threads"]:
+            kind = 12 if private else 10 if g["channels"][parent]["type"] == ANNOUNCEMENT else 11
             g["threads"][thread] = {
-                "id": thread, "type": 11, "guild_id": guild, "parent_id": parent, "owner_id": owner,
+                "id": thread, "type": kind, "guild_id": guild, "parent_id": parent, "owner_id": owner,
                 "name": f"thread-{thread}", "last_message_id": None, "rate_limit_per_user": 0,
                 "message_count": 0, "member_count": 1, "flags": 0,
                 "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
@@ -249,5 +285,24 @@ class DiscordModel:
             }
             self._channels.add(thread)
             self._channel_guild[thread] = guild
-            if self._session is not None:
+            if self._session is not None and self._sees(g["threads"][thread]):
                 self._dispatch("THREAD_CREATE", g["threads"][thread] | {"newly_created": True})
+
+    def _join_thread(self, guild: str, thread: str) -> None:
+        """The bot added to a private thread (a mention adds it): Discord sends THREAD_CREATE, with the
+        bot's thread member, before anything said there, so that the client knows the thread."""
+        data = self._guilds[guild]["threads"][thread]
+        data["member"] = {"id": thread, "user_id": self.bot_id, "join_timestamp": ISO, "flags": 0}
+        self._dispatch("THREAD_CREATE", data)
+
+    def archive_thread(self, thread: str | int) -> None:
+        """The thread archives (inactive for its ``auto_archive_duration``, or a moderator's doing), announced
+        with THREAD_UPDATE; Discord's guilds no longer list it. A message posted in it unarchives it (THREAD_UPDATE
+        first, as Discord sends it: the client may not know the thread any more)."""
+        self._set_archived(str(thread), True)
+
+    def _set_archived(self, thread: str, archived: bool) -> None:
+        data = self._guilds[self._channel_guild[thread]]["threads"][thread]
+        data["thread_metadata"]["archived"] = archived
+        if self._sees(data):
+            self._dispatch("THREAD_UPDATE", data)

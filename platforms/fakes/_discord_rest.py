@@ -243,6 +243,8 @@ class DiscordRest:
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
         body, uploads = request.get(_MULTIPART) or (await request.json(), [])
+        if self._thread_only(channel):
+            return _error(400, 50008, "Cannot send messages in a non-text channel")
         denied = self.denied[channel]
         if "send_messages" in denied or (uploads and "attach_files" in denied) or (
                 body.get("message_reference") and "read_message_history" in denied):
@@ -306,6 +308,8 @@ class DiscordRest:
     async def _typing(self, request: web.Request) -> web.Response:
         if request.match_info["channel_id"] not in self._channels:
             return _error(404, 10003, "Unknown Channel")
+        if self._thread_only(request.match_info["channel_id"]):
+            return _error(400, 50008, "Cannot send messages in a non-text channel")
         if "send_messages" in self.denied[request.match_info["channel_id"]]:
             return _error(403, 50013, "Missing Permissions")
         return web.Response(status=204)

@@ -27,6 +27,11 @@ on `push_dm` and `push_guild_message`) are served from attachment URLs under
 message create as multipart, ``payload_json`` + ``files[n]``) are kept the same way, each at
 most the guild's upload limit (10 MiB; more once `boost` raises its boost level), else 413 40005.
 Every response is exactly ``application/json``: discord.py compares the content type for equality.
+Channel kinds (`add_channel`): voice and stage text chats, announcement channels (type 10 threads), forum and
+media channels (a post is a thread whose first message has its id; a message in the channel itself is refused,
+50008); private threads (`push_guild_message(private_thread=True)`: heard once a mention adds the bot, with
+THREAD_CREATE first) and archived ones (`archive_thread`: not in a guild's threads; a message unarchives it,
+THREAD_UPDATE first).
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
@@ -70,7 +75,21 @@ from platforms.fakes._discord_gateway import (  # noqa: F401
 )
 from platforms.fakes._discord_limits import GLOBAL, PER_CHANNEL_ROUTE, Clock, DiscordRateLimits, Window
 from platforms.fakes._discord_mentions import Pings  # noqa: F401
-from platforms.fakes._discord_model import FLAG_LOADING, ISO, Call, DiscordModel, FakeMessage, _user  # noqa: F401
+from platforms.fakes._discord_model import (  # noqa: F401
+    ANNOUNCEMENT,
+    FLAG_LOADING,
+    FORUM,
+    ISO,
+    MEDIA,
+    STAGE,
+    TEXT,
+    THREAD_ONLY,
+    VOICE,
+    Call,
+    DiscordModel,
+    FakeMessage,
+    _user,
+)
 from platforms.fakes._discord_rest import INTERACTION_ACK_SECONDS, TEXT_LIMIT, DiscordRest, _Failure  # noqa: F401
 from platforms.fakes._waiting import wait_until
 
@@ -381,9 +400,13 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         mention_roles: Sequence[str] = (),
         forwarded: bool = False,
         stickers: Sequence[str] = (),
+        private_thread: bool = False,
     ) -> str:
-        """A message in a guild text channel, or in thread ``thread_id`` of that channel
-        (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread), from
+        """A message in a guild channel (a text one unless `add_channel` made it), or in thread ``thread_id`` of
+        that channel (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread; made private
+        with ``private_thread``: the bot hears nothing there until a mention adds it, announced with THREAD_CREATE
+        and a RECIPIENT_ADD message; in an archived one, `archive_thread`, it unarchives the thread first); in a
+        forum or media channel without ``thread_id``, the message opens a post, a thread of the message's id; from
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
         (`bot_role`, `add_role`) before ``text``; ``forwarded`` and ``stickers`` as for `push_dm` (a forward
         neither mentions nor replies: ValueError with those options).
@@ -392,17 +415,28 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
             raise ValueError("a forwarded message carries no mention or reply of its own")
         guild, channel, user = str(guild), str(channel), str(user)
         self._ensure_channel(guild, channel)
-        where = channel
+        where, starter, hidden = channel, None, False
+        if thread_id is None and self._guilds[guild]["channels"][channel]["type"] in THREAD_ONLY:
+            thread_id = starter = self.new_id()  # a post and the message opening it share their id
         if thread_id is not None:
             where = str(thread_id)
-            self._ensure_thread(guild, channel, where, str(thread_owner or user))
+            self._ensure_thread(guild, channel, where, str(thread_owner or user), private=private_thread)
+            thread = self._guilds[guild]["threads"][where]
+            if thread["thread_metadata"]["archived"]:
+                self._set_archived(where, False)
+            if not self._sees(thread) and mention_bot:
+                self._join_thread(guild, where)
+                added = self._message_json(self._store(where, user, "", from_bot=False), guild=guild)
+                added |= {"type": 7, "mentions": [_user(self.bot_id, self.bot_name, bot=True)]}  # RECIPIENT_ADD
+                self._dispatch("MESSAGE_CREATE", added)
+            hidden = not self._sees(thread)
         mentions_bot = mention_bot
         text = "".join(f"<@&{role}> " for role in mention_roles) + text
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content = ""
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
-                                     forwarded=forwarded, stickers=stickers)
+                                     forwarded=forwarded, stickers=stickers, message_id=starter)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         data["mention_roles"] = [str(role) for role in mention_roles]
@@ -412,6 +446,9 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
             data["type"] = 19
             data["message_reference"] = {"message_id": target.id, "channel_id": where, "guild_id": guild}
             data["referenced_message"] = self._message_json(target, guild=guild)
+        if hidden:  # a private thread the bot is not in: only in the history
+            self._dispatched[data["id"]] = data
+            return str(data["id"])
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def push_interaction(
