@@ -639,14 +639,15 @@ class Gateway:
 
     def _sent_before(self, inbound: Inbound, other: Inbound | Heard | None) -> bool:
         """Whether ``inbound`` was sent before ``other``: as the platform dates them, else (the web chat,
-        the terminal, webhooks) as the inbox received them, so that an event handled again late (after
-        a failure, or handed back) still counts as the older."""
+        the terminal, webhooks) in the order the inbox received them (`Inbox.arrival`, not by the receipts'
+        dates, which a clock stepped back turns round), so that an event handled again late (after a failure,
+        or handed back) still counts as the older."""
         if other is None:
             return False
         if inbound.sent_at is not None and other.sent_at is not None:
             return inbound.sent_at < other.sent_at
         inbox = self.store.inbox
-        first, then = (inbox.received_at(e.platform, e.event_id) for e in (inbound, other))
+        first, then = (inbox.arrival(e.platform, e.event_id) for e in (inbound, other))
         return first is not None and then is not None and first < then
 
     # -- wiring -----------------------------------------------------------------------------

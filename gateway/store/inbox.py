@@ -39,13 +39,6 @@ from platforms.base import Inbound
 RETENTION_SECONDS = 7 * 24 * 3600.0
 """Seconds to remember a platform event id. Redeliveries come within minutes (Slack retries,
 webhook retries) to a day (Telegram keeps updates 24 h); a week covers them all."""
-RECEIPT_STEP = 1e-6
-"""Seconds between a receipt and the next at least: each is dated after the last, whatever the wall clock does
-(`Inbox._receipt`). A microsecond, which an epoch float still tells apart."""
-RECEIPT_AHEAD = 24 * 3600.0
-"""Seconds a receipt may be dated ahead of the wall clock, after it was stepped back (`Inbox._receipt`): a clock
-set right after a boot on a wrong hardware clock (a year ahead) would otherwise date every receipt a year ahead,
-and the inbox forget none for that year. A day covers a clock that ran fast, or read local time as UTC."""
 SENT_MARGIN = 1.0
 """Seconds a message must be dated by its platform before a moment (a running turn's start, a question's) to
 count as sent before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just
@@ -91,8 +84,6 @@ class Inbox:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
-        self._last_receipt: float | None = None
-        """The latest receipt's date (`_receipt`), read from the store at first use."""
 
     def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
@@ -126,22 +117,7 @@ class Inbox:
         return self._db.write("INSERT OR IGNORE INTO gateway_inbox (platform, event_id, payload, status, received_at,"
                               " turn_id) VALUES (?, ?, ?, 'received', ?, ?)",
                               (_text(inbound.platform), _text(inbound.event_id), json.dumps(inbound.to_json()),
-                               self._receipt(), turn_id))
-
-    def _receipt(self) -> float:
-        """When an event is received: the wall clock's time, but never before the last receipt, also one before a
-        restart. The web chat, the terminal and webhooks date no message, so which of two was sent first is which
-        was received first (`gateway.app.Gateway._sent_before`): dated as the clock read, a message received after
-        NTP stepped a fast clock back an hour was taken for one sent before the turn running then, and neither a
-        /stop nor a follow-up stopped it. The receipts after such a step are dated ahead of the clock, by as much,
-        until it has caught up (a step of more than `RECEIPT_AHEAD` is not made up)."""
-        if self._last_receipt is None:
-            (last,) = self._db.read_one("SELECT MAX(received_at) FROM gateway_inbox") or (None,)
-            self._last_receipt = float("-inf") if last is None else last
-        now = self._clock.time()
-        after = self._last_receipt + RECEIPT_STEP
-        self._last_receipt = max(now, after) if after - now <= RECEIPT_AHEAD else now
-        return self._last_receipt
+                               self._clock.time(), turn_id))
 
     def _record_aliases(self, platform: str, event_id: str, aliases: Sequence[str]) -> None:
         """An id already recorded as another event's alias stays that event's: a redelivery of it
@@ -264,6 +240,16 @@ class Inbox:
                                 (platform, event_id))
         return None if row is None else row[0]
 
+    def arrival(self, platform: str, event_id: str) -> int | None:
+        """Where the event stands in the order the inbox received events, higher for a later one, to tell which of
+        two it remembers came first; None if it has forgotten it. Not by the receipts' dates: NTP stepping back a
+        clock that ran fast dates a receipt before those of an hour ago. The row's rowid: SQLite numbers a new row
+        one above the largest (no AUTOINCREMENT: a forgotten newest row's number is given again, but never while a
+        row holds it, so of two rows held at once the later has the higher; a VACUUM keeps their order)."""
+        row = self._db.read_one("SELECT rowid FROM gateway_inbox WHERE platform=? AND event_id=?",
+                                (_text(platform), _text(event_id)))
+        return None if row is None else row[0]
+
     def sent_before(self, inbound: Inbound, when: float) -> bool:
         """Whether ``inbound`` was sent before the epoch time ``when``: received before it (the web chat,
         the terminal and webhooks date no message; one that waited while /new withdrew the children), or
@@ -283,9 +269,9 @@ class Inbox:
 
     def event_of_turn(self, platform: str, turn_id: str) -> Inbound | None:
         """The event that started ``turn_id`` on ``platform``, while the inbox remembers it."""
-        # The first: later ones were handled within the turn (`settle` ``into_turn``).
+        # The first received (`arrival`): later ones were handled within the turn (`settle` ``into_turn``).
         row = self._db.read_one("SELECT payload FROM gateway_inbox WHERE platform=? AND turn_id=?"
-                                " ORDER BY received_at, rowid LIMIT 1", (platform, turn_id))
+                                " ORDER BY rowid LIMIT 1", (platform, turn_id))
         return None if row is None else _inbound(row[0])
 
     def unfinished(self, page: int = 1000) -> list[tuple[Inbound, str | None]]:
