@@ -153,15 +153,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(AttributeError, ValueError):  # closed (None, handled below), or no text stream
         sys.stdout.reconfigure(errors=UNENCODABLE)
     try:
-        status = _command(argv)
-        if sys.stdout is not None:  # None: closed at start, and refused by `_command`
-            sys.stdout.flush()  # here, where a reader that went away is still ours to handle
-        return status
+        return _command(argv)
+    except BrokenPipeError:  # amid a listing or the effective configuration: what was asked is done
+        _reader_gone()
+        return 0
+    finally:
+        _flush_output()
+
+
+def _flush_output() -> None:
+    """Standard output flushed here, where a reader that went away is still ours to handle: at exit, Python's
+    own flush said "Exception ignored … BrokenPipeError" and made the status 120 (`switchboard --help | true`).
+    After a command's last line only, so the command's own status stands: `switchboard config check | head -1`
+    exited 1, which says the configuration has errors, and `ask` whose turn ended early still exits 1."""
+    if sys.stdout is None:  # closed at start, and refused by `_command`
+        return
+    try:
+        sys.stdout.flush()
     except BrokenPipeError:
-        # The reader of our output stopped early (`switchboard config check | head`): nothing is wrong
-        # to tell it about. Python flushes stdout once more at exit: let that go to /dev/null quietly.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        _reader_gone()
+
+
+def _reader_gone() -> None:
+    """The reader of standard output stopped early (`| head -1`, `less` quit): as for a Unix tool, no failure,
+    and nothing to tell it about. What is left to write goes to /dev/null, so that it fails no more."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def _command(argv: Sequence[str] | None) -> int:
@@ -189,6 +207,8 @@ def _command(argv: Sequence[str] | None) -> int:
         _print_warnings(warnings)
         try:
             return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
+        except BrokenPipeError:  # the reader of its lines went away (`inbox dead | head`): no database's fault
+            raise
         except (sqlite3.Error, OSError, StoreError) as exc:  # a database it cannot use: name it, as a start would
             log.debug("the inbox command failed", exc_info=exc)
             print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
@@ -254,8 +274,6 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
             status = 130
         except SystemExit as stop:
             status, exited = _exit_status(stop.code), True
-        except BrokenPipeError:
-            raise  # the reader of the output went away (`| head`): `main` ends quietly, nothing failed to start
         except Exception as exc:  # the one boundary where a failure becomes words for the operator
             log.debug("the command failed", exc_info=exc)
             # A stop signal's SystemExit made into another error (Python 3.11 wraps one raised in a class
@@ -342,7 +360,10 @@ async def _ask(config: Config, message: str) -> int:
         # Its background children are stopped, and get the grace to end, as at a gateway's stop.
         await host.close(grace=config.server.shutdown_grace_seconds)
     if result.text:
-        print(_for_screen(sys.stdout, scalar_text(result.text)))  # a model can emit a lone surrogate too
+        try:
+            print(_for_screen(sys.stdout, scalar_text(result.text)))  # a model can emit a lone surrogate too
+        except BrokenPipeError:  # `| head -c 60`: no failure to start, and a turn that ended early still says so
+            _reader_gone()
     if result.exit_reason != "completed":
         print(_for_screen(sys.stderr, f"switchboard: the turn ended early ({result.exit_reason}): "
                                       f"{result.error or ''}".rstrip(": ") + operator_hint(result.error_kind)),

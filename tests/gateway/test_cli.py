@@ -182,7 +182,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     finally:
         os.close(write)
     assert result.stderr == ""
-    assert result.returncode == 1
+    assert result.returncode == 0  # the configuration loads: 1 said it had errors (test_cli_reader_gone)
 
 
 def test_an_answer_whose_reader_stopped_early_is_no_failure_to_start(tmp_path):
@@ -197,7 +197,7 @@ def test_an_answer_whose_reader_stopped_early_is_no_failure_to_start(tmp_path):
     finally:
         os.close(write)
     assert "could not start" not in result.stderr and "Traceback" not in result.stderr, result.stderr
-    assert result.returncode == 1
+    assert result.returncode == 0  # as every command's (test_cli_reader_gone)
 
 
 class _FailingModel(http.server.BaseHTTPRequestHandler):
