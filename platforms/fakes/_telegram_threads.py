@@ -2,9 +2,10 @@
 threads of a channel's discussion group.
 
 As the Bot API server does (``check_message_topic``, ``is_reply_in_same_topic`` in tdlib/telegram-bot-api's
-Client.cpp): a send's ``message_thread_id`` counts in a forum only, and is ignored in any other chat. A reply
-with no ``message_thread_id`` lands where the message it replies to is, in a forum's topic as in a discussion
-group's comment thread: a linked channel's post copied into the group (``is_automatic_forward``) heads the
+Client.cpp): a send's ``message_thread_id`` counts in a forum, and in a private chat of a bot with topic mode on
+(Bot API 9.3: ``has_topics_enabled`` in getMe, `FakeTelegram`'s ``topics_in_private``); it is ignored in any other
+chat. A reply with no ``message_thread_id`` lands where the message it replies to is, in a forum's topic as in a
+discussion group's comment thread: a linked channel's post copied into the group (``is_automatic_forward``) heads the
 thread of the comments under it, whose messages carry its id as ``message_thread_id`` and, unlike a topic's, no
 ``is_topic_message``. A reply to a comment or to the post is in that thread. (Telegram makes a thread of any
 reply chain in a supergroup; the fake makes threads of channel posts only.)
@@ -29,6 +30,7 @@ class TelegramThreads:
     """The thread half of `FakeTelegram`, which holds ``said``, ``messages`` and ``_chats`` and mixes this in."""
 
     said: defaultdict[str, dict[int, dict[str, Any]]]
+    bot_user: dict[str, Any]
     messages: defaultdict[str, list[dict[str, Any]]]
     _chats: dict[str, dict[str, Any]]
     closed_topics: set[tuple[str, int]]
@@ -61,14 +63,16 @@ class TelegramThreads:
 
     # -- the Bot API side ------------------------------------------------------------
 
-    def _is_forum(self, chat_id: int) -> bool:
-        return bool(self._chats.get(str(chat_id), {}).get("is_forum"))
+    def _has_topics(self, chat_id: int) -> bool:
+        """A forum, or a private chat of a bot with topic mode on: where ``message_thread_id`` names a topic."""
+        chat = self._chats.get(str(chat_id), {})
+        return bool(chat.get("is_forum") or chat.get("type") == "private" and self.bot_user.get("has_topics_enabled"))
 
     def _landing(self, params: dict[str, Any], chat_id: int, replied: dict[str, Any] | None) -> int | None:
         """The thread the bot's message lands in; raises as Telegram does for a topic closed or deleted."""
         asked = params.get("message_thread_id")
-        thread = int(asked) if asked is not None and self._is_forum(chat_id) else self.thread_of_reply(replied)
-        if thread is not None and self._is_forum(chat_id):
+        thread = int(asked) if asked is not None and self._has_topics(chat_id) else self.thread_of_reply(replied)
+        if thread is not None and self._has_topics(chat_id):
             self._check_topic(chat_id, thread)
             if (str(chat_id), thread) in self.closed_topics:
                 raise ApiError(400, CLOSED)
@@ -81,11 +85,11 @@ class TelegramThreads:
     def _check_action_topic(self, params: dict[str, Any], chat_id: int) -> None:
         """``sendChatAction`` in a deleted topic is refused as a send there is; in a closed one it is shown."""
         asked = params.get("message_thread_id")
-        if asked is not None and self._is_forum(chat_id):
+        if asked is not None and self._has_topics(chat_id):
             self._check_topic(chat_id, int(asked))
 
     def _thread_fields(self, chat_id: int, thread: int | None) -> dict[str, Any]:
-        """A message's thread as the Bot API shows it: ``is_topic_message`` in a forum's topic only."""
+        """A message's thread as the Bot API shows it: ``is_topic_message`` in a topic only."""
         if thread is None:
             return {}
-        return {"message_thread_id": thread, **({"is_topic_message": True} if self._is_forum(chat_id) else {})}
+        return {"message_thread_id": thread, **({"is_topic_message": True} if self._has_topics(chat_id) else {})}

@@ -61,7 +61,8 @@ What a test reads and drives:
   refused with 429 and ``retry_after``, as Telegram refuses it; ``flood.writes`` and
   ``flood.refused`` record what it let through and the 429s it gave
   (`platforms.fakes._telegram_flood`).
-- A message lands as the Bot API places it: ``message_thread_id`` counts in a forum only, a reply goes
+- A message lands as the Bot API places it: ``message_thread_id`` counts in a forum only (and in a private
+  chat of a bot made with ``topics_in_private``: topic mode on), a reply goes
   where the message it replies to is (a forum topic, a channel post's comment thread: ``push_message``'s
   ``reply_to``); ``close_topic``/``delete_topic`` make a topic refuse the bot's messages
   (`platforms.fakes._telegram_threads`).
@@ -150,7 +151,10 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         username: str = "switchboard_bot",
         first_name: str = "Switchboard",
         port: int = 0,
+        topics_in_private: bool = False,
     ) -> None:
+        """``topics_in_private``: the bot has topic mode on (BotFather; Bot API 9.3), so its private chats have
+        topics: a user's message in one carries ``message_thread_id``, and a send's counts there."""
         self.token = token
         self.bot_user = {
             "id": int(token.split(":", 1)[0]),
@@ -160,6 +164,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             "can_join_groups": True,
             "can_read_all_group_messages": False,
             "supports_inline_queries": False,
+            "has_topics_enabled": topics_in_private,
         }
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.messages: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -288,7 +293,7 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         (``from`` is Channel_Bot); with ``automatic_forward`` it is that channel's post, copied
         into its discussion group (``from`` is Telegram, 777000)."""
         cid = int(chat_id)
-        chat = self._chat(cid, chat_type, thread_id is not None)
+        chat = self._chat(cid, chat_type, thread_id is not None and chat_type != "private")  # a private one: no forum
         uid = user_id if user_id is not None else (cid if chat_type == "private" else 1)
         user = {"id": uid, "is_bot": False, "first_name": (username or "User").title()}
         if username:
