@@ -516,7 +516,8 @@ class Gateway:
         """A refusal, a command, or None for a message that starts a turn."""
         if not allowed(self.config, inbound):
             return "refused"
-        return self.commands.parse(inbound.text)
+        # A forward of someone's "/new plan the trip" is theirs to read, not the forwarder's command.
+        return None if inbound.forwarded else self.commands.parse(inbound.text)
 
     async def _dispatch(self, inbound: Inbound, turn_id: str | None, route: Command | Literal["refused"] | None,
                         ) -> Accepted:

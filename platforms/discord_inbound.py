@@ -52,7 +52,7 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
         user_name=handle(message.author), text=text, event_id=str(message.id),
         is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
-        message_id=str(message.id),
+        message_id=str(message.id), forwarded=bool(message.message_snapshots),
     )
 
 

@@ -91,6 +91,9 @@ class Inbound:
     """The platform's id for this event, unique per platform: the durable inbox drops repeats."""
     is_command: bool = False
     """A slash command or interaction (``/stop``, ``/new``, ...); ``text`` holds it as ``/name args``."""
+    forwarded: bool = False
+    """Written elsewhere and forwarded here (Telegram's ``forward_origin``, Discord's forward): its text is read
+    as a message, never as a command, though it start with ``/new``."""
     is_private: bool = True
     """A direct message rather than a group or channel."""
     reply_token: str | None = None

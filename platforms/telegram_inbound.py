@@ -35,7 +35,8 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     if sender is None and (user is None or user.is_bot):
         return None
     private = message.chat.type == "private"
-    command = _leading_command(message, text)
+    forwarded = message.forward_origin is not None
+    command = None if forwarded else _leading_command(message, text)
     name, _, bot = (command or "").partition("@")
     if bot and bot.lower() != username:
         return None  # "/stop@otherbot": not for us
@@ -64,6 +65,7 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
         text=text,
         event_id=str(update_id),
         is_command=command is not None,
+        forwarded=forwarded,
         is_private=private,
         attachments=attachments,
         sent_at=message.date.timestamp(),

@@ -401,6 +401,7 @@ async def test_a_forwarded_message_is_heard_as_what_it_forwards(
     assert (dm.text, [(a.name, a.size) for a in dm.attachments]) == ("deploy failed: exit 137", [("log.txt", 3)])
     assert await adapter.download(dm.attachments[0]) == b"oom"
     assert (in_thread.text, in_thread.chat_id, in_thread.thread_id) == ("the second error", str(CHANNEL), "701")
+    assert (dm.forwarded, in_thread.forwarded, _.forwarded) == (True, True, False)  # never read as a command
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no word of a missing intent
 
 
