@@ -280,8 +280,8 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
             # body's ``__set_name__``, as the worker imports the Temporal SDK, in a RuntimeError): no failure.
             status = lost_stop()
             if status is None:
-                print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
                 status = EXIT_CONFIG if lasting(exc) else 1
+                _tell(f"switchboard: {explain(exc, config)}")
         try:
             if exited:
                 runner.run(_unwound(main, config.server.shutdown_grace_seconds))
@@ -297,8 +297,17 @@ def _exit_status(code: object) -> int:
     """The status Python's own exit gives ``SystemExit(code)``, its message said now as Python says it."""
     if code is None or isinstance(code, int):
         return code or 0
-    print(code, file=sys.stderr)
+    _tell(str(code))
     return 1
+
+
+def _tell(line: str) -> None:
+    """``line`` on standard error, where the operator reads why the command failed; unsaid if its reader went
+    away (`run 2>&1 | tee log`, the tee killed), and the failure's status stands. Taken by `main` for standard
+    output's reader gone, a gateway that failed ended with status 0, which a supervisor (systemd's
+    ``Restart=on-failure``, Docker's ``on-failure``) takes for a stop asked for, and does not start again."""
+    with contextlib.suppress(BrokenPipeError):
+        print(line, file=sys.stderr)
 
 
 async def _unwound(main: Coroutine[Any, Any, int], grace: float) -> None:
