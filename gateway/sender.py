@@ -45,6 +45,7 @@ from platforms.base import (
     Unauthorized,
 )
 from platforms.pacing import Pacing
+from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("gateway.outbox")
 
@@ -98,6 +99,11 @@ class Sender:
         the store fail under its send, the part's next `deliver` sends it, ahead of what the chat queued behind it."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
+        self._failing: dict[str, tuple[float, int]] = {}
+        """Platforms whose calls go unanswered (down, 5xx): since when (monotonic), and how many retries were
+        logged at DEBUG since its first, at INFO; its next part sent says how long it lasted (`_sends_again`)."""
+        self._rate_limits = RepeatedWarnings(log, level=logging.INFO)
+        """A rate limit's retries: one line per platform and 10 minutes, not one per part of every chat."""
         self._left_behind: dict[int, str] = {}
         """Parts sending a progress message's state anew because the platform refused its edit: the message it
         was to edit, deleted once the part is sent (`_delete_left_behind`). Kept here, not in `_deliver`, as a
@@ -366,12 +372,12 @@ class Sender:
                 if left > 0:
                     wait = min(wait, left)  # one last try at the deadline
                 self._store.record_attempt(row.id, describe(exc), self._clock.time() + wait)
-                log.info("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key,
-                         type(exc).__name__, wait)
+                self._log_retry(row, exc, wait)
                 if not await self._pacer.wait(wait, preempt):
                     return False
                 continue
             self._holds.answered(row.platform)
+            self._sends_again(row.platform)
             left_behind = self._left_behind.pop(row.id, None)
             self._sent(row, message_id, pacing)
             if left_behind is not None and row.op == "send" and left_behind != message_id:
@@ -409,6 +415,29 @@ class Sender:
                      row.chat_id, row.key)
         finally:
             self._pacer.called(row.chat, pacing, op="delete")
+
+    def _log_retry(self, row: OutboxRow, exc: BaseException, wait: float) -> None:
+        """Every chat retries through an outage or a rate limit at once: said once, not once per part and try
+        (the platform's adapter warns of the failure; the console shows each part's last error)."""
+        line = ("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key, describe(exc),
+                wait)
+        if isinstance(exc, RateLimited):
+            self._rate_limits.warning(row.platform, *line)
+            return
+        failing = self._failing.get(row.platform)
+        if failing is None:
+            self._failing[row.platform] = (self._clock.monotonic(), 0)
+            log.info(line[0] + " (and the retries of any part of %s at DEBUG until one goes out)", *line[1:],
+                     row.platform)
+        else:
+            self._failing[row.platform] = (failing[0], failing[1] + 1)
+            log.debug(*line)
+
+    def _sends_again(self, platform: str) -> None:
+        """A part went out on ``platform``: a failure of its calls ends (its reads may have come back first)."""
+        if (failing := self._failing.pop(platform, None)) is not None:
+            log.info("outbox: %s sends again after %.0f s of failed calls (%d more retries meanwhile)", platform,
+                     self._clock.monotonic() - failing[0], failing[1])
 
     def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
         self._forget(row)

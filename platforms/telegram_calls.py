@@ -90,8 +90,8 @@ class BotCalls:
                 caller_logs: bool = False) -> DeliveryError:
         """``exc`` translated and logged: at once, or by ``warn``, once per cause, for a call made again
         and again for as long as it fails (typing), or at DEBUG when the caller says what became of the
-        call (``caller_logs``), unless every chat shares the failure (one warning for an outage, where the
-        outbox says each part's retry at INFO). A refused token is said where it is noticed (polling's
+        call (``caller_logs``), unless every chat shares the failure (one warning for an outage, whose first retry
+        and end the outbox says at INFO). A refused token is said where it is noticed (polling's
         state, the outbox's hold), a chat's move is no failure: neither is logged here."""
         error = translate(exc, method, chat_id, self._bot.token)
         if isinstance(error, (GroupUpgraded, Unauthorized)):
