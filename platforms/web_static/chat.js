@@ -286,19 +286,31 @@
   }
 
   // As many of `items` as fit, the oldest: a reload sends what was kept in the order typed, no message without
-  // the one before it.
+  // the one before it. Found by halving: trying each shorter list in turn wrote a long queue behind a pasted log
+  // over and over, at each save.
   function keep(key, items) {
-    for (let n = items.length; n > 0; n--) {
+    if (!items.length) {
+      sessionStorage.removeItem(key);
+      return;
+    }
+    const fits = (n) => {
       try {
         sessionStorage.setItem(key, JSON.stringify(items.slice(0, n)));
-        if (n < items.length) notKept();
-        return;
+        return true;
       } catch {
-        // no room for this many
+        return false; // no room for this many
       }
+    };
+    if (fits(items.length)) return;
+    let kept = 0; // fits: the last list that did is what is stored
+    let over = items.length; // does not fit
+    while (over - kept > 1) {
+      const n = Math.floor((kept + over) / 2);
+      if (fits(n)) kept = n;
+      else over = n;
     }
-    sessionStorage.removeItem(key);
-    if (items.length) notKept();
+    if (!kept) sessionStorage.removeItem(key);
+    notKept();
   }
 
   let warned = false;

@@ -69,7 +69,10 @@
     node.textContent = duration(end - Number(node.dataset.since)) + (node.dataset.suffix || "");
   }
 
-  setInterval(() => document.querySelectorAll(".since").forEach(tick), 1000);
+  // Not a time the operator is selecting: a tick replaces its text, and the selection went with it.
+  setInterval(() => document.querySelectorAll(".since").forEach((node) => {
+    if (!document.getSelection()?.containsNode(node, true)) tick(node);
+  }), 1000);
 
   // -- drawing ------------------------------------------------------------------------
 
@@ -77,7 +80,6 @@
     // Every state draws the page again: the button the keyboard was on is a new one then, and is given
     // the focus back (else it falls to the page, and Enter does nothing, or Tab starts over).
     const focused = document.activeElement && document.activeElement.dataset.action;
-    skew = Date.now() / 1000 - state.now;
     asOf = null;
     $("stale").hidden = true;
     drawPlatforms(state.platforms);
@@ -303,9 +305,40 @@
     $("stale").hidden = false;
   }
 
+  // Drawn anew at each state (several a second while busy), the text an operator selected (a turn id, an error
+  // to copy) went with the nodes it was in: nothing could be copied. While there is a selection the page is held:
+  // the latest state waits, and is drawn once the selection is cleared, or after HOLD_MS, whichever comes first.
+  const HOLD_MS = 30_000;
+  let held = null; // the state waiting to be drawn, while text is selected
+  let holdTimer = null;
+
+  const selecting = () => { const selection = document.getSelection(); return Boolean(selection?.toString()); };
+
+  function show(state) {
+    held = null;
+    clearTimeout(holdTimer);
+    holdTimer = null;
+    $("paused").hidden = true;
+    draw(state);
+    pictured = true;
+  }
+
+  function arrived(state) {
+    skew = Date.now() / 1000 - state.now; // as it arrives: a held one is drawn later, its `now` older by then
+    if (!selecting()) {
+      show(state);
+      return;
+    }
+    held = state;
+    holdTimer ??= setTimeout(() => show(held), HOLD_MS);
+    $("paused").hidden = false;
+  }
+
+  document.addEventListener("selectionchange", () => { if (held && !selecting()) show(held); });
+
   SwitchboardLive.listen("/console/api/events", auth, {
     ready: "state",
-    onEvent: (type, data) => { if (type === "state") { draw(data); pictured = true; } },
+    onEvent: (type, data) => { if (type === "state") arrived(data); },
     onDrop: stale,
   });
 })();
