@@ -190,35 +190,35 @@ def _command(argv: Sequence[str] | None) -> int:
         parser.error("ask: the message is empty")
     if sys.stdout is None:  # started with it closed (`>&-`)
         if args.command in ("ask", "chat"):  # what they print is the point: nothing is sent unseen
-            print(f"switchboard: {args.command} needs its standard output, which is closed", file=sys.stderr)
+            print(f"switchboard: {args.command} needs its standard output, which is closed", file=_STDERR)
             return 1
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's for good
     args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
     if args.command == "config":
-        return config_check(args.path or args.config, sys.stdout, sys.stderr, overrides=args.set)
+        return config_check(args.path or args.config, sys.stdout, _STDERR, overrides=args.set)
     try:
         config, warnings = load_config(args.config, overrides=args.set)
     except ConfigError as exc:
-        write_problems(exc, sys.stderr)
+        write_problems(exc, _STDERR)
         print(f"switchboard: the configuration has errors; {_check_hint(exc.source, args.set)} shows them all",
-              file=sys.stderr)
+              file=_STDERR)
         return EXIT_CONFIG
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         _print_warnings(warnings)
         try:
-            return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, sys.stderr)
+            return inbox_command(config, args.inbox_command, getattr(args, "letter_id", None), sys.stdout, _STDERR)
         except BrokenPipeError:  # the reader of its lines went away (`inbox dead | head`): no database's fault
             raise
         except (sqlite3.Error, OSError, StoreError) as exc:  # a database it cannot use: name it, as a start would
             log.debug("the inbox command failed", exc_info=exc)
-            print(f"switchboard: {explain(exc, config)}", file=sys.stderr)
+            print(f"switchboard: {explain(exc, config)}", file=_STDERR)
             return EXIT_CONFIG if lasting(exc) else 1  # a database a newer version wrote, as a start would
     try:
         if args.command != "worker":  # a worker keeps no state: any number may run anywhere
             _claim_state_dir(config)
         log_file = _chat_log(config) if args.command == "chat" and not args.verbose else None
     except StartupError as exc:  # one that may mend by itself (the lock's holder ends, the disk is remounted): 1
-        print(f"switchboard: {exc}", file=sys.stderr)
+        print(f"switchboard: {exc}", file=_STDERR)
         return 1
     try:
         with logging_installed(config.logging.level, config.logging.format, log_file or sys.stderr,
@@ -241,7 +241,7 @@ def _check_hint(source: Path | None, overrides: Sequence[str]) -> str:
 
 def _print_warnings(warnings: Sequence[str]) -> None:
     for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
+        print(f"warning: {line}", file=_STDERR)
 
 
 def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> int:
@@ -302,12 +302,29 @@ def _exit_status(code: object) -> int:
 
 
 def _tell(line: str) -> None:
-    """``line`` on standard error, where the operator reads why the command failed; unsaid if its reader went
-    away (`run 2>&1 | tee log`, the tee killed), and the failure's status stands. Taken by `main` for standard
-    output's reader gone, a gateway that failed ended with status 0, which a supervisor (systemd's
-    ``Restart=on-failure``, Docker's ``on-failure``) takes for a stop asked for, and does not start again."""
-    with contextlib.suppress(BrokenPipeError):
-        print(line, file=sys.stderr)
+    """``line`` on standard error, where the operator reads why the command failed (`_STDERR`)."""
+    print(line, file=_STDERR)
+
+
+class _Stderr:
+    """Standard error for the lines the command writes itself (problems, warnings, why it failed): a line its
+    reader cannot take (gone: `run 2>&1 | tee log`, the tee killed) is unsaid, and the command's status stands.
+    Raised, the BrokenPipeError reached `main`, which takes it for standard output's reader gone and ends with
+    status 0: a configuration with errors passed `config check 2>&1 | head -1`, and a gateway that failed to
+    start passed for one stopped as asked, which a supervisor (systemd's ``Restart=on-failure``, Docker's
+    ``on-failure``) does not start again. Looked up at each write: a test may swap ``sys.stderr``."""
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(BrokenPipeError):
+            sys.stderr.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            sys.stderr.flush()
+
+
+_STDERR: Any = _Stderr()
 
 
 async def _unwound(main: Coroutine[Any, Any, int], grace: float) -> None:

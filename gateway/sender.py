@@ -50,6 +50,10 @@ from platforms.repeated_warnings import RepeatedWarnings
 log = logging.getLogger("gateway.outbox")
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
+FAILURE_OVER_AFTER = 600.0
+"""Seconds without a retry of a platform's parts after which its failure is over though none went out: each was
+given up on or dropped (warned of one by one); the next retry begins a failure of its own (`Sender._log_retry`).
+Well past a retry's wait (`BACKOFF_MAX`) and a call's timeout, which a part retrying through one outage waits."""
 _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
 _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
@@ -99,9 +103,10 @@ class Sender:
         the store fail under its send, the part's next `deliver` sends it, ahead of what the chat queued behind it."""
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
-        self._failing: dict[str, tuple[float, int]] = {}
-        """Platforms whose calls go unanswered (down, 5xx): since when (monotonic), and how many retries were
-        logged at DEBUG since its first, at INFO; its next part sent says how long it lasted (`_sends_again`)."""
+        self._failing: dict[str, tuple[float, float, int]] = {}
+        """Platforms whose calls go unanswered (down, 5xx): since when and when last retried (monotonic), and how
+        many retries were logged at DEBUG since its first, at INFO; its next part sent says how long it lasted
+        (`_sends_again`)."""
         self._rate_limits = RepeatedWarnings(log, level=logging.INFO)
         """A rate limit's retries: one line per platform and 10 minutes, not one per part of every chat."""
         self._left_behind: dict[int, str] = {}
@@ -424,20 +429,22 @@ class Sender:
         if isinstance(exc, RateLimited):
             self._rate_limits.warning(row.platform, *line)
             return
+        now = self._clock.monotonic()
         failing = self._failing.get(row.platform)
-        if failing is None:
-            self._failing[row.platform] = (self._clock.monotonic(), 0)
+        if failing is None or now - failing[1] > FAILURE_OVER_AFTER:
+            self._failing[row.platform] = (now, now, 0)
             log.info(line[0] + " (and the retries of any part of %s at DEBUG until one goes out)", *line[1:],
                      row.platform)
         else:
-            self._failing[row.platform] = (failing[0], failing[1] + 1)
+            self._failing[row.platform] = (failing[0], now, failing[2] + 1)
             log.debug(*line)
 
     def _sends_again(self, platform: str) -> None:
         """A part went out on ``platform``: a failure of its calls ends (its reads may have come back first)."""
-        if (failing := self._failing.pop(platform, None)) is not None:
+        now = self._clock.monotonic()
+        if (failing := self._failing.pop(platform, None)) is not None and now - failing[1] <= FAILURE_OVER_AFTER:
             log.info("outbox: %s sends again after %.0f s of failed calls (%d more retries meanwhile)", platform,
-                     self._clock.monotonic() - failing[0], failing[1])
+                     now - failing[0], failing[2])
 
     def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
         self._forget(row)
