@@ -36,9 +36,12 @@ BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What OpenAI-compatible APIs accept as a function name."""
 
-PLUGIN_TOOL_THREADS = 8
+PLUGIN_TOOL_THREADS = 64
 """Threads for plugins' plain-function tools (`PluginThreads`: a stopping process does not wait for
 them). A tool call that hangs holds one until it returns; the others share the rest."""
+PLUGIN_TOOL_THREADS_PER_CHAT = 8
+"""How many of them one chat's calls (its session's and its subagents') may hold: a service that hangs
+in one busy chat leaves the rest to the others (a session runs its own tool calls one at a time)."""
 LOAD_TIMEOUT_SECONDS = 30.0
 """Seconds one plugin's import, and then its ``register(ctx)``, may each take before that plugin
 fails to load (``agent.plugin_load_timeout_seconds``)."""
@@ -154,7 +157,8 @@ class PluginHost:
     reserved_commands: frozenset[str] = frozenset()
     """Command names the host answers itself: its own handler runs first, so a plugin
     command of that name could never run."""
-    tool_threads: PluginThreads = field(default_factory=lambda: PluginThreads(PLUGIN_TOOL_THREADS, "plugin-tool"))
+    tool_threads: PluginThreads = field(default_factory=lambda: PluginThreads(
+        PLUGIN_TOOL_THREADS, "plugin-tool", per_key=PLUGIN_TOOL_THREADS_PER_CHAT))
     """Where the plugins' plain-function tools run."""
     load_timeout_seconds: float = LOAD_TIMEOUT_SECONDS
 

@@ -92,7 +92,8 @@ class Tool:
                 out = await asyncio.to_thread(self.handler, args, ctx)
             else:
                 run = functools.partial(contextvars.copy_context().run, self.handler, args, ctx)
-                out = await asyncio.wrap_future(self.threads.submit(f"tool {self.name} (plugin {self.owner})", run))
+                label = f"tool {self.name} (plugin {self.owner})"
+                out = await asyncio.wrap_future(self.threads.submit(label, run, _chat_of(ctx.session)))
             if inspect.isawaitable(out):  # a plain function handing back a coroutine: `lambda a, c: fetch(a)`
                 out = await out
         except SystemExit as exc:
@@ -100,6 +101,14 @@ class Tool:
                 raise
             raise Exited(exc) from exc
         return render_tool_output(out)
+
+
+def _chat_of(session: Any) -> str | None:
+    """Whose share of the plugin tool threads a call holds: its session's with the subagents it
+    started (a child's own subagents count as that child's)."""
+    if session is None:
+        return None
+    return f"session {session.metadata.get('parent_session_id') or session.session_id} and its subagents"
 
 
 class Exited(Exception):
