@@ -31,7 +31,8 @@ Receiving, and what happens around restarts:
   it, a 409 from a second poller or a webhook is ``down`` while it lasts; in either mode, so
   is any call answered 401, until one succeeds). ``start``
   deletes any webhook first (without dropping pending updates): Telegram refuses
-  getUpdates while one is set.
+  getUpdates while one is set. Another's webhook, so taken away, is warned of
+  (`platforms.telegram_webhook.replaced`), as is one a webhook-mode start replaces.
 - webhook: ``start`` registers ``webhook_url`` with ``secret_token``; ``web_routes()``
   serves its path. A request without the right ``X-Telegram-Bot-Api-Secret-Token``
   gets 401 and nothing runs. The answer (200) is given after the sink returned, so an
@@ -87,7 +88,7 @@ from aiogram.methods import EditMessageText, GetUpdates, SendDocument, SendMessa
 from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
 
-from platforms import telegram_files, telegram_inbound, telegram_updates
+from platforms import telegram_files, telegram_inbound, telegram_updates, telegram_webhook
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -285,6 +286,7 @@ class TelegramAdapter:
                 except DeliveryError:
                     pass  # logged; the commands still work when typed
             self._sink = sink
+            await self._replacing_webhook()
             if self.mode == "webhook":
                 assert self.webhook_url is not None
                 allowed = self._dp.resolve_used_update_types()
@@ -300,6 +302,16 @@ class TelegramAdapter:
         except BaseException:
             await self.stop()
             raise
+
+    async def _replacing_webhook(self) -> None:
+        """Warns when the start is about to take another's webhook away (`telegram_webhook.replaced`)."""
+        try:
+            info = await self._calls.call("getWebhookInfo", None, self.bot.get_webhook_info)
+        except DeliveryError:
+            return  # logged; the start goes on without the check
+        ours = self.webhook_url if self.mode == "webhook" else None
+        if (warning := telegram_webhook.replaced(info.url, ours)) is not None:
+            log.warning("%s", warning)
 
     async def _start_polling(self) -> None:
         self._polling_started.clear()

@@ -2,7 +2,7 @@
 
 Apart from the adapter (`platforms.telegram`) because it is that mode's own edge: the secret
 token check, the answers Telegram acts on (401, 400, 500 and 503 against 200) and the updates
-aiogram cannot read. Polling never comes here. Logged under ``platforms.telegram``.
+aiogram cannot read. Polling never comes here (but for `replaced`). Logged under ``platforms.telegram``.
 
 Telegram delivers an update again, and again, for as long as it is answered anything but 2xx, and
 holds the bot's later updates meanwhile. So only an update the gateway did not record for a reason
@@ -10,6 +10,10 @@ a later try can end (its storage refused it, the adapter stopped: `NotTaken`) is
 503. One the adapter failed on otherwise (a bug one odd update trips) would fail the same way at
 every try and wedge the bot: it is logged at ERROR with its update id and the failure, and answered
 200, as polling confirms such an update (aiogram logs it and goes on).
+
+Telegram keeps one webhook per bot, and ``start`` replaces whatever is set (polling deletes it): a second
+gateway on the same token took the updates from the first without a word to either, the one in webhook mode
+hearing nothing from then on. `replaced` is the one line that says so, logged by the gateway that starts.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
 from aiohttp import web
@@ -28,6 +33,17 @@ from platforms.repeated_warnings import RepeatedWarnings
 log = logging.getLogger("platforms.telegram")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+def replaced(set_url: str, ours: str | None) -> str | None:
+    """What a start does to the webhook ``set_url`` Telegram holds for the bot (``ours`` is this gateway's, None
+    when it polls), when that is another one's; only its host is named: a path may hold a secret."""
+    if not set_url or set_url == ours:
+        return None
+    action = "polling deletes it" if ours is None else "this gateway's webhook replaces it"
+    return (f"telegram: a webhook to {urlsplit(set_url).hostname} was set for this bot and {action}: another gateway"
+            " (or program) in webhook mode with this token hears nothing from now on; only one gateway may use a"
+            " Telegram token (nothing to do if that webhook was this gateway's before a change of its settings)")
 
 
 class NotTaken(Exception):

@@ -87,7 +87,7 @@ async def test_start_registers_commands_and_clears_webhook(fake: FakeTelegram, s
         {"command": "new", "description": "Start a new session"},
     ]
     methods = [name for name, _ in fake.calls]
-    assert methods[:3] == ["getMe", "setMyCommands", "deleteWebhook"]
+    assert methods[:4] == ["getMe", "setMyCommands", "getWebhookInfo", "deleteWebhook"]
     await fake.wait_for(lambda: fake.calls_to("getUpdates"))
 
 

@@ -57,7 +57,7 @@ async def test_update_kinds_not_asked_for_are_confirmed_unanswered_and_quietly(t
         await settled(gateway)
         await fake.wait_for(lambda: not fake.pending)  # every one confirmed, none left for a later start
         assert [m["text"] for m in fake.messages["42"]] == ["hello back"]
-        assert {method for method, _ in fake.calls} == {"getMe", "setMyCommands", "deleteWebhook", "getUpdates",
-                                                         "sendChatAction", "sendMessage"}
+        assert {method for method, _ in fake.calls} == {"getMe", "setMyCommands", "getWebhookInfo", "deleteWebhook",
+                                                         "getUpdates", "sendChatAction", "sendMessage"}
         assert [c["chat_id"] for c in fake.calls_to("sendMessage")] == ["42"]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
