@@ -5,6 +5,10 @@ links, a code block, a table) is split with each adapter's own ``measure``, as
 `Outbox.enqueue` does; prints the parts, the milliseconds per split and the calls of
 ``measure`` per split for Telegram, Slack and Discord, and the same for the largest
 reply a model can send (`LARGEST`, about 130 KB: 32,000 output tokens of such text).
+Then the same for a reply written as one long paragraph (`one_paragraph`: no blank line,
+every line formatted), whose every candidate part ends in that paragraph, up to 200 KB.
+Each split starts with nothing of its reply rendered before, in a process whose garbage
+collector is tuned as the gateway's (`gateway.gc_tuning`).
 
 Run: .venv/bin/python bench/split_bench.py [repeats]
 """
@@ -19,9 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import describe  # noqa: E402
+from gateway.gc_tuning import tune_for_serving  # noqa: E402
 from gateway.splitting import safe_measure, split_text  # noqa: E402
 from platforms.discord import DiscordAdapter  # noqa: E402
-from platforms.formatting import markdown  # noqa: E402
+from platforms.formatting import inline_lines, markdown  # noqa: E402
 from platforms.slack import SlackAdapter  # noqa: E402
 from platforms.telegram import TelegramAdapter  # noqa: E402
 
@@ -75,6 +80,21 @@ def reply(size: int) -> str:
     return "".join(parts)[:size].rsplit("\n\n", 1)[0] + "\n"
 
 
+def one_paragraph(size: int) -> str:
+    lines: list[str] = []
+    while sum(map(len, lines)) < size:
+        i = len(lines) + 1
+        lines.append(f"Line {i}: the **first** thing is the *timeout* of `client.connect({i})`, see "
+                     f"[docs](https://example.com/d/{i}) and ~~old~~ _new_ values.")
+    return "\n".join(lines) + "\n"
+
+
+def forget() -> None:
+    """Nothing of a reply rendered before: each reply is new."""
+    for cached in (markdown._top_level, markdown._piece, inline_lines._closed, inline_lines._parsed):
+        cached.cache_clear()
+
+
 def counted(measure: Callable[[str], int]) -> tuple[Callable[[str], int], list[int]]:
     calls = [0]
 
@@ -95,22 +115,26 @@ def adapters() -> list[tuple[str, object]]:
 
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    tune_for_serving()
     print(f"split_bench on {describe()}")
-    print(f"{'platform':<9} {'reply':>7} {'parts':>5} {'ms/split':>9} {'calls/split':>11} {'ms/call':>8}")
-    for size in (30_000, LARGEST):
-        text = reply(size)
-        for name, adapter in adapters():
-            measure, calls = counted(safe_measure(adapter))  # type: ignore[arg-type]
-            limit = adapter.text_limit  # type: ignore[attr-defined]
-            times = []
-            for _ in range(repeats):
-                markdown._top_level.cache_clear()  # each reply is new: nothing of it rendered before
-                calls[0] = 0
-                started = time.perf_counter()
-                parts = split_text(text, limit, measure)
-                times.append(time.perf_counter() - started)
-            best = min(times) * 1000
-            print(f"{name:<9} {len(text):>7} {len(parts):>5} {best:>9.1f} {calls[0]:>11} {best / calls[0]:>8.2f}")
+    print(f"{'reply':<13} {'platform':<9} {'chars':>7} {'parts':>5} {'ms/split':>9} {'calls/split':>11} {'ms/call':>8}")
+    for kind, make, sizes in (("sections", reply, (30_000, LARGEST)),
+                              ("one paragraph", one_paragraph, (30_000, LARGEST, 200_000))):
+        for size in sizes:
+            text = make(size)
+            for name, adapter in adapters():
+                measure, calls = counted(safe_measure(adapter))  # type: ignore[arg-type]
+                limit = adapter.text_limit  # type: ignore[attr-defined]
+                times = []
+                for _ in range(repeats):
+                    forget()
+                    calls[0] = 0
+                    started = time.perf_counter()
+                    parts = split_text(text, limit, measure)
+                    times.append(time.perf_counter() - started)
+                best = min(times) * 1000
+                print(f"{kind:<13} {name:<9} {len(text):>7} {len(parts):>5} {best:>9.1f} {calls[0]:>11} "
+                      f"{best / calls[0]:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ size (the search interpolates, so a measure proportional to the length converges
 in two or three; Telegram's cap on formatted spans, which interpolation cannot
 follow, about fifteen, on at most twice the last part's text), so a 100 KB text splits in
 milliseconds with a cheap measure; a rendering one renders only the block a candidate ends in, or a list's item, the
-renderer remembering the others (`platforms.formatting.blocks`). Each candidate is
+renderer remembering the others (`platforms.formatting.blocks`), and of a paragraph only the lines it ends in
+(`platforms.formatting.inline_lines`). Each candidate is
 measured as the part would be written (out of the list items it starts in), so it
 is read, and cut into runs, as sent.
 """

@@ -43,10 +43,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
-from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
-from platforms.formatting import bare_urls, blocks
+from platforms.formatting import bare_urls, blocks, inline_lines
 from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("platforms.formatting")
@@ -84,9 +83,6 @@ def _block_parser() -> MarkdownIt:
 
 
 Definitions = tuple[tuple[str, str, str], ...]
-# A bracketed text holding no unescaped bracket: every link label is one (CommonMark allows no
-# unescaped bracket in a label).
-_BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
 """Link reference definitions: (label as markdown-it keys it, address, title), the first of a label first."""
 
 
@@ -111,18 +107,12 @@ def _run_definitions(run: str) -> Definitions:
     return tuple((label, ref["href"], ref.get("title") or "") for label, ref in env.get("references", {}).items())
 
 
-@lru_cache(maxsize=1024)
-def _labels(run: str) -> frozenset[str]:
-    """What every bracketed text of ``run`` would be as a link label: the labels its links may use."""
-    return frozenset(normalizeReference(m.group(1)) for m in _BRACKETED.finditer(run))
-
-
 def _used(run: str, refs: Definitions) -> Definitions:
     """The ``refs`` whose labels ``run`` may use: a run is rendered, and remembered, once for the
     definitions its links read, however many other ones the text has."""
     if not refs or "[" not in run:
         return ()
-    labels = _labels(run)
+    labels = inline_lines.labels(run)
     return tuple(ref for ref in refs if ref[0] in labels)
 
 
@@ -134,8 +124,28 @@ def block_tokens(markdown: str) -> list[Token]:
 
 def parse(markdown: str, references: Definitions = ()) -> list[Token]:
     """``markdown``'s tokens, its links also reading ``references`` (defined elsewhere in a text)."""
-    env = {"references": {label: {"href": href, "title": title} for label, href, title in references}}
-    return parser().parse(markdown, env)
+    return parser().parse(markdown, _env(references))
+
+
+def _parse_by_lines(markdown: str, references: Definitions) -> list[Token]:
+    """`parse`, but the inline token of a paragraph or a heading is left unparsed, the definitions its
+    links read in ``meta["references"]``: a renderer parses and renders its content a piece of lines at a
+    time (`inline_lines`), each piece remembered (`Renderer._inline_of`), as the splitter's candidates
+    end further and further on in one long block."""
+    env = _env(references)
+    tokens = _block_parser().parse(markdown, env)  # which adds the text's own definitions to env
+    for before, tok in zip(tokens, tokens[1:]):
+        if tok.type != "inline":
+            continue
+        if before.type in ("paragraph_open", "heading_open"):
+            tok.meta["references"] = env["references"]
+        else:  # a table's cell
+            tok.children = parser().parseInline(tok.content, env)[0].children
+    return tokens
+
+
+def _env(references: Definitions) -> dict[str, dict[str, dict[str, str]]]:
+    return {"references": {label: {"href": href, "title": title} for label, href, title in references}}
 
 
 def language(info: str) -> str:
@@ -249,7 +259,8 @@ class Renderer:
     def render(self, markdown: str) -> str:
         """The text rendered a run of blocks (or of a list's items) at a time (`blocks.runs`), each
         run but the last remembered: the splitter renders the same runs again and again as it tries
-        where to cut, each candidate part ending somewhere else in its last one.
+        where to cut, each candidate part ending somewhere else in its last one; and a paragraph's
+        (or heading's) content a piece of lines at a time, each piece remembered (`_parse_by_lines`).
 
         Never raises: should the walk fail on some text, that text is rendered as one paragraph of
         plain text (its Markdown shown as written) and the failure logged, without the text: an
@@ -296,7 +307,7 @@ class Renderer:
         that of its first item, when it starts with a later item of a numbered list; ``loose``: the
         list it starts with is loose as a whole (`blocks.Run`). None when that list has no item
         holding a paragraph: how a loose list's items are joined then depends on the others'."""
-        tokens = parse(run, refs)
+        tokens = _parse_by_lines(run, refs)
         deepest = parser().options["maxNesting"] - 1
         if any(t.level >= deepest and t.type in _CONTAINERS for t in tokens):
             return [self._as_written(run)]  # markdown-it dropped what the deepest container holds
@@ -370,11 +381,11 @@ class Renderer:
             tok = tokens[i]
             kind = tok.type
             if kind == "paragraph_open":
-                parts.append(self.paragraph(self._inline(tokens[i + 1].children or (), ctx), ctx))
+                parts.append(self.paragraph(self._inline_of(tokens[i + 1], ctx), ctx))
                 tight = tight or tok.hidden  # hidden paragraphs belong to a tight list
                 i += 3
             elif kind == "heading_open":
-                inline = self._inline(tokens[i + 1].children or (), replace(ctx, heading=True))
+                inline = self._inline_of(tokens[i + 1], replace(ctx, heading=True))
                 parts.append(self.heading(int(tok.tag[1:]), inline, ctx))
                 i += 3
             elif kind in ("fence", "code_block"):
@@ -418,6 +429,16 @@ class Renderer:
             number += 1
             k = close + 1
         return ("\n\n" if loose else "\n").join(items)
+
+    def _inline_of(self, inline: Token, ctx: Context) -> str:
+        """A paragraph's or heading's inline token rendered; left unparsed (`_parse_by_lines`), a piece
+        at a time, each piece's remembered, joined by the line break between them: nothing else goes on
+        past one."""
+        references = inline.meta.get("references")
+        if references is None:  # tokens of `parse`
+            return self._inline(inline.children or (), ctx)
+        pieces = inline_lines.pieces(parser(), inline.content, references)
+        return self.line_break(ctx).join(_piece(self, piece, ctx) for piece in pieces)
 
     def _inline(self, children: Sequence[Token], ctx: Context) -> str:
         out: list[str] = []
@@ -468,6 +489,11 @@ def _top_level(renderer: Renderer, run: str, refs: Definitions, number: int | No
                loose: bool) -> tuple[str, ...] | None:
     parts = renderer._run(run, refs, number, loose)
     return None if parts is None else tuple(parts)
+
+
+@lru_cache(maxsize=2048)
+def _piece(renderer: Renderer, piece: inline_lines.Piece, ctx: Context) -> str:
+    return renderer._inline(piece.tokens, ctx)
 
 
 def _join(parts: list[str], run: Sequence[str], continues: bool, loose: bool) -> None:
