@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from markdown_it.parser_inline import ParserInline
 
 from gateway.splitting import split_text
 from platforms.base import utf16_length
@@ -182,14 +183,19 @@ def one_item_holding_all(size: int) -> str:
 def test_a_reply_that_is_one_long_list_is_parsed_a_few_times_over_not_once_per_candidate(monkeypatch, reply):
     # A list is one block: each of the fifteen to twenty candidates of a part was rendered whole, 19 to 25
     # times the reply's length parsed, 3 to 5 s for 130 KB on Telegram. Counted, all of markdown-it's
-    # parses, not timed (a loaded machine).
+    # parses and what its inline parser reads (paragraphs are parsed inline a piece at a time, apart), not
+    # timed (a loaded machine).
     parsed: list[int] = []
-    parse = MarkdownIt.parse
+    inline: list[int] = []
+    parse, parse_inline = MarkdownIt.parse, ParserInline.parse
     monkeypatch.setattr(MarkdownIt, "parse", lambda md, src, env=None: parsed.append(len(src)) or parse(md, src, env))
+    monkeypatch.setattr(ParserInline, "parse", lambda self, src, md, env, out: inline.append(len(src)) or
+                        parse_inline(self, src, md, env, out))
     text = reply(30_000)
     parts = split_text(text, 4096, TelegramAdapter("123:token").measure)
     assert len(parts) > 5
     assert sum(parsed) < 8 * len(text), sum(parsed) / len(text)
+    assert sum(inline) < 8 * len(text), sum(inline) / len(text)
 
 
 # --- rendering a list an item at a time ----------------------------------------------------------
