@@ -90,9 +90,11 @@ async def test_a_members_command_is_answered_replying_to_it(fake, start):
     # Several members' commands and their answers interleave in a channel: each answer shows whose it was.
     model = ScriptedModel({"parent": [[{"wait": "bob", "text": "never said"}]]})
     gateway = await start(model=model)
-    fake.push_guild_message(GUILD, CHANNEL, BOB, "how big is the release?", mention_bot=True)
+    bobs = fake.push_guild_message(GUILD, CHANNEL, BOB, "how big is the release?", mention_bot=True)
     await model.reached("bob")
     carols = fake.push_guild_message(GUILD, CHANNEL, CAROL, "!stop", mention_bot=True)
-    await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
+    await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 2)
     await settled(gateway)
-    assert replies(fake.bot_messages(CHANNEL)) == [("Stopped the running turn.", carols)]
+    # Bob, whose question goes unanswered, is told why, quoting it; Carol's answer quotes her command.
+    assert replies(fake.bot_messages(CHANNEL)) == [(f"(Stopped by @user{CAROL}'s /stop.)", bobs),
+                                                   ("Stopped the running turn.", carols)]
