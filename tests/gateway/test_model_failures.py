@@ -10,18 +10,10 @@ import pytest
 
 from agent._compaction import SUMMARY_HEADER, SUMMARY_PROMPT
 from gateway.replies import AUTH_REFUSED, FILTERED, MODEL_FAILED, NO_SUCH_MODEL, OUT_OF_CREDIT, SUMMARY_FAILED, TOO_LONG
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.wire import openai_model
+from gateway.testing import RecordingAdapter, make_config
+from tests.gateway.wire import ask, openai_model
 
 KEY = "sk-proj-secret-0123456789"
-
-
-async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
-    replies = len(chat.texts("reply"))
-    await chat.say(text)
-    await chat.wait_for(lambda: len(chat.texts("reply")) > replies)
-    await settled(gateway)
-    return chat.texts("reply")[-1]
 
 
 async def test_half_an_emoji_from_the_model_does_not_break_the_conversation(tmp_path, llm, gateways):

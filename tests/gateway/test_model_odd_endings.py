@@ -12,16 +12,8 @@ from aiohttp import web
 from agent import TurnResult, Usage
 from agent.testing import FakeOpenAIServer
 from gateway.replies import FILTERED, MODEL_BUSY, MODEL_FAILED, WITHHELD, reply_text
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.wire import openai_model
-
-
-async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
-    replies = len(chat.texts("reply"))
-    await chat.say(text)
-    await chat.wait_for(lambda: len(chat.texts("reply")) > replies)
-    await settled(gateway)
-    return chat.texts("reply")[-1]
+from gateway.testing import RecordingAdapter, make_config
+from tests.gateway.wire import ask, openai_model
 
 
 def filtered(content: str | None) -> dict:

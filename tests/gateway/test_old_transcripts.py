@@ -7,16 +7,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.wire import openai_model
-
-
-async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
-    replies = len(chat.texts("reply"))
-    await chat.say(text)
-    await chat.wait_for(lambda: len(chat.texts("reply")) > replies)
-    await settled(gateway)
-    return chat.texts("reply")[-1]
+from gateway.testing import RecordingAdapter, make_config
+from tests.gateway.wire import ask, openai_model
 
 
 def stored_arguments(tmp_path, *, written: str | None = None) -> list[str]:

@@ -9,18 +9,10 @@ import json
 import logging
 import sqlite3
 
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.wire import openai_model
+from gateway.testing import RecordingAdapter, make_config
+from tests.gateway.wire import ask, openai_model
 
 SECRET = "hunter2-the-password"
-
-
-async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
-    replies = len(chat.texts("reply"))
-    await chat.say(text)
-    await chat.wait_for(lambda: len(chat.texts("reply")) > replies)
-    await settled(gateway)
-    return chat.texts("reply")[-1]
 
 
 def transcript(tmp_path, *, damage: dict[str, bytes | str] | None = None) -> list[tuple[int, bytes]]:

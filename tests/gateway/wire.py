@@ -6,12 +6,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.testing import RecordingAdapter, settled
+
 SUBAGENT = "You are a subagent"
 
 
 def openai_model(server, name: str = "parent-model", **extra: Any) -> dict[str, Any]:
     """``model:`` settings that point the openai provider at a fake server, without retries."""
     return {"provider": "openai", "base_url": server.base_url, "name": name, "max_retries": 0, **extra}
+
+
+async def ask(chat: RecordingAdapter, gateway, text: str) -> str:
+    """Say ``text`` in ``chat`` and return the reply the gateway sends it, once the gateway has settled."""
+    replies = len(chat.texts("reply"))
+    await chat.say(text)
+    await chat.wait_for(lambda: len(chat.texts("reply")) > replies)
+    await settled(gateway)
+    return chat.texts("reply")[-1]
 
 
 def system_prompt(body: dict) -> str:
