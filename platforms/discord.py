@@ -458,7 +458,7 @@ class DiscordAdapter:
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
         # Else a slash command shows "thinking…" until its token expires, and a text command (!stop) nothing.
         if outcome == "dropped" and inbound is not None and (
-                inbound.is_command or discord_inbound.text_command(inbound.text, self._text_commands)):
+                inbound.is_command or discord_inbound.text_command(inbound, self._text_commands)):
             self._unrecorded.not_handled(inbound, self.send)
         if outcome == "left":
             self._unrecorded.held_back.add(channel_id)

@@ -31,8 +31,9 @@ async def until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.
     The events after it wait, in order. Any other failure is the event's own, and would recur at
     every try, holding up every later event: it is logged and the event ``"dropped"`` (settled as
     seen, as recorded); a slash command's user, whom nothing else answers, is then told so (its
-    interaction showed "thinking…" until its token expired: `discord_commands.NOT_HANDLED`). A message, a text
-    command (``!stop``) included, is not: nothing on screen waits for it, as on Telegram and Slack. Once the
+    interaction showed "thinking…" until its token expired: `discord_commands.NOT_HANDLED`), and so is a text
+    command (``!stop``), whose user waits for the stop; another message is not: nothing on screen waits for it, as
+    on Telegram and Slack. Once the
     adapter stops, an event refused is not tried again: the stop's grace is the gateway's to share (the
     running turns, the outbox's flush), not the adapter's to spend waiting for room: ``"left"`` (a
     later start's catch-up finds a message again, a command is answered to be sent again)."""

@@ -81,12 +81,14 @@ def addressed(message: discord.Message, me: int, posted_in: Container[int], text
     return channel.id in posted_in and bool(words) and words[0].lower() in text_commands
 
 
-def text_command(text: str, text_commands: Container[str]) -> bool:
-    """Whether ``text``, an event's, is a command typed as a message (``!stop``; ``/stop`` too, which the gateway
-    reads alike): not a slash command (`Inbound.is_command`), yet its user waits for an answer as for one, so one
-    the gateway fails on is answered that it could not be handled (`platforms.not_recorded.NOT_HANDLED`)."""
-    words = text.split(maxsplit=1)
-    return bool(words) and words[0][:1] in ("!", "/") and f"!{words[0][1:].lower()}" in text_commands
+def text_command(inbound: Inbound, text_commands: Container[str]) -> bool:
+    """Whether ``inbound`` is a command typed as a message (``!stop``; ``/stop`` too, which the gateway reads
+    alike): not a slash command (`Inbound.is_command`), yet its user waits for an answer as for one, so one the
+    gateway fails on is answered that it could not be handled (`platforms.not_recorded.NOT_HANDLED`). Never a
+    forward (`Inbound.forwarded`): someone else's ``!stop``, which the gateway reads as a message."""
+    words = inbound.text.split(maxsplit=1)
+    return not inbound.forwarded and bool(words) and words[0][:1] in ("!", "/") \
+        and f"!{words[0][1:].lower()}" in text_commands
 
 
 def handle(user: discord.abc.User) -> str | None:
