@@ -51,13 +51,22 @@ log = logging.getLogger("gateway.outbox")
 
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 60.0
 FAILURE_OVER_AFTER = 600.0
-"""Seconds without a retry of a platform's parts after which its failure is over though none went out: each was
+"""Seconds without a retry of an outage's parts (`_outage_of`) after which it is over though none went out: each was
 given up on or dropped (warned of one by one); the next retry begins a failure of its own (`Sender._log_retry`).
 Well past a retry's wait (`BACKOFF_MAX`) and a call's timeout, which a part retrying through one outage waits."""
 _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
 _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 """A file's send the platform refuses for its size or its caption's: trying again changes nothing."""
+
+
+def _outage_of(row: OutboxRow) -> str:
+    """What ``row``'s calls fail together with, as the outbox's log names it: its platform, whose one API every
+    chat calls; for a webhook, its route (the ``<route>:`` its chat id begins with), whose own receiver (its
+    ``deliver_url``) is down or up apart from the other routes'."""
+    if row.platform == "webhook":
+        return f"webhook route {row.chat_id.partition(':')[0]!r}"
+    return row.platform
 
 
 def _changes_progress(row: OutboxRow) -> bool:
@@ -104,11 +113,12 @@ class Sender:
         self._closed: set[str] = set()
         """Platforms that take nothing more from this process (`Closed`): their parts stay pending, untried."""
         self._failing: dict[str, tuple[float, float, int]] = {}
-        """Platforms whose calls go unanswered (down, 5xx): since when and when last retried (monotonic), and how
-        many retries were logged at DEBUG since its first, at INFO; its next part sent says how long it lasted
-        (`_sends_again`)."""
-        self._rate_limits = RepeatedWarnings(log, level=logging.INFO)
-        """A rate limit's retries: one line per platform and 10 minutes, not one per part of every chat."""
+        """Platforms (webhook routes: `_outage_of`) whose calls go unanswered (down, 5xx): since when and when last
+        retried (monotonic), and how many retries were logged at DEBUG since its first, at INFO; its next part sent
+        says how long it lasted (`_sends_again`)."""
+        self._rate_limits = RepeatedWarnings(log, level=logging.INFO, clock=clock.monotonic)
+        """A rate limit's retries: one line per platform (webhook route) and 10 minutes, not one per part of every
+        chat."""
         self._left_behind: dict[int, str] = {}
         """Parts sending a progress message's state anew because the platform refused its edit: the message it
         was to edit, deleted once the part is sent (`_delete_left_behind`). Kept here, not in `_deliver`, as a
@@ -382,7 +392,7 @@ class Sender:
                     return False
                 continue
             self._holds.answered(row.platform)
-            self._sends_again(row.platform)
+            self._sends_again(row)
             left_behind = self._left_behind.pop(row.id, None)
             self._sent(row, message_id, pacing)
             if left_behind is not None and row.op == "send" and left_behind != message_id:
@@ -426,24 +436,26 @@ class Sender:
         (the platform's adapter warns of the failure; the console shows each part's last error)."""
         line = ("outbox: %s chat %s: %s %s; retrying in %.1fs", row.platform, row.chat_id, row.key, describe(exc),
                 wait)
+        outage = _outage_of(row)
         if isinstance(exc, RateLimited):
-            self._rate_limits.warning(row.platform, *line)
+            self._rate_limits.warning(outage, *line)
             return
         now = self._clock.monotonic()
-        failing = self._failing.get(row.platform)
+        failing = self._failing.get(outage)
         if failing is None or now - failing[1] > FAILURE_OVER_AFTER:
-            self._failing[row.platform] = (now, now, 0)
-            log.info(line[0] + " (and the retries of any part of %s at DEBUG until one goes out)", *line[1:],
-                     row.platform)
+            self._failing[outage] = (now, now, 0)
+            log.info(line[0] + " (and the retries of any part of %s at DEBUG until one goes out)", *line[1:], outage)
         else:
-            self._failing[row.platform] = (failing[0], now, failing[2] + 1)
+            self._failing[outage] = (failing[0], now, failing[2] + 1)
             log.debug(*line)
 
-    def _sends_again(self, platform: str) -> None:
-        """A part went out on ``platform``: a failure of its calls ends (its reads may have come back first)."""
+    def _sends_again(self, row: OutboxRow) -> None:
+        """``row`` went out: a failure of its platform's (its webhook route's) calls ends (its reads may have come
+        back first)."""
         now = self._clock.monotonic()
-        if (failing := self._failing.pop(platform, None)) is not None and now - failing[1] <= FAILURE_OVER_AFTER:
-            log.info("outbox: %s sends again after %.0f s of failed calls (%d more retries meanwhile)", platform,
+        outage = _outage_of(row)
+        if (failing := self._failing.pop(outage, None)) is not None and now - failing[1] <= FAILURE_OVER_AFTER:
+            log.info("outbox: %s sends again after %.0f s of failed calls (%d more retries meanwhile)", outage,
                      now - failing[0], failing[2])
 
     def _sent(self, row: OutboxRow, message_id: str, pacing: Pacing) -> None:
