@@ -22,10 +22,13 @@ from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
 
 log = logging.getLogger("gateway.commands")
 
-PLUGIN_COMMAND_THREADS = 4
+PLUGIN_COMMAND_THREADS = 32
 """Worker threads for plain plugin command handlers, apart from the loop's shared pool: handlers
 stuck on a dead service (and asked again and again) hold these, never the threads that tools, hooks
 and downloads need. A stopping gateway does not wait for them (`agent.PluginThreads`)."""
+PLUGIN_COMMAND_THREADS_PER_CHAT = 4
+"""How many of them one chat's (or thread's) commands may hold: a handler that hangs, asked again and
+again in one chat, leaves the rest to the other chats' commands."""
 
 BUILTIN = (
     CommandSpec("stop", "Stop the running turn and every subagent of this chat"),
@@ -138,7 +141,7 @@ class Commands:
         self._clock = clock
         self._agents = AgentsCommand(children, ledger, clock)
         self._delegation = DelegationCommand(registry, routing or Routing())
-        self._threads = PluginThreads(PLUGIN_COMMAND_THREADS, "plugin-command")
+        self._threads = PluginThreads(PLUGIN_COMMAND_THREADS, "plugin-command", per_key=PLUGIN_COMMAND_THREADS_PER_CHAT)
 
     def specs(self) -> list[CommandSpec]:
         plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
@@ -173,7 +176,7 @@ class Commands:
             else:  # a plain function may block (a synchronous HTTP call): never on the event loop
                 call = functools.partial(contextvars.copy_context().run, plugin.handler, command.args, context)
                 out = await asyncio.wrap_future(self._threads.submit(
-                    f"command /{command.name} (plugin {plugin.plugin})", call))
+                    f"command /{command.name} (plugin {plugin.plugin})", call, _chat_of(session)))
             if inspect.isawaitable(out):
                 out = await out
             text = "" if out is None else str(out)
@@ -318,6 +321,12 @@ class Commands:
         aliases = "; ".join(f"/{alias} is /{name}" for alias, name in ALIASES.items())
         lines.append(f"Also as !stop and !new (where slash commands are unavailable); {aliases}.")
         return "\n".join(lines)
+
+
+def _chat_of(session: GatewaySession) -> str:
+    """Whose share of the plugin command threads a call holds (the session's chat, or thread), as the log names it."""
+    thread = f" thread {session.thread_id}" if session.thread_id is not None else ""
+    return f"{session.platform} chat {session.chat_id}{thread}"
 
 
 def _count(n: int, noun: str) -> str:
