@@ -25,6 +25,9 @@ from platforms.formatting import blank, discord_markdown
 from platforms.recent import remember
 
 ROUTE = "POST /channels/{channel_id}/messages"
+CLOSED_TO_THE_BOT = frozenset({50001, 50007})
+"""403 codes refusing the channel itself, not a reply in it: Missing Access (the bot removed from the server, or the
+channel hidden from it), Cannot send messages to this user (a DM's). A post unquoted is refused all the same."""
 
 Channel = Callable[[str], discord.PartialMessageable]
 """The channel or thread of an id (the adapter's; `NetworkError` when it is not connected)."""
@@ -96,12 +99,13 @@ async def _replying(send: Callable[[discord.MessageReference | None], Awaitable[
     reply (403 Missing Permissions) where the bot lacks Read Message History, though it takes the bot's posts: the
     answer was lost, and with it every later part the quote passed on to. Posted unquoted then, and at once while
     the channel is remembered so (`platforms.discord_unquoted`); where the post is refused too (no Send Messages),
-    that refusal is the one raised."""
+    that refusal is the one raised, as is one of the channel itself (`CLOSED_TO_THE_BOT`): posting each quoted part
+    (and file) twice doubled the refused calls Discord counts toward barring the bot."""
     reference = None if refused.refused(target) else _quote(message, target)
     try:
         return (await send(reference)).id
-    except discord.Forbidden:
-        if reference is None:
+    except discord.Forbidden as exc:
+        if reference is None or exc.code in CLOSED_TO_THE_BOT:
             raise
     sent = (await send(None)).id
     refused.learnt(target)
