@@ -30,11 +30,12 @@ from gateway.host import STATE_DB, AgentHost
 from gateway.inbox_cli import inbox_command
 from gateway.logging import logging_installed
 from gateway.process_exit import end_process_now
-from gateway.replies import operator_hint
+from gateway.replies import CUT_OFF_UNSAID, EMPTY_ANSWER, operator_hint, reply_text
 from gateway.serve import serve
 from gateway.startup_errors import explain, lasting
 from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
+from platforms.formatting.blank import is_blank
 from platforms.local_screen import printable, shown
 
 log = logging.getLogger("gateway.cli")
@@ -385,12 +386,20 @@ async def _ask(config: Config, message: str) -> int:
     finally:
         # Its background children are stopped, and get the grace to end, as at a gateway's stop.
         await host.close(grace=config.server.shutdown_grace_seconds)
-    if result.text:
+    completed = result.exit_reason == "completed"
+    if completed and is_blank(result.text):  # nothing a script could take for the answer: a failure, said why
+        unsaid = CUT_OFF_UNSAID if result.truncated else EMPTY_ANSWER
+        print(_for_screen(sys.stderr, f"switchboard: {unsaid.strip('()')}"), file=_STDERR)
+        return 1
+    # A completed answer as the chat reads it: with the note on an answer cut off at the output limit or withheld
+    # in part by the content filter, which otherwise reads as the whole answer (`reply_text`).
+    text = reply_text("reply", result) if completed else result.text
+    if text:
         try:
-            print(_for_screen(sys.stdout, scalar_text(result.text)))  # a model can emit a lone surrogate too
+            print(_for_screen(sys.stdout, scalar_text(text)))  # a model can emit a lone surrogate too
         except BrokenPipeError:  # `| head -c 60`: no failure to start, and a turn that ended early still says so
             _reader_gone()
-    if result.exit_reason != "completed":
+    if not completed:
         print(_for_screen(sys.stderr, f"switchboard: the turn ended early ({result.exit_reason}): "
                                       f"{result.error or ''}".rstrip(": ") + operator_hint(result.error_kind)),
               file=sys.stderr)
