@@ -8,18 +8,19 @@ working for it) leave memory until its chat next speaks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway import senders
 from gateway.replies import stopped_by_member
 from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, quote_of
-from gateway.store import SessionRow, SessionTable, session_key
+from gateway.store import SessionRow, SessionTable, session_key, split_session_key
 from platforms.base import Inbound
 
 log = logging.getLogger("gateway.sessions")
@@ -130,6 +131,9 @@ class SessionRegistry:
         row = self._table.load(key)
         if row is None:
             row = self._new_row(key, platform, generation=1)
+            self._table.save(row)
+        elif damaged := _damaged(row):
+            row = self._mended(row, platform, damaged)
             self._table.save(row)
         now = self._clock.time()
         chat = (platform, chat_id, thread_id)
@@ -423,6 +427,19 @@ class SessionRegistry:
         return SessionRow(key=key, session_id=new_id("s-"), generation=generation, mode=self._mode_for(platform),
                           backend=choice or self._backend_for(), backend_choice=choice)
 
+    def _mended(self, row: SessionRow, platform: str, damaged: dict[str, str]) -> SessionRow:
+        """``row`` with its ``damaged`` columns (`_damaged`) set anew, its conversation kept, after one ERROR naming
+        the chat and the columns: read as they were, a text generation failed every ``/new`` of the chat, for good.
+        A lost session id starts a new one (children of the old one no longer report to it), a lost generation
+        counts from 1, a lost mode or backend is resolved again as for a new session, a lost choice is forgotten."""
+        _, chat_id, thread_id = split_session_key(row.key)
+        log.error("%s chat %s%s: its stored session (gateway_sessions key %s) held what no session can in %s; set"
+                  " anew, and the conversation goes on", platform, chat_id, "" if thread_id is None else
+                  f" thread {thread_id}", row.key, ", ".join(f"{column} ({why})" for column, why in damaged.items()))
+        choice = None if "backend_choice" in damaged else row.backend_choice
+        fresh = self._new_row(row.key, platform, generation=1, choice=choice)
+        return dataclasses.replace(row, **{column: getattr(fresh, column) for column in damaged})
+
     def _agent(self, row: SessionRow, chat: ChatKey) -> AgentSession:
         agent = self._new_agent(row.session_id, row.mode, chat, row.backend)
         if row.transcript:
@@ -437,6 +454,25 @@ class _Held(NamedTuple):
     n: int
     """Its number among the messages this process held (`SessionRegistry._holds`)."""
     item: WorkItem
+
+
+_TYPES = {"session_id": (str,), "generation": (int,), "mode": (str,), "backend": (str,),
+          "backend_choice": (str, type(None))}
+"""What each column of a stored session must hold (`SessionRow`)."""
+_SQL_TYPES = {str: "text", bytes: "bytes", int: "integer", float: "real", type(None): "null"}
+
+
+def _damaged(row: SessionRow) -> dict[str, str]:
+    """The columns of a stored session that hold what no session can (a hand edit, a damaged write: SQLite keeps
+    any type in any column), each with why: the type it held, never the value, which may hold anything."""
+    damaged: dict[str, str] = {}
+    for column, types in _TYPES.items():
+        value = getattr(row, column)
+        if type(value) not in types:
+            damaged[column] = _SQL_TYPES.get(type(value), type(value).__name__)
+        elif column == "mode" and value not in get_args(Mode):
+            damaged[column] = "not a mode"
+    return damaged
 
 
 def _in_order(queued: Iterable[WorkItem], held: Iterable[_Held]) -> Iterator[WorkItem]:

@@ -22,6 +22,7 @@ from lifecycle import SqliteDatabase
 log = logging.getLogger("gateway.store")
 
 Mode = Literal["inline", "background"]
+_BYTES = "CASE WHEN typeof({0}) = 'text' THEN CAST({0} AS BLOB) ELSE {0} END"
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _HELD_USER = "CASE WHEN json_valid(item) THEN json_extract(item, '$.event.user_id') END"
 """A held message's sender, as the index ``gateway_held_user`` and the query it serves both spell it. Not read
@@ -104,11 +105,15 @@ class SessionTable:
             self._db.write("ALTER TABLE gateway_sessions ADD COLUMN backend_choice TEXT")
 
     def load(self, key: str) -> SessionRow | None:
+        # Texts as bytes: SQLite's own decode error for one that holds no UTF-8 quotes it, and failed every message
+        # of the chat, for good. One that still is no text stays bytes, for the registry to set anew.
         row = self._db.read_one(
-            "SELECT key, session_id, generation, mode, created_at, updated_at, backend, backend_choice"
+            f"SELECT key, {_BYTES.format('session_id')}, {_BYTES.format('generation')}, {_BYTES.format('mode')},"
+            f" created_at, updated_at, {_BYTES.format('backend')}, {_BYTES.format('backend_choice')}"
             " FROM gateway_sessions WHERE key=?", (key,))  # fmt: skip
         if row is None:
             return None
+        row = [_text(value) for value in row]
         # As bytes: SQLite's own decode error for a row that holds no UTF-8 quotes the row's text.
         rows = self._db.read("SELECT seq, CAST(message AS BLOB) FROM gateway_transcript WHERE key=? ORDER BY seq",
                              (key,))
@@ -221,6 +226,14 @@ class SessionTable:
         # json.dumps escapes non-ASCII (lone surrogates included), so a message always binds.
         self._db.write_many(f"{verb} INTO gateway_transcript VALUES (?, ?, ?)",
                             [(key, seq, json.dumps(messages[seq])) for seq in range(start, len(messages))])
+
+
+def _text(value: object) -> object:
+    """``value``, bytes (`_BYTES`) decoded if they hold UTF-8."""
+    try:
+        return value.decode("utf-8") if isinstance(value, bytes) else value
+    except UnicodeDecodeError:
+        return value
 
 
 def _readable(key: str, rows: Iterable[tuple[int, bytes]]) -> list[dict[str, Any]]:
