@@ -43,7 +43,7 @@ from gateway.events import GatewayListener
 from gateway.logging import redacted_bounded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 
@@ -138,6 +138,8 @@ class Tracing(GatewayListener):
             origin = self._origin_of(item.delegation_id)
             parent = self._ended_turns.get(origin) if origin else None
         attributes = self._agent_attributes("switchboard", session.session_id, session.session_id)
+        if self._request_model:
+            attributes["gen_ai.request.model"] = self._request_model
         attributes.update({"switchboard.platform": session.platform, "switchboard.turn.id": item.turn_id,
                            "switchboard.turn.kind": item.kind, "switchboard.delegation.mode": session.mode})
         if self.capture_content:
@@ -204,7 +206,8 @@ class Tracing(GatewayListener):
 
     async def _child_stopped(self, *, parent_session_id: str, parent_turn_id: str, child_session_id: str,
                              child_role: str, child_summary: str | None, child_status: str, child_exit_reason: str,
-                             duration_ms: int, **_: Any) -> None:
+                             duration_ms: int, child_model: str | None = None,
+                             child_usage: Mapping[str, Any] | None = None, **_: Any) -> None:
         span = self._agents.pop(child_session_id, None)
         if span is None:  # stopped before it started: still one span, as long as it lasted
             start = time.time_ns() - duration_ms * 1_000_000
@@ -216,6 +219,11 @@ class Tracing(GatewayListener):
             # exported, and stay here for the life of the process.
             self._tools.pop(tool).end()
         span.set_attribute("switchboard.subagent.status", child_status)
+        if child_model:
+            # Not the parent's model: delegation.model or a route may name another. The name a call answered
+            # as once one did, else the one it was launched with.
+            answered = bool(child_usage and child_usage.get("api_calls"))
+            span.set_attribute("gen_ai.response.model" if answered else "gen_ai.request.model", child_model)
         span.set_attribute("gen_ai.response.finish_reasons", [child_exit_reason])
         if self.capture_content and child_summary:
             span.set_attribute("gen_ai.output.messages", _messages("assistant", child_summary, child_exit_reason))
@@ -252,15 +260,19 @@ class Tracing(GatewayListener):
             span.set_status(Status(StatusCode.ERROR, "tool_error"))
         span.end()
 
-    async def _model_called(self, *, session_id: str, turn_id: str, model: str | None, prompt_tokens: int,
+    async def _model_called(self, *, session_id: str, turn_id: str, role: str, model: str | None, prompt_tokens: int,
                             completion_tokens: int, duration_seconds: float, error: str | None, **_: Any) -> None:
         end = time.time_ns()
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                       "gen_ai.conversation.id": self._conversations.get(session_id, session_id),
                                       "gen_ai.usage.input_tokens": prompt_tokens,
                                       "gen_ai.usage.output_tokens": completion_tokens}
+        # ``model`` is the name the reply gave (a dated version, a router's pick), or the called model's own
+        # when the call failed: only the parent's configured model is known to be the one asked for.
         if model:
-            attributes["gen_ai.request.model"] = attributes["gen_ai.response.model"] = model
+            attributes["gen_ai.response.model" if error is None else "gen_ai.request.model"] = model
+        if role == "parent" and self._request_model:
+            attributes["gen_ai.request.model"] = self._request_model
         if self._provider_name:
             attributes["gen_ai.provider.name"] = self._provider_name
         span = self._tracer.start_span(f"chat {model or 'model'}", context=self._context_of(session_id, turn_id),
@@ -283,8 +295,6 @@ class Tracing(GatewayListener):
                                       "gen_ai.agent.id": agent_id, "gen_ai.conversation.id": conversation}
         if self._provider_name:
             attributes["gen_ai.provider.name"] = self._provider_name
-        if self._request_model:
-            attributes["gen_ai.request.model"] = self._request_model
         return attributes
 
     @staticmethod
