@@ -99,6 +99,7 @@ from platforms.connection import ConnectionState, ConnectionWatch
 from platforms.discord_connection import DiscordStartError as DiscordStartError  # what `start` raises
 from platforms.discord_connection import (
     LOGIN_ERRORS,
+    LOGIN_TIMEOUT,
     disconnect,
     end_dispatching,
     login_failed,
@@ -157,6 +158,7 @@ class DiscordAdapter:
         command_guilds: Sequence[int] = (),
         client_factory: ClientFactory | None = None,
         ready_timeout: float = 30.0,
+        login_timeout: float = LOGIN_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         clock: Callable[[], float] = time.time,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
@@ -165,7 +167,8 @@ class DiscordAdapter:
         interaction_window: float = discord_answers.INTERACTION_WINDOW,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
-        is the test seam (default `discord.Client`); ``clock`` (epoch seconds) ages the messages
+        is the test seam (default `discord.Client`); ``login_timeout`` bounds the login at start (`LOGIN_TIMEOUT`),
+        ``ready_timeout`` the wait for READY after it; ``clock`` (epoch seconds) ages the messages
         caught up at start, which is given up after ``catch_up_timeout`` seconds, and the channels remembered
         as refusing replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`);
@@ -178,7 +181,7 @@ class DiscordAdapter:
         self._gateway_url = gateway_url
         self._command_guilds = tuple(int(g) for g in command_guilds)
         self._client_factory = client_factory or discord.Client
-        self._ready_timeout = ready_timeout
+        self._ready_timeout, self._login_timeout = ready_timeout, login_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
         self._typing = Typing(self._channel)
@@ -260,7 +263,8 @@ class DiscordAdapter:
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Log in, connect, wait for READY and register ``commands``. Raises `DiscordStartError`
-        (bad token, Message Content intent not enabled, no READY within ``ready_timeout``) or
+        (bad token, no answer to the login within ``login_timeout``, Message Content intent not enabled, no READY
+        within ``ready_timeout``) or
         `discord_urls.DiscordInternalsChanged`; nothing is left running when it raises."""
         if self._client is not None:
             raise RuntimeError("the Discord adapter is already started")
@@ -282,12 +286,15 @@ class DiscordAdapter:
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
             tree = discord_commands.command_tree(client, commands, self._command_guilds, self._on_command)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
+            login = asyncio.timeout(self._login_timeout)
             try:
-                await client.login(self._token)
-                gateway_url = self._gateway_url or await discord_urls.fetch_gateway_url(client)
+                async with login:
+                    await client.login(self._token)
+                    gateway_url = self._gateway_url or await discord_urls.fetch_gateway_url(client)
             except LOGIN_ERRORS as exc:
                 # Not from a proxy's refusal: its repr quotes the proxy's password, and its credentials.
-                raise login_failed(exc) from (None if proxy_refusal(exc) else exc)
+                raise login_failed(exc, timeout=self._login_timeout if login.expired() else None) from (
+                    None if proxy_refusal(exc) else exc)
             flags = client.application_flags
             if not (flags.gateway_message_content or flags.gateway_message_content_limited):
                 log.error("discord: the Message Content intent is not enabled for this application; %s", PORTAL_HINT)

@@ -43,11 +43,19 @@ class DiscordStartError(RuntimeError):
 
 LOGIN_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, ValueError, LookupError, TypeError)
 """What a failed login raises (`login_failed`); anything else is no answer of Discord's and goes as it is."""
+LOGIN_TIMEOUT = 30.0
+"""Seconds the login at start is given, its calls together: discord.py gives each REST call aiohttp's 300 s, so an
+``api_base`` that took the connection and never answered (a wrong proxy, a captive portal, a hung server) held the
+start for 5 minutes without a word."""
 
 
-def login_failed(exc: BaseException) -> DiscordStartError:
+def login_failed(exc: BaseException, *, timeout: float | None = None) -> DiscordStartError:
     """A failed login (``GET /users/@me``, then ``GET /gateway/bot``) in words, never an exception's repr: aiohttp's
-    quotes the whole connection key, a proxy's credentials with it. A proxy's refusal is told by its status."""
+    quotes the whole connection key, a proxy's credentials with it. A proxy's refusal is told by its status.
+    ``timeout``: the seconds the login was given, when it ran out of them (``exc`` is then that timeout's)."""
+    if timeout is not None:
+        return DiscordStartError(f"cannot log in: no answer from the Discord API within {timeout:g}s",
+                                 kind="NetworkError")
     if isinstance(exc, discord.LoginFailure):
         return DiscordStartError("Discord rejected the bot token (401)", kind="Unauthorized")
     if (refusal := proxy_refusal(exc)) is not None:

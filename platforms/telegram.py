@@ -137,6 +137,10 @@ SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """While polling, how long to wait before handing an update the gateway failed to record over again."""
 NOT_HANDLED_SECONDS = 10.0
 """How long the answer to a command the gateway failed on may hold up the updates after it."""
+START_TIMEOUT = 30.0
+"""Seconds each Bot API call of the start (getMe first) is given, rather than the bot's request timeout (60 s): an
+``api_base`` that took the connection and never answered (a wrong proxy, a captive portal, a hung server) held the
+start a minute without a word. Polling's long getUpdates is no call of the start."""
 
 UPLOAD_LIMIT = 50 * 1000 * 1000
 PHOTO_LIMIT = 10 * 1000 * 1000
@@ -155,7 +159,8 @@ NO_ID = "no-id:"
 class TelegramAdapter:
     """One bot. ``bot`` replaces the aiogram Bot built from ``token`` and ``api_base``
     (a seam for tests); either way `stop` closes its HTTP session. ``bot_rate`` spaces every message
-    the bot sends or edits, in all its chats (`BOT_WRITES_PER_SECOND` by default; a seam for tests)."""
+    the bot sends or edits, in all its chats (`BOT_WRITES_PER_SECOND` by default; a seam for tests).
+    ``start_timeout`` bounds each call of `start` (`START_TIMEOUT`)."""
 
     name = "telegram"
     tier = DisplayTier(interim_assistant_messages=True, long_running_notifications=True, messaging=True,
@@ -181,6 +186,7 @@ class TelegramAdapter:
         polling_timeout: int = 30,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         bot_rate: AccountRate | None = None,
+        start_timeout: float = START_TIMEOUT,
     ) -> None:
         if mode not in ("polling", "webhook"):
             raise ValueError(f"telegram mode must be 'polling' or 'webhook', not {mode!r}")
@@ -195,7 +201,7 @@ class TelegramAdapter:
         self._secret = webhook_secret or secrets.token_urlsafe(32)
         self._typing_failures = RepeatedWarnings(log)
         self._parse_mode = parse_mode
-        self._polling_timeout = polling_timeout
+        self._polling_timeout, self._start_timeout = polling_timeout, start_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._sink: InboundSink | None = None
         self._bot_id = self.bot.id
@@ -278,11 +284,12 @@ class TelegramAdapter:
             raise RuntimeError("the telegram adapter is already started")
         self._command_names = frozenset(n.lstrip("/").lower() for c in commands for n in (c.name, *c.aliases))
         try:
-            me = await self._calls.call("getMe", None, self.bot.me)
+            me = await self._calls.call("getMe", None, self.bot.me, timeout=self._start_timeout)
             self._bot_id, self._username = me.id, (me.username or "").lower()
             if menu := _menu(commands):
                 try:
-                    await self._calls.call("setMyCommands", None, lambda: self.bot.set_my_commands(menu))
+                    await self._calls.call("setMyCommands", None, lambda: self.bot.set_my_commands(menu),
+                                           timeout=self._start_timeout)
                 except DeliveryError:
                     pass  # logged; the commands still work when typed
             self._sink = sink
@@ -294,10 +301,12 @@ class TelegramAdapter:
                     "setWebhook",
                     None,
                     lambda: self.bot.set_webhook(self.webhook_url, secret_token=self._secret, allowed_updates=allowed),
+                    timeout=self._start_timeout,
                 )
             else:
                 await self._calls.call(
-                    "deleteWebhook", None, lambda: self.bot.delete_webhook(drop_pending_updates=False))
+                    "deleteWebhook", None, lambda: self.bot.delete_webhook(drop_pending_updates=False),
+                    timeout=self._start_timeout)
                 await self._start_polling()
         except BaseException:
             await self.stop()
@@ -306,7 +315,8 @@ class TelegramAdapter:
     async def _replacing_webhook(self) -> None:
         """Warns when the start is about to take another's webhook away (`telegram_webhook.replaced`)."""
         try:
-            info = await self._calls.call("getWebhookInfo", None, self.bot.get_webhook_info)
+            info = await self._calls.call("getWebhookInfo", None, self.bot.get_webhook_info,
+                                          timeout=self._start_timeout)
         except DeliveryError:
             return  # logged; the start goes on without the check
         ours = self.webhook_url if self.mode == "webhook" else None

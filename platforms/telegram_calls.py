@@ -14,6 +14,7 @@ none (the adapter's `Sent` then has an id no edit can use, `platforms.telegram.N
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 from collections.abc import Awaitable, Callable
@@ -53,12 +54,21 @@ class BotCalls:
         not_modified_ok: bool = False,
         warn: RepeatedWarnings | None = None,
         caller_logs: bool = False,
+        timeout: float | None = None,
     ) -> T:
         """Make one Bot API call; every failure leaves as a `DeliveryError`, logged (`_failed`). A 401
         makes the platform ``down`` until a call succeeds (`TelegramAdapter.connection`). ``caller_logs``:
-        the caller logs what becomes of the call, so its own refusal is logged at DEBUG here."""
+        the caller logs what becomes of the call, so its own refusal is logged at DEBUG here. ``timeout``:
+        seconds the call is given, if fewer than the bot's request timeout (a `NetworkError` past them)."""
+        bound = asyncio.timeout(timeout)
         try:
-            result = await request()
+            async with bound:
+                result = await request()
+        except TimeoutError as exc:
+            if not bound.expired():
+                raise
+            raise self._failed(TimeoutError(f"Telegram did not answer {method} within {timeout:g}s"), method,
+                               chat_id, warn, caller_logs) from exc
         except TelegramBadRequest as exc:
             if not_modified_ok and "message is not modified" in exc.message:
                 return None  # type: ignore[return-value]  # nothing changed: the edit "worked"

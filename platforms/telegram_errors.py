@@ -254,7 +254,7 @@ def translate(exc: Exception, method: str, chat_id: str | None, token: str) -> D
         error = RateLimited(text, retry_after=float(exc.retry_after), **kw)
     elif isinstance(exc, TelegramEntityTooLarge) or "too long" in lowered or "too_long" in lowered:
         error = MessageTooLong(text, **kw)
-    elif isinstance(exc, (TelegramNetworkError, TelegramServerError, ClientDecodeError)):
+    elif isinstance(exc, (TelegramNetworkError, TelegramServerError, ClientDecodeError, TimeoutError)):
         error = NetworkError(text, **kw)
     elif isinstance(exc, TelegramUnauthorizedError):
         # 401: the token, in every chat (403 is one chat's refusal). Said once where it is noticed
