@@ -306,7 +306,7 @@ class CatchUp:
             skipped.too_many += too_many
             keep = {id(m) for m in kept}
             for message in messages:
-                if id(message) in keep:
+                if id(message) in keep and not self._read_in_its_thread(where, message):
                     opens = self._opening(where, message)
                     for other in await self._take(message):
                         if other == opens:  # recorded here: `record_now` held it, being read
@@ -340,6 +340,15 @@ class CatchUp:
             if done != last:
                 self._seen(channel, thread, done)
         return opened
+
+    def _read_in_its_thread(self, where: Where, message: dict[str, Any]) -> bool:
+        """Whether a message read at a top level is a reply also sent there (a ``thread_broadcast``) whose thread
+        this catch-up reads too: handed on there, after the replies sent before it, not here ahead of them
+        (the agent was asked the last question first). Checked as it comes: a mention read just before may
+        have opened the thread."""
+        channel, thread = where
+        thread_ts = message.get("thread_ts")  # at a top level, only a broadcast reply's (`_as_event`)
+        return thread is None and thread_ts is not None and (channel, str(thread_ts)) in self.reading
 
     def _opening(self, where: Where, message: dict[str, Any]) -> Where | None:
         """The thread a message read at a channel's top level may open (a mention starts one; a

@@ -301,17 +301,25 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
 
     async def push_message(
         self, channel: str, user: str, text: str, *, thread_ts: str | None = None, channel_type: str = "channel",
-        attachments: list[dict[str, Any]] | None = None,
+        attachments: list[dict[str, Any]] | None = None, broadcast: bool = False,
     ) -> dict[str, Any]:
         """A user posts a message (no mention added); ``thread_ts`` makes it a thread reply.
-        ``attachments``: what Slack lists with it, such as a forwarded message (`shared_message`)."""
+        ``attachments``: what Slack lists with it, such as a forwarded message (`shared_message`).
+        ``broadcast``: a reply also sent to the channel, a ``thread_broadcast`` with its thread's parent as
+        ``root``, listed in the thread and at the channel's top level alike."""
         fields: dict[str, Any] = {"user": user, "text": text}
         if attachments:
             fields["attachments"] = attachments
+        if broadcast:
+            assert thread_ts is not None, "only a thread reply is broadcast"
+            fields["subtype"] = "thread_broadcast"
         message = self._store(channel, thread_ts, fields)
+        if broadcast:  # the parent as this reply made it: its reply_count and latest_reply count this one
+            message["root"] = dict(self._find(channel, str(thread_ts)) or {})
+            self.messages[(channel, None)].append(message)
         event = {**message, "channel_type": channel_type, "team": self.team_id,
                  "client_msg_id": str(uuid.uuid4()), "event_ts": message["ts"]}
-        if thread_ts is not None:
+        if thread_ts is not None and not broadcast:
             event["parent_user_id"] = self._author(channel, thread_ts)
         return await self.push_event(event)
 
@@ -329,8 +337,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         """A user deletes their message: it is gone and Slack sends a ``message_deleted`` event."""
         message = self._find(channel, ts)
         assert message is not None, f"no message {ts} in {channel}"
-        thread_ts = message.get("thread_ts")
-        self.messages[(channel, None if thread_ts == ts else thread_ts)].remove(message)
+        for (chan, _), messages in self.messages.items():  # a broadcast reply is listed twice
+            if chan == channel and message in messages:
+                messages.remove(message)
         return await self.push_event({"type": "message", "subtype": "message_deleted", "channel": channel,
                                       "deleted_ts": ts, "previous_message": message, "hidden": True,
                                       "ts": (now := self._next_ts()), "event_ts": now})
