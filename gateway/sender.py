@@ -69,6 +69,13 @@ def _outage_of(row: OutboxRow) -> str:
     return row.platform
 
 
+def _refuses_chat(row: OutboxRow, exc: BaseException) -> bool:
+    """Whether ``exc`` refused ``row`` as a message in its chat (`progress_message.CHAT_GONE`: the bot removed or
+    blocked, the chat deleted): every message there, a note of the part too, is refused the same way for now. Not
+    a file's `Forbidden`, which may be the file's alone (Discord's Attach Files)."""
+    return row.op != "file" and isinstance(exc, (Forbidden, NotFound))
+
+
 def _changes_progress(row: OutboxRow) -> bool:
     """Whether ``row`` edits or deletes a progress message (a notice, a card): it is not given up on while the
     platform only refuses it for now (an outage, 5xx, 429s past ``give_up_after``). Failed, the card would
@@ -119,6 +126,9 @@ class Sender:
         self._rate_limits = RepeatedWarnings(log, level=logging.INFO, clock=clock.monotonic)
         """A rate limit's retries: one line per platform (webhook route) and 10 minutes, not one per part of every
         chat."""
+        self._chat_refusals = RepeatedWarnings(log, clock=clock.monotonic)
+        """Parts a chat refuses as a chat (`_refuses_chat`): one WARNING per chat and refusal and 10 minutes, not
+        one per part of every answer into a deleted channel (the console shows each part's error)."""
         self._left_behind: dict[int, str] = {}
         """Parts sending a progress message's state anew because the platform refused its edit: the message it
         was to edit, deleted once the part is sent (`_delete_left_behind`). Kept here, not in `_deliver`, as a
@@ -638,7 +648,11 @@ class Sender:
         maybe_sent = self.maybe_sent(row)  # an answer lost on the way: it may be in the chat all the same
         self._forget(row)
         age = f" after {tried:.0f}s of retries" if gave_up else ""
-        log.warning("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
+        line = ("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
+        if _refuses_chat(row, exc):
+            self._chat_refusals.warning((row.platform, row.chat_id, type(exc).__name__), *line)
+        else:
+            log.warning(*line)
 
         def record() -> None:
             # The note owed in its place (`part_notes.missing_note`) is journaled with it: a note the store refuses
