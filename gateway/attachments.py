@@ -76,6 +76,7 @@ from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_directory
 from gateway.config.platform_settings import PLATFORM_NAMES
+from gateway.events import GatewayEvents
 from gateway.file_names import file_name
 from platforms.base import (
     Adapter,
@@ -356,14 +357,18 @@ class _Retries:
         await self._clock.sleep(seconds)
 
 
-async def _download(adapter: SupportsDownload, attachment: Attachment, platform: str, retries: _Retries) -> bytes:
+async def _download(adapter: SupportsDownload, attachment: Attachment, platform: str, retries: _Retries,
+                    events: GatewayEvents) -> bytes:
     """``attachment``'s bytes, tried again (`DOWNLOAD_TRIES`) while it fails for a while and `_Retries`
-    allows; raises the last `DeliveryError` (at once for a refusal: too large, gone, not allowed)."""
+    allows; raises the last `DeliveryError` (at once for a refusal: too large, gone, not allowed).
+    Each 429 is told to ``events``, the last one too."""
     tried, delay = 1, BACKOFF_FIRST
     while True:
         try:
             return await adapter.download(attachment)
         except (RateLimited, NetworkError) as exc:
+            if isinstance(exc, RateLimited):
+                events.rate_limited(platform, exc.retry_after)
             if isinstance(exc, RateLimited) and exc.retry_after > 0:
                 wait = exc.retry_after
             else:
@@ -378,12 +383,13 @@ async def _download(adapter: SupportsDownload, attachment: Attachment, platform:
 
 async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[Attachment, ...], text: str, *,
                   workspace: Path, folder: str, supports_vision: bool, transcriber: Any = None,
-                  clock: Clock = SYSTEM_CLOCK) -> Prepared:
+                  clock: Clock = SYSTEM_CLOCK, events: GatewayEvents | None = None) -> Prepared:
     """Download, store and describe ``attachments`` for the model; see the module docstring.
     ``transcriber`` has ``transcribe(audio, filename=, mime_type=)``; None: voice is refused.
-    Downloads tried again wait on ``clock``. Cancelled (the turn was stopped), it ends at once, but
-    for a file being stored, which is stored whole first."""
-    retries = _Retries(clock)
+    Downloads tried again wait on ``clock``; the platform's 429s are told to ``events`` (the metrics
+    count them). Cancelled (the turn was stopped), it ends at once, but for a file being stored,
+    which is stored whole first."""
+    retries, events = _Retries(clock), events or GatewayEvents()
     notes: list[str] = []
     images: list[tuple[str, Attachment]] = []
     files: list[tuple[str, Attachment]] = []
@@ -396,7 +402,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             missed.append(f"{attachment.name} (a voice message; voice is not supported)")
             continue
         try:
-            data = await _download(adapter, attachment, platform, retries)
+            data = await _download(adapter, attachment, platform, retries, events)
             if len(data) > adapter.max_attachment_bytes:  # an adapter that did not stop in time
                 raise AttachmentTooLarge("too large", size=len(data), limit=adapter.max_attachment_bytes)
         except DeliveryError as exc:
@@ -487,12 +493,13 @@ async def _content(body: str, images: list[tuple[str, Attachment]], files: list[
 
 async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, workspace: Path, folder: str,
                      supports_vision: bool, model: ModelSettings, tell: Callable[[str], None],
-                     clock: Clock = SYSTEM_CLOCK) -> str | list[dict[str, Any]] | None:
+                     clock: Clock = SYSTEM_CLOCK,
+                     events: GatewayEvents | None = None) -> str | list[dict[str, Any]] | None:
     """The input of a turn whose message is ``text``, from ``event``, which came with files: the
     text, or what the files make of it. Notes about files that could not be taken go to the chat
     first, through ``tell``. None: nothing for the model (the notes were the answer). A message
-    without files is its text alone: the turn runner asks nothing here for it. ``clock`` is
-    `prepare`'s. A stop of the turn cancels it (`prepare`): no note is told then."""
+    without files is its text alone: the turn runner asks nothing here for it. ``clock`` and
+    ``events`` are `prepare`'s. A stop of the turn cancels it (`prepare`): no note is told then."""
     if not isinstance(adapter, SupportsDownload):
         tell(f"I can't receive files on {event.platform}.")
         return text or None
@@ -500,7 +507,8 @@ async def turn_input(text: str, event: Inbound, adapter: Adapter | None, *, work
         a.kind == "voice" for a in event.attachments) else None
     try:
         prepared = await prepare(adapter, event.platform, event.attachments, text, workspace=workspace, folder=folder,
-                                 supports_vision=supports_vision, transcriber=transcriber, clock=clock)
+                                 supports_vision=supports_vision, transcriber=transcriber, clock=clock,
+                                 events=events)
     finally:
         if transcriber is not None:
             await transcriber.aclose()

@@ -96,6 +96,7 @@ class SentLookup:
             # Sent blind now, but the other chats' lookups wait the refusal out all the same.
             self._pacer.account_called(row.platform, pacing_of(adapter, row.chat_id), "lookup",
                                        refused_for=min(exc.retry_after, self._max_retry_after))
+            self._events.rate_limited(row.platform, exc.retry_after)  # the caller counts only those raised to it
             error: BaseException = exc
         except (NetworkError, Unauthorized):
             raise  # the caller marks it unsure again and backs off, or holds the platform

@@ -632,6 +632,7 @@ class TurnRunner:
             content = await _unless_stopped(stop, turn_input(
                 item.text, item.event, self._adapters.get(session.platform), workspace=agent.workspace,
                 folder=chat_folder(session.platform, session.chat_id), model=self._model, tell=tell, clock=self._clock,
+                events=self._events,
                 supports_vision=bool(getattr(agent.model, "supports_vision", False))))
         except _InputCancelled:
             if not (self._stop_began or running.shutdown):
