@@ -40,11 +40,14 @@ from gateway.replies import SILENCE, child_failure_reason
 from gateway.sessions import GatewaySession
 from gateway.store import DelegationRow
 from gateway.store.delegations import DELIVERY_FAILED
-from lifecycle import ChildSnapshot, ChildSpec, HostView
+from lifecycle import ChildSnapshot, ChildSpec, HostView, SubagentState
 
 LOG_LINES = 20
 SHOWN = 12
 """Children ``/agents`` lists (running ones first); the others are counted by state, per block."""
+AT_WORK = frozenset(s.value.lower() for s in (SubagentState.STARTING, SubagentState.RUNNING,
+                                                SubagentState.CANCEL_REQUESTED))
+"""The state words of children at work: listed first (`_listed`)."""
 MIN_ID_PART = 3
 WHOLE_ID = re.compile(r"sa-[0-9a-f]{13,}")
 """A child's whole id (`agent.new_id`: ``sa-``, the process's 12 hex digits, then its count in hex). It names
@@ -121,17 +124,14 @@ class AgentsCommand:
         recent = [c for c in self._children.recent(session.session_id) if c.subagent_id not in listed]
         if recent:
             blocks.append(("Finished recently:", [_item(child, now) for child in reversed(recent)]))
-        lines, room, cut = [], None if everything else SHOWN, False
-        for head, items in blocks:
+        lines, listing, cut = [], None if everything else _listed(blocks), False
+        for b, (head, items) in enumerate(blocks):
             if head:
                 lines.append(head)
-            shown = items if room is None else items[:room]
-            lines += [line() for line, _ in shown]
-            if room is not None:
-                room -= len(shown)
-                if len(shown) < len(items):
-                    cut = True
-                    lines.append(f"… and {len(items) - len(shown)} more: {tally(s for _, s in items[len(shown):])}")
+            lines += [line() for i, (line, _) in enumerate(items) if listing is None or (b, i) in listing]
+            if more := [state for i, (_, state) in enumerate(items) if listing is not None and (b, i) not in listing]:
+                cut = True
+                lines.append(f"… and {len(more)} more: {tally(more)}")
         if cut:
             lines.append("/agents all lists every one.")
         return "\n".join(lines) if lines else NO_SUBAGENTS
@@ -221,6 +221,15 @@ class AgentsCommand:
                     f"({state_word(again)}).")
         origin = known[0].origin_turn_id if known is not None else child.parent_turn_id
         return await self._ledger.retry_one(session, child.subagent_id, child.task, origin)
+
+
+def _listed(blocks: list[tuple[str, list[Item]]]) -> set[tuple[int, int]]:
+    """Which `SHOWN` children a listing of more names, as (block, item) places: those at work first, then the
+    others, each in the blocks' order. In that order alone, a fan-out past `lifecycle.max_running` (hundreds
+    waiting for a slot) filled the listing with waiting ones and only counted those at work."""
+    places = [(b, i) for b, (_, items) in enumerate(blocks) for i in range(len(items))]
+    places.sort(key=lambda at: blocks[at[0]][1][at[1]][1] not in AT_WORK)
+    return set(places[:SHOWN])
 
 
 def _task_of(spec: Mapping[str, Any], task_index: int) -> tuple[object, ...]:

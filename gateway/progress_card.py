@@ -150,9 +150,8 @@ class ProgressCard:
         waiting = waiting_line(self._waiting())
         if self._generic:
             return "\n".join([f"⏳ Still working — {elapsed}", *waiting])
-        lines = [*self._tools, *(_child_line(c, self._clock.time()) for c in children)]
-        if self._current is not None and self._current != DELEGATE:
-            lines.append(f"▸ {self._current}")
+        current = [f"▸ {self._current}"] if self._current is not None and self._current != DELEGATE else []
+        lines = [*self._tools, *_child_lines(children, self._clock.time(), MAX_LINES - len(current)), *current]
         return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:]), *waiting])
 
     def endings(self) -> str:
@@ -184,6 +183,27 @@ def waiting_line(n: int) -> list[str]:
 CHILD_INDENT = "\u00a0\u00a0"
 """Subagent lines sit under the tool that started them. No-break spaces: every platform renders the
 card as Markdown, which drops a line's leading plain spaces and would flatten the tree."""
+
+
+def _child_lines(children: Sequence[ChildView], now: float, room: int) -> list[str]:
+    """A line for each subagent, in their order; with more than ``room``, those that tell most of the work
+    and a last line counting the others. By launch order alone, a fan-out past `lifecycle.max_running` showed
+    only its latest ones, still waiting for a slot, and none of those at work until all but a few had finished."""
+    if len(children) <= room:
+        return [_child_line(child, now) for child in children]
+    chosen = sorted(range(len(children)), key=lambda i: _telling(children[i], i))[:room - 1]
+    return [*(_child_line(children[i], now) for i in sorted(chosen)),
+            f"{CHILD_INDENT}… and {len(children) - len(chosen)} more"]
+
+
+def _telling(child: ChildView, index: int) -> tuple[int, float]:
+    """Sorts first the subagents at work (the latest launched first), then those finished (the latest first),
+    then those waiting for a slot (the next to start first)."""
+    if child.completed_at is not None:
+        return 1, -child.completed_at
+    if child.started_at is None:
+        return 2, index
+    return 0, -index
 
 
 def _child_line(child: ChildView, now: float) -> str:
