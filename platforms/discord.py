@@ -96,6 +96,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.connection import ConnectionState, ConnectionWatch
+from platforms.discord_calls import CALL_TIMEOUT
 from platforms.discord_connection import DiscordStartError as DiscordStartError  # what `start` raises
 from platforms.discord_connection import (
     LOGIN_ERRORS,
@@ -159,6 +160,7 @@ class DiscordAdapter:
         client_factory: ClientFactory | None = None,
         ready_timeout: float = 30.0,
         login_timeout: float = LOGIN_TIMEOUT,
+        call_timeout: float = CALL_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         clock: Callable[[], float] = time.time,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
@@ -168,7 +170,8 @@ class DiscordAdapter:
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``login_timeout`` bounds the login at start (`LOGIN_TIMEOUT`),
-        ``ready_timeout`` the wait for READY after it; ``clock`` (epoch seconds) ages the messages
+        ``ready_timeout`` the wait for READY after it, ``call_timeout`` each REST call (`platforms.discord_calls`,
+        an upload more by its size); ``clock`` (epoch seconds) ages the messages
         caught up at start, which is given up after ``catch_up_timeout`` seconds, and the channels remembered
         as refusing replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`);
@@ -181,7 +184,7 @@ class DiscordAdapter:
         self._gateway_url = gateway_url
         self._command_guilds = tuple(int(g) for g in command_guilds)
         self._client_factory = client_factory or discord.Client
-        self._ready_timeout, self._login_timeout = ready_timeout, login_timeout
+        self._ready_timeout, self._login_timeout, self._call_timeout = ready_timeout, login_timeout, call_timeout
         self.max_attachment_bytes = max_attachment_bytes
         self._client: discord.Client | None = None
         self._typing = Typing(self._channel)
@@ -277,8 +280,9 @@ class DiscordAdapter:
         self._text_commands = tuple({"!stop", "!new", *(f"!{n}" for c in commands for n in (c.name, *c.aliases))})
         try:
             self._urls = discord_urls.claim(self._api_base)
-            client = self._client = new_client(self._client_factory, self._token_watch, self._api_base)
-            self._interactions.session = discord_answers.open_session()
+            client = self._client = new_client(self._client_factory, self._token_watch, self._api_base,
+                                               self._call_timeout)
+            self._interactions.session = discord_answers.open_session(self._call_timeout)
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]

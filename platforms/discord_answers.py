@@ -32,11 +32,14 @@ discord.py either, which would do so up to five times: Discord may have stored i
 three times. `_fail_unsure_follow_ups`, in the same session, raises `discord.DiscordServerError` out of
 the request instead, which the adapter reports as a `NetworkError` (its answer lost): the outbox looks
 for the follow-up before it sends it again (`platforms.discord_sent`). An edit of the first answer
-(``@original``) is retried as discord.py does: the same edit again changes nothing.
+(``@original``) is retried as discord.py does: the same edit again changes nothing. Each request on the session is
+given `discord_calls.CALL_TIMEOUT` seconds, not aiohttp's 300: one Discord never answers is a `NetworkError` then,
+a follow-up among them looked for in the same way.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -45,6 +48,7 @@ from typing import Any
 
 import aiohttp
 
+from platforms.discord_calls import CALL_TIMEOUT, no_answer
 from platforms.discord_errors import retry_after_of, watch_answers
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.proxies import proxy_for
@@ -57,16 +61,19 @@ _CALLBACK = re.compile(r"/interactions/\d+/[^/]+/callback")
 _FOLLOW_UP = re.compile(r"/webhooks/\d+/[^/]+$")
 
 
-def open_session() -> aiohttp.ClientSession:
+def open_session(timeout: float = CALL_TIMEOUT) -> aiohttp.ClientSession:
     """A session for `discord.Webhook`s, its answers watched (`discord_errors.answered`), through the proxy the
-    environment names for the REST base `discord_urls.claim` set (`platforms.proxies`); the caller closes it."""
+    environment names for the REST base `discord_urls.claim` set (`platforms.proxies`), each request given
+    ``timeout`` seconds (`platforms.discord_calls`); the caller closes it."""
     trace = aiohttp.TraceConfig()
     watch_answers(trace)
     # Every webhook call's URL is built on Route.BASE: behind an egress proxy, a command got "thinking…" (the
     # client's session, proxied) and never its answer.
-    return aiohttp.ClientSession(middlewares=(_refuse_long_waits, _fail_unsure_follow_ups),
+    return aiohttp.ClientSession(middlewares=(functools.partial(_worded_timeout, timeout), _refuse_long_waits,
+                                              _fail_unsure_follow_ups),
                                  cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace],
-                                 proxy=proxy_for(discord.http.Route.BASE))
+                                 proxy=proxy_for(discord.http.Route.BASE),
+                                 timeout=aiohttp.ClientTimeout(total=timeout))
 
 
 def callback_trace() -> aiohttp.TraceConfig:
@@ -77,6 +84,14 @@ def callback_trace() -> aiohttp.TraceConfig:
     trace.on_request_end.append(_refuse_unreadable_waits)
     trace.on_request_end.append(_refuse_hopeless_callback_waits)
     return trace
+
+
+async def _worded_timeout(timeout: float, request: aiohttp.ClientRequest,
+                          handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
+    try:
+        return await handler(request)
+    except TimeoutError as exc:  # no answer within the session's bound
+        raise no_answer(timeout) from exc
 
 
 async def _refuse_long_waits(request: aiohttp.ClientRequest,

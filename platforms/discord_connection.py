@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import aiohttp
 
-from platforms import discord_answers, discord_errors, discord_token
+from platforms import discord_answers, discord_calls, discord_errors, discord_token
 from platforms.base import last_calls_time
 from platforms.connection import TokenWatch
 from platforms.discord_errors import PORTAL_HINT
@@ -44,9 +44,9 @@ class DiscordStartError(RuntimeError):
 LOGIN_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, ValueError, LookupError, TypeError)
 """What a failed login raises (`login_failed`); anything else is no answer of Discord's and goes as it is."""
 LOGIN_TIMEOUT = 30.0
-"""Seconds the login at start is given, its calls together: discord.py gives each REST call aiohttp's 300 s, so an
-``api_base`` that took the connection and never answered (a wrong proxy, a captive portal, a hung server) held the
-start for 5 minutes without a word."""
+"""Seconds the login at start is given, its calls together (each has its own bound too, `discord_calls`): with
+aiohttp's 300 s per call, an ``api_base`` that took the connection and never answered (a wrong proxy, a captive
+portal, a hung server) held the start for 5 minutes without a word."""
 
 
 def login_failed(exc: BaseException, *, timeout: float | None = None) -> DiscordStartError:
@@ -54,8 +54,9 @@ def login_failed(exc: BaseException, *, timeout: float | None = None) -> Discord
     quotes the whole connection key, a proxy's credentials with it. A proxy's refusal is told by its status.
     ``timeout``: the seconds the login was given, when it ran out of them (``exc`` is then that timeout's)."""
     if timeout is not None:
-        return DiscordStartError(f"cannot log in: no answer from the Discord API within {timeout:g}s",
-                                 kind="NetworkError")
+        exc = discord_calls.no_answer(timeout)
+    if isinstance(exc, TimeoutError):  # the login's bound, or one call's (`discord_calls`), in words
+        return DiscordStartError(f"cannot log in: {exc}", kind="NetworkError")
     if isinstance(exc, discord.LoginFailure):
         return DiscordStartError("Discord rejected the bot token (401)", kind="Unauthorized")
     if (refusal := proxy_refusal(exc)) is not None:
@@ -73,11 +74,13 @@ def login_failed(exc: BaseException, *, timeout: float | None = None) -> Discord
     return DiscordStartError(f"cannot log in: {error}", kind=type(error).__name__ if answered else None)
 
 
-def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch, api_base: str) -> discord.Client:
+def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch, api_base: str,
+               call_timeout: float = discord_calls.CALL_TIMEOUT) -> discord.Client:
     """A client from ``factory`` with the intents the adapter reads by, rate limits waited out up to
     `discord_answers.MAX_RATE_LIMIT_WAIT`, its REST answers watched for a refused token (``token_watch``,
-    `platforms.discord_token`), and the proxy the environment names for ``api_base`` (`platforms.proxies`):
-    discord.py takes one, for its REST calls and its gateway WebSocket alike, and reads no environment."""
+    `platforms.discord_token`), each REST call given ``call_timeout`` seconds (`platforms.discord_calls`), and
+    the proxy the environment names for ``api_base`` (`platforms.proxies`): discord.py takes one, for its REST
+    calls and its gateway WebSocket alike, and reads no environment."""
     intents = discord.Intents.none()
     intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
     trace = discord_answers.callback_trace()
@@ -86,8 +89,10 @@ def new_client(factory: Callable[..., discord.Client], token_watch: TokenWatch, 
     # A process's first client logs WARNINGs that PyNaCl and davey (voice) are missing. Switchboard
     # never joins voice: those lines would only mislead, in the log and the console's errors.
     discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
-    return factory(intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace,
-                   proxy=proxy_for(api_base))
+    client = factory(intents=intents, max_ratelimit_timeout=discord_answers.MAX_RATE_LIMIT_WAIT, http_trace=trace,
+                     proxy=proxy_for(api_base))
+    discord_calls.bound(client.http, call_timeout)
+    return client
 
 
 async def wait_connected(connect_task: asyncio.Task[None], connected: asyncio.Event, ready_timeout: float) -> None:
