@@ -12,8 +12,9 @@ connects, so a failed check leaves nothing accepted and then lost.
   a directory.
 - `check_model`: the model's ``base_url`` answers HTTP at all (any status will do:
   a 401 is a key problem the turn reports, not an unreachable server), through the
-  proxy the environment names, as the model's requests go, and its API
-  key holds nothing but the printable ASCII every key is written in.
+  proxy the environment names, as the model's requests go, and is a base URL, not an endpoint
+  (``…/v1/chat/completions``, to which the client would add its path again); its API key holds
+  nothing but the printable ASCII every key is written in.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from yarl import URL
 
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 from gateway import state_lock
+from gateway.config.rules import endpoint_path_problem
 from gateway.config.secret_values import shown_url
 from gateway.errors import StartupError
 from gateway.host import PRIVATE, STATE_DB
@@ -251,7 +253,8 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
     ``$OPENAI_BASE_URL``, when the server comes from there) when nothing answers HTTP there
     within ``timeout`` (or the model's own timeout, if shorter), and naming ``model.api_key`` (or
     ``$OPENAI_API_KEY``) when the key holds a character no key has (`agent.settings.api_key_problem`). The
-    latter, and a ``base_url`` that is no http(s) URL, are ``lasting``: only the operator can mend them."""
+    latter, and a ``base_url`` that is no http(s) URL or an endpoint (`endpoint_path_problem`), are ``lasting``:
+    only the operator can mend them."""
     if settings.provider != "openai":
         return
     env = os.environ if env is None else env
@@ -268,6 +271,8 @@ async def check_model(settings: ModelSettings, *, timeout: float = 10.0,
         # No URL at all, unlike an unreachable one: no server coming up can mend it.
         raise StartupError(f"{where}: {shown} is not a usable URL ({exc}); write it like"
                            " http://127.0.0.1:11434/v1", lasting=True) from None
+    if (problem := endpoint_path_problem(url)) is not None:  # it answers, with a 404 to every turn
+        raise StartupError(f"{where}: {problem}", lasting=True)
     limit = aiohttp.ClientTimeout(total=min(timeout, settings.timeout_seconds))
     try:
         # Through the proxy the environment names (and not for a host no_proxy exempts), as the model's own client

@@ -37,13 +37,18 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
     if telegram.enabled:
         require("telegram", "token", "when platforms.telegram.enabled is true")
         if telegram.token and not _BOT_TOKEN.fullmatch(telegram.token):
-            errors.append("platforms.telegram.token: expected the token @BotFather gave, such as 123456789:AAE…:"
+            # Copied from a Bot API URL (…/bot123456789:AAE…/getMe), the token comes with its "bot".
+            errors.append("platforms.telegram.token: expected the token @BotFather gave, such as 123456789:AAE…,"
+                          ' without the "bot" the Bot API\'s URLs put in front of it'
+                          if re.fullmatch(r"bot\d+:\S+", telegram.token) else
+                          "platforms.telegram.token: expected the token @BotFather gave, such as 123456789:AAE…:"
                           " the bot's id, a colon, then the secret, without spaces")
         if telegram.mode == "webhook":
             require("telegram", "webhook_url", 'when platforms.telegram.mode is "webhook"')
             # Its path is the route the gateway serves: without a scheme there is none, and the start fails.
             url = telegram.webhook_url
-            if url and (problem := _http_url_problem(url, example="https://bot.example.com/telegram")):
+            if url and (problem := _http_url_problem(url, example="https://bot.example.com/telegram")
+                        or _bot_api_webhook_problem(url, telegram.api_base)):
                 errors.append(f"platforms.telegram.webhook_url: {problem}")
             if telegram.webhook_secret and not _WEBHOOK_SECRET.fullmatch(telegram.webhook_secret):
                 errors.append("platforms.telegram.webhook_secret: expected 1–256 characters among A-Z a-z 0-9 _ -"
@@ -54,8 +59,11 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             require("slack", "app_token", 'when platforms.slack.mode is "socket"')
         else:
             require("slack", "signing_secret", 'when platforms.slack.mode is "http"')
+        errors.extend(_slack_token_rules(slack.bot_token, slack.app_token if slack.mode == "socket" else None))
     if discord.enabled:
         require("discord", "token", "when platforms.discord.enabled is true")
+        if discord.token and (problem := _discord_token_problem(discord.token)):
+            errors.append(f"platforms.discord.token: {problem}")
     webhook = config.platforms.webhook
     if webhook.enabled:
         for name, route in webhook.routes.items():
@@ -148,7 +156,23 @@ def _model_url_rules(config: Config) -> list[str]:
     for name, profile in config.delegation.profile_routes.items():
         urls[f"delegation.profile_routes.{name}.base_url"] = profile.base_url
     return [f"{key}: {problem}" for key, url in urls.items()
-            if url and (problem := _http_url_problem(url, example="http://127.0.0.1:11434/v1"))]
+            if url and (problem := _http_url_problem(url, example="http://127.0.0.1:11434/v1")
+                        or endpoint_path_problem(url))]
+
+
+_CLIENT_PATHS = ("/chat/completions", "/audio/transcriptions")
+"""The paths the openai client adds to a base URL, for a chat and for a voice message."""
+
+
+def endpoint_path_problem(url: str) -> str | None:
+    """Why ``url`` is an endpoint, not the base URL the openai client adds its paths to (every request would be
+    a 404 to …/v1/chat/completions/chat/completions), without echoing it; None if it is none."""
+    path = URL(url).path.rstrip("/")
+    for suffix in _CLIENT_PATHS:
+        if path.endswith(suffix):
+            return (f"expected the API's base URL, without {suffix}: the client adds that path itself"
+                    " (http://127.0.0.1:11434/v1, not http://127.0.0.1:11434/v1" + f"{suffix})")
+    return None
 
 
 def _unused_model_settings(config: Config) -> list[str]:
@@ -206,6 +230,53 @@ def _unreadable(path: Path) -> str | None:
             return None
     except OSError as exc:
         return f"cannot read {Path(path).absolute()} ({exc.strerror})"
+
+
+_WEBHOOK_PORTS = (443, 80, 88, 8443)
+"""The only ports Telegram's own Bot API posts updates to (a local Bot API server takes any)."""
+
+
+def _bot_api_webhook_problem(url: str, api_base: str) -> str | None:
+    """Why Telegram's Bot API would refuse ``url`` in ``setWebhook``, failing every start with words that name
+    the token; only its scheme or port are shown (its path may hold a secret). None for a self-hosted server."""
+    try:
+        if URL(api_base).host != "api.telegram.org":
+            return None
+    except ValueError:
+        return None  # platforms.telegram.api_base's own error says so
+    parsed = URL(url)
+    if parsed.scheme != "https":
+        return ("expected an https URL: the Telegram Bot API posts updates to no other (put a reverse proxy with"
+                " a TLS certificate in front of server.port, and give its https:// address)")
+    if parsed.port not in _WEBHOOK_PORTS:
+        return (f"expected port 443, 80, 88 or 8443, got {parsed.port}: the Telegram Bot API posts updates to no"
+                " other (let the reverse proxy listen on one of them, in front of server.port)")
+    return None
+
+
+def _discord_token_problem(token: str) -> str | None:
+    """Why Discord would refuse ``token`` (a 401, which the start words as a token reset in the Developer
+    Portal); None if it may take it. discord.py strips a token's ends (a line break from a file), not a
+    "Bot " in front, which it adds itself: Discord is sent "Bot Bot …"."""
+    token = token.strip()
+    if re.match(r"(?i)bot\s", token):
+        return 'write the token alone, without "Bot " in front: the gateway adds it'
+    if re.search(r"\s", token):
+        return "expected the token alone, as the Developer Portal gives it: a Discord token holds no space"
+    return None
+
+
+def _slack_token_rules(bot_token: str | None, app_token: str | None) -> list[str]:
+    """The two Slack tokens, each in the other's key (Slack's own prefixes tell them apart); only the
+    prefixes are shown. ``app_token`` None: not read (HTTP mode)."""
+    errors = []
+    if bot_token and bot_token.startswith("xapp-"):
+        errors.append("platforms.slack.bot_token: holds an app-level token (xapp-…), which goes in"
+                      " platforms.slack.app_token; the bot token is the Bot User OAuth Token (xoxb-…)")
+    if app_token and app_token.startswith("xox"):
+        errors.append("platforms.slack.app_token: holds an OAuth token (xox…), which goes in"
+                      " platforms.slack.bot_token; Socket Mode needs the App-Level Token (xapp-…)")
+    return errors
 
 
 def _url_problem(url: str, *, example: str = "https://api.example.com") -> str | None:
