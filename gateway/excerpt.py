@@ -12,10 +12,12 @@ of its line, and a fence cut open would turn the rest of the message into code.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure
+from platforms.formatting import bare_urls
 
 ELLIPSIS = "…"
 TYPED_CHARS = 40
@@ -25,6 +27,13 @@ _LEAD = "x "
 """Parsed before the text: it shows after other words on its line, where a leading ``` or #
 opens no block, so it must be read as inline Markdown, as the platform will."""
 _WORD = re.compile(r"\S+")
+_INLINE_MARKUP = re.compile(
+    r"\\(?=[!-/:-@\[-`{-~])|[`*\[]"  # an escape, code, emphasis, a link or an image
+    r"|(?<![^\W_])_|_(?![^\W_])|~(?=~)|(?<=~)~"  # emphasis, never within snake_case; strikethrough, of two
+    r"|&(?=#?\w+;)|<(?=[^\s<>]*>)"  # an entity; an autolink
+)
+"""What Markdown reads as markup within a line, and no more: the terminal shows Markdown as written, and
+``my_file.py``, ``~/src`` or ``Q&A`` would show there with backslashes."""
 
 
 def shorten(line: str, limit: int) -> str:
@@ -62,8 +71,30 @@ def excerpt(text: str, limit: int) -> str:
     return shorten(" ".join(words), limit)
 
 
+def literal(text: str) -> str:
+    """``text`` (one line) as Markdown that shows it as written: what a user wrote, quoted back by the
+    gateway, read as Markdown showed ``_x_`` in italics, ``&amp;`` as ``&``, and ``[Verify](https://…)``
+    as a link in the bot's own words. Escaped with backslashes, which `shorten` never cuts off; not
+    inside a bare web address, which every renderer reads first, as written (backslashes and all)."""
+    urls = list(bare_urls.spans(text))
+    starts = [start for start, _ in urls]
+    ticked = False
+
+    def escaped(markup: re.Match[str]) -> str:
+        nonlocal ticked
+        at = bisect.bisect_right(starts, markup.start()) - 1
+        if at >= 0 and markup.start() <= urls[at][1]:  # right after an address a backslash would join it
+            ticked = ticked or markup.group() == "`"
+            return markup.group()
+        if ticked and markup.group() == "`":  # code takes no escapes: that one kept would end at this one
+            return "&#96;"
+        return "\\" + markup.group()
+
+    return _INLINE_MARKUP.sub(escaped, text)
+
+
 def typed(word: str) -> str:
-    """``word`` quoted and `shorten`ed to `TYPED_CHARS`, to name it back in an answer. Only its start
-    is read: `shorten` parses all it is given, about a second for each 200,000 characters, and a word
-    sent to a webhook may be a megabyte, parsed on the loop every chat shares."""
-    return repr(shorten(word[:4 * TYPED_CHARS], TYPED_CHARS))
+    """``word`` quoted and `shorten`ed to `TYPED_CHARS`, to name it back in an answer, as written
+    (`literal`). Only its start is read: `shorten` parses all it is given, about a second for each
+    200,000 characters, and a word sent to a webhook may be a megabyte, parsed on the loop every chat shares."""
+    return f"'{shorten(literal(word[:4 * TYPED_CHARS]), TYPED_CHARS)}'"

@@ -20,7 +20,7 @@ Neither do webhook deliveries: programs read them, and the note would read as th
 
 from __future__ import annotations
 
-from gateway.excerpt import shorten
+from gateway.excerpt import literal, shorten
 
 WITHOUT_NOTES = frozenset({"webhook"})
 """Platforms whose late messages go out without a note."""
@@ -40,9 +40,10 @@ def note_text(age_seconds: float) -> str:
 
 
 def picked_up_text(age_seconds: float, message: str) -> str:
-    first = message.strip().split("\n", 1)[0].strip()
-    # Cut between whole characters (a flag halved shows a stray letter) and outside Markdown markers.
-    quote = shorten(first, QUOTE_CHARS)
+    first = next(iter(message.strip().splitlines()), "").strip()  # a lone CR, too, ends a Markdown line
+    # Shown as written (`literal`: the user's words, not Markdown), cut between whole characters (a flag
+    # halved shows a stray letter) and never inside an escape.
+    quote = shorten(literal(first), QUOTE_CHARS)
     return f"⏱ Answering your message from {age_text(age_seconds)} ago" + (f": “{quote}”" if quote else ".")
 
 

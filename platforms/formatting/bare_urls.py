@@ -12,8 +12,9 @@ percent-decoded (``a%20b`` as ``a b``), and its other half, which also links bar
 domains and e-mail addresses, runs after emphasis has already eaten a ``_``.
 
 Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``,
-without trailing punctuation (``.,:;!?*_~'"``, and "…", which is not GitHub's: a line cut
-short ends with it, `gateway.excerpt`) or a closing bracket it did not open, so
+without trailing punctuation (``.,:;!?*_~'"``, and "…", ``”`` and ``’``, which are not GitHub's: a line
+cut short ends with the one, `gateway.excerpt`, and a quote, the gateway's own “…” included, with the others)
+or a closing bracket it did not open, so
 ``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant. Nor is
 it GitHub's that CJK punctuation (``。，、：（）「」``, the ideographic and full-width forms) ends an
 address anywhere: Chinese and Japanese put no space after one, so ``见https://x.org，然后…`` would
@@ -28,6 +29,7 @@ address with ``Москва`` in it showed as ``%D0%9C…``) and, for an e-mail 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -35,12 +37,15 @@ from markdown_it.rules_inline import autolink as _autolink
 
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
+_SCHEME_START = re.compile(r"(?:(?<![A-Za-z0-9+.\\-])|(?<=\\[A-Za-z0-9]))(https?):", re.IGNORECASE)
+"""`_SCHEME` in a line of text: a backslash before a letter or digit is a markdown-it escape (the ``h`` of
+``\\https`` taken along, the ``a`` of ``\\ahttps`` read apart from the address)."""
 _SCHEME_TAIL = len("xhttps")
 """Enough of the text before a colon to tell a scheme and the character before it."""
 # CJK text puts no space after an address: its punctuation (ideographic, and the full-width forms of
 # ASCII's, not their letters or digits) ends one, or "https://x.org，然后点击" would link the sentence.
 _REST = re.compile(r"//[^\s<>`\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
-_TRAILING = ".,:;!?*_~'\"…"
+_TRAILING = ".,:;!?*_~'\"…”’"
 _PAIRS = {")": "(", "]": "["}
 
 
@@ -52,6 +57,20 @@ def _trimmed(url: str) -> str:
         else:
             break
     return url
+
+
+def spans(line: str) -> Iterator[tuple[int, int]]:
+    """Where `bare_url` reads an address in ``line``, text whose markup is escaped but for these (a backslash
+    stays before a letter): the start and end of each, with the punctuation cut off its end. The caller escaping
+    the line leaves them as written (`gateway.excerpt.literal`): a backslash there would join the address."""
+    at = 0
+    while (scheme := _SCHEME_START.search(line, at)) is not None:
+        rest = _REST.match(line, scheme.end())
+        if rest is None or len(_trimmed(scheme.group(1) + ":" + rest.group())) <= len(scheme.group(1)) + 3:
+            at = scheme.end()
+            continue
+        yield scheme.start(), rest.end()
+        at = rest.end()
 
 
 def bare_url(state: StateInline, silent: bool) -> bool:

@@ -430,7 +430,7 @@ window.SwitchboardMarkdown = (() => {
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
   // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not, a backtick ends it.
   const BARE_URL = caseless("http") + "[Ss]?:\\/\\/" +
-    /(?:[^\s<>()"`]|\([^\s<>()"`]*\))*(?:[^\s<>()"`.,;:!?*_~'\u2026]|\([^\s<>()"`]*\))/.source;
+    /(?:[^\s<>()"`]|\([^\s<>()"`]*\))*(?:[^\s<>()"`.,;:!?*_~'\u2026\u201d\u2019]|\([^\s<>()"`]*\))/.source;
   // An address between <>, as CommonMark reads one: a scheme of 2 to 32 characters, a colon and no space,
   // control character, < or >, or an e-mail address. Anything else (<b>, <a:b>) is text, as typed.
   const DOMAIN = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
