@@ -170,6 +170,9 @@ class CatchUp:
         self._let_through: set[Where] = set()
         """Conversations still to be read where a live message waited `Limits.live_wait` out: the later
         ones there do not wait (a read failing for long would hold each of them that long)."""
+        self._left_to_threads: dict[Where, dict[str, dict[str, Any]]] = {}
+        """Thread -> its replies also sent to the channel that the channel's read, recorded past them, left to
+        the thread's read (`_read_in_its_thread`), by ts, until handed on there or after (`_hand_on_left`)."""
 
     async def run(self) -> None:
         """Catch up on the conversations, the most recently active first (one a live message waits
@@ -205,6 +208,8 @@ class CatchUp:
                 self._done(where)
                 for other in opened:  # a thread a caught-up mention opened: read it too, next if a live one waits
                     (self._queue.appendleft if other[0] in self._handed else self._queue.append)(other)
+            for thread in list(self._left_to_threads):  # reads given up on, or one whose handing on failed
+                await self._hand_on_left(thread)
         finally:  # ended, given up or cancelled: no live message waits any more
             self.behind.update(self.reading)  # what was not read, the next start reads
             for where in list(self.reading):
@@ -287,6 +292,7 @@ class CatchUp:
         try:
             messages, more = await self._read(where, last)
         except Exception as exc:  # Slack failing, or refusing the read
+            await self._hand_on_left(where)  # out of order now rather than lost: a read again may never succeed
             if self._rereads.failed(_name(where), exc):
                 return None
             skipped.unread.append(f"{_name(where)}: {exc}")
@@ -301,12 +307,17 @@ class CatchUp:
             mine = [m for m in messages if self._addressed(m)]
             fresh = [m for m in mine if float(m["ts"]) >= cutoff]
             kept = fresh[-self._limits.max_messages:]
-            too_old, too_many = len(mine) - len(fresh), len(fresh) - len(kept)
+            left_here = self._left_to_threads.get(where, {})
+            # Within the channel's limit, the channel's read kept those it left here: handed on in their place.
+            keep = {id(m) for m in kept} | {id(m) for m in fresh if m["ts"] in left_here}
+            too_old, too_many = len(mine) - len(fresh), len(fresh) - len(keep)
             skipped.too_old += too_old
             skipped.too_many += too_many
-            keep = {id(m) for m in kept}
             for message in messages:
-                if id(message) in keep and not self._read_in_its_thread(where, message):
+                if id(message) in keep and self._read_in_its_thread(where, message):
+                    self._left_to_threads.setdefault((channel, str(message["thread_ts"])), {})[message["ts"]] = message
+                elif id(message) in keep:
+                    left_here.pop(message["ts"], None)
                     opens = self._opening(where, message)
                     for other in await self._take(message):
                         if other == opens:  # recorded here: `record_now` held it, being read
@@ -321,6 +332,7 @@ class CatchUp:
                     handed += 1
                     self._handed_on += 1
                 done = message["ts"]
+            handed += await self._hand_on_left(where)  # past the pages read
             complete = not (more and thread)  # a thread's newest are unread: a live ts must not pass over them
             if more:
                 skipped.unread.append(f"{_name(where)} past its first {len(messages)} new messages (the next start"
@@ -344,11 +356,22 @@ class CatchUp:
     def _read_in_its_thread(self, where: Where, message: dict[str, Any]) -> bool:
         """Whether a message read at a top level is a reply also sent there (a ``thread_broadcast``) whose thread
         this catch-up reads too: handed on there, after the replies sent before it, not here ahead of them
-        (the agent was asked the last question first). Checked as it comes: a mention read just before may
-        have opened the thread."""
+        (the agent was asked the last question first), or after that read if it does not (`_left_to_threads`).
+        Checked as it comes: a mention read just before may have opened the thread."""
         channel, thread = where
         thread_ts = message.get("thread_ts")  # at a top level, only a broadcast reply's (`_as_event`)
         return thread is None and thread_ts is not None and (channel, str(thread_ts)) in self.reading
+
+    async def _hand_on_left(self, thread: Where) -> int:
+        """Hand on the replies the channel's read left to ``thread``'s that it did not hand on (it failed, stopped
+        short of them, or never came): out of order rather than lost, the channel's record being past them. One
+        handed on there too, later or at the next start, is dropped by the inbox (the same ``<channel>:<ts>``).
+        How many it handed on."""
+        left = self._left_to_threads.pop(thread, {})
+        for ts in sorted(left, key=ts_key):
+            await self._take(left[ts])
+            self._handed_on += 1
+        return len(left)
 
     def _opening(self, where: Where, message: dict[str, Any]) -> Where | None:
         """The thread a message read at a channel's top level may open (a mention starts one; a

@@ -6,14 +6,16 @@ Slack lists such a reply in its thread and at the channel's top level alike (``c
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from platforms.fakes.slack import FakeSlack
+from platforms.slack_catchup import Limits
 from tests.platforms.sink import Sink
 from tests.platforms.slack_client import slack_on
-from tests.platforms.test_slack_catchup import Gateway, down
+from tests.platforms.test_slack_catchup import NO_PACE, Gateway, down
 
 
 @pytest.fixture
@@ -94,3 +96,59 @@ async def test_a_broadcast_reply_in_a_thread_a_mention_read_back_opens_comes_aft
     finally:
         await adapter.stop()
     assert gateway.taken() == ["hello", "a new question", "some detail", "the summary"]
+
+
+async def broadcast_while_down(fake: FakeSlack, gateway: Gateway, *replies: str) -> tuple[str, str]:
+    """The bot's thread, and a reply also sent to the channel while the gateway was down, after ``replies``."""
+    adapter = await gateway.start(fake)
+    thread = (await fake.push_mention("C1", "U1", "start a thread"))["event"]["ts"]
+    await fake.wait_for(lambda: {("C1", None), ("C1", thread)} <= set(gateway.last_seen))
+    await down(fake, adapter)
+    for text in replies:
+        await fake.push_message("C1", "U1", text, thread_ts=thread)
+    broadcast = (await fake.push_message("C1", "U1", "and tell everyone", thread_ts=thread, broadcast=True))["event"]
+    return thread, broadcast["ts"]
+
+
+async def caught_up(fake: FakeSlack, gateway: Gateway, limits: Limits, until: Callable[[], bool]) -> None:
+    adapter = await gateway.start(fake, limits)
+    try:
+        await fake.wait_for(until)
+    finally:
+        await adapter.stop()
+
+
+async def test_a_broadcast_reply_whose_thread_cannot_be_read_is_handed_on_from_the_channel(fake, caplog):
+    # The channel's read left it to its thread's and was recorded past it: that read refused, it was lost.
+    gateway = Gateway()
+    _, broadcast = await broadcast_while_down(fake, gateway, "first do this")
+    fake.fail_next("conversations.replies", "thread_not_found")
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    await caught_up(fake, gateway, NO_PACE, lambda: "not read: C1 thread" in caplog.text)  # its closing warning
+    assert gateway.taken() == ["start a thread", "and tell everyone"]
+    assert gateway.last_seen[("C1", None)] == broadcast
+
+
+async def test_a_broadcast_reply_over_its_threads_limit_is_handed_on_in_its_place(fake, caplog):
+    # Within the channel's limit, over the thread's: the thread's read dropped it, the channel's had left it there.
+    gateway = Gateway()
+    thread, _ = await broadcast_while_down(fake, gateway)
+    for text in ("more", "and more"):
+        await fake.push_message("C1", "U1", text, thread_ts=thread)
+    last = fake.messages[("C1", thread)][-1]["ts"]
+    caplog.set_level(logging.INFO, logger="platforms.slack")
+    await caught_up(fake, gateway, Limits(pace=0.0, max_messages=2), lambda: gateway.last_seen[("C1", thread)] == last)
+    assert gateway.taken() == ["start a thread", "and tell everyone", "more", "and more"]
+    assert "3 message(s) for the bot handed on, 0 skipped" in caplog.text  # none said skipped: its channel kept it
+
+
+async def test_a_broadcast_reply_whose_threads_read_fails_for_a_while_is_handed_on_at_once_and_taken_once(fake):
+    # Out of order rather than held: the read again may never succeed. Read again, its second copy is dropped.
+    gateway = Gateway()
+    thread, _ = await broadcast_while_down(fake, gateway, "first do this")
+    fake.fail_next("conversations.replies", "internal_error", status=500)
+    last = fake.messages[("C1", thread)][-1]["ts"]
+    retry_soon = Limits(pace=0.0, first_retry=0.01)
+    await caught_up(fake, gateway, retry_soon, lambda: gateway.last_seen[("C1", thread)] == last)
+    assert gateway.taken() == ["start a thread", "and tell everyone", "first do this"]
+    assert gateway.texts().count("and tell everyone") == 2
