@@ -128,7 +128,8 @@ class Sender:
         chat."""
         self._chat_refusals = RepeatedWarnings(log, clock=clock.monotonic)
         """Parts a chat refuses as a chat (`_refuses_chat`): one WARNING per chat and refusal and 10 minutes, not
-        one per part of every answer into a deleted channel (the console shows each part's error)."""
+        one per part of every answer into a deleted channel (the console shows each part's error). A refusal by its
+        words, not its kind: the bot kicked after it lost a right (both `Forbidden`) is one more line, not hidden."""
         self._left_behind: dict[int, str] = {}
         """Parts sending a progress message's state anew because the platform refused its edit: the message it
         was to edit, deleted once the part is sent (`_delete_left_behind`). Kept here, not in `_deliver`, as a
@@ -650,7 +651,7 @@ class Sender:
         age = f" after {tried:.0f}s of retries" if gave_up else ""
         line = ("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
         if _refuses_chat(row, exc):
-            self._chat_refusals.warning((row.platform, row.chat_id, type(exc).__name__), *line)
+            self._chat_refusals.warning((row.platform, row.chat_id, describe(exc)), *line)
         else:
             log.warning(*line)
 
