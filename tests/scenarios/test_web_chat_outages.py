@@ -173,10 +173,12 @@ async def test_closing_the_tab_with_a_message_not_sent_yet_asks_first(served, pa
 class Relay:
     """A TCP relay in front of the server that can go silent: the connections carrying the event stream
     then pass nothing either way, and are never closed, as through a proxy that hangs or across a NAT
-    mapping forgotten (no FIN, no RST: nothing the browser could notice)."""
+    mapping forgotten (no FIN, no RST: nothing the browser could notice). ``stream``: how the event stream's
+    request begins."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, stream: bytes = b"GET /chat/api/events") -> None:
         self._port = port
+        self._stream = stream
         self._links: list[dict[str, Any]] = []
         self._server: asyncio.Server | None = None
 
@@ -200,13 +202,16 @@ class Relay:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._port)
         link = {"stream": False, "silent": False, "writers": (writer, up_writer)}
         self._links.append(link)
-        await asyncio.gather(self._pump(reader, up_writer, link), self._pump(up_reader, writer, link))
+        await asyncio.gather(self._pump(reader, up_writer, link, self._stream), self._pump(up_reader, writer, link))
 
     @staticmethod
-    async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, link: dict[str, Any]) -> None:
+    async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, link: dict[str, Any],
+                    stream: bytes | None = None) -> None:
+        # Only what the browser asks marks a stream: the page's script, served, quotes its request in a comment,
+        # and the idle connection that brought it went silent too, and took the page's next request.
         with contextlib.suppress(ConnectionError):
             while data := await source.read(65536):
-                link["stream"] |= b"GET /chat/api/events" in data
+                link["stream"] |= stream is not None and stream in data
                 if not link["silent"]:
                     sink.write(data)
                     await sink.drain()

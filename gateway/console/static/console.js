@@ -244,6 +244,10 @@
     const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url,
                                   "aria-label": label + " " + what, disabled: sending.has(url) }, label);
     button.addEventListener("click", async () => {
+      if (asOf !== null) { // not connected (see `stale`): nothing is sent, and it says so
+        notice(label + " was not sent: the page is not connected to the gateway; it reconnects by itself");
+        return;
+      }
       // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
       // acts again (the operator cancelled, or the gateway did nothing), or Enter does nothing and Tab starts over.
       const keyed = document.activeElement === button;
@@ -296,10 +300,17 @@
 
   // Gone (the gateway restarting, the network down), the page keeps the last picture, said to be one: it
   // showed on as if live, a turn "running" for minutes more that the restart had ended.
+  // Its buttons would act on that picture, and on a network gone their request hangs unanswered: they are
+  // marked disabled, the line saying why as their description, until a state is drawn (anew, enabled).
+  // aria-disabled, not disabled: a disabled button loses the focus, and the keyboard its place.
   function stale() {
     if (asOf !== null || !pictured) return;
     asOf = Date.now() / 1000 - skew;
     document.querySelectorAll(".since").forEach(tick);
+    document.querySelectorAll("button[data-action]").forEach((button) => {
+      button.setAttribute("aria-disabled", "true");
+      button.setAttribute("aria-describedby", "stale");
+    });
     $("stale").textContent = "Not connected: what shows is how things stood at " + when(asOf)
       + "; it may have changed since.";
     $("stale").hidden = false;
