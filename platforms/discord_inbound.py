@@ -22,9 +22,9 @@ log = logging.getLogger("platforms.discord")
 def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
                text_commands: Container[str], no_content: Callable[[], None]) -> Inbound | None:
     """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
-    One with neither text nor files is not: a sticker, a poll, embeds or components alone are passed over
-    (logged at DEBUG), and ``no_content`` is told of a guild message for the bot that came with nothing at
-    all, its content withheld."""
+    One with neither text nor files is read as its stickers and poll say (`content_as_text`); embeds or
+    components alone are passed over (logged at DEBUG), and ``no_content`` is told of a guild message for
+    the bot that came with nothing at all, its content withheld."""
     if me is None or message.author.bot or message.author.id == me.id:
         return None
     if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -41,6 +41,7 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     for snapshot in message.message_snapshots:
         text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
         attachments += discord_files.attachments_of(snapshot.attachments)
+    text = text or ("" if attachments else content_as_text(message))
     if not text and not attachments:
         if not_text := _other_content(message):
             log.debug("discord: message %s holds %s only: not answered", message.id, not_text)
@@ -56,15 +57,25 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     )
 
 
-def _other_content(message: discord.Message) -> str:
-    """What a message (or the one it forwards) without text or files holds instead, named, or "": a
-    sticker, a poll, embeds or components, none of which the model reads (Telegram's adapter passes such
-    messages over alike). Such a message is no sign of a missing Message Content intent: Discord sends
-    embeds, components and polls only with it, and stickers either way, so a sticker alone most likely
-    was one; a missing intent shows on the next message sent with text."""
+def content_as_text(message: discord.Message) -> str:
+    """The stickers and poll of a message (or of the one it forwards) without text or files, as the model
+    may read them: each sticker by its name (Discord names no emoji for one), a poll's question and answers.
+    "" when it holds neither."""
     held = [message, *message.message_snapshots]
-    kinds = {"sticker": any(m.stickers for m in held), "poll": message.poll is not None,
-             "embeds": any(m.embeds for m in held), "components": any(m.components for m in held)}
+    parts = [f"(a sticker: {sticker.name})" for m in held for sticker in m.stickers]
+    if (poll := message.poll) is not None:
+        answers = (f"- {answer.text or answer.emoji or ''}" for answer in poll.answers)
+        parts.append("\n".join((f"📊 Poll: {poll.question}", *answers)))
+    return "\n".join(parts)
+
+
+def _other_content(message: discord.Message) -> str:
+    """What a message (or the one it forwards) without text, files, stickers or poll holds instead, named,
+    or "": embeds or components, which the model does not read, and people do not send. Such a message is no
+    sign of a missing Message Content intent: Discord sends both only with it; a missing intent shows on
+    the next message sent with text."""
+    held = [message, *message.message_snapshots]
+    kinds = {"embeds": any(m.embeds for m in held), "components": any(m.components for m in held)}
     return ", ".join(kind for kind, present in kinds.items() if present)
 
 

@@ -24,9 +24,11 @@ command up to the first space, so left there it would make "/stop," no command a
 def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, command_names: Container[str],
                moved_from: Mapping[str, str], max_attachment_bytes: int) -> Inbound | None:
     """The `Inbound` for a message the bot takes, under the group's chat id for a supergroup it
-    became (``moved_from``); None for one that is not for the bot."""
-    text = (message.text if message.text is not None else message.caption) or ""
+    became (``moved_from``); None for one that is not for the bot. One with neither text nor file is
+    read as `content_as_text` says; one with nothing of that either (a service message) is not taken."""
+    written = (message.text if message.text is not None else message.caption) or ""
     attachments = telegram_files.attachments_of(message, max_attachment_bytes)
+    text = written or ("" if attachments else content_as_text(message))
     # Written as a chat (an anonymous admin as the group, someone as their channel): that chat is
     # the sender, and ``from`` only one of Telegram's stand-in accounts (GroupAnonymousBot, a bot).
     user, sender = message.from_user, message.sender_chat
@@ -47,7 +49,8 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     if command:
         rest = _GLUED.sub("", text[len(command) :])
         text = name + (" " if rest[:1].strip() else "") + rest
-    elif not private and not addressed(message, text, bot_id=bot_id, username=username):
+    # What the user wrote, not a venue's or poll's words: only a reply addresses the bot with a location.
+    elif not private and not addressed(message, written, bot_id=bot_id, username=username):
         return None
     topic = message.message_thread_id if message.is_topic_message else None
     here = str(message.chat.id)
@@ -71,6 +74,35 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
         sent_at=message.date.timestamp(),
         message_id=written_in(here, chat, message.message_id),
     )
+
+
+def content_as_text(message: Message) -> str:
+    """A message without text or file as the model may read it: a location (a venue's name and address
+    with it), a contact, a poll with its options, a sticker's emoji, a dice roll, a game, a checklist; a
+    story, which a bot cannot see, as such. "" for anything else, a service message (a member joined, a
+    pin) above all: the bot answers none. Never a command: each begins with an emoji or a parenthesis."""
+    if (venue := message.venue) is not None:
+        at = venue.location
+        return f"📍 {at.latitude}, {at.longitude} ({venue.title}, {venue.address})"
+    if (at := message.location) is not None:
+        return f"📍 {at.latitude}, {at.longitude}" + (" (live location)" if at.live_period else "")
+    if (contact := message.contact) is not None:
+        name = " ".join(filter(None, (contact.first_name, contact.last_name)))
+        return f"👤 {name}, {contact.phone_number}"
+    if (poll := message.poll) is not None:
+        kind = "Quiz" if poll.type == "quiz" else "Poll"
+        return "\n".join((f"📊 {kind}: {poll.question}", *(f"- {option.text}" for option in poll.options)))
+    if (checklist := message.checklist) is not None:
+        return "\n".join((f"☑️ Checklist: {checklist.title}", *(f"- {task.text}" for task in checklist.tasks)))
+    if (sticker := message.sticker) is not None:
+        return f"{sticker.emoji} (a sticker)" if sticker.emoji else "(a sticker)"
+    if (dice := message.dice) is not None:
+        return f"{dice.emoji} (a dice roll: {dice.value})"
+    if (game := message.game) is not None:
+        return f"🎮 Game: {game.title}: {game.description}"
+    if message.story is not None:
+        return "(a story, which the bot cannot see)"
+    return ""
 
 
 def _leading_command(message: Message, text: str) -> str | None:

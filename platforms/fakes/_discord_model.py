@@ -122,6 +122,7 @@ class DiscordModel:
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
         forwarded: bool = False, stickers: Sequence[str] = (), message_id: str | None = None,
+        poll: tuple[str, Sequence[str]] | None = None,
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         attachments = self._attachments(channel, uploads)
@@ -142,6 +143,11 @@ class DiscordModel:
             data["message_snapshots"] = [{"message": held}]
         if stickers:  # Discord sends them whatever the Message Content intent (`strip_message_content`)
             held["sticker_items"] = [{"id": self.new_id(), "name": n, "format_type": 1} for n in stickers]
+        if poll is not None:  # a poll is its own message: it cannot be forwarded
+            question, answers = poll
+            data["poll"] = {"question": {"text": question}, "expiry": ISO, "allow_multiselect": False,
+                            "layout_type": 1, "answers": [{"answer_id": n, "poll_media": {"text": answer}}
+                                                          for n, answer in enumerate(answers, 1)]}
         if global_name is not None:
             data["author"]["global_name"] = global_name
         if guild is not None:

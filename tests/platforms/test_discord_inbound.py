@@ -27,7 +27,7 @@ def content_errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.levelno >= logging.ERROR and NO_CONTENT in r.getMessage()]
 
 
-async def test_a_sticker_alone_is_passed_over_and_leaves_the_missing_intents_hint_to_a_message_without_text(
+async def test_a_sticker_alone_is_read_by_its_name_and_leaves_the_missing_intents_hint_to_a_message_without_text(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="platforms.discord")
     async with FakeDiscord(strip_message_content=True) as fake:  # as for an app without the intent
@@ -37,30 +37,30 @@ async def test_a_sticker_alone_is_passed_over_and_leaves_the_missing_intents_hin
             fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True, thread_id=THREAD)
             await fake.wait_for(lambda: sink.events)
             await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=str(THREAD), text="hello"))
-            sticker = fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, stickers=["wave"])
-            replied = fake.push_guild_message(GUILD, CHANNEL, USER, "", reply_to_bot=True, stickers=["thumbs up"])
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, stickers=["wave"])
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", reply_to_bot=True, stickers=["thumbs up"])
+            # Withheld with the content, as Discord does: nothing left to read.
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, poll=("Lunch?", ["Yes", "No"]))
             fake.push_guild_message(GUILD, CHANNEL, USER, "still there?", mention_bot=True, thread_id=THREAD)
-            await fake.wait_for(lambda: len(sink.events) == 2)
-            assert content_errors(caplog) == []
-            passed_over = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
-            assert f"discord: message {sticker} holds sticker only: not answered" in passed_over
-            assert f"discord: message {replied} holds sticker only: not answered" in passed_over
+            await fake.wait_for(lambda: len(sink.events) == 4)
+            assert [e.text for e in sink.events] == ["hi", "(a sticker: wave)", "(a sticker: thumbs up)",
+                                                     "still there?"]
+            assert len(content_errors(caplog)) == 1  # the poll's: nothing at all came
 
             # A reply with nothing at all in it is what a withheld content looks like: said once.
             fake.push_guild_message(GUILD, CHANNEL, USER, "a reply", reply_to_bot=True)
             fake.push_guild_message(GUILD, CHANNEL, USER, "another reply", reply_to_bot=True)
             fake.push_guild_message(GUILD, CHANNEL, USER, "anyone?", mention_bot=True)
-            await fake.wait_for(lambda: len(sink.events) == 3)
+            await fake.wait_for(lambda: len(sink.events) == 5)
             assert len(content_errors(caplog)) == 1
-            assert [e.text for e in sink.events] == ["hi", "still there?", "anyone?"]
+            assert sink.events[-1].text == "anyone?"
         finally:
             await adapter.stop()
             await join_heartbeat_threads()
         assert fake.errors == []
 
 
-async def test_a_forwarded_sticker_in_the_bots_thread_is_passed_over(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="platforms.discord")
+async def test_a_forwarded_sticker_in_the_bots_thread_is_read_by_its_name() -> None:
     async with FakeDiscord() as fake:
         adapter, sink = adapter_for(fake), Sink()
         await adapter.start(sink)
@@ -68,13 +68,35 @@ async def test_a_forwarded_sticker_in_the_bots_thread_is_passed_over(caplog: pyt
             fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True, thread_id=THREAD)
             await fake.wait_for(lambda: sink.events)
             await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=str(THREAD), text="hello"))
-            forward = fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, forwarded=True,
-                                              stickers=["party"])
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, forwarded=True, stickers=["party"])
             fake.push_guild_message(GUILD, CHANNEL, USER, "that one", thread_id=THREAD)
-            await fake.wait_for(lambda: len(sink.events) == 2)
-            assert [e.text for e in sink.events] == ["hi", "that one"]
-            assert content_errors(caplog) == []
-            assert f"discord: message {forward} holds sticker only: not answered" in caplog.messages
+            await fake.wait_for(lambda: len(sink.events) == 3)
+            assert [e.text for e in sink.events] == ["hi", "(a sticker: party)", "that one"]
+            assert sink.events[1].forwarded
+        finally:
+            await adapter.stop()
+            await join_heartbeat_threads()
+        assert fake.errors == []
+
+
+async def test_a_poll_or_a_sticker_sent_to_the_bot_reaches_the_model_as_text() -> None:
+    async with FakeDiscord() as fake:
+        adapter, sink = adapter_for(fake), Sink()
+        await adapter.start(sink)
+        try:
+            fake.push_dm(USER, "", poll=("Where do we eat?", ["Pizza", "Sushi"]))
+            fake.push_dm(USER, "", stickers=["wave", "heart"])
+            fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True, thread_id=THREAD)
+            await fake.wait_for(lambda: sink.events)
+            await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=str(THREAD), text="hello"))
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", thread_id=THREAD, poll=("Lunch?", ["Yes", "No"]))
+            fake.push_guild_message(GUILD, CHANNEL, USER, "", poll=("Not for the bot?", ["No"]))  # not addressed
+            fake.push_guild_message(GUILD, CHANNEL, USER, "the last one", thread_id=THREAD)
+            await fake.wait_for(lambda: len(sink.events) == 5)
+            assert [e.text for e in sink.events] == [
+                "📊 Poll: Where do we eat?\n- Pizza\n- Sushi", "(a sticker: wave)\n(a sticker: heart)", "hi",
+                "📊 Poll: Lunch?\n- Yes\n- No", "the last one"]
+            assert not any(e.is_command for e in sink.events)
         finally:
             await adapter.stop()
             await join_heartbeat_threads()
