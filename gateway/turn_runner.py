@@ -186,7 +186,8 @@ class TurnRunner:
             self._reading_back.cancel()  # what is held waits in the inbox, unsettled, for the next start
 
     async def cancel(self, within: float) -> None:
-        """Cancel every session's worker and wait up to ``within`` seconds for them to end. A turn
+        """Cancel every session's worker and wait up to ``within`` seconds for them to end (a turn whose reply
+        is being journaled journals it first, and ends: `RunningTurn.runs_again`). A turn
         whose tool or model call ignores its cancellation is named in the log and left behind: its
         event was never settled, so the next start handles its message again (`gateway.left_behind`).
         Then the turn ends the sessions without a turn still owe are paid, if the store takes them."""
@@ -500,6 +501,7 @@ class TurnRunner:
         if (behind := self._owed.send(session)) is not None:
             refused.note(owed_by(behind), behind.error)
         message: EndMessage | None = None  # until journaled
+        cut = False  # the shutdown cancelled the worker as the reply was journaled: raised once the turn has ended
         if text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
                 with refused.noting("its late note", holds=False):
@@ -509,11 +511,21 @@ class TurnRunner:
             journaled = self._journaling[item.turn_id] = asyncio.Event()
             try:
                 # Past `replying`: a stop meanwhile waits for this reply (`reply_journaled`), rather than drop it.
-                # Only where nothing clears the indicator after the reply (`Adapter.typing_interval`): Slack's
-                # placeholder, deleted by `idle`, was posted for nothing, and one the process died sending stayed.
-                if typing is not None and typing.lapses:
-                    await typing.ended()
-                message = await self._reply(session, running, answer, finish_progress, refused)
+                try:
+                    # Only where nothing clears the indicator after the reply (`Adapter.typing_interval`): Slack's
+                    # placeholder, deleted by `idle`, was posted for nothing, and one the process died sending stayed.
+                    if typing is not None and typing.lapses:
+                        await typing.ended()
+                    message = await self._reply(session, running, answer, finish_progress, refused)
+                except asyncio.CancelledError:
+                    # The shutdown's, before anything was journaled (`Outbox.enqueue_long`): the reply is journaled
+                    # all the same, split anew, and the turn ends as it would have without it (`runs_again`). Cut
+                    # short, its message ran again after the restart: after a /new that had waited for this reply,
+                    # in the new session, which then held the old one's request and sent its answer under the /new's.
+                    cut = True
+                    if typing is not None:
+                        await typing.ended(wait=False)  # the process stops: no typing request is waited for
+                    message = await self._reply(session, running, answer, finish_progress, refused)
             finally:
                 del self._journaling[item.turn_id]
                 journaled.set()
@@ -534,6 +546,8 @@ class TurnRunner:
         refused.log_turn(item.turn_id, session)
         if _shows_typing(adapter):
             self._idle_soon(adapter, session)
+        if cut:
+            raise asyncio.CancelledError
 
     async def _reply(self, session: GatewaySession, running: RunningTurn, reply: EndMessage,
                      first: Callable[[], None], refused: Refusals) -> EndMessage | None:
