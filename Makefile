@@ -7,8 +7,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench clean
 
+# A .venv a failed first run left (made by a Python older than 3.11, or without pip, as Debian's python3
+# makes it before python3-venv is installed) is made again, not reused: else every later run fails alike.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	    echo "Switchboard needs Python 3.11 or newer; $(PYTHON) is" \
+	      "$$($(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null || echo 'not found'):" \
+	      "name a newer one, as in: $(strip make $(MAKECMDGOALS) PYTHON=python3.11)" >&2; exit 1; }; \
+	  $(PYTHON) -m venv --clear $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
