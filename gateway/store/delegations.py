@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
+from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 
 Status = Literal["running", "delivered", "suppressed", "reported"]
@@ -59,6 +60,9 @@ delegation whose card still owes its final edit; the outbox keeps that card's me
 (`OutboxRows.prune`). A lookup by primary key for each row weighed, not a scan of the delegations."""
 _COLUMNS = ("delegation_id, session_key, agent_session_id, origin_turn_id, dispatched_at, tasks, status, reason,"
             " settled_at")
+_SELECT = (f"{as_bytes('delegation_id', 'session_key', 'agent_session_id', 'origin_turn_id')}, dispatched_at,"
+           f" {as_bytes('tasks', 'status', 'reason')}, settled_at, rowid")
+"""`_COLUMNS` as read, then the rowid: texts as bytes (`gateway.store.unreadable_rows`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,20 @@ class DelegationTable:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        self._left_out = LeftOut("gateway_delegations")
+
+    def _rows(self, rows: list[tuple]) -> list[DelegationRow]:
+        """The ``rows`` (`_SELECT`) that read back; one that does not (a text of no UTF-8, tasks that are no JSON
+        list of tasks) is left out (`LeftOut`): raised, it stopped every start and the console, for every chat."""
+        readable, left_out = [], {}
+        for r in rows:
+            try:
+                readable.append(_row(r))
+            except UNREADABLE as exc:
+                left_out[row_name("delegation_id", r[0], r[9])] = type(exc).__name__
+        if left_out:
+            self._left_out.report(left_out)
+        return readable
 
     def add(self, row: DelegationRow) -> None:
         self._db.write(f"INSERT OR IGNORE INTO gateway_delegations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -115,7 +133,7 @@ class DelegationTable:
                                   (delegation_id,)).rowcount == 1
 
     def get(self, delegation_id: str) -> DelegationRow | None:
-        row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_delegations WHERE delegation_id=?", (delegation_id,))
+        row = self._db.read_one(f"SELECT {_SELECT} FROM gateway_delegations WHERE delegation_id=?", (delegation_id,))
         return None if row is None else _row(row)
 
     def replace_tasks(self, delegation_id: str, tasks: tuple[LedgerTask, ...]) -> None:
@@ -180,9 +198,9 @@ class DelegationTable:
 
     def cards_owed(self) -> list[DelegationRow]:
         """Settled delegations whose cards still owe their final edits, oldest first."""
-        return [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE card_owed=1 AND status!='running'"
-            " ORDER BY dispatched_at")]
+        return self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE card_owed=1 AND status!='running'"
+            " ORDER BY dispatched_at"))
 
     def count_unsettled(self, session_key: str) -> int:
         """The chat's delegations whose results have not been delivered (or settled otherwise) yet."""
@@ -192,8 +210,8 @@ class DelegationTable:
 
     def running(self) -> list[DelegationRow]:
         """Every delegation not settled yet, oldest first."""
-        return [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at")]
+        return self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at"))
 
     def oldest_running_dispatch(self) -> float | None:
         """When the oldest delegation not settled yet was dispatched; None when every one is settled."""
@@ -202,32 +220,32 @@ class DelegationTable:
 
     def running_of(self, agent_session_id: str) -> list[DelegationRow]:
         """A session generation's delegations not settled yet, however many it has had since."""
-        return [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE agent_session_id=? AND status='running'"
-            " ORDER BY dispatched_at", (agent_session_id,))]
+        return self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE agent_session_id=? AND status='running'"
+            " ORDER BY dispatched_at", (agent_session_id,)))
 
     def latest(self, agent_session_id: str, limit: int) -> list[DelegationRow]:
         """A session generation's latest delegations, newest first."""
-        return [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE agent_session_id=? ORDER BY dispatched_at DESC LIMIT ?",
-            (agent_session_id, limit))]
+        return self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE agent_session_id=? ORDER BY dispatched_at DESC LIMIT ?",
+            (agent_session_id, limit)))
 
     def recent(self, limit: int) -> list[DelegationRow]:
         """Every delegation still running, then the latest settled ones, up to ``limit`` in all,
         newest first within each."""
-        running = [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at DESC LIMIT ?",
-            (limit,))]
-        settled = [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE status!='running' ORDER BY settled_at DESC LIMIT ?",
-            (max(0, limit - len(running)),))]
+        running = self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE status='running' ORDER BY dispatched_at DESC LIMIT ?",
+            (limit,)))
+        settled = self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE status!='running' ORDER BY settled_at DESC LIMIT ?",
+            (max(0, limit - len(running)),)))
         return running + settled
 
     def of_turn(self, origin_turn_id: str) -> list[DelegationRow]:
         """The delegations a turn dispatched, oldest first."""
-        return [_row(r) for r in self._db.read(
-            f"SELECT {_COLUMNS} FROM gateway_delegations WHERE origin_turn_id=? ORDER BY dispatched_at",
-            (origin_turn_id,))]
+        return self._rows(self._db.read(
+            f"SELECT {_SELECT} FROM gateway_delegations WHERE origin_turn_id=? ORDER BY dispatched_at",
+            (origin_turn_id,)))
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget settled delegations settled before the epoch time ``older_than``, with their completion
@@ -255,6 +273,8 @@ def _tasks_json(tasks: tuple[LedgerTask, ...]) -> str:
 
 
 def _row(r: tuple) -> DelegationRow:
+    """The row `_SELECT` read; one of `UNREADABLE` (never quoting it) when it does not read back."""
+    r = tuple(text(value) for value in r)
     tasks = tuple(LedgerTask(t["task_index"], t["subagent_id"], t["spec"], t.get("attempts", 1))
                   for t in json.loads(r[5]))
     return DelegationRow(r[0], r[1], r[2], r[3], r[4], tasks, r[6], r[7], r[8])

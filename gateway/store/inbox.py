@@ -33,6 +33,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from agent import Clock
+from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 from platforms.base import Inbound
 
@@ -78,12 +79,15 @@ class Acceptance:
 
 
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
+_EVENT = f"{as_bytes('payload', 'turn_id', 'platform', 'event_id')}, received_at, rowid"
+"""An event to hand over (`Inbox._events`), read as bytes: one a hand edit left no UTF-8 would fail the read."""
 
 
 class Inbox:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        self._left_out = LeftOut("gateway_inbox")
 
     def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
@@ -205,7 +209,7 @@ class Inbox:
         when the store refuses (raising), none: one marked taken but never returned would wait for a restart.
         ``of``: only those of these platforms (None: of all); another platform's stay re-queued, for a gateway
         that configures it (taken, they would be replayed to no adapter, or lost to the next start)."""
-        sql = f"SELECT payload, turn_id, platform, event_id FROM gateway_inbox WHERE {_OPEN} AND status='requeued'"
+        sql = f"SELECT {_EVENT} FROM gateway_inbox WHERE {_OPEN} AND status='requeued'"
         args: tuple[object, ...] = ()
         if of is not None:
             if not of:
@@ -217,9 +221,9 @@ class Inbox:
             return []
         with self._db.transaction():
             rows = self._db.read(f"{sql} ORDER BY received_at, rowid", args)
-            self._db.write_many("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?",
-                                [(platform, event_id) for _, _, platform, event_id in rows])
-        return [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
+            # One left out is taken too: not looked at again every few seconds, the next start logs it again.
+            self._db.write_many("UPDATE gateway_inbox SET status='received' WHERE rowid=?", [(r[5],) for r in rows])
+        return self._events(rows)
 
     def turn_of(self, platform: str, event_id: str) -> str | None:
         """The turn recorded by `accept`; None if it starts none, or the event is unknown."""
@@ -277,14 +281,13 @@ class Inbox:
     def unfinished(self, page: int = 1000) -> list[tuple[Inbound, str | None]]:
         """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart.
         Read ``page`` rows at a time: a flood's payloads are not all held twice, as text and as events."""
-        select = (f"SELECT payload, turn_id, received_at, rowid FROM gateway_inbox WHERE {_OPEN}"
-                  " AND status IN ('received', 'begun')")
+        select = f"SELECT {_EVENT} FROM gateway_inbox WHERE {_OPEN} AND status IN ('received', 'begun')"
         order = " ORDER BY received_at, rowid LIMIT ?"
         rows = self._db.read(select + order, (page,))
-        events = [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
+        events = self._events(rows)
         while len(rows) == page:  # the next page: after the last row read, in the same order
-            rows = self._db.read(f"{select} AND (received_at, rowid) > (?, ?){order}", (*rows[-1][2:], page))
-            events += [(_inbound(payload), turn_id) for payload, turn_id, _, _ in rows]
+            rows = self._db.read(f"{select} AND (received_at, rowid) > (?, ?){order}", (*rows[-1][4:], page))
+            events += self._events(rows)
         return events
 
     def waiting_by_platform(self) -> dict[str, int]:
@@ -310,6 +313,20 @@ class Inbox:
                            f" (SELECT platform, event_id {forgotten})", args)
             return self._db.write(f"DELETE FROM gateway_inbox WHERE rowid IN (SELECT rowid {forgotten})", args).rowcount
 
+    def _events(self, rows: list[tuple]) -> list[tuple[Inbound, str | None]]:
+        """The events of ``rows`` (`_EVENT`) that read back, with their turn ids. One that does not (its payload
+        no UTF-8, no JSON, no event) stays unsettled, left out (`LeftOut`): raised, it stopped every start."""
+        events, left_out = [], {}
+        for payload, turn_id, platform, event_id, _, rowid in rows:
+            try:
+                events.append((_inbound(payload), text(turn_id)))
+            except UNREADABLE as exc:
+                left_out[f"{row_name('platform', platform, rowid)} {row_name('event_id', event_id, rowid)}"] = \
+                    type(exc).__name__
+        if left_out:
+            self._left_out.report(left_out)
+        return events
 
-def _inbound(payload: str) -> Inbound:
+
+def _inbound(payload: str | bytes) -> Inbound:
     return Inbound.from_json(json.loads(payload))

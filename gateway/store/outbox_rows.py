@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from agent import Clock
 from gateway.store.delegations import OWED_CARD_TURN
+from gateway.store.unreadable_rows import LeftOut, as_bytes, text
 from lifecycle import SqliteDatabase
 
 RETENTION_SECONDS = 7 * 24 * 3600.0
@@ -44,9 +45,11 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_credential_holds (
         platform TEXT NOT NULL, since REAL NOT NULL, until REAL, PRIMARY KEY (platform, since))""",
 )
-_COLUMNS = ("id, key, platform, chat_id, thread_id, kind, op, target_key, text, silent, reply_token, turn_id, "
-            "sequence, status, attempts, next_attempt_at, created_at, sent_at, message_id, last_error, "
-            "reply_to, tried, first_journaled_at")  # fmt: skip
+_COLUMNS = (f"id, {as_bytes('key', 'platform', 'chat_id', 'thread_id', 'kind', 'op', 'target_key', 'text')},"
+            f" silent, {as_bytes('reply_token', 'turn_id')}, sequence, {as_bytes('status')}, attempts,"
+            f" next_attempt_at, created_at, sent_at, {as_bytes('message_id', 'last_error', 'reply_to')}, tried,"
+            " first_journaled_at")  # fmt: skip
+"""A row's columns, its texts as bytes (`gateway.store.unreadable_rows`)."""
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
 
@@ -120,15 +123,40 @@ class OutboxRow:
 
 
 def _outbox_row(r: tuple) -> OutboxRow:
-    return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _untext(r[8]), bool(r[9]), r[10], r[11],
-                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], _untext(r[19]), r[20], bool(r[21]),
+    """The row `_COLUMNS` read, its texts decoded (`_decoded`)."""
+    return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11],
+                     r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], bool(r[21]),
                      r[22])  # fmt: skip
+
+
+def _decoded(r: tuple) -> tuple:
+    """A row read with texts as bytes (`as_bytes`), decoded: UnicodeDecodeError, never quoting them, when one holds
+    no UTF-8."""
+    return tuple(text(value) for value in r)
 
 
 class OutboxRows:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        self._left_out = LeftOut("gateway_outbox")
+
+    def _rows(self, rows: list[tuple]) -> list[OutboxRow]:
+        return [_outbox_row(r) for r in self._readable(rows)]
+
+    def _readable(self, rows: list[tuple]) -> list[tuple]:
+        """The ``rows`` (an id, then columns read as `as_bytes`) whose texts read back, decoded. One that does not is
+        left out (`LeftOut`), by its id: raised, it stopped every start (the pending parts) and the console's lists,
+        for every chat."""
+        readable, left_out = [], {}
+        for r in rows:
+            try:
+                readable.append(_decoded(r))
+            except UnicodeDecodeError as exc:
+                left_out[f"id {r[0]}"] = type(exc).__name__
+        if left_out:
+            self._left_out.report(left_out)
+        return readable
 
     def add_reply_to(self) -> None:
         """Schema < 6: each part may quote the user's message it answers (none for the existing ones)."""
@@ -193,14 +221,14 @@ class OutboxRows:
 
     def message(self, key: str) -> OutboxRow | None:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key=?", (key,))
-        return None if row is None else _outbox_row(row)
+        return None if row is None else _outbox_row(_decoded(row))
 
     def has_message(self, key: str) -> bool:
         return self._db.read_one("SELECT 1 FROM gateway_outbox WHERE key=?", (key,)) is not None
 
     def message_by_id(self, row_id: int) -> OutboxRow | None:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE id=?", (row_id,))
-        return None if row is None else _outbox_row(row)
+        return None if row is None else _outbox_row(_decoded(row))
 
     def pieces(self, key: str) -> list[OutboxRow]:
         """The rows a split replaced ``key`` with (``key/a``, ``key/b``...), in order."""
@@ -208,7 +236,7 @@ class OutboxRows:
         rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key >= ? AND key < ?"
                                 " AND instr(substr(key, ?), '/') = 0 ORDER BY id",
                                 (key + "/", key + "0", len(key) + 2))  # fmt: skip
-        return [_outbox_row(r) for r in rows]
+        return self._rows(rows)
 
     def sent_progress(self, key: str) -> list[OutboxRow]:
         """The sent rows of the progress message ``key`` (``{key}:0``) and of its edits (``{key}-edit-…``),
@@ -217,7 +245,7 @@ class OutboxRows:
                              " AND key < ?)) AND kind='notice' AND status='sent' AND message_id IS NOT NULL"
                              " AND op != 'split' ORDER BY id",  # ranges on the unique index: ':' + 1 == ';'
                              (f"{key}:", f"{key};", f"{key}-edit-", f"{key}-edit."))
-        return [_outbox_row(r) for r in rows]
+        return self._rows(rows)
 
     def sent_progress_extras(self) -> list[str]:
         """The keys of sent progress rows that are neither a message's first part (``…:0``) nor the first piece
@@ -225,10 +253,10 @@ class OutboxRows:
         first (it decides). Only an older build sent such rows: on a state file this build wrote, none.
         One scan of the table (no index covers it): ask once, not at every card's end."""
         # A key ends in ':0' and '/a's when trimming the '/a's leaves ':0' and what was trimmed is '/a's only.
-        rows = self._db.read("SELECT key FROM gateway_outbox WHERE kind='notice' AND status='sent'"
+        rows = self._db.read(f"SELECT id, {as_bytes('key')} FROM gateway_outbox WHERE kind='notice' AND status='sent'"
                              " AND message_id IS NOT NULL AND op != 'split' AND NOT (rtrim(key, '/a') GLOB '*:0'"
                              " AND replace(substr(key, length(rtrim(key, '/a')) + 1), '/a', '') = '')")
-        return [r[0] for r in rows]
+        return [key for _, key in self._readable(rows)]
 
     def last_id(self) -> int:
         """The highest id journaled so far (0 for none). Ids only grow (AUTOINCREMENT never reuses one),
@@ -242,18 +270,19 @@ class OutboxRows:
         else:
             rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status='pending' AND platform=?"
                                     " AND chat_id=? AND thread_id IS ? ORDER BY id", chat)  # fmt: skip
-        return [_outbox_row(r) for r in rows]
+        return self._rows(rows)
 
     def journaled_since(self, since: float, kind: str) -> list[OutboxRow]:
         """The rows of ``kind`` journaled at or after the epoch time ``since``, oldest first."""
         rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE created_at >= ? AND kind=? ORDER BY id",
                              (since, kind))
-        return [_outbox_row(r) for r in rows]
+        return self._rows(rows)
 
     def pending_chats(self) -> set[tuple[str, str, str | None]]:
         """The chats (platform, chat_id, thread_id) with a pending row."""
-        return {(r[0], r[1], r[2]) for r in
-                self._db.read("SELECT DISTINCT platform, chat_id, thread_id FROM gateway_outbox WHERE status='pending'")}
+        rows = self._db.read(f"SELECT MIN(id), {as_bytes('platform', 'chat_id', 'thread_id')} FROM gateway_outbox"
+                             " WHERE status='pending' GROUP BY platform, chat_id, thread_id")
+        return {(platform, chat_id, thread_id) for _, platform, chat_id, thread_id in self._readable(rows)}
 
     def mark_tried(self, row_id: int) -> None:
         """An attempt to post the row is about to begin. The sender commits this before the call, so
@@ -340,9 +369,9 @@ class OutboxRows:
         """Keys of the file sends still pending or failed: their copies are kept."""
         # One status at a time, each through its partial index: asked at every retention sweep, an IN read the
         # week of sent rows on the event loop (some 60 ms at 200,000).
-        return [r[0] for r in self._db.read("SELECT key FROM gateway_outbox WHERE status='pending' AND op='file'"
-                                            " UNION ALL SELECT key FROM gateway_outbox WHERE status='failed'"
-                                            " AND op='file'")]
+        return [key for _, key in self._readable(self._db.read(
+            f"SELECT id, {as_bytes('key')} FROM gateway_outbox WHERE status='pending' AND op='file' UNION ALL"
+            f" SELECT id, {as_bytes('key')} FROM gateway_outbox WHERE status='failed' AND op='file'"))]
 
     def counts(self) -> dict[str, int]:
         """How many parts are ``pending`` and ``failed`` (within retention), split rows aside."""
@@ -355,7 +384,7 @@ class OutboxRows:
         """The newest ``limit`` rows in ``status``, newest first (split rows aside: their pieces stand for them)."""
         rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status=? AND op != 'split'"
                              " ORDER BY id DESC LIMIT ?", (status, limit))
-        return [_outbox_row(r) for r in rows]
+        return self._rows(rows)
 
     def turn_messages(self, platform: str, turn_id: str) -> list[dict[str, Any]]:
         """Every message of a turn, in sequence order (the pieces of a split row, which share

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
+from gateway.store.unreadable_rows import LeftOut, as_bytes, row_name
 from lifecycle import SqliteDatabase
 
 log = logging.getLogger("gateway.store")
 
 Mode = Literal["inline", "background"]
-_BYTES = "CASE WHEN typeof({0}) = 'text' THEN CAST({0} AS BLOB) ELSE {0} END"
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _HELD_USER = "CASE WHEN json_valid(item) THEN json_extract(item, '$.event.user_id') END"
 """A held message's sender, as the index ``gateway_held_user`` and the query it serves both spell it. Not read
@@ -86,6 +86,7 @@ class SessionTable:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        self._left_out = LeftOut("gateway_sessions")
 
     def split_transcripts(self) -> None:
         """Schema 1 -> 2: move each session's JSON array of messages into rows."""
@@ -108,9 +109,8 @@ class SessionTable:
         # Texts as bytes: SQLite's own decode error for one that holds no UTF-8 quotes it, and failed every message
         # of the chat, for good. One that still is no text stays bytes, for the registry to set anew.
         row = self._db.read_one(
-            f"SELECT key, {_BYTES.format('session_id')}, {_BYTES.format('generation')}, {_BYTES.format('mode')},"
-            f" created_at, updated_at, {_BYTES.format('backend')}, {_BYTES.format('backend_choice')}"
-            " FROM gateway_sessions WHERE key=?", (key,))  # fmt: skip
+            f"SELECT key, {as_bytes('session_id', 'generation', 'mode')}, created_at, updated_at,"
+            f" {as_bytes('backend', 'backend_choice')} FROM gateway_sessions WHERE key=?", (key,))  # fmt: skip
         if row is None:
             return None
         row = [_text(value) for value in row]
@@ -121,14 +121,15 @@ class SessionTable:
 
     def mode_of(self, key: str) -> Mode | None:
         """The delegation mode the chat's session is pinned to; None when the chat has none yet."""
-        row = self._db.read_one("SELECT mode FROM gateway_sessions WHERE key=?", (key,))
-        return None if row is None else row[0]
+        row = self._db.read_one(f"SELECT {as_bytes('key', 'mode')}, rowid FROM gateway_sessions WHERE key=?", (key,))
+        return None if row is None else self._readable(row, row[1])
 
     def key_of(self, session_id: str) -> str | None:
         """The key of the chat whose current generation is this agent session; None for an
         older generation (replaced by ``/new``) or a session no chat has."""
-        row = self._db.read_one("SELECT key FROM gateway_sessions WHERE session_id=?", (session_id,))
-        return None if row is None else row[0]
+        row = self._db.read_one(f"SELECT {as_bytes('key')}, rowid FROM gateway_sessions WHERE session_id=?",
+                                (session_id,))
+        return None if row is None else self._readable(row, row[0])
 
     def save_backend(self, key: str, backend: str, choice: str | None) -> None:
         """Store the session's current backend and the chat's choice for later generations."""
@@ -139,9 +140,25 @@ class SessionTable:
 
     def recent(self, limit: int) -> list[SessionRow]:
         """The ``limit`` most recently active sessions, most recent first, without their transcripts."""
-        rows = self._db.read("SELECT key, session_id, generation, mode, created_at, updated_at FROM gateway_sessions"
-                             " ORDER BY updated_at DESC LIMIT ?", (limit,))
-        return [SessionRow(r[0], r[1], r[2], r[3], [], r[4], r[5]) for r in rows]
+        rows = self._db.read(f"SELECT {as_bytes('key', 'session_id', 'generation', 'mode')}, created_at, updated_at,"
+                             " rowid FROM gateway_sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
+        readable = []
+        for r in rows:
+            key, session_id, generation, mode = (self._readable((r[0], r[6]), value) for value in r[:4])
+            if None not in (key, session_id, generation, mode):
+                readable.append(SessionRow(key, session_id, generation, mode, [], r[4], r[5]))
+        return readable
+
+    def _readable(self, row: tuple, value: object) -> object:
+        """A column read as bytes (`as_bytes`) of the session ``row`` (its key and rowid), decoded; None, after one
+        ERROR (`LeftOut`), when it holds no UTF-8: read as text, SQLite's decode error quoted it, and failed the
+        console's list of sessions for every chat. The registry mends one whose key reads as the chat next
+        speaks (`load`)."""
+        try:
+            return value.decode("utf-8") if isinstance(value, bytes) else value
+        except UnicodeDecodeError:
+            self._left_out.report({row_name("key", row[0], row[-1]): "no UTF-8"})
+            return None
 
     def recent_threads(self, platform: str, limit: int) -> list[tuple[str, str]]:
         """(chat_id, thread_id) of the platform's ``limit`` most recently active thread
@@ -229,7 +246,7 @@ class SessionTable:
 
 
 def _text(value: object) -> object:
-    """``value``, bytes (`_BYTES`) decoded if they hold UTF-8."""
+    """``value``, bytes (`as_bytes`) decoded if they hold UTF-8."""
     try:
         return value.decode("utf-8") if isinstance(value, bytes) else value
     except UnicodeDecodeError:
