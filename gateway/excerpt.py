@@ -31,6 +31,7 @@ _INLINE_MARKUP = re.compile(
     r"\\(?=[!-/:-@\[-`{-~])|[`*\[]"  # an escape, code, emphasis, a link or an image
     r"|(?<![^\W_])_|_(?![^\W_])|~(?=~)|(?<=~)~"  # emphasis, never within snake_case; strikethrough, of two
     r"|&(?=#?\w+;)|<(?=[^\s<>]*>)"  # an entity; an autolink
+    r"|:(?=//)"  # a scheme's, should what follows it be escaped (`literal`)
 )
 """What Markdown reads as markup within a line, and no more: the terminal shows Markdown as written, and
 ``my_file.py``, ``~/src`` or ``Q&A`` would show there with backslashes."""
@@ -75,13 +76,21 @@ def literal(text: str) -> str:
     """``text`` (one line) as Markdown that shows it as written: what a user wrote, quoted back by the
     gateway, read as Markdown showed ``_x_`` in italics, ``&amp;`` as ``&``, and ``[Verify](https://…)``
     as a link in the bot's own words. Escaped with backslashes, which `shorten` never cuts off; not
-    inside a bare web address, which every renderer reads first, as written (backslashes and all)."""
-    urls = list(bare_urls.spans(text))
+    inside a bare web address, which every renderer reads first, as written (backslashes and all). Nor right
+    after an ``https://`` with no address after it (the backslash would make one): its colon is escaped instead."""
+    urls, bare = [], set()
+    for start, end, address in bare_urls.spans(text):
+        if address:
+            urls.append((start, end))
+        elif (after := _INLINE_MARKUP.search(text, (colon := text.index(":", start)) + 1)) and after.start() <= end:
+            bare.add(colon)
     starts = [start for start, _ in urls]
     ticked = False
 
     def escaped(markup: re.Match[str]) -> str:
         nonlocal ticked
+        if markup.group() == ":":
+            return "\\:" if markup.start() in bare else ":"
         at = bisect.bisect_right(starts, markup.start()) - 1
         if at >= 0 and markup.start() <= urls[at][1]:  # right after an address a backslash would join it
             ticked = ticked or markup.group() == "`"

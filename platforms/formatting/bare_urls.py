@@ -59,18 +59,19 @@ def _trimmed(url: str) -> str:
     return url
 
 
-def spans(line: str) -> Iterator[tuple[int, int]]:
-    """Where `bare_url` reads an address in ``line``, text whose markup is escaped but for these (a backslash
-    stays before a letter): the start and end of each, with the punctuation cut off its end. The caller escaping
-    the line leaves them as written (`gateway.excerpt.literal`): a backslash there would join the address."""
+def spans(line: str) -> Iterator[tuple[int, int, bool]]:
+    """Where `bare_url` reads on from an ``https://`` in ``line``, text whose markup is escaped but for these (a
+    backslash stays before a letter): the start and end of each, its trailing punctuation included, and whether
+    that leaves an address (not in "`https://`" or ``https://**``). The caller escaping the line leaves an address
+    as written (`gateway.excerpt.literal`): a backslash there would join it, as one makes ``https://\\`` one."""
     at = 0
     while (scheme := _SCHEME_START.search(line, at)) is not None:
-        rest = _REST.match(line, scheme.end())
-        if rest is None or len(_trimmed(scheme.group(1) + ":" + rest.group())) <= len(scheme.group(1)) + 3:
-            at = scheme.end()
-            continue
-        yield scheme.start(), rest.end()
-        at = rest.end()
+        at = scheme.end()
+        if line.startswith("//", at):
+            rest = _REST.match(line, at)
+            at = rest.end() if rest else at + 2
+            url = _trimmed(scheme.group(1) + ":" + rest.group()) if rest else ""
+            yield scheme.start(), at, len(url) > len(scheme.group(1)) + 3  # more than "https://"
 
 
 def bare_url(state: StateInline, silent: bool) -> bool:

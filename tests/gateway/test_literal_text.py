@@ -100,3 +100,17 @@ def test_only_what_markdown_would_read_as_markup_is_escaped():
 def test_a_quote_with_an_address_next_to_markup_shows_as_typed(message):
     md = picked_up_text(3600, message)
     assert telegram_shows(md) == (f"⏱ Answering your message from 1 h ago: “{message}”", [])
+
+
+@pytest.mark.parametrize("message", [
+    "do I need `https://` in front? or `www`",  # a scheme with no address after it: a backslash there made one
+    "type http://<host>:8080/",
+    "is https://** a glob",
+    "use `https://` or `http://`",
+])
+def test_a_scheme_with_no_address_after_it_shows_as_typed(message):
+    md = picked_up_text(3600, message)
+    shown = f"⏱ Answering your message from 1 h ago: “{message}”"
+    assert telegram_shows(md) == (shown, [])
+    assert slack_shows(md) == shown
+    assert discord_shows(md) == shown
