@@ -292,9 +292,9 @@ class CatchUp:
         try:
             messages, more = await self._read(where, last)
         except Exception as exc:  # Slack failing, or refusing the read
-            await self._hand_on_left(where)  # out of order now rather than lost: a read again may never succeed
             if self._rereads.failed(_name(where), exc):
-                return None
+                return None  # read again later, in order: handed on at the end of the run should that never work
+            await self._hand_on_left(where)  # refused for good: out of order now rather than lost
             skipped.unread.append(f"{_name(where)}: {exc}")
             skipped.refused += 1
             self.behind.add(where)
