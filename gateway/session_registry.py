@@ -233,10 +233,11 @@ class SessionRegistry:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
         `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once. Messages
         steered into it and not read yet go back to the front of the queue. False when no turn
-        runs, or only its reply is still being journaled (`RunningTurn.replying`). ``by``: the
+        runs, only its reply is still being journaled (`RunningTurn.replying`), or it was stopped
+        already and only winds down: the first stop's reason, stopper and note stand. ``by``: the
         command's message that asked for the stop (`RunningTurn.stop_note`)."""
         running = session.running
-        if running is None or running.replying:
+        if running is None or running.replying or running.suppressed:
             return False
         # What was steered into it and not read yet runs next, as if the turn had ended before reading
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
@@ -244,14 +245,11 @@ class SessionRegistry:
             session.queue.appendleft(item)
             if item.event is not None:
                 self._wait_again(item.event)
-        first = not running.suppressed
         running.suppressed_by = why
-        if first and by is not None and not by.is_private and running.event is not None \
-                and running.event.user_id != by.user_id:
+        if by is not None and not by.is_private and running.event is not None and running.event.user_id != by.user_id:
             running.stop_note = stopped_by_member(why, by)
         session.agent.interrupt(reason, hard=True)
-        if first:
-            self._ended(session, why, running, [])
+        self._ended(session, why, running, [])
         return True
 
     def steer(self, session: GatewaySession, inbound: Inbound, turn_id: str) -> None:
