@@ -192,13 +192,15 @@ class Console(GatewayListener):
             g = self._gateway
             for session in g.sessions:
                 running = session.running
+                this = running is not None and running.turn_id == turn_id
                 # Only this turn: what the chat queued after it still runs, unlike /stop.
-                stopped = running is not None and running.turn_id == turn_id and g.sessions.stop_turn(
-                    session, STOP_REASON, why="console")
+                stopped = this and g.sessions.stop_turn(session, STOP_REASON, why="console")
                 children = await g.host.children.interrupt_turn(session.session_id, turn_id, STOP_REASON)
                 if stopped or children:
                     log.info("console: stopped turn %s%s", turn_id, f" and {children} subagent(s)" if children else "")
                     return await _stops_saved(g.host.children) if children else None
+                if this and running.suppressed:  # stopped already (a /stop), still winding down: as asked
+                    return None
             # A session not in memory (not loaded since a restart, replaced by /new, a plugin's own) runs
             # no turn, but its children may run on: stopping them needs no session.
             for session_id in g.host.children.sessions_with_children():

@@ -57,3 +57,18 @@ async def test_a_message_after_a_stop_while_the_turn_winds_down_leaves_it_stoppe
     assert value("switchboard_turns_total", platform="chat", kind="message", outcome="stopped") == 1
     assert value("switchboard_turns_total", platform="chat", kind="message", outcome="superseded") == 0
     assert value("switchboard_turns_total", platform="chat", kind="message", outcome="done") == 1
+
+
+async def test_the_console_stopping_a_turn_a_stop_stopped_and_that_winds_down_answers_it_is_done(
+        tmp_path, gateways, monkeypatch):
+    plugin, chat, gateway = await tidying_turn(tmp_path, gateways, monkeypatch)
+    turn_id = next(iter(gateway.sessions)).running.turn_id
+    async with served(gateway) as server, aiohttp.ClientSession() as http:
+        await chat.say("/stop")
+        await chat.wait_for(lambda: chat.texts() == ["Stopped the running turn."])
+        # The console still lists it running (it is, tidying up): its Stop is answered as done, not 409.
+        async with http.post(f"{server.url}/console/api/turns/{turn_id}/stop", json={}) as response:
+            assert (response.status, await response.json()) == (200, {"ok": True})
+        plugin.release.set()
+        await settled(gateway)
+    assert chat.texts() == ["Stopped the running turn."]
