@@ -63,12 +63,20 @@
   const render = SwitchboardMarkdown.render; // markdown.js: the text as DOM nodes, never as HTML
 
   // One reading at the bottom follows what grows there (a reply, the progress card's new lines, the working line
-  // taking room); one reading further up stays where they are.
+  // taking room); one reading further up stays where they are. Asked once per change (a whole history is one), not
+  // per message: each asking lays the page out again, and a history of 5,000 messages, laid out anew after each
+  // one added, froze the tab for a minute.
   const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-
-  function upsert(message) {
-    let el = shown.get(message.id);
+  function following(change) {
     const nearBottom = atBottom();
+    change();
+    if (nearBottom) list.scrollTop = list.scrollHeight;
+  }
+
+  const upsert = (message) => following(() => place(message));
+
+  function place(message) {
+    let el = shown.get(message.id);
     if (!el) {
       el = document.createElement("article");
       el.dataset.id = message.id;
@@ -99,7 +107,6 @@
       render(message.text, el.firstChild);
     }
     if (message.file) showFile(message.file, el);
-    if (nearBottom) list.scrollTop = list.scrollHeight;
   }
 
   function showFile(file, el) {
@@ -179,11 +186,11 @@
     // The progress card is edited every few seconds all turn long: a screen reader hears it when it
     // appears, then not at each edit, which would drown the replies.
     if (el.dataset.kind === "notice") el.setAttribute("aria-live", "off");
-    const nearBottom = atBottom();
-    el.classList.add("edited");
-    el.dataset.text = text;
-    render(text, el.firstChild);
-    if (nearBottom) list.scrollTop = list.scrollHeight;
+    following(() => {
+      el.classList.add("edited");
+      el.dataset.text = text;
+      render(text, el.firstChild);
+    });
   }
 
   function remove(id) {
@@ -199,7 +206,9 @@
   // lacks after that is gone from the gateway (deleted while the page was away). With `gap` (the gateway
   // no longer has the newest message the page held) nothing before it stays: what the page showed does not
   // reach the history, and kept above it, the messages between would be missing without a sign.
-  function showHistory(messages, gap) {
+  const showHistory = (messages, gap) => following(() => merge(messages, gap));
+
+  function merge(messages, gap) {
     const inHistory = new Set(messages.map((m) => m.id));
     const own = ownIds(); // placed below
     const order = [];
@@ -209,16 +218,16 @@
     }
     unplaced.clear();
     for (const message of messages) {
-      upsert(confirmedUnlessPending(message));
+      place(confirmedUnlessPending(message));
       order.push(message.id);
     }
     for (const send of pending()) { // not confirmed yet: still shown, still retried
       if (!inHistory.has("user:" + send.key)) unplaced.add("user:" + send.key);
-      upsert(ownMessage(send));
+      place(ownMessage(send));
       order.push("user:" + send.key);
     }
     for (const draft of refused) {
-      upsert(ownMessage(draft, { pending: false, failed: draft.failed }));
+      place(ownMessage(draft, { pending: false, failed: draft.failed }));
       order.push("user:" + draft.key);
     }
     const keep = new Set(order);
@@ -251,9 +260,9 @@
 
   let typingTimer = null;
   function setWorking(on) {
-    const nearBottom = atBottom();
-    working.hidden = !on;
-    if (nearBottom) list.scrollTop = list.scrollHeight;
+    following(() => {
+      working.hidden = !on;
+    });
     clearTimeout(typingTimer);
     if (on) typingTimer = setTimeout(() => setWorking(false), TYPING_LAPSE_MS);
   }
