@@ -342,6 +342,13 @@ async def test_the_stream_tells_the_page_its_keep_alive_interval(started, http) 
         assert response.headers["Switchboard-Keep-Alive"] == "0.25"
 
 
+async def test_by_default_a_stream_that_died_without_a_close_is_noticed_within_fifteen_seconds(started, http) -> None:
+    # A laptop's Wi-Fi gone: nothing more comes, not even a close. At 15 s the page read connected for 37 s.
+    _, _, base = await started()
+    async with http.get(f"{base}/chat/api/events?chat=c1") as response:
+        assert 2.5 * float(response.headers["Switchboard-Keep-Alive"]) <= 15
+
+
 async def test_a_message_the_gateway_fails_to_record_is_shown_to_no_page(started, http) -> None:
     adapter, sink, base = await started()
     async with EventStream(http, base, "c1") as other_tab:
