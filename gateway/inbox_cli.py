@@ -15,7 +15,9 @@ and upgrades an older version's database as a start would, but not one a gateway
 A letter's error is the exception's text as stored, which the gateway's log masks: it is
 listed masked the same way (`gateway.logging.redact`, the configuration's secrets registered
 as a start registers them), on one line, and so is the start of its text. A letter's chat and
-event ids, and its error, are shown with their control characters made visible, never obeyed.
+event ids, and its error, are shown with their control characters made visible, never obeyed. One that
+no longer reads back (a hand edit, a damaged write: `DeadLetter.damaged`) is listed by its id, never what it
+holds, and can be dismissed but not handed back.
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ from gateway.host import STATE_DB
 from gateway.logging import redact, redacted_cut, register_secret
 from gateway.preflight import check_database, check_state_dir_reachable, open_read_only
 from gateway.state_lock import LOCK_FILE, held_here
-from gateway.store import SCHEMA_VERSION, DeadLetter, DeadLetters, GatewayStore, StoreError, schema_too_new
+from gateway.store import (
+    SCHEMA_VERSION,
+    DeadLetter,
+    DeadLetters,
+    GatewayStore,
+    StoreError,
+    schema_too_new,
+    schema_version,
+)
+from gateway.store.dead_letters import DamagedLetter
 from platforms.local_screen import shown
 
 PREVIEW_CHARS = 60
@@ -61,7 +72,7 @@ def inbox_command(config: Config, command: str, letter_id: int | None, out: Text
             register_secret(secret)
         return _list(_dead_letters(path), out)
     with contextlib.closing(open_read_only(path)) as conn:
-        version = _schema_version(conn)
+        version = _schema_version(conn, path)
     if version is not None and version > SCHEMA_VERSION:
         raise schema_too_new(path, version)
     if version is not None and version < SCHEMA_VERSION and _gateway_running(config):
@@ -74,11 +85,16 @@ def inbox_command(config: Config, command: str, letter_id: int | None, out: Text
         if command == "dismiss":
             letter = store.dead_letters.dismiss(letter_id)
         else:
-            letter = store.dead_letters.retry(letter_id, store.inbox.requeue)
+            try:
+                letter = store.dead_letters.retry(letter_id, store.inbox.requeue)
+            except DamagedLetter as exc:
+                print(f"switchboard: {exc}: `switchboard inbox dismiss {letter_id}` drops it", file=err)
+                return 1
         if letter is None:
             print(f"switchboard: no dead letter {letter_id}; `switchboard inbox dead` lists them", file=err)
             return 1
-        event = f"{_inert(letter.platform)} event {_inert(letter.event_id)}"
+        event = (f"dead letter {letter_id}" if letter.damaged
+                 else f"{_inert(letter.platform)} event {_inert(letter.event_id)}")
         if command == "dismiss":
             print(f"dismissed {event}: it will not be handled", file=out)
         else:
@@ -93,7 +109,7 @@ def _dead_letters(path: Path) -> list[DeadLetter]:
     a start refuses it; an older one's is read as it is when its letters are where this version keeps
     them, else refused, never upgraded."""
     with contextlib.closing(open_read_only(path)) as conn:
-        version = _schema_version(conn)
+        version = _schema_version(conn, path)
         if version is None:
             return []  # no gateway has used this database: a lifecycle journal's alone (`switchboard ask`)
         if version > SCHEMA_VERSION:
@@ -112,15 +128,14 @@ def _older(path: Path, version: int) -> str:
             f" {SCHEMA_VERSION})")
 
 
-def _schema_version(conn: sqlite3.Connection) -> int | None:
-    """The gateway schema the database was last opened with; None before any gateway opened it."""
+def _schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
+    """`schema_version`, also None where no gateway_meta is (no gateway opened the database)."""
     try:
-        row = conn.execute("SELECT value FROM gateway_meta WHERE key='schema_version'").fetchone()
+        return schema_version(_Reader(conn), path)  # type: ignore[arg-type]  # what it reads, only
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return None
         raise
-    return None if row is None else int(row[0])
 
 
 class _Reader:
@@ -142,6 +157,10 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
         return 0
     for letter in letters:
         dead = _died_at(letter.dead_at)
+        if letter.damaged:
+            print(f"{letter.id}  {dead}  could not be read back (a hand edit, a damaged write: {letter.damaged}),"
+                  f" kept as it is; `switchboard inbox dismiss {letter.id}` drops it", file=out)
+            continue
         preview = redacted_cut(letter.text, PREVIEW_CHARS, _cut, read=2 * PREVIEW_CHARS)
         error = " ".join(redact(letter.error or "").split())
         print(f"{letter.id}  {dead}  {_inert(letter.platform)} chat {_inert(letter.chat_id)}"

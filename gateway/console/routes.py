@@ -38,6 +38,7 @@ from aiohttp import web
 from gateway.console.snapshot import ConsoleView
 from gateway.events import GatewayListener
 from gateway.store import row_id
+from gateway.store.dead_letters import DamagedLetter
 from gateway.unconfigured import TERMINAL
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response
@@ -246,7 +247,10 @@ class Console(GatewayListener):
             if action == "retry":
                 if (problem := self._not_taken_up(letter_id)) is not None:
                     return problem
-                letter = store.dead_letters.retry(letter_id, store.inbox.requeue)  # as `switchboard inbox retry`
+                try:
+                    letter = store.dead_letters.retry(letter_id, store.inbox.requeue)  # as `switchboard inbox retry`
+                except DamagedLetter as exc:  # no event to hand back: kept, for a dismissal
+                    return CONFLICT, str(exc)
             else:
                 letter = store.dead_letters.dismiss(letter_id)
             if letter is None:  # both forget it: there is no letter that exists but cannot be acted on
@@ -262,8 +266,8 @@ class Console(GatewayListener):
         letter = self._gateway.store.dead_letters.get(letter_id)
         if letter is None:
             return NOT_FOUND, NO_LETTER
-        if letter.platform in self._gateway.adapters:
-            return None
+        if letter.damaged or letter.platform in self._gateway.adapters:
+            return None  # a damaged one: its retry says why it cannot be handed back (`DamagedLetter`)
         if letter.platform == TERMINAL:
             return CONFLICT, (f"only `switchboard chat` takes up the terminal's events: hand it back with "
                               f"`switchboard inbox retry {letter_id}`, then run `switchboard chat`")

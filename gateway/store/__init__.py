@@ -42,6 +42,7 @@ from gateway.store.indicators_left import IndicatorsLeft
 from gateway.store.last_seen import LastSeen
 from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
+from gateway.store.unreadable_rows import UNREADABLE, as_bytes, text
 from lifecycle import SqliteDatabase
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "StoreError",
     "row_id",
     "schema_too_new",
+    "schema_version",
     "session_key",
     "split_session_key",
 ]
@@ -101,6 +103,22 @@ def schema_too_new(path: Path, version: int) -> StoreError:
     return StoreError(f"state database {path} was written by a newer switchboard (gateway schema {version}; this"
                       f" one reads up to {SCHEMA_VERSION}): run that version or a later one, or restore a backup this"
                       " version made")
+
+
+def schema_version(db: SqliteDatabase, path: Path) -> int | None:
+    """The gateway schema the database at ``path`` was last opened with (``db`` reads it); None before any
+    gateway opened it. `StoreError`, naming the file and the key, for one that holds no version number (a
+    hand edit, a damaged write): its value failed every open, quoted in Python's error or SQLite's."""
+    row = db.read_one(f"SELECT {as_bytes('value')} FROM gateway_meta WHERE key='schema_version'")
+    if row is None:
+        return None
+    try:
+        return int(text(row[0]))  # type: ignore[call-overload]
+    except UNREADABLE:
+        pass  # raised outside this block: the error's context would quote the value
+    raise StoreError(f"state database {path} is damaged: gateway_meta's schema_version holds no schema number (a"
+                     " hand edit, a damaged write): restore a backup, or set it to the gateway schema that wrote the"
+                     f" database ({SCHEMA_VERSION} for this version)")
 
 
 class GatewayStore:
@@ -145,13 +163,13 @@ class GatewayStore:
                               *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
                               *indicators_left.SCHEMA, *last_seen.SCHEMA):
                 db.write(statement)
-            row = db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
-            if row is None:
+            version = schema_version(db, db.path)
+            if version is None:
                 db.write("INSERT INTO gateway_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise schema_too_new(db.path, int(row[0]))
-            elif int(row[0]) < SCHEMA_VERSION:
-                if int(row[0]) == 1:
+            elif version > SCHEMA_VERSION:
+                raise schema_too_new(db.path, version)
+            elif version < SCHEMA_VERSION:
+                if version == 1:
                     self.sessions.split_transcripts()
                 self.sessions.add_backend_columns()
                 self.outbox.add_reply_to()
@@ -174,8 +192,8 @@ class GatewayStore:
         """Schema < 8: no event is marked begun. Its unsettled events are taken as begun, as that
         build took them: a death it left is charged to each, so an event that brought it down is not
         replayed uncounted; a clean stop charges none. The open-events index covers begun ones."""
-        row = self.db.read_one("SELECT value FROM gateway_meta WHERE key='schema_version'")
-        if row is None or int(row[0]) >= 8 or not self.db.read("PRAGMA table_info(gateway_inbox)"):
+        version = schema_version(self.db, self.db.path)
+        if version is None or version >= 8 or not self.db.read("PRAGMA table_info(gateway_inbox)"):
             return
         self.db.write("UPDATE gateway_inbox SET status='begun' WHERE status='received'")
         self.db.write("DROP INDEX IF EXISTS gateway_inbox_open")

@@ -3,7 +3,8 @@
 An event lands here from the inbox (`Inbox.set_aside`) with the error of its last
 attempt; ``switchboard inbox dead`` lists them and ``switchboard inbox retry ID``
 hands one back to the inbox (`DeadLetters.retry`), where a running gateway takes it
-up within seconds, or the next start does.
+up within seconds, or the next start does. One that no longer reads back (`DeadLetter.damaged`) is listed
+by its id only, and can be dismissed, not handed back.
 """
 
 from __future__ import annotations
@@ -11,15 +12,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from gateway.errors import GatewayError
+from gateway.store.unreadable_rows import UNREADABLE, as_bytes, text
 from lifecycle import SqliteDatabase
+from platforms.base import Inbound
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_dead_letters (
         id INTEGER PRIMARY KEY AUTOINCREMENT, platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL,
         turn_id TEXT, attempts INTEGER NOT NULL, error TEXT, received_at REAL NOT NULL, dead_at REAL NOT NULL)""",
 )
-_COLUMNS = "id, platform, event_id, payload, turn_id, attempts, error, received_at, dead_at"
-_untext = SqliteDatabase.untext
+_COLUMNS = f"id, {as_bytes('platform', 'event_id', 'payload', 'turn_id', 'error')}, attempts, received_at, dead_at"
+"""Its text read as bytes (`gateway.store.unreadable_rows`): one letter of no UTF-8 failed every read of many."""
+_DAMAGED_TEXT = "(could not be read back: a hand edit, a damaged write; kept as it is)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +40,21 @@ class DeadLetter:
     """The error of the last attempt, as logged (never the message text)."""
     received_at: float
     dead_at: float
+    damaged: str | None = None
+    """Why the row does not read back (its text no UTF-8, its payload no JSON object: an exception's type, never
+    its text), None when it does. A damaged letter holds only its id, attempts and times, and `text` says so."""
 
     @property
     def chat_id(self) -> str:
-        return str(json.loads(self.payload).get("chat_id", ""))
+        return "" if self.damaged else str(json.loads(self.payload).get("chat_id", ""))
 
     @property
     def text(self) -> str:
-        return str(json.loads(self.payload).get("text", ""))
+        return _DAMAGED_TEXT if self.damaged else str(json.loads(self.payload).get("text", ""))
+
+
+class DamagedLetter(GatewayError):
+    """`DeadLetters.retry` of a letter that does not read back, or holds no event: it has none to hand back."""
 
 
 class DeadLetters:
@@ -78,7 +90,8 @@ class DeadLetters:
 
     def retry(self, letter_id: int, requeue) -> DeadLetter | None:
         """Hand the letter back through ``requeue(platform, event_id, payload, turn_id, received_at)``
-        (`Inbox.requeue`) and forget it here, in one transaction. None for an unknown id."""
+        (`Inbox.requeue`) and forget it here, in one transaction. None for an unknown id; `DamagedLetter`, and
+        the letter kept as it is, for one that does not read back or holds no event."""
         # Read in the transaction, which holds the file's write lock: another process (`switchboard inbox
         # retry`, the console of the running gateway) may hand the letter back or dismiss it between a read
         # before it and the write, and handed back again, an event the gateway took up since runs twice.
@@ -86,10 +99,30 @@ class DeadLetters:
             letter = self.get(letter_id)
             if letter is None:
                 return None
+            if why := letter.damaged or _no_event(letter.payload):
+                raise DamagedLetter(f"dead letter {letter_id} could not be read back (a hand edit, a damaged write:"
+                                    f" {why}) and has no event to hand back; it is kept as it is until dismissed")
             requeue(letter.platform, letter.event_id, letter.payload, letter.turn_id, letter.received_at)
             self._db.write("DELETE FROM gateway_dead_letters WHERE id=?", (letter_id,))
         return letter
 
 
 def _letter(r: tuple) -> DeadLetter:
-    return DeadLetter(r[0], _untext(r[1]), _untext(r[2]), r[3], r[4], r[5], _untext(r[6]), r[7], r[8])
+    """The letter of a `_COLUMNS` row; one that does not read back as a `DeadLetter.damaged` one: raised, it
+    failed every list of them (`switchboard inbox dead`, the console's), and SQLite's error quoted its text."""
+    letter_id, *columns, attempts, received_at, dead_at = r
+    try:
+        platform, event_id, payload, turn_id, error = map(text, columns)
+        json.loads(payload).get("chat_id")  # what `DeadLetter.chat_id` and `text` read
+    except UNREADABLE as exc:
+        return DeadLetter(letter_id, "", "", "", None, attempts, None, received_at, dead_at, type(exc).__name__)
+    return DeadLetter(letter_id, platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)
+
+
+def _no_event(payload: str) -> str | None:
+    """Why ``payload`` holds no event a retry can hand back (an exception's type); None when it holds one."""
+    try:
+        Inbound.from_json(json.loads(payload))
+    except UNREADABLE as exc:
+        return type(exc).__name__
+    return None
