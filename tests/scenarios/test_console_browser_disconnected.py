@@ -32,12 +32,12 @@ async def chat(tmp_path) -> AsyncIterator[Any]:
         yield start
 
 
-def dead_letter(web: Any, text: str) -> None:
+def dead_letter(web: Any, text: str, event_id: str = "ev-1") -> None:
     now = time.time()
     web.gateway.store.db.write_many(
         "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)"
-        " VALUES ('web', 'ev-1', ?, NULL, 3, 'database or disk is full', ?, ?)",
-        [(json.dumps(Inbound("web", "c1", None, "u1", None, text, "ev-1").to_json()), now, now)])
+        " VALUES ('web', ?, ?, NULL, 3, 'database or disk is full', ?, ?)",
+        [(event_id, json.dumps(Inbound("web", "c1", None, "u1", None, text, event_id).to_json()), now, now)])
 
 
 async def test_while_not_connected_the_buttons_are_disabled_saying_why_and_enabled_again_on_reconnect(
@@ -94,3 +94,44 @@ async def test_a_stream_that_died_without_a_close_is_noticed_within_fifteen_seco
         await expect(retry).to_be_enabled()
     finally:
         await relay.close()
+
+
+async def test_a_state_held_for_a_selection_and_drawn_after_a_drop_keeps_the_page_not_connected(chat, page) -> None:
+    web = await chat()
+    dead_letter(web, "the quarterly numbers")
+    await page.clock.install()
+    await page.goto(f"{web.base}/console")
+    text = page.locator("#dead tr", has_text="quarterly").locator("td.text")
+    await text.wait_for()
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.clock.pause_at(await page.evaluate("Date.now() / 1000") + 0.5)  # no reconnect until told
+    await text.evaluate("""(node) => {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      document.getSelection().addRange(range);
+    }""")
+    dead_letter(web, "the annual report", "ev-2")
+    await page.wait_for_selector("#paused:not([hidden])")  # held while the text is selected
+    await web.stop()
+    await page.wait_for_selector("#stale:not([hidden])")
+    said = await page.locator("#stale").text_content()
+    posts: list[str] = []
+    page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
+    await page.evaluate("() => document.getSelection().removeAllRanges()")
+    annual = page.locator("#dead tr", has_text="annual").get_by_role("button", name="Retry")
+    await annual.wait_for()  # the held state, drawn
+    # It drew as live, the line gone and the buttons enabled, while the gateway was away (until a reconnect failed).
+    await expect(page.locator("#stale")).to_have_text(said)  # how things stood when it dropped: nothing newer came
+    assert await page.locator("#stale").is_visible()
+    for button in await page.locator("button[data-action]").all():
+        assert await button.get_attribute("aria-disabled") == "true"
+        await expect(button).to_have_accessible_description(re.compile("^Not connected: what shows is how things"))
+    await annual.focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#notice")).to_have_text(
+        "Retry was not sent: the page is not connected to the gateway; it reconnects by itself")
+    assert posts == []
+    await web.start()
+    await page.clock.fast_forward(1_000)  # the next connection
+    await page.wait_for_selector("#stale", state="hidden")
+    await expect(annual).to_be_enabled()

@@ -14,6 +14,7 @@
   let skew = 0; // local clock minus the gateway's, in seconds
   let asOf = null; // while not connected, the gateway time the picture shown was current: the times stop there
   let pictured = false; // a state has been drawn
+  let connected = false; // a state came over the stream open now (false from its drop, see `stale`)
 
   // -- small DOM helpers: text only, never HTML ----------------------------------------
 
@@ -80,9 +81,12 @@
     // Every state draws the page again: the button the keyboard was on is a new one then, and is given
     // the focus back (else it falls to the page, and Enter does nothing, or Tab starts over).
     const focused = document.activeElement && document.activeElement.dataset.action;
-    asOf = null;
-    $("stale").hidden = true;
-    drawPlatforms(state.platforms);
+    // A state held for a selection, drawn after a drop, was the latest until then: the page stays as of the drop.
+    if (connected) {
+      asOf = null;
+      $("stale").hidden = true;
+    }
+    drawPlatforms(state.platforms, state.now);
     drawStorage(state.storage, state.unread || {});
     drawWork(state.work);
     drawDelegations(state.delegations);
@@ -118,7 +122,9 @@
     $("storage-for").replaceChildren(...(down ? [" for ", since(storage.since)] : []));
   }
 
-  function drawPlatforms(platforms) {
+  // Ages as of the state's `now`, not as of drawing it: one held for a selection is drawn up to 30 s later, and an
+  // age is sent again only when the platform hears something (it read younger by the hold until then).
+  function drawPlatforms(platforms, now) {
     $("platforms").replaceChildren(...platforms.map((p) => {
       const status = p.connection ? p.connection.status : "no_connection";
       // Only a connection that is not up is worth the words: reconnecting, or down and why.
@@ -127,7 +133,7 @@
                         title: unwell ? p.name + " " + status + ": " + p.connection.reason
                                       : "time since " + p.name + " last handed the gateway an event" },
         p.name + " ", unwell ? el("strong", {}, status + " ") : null,
-        since(Date.now() / 1000 - skew - p.last_inbound_age, null, " ago"));
+        since(now - p.last_inbound_age, null, " ago"));
     }));
   }
 
@@ -242,7 +248,9 @@
   // Named `label` and `what` it acts on; it shows `label`, which begins its name, so "click Stop" finds it too.
   function action(label, what, url, cls, title, question) {
     const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url,
-                                  "aria-label": label + " " + what, disabled: sending.has(url) }, label);
+                                  "aria-label": label + " " + what, disabled: sending.has(url),
+                                  "aria-disabled": asOf === null ? null : "true",
+                                  "aria-describedby": asOf === null ? null : "stale" }, label);
     button.addEventListener("click", async () => {
       if (asOf !== null) { // not connected (see `stale`): nothing is sent, and it says so
         notice(label + " was not sent: the page is not connected to the gateway; it reconnects by itself");
@@ -301,9 +309,10 @@
   // Gone (the gateway restarting, the network down), the page keeps the last picture, said to be one: it
   // showed on as if live, a turn "running" for minutes more that the restart had ended.
   // Its buttons would act on that picture, and on a network gone their request hangs unanswered: they are
-  // marked disabled, the line saying why as their description, until a state is drawn (anew, enabled).
+  // marked disabled, the line saying why as their description, until a state from a new connection is drawn.
   // aria-disabled, not disabled: a disabled button loses the focus, and the keyboard its place.
   function stale() {
+    connected = false;
     if (asOf !== null || !pictured) return;
     asOf = Date.now() / 1000 - skew;
     document.querySelectorAll(".since").forEach(tick);
@@ -332,9 +341,11 @@
     $("paused").hidden = true;
     draw(state);
     pictured = true;
+    if (!connected) stale(); // a first picture held past the drop: `stale` had nothing to mark then
   }
 
   function arrived(state) {
+    connected = true;
     skew = Date.now() / 1000 - state.now; // as it arrives: a held one is drawn later, its `now` older by then
     if (!selecting()) {
       show(state);
