@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from agent import Clock
@@ -158,8 +158,9 @@ class Inbox:
 
     def begun(self) -> set[tuple[str, str]]:
         """At start: the (platform, event id) of the unsettled events whose turns had begun."""
-        rows = self._db.read(f"SELECT platform, event_id FROM gateway_inbox WHERE {_OPEN} AND status='begun'")
-        return {(_untext(platform), _untext(event_id)) for platform, event_id in rows}
+        rows = self._db.read(f"SELECT {as_bytes('platform', 'event_id')}, rowid FROM gateway_inbox WHERE {_OPEN}"
+                             " AND status='begun'")
+        return set(self._keys(rows))
 
     def reopen(self, platform: str, event_id: str) -> None:
         """The event waits for its turn again, not begun until that begins: handed back by a start, so
@@ -294,8 +295,15 @@ class Inbox:
         """How many events wait to be handled (unsettled or re-queued), per platform: at a start, those of a
         platform no longer configured, which are kept as they are."""
         # Unary plus: grouped in the primary key's order instead, SQLite would read every event.
-        rows = self._db.read(f"SELECT platform, COUNT(*) FROM gateway_inbox WHERE {_OPEN} GROUP BY +platform")
-        return {_untext(platform): count for platform, count in rows}
+        rows = self._db.read(f"SELECT {as_bytes('platform')}, COUNT(*) FROM gateway_inbox WHERE {_OPEN}"
+                             " GROUP BY +platform")
+        counts = {}
+        for platform, count in rows:
+            try:
+                counts[text(platform)] = count
+            except UNREADABLE:
+                pass  # a platform no UTF-8 names: its events are left out where they are read (`_events`)
+        return counts
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`)
@@ -313,19 +321,36 @@ class Inbox:
                            f" (SELECT platform, event_id {forgotten})", args)
             return self._db.write(f"DELETE FROM gateway_inbox WHERE rowid IN (SELECT rowid {forgotten})", args).rowcount
 
+    def _keys(self, rows: list[tuple]) -> Iterator[tuple[str, str]]:
+        """The (platform, event id) of ``rows`` (both read as bytes, then the rowid) that read back; one that does
+        not is left out (`LeftOut`): raised, it stopped every start."""
+        left_out = {}
+        for platform, event_id, rowid in rows:
+            try:
+                yield text(platform), text(event_id)  # type: ignore[misc]
+            except UNREADABLE as exc:
+                left_out[_named(platform, event_id, rowid)] = type(exc).__name__
+        if left_out:
+            self._left_out.report(left_out)
+
     def _events(self, rows: list[tuple]) -> list[tuple[Inbound, str | None]]:
         """The events of ``rows`` (`_EVENT`) that read back, with their turn ids. One that does not (its payload
         no UTF-8, no JSON, no event) stays unsettled, left out (`LeftOut`): raised, it stopped every start."""
         events, left_out = [], {}
         for payload, turn_id, platform, event_id, _, rowid in rows:
             try:
+                text(platform), text(event_id)  # its key, by which it is settled: one of no UTF-8 never would be
                 events.append((_inbound(payload), text(turn_id)))
             except UNREADABLE as exc:
-                left_out[f"{row_name('platform', platform, rowid)} {row_name('event_id', event_id, rowid)}"] = \
-                    type(exc).__name__
+                left_out[_named(platform, event_id, rowid)] = type(exc).__name__
         if left_out:
             self._left_out.report(left_out)
         return events
+
+
+def _named(platform: object, event_id: object, rowid: int) -> str:
+    """An event's row as `LeftOut` names it (the same row the same way, whichever read left it out)."""
+    return f"{row_name('platform', platform, rowid)} {row_name('event_id', event_id, rowid)}"
 
 
 def _inbound(payload: str | bytes) -> Inbound:

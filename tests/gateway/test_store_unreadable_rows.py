@@ -142,6 +142,9 @@ async def test_damaged_rows_no_longer_stop_the_start(tmp_path, llm, gateways, ca
     conn = sqlite3.connect(tmp_path / "state" / "switchboard.db")
     conn.execute("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at, turn_id)"
                  " VALUES ('chat', 'ev-x', CAST(? AS TEXT), 'received', 1.0, 't-x')", (NO_UTF8,))
+    for status in ("received", "begun"):  # its key damaged: read at the start by more than the replay
+        conn.execute("INSERT INTO gateway_inbox (platform, event_id, payload, status, received_at, turn_id)"
+                     " VALUES (CAST(? AS TEXT), ?, '{}', ?, 1.0, 't-y')", (NO_UTF8, f"ev-{status}", status))
     conn.execute("INSERT INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, text, silent, sequence,"
                  " status, created_at) VALUES ('k-x', 'chat', 'c9', NULL, 'reply', 'send', CAST(? AS TEXT), 0, 0,"
                  " 'pending', 1.0)", (NO_UTF8,))
