@@ -21,6 +21,12 @@ SPILL_DIR = Path(".switchboard") / "delegation"
 _TIMEOUT_FIELDS = ("timeout_seconds", "timed_out_after_seconds", "last_event_age", "timeout_phase")
 _STATUS = {SubagentState.SUCCEEDED: "completed", SubagentState.INTERRUPTED: "interrupted",
            SubagentState.CANCELLED: "interrupted"}
+MAX_ERROR_CHARS = 4_000
+"""The most of a child's ``error`` its entry gives, with a note of how much more there was: the error is a
+server's or an exception's own words, which may be a whole page (a proxy's, or a model server quoting the
+request back), and whole, 2 MB of it went into the parent's context, read again at every later request (ten
+children: ten times), also as a background batch's completion turn, the newest message, which compaction keeps
+whole. Its start says what failed (``model request failed (kind): …``)."""
 TRACE_IN_RESULT = 20
 """A result entry's ``tool_trace`` keeps the child's latest calls only, as ``/agents log`` does, and counts the
 others (``tool_trace_omitted``): whole, at ~130 characters a call, a child that used its 250 steps gave 33 KB,
@@ -35,7 +41,7 @@ def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str,
         "subagent_id": subagent_id,
         "status": outcome.status,
         "summary": outcome.summary,
-        "error": outcome.error,
+        "error": _bounded_error(outcome.error),
         "exit_reason": outcome.exit_reason,
         "truncated": outcome.exit_reason == "max_iterations",
         "api_calls": outcome.api_calls,
@@ -84,8 +90,8 @@ def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult)
         "task_index": task_index,
         "subagent_id": subagent_id,
         "status": status,
-        "summary": result.summary,
-        "error": result.error_message,
+        "summary": _recorded_summary(result),
+        "error": _bounded_error(result.error_message, result.error_original_length),
         "exit_reason": result.exit_reason,
         "truncated": result.exit_reason == "max_iterations",
         "api_calls": usage.api_calls,
@@ -98,6 +104,26 @@ def entry_from_result(task_index: int, subagent_id: str, result: SubagentResult)
     for name in _TIMEOUT_FIELDS:
         item[name] = None
     return item
+
+
+def _bounded_error(error: str | None, length: int | None = None) -> str | None:
+    """``error`` cut to `MAX_ERROR_CHARS`, saying how many characters it leaves out; ``length``: the error's
+    own length when ``error`` is only its start (the journal keeps the first `MAX_RESULT_CHARS`)."""
+    length = len(error or "") if length is None else length
+    if error is None or length <= MAX_ERROR_CHARS:
+        return error
+    return f"{error[:MAX_ERROR_CHARS]} [... {length - MAX_ERROR_CHARS:,} more characters of the error not shown]"
+
+
+def _recorded_summary(result: SubagentResult) -> str | None:
+    """The journaled summary, saying so when the journal kept only its start (`MAX_RESULT_CHARS`): else the
+    parent took those characters for the whole answer, and the summary budget's marker called what it
+    saves of them the full text."""
+    summary = result.summary
+    if summary is None or not result.summary_truncated or result.summary_original_length is None:
+        return summary
+    return (f"{summary}\n\n[... the rest of this answer, {result.summary_original_length - len(summary):,} more "
+            f"characters, was not kept: only its first {len(summary):,} characters were recorded]")
 
 
 def unavailable_entry(task_index: int, subagent_id: str) -> dict[str, Any]:
