@@ -80,9 +80,15 @@
     if (!el) {
       el = document.createElement("article");
       el.dataset.id = message.id;
-      el.append(document.createElement("div"));
-      el.firstChild.className = "text";
-      el.firstChild.dir = "auto"; // Arabic or Hebrew reads right to left, its punctuation at the left end
+      // Who said it, in words for a screen reader (hidden: the bubble's side and colour say it on screen). Heard
+      // without it, a message the user sent was read out as if the agent had said it.
+      const who = document.createElement("span");
+      who.className = "who";
+      who.textContent = message.role === "user" ? "You: " : "Agent: ";
+      const text = document.createElement("div");
+      text.className = "text";
+      text.dir = "auto"; // Arabic or Hebrew reads right to left, its punctuation at the left end
+      el.append(who, text);
       shown.set(message.id, el);
       // Above what this page sent that the gateway does not have yet: that goes where the gateway takes it.
       const [waiting] = unplaced;
@@ -99,15 +105,18 @@
     if (message.failed && !reason) {
       reason = document.createElement("div"); // in words, not in a tooltip a phone cannot show
       reason.className = "reason";
+      el.removeAttribute("aria-live"); // news, also in a message a history brought (sent before a reload)
       el.append(reason, refusedActions(message.id));
     }
     if (message.failed) reason.textContent = message.failed;
     if (el.dataset.text !== message.text) {
       el.dataset.text = message.text;
-      render(message.text, el.firstChild);
+      render(message.text, textOf(el));
     }
     if (message.file) showFile(message.file, el);
   }
+
+  const textOf = (el) => el.querySelector(":scope > .text");
 
   function showFile(file, el) {
     let box = el.querySelector(".file");
@@ -189,7 +198,7 @@
     following(() => {
       el.classList.add("edited");
       el.dataset.text = text;
-      render(text, el.firstChild);
+      render(text, textOf(el));
     });
   }
 
@@ -206,7 +215,18 @@
   // lacks after that is gone from the gateway (deleted while the page was away). With `gap` (the gateway
   // no longer has the newest message the page held) nothing before it stays: what the page showed does not
   // reach the history, and kept above it, the messages between would be missing without a sign.
-  const showHistory = (messages, gap) => following(() => merge(messages, gap));
+  //
+  // Unlike the log's live lines, the messages a history adds are not read out: on opening they are the
+  // conversation so far, and a reconnect's can be 2,000. Only the few a short drop missed (an answer that came in
+  // those seconds) are news, read out as they would have been.
+  const MISSED_READ_OUT = 3;
+  const showHistory = (messages, gap, reconnect) => following(() => {
+    const before = new Set(shown.keys());
+    merge(messages, gap);
+    const added = [...shown.keys()].filter((id) => !before.has(id));
+    if (reconnect && added.length <= MISSED_READ_OUT) return;
+    for (const id of added) shown.get(id).setAttribute("aria-live", "off");
+  });
 
   function merge(messages, gap) {
     const inHistory = new Set(messages.map((m) => m.id));
@@ -260,6 +280,8 @@
 
   let typingTimer = null;
   function setWorking(on) {
+    // Hidden, its Stop button would take the focus with it: a keyboard would start again from the top of the page.
+    if (!on && working.contains(document.activeElement)) input.focus();
     following(() => {
       working.hidden = !on;
     });
@@ -527,7 +549,7 @@
   let opened = false; // a history came before: the next is a reconnect's
   const handlers = {
     history: (data) => {
-      showHistory(data.messages, Boolean(data.gap));
+      showHistory(data.messages, Boolean(data.gap), opened);
       setWorking(Boolean(data.working));
       // At the first, what a reload left unsent has just been posted, alongside the stream: no cause to doubt it.
       sendWaitingNow(opened);

@@ -20,7 +20,9 @@ window.SwitchboardLive = (() => {
 
   function setState(state, text) {
     document.body.dataset.state = state;
-    $("status").textContent = text;
+    // Written again, the same words are a new line of the status region, read out again: at each try of a
+    // long outage's reconnecting, every 10 s.
+    if ($("status").textContent !== text) $("status").textContent = text;
   }
 
   // The token kept under `tokenKey`: { headers(extra), asksForToken(response), askForToken(rejected) }.
