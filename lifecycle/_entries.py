@@ -112,7 +112,11 @@ def _bounded_error(error: str | None, length: int | None = None) -> str | None:
     length = len(error or "") if length is None else length
     if error is None or length <= MAX_ERROR_CHARS:
         return error
-    return f"{error[:MAX_ERROR_CHARS]} [... {length - MAX_ERROR_CHARS:,} more characters of the error not shown]"
+    # At a space where one is near: a model name cut in two would be a stub `routed` no longer knows for one,
+    # and shows (a name is one word, so it is kept whole or left out).
+    cut = error.rfind(" ", MAX_ERROR_CHARS // 2, MAX_ERROR_CHARS + 1)
+    cut = MAX_ERROR_CHARS if cut < 0 else cut
+    return f"{error[:cut]} [... {length - cut:,} more characters of the error not shown]"
 
 
 def _recorded_summary(result: SubagentResult) -> str | None:

@@ -7,7 +7,7 @@ import pytest
 
 from agent import ToolContext
 from lifecycle import delegate_tool
-from lifecycle._entries import MAX_ERROR_CHARS
+from lifecycle._entries import MAX_ERROR_CHARS, _bounded_error, routed
 from lifecycle.settings import DelegationSettings
 from tests.lifecycle.conftest import child_script
 
@@ -93,3 +93,12 @@ async def test_the_saved_text_of_a_cut_journaled_answer_does_not_pass_for_the_fu
     assert entry["summary_truncated"] is True and len(entry["summary"]) <= 24_000
     saved = (env.parent.workspace / entry["summary_full_path"]).read_text()
     assert saved[:32_000] == "z" * 32_000 and f"{HUGE - 32_000:,} more characters, was not kept" in saved[32_000:]
+
+
+def test_a_routed_childs_model_named_where_its_error_is_cut_is_hidden_all_the_same():
+    # Cut inside the name, its stub was no name `routed` knew, and showed ("… gpt-4o-m").
+    model = "openai/gpt-4o-mini"
+    for at in range(MAX_ERROR_CHARS - len(model), MAX_ERROR_CHARS + 2):
+        error = "x " * (at // 2) + ("" if at % 2 == 0 else "x") + f" {model} " + "y " * 3_000
+        item = routed({"model": model, "error": _bounded_error(error)}, "fast", "openai")
+        assert "gpt" not in item["error"] and "openai" not in item["error"], at
