@@ -45,6 +45,12 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission",
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+_RATE_LIMITED = {"ratelimited", "rate_limited"}
+"""A 429's ``ratelimited``, and the ``rate_limited`` chat.postMessage documents ("Application has posted too
+many messages"), which may come as any error does, HTTP 200: taken for a refusal, the answer was dropped."""
+_MEANING = {"file_upload_size_restricted": "the file is larger than the workspace takes"}
+"""Codes said with their meaning, where the gateway reads it: a file's note says it was too large
+(`gateway.part_notes.file_reason`), not merely refused."""
 
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
@@ -59,6 +65,8 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     `NetworkError`. Taken for a bad request, the part was dropped."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     shown = f"{error}: the app needs the {needed} scope" if error == "missing_scope" and needed else error
+    if error in _MEANING:
+        shown = f"{error}: {_MEANING[error]}"
     if foreign:
         shown = "an answer that is not Slack's JSON"
     message = f"{method}: {shown or f'HTTP {status}'}"
@@ -67,7 +75,7 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
         # not on every call made while it lasts.
         log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
         return Unauthorized(message, **kw)
-    shared = (status is None or status >= 500 or status == 429 or error in _TRANSIENT or error == "ratelimited"
+    shared = (status is None or status >= 500 or status == 429 or error in _TRANSIENT or error in _RATE_LIMITED
               or foreign)
     line = ("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
     if caller_logs and not shared:
@@ -76,7 +84,7 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
         log.warning(*line)
     else:
         warn.warning((error, status) if shared else (error, status, channel), *line)
-    if status == 429 or error == "ratelimited":
+    if status == 429 or error in _RATE_LIMITED:
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0
         except ValueError:

@@ -51,10 +51,13 @@ def posting_in(message: Outbound, remember: Remember, joins: bool = True) -> Ite
 
 
 async def edit(web: WebApi, chat_id: str, message_id: str, text: str) -> None:
-    """chat.update. Ephemeral messages cannot be edited."""
+    """chat.update, its text read as chat.postMessage reads a post's (``parse`` ``none``). Ephemeral messages
+    cannot be edited."""
     if message_id.startswith(EPHEMERAL):
         raise EditUnsupported("ephemeral messages cannot be edited", method="chat.update", chat_id=chat_id)
-    await web.formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id)
+    # chat.update's parse defaults to "client", unlike chat.postMessage's, and an edit without one sets it so:
+    # Slack keeps the text's <url|label> links escaped, and the edited message shows their markup as text.
+    await web.formatted("chat.update", chat_id, text, channel=chat_id, ts=message_id, parse="none")
 
 
 async def delete(web: WebApi, chat_id: str, message_id: str) -> None:

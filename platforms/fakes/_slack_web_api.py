@@ -124,11 +124,21 @@ class SlackWebApi:
         return {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
 
     def _update(self, p: dict[str, Any]) -> dict[str, Any]:
+        """As Slack: ``parse`` defaults to ``client`` here, unlike chat.postMessage, and in that mode the
+        text's ``<…>`` markup (links, mentions) is kept escaped, shown as typed (slackcli#106, on a real
+        workspace: ``<https://example.com|label>`` became ``&lt;https://example.com|label&gt;``)."""
         message = self._find(str(p.get("channel")), str(p.get("ts")))
         if message is None:
             return {"ok": False, "error": "message_not_found"}
+        text = str(p.get("text") or "")
+        if not text and not p.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if len(text) > 40_000:
+            return {"ok": False, "error": "msg_too_long"}
+        if p.get("parse") != "none":
+            text = text.replace("<", "&lt;").replace(">", "&gt;")
         previous = dict(message)
-        message["text"] = p.get("text", "")
+        message["text"] = text
         message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
         self._echo({"subtype": "message_changed", "channel": message["channel"], "message": dict(message),
                     "previous_message": previous, "hidden": True, "ts": self._next_ts()})

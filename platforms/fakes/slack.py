@@ -7,7 +7,8 @@ hands out the fake's own WebSocket URL, so Socket Mode follows without patching.
 What it does:
 
 - Web API (``POST /api/<method>``, JSON or form): ``auth.test``, ``apps.connections.open``,
-  ``chat.postMessage`` (keeping its ``metadata``), ``chat.update``, ``chat.delete``,
+  ``chat.postMessage`` (keeping its ``metadata``), ``chat.update`` (which, unless given ``parse``
+  ``none``, keeps the text's ``<…>`` markup escaped, as Slack does), ``chat.delete``,
   ``chat.postEphemeral``, ``conversations.history`` (newest first) and ``conversations.replies``
   (the parent, then its replies oldest first) with ``oldest``, ``latest``, ``inclusive``,
   ``limit``, ``include_all_metadata`` and ``cursor`` (pages of ``limit``); a thread's parent
