@@ -10,7 +10,10 @@ the loop shares one transaction, committed by a callback at the next turn
 
 - `write` / `write_many` / `transaction`: the statement runs now, in the open
   batch (for callers that need its result, such as a row count). Opening the
-  batch waits for another connection's write lock, up to ``busy_timeout``.
+  batch waits for another connection's write lock, up to ``busy_timeout``; once
+  a wait was in vain, not again until a batch opens: the event loop waits, every
+  chat with it, and a lock held for minutes (a transaction another process left
+  open) would hold every write for ``busy_timeout`` in turn. Said once (`_held`).
 - `request(participant)`: a participant (the journal) keeps its own pending
   rows and writes them in `Participant.flush`, right before the commit, in a
   savepoint of its own; it hears the outcome in `Participant.committed`. A
@@ -112,6 +115,9 @@ class SqliteDatabase:
         self._committing = False
         self._locked_since: float | None = None
         self._retry_delay = _RETRY_FIRST
+        self._held_since: float | None = None
+        """``clock.monotonic()`` of the first wait for another connection's write lock that was in vain, while no
+        batch has opened since: that connection still holds it, as far as anyone can tell."""
         self._redo: list[tuple[str, Any, bool]] = []
         """The open batch's writes (participants' aside: they flush again), to write again when lost."""
         self._lost = False
@@ -282,6 +288,7 @@ class SqliteDatabase:
                 # SQLite's own error, not one made here: its code (SQLITE_BUSY) is what tells a lock, which
                 # passes, from a bug (`platforms.not_recorded.storage_refusal`); without it the events whose
                 # handling waited for this commit were counted failed attempts, and set aside for a lock.
+                self._held(locked)
                 raise locked
             flushed: list[Participant] = []
             for participant in due:
@@ -362,7 +369,7 @@ class SqliteDatabase:
         if self._lost:
             self._write_again()
         elif not conn.in_transaction:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin()
         if self._committing:
             return True
         try:
@@ -420,7 +427,7 @@ class SqliteDatabase:
         if not self._lost:
             return
         conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             for sql, params, many in self._redo:
                 if many:
@@ -494,12 +501,39 @@ class SqliteDatabase:
         if self._lost and not self._open_batch() and not self._tx_depth:
             self.commit()
 
+    def _begin(self) -> None:
+        """Begin the batch, waiting up to ``busy_timeout`` for another connection's write lock unless a wait
+        for it was in vain already."""
+        if self._held_since is not None:
+            if (locked := self._begin_without_waiting()) is not None:
+                raise locked
+            return
+        try:
+            self._connection().execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            self._held(exc)
+            raise
+
+    def _held(self, exc: sqlite3.OperationalError) -> None:
+        """A wait for the write lock was in vain: say so once, until a batch opens."""
+        if self._held_since is not None or not _busy(exc):
+            return
+        self._held_since = self.clock.monotonic()
+        log.error("%s: another process holds its write lock (a transaction left open in an sqlite3 shell or a"
+                  " database browser: BEGIN IMMEDIATE, or a change not committed yet); until it ends, what the gateway"
+                  " must record waits (a message is not acknowledged, its platform sends it again): commit or roll"
+                  " back that transaction, or close the program", self.path)
+
     def _begin_without_waiting(self) -> sqlite3.OperationalError | None:
         """Begin the batch if no other connection holds the write lock; else SQLite's error saying it does."""
         conn = self._connection()
         conn.execute("PRAGMA busy_timeout=0")
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if self._held_since is not None:
+                log.info("%s: the write lock is free again, after %.0f s", self.path,
+                         self.clock.monotonic() - self._held_since)
+                self._held_since = None
             return None
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
@@ -534,7 +568,8 @@ class SqliteDatabase:
         try:
             self.commit()
         except sqlite3.Error as exc:  # everyone waiting was told; the next write or wait retries
-            log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
+            if self._held_since is None or not _busy(exc):  # else `_held` said why
+                log.error("committing %s failed; retrying with the next write: %s", self.path.name, exc)
 
     def _flush(self, conn: sqlite3.Connection, participant: Participant) -> BaseException | None:
         self._write_again()
@@ -557,6 +592,10 @@ def cannot_write(exc: BaseException) -> bool:
     """``exc`` is SQLite's word that the file cannot be written (a full disk, a failing device),
     for a write or for a read that had to write a lost batch again first (see `SqliteDatabase.read`)."""
     return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STORAGE
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
 
 
 def _tell(participant: Participant, error: BaseException | None) -> None:

@@ -15,12 +15,18 @@ its traceback and retried on a fresh connection, backing off to once a minute.
 Should the task end anyway, `Checkpointer` hands checkpoints back to SQLite, and `ended`
 says so to ``/metrics`` (``switchboard_wal_checkpointer_up``), `health` to ``/healthz``: the log
 no longer grows unbounded, but the commits that checkpoint it stall every chat again.
+
+No checkpoint copies the log past the oldest read transaction of another process (an ``sqlite3``
+shell left after ``BEGIN; SELECT …``, a backup, a database browser): while one stays open, the log
+grows with every write. Held back for `HELD_BACK_SECONDS`, the task says so once, and once more
+when its checkpoints catch up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable
@@ -33,6 +39,9 @@ log = logging.getLogger("gateway.store")
 
 INTERVAL_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
+HELD_BACK_SECONDS = 300.0
+"""How long checkpoints stay behind the log before the task says why: a reader that checkpoints on its own
+schedule (litestream) holds them back for a minute at a time."""
 
 ENDED_REASON = ("the WAL checkpointer ended: SQLite's own commits checkpoint the log again, stalling every chat"
                 " now and then; a restart mends it")
@@ -66,11 +75,12 @@ async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
     held: list[sqlite3.Connection] = []  # the connection, opened and closed on the worker only
     delay = interval
     failing = False
+    held_back = 0.0  # seconds the checkpoints have left part of the log behind, all of them
     try:
         while True:
             await sleep(delay)
             try:
-                await loop.run_in_executor(worker, _checkpoint_held, held, path)
+                _, pages, copied = await loop.run_in_executor(worker, _checkpoint_held, held, path)
             except sqlite3.Error as exc:
                 # Expected while the disk is full: cheap to retry, and the repeat filter folds the lines.
                 log.warning("WAL checkpoint failed: %s", exc)
@@ -88,16 +98,34 @@ async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
             if failing:
                 log.info("WAL checkpoints resumed")
                 failing = False
+            if copied < pages:
+                held_back += delay
+                if held_back - delay < HELD_BACK_SECONDS <= held_back:
+                    log.warning("WAL checkpoints have been held back for %.0f s: another process has a read"
+                                " transaction open on %s (an sqlite3 shell after BEGIN, a backup, a database browser),"
+                                " and the log grows with every write (%s now); end that transaction (COMMIT, or"
+                                " close the program)", held_back, path, _wal_size(path))
+            elif held_back:
+                if held_back >= HELD_BACK_SECONDS:
+                    log.info("WAL checkpoints caught up after %.0f s held back", held_back)
+                held_back = 0.0
             delay = interval
     finally:
         worker.submit(_close_held, held)
         worker.shutdown(wait=False)
 
 
-def _checkpoint_held(held: list[sqlite3.Connection], path: Path) -> None:
+def _checkpoint_held(held: list[sqlite3.Connection], path: Path) -> tuple[int, int, int]:
     if not held:
         held.append(_connect(path))
-    checkpoint(held[0])
+    return checkpoint(held[0])
+
+
+def _wal_size(path: Path) -> str:
+    try:
+        return f"{os.stat(f'{path}-wal').st_size / 1e6:.0f} MB"
+    except OSError:
+        return "size unknown"
 
 
 def _close_held(held: list[sqlite3.Connection]) -> None:
