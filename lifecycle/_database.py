@@ -531,7 +531,7 @@ class SqliteDatabase:
         try:
             conn.execute("BEGIN IMMEDIATE")
             if self._held_since is not None:
-                log.info("%s: the write lock is free again, after %.0f s", self.path,
+                log.info("%s: the write lock is free again (first found held %.0f s ago)", self.path,
                          self.clock.monotonic() - self._held_since)
                 self._held_since = None
             return None

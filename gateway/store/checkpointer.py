@@ -80,7 +80,7 @@ async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
         while True:
             await sleep(delay)
             try:
-                _, pages, copied = await loop.run_in_executor(worker, _checkpoint_held, held, path)
+                busy, pages, copied = await loop.run_in_executor(worker, _checkpoint_held, held, path)
             except sqlite3.Error as exc:
                 # Expected while the disk is full: cheap to retry, and the repeat filter folds the lines.
                 log.warning("WAL checkpoint failed: %s", exc)
@@ -98,7 +98,9 @@ async def run_forever(path: Path, interval: float = INTERVAL_SECONDS, *,
             if failing:
                 log.info("WAL checkpoints resumed")
                 failing = False
-            if copied < pages:
+            if busy:  # another connection checkpointing (litestream): this one tells nothing either way
+                pass
+            elif copied < pages:
                 held_back += delay
                 if held_back - delay < HELD_BACK_SECONDS <= held_back:
                     log.warning("WAL checkpoints have been held back for %.0f s: another process has a read"

@@ -93,3 +93,23 @@ async def test_checkpoints_held_back_for_less_than_five_minutes_say_nothing(tmp_
         store.db.automatic_checkpoints(True)
         store.close()
     assert [r.getMessage() for r in caplog.records if r.name == "gateway.store"] == []
+
+
+async def test_a_checkpoint_another_connection_was_running_neither_ends_nor_counts_the_hold(tmp_path, caplog,
+                                                                                           monkeypatch):
+    # SQLite answers (1, -1, -1) while another connection checkpoints (litestream): taken for "not behind", it
+    # ended the count and said "caught up" of a log still held back.
+    answers = iter([(0, 10, 5)] * 4 + [(1, -1, -1)] + [(0, 20, 5)] * 2)
+    monkeypatch.setattr(checkpoints, "_checkpoint_held", lambda held, path: next(answers))
+    ticks = Ticks()
+    caplog.set_level(logging.INFO, logger="gateway.store")
+    task = asyncio.ensure_future(checkpoints.run_forever(tmp_path / "state.db", interval=60.0, sleep=ticks.sleep))
+    try:
+        await ticks.asleep.get()
+        for _ in range(7):
+            await ticks.tick()
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+    [line] = [r.getMessage() for r in caplog.records if r.name == "gateway.store"]
+    assert line.startswith("WAL checkpoints have been held back for 300 s"), line
