@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
-from gateway.store.unreadable_rows import LeftOut, as_bytes, row_name
+from gateway.store.unreadable_rows import LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 
 log = logging.getLogger("gateway.store")
@@ -246,9 +246,10 @@ class SessionTable:
 
 
 def _text(value: object) -> object:
-    """``value``, bytes (`as_bytes`) decoded if they hold UTF-8."""
+    """``value``, bytes (`as_bytes`) decoded if they read back (`unreadable_rows.text`), else as they are: the
+    registry sets such a column anew (`SessionRegistry.get`)."""
     try:
-        return value.decode("utf-8") if isinstance(value, bytes) else value
+        return text(value)
     except UnicodeDecodeError:
         return value
 
