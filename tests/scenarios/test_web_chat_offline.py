@@ -35,8 +35,10 @@ async def test_offline_the_page_says_so_and_back_online_it_reconnects_and_sends_
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.clock.pause_at(await page.evaluate("Date.now()") + 1_000)  # no backoff ends by itself from now on
     await page.context.set_offline(True)
-    await adapter.close_streams()  # the stream dies with the network, as on a phone, not only in the browser's eyes
-    await page.wait_for_selector("body[data-state=offline]", timeout=3_000)
+    # Chromium may let the page try once more before its own network is emulated away, and connect: the page
+    # is asked to say "offline" first, then the stream dies with the network, as on a phone.
+    await page.wait_for_selector("body[data-state=offline]", timeout=10_000)
+    await adapter.close_streams()
     assert "offline" in await page.text_content("#status")
     async with page.expect_event("requestfailed"):
         await type_message(page, "typed offline")
@@ -44,7 +46,7 @@ async def test_offline_the_page_says_so_and_back_online_it_reconnects_and_sends_
     await page.clock.fast_forward(30_000)  # thirty seconds offline: every retry fails
     assert await page.eval_on_selector_all("[data-role=user].pending", SHOWN) == ["typed offline"]
     await page.context.set_offline(False)
-    await page.wait_for_selector("[data-role=user].pending", state="detached", timeout=5_000)
-    await page.wait_for_selector("body[data-state=connected]", timeout=5_000)
+    await page.wait_for_selector("[data-role=user].pending", state="detached", timeout=10_000)
+    await page.wait_for_selector("body[data-state=connected]", timeout=10_000)
     assert intake.texts == ["typed offline"]
     assert await page.eval_on_selector_all("#messages > article", SHOWN) == ["m1", "m2", "typed offline"]
