@@ -7,8 +7,9 @@ Counters and histograms are fed as things happen: by the gateway's events
 read when Prometheus scrapes: the outbox's pending and failed parts and the dead
 letters from the store, children by state from the lifecycle's host view, the
 seconds since each platform last handed the gateway an event, whether each
-platform's connection is up, whether the state database can be written, and whether its
-log is checkpointed off the event loop (`gateway.store.checkpointer.ended`).
+platform's connection is up, whether the state database can be written, whether its
+log is checkpointed off the event loop (`gateway.store.checkpointer.ended`), and whether another
+process holds its write lock (`gateway.store.write_lock`).
 
 Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
 full disk keeps the store from writing again what it rolled back, a failing device) leaves
@@ -241,6 +242,10 @@ class _Live(Collector):
                                 " off the event loop, 0 once that task ended (SQLite's commits checkpoint it again,"
                                 " stalling every chat for tens of milliseconds now and then; a restart mends it).",
                                 value=0 if checkpointer.ended(db) else 1)
+        yield GaugeMetricFamily("switchboard_state_db_write_lock_held", "1 while another process holds the state"
+                                " database's write lock (a transaction left open in an sqlite3 shell or a database"
+                                " browser): nothing is recorded and no message answered until it ends (see /healthz"
+                                " for since when).", value=1 if db.write_lock_held_since is not None else 0)
 
     def _outbox(self) -> list[GaugeMetricFamily]:
         counts = self._store.outbox.counts()

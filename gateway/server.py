@@ -21,7 +21,8 @@ from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
 from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
-from gateway.store import checkpointer
+from gateway.store import checkpointer, write_lock
+from lifecycle import SqliteDatabase
 from platforms.base import Streaming
 from platforms.web_access import Refusal, error_response
 
@@ -69,12 +70,16 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         connections = gateway.connections()
         down = [name for name, state in connections.items() if state.status == "down"]
         storage = gateway.storage()
-        unwell = bool(down) or storage["status"] == "down"
+        # Held by another process, the state database records nothing, so no message is answered: down, as
+        # for a full disk.
+        lock = write_lock.health(state_databases(gateway))
+        unwell = bool(down) or storage["status"] == "down" or lock["status"] == "held"
         # An ended checkpointer shows, without a 503: chats are still answered, and a health check restarting
         # the gateway for it would cut off every turn running. A full disk it may lead to is `storage`'s 503.
         return web.json_response({"status": "down" if unwell else "ok", "platforms": sorted(gateway.adapters),
                                   "down": down, "connections": {n: s.to_json() for n, s in connections.items()},
-                                  "storage": storage, "wal_checkpointer": checkpointer.health(gateway.store.db)},
+                                  "storage": storage, "wal_checkpointer": checkpointer.health(gateway.store.db),
+                                  "write_lock": lock},
                                  status=503 if unwell else 200)
 
     metrics_access = console_access(gateway)
@@ -102,6 +107,12 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
 
     app.on_shutdown.append(end_streams)
     return app
+
+
+def state_databases(gateway: Gateway) -> dict[str, SqliteDatabase]:
+    """The gateway's databases by what they hold: one and the same unless the gateway was given a store of its
+    own (`write_lock.health` names each)."""
+    return {"the gateway store": gateway.store.db, "the lifecycle journal": gateway.host.database}
 
 
 @web.middleware

@@ -13,7 +13,8 @@ the loop shares one transaction, committed by a callback at the next turn
   batch waits for another connection's write lock, up to ``busy_timeout``; once
   a wait was in vain, not again until a batch opens: the event loop waits, every
   chat with it, and a lock held for minutes (a transaction another process left
-  open) would hold every write for ``busy_timeout`` in turn. Said once (`_held`).
+  open) would hold every write for ``busy_timeout`` in turn. Said once (`_held`),
+  and by `write_lock_held_since` until it ends (``/healthz``, ``/metrics``).
 - `request(participant)`: a participant (the journal) keeps its own pending
   rows and writes them in `Participant.flush`, right before the commit, in a
   savepoint of its own; it hears the outcome in `Participant.committed`. A
@@ -118,6 +119,8 @@ class SqliteDatabase:
         self._held_since: float | None = None
         """``clock.monotonic()`` of the first wait for another connection's write lock that was in vain, while no
         batch has opened since: that connection still holds it, as far as anyone can tell."""
+        self._held_at: float | None = None
+        """The same moment in epoch seconds (``clock.time()``), for `write_lock_held_since`."""
         self._redo: list[tuple[str, Any, bool]] = []
         """The open batch's writes (participants' aside: they flush again), to write again when lost."""
         self._lost = False
@@ -150,6 +153,22 @@ class SqliteDatabase:
         if self._write_error is not None:
             self._check_recovered()
         return self._write_error
+
+    @property
+    def write_lock_held_since(self) -> float | None:
+        """When (epoch seconds, ``clock.time()``) a wait for another connection's write lock was first in vain
+        (a transaction another process left open), while that connection still holds it; None otherwise.
+        Meanwhile every write is refused at once. A read while no batch is open tries the lock without waiting
+        and gives it back at once, so it finds the lock freed (and logs so) with no write to find it: an idle
+        gateway's ``/healthz`` does not go on showing a lock its holder has let go of."""
+        conn = self._conn
+        if self._held_since is not None and conn is not None and not conn.in_transaction:
+            try:
+                if self._begin_without_waiting() is None:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # a file that cannot be read is `write_error`'s to tell; the lock stays as last found
+        return self._held_at
 
     @property
     def rolled_back(self) -> bool:
@@ -518,7 +537,7 @@ class SqliteDatabase:
         """A wait for the write lock was in vain: say so once, until a batch opens."""
         if self._held_since is not None or not _busy(exc):
             return
-        self._held_since = self.clock.monotonic()
+        self._held_since, self._held_at = self.clock.monotonic(), self.clock.time()
         log.error("%s: another process holds its write lock (a transaction left open in an sqlite3 shell or a"
                   " database browser: BEGIN IMMEDIATE, or a change not committed yet); until it ends, what the gateway"
                   " must record waits (a message is not acknowledged, its platform sends it again): commit or roll"
@@ -533,7 +552,7 @@ class SqliteDatabase:
             if self._held_since is not None:
                 log.info("%s: the write lock is free again (first found held %.0f s ago)", self.path,
                          self.clock.monotonic() - self._held_since)
-                self._held_since = None
+                self._held_since = self._held_at = None
             return None
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):

@@ -11,7 +11,8 @@ lives in ``gateway_meta``. One module per table family: `gateway.store.sessions`
 `gateway.store.last_seen` (the newest message seen per conversation, for a catch-up at start), and
 `gateway.store.chat_history` reading a web chat back from the inbox and outbox; the
 WAL checkpoints run in
-`gateway.store.checkpointer`; `gateway.store.damaged_times` mends what no row can hold as a time, and
+`gateway.store.checkpointer`; `gateway.store.write_lock` shows a write lock another process holds;
+`gateway.store.damaged_times` mends what no row can hold as a time, and
 `gateway.store.unreadable_rows` leaves out of a read of many rows one that no longer reads back.
 """
 
