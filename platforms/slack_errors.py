@@ -13,6 +13,7 @@ a second warning of one refusal.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import aiohttp
@@ -44,10 +45,19 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission",
 """One channel's (or one method's) refusal. The token's own (`REFUSED`) is `Unauthorized`."""
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
-_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
-_RATE_LIMITED = {"ratelimited", "rate_limited"}
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "update_failed"}
+"""Slack failing, not the call: chat.update's ``update_failed`` is documented as "Internal update failed". Taken
+for a bad request, the edit was sent anew as a second message, the one it edits left as it was."""
+DEFAULT_RETRY_AFTER = 1.0
+"""Seconds a rate limit that names no readable ``Retry-After`` is taken to ask for."""
+_RATE_LIMITED = {"ratelimited": DEFAULT_RETRY_AFTER, "rate_limited": DEFAULT_RETRY_AFTER,
+                 "message_limit_exceeded": 60.0}
 """A 429's ``ratelimited``, and the ``rate_limited`` chat.postMessage documents ("Application has posted too
-many messages"), which may come as any error does, HTTP 200: taken for a refusal, the answer was dropped."""
+many messages"), which may come as any error does, HTTP 200: taken for a refusal, the answer was dropped. So
+was one past a free workspace's limit on messages ("too many messages or files in a short period of time"),
+``message_limit_exceeded``, with a 200 or a 429 that names no ``Retry-After``: waited out for a minute, the
+window of Slack's rate limits, rather than asked again every second while it lasts. Each with the seconds
+waited when Slack names none."""
 _MEANING = {"file_upload_size_restricted": "the file is larger than the workspace takes"}
 """Codes said with their meaning, where the gateway reads it: a file's note says it was too large
 (`gateway.part_notes.file_reason`), not merely refused."""
@@ -85,11 +95,9 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     else:
         warn.warning((error, status) if shared else (error, status, channel), *line)
     if status == 429 or error in _RATE_LIMITED:
-        try:
-            seconds = float(retry_after) if retry_after is not None else 1.0
-        except ValueError:
-            seconds = 1.0
-        return RateLimited(message, retry_after=seconds, **kw)
+        seconds = _seconds(retry_after)
+        return RateLimited(message, retry_after=_RATE_LIMITED.get(error or "", DEFAULT_RETRY_AFTER)
+                           if seconds is None else seconds, **kw)
     for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
                         (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
         if error in codes:
@@ -97,6 +105,18 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     if status is None or status >= 500 or foreign:
         return NetworkError(message, **kw)
     return BadRequest(message, **kw)
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """``Retry-After`` in seconds, or None for what is no wait (text, NaN, infinite, negative): a proxy's. NaN
+    passed the outbox's cap (``min(nan, cap)`` is NaN), and infinity held Slack's catch-up reads for good."""
+    if retry_after is None:
+        return None
+    try:
+        seconds = float(retry_after)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def error_code(exc: SlackApiError) -> str | None:

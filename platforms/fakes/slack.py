@@ -42,7 +42,8 @@ What it does:
   upload methods past Tier 4 (100 a minute) are refused with HTTP 429, ``Retry-After`` and
   ``ratelimited``; ``rate_limits.calls`` and ``rate_limits.refused`` record what they let
   through and refused (`platforms.fakes._slack_limits`).
-- Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After``, connections
+- Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After`` (without, for
+  ``message_limit_exceeded``, as Slack sends it), connections
   closed without an answer (``drop=True``), and answers lost after the call took effect
   (``after=True``); calls held in flight until a test releases them (`hold`).
 
@@ -223,12 +224,13 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         content_type: str = "text/html",
     ) -> None:
         """Make the next ``times`` calls of ``method`` fail. ``status=429`` sends ``Retry-After``
-        (default 1); ``method="response_url"`` scripts the response URLs. ``after``: the call
+        (default 1), but for ``message_limit_exceeded`` (a free workspace's limit on messages), which Slack
+        sends without one; ``method="response_url"`` scripts the response URLs. ``after``: the call
         takes effect first, and only its answer is the failure (an answer lost on the way).
         ``drop``: the connection closes without any answer instead (a reset, a proxy timing out).
         ``body``: a Web API call's answer is this text as ``content_type`` instead of Slack's JSON
         (``error`` unused): a proxy's page, a body cut short, labelled ``application/json`` or not."""
-        if status == 429 and retry_after is None:
+        if status == 429 and retry_after is None and error != "message_limit_exceeded":
             retry_after = 1
         self._failures[method].extend(Failure(error, status, retry_after, after, drop, body, content_type)
                                       for _ in range(times))
