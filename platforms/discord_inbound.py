@@ -22,9 +22,10 @@ log = logging.getLogger("platforms.discord")
 def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
                text_commands: Container[str], no_content: Callable[[], None]) -> Inbound | None:
     """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
-    One with neither text nor files is read as its stickers and poll say (`content_as_text`); embeds or
-    components alone are passed over (logged at DEBUG), and ``no_content`` is told of a guild message for
-    the bot that came with nothing at all, its content withheld."""
+    One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`); one that
+    said only the bot's mention is heard as that mention (``@Switchboard``); components alone are passed over
+    (logged at DEBUG), and ``no_content`` is told of a guild message for the bot that came with nothing at all,
+    its content withheld."""
     if me is None or message.author.bot or message.author.id == me.id:
         return None
     if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -42,6 +43,10 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
         attachments += discord_files.attachments_of(snapshot.attachments)
     text = text or ("" if attachments else content_as_text(message))
+    if not text and not attachments and message.content.strip():
+        # Only the bot's mention: someone calling it, who waits for an answer as to "hello" (passed over, they heard
+        # nothing), and the model reads the mention better than an empty message.
+        text = f"@{me.display_name}"
     if not text and not attachments:
         if not_text := _other_content(message):
             log.debug("discord: message %s holds %s only: not answered", message.id, not_text)
@@ -58,22 +63,38 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
 
 
 def content_as_text(message: discord.Message) -> str:
-    """The stickers and poll of a message (or of the one it forwards) without text or files, as the model
-    may read them: each sticker by its name (Discord names no emoji for one), a poll's question and answers.
-    "" when it holds neither."""
+    """The stickers, poll and embeds of a message (or of the one it forwards) without text or files, as the
+    model may read them: each sticker by its name (Discord names no emoji for one), a poll's question and
+    answers, each embed as `embed_text` writes it. "" when it holds none of them."""
     held = [message, *message.message_snapshots]
     parts = [f"(a sticker: {sticker.name})" for m in held for sticker in m.stickers]
     if (poll := message.poll) is not None:
         answers = (f"- {answer.text or answer.emoji or ''}" for answer in poll.answers)
         parts.append("\n".join((f"📊 Poll: {poll.question}", *answers)))
+    parts += filter(None, (embed_text(embed) for m in held for embed in m.embeds))
     return "\n".join(parts)
 
 
+def embed_text(embed: discord.Embed) -> str:
+    """An embed (a bot's or a webhook's card, a link's preview) as the model may read it: ``🔗 Embed:`` and its
+    title, then its author, link, description, fields (``- name: value``) and footer, each on a line of its own.
+    People send none: one reaches the bot in a message someone forwarded, a CI bot's report or a feed's post,
+    whose words are all in it. "" for one with none of these (an image alone)."""
+    # A bot lays fields out in columns with a blank name (a zero-width space, as Discord refuses an empty one).
+    fields = [f"- {name}: {field.value}" if (name := (field.name or "").strip("\u200b ")) else f"- {field.value}"
+              for field in embed.fields]
+    author, footer = embed.author.name, embed.footer.text
+    lines = [f"by {author}" if author else None, embed.url, embed.description, *fields, footer]
+    if not (embed.title or any(lines)):
+        return ""
+    return "\n".join(filter(None, (f"🔗 Embed: {embed.title}" if embed.title else "🔗 Embed", *lines)))
+
+
 def _other_content(message: discord.Message) -> str:
-    """What a message (or the one it forwards) without text, files, stickers or poll holds instead, named,
-    or "": embeds or components, which the model does not read, and people do not send. Such a message is no
-    sign of a missing Message Content intent: Discord sends both only with it; a missing intent shows on
-    the next message sent with text."""
+    """What a message (or the one it forwards) without text, files, stickers, poll or readable embed holds
+    instead, named, or "": components, or embeds without words, which the model does not read, and people do
+    not send. Such a message is no sign of a missing Message Content intent: Discord sends both only with it; a
+    missing intent shows on the next message sent with text."""
     held = [message, *message.message_snapshots]
     kinds = {"embeds": any(m.embeds for m in held), "components": any(m.components for m in held)}
     return ", ".join(kind for kind, present in kinds.items() if present)

@@ -96,7 +96,7 @@ def joins(message: Outbound) -> bool:
 async def _replying(send: Callable[[discord.MessageReference | None], Awaitable[discord.Message]],
                     message: Outbound, target: str, refused: RefusedReplies) -> int:
     """The id of the message ``send`` posted: a reply when ``message`` quotes one (`_quote`). Discord refuses a
-    reply (403 Missing Permissions) where the bot lacks Read Message History, though it takes the bot's posts: the
+    reply (403, code 160002) where the bot lacks Read Message History, though it takes the bot's posts: the
     answer was lost, and with it every later part the quote passed on to. Posted unquoted then, and at once while
     the channel is remembered so (`platforms.discord_unquoted`); where the post is refused too (no Send Messages),
     that refusal is the one raised, as is one of the channel itself (`CLOSED_TO_THE_BOT`): posting each quoted part

@@ -1,6 +1,6 @@
 """Channels where Discord refuses the bot's replies: the answers there go unquoted at once, for a while.
 
-Where the bot lacks Read Message History, Discord refuses a reply (403) but takes a plain post
+Where the bot lacks Read Message History, Discord refuses a reply (403, code 160002) but takes a plain post
 (`platforms.discord_posts`). Learnt once, each later answer there would pay a refused call first (a slot of
 the channel's rate limit, and one more of the invalid requests Discord bars a bot for), so the channel is
 remembered as refusing replies for `REFUSED_FOR` seconds, then a reply is tried again: a permission granted
@@ -52,7 +52,7 @@ class RefusedReplies:
     def learnt(self, channel: str) -> None:
         """Discord refused a reply in ``channel`` and took the same message unquoted."""
         remember(self._until, channel, self._clock() + self._refused_for, self._remembered)
-        self._warnings.warning(channel, "discord: channel %s refused the bot's reply (403 Missing Permissions) but"
+        self._warnings.warning(channel, "discord: channel %s refused the bot's reply (403, code 160002) but"
                                " took it as a plain message: the bot lacks Read Message History there, which"
                                " Discord requires of a reply; its answers there do not quote the message they"
                                " answer (a reply is tried again every %.0f minutes)", channel,

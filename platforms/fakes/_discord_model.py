@@ -122,7 +122,7 @@ class DiscordModel:
         self, channel: str, user: str, name: str | None, text: str, *, guild: str | None = None,
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
         forwarded: bool = False, stickers: Sequence[str] = (), message_id: str | None = None,
-        poll: tuple[str, Sequence[str]] | None = None,
+        poll: tuple[str, Sequence[str]] | None = None, embeds: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         attachments = self._attachments(channel, uploads)
@@ -141,6 +141,7 @@ class DiscordModel:
                 "edited_timestamp": None, "flags": flags, "mentions": [], "mention_roles": [], "components": [],
             }
             data["message_snapshots"] = [{"message": held}]
+        held["embeds"] = [dict(embed) for embed in embeds]
         if stickers:  # Discord sends them whatever the Message Content intent (`strip_message_content`)
             held["sticker_items"] = [{"id": self.new_id(), "name": n, "format_type": 1} for n in stickers]
         if poll is not None:  # a poll is its own message: it cannot be forwarded
@@ -233,8 +234,9 @@ class DiscordModel:
     def deny(self, channel: str | int, *permissions: str) -> None:
         """The bot lacks ``permissions`` in ``channel`` (a thread's own id for a thread), refused as Discord
         refuses them (403, 50013 Missing Permissions): ``"send_messages"`` (in a thread, Discord's Send Messages
-        in Threads) any post or typing, ``"read_message_history"`` a post that replies to a message,
-        ``"attach_files"`` a post with a file."""
+        in Threads) any post or typing, ``"attach_files"`` a post with a file; ``"read_message_history"`` a post
+        that replies to a message, with Discord's own code for that (403, 160002 Cannot reply without permission
+        to read message history)."""
         self.denied[str(channel)].update(permissions)
 
     def allow(self, channel: str | int, *permissions: str) -> None:

@@ -246,9 +246,10 @@ class DiscordRest:
         if self._thread_only(channel):
             return _error(400, 50008, "Cannot send messages in a non-text channel")
         denied = self.denied[channel]
-        if "send_messages" in denied or (uploads and "attach_files" in denied) or (
-                body.get("message_reference") and "read_message_history" in denied):
+        if "send_messages" in denied or (uploads and "attach_files" in denied):
             return _error(403, 50013, "Missing Permissions")
+        if body.get("message_reference") and "read_message_history" in denied:
+            return _error(403, 160002, "Cannot reply without permission to read message history")
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged
         if not body.get("content") and not uploads:

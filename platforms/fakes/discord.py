@@ -24,7 +24,8 @@ with 401 50027, as Discord does). Files users attach (``files=[Upload(...)]``
 on `push_dm` and `push_guild_message`) are served from attachment URLs under
 ``/attachments/...``, like Discord's CDN, without a token; stickers (``stickers=[name]``) come as
 ``sticker_items``, as Discord sends them with or without the Message Content intent; a poll (``poll=``) as
-``poll``, withheld with the content. Files the bot uploads (a
+``poll``, and embeds (``embeds=``, a bot's card a user forwards), withheld with the content. A reply where the bot
+lacks Read Message History (`deny`) is refused with Discord's 403 160002. Files the bot uploads (a
 message create as multipart, ``payload_json`` + ``files[n]``) are kept the same way, each at
 most the guild's upload limit (10 MiB; more once `boost` raises its boost level), else 413 40005.
 Every response is exactly ``application/json``: discord.py compares the content type for equality.
@@ -340,15 +341,17 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
 
     def push_dm(self, user: str | int, text: str, *, name: str | None = None, global_name: str | None = None,
                 files: Sequence[Upload] = (), forwarded: bool = False, stickers: Sequence[str] = (),
-                poll: tuple[str, Sequence[str]] | None = None) -> str:
+                poll: tuple[str, Sequence[str]] | None = None, embeds: Sequence[dict[str, Any]] = ()) -> str:
         """A direct message from ``user`` (username ``name``, display name ``global_name``) to the
         bot, with ``files`` attached and the stickers named ``stickers`` (``sticker_items``);
-        ``forwarded``: ``text``, ``files`` and ``stickers`` are those of a message ``user`` forwarded,
+        ``forwarded``: ``text``, ``files``, ``stickers`` and ``embeds`` are those of a message ``user`` forwarded,
         which Discord sends as an empty message with a snapshot of the forwarded one
-        (``message_snapshots``); ``poll``: (question, answers), a poll ``user`` made. Returns the message id."""
+        (``message_snapshots``); ``poll``: (question, answers), a poll ``user`` made; ``embeds``: Discord's embed
+        objects (``{"title": …, "description": …, "fields": [{"name": …, "value": …}]}``), which only a bot's or
+        a webhook's message holds without text, so mostly with ``forwarded``. Returns the message id."""
         channel = self.dm_channel(user)
         data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name,
-                                     forwarded=forwarded, stickers=stickers, poll=poll)
+                                     forwarded=forwarded, stickers=stickers, poll=poll, embeds=embeds)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def delete_message(self, channel: str | int, message_id: str | int) -> None:
@@ -404,6 +407,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         stickers: Sequence[str] = (),
         private_thread: bool = False,
         poll: tuple[str, Sequence[str]] | None = None,
+        embeds: Sequence[dict[str, Any]] = (),
     ) -> str:
         """A message in a guild channel (a text one unless `add_channel` made it), or in thread ``thread_id`` of
         that channel (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread; made private
@@ -411,8 +415,9 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         and a RECIPIENT_ADD message; in an archived one, `archive_thread`, it unarchives the thread first); in a
         forum or media channel without ``thread_id``, the message opens a post, a thread of the message's id; from
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
-        (`bot_role`, `add_role`) before ``text``; ``forwarded``, ``stickers`` and ``poll`` as for `push_dm` (a forward
-        neither mentions nor replies: ValueError with those options).
+        (`bot_role`, `add_role`) before ``text``; ``forwarded``, ``stickers``, ``poll`` and ``embeds`` as for `push_dm`
+        (a forward neither mentions nor replies: ValueError with those options), the poll and embeds withheld
+        with the content (``strip_message_content``), the stickers not.
         Unknown guilds, channels and threads are created and announced first."""
         if forwarded and (mention_bot or reply_to_bot or mention_roles):
             raise ValueError("a forwarded message carries no mention or reply of its own")
@@ -437,9 +442,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         text = "".join(f"<@&{role}> " for role in mention_roles) + text
         content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
-            content, poll = "", None  # Discord withholds a poll with the content
+            content, poll, embeds = "", None, ()  # Discord withholds a poll and embeds with the content
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
-                                     forwarded=forwarded, stickers=stickers, message_id=starter, poll=poll)
+                                     forwarded=forwarded, stickers=stickers, message_id=starter, poll=poll,
+                                     embeds=embeds)
         if mention_bot:
             data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
         data["mention_roles"] = [str(role) for role in mention_roles]

@@ -397,3 +397,21 @@ async def test_replies_need_the_message_unless_told_not_to(fake: FakeDiscord, ht
     async with http.get(url) as response:  # the history serves the reply with the message gone
         [anyway, big] = await response.json()
     assert big["referenced_message"] is None and big["message_reference"]["message_id"] == asked
+
+
+async def test_a_reply_without_read_message_history_is_refused_with_discords_own_code(
+        fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    """Discord refuses such a reply with 403 160002 ("Cannot reply without permission to read message history"),
+    not 50013 Missing Permissions, which it keeps for a post the bot may not make at all: the fake said 50013."""
+    asked = fake.push_guild_message(5, 6, 7, "how big?", mention_bot=True)
+    url, reply = "/api/v10/channels/6/messages", {"content": "big", "message_reference": {"message_id": asked}}
+    fake.deny(6, "read_message_history")
+    async with http.post(url, json=reply) as response:
+        assert (response.status, await response.json()) == (403, {
+            "code": 160002, "message": "Cannot reply without permission to read message history"})
+    async with http.post(url, json={"content": "big"}) as response:
+        assert response.status == 200
+    fake.deny(6, "send_messages")
+    async with http.post(url, json=reply) as response:
+        assert (response.status, (await response.json())["code"]) == (403, 50013)
+    assert [m.content for m in fake.bot_messages(6)] == ["big"]
