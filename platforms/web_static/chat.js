@@ -218,14 +218,18 @@
   //
   // Unlike the log's live lines, the messages a history adds are not read out: on opening they are the
   // conversation so far, and a reconnect's can be 2,000. Only the few a short drop missed (an answer that came in
-  // those seconds) are news, read out as they would have been.
+  // those seconds) are read out as they would have been; more are news all the same, said as their number, once
+  // (left silent, a screen reader's user never learnt that anything had come).
   const MISSED_READ_OUT = 3;
+  const caughtUp = $("caught-up");
   const showHistory = (messages, gap, reconnect) => following(() => {
     const before = new Set(shown.keys());
     merge(messages, gap);
     const added = [...shown.keys()].filter((id) => !before.has(id));
     if (reconnect && added.length <= MISSED_READ_OUT) return;
     for (const id of added) shown.get(id).setAttribute("aria-live", "off");
+    // Written anew, the same words are read out again: the next long drop's as many messages are news too.
+    if (reconnect) caughtUp.textContent = added.length + " new messages came while the chat was disconnected.";
   });
 
   function merge(messages, gap) {
