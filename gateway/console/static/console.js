@@ -12,7 +12,7 @@
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.console.token");
   let skew = 0; // local clock minus the gateway's, in seconds
-  let asOf = null; // while not connected, the gateway time the picture shown was current: the times stop there
+  let asOf = null; // while what shows is from before a drop, the gateway time it was current: the times stop there
   let pictured = false; // a state has been drawn
   let connected = false; // a state came over the stream open now (false from its drop, see `stale`)
 
@@ -81,11 +81,6 @@
     // Every state draws the page again: the button the keyboard was on is a new one then, and is given
     // the focus back (else it falls to the page, and Enter does nothing, or Tab starts over).
     const focused = document.activeElement && document.activeElement.dataset.action;
-    // A state held for a selection, drawn after a drop, was the latest until then: the page stays as of the drop.
-    if (connected) {
-      asOf = null;
-      $("stale").hidden = true;
-    }
     drawPlatforms(state.platforms, state.now);
     drawStorage(state.storage, state.unread || {});
     drawWork(state.work);
@@ -243,17 +238,20 @@
   // The actions on their way to the gateway: a state that arrives meanwhile draws their buttons disabled too,
   // or a second click on the one drawn anew would send the action again.
   const sending = new Set();
+  // As the web chat's sends: a POST on a connection that died without a word is never answered, and its button
+  // stayed disabled for good.
+  const ACTION_TIMEOUT_MS = 20_000;
 
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
   // Named `label` and `what` it acts on; it shows `label`, which begins its name, so "click Stop" finds it too.
   function action(label, what, url, cls, title, question) {
     const button = el("button", { type: "button", class: cls || null, title: title || null, "data-action": url,
-                                  "aria-label": label + " " + what, disabled: sending.has(url),
-                                  "aria-disabled": asOf === null ? null : "true",
-                                  "aria-describedby": asOf === null ? null : "stale" }, label);
+                                  "aria-label": label + " " + what, disabled: sending.has(url) }, label);
     button.addEventListener("click", async () => {
-      if (asOf !== null) { // not connected (see `stale`): nothing is sent, and it says so
-        notice(label + " was not sent: the page is not connected to the gateway; it reconnects by itself");
+      if (asOf !== null) { // what shows is from before a drop (see `mark`): nothing is sent, and it says so
+        notice(label + " was not sent: " + (connected
+          ? "what shows is from before the connection dropped; clear the selection to see the current state first"
+          : "the page is not connected to the gateway; it reconnects by itself"));
         return;
       }
       // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
@@ -274,11 +272,15 @@
       }
       let response;
       sending.add(url);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), ACTION_TIMEOUT_MS);
       try {
-        response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }), body: "{}" });
+        response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }),
+                                      body: "{}", signal: abort.signal });
       } catch {
         response = null;
       } finally {
+        clearTimeout(timer);
         sending.delete(url);
       }
       if (response && auth.asksForToken(response)) {
@@ -286,10 +288,15 @@
         again();
         return;
       }
-      if (!response || !response.ok) {
-        const reason = response ? (await response.json().catch(() => ({}))).error || "HTTP " + response.status : "the gateway did not answer";
+      if (!response) {
+        // The request may have reached the gateway and been done, its answer lost with the connection: not "failed".
+        notice(label + ": no answer from the gateway" + (abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000
+          + " s" : "") + ", so it may or may not have been done; check what the page shows before pressing it again.");
+        again();
+      } else if (!response.ok) {
+        const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
         // A 503 is an action done here that the database cannot save yet (a stop stands): it did something.
-        notice(label + (response && response.status === 503 ? ": " : " did nothing: ") + reason);
+        notice(label + (response.status === 503 ? ": " : " did nothing: ") + reason);
         again();
       }
     });
@@ -307,22 +314,38 @@
   // -- the live state -----------------------------------------------------------------
 
   // Gone (the gateway restarting, the network down), the page keeps the last picture, said to be one: it
-  // showed on as if live, a turn "running" for minutes more that the restart had ended.
-  // Its buttons would act on that picture, and on a network gone their request hangs unanswered: they are
-  // marked disabled, the line saying why as their description, until a state from a new connection is drawn.
-  // aria-disabled, not disabled: a disabled button loses the focus, and the keyboard its place.
+  // showed on as if live, a turn "running" for minutes more that the restart had ended. `onDrop` runs at the
+  // end of each connection, and of each try that failed: only the end of one that brought a state moves the times.
   function stale() {
+    const dropped = connected; // a state came over it: the latest state was current until now
     connected = false;
-    if (asOf !== null || !pictured) return;
-    asOf = Date.now() / 1000 - skew;
-    document.querySelectorAll(".since").forEach(tick);
+    if (dropped) {
+      const now = Date.now() / 1000 - skew;
+      if (pictured && asOf === null) asOf = now;
+      if (held) heldUntil = now; // the latest, to be drawn as of this drop: not as of an earlier one still shown
+      document.querySelectorAll(".since").forEach(tick);
+    }
+    mark();
+  }
+
+  // What the page says of the picture it shows: live, or from before a drop, while not connected or connected
+  // again with the current state held for a selection ("Not connected" there too read as the status' contradiction).
+  // Its buttons would act on that picture, and on a network gone their request hangs unanswered: they are marked
+  // disabled, the line saying why as their description, until a state from a connection open now is drawn.
+  // aria-disabled, not disabled: a disabled button loses the focus, and the keyboard its place.
+  function mark() {
+    const old = asOf !== null;
+    $("stale").hidden = !old;
+    $("paused").hidden = !held || (old && connected); // connected, the line says it
+    if (!old) return; // buttons drawn while live carry no mark
+    $("stale").textContent = connected
+      ? "Connected again, but what shows is still how things stood at " + when(asOf)
+        + ": clear the selection to see the current state (it shows by itself within 30 s)."
+      : "Not connected: what shows is how things stood at " + when(asOf) + "; it may have changed since.";
     document.querySelectorAll("button[data-action]").forEach((button) => {
       button.setAttribute("aria-disabled", "true");
       button.setAttribute("aria-describedby", "stale");
     });
-    $("stale").textContent = "Not connected: what shows is how things stood at " + when(asOf)
-      + "; it may have changed since.";
-    $("stale").hidden = false;
   }
 
   // Drawn anew at each state (several a second while busy), the text an operator selected (a turn id, an error
@@ -330,18 +353,20 @@
   // the latest state waits, and is drawn once the selection is cleared, or after HOLD_MS, whichever comes first.
   const HOLD_MS = 30_000;
   let held = null; // the state waiting to be drawn, while text is selected
+  let heldUntil = null; // once the connection it came over dropped: the gateway time it was current until
   let holdTimer = null;
 
   const selecting = () => { const selection = document.getSelection(); return Boolean(selection?.toString()); };
 
   function show(state) {
-    held = null;
+    // Not connected, it is a held state, the latest until its connection dropped: the page stays as of that drop.
+    asOf = connected ? null : heldUntil;
+    held = heldUntil = null;
     clearTimeout(holdTimer);
     holdTimer = null;
-    $("paused").hidden = true;
     draw(state);
     pictured = true;
-    if (!connected) stale(); // a first picture held past the drop: `stale` had nothing to mark then
+    mark();
   }
 
   function arrived(state) {
@@ -352,8 +377,9 @@
       return;
     }
     held = state;
+    heldUntil = null;
     holdTimer ??= setTimeout(() => show(held), HOLD_MS);
-    $("paused").hidden = false;
+    mark();
   }
 
   document.addEventListener("selectionchange", () => { if (held && !selecting()) show(held); });
