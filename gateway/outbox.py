@@ -243,7 +243,8 @@ class Outbox:
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
                            key: str, turn_id: str | None = None, silent: bool = False,
                            first: Callable[[], object] | None = None,
-                           reply_to: str | Callable[[], str | None] | None = None) -> list[str]:
+                           reply_to: str | Callable[[], str | None] | None = None,
+                           journal_if_cancelled: bool = False) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
         be long and heavy with formatting, so rendering it to find the cuts takes up to a second,
         during which no other chat would be served (a text that fits an adapter counting characters,
@@ -253,32 +254,68 @@ class Outbox:
         they are journaled (a turn's progress message finished with its reply, not a split's time
         before it). ``reply_to`` may be a function giving it, called then too (a turn's quote, which
         a refused file may give back meanwhile: `gateway.quote_passing.pass_quote`). Cancelled while splitting:
-        nothing is journaled, neither function called."""
+        nothing is journaled, neither function called; with ``journal_if_cancelled`` (a turn's reply at a
+        shutdown), the split under way is finished instead, not begun again, the text journaled, and then the
+        cancellation raised (a second cancellation gives it up: nothing is journaled)."""
         chat = (platform, chat_id, thread_id)
-        if chat not in self._splitting and self._fits_as_counted(platform, text):
-            # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
-            # nothing can come between: journaled at once, without a turn in the chat's line.
-            parts = self._split(platform, text)
+
+        def journal(parts: list[str]) -> list[str]:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
                                        silent=silent, reply_token=None, reply_to=_called(reply_to))
+
+        if chat not in self._splitting and self._fits_as_counted(platform, text):
+            # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
+            # nothing can come between: journaled at once, without a turn in the chat's line.
+            return journal(self._split(platform, text))
         turn = self._splitting.setdefault(chat, SplitTurn())
         turn.users += 1
         try:
-            async with turn.lock:
-                if self._fits_as_counted(platform, text):  # behind a split under way in the chat
-                    parts = self._split(platform, text)
-                else:
-                    parts = await asyncio.to_thread(self._split, platform, text)
-                if first is not None:
-                    first()
-                return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                           silent=silent, reply_token=None, reply_to=_called(reply_to))
+            return await self._split_in_line(turn, platform, text, journal, keep=journal_if_cancelled)
         finally:
             turn.users -= 1
             if not turn.users:
                 del self._splitting[chat]
+
+    async def _split_in_line(self, turn: SplitTurn, platform: str, text: str,
+                             journal: Callable[[list[str]], list[str]], *, keep: bool) -> list[str]:
+        """Split ``text`` and ``journal`` its parts once the chat's calls before are journaled. With ``keep``, a
+        first cancellation waits for the chat's turn and the split under way, journals, and is raised then. The
+        parts are journaled in the caller's task, as its next writes are: a turn's reply shares its end's commit
+        (`gateway.turn_runner`), and a crash between the two would send the reply and run its message again."""
+        cancelled = False
+        while True:
+            try:
+                await turn.lock.acquire()
+                break
+            except asyncio.CancelledError:
+                if not keep or cancelled:
+                    raise
+                cancelled = True
+        try:
+            if self._fits_as_counted(platform, text):  # behind a split under way in the chat
+                parts = self._split(platform, text)
+            else:
+                split = asyncio.ensure_future(asyncio.to_thread(self._split, platform, text))
+                try:
+                    parts = await asyncio.shield(split)
+                except asyncio.CancelledError:
+                    if not keep or cancelled:
+                        raise
+                    cancelled = True
+                    parts = await split
+            try:
+                journaled = journal(parts)
+            except Exception:
+                if cancelled:  # the store refused it: nothing is journaled, and the cancellation stands all the same
+                    raise asyncio.CancelledError from None
+                raise
+        finally:
+            turn.lock.release()
+        if cancelled:
+            raise asyncio.CancelledError
+        return journaled
 
     def _fits_as_counted(self, platform: str, text: str) -> bool:
         """Whether ``text`` is known to fit one part without rendering it: its adapter counts

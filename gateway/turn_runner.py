@@ -511,21 +511,27 @@ class TurnRunner:
             journaled = self._journaling[item.turn_id] = asyncio.Event()
             try:
                 # Past `replying`: a stop meanwhile waits for this reply (`reply_journaled`), rather than drop it.
+                splitting = False
                 try:
                     # Only where nothing clears the indicator after the reply (`Adapter.typing_interval`): Slack's
                     # placeholder, deleted by `idle`, was posted for nothing, and one the process died sending stayed.
                     if typing is not None and typing.lapses:
                         await typing.ended()
+                    splitting = True
                     message = await self._reply(session, running, answer, finish_progress, refused)
                 except asyncio.CancelledError:
-                    # The shutdown's, before anything was journaled (`Outbox.enqueue_long`): the reply is journaled
-                    # all the same, split anew, and the turn ends as it would have without it (`runs_again`). Cut
-                    # short, its message ran again after the restart: after a /new that had waited for this reply,
-                    # in the new session, which then held the old one's request and sent its answer under the /new's.
+                    # The shutdown's: the reply is journaled all the same, and the turn ends as it would have without
+                    # it (`runs_again`). Cut short, its message ran again after the restart: after a /new that had
+                    # waited for this reply, in the new session, which then held the old one's request and sent its
+                    # answer under the /new's. A split under way was finished, not begun again (`_reply`): split anew,
+                    # a long reply outlasted the stop's wait, which named the turn as one ignoring its cancellation.
                     cut = True
                     if typing is not None:
                         await typing.ended(wait=False)  # the process stops: no typing request is waited for
-                    message = await self._reply(session, running, answer, finish_progress, refused)
+                    if not splitting:
+                        message = await self._reply(session, running, answer, finish_progress, refused)
+                    elif not self._outbox.journaled(f"{answer.key}:0"):
+                        raise  # cancelled twice: given up, its message is handled again after the next start
             finally:
                 del self._journaling[item.turn_id]
                 journaled.set()
@@ -552,7 +558,8 @@ class TurnRunner:
     async def _reply(self, session: GatewaySession, running: RunningTurn, reply: EndMessage,
                      first: Callable[[], None], refused: Refusals) -> EndMessage | None:
         """Journal the turn's ``reply``, calling ``first`` right before (`Outbox.enqueue_long`). None once
-        journaled; refused, the reply to owe, with the quote it took."""
+        journaled; refused, the reply to owe, with the quote it took. Cancelled while it is split, it journals
+        the reply first, then raises the cancellation."""
         taken: list[str | None] = []
 
         def quote() -> str | None:
@@ -561,7 +568,8 @@ class TurnRunner:
 
         with refused.noting("its reply"):
             await self._outbox.enqueue_long(*session.chat, reply.text, kind=reply.kind, key=reply.key,
-                                            turn_id=reply.turn_id, first=first, reply_to=quote)
+                                            turn_id=reply.turn_id, first=first, reply_to=quote,
+                                            journal_if_cancelled=True)
             return None
         return dataclasses.replace(reply, reply_to=taken[-1] if taken else running.take_quote())
 

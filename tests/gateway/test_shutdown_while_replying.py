@@ -113,3 +113,43 @@ async def test_a_shutdown_while_the_reply_waits_for_a_typing_request_journals_it
     await settled(gateway2)
     assert [m.text for m in chat.messages + chat2.messages] == split_text(TEXT, 1000)
     assert model2.requests == []
+
+
+class CountedSplit(HeldSplit):
+    """`HeldSplit`, counting the splits of the long reply begun (each first measures the whole text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.splits = 0
+
+    def measure(self, text: str) -> int:
+        self.splits += text == TEXT.strip()
+        return super().measure(text)
+
+
+async def test_a_shutdown_while_the_reply_is_split_finishes_that_split(tmp_path, gateways, caplog):
+    # The cancelled split was thrown away and the reply split anew from the start: a long reply (a loaded machine)
+    # outlasted the stop's second for the turn, which then logged it as one ignoring its cancellation, left behind.
+    config, chat = make_config(tmp_path), CountedSplit()
+    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": parent}))
+    await chat.say("write a lot")
+    assert await asyncio.to_thread(chat.splitting.wait, 10)
+    cancelling = asyncio.Event()
+    cancel = gateway.runner.cancel
+
+    async def cancel_then_split(within: float) -> None:
+        cancelling.set()
+        await cancel(within)
+
+    gateway.runner.cancel = cancel_then_split
+    stopping = asyncio.ensure_future(gateway.stop(grace=0))
+    await cancelling.wait()
+    chat.release.set()
+    await stopping
+    assert chat.splits == 1
+    assert not [r for r in caplog.records if "ignores cancellation" in r.getMessage()]
+
+    chat2 = RecordingAdapter(text_limit=1000)
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": parent}))
+    await settled(gateway2)
+    assert [m.text for m in chat.messages + chat2.messages] == split_text(TEXT, 1000)
