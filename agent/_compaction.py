@@ -346,7 +346,7 @@ def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: in
         while end < len(messages) and messages[end].get("role") == "tool":
             end += 1
         weights = [weight(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages[index:end]]
-        share = _equal_share(weights, 8 * together)
+        share = equal_share(weights, 8 * together)
         for at, eighths in enumerate(weights, index):
             if eighths > 8 * limit:
                 messages[at] = _cut_result(messages[at], limit // 2, limit // 4, TOO_LONG)
@@ -360,7 +360,7 @@ def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: in
     return shortened
 
 
-def _equal_share(weights: Sequence[int], budget: int) -> int:
+def equal_share(weights: Sequence[int], budget: int) -> int:
     """The most each of ``weights`` may keep for their sum to be within ``budget`` when only those over it are
     cut (to it): the shorter ones keep all of theirs. At least the largest when they fit as they are."""
     if sum(weights) <= budget:

@@ -107,3 +107,17 @@ def typed(word: str) -> str:
     (`literal`). Only its start is read: `shorten` parses all it is given, about a second for each
     200,000 characters, and a word sent to a webhook may be a megabyte, parsed on the loop every chat shares."""
     return f"'{shorten(literal(word[:4 * TYPED_CHARS]), TYPED_CHARS)}'"
+
+
+def at_word(text: str, limit: int) -> str:
+    """``text``'s start of at most ``limit`` characters, cut at the last space or line break in their second half,
+    so that no word is halved (a name, an id, a secret the log masks whole), else between whole characters;
+    ``text`` as it is when it has at most ``limit``. Plain text, no Markdown closed: for a model to read."""
+    if len(text) <= limit:
+        return text
+    cut = max(text.rfind(" ", limit // 2, limit + 1), text.rfind("\n", limit // 2, limit + 1))
+    if cut < 0:
+        cut = limit
+        while cut > 0 and not is_boundary(text, cut):
+            cut -= 1
+    return text[:cut].rstrip()

@@ -29,10 +29,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
+from agent._compaction import ANSWER_RESULTS_SHARE
+from agent._context_window import context_window
+from agent._token_estimate import weight
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from gateway import child_states
 from gateway.backlog import BacklogGuard
 from gateway.delegation_cards import DelegationCards, outcome
+from gateway.excerpt import at_word
 from gateway.ledger_failures import CompletionFailures, _short
 from gateway.outbox import Outbox
 from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
@@ -60,6 +64,11 @@ COMPLETION_PREFIX = (
     "[Background delegation results] The subagents you dispatched earlier have finished. Tell the user "
     f"what they found. If nothing needs saying, reply with exactly {SILENCE}.\n"
 )
+COMPLETION_GOAL_CHARS = 500
+"""The most of each goal a completion turn gives back, cut at a space, saying how much more there was: the
+parent wrote its goals (up to `lifecycle.MAX_GOAL_CHARS` each) and needs to tell its results apart, not to
+read them again. Whole, ten of them were 160,000 characters in the turn's message, which compaction keeps
+word for word as the newest, read again at every later request of the session."""
 FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
 STOPS = frozenset({SUPPRESSED_REASONS["stop"], SUPPRESSED_REASONS["new"]})
 """Why a completion turn is ended by a command that then settles the session's other delegations (`suppress`)."""
@@ -414,9 +423,11 @@ class Ledger(CompletionFailures):
         agent = self._registry.get(*split_session_key(row.session_key)).agent
         scope = agent.services.get(FILE_SCOPE)  # a full summary is kept in the chat's own folder
         routes = {t.subagent_id: t.spec["route"] for t in row.tasks if t.spec.get("route")}
+        goals = [_goal_excerpt(t.goal) for t in row.tasks]
         entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks],
                                                         agent.workspace, routes=routes,
-                                                        folder=scope.own if scope is not None else None)
+                                                        folder=scope.own if scope is not None else None,
+                                                        total_tokens=_results_budget(agent.model, goals))
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile
@@ -425,8 +436,7 @@ class Ledger(CompletionFailures):
             self._settle(current, "suppressed", "/new")
             return
         found = await self._children.lookup(ids)
-        payload = {"delegation_id": current.delegation_id, "goals": [t.goal for t in current.tasks],
-                   "results": entries}
+        payload = {"delegation_id": current.delegation_id, "goals": goals, "results": entries}
         notes = tuple(_failure_line(t, found.get(t.subagent_id)) for t in current.tasks
                       if _failed(found.get(t.subagent_id)))
         text = COMPLETION_PREFIX + json.dumps(payload, ensure_ascii=False)
@@ -653,6 +663,23 @@ def _not_retried(exc: SubagentLifecycleError, command: str) -> str:
     if isinstance(exc.__cause__, sqlite3.Error):
         return RETRY_NOT_RECORDED.format(command=command)
     return f"Nothing was retried: {exc}."
+
+
+def _goal_excerpt(goal: str) -> str:
+    """``goal`` as a completion turn gives it back: its start (`COMPLETION_GOAL_CHARS`), saying what was left out."""
+    head = at_word(goal, COMPLETION_GOAL_CHARS)
+    if head == goal:
+        return goal
+    return f"{head} [... {len(goal) - len(head):,} more characters of the goal not shown; the subagent had it whole]"
+
+
+def _results_budget(model: Any, goals: Sequence[str]) -> int:
+    """Tokens a completion turn's results may come to together: the share of the parent model's context window
+    that compaction gives the results of one answer (`ANSWER_RESULTS_SHARE`), less what the goals and the turn's
+    preamble take. The turn's message is the newest, which compaction keeps whole: over the window, the model
+    could never answer it."""
+    taken = weight(COMPLETION_PREFIX + json.dumps(goals, ensure_ascii=False)) // 8
+    return max(0, context_window(model) // ANSWER_RESULTS_SHARE - taken)
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:

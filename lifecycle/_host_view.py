@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentSession, ToolTraceEntry
+from agent._compaction import equal_share
+from agent._token_estimate import weight
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentLifecycleError, SubagentResult
 from lifecycle._entries import apply_summary_budget, entry, entry_from_result, routed, unavailable_entry
@@ -29,6 +31,13 @@ if TYPE_CHECKING:
     from lifecycle._supervisor import Supervisor
 
 log = logging.getLogger("lifecycle.host_view")
+
+SHARED_SUMMARY_FLOOR = 500
+"""The least a summary is cut to when a batch's summaries share a total (`_summary_limits`): the marker saying
+where the full text is, and a start to tell what the child found. Fifty children keep 25,000 characters so."""
+CUT_FIELDS = 200
+"""Characters a summary cut adds to its entry besides the summary (``summary_truncated``, its original length, the
+path of its full text), kept aside for each entry when a batch's summaries share a total."""
 
 
 class HostView:
@@ -163,8 +172,8 @@ class HostView:
         await self._wait([self._supervisor.get(sid) for sid in subagent_ids])
 
     async def finished_entries(self, tasks: Sequence[tuple[int, str]], workspace: Path, *,
-                               routes: Mapping[str, str] | None = None, folder: str | None = None
-                               ) -> list[dict[str, Any]]:
+                               routes: Mapping[str, str] | None = None, folder: str | None = None,
+                               total_tokens: int | None = None) -> list[dict[str, Any]]:
         """Wait until these children, given as (task index, subagent id), have finished, then
         their delegate_task result entries: what an inline call returns, with the summary
         budget applied (an over-long summary is cut and kept whole in ``workspace``, under
@@ -172,8 +181,10 @@ class HostView:
         that finished before the call, or before a restart, gets the fields the journal keeps
         (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
         of routed children to their route: their entries name it instead of the model behind
-        it, also in their errors (`routed`). Cancelling the wait leaves the children running; after `close`,
-        raises as `wait_finished` does."""
+        it, also in their errors (`routed`). ``total_tokens``: the most the entries may come to together
+        (by the agent's estimate), over which their summaries share it (`_summary_limits`), each cut
+        beyond its share as the summary budget cuts it. Cancelling the wait leaves the children running;
+        after `close`, raises as `wait_finished` does."""
         held = [self._supervisor.get(sid) for _, sid in tasks]
         await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
@@ -190,9 +201,11 @@ class HostView:
                 entry_ = unavailable_entry(task_index, sid)
             if routes:
                 routed(entry_, routes.get(sid), provider)
-            if len(entry_.get("summary") or "") > max_chars:
-                entry_ = await asyncio.to_thread(apply_summary_budget, entry_, max_chars, workspace, folder)
             items.append(entry_)
+        limits = [max_chars] * len(items) if total_tokens is None else _summary_limits(items, max_chars, total_tokens)
+        for at, limit in enumerate(limits):
+            if len(items[at].get("summary") or "") > limit:
+                items[at] = await asyncio.to_thread(apply_summary_budget, items[at], limit, workspace, folder)
         return items
 
     def keep_results_since(self, since: Callable[[], float | None]) -> None:
@@ -277,3 +290,29 @@ class HostView:
             log.error("journal record of %s is unreadable", subagent_id)
             return None
         return record
+
+
+def _summary_limits(items: Sequence[dict[str, Any]], max_chars: int, total_tokens: int) -> list[int]:
+    """Characters each entry's summary may keep (its marker included) for ``items`` to come to at most
+    ``total_tokens`` together as JSON (by `weight`, as compaction counts them), each at most ``max_chars``.
+    Within it with their summaries at ``max_chars``, nothing else changes. Over it, their tool traces are
+    left out first (counted in ``tool_trace_omitted``: which tools a child called matters less than what it
+    found), then the summaries share what the other fields leave equally, the shorter keeping theirs whole,
+    none cut below `SHARED_SUMMARY_FLOOR` (the marker included: fifty children at the floor overrun a small
+    budget; their errors are bounded on their own, by `lifecycle._entries.MAX_ERROR_CHARS`)."""
+    budget = 8 * total_tokens
+    lengths = [min(len(item.get("summary") or ""), max_chars) for item in items]
+    text = [weight(json.dumps((item.get("summary") or "")[:max_chars], ensure_ascii=False)) for item in items]
+    rest = [weight(json.dumps({**item, "summary": None}, ensure_ascii=False)) for item in items]
+    if sum(rest) + sum(text) <= budget:
+        return [max_chars] * len(items)
+    for at, item in enumerate(items):
+        if item.get("tool_trace"):
+            item["tool_trace_omitted"] = item.get("tool_trace_omitted", 0) + len(item["tool_trace"])
+            item["tool_trace"] = []
+            rest[at] = weight(json.dumps({**item, "summary": None}, ensure_ascii=False))
+    share = equal_share(text, budget - sum(rest) - 2 * CUT_FIELDS * len(items))
+    # A share in eighths of a token becomes characters of that summary at its own rate: four characters a
+    # token of English, about one of Chinese.
+    return [max_chars if eighths <= share else max(SHARED_SUMMARY_FLOOR, length * share // eighths)
+            for length, eighths in zip(lengths, text, strict=True)]
