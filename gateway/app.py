@@ -33,6 +33,7 @@ from gateway.ledger import Ledger
 from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe
 from gateway.left_indicators import LeftIndicators
 from gateway.logging import redact
+from gateway.message_edits import MessageEdits
 from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
@@ -54,6 +55,7 @@ from platforms.base import (
     Adapter,
     CatchesUp,
     CommandSpec,
+    HearsEdits,
     HearsRefusals,
     HistoryReading,
     Inbound,
@@ -161,6 +163,11 @@ class Gateway:
         self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
                                        accepting=lambda: self._accepting, clock=clock)
         self._intake = ChatIntake()
+        self.edits = MessageEdits(self.sessions, self.store.inbox, self._intake,
+                                  is_command=lambda text: self.commands.parse(text) is not None,
+                                  durable=self._recorded_durably, before_waiting=self._durable_before_waiting,
+                                  accepting=lambda: self._accepting)
+        """Users' edits of their messages waiting for their turns (`gateway.message_edits`)."""
         self._left_indicators = LeftIndicators(self.store, self.adapters)
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
@@ -225,6 +232,8 @@ class Gateway:
             if isinstance(adapter, MovesChats):
                 adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                         functools.partial(self._chat_moved, adapter.name))
+            if isinstance(adapter, HearsEdits):
+                adapter.bind_edits(self.edits.edited)
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]

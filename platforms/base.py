@@ -34,7 +34,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 ``max_attachment_bytes``), `SendsFiles` (uploads a file the agent sends, an
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
-start what was said while the gateway was down: Discord, Slack), `StopsWithin` (a stop whose waits are
+start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
+to their message: Telegram), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
 gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
@@ -450,6 +451,24 @@ class MovesChats(Protocol):
         """Called once, before `Adapter.start`, with the moves stored so far (the gateway's chat
         id -> the chat's id on the platform) and ``moved``, which the adapter awaits for each
         move it learns before it hands over an event of the new chat or writes there."""
+
+
+MessageEdited = Callable[[str, str, str | None, str, str], Awaitable[bool]]
+"""``edited(platform, chat_id, thread_id, message_id, text)``: the user changed the text (or caption) of
+their message ``message_id`` in that chat and thread (ids as the adapter put them in the message's
+`Inbound`) to ``text``. A message still waiting for its turn is then answered as edited, after a restart
+too; one whose turn has begun, or was answered, or that the gateway never took (or has forgotten), is
+left as it is, and the edit starts nothing. Returns whether the edit was taken, once that is durable;
+raises as `InboundSink` does when the store refuses it (the adapter hands it over again)."""
+
+
+@runtime_checkable
+class HearsEdits(Protocol):
+    """An adapter whose platform tells it of users' edits to their messages (Telegram's ``edited_message``)."""
+
+    def bind_edits(self, edited: MessageEdited) -> None:
+        """Called once, before `Adapter.start`, with ``edited``, which the adapter awaits for each edit of a
+        user's message, in the order of the chat's events, before it confirms the edit to its platform."""
 
 
 @runtime_checkable

@@ -15,6 +15,9 @@ text, its first update id the event id, every item's update id its aliases. `dow
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
+A user's edit of their message (``edited_message``, asked for with ``message``) goes to the gateway
+(`HearsEdits`), by the chat, thread and message id the message was handed over with: a message still
+waiting for its turn is answered as edited; any other edit changes nothing and starts no turn.
 
 Receiving, and what happens around restarts:
 
@@ -100,6 +103,7 @@ from platforms.base import (
     EditUnsupported,
     Inbound,
     InboundSink,
+    MessageEdited,
     NotFound,
     Outbound,
     OutboundFile,
@@ -214,6 +218,8 @@ class TelegramAdapter:
         # record of every (chat, user) it ever sees, for good.
         self._dp = Dispatcher(disable_fsm=True)
         self._dp.message.register(self._on_message)
+        self._dp.edited_message.register(self._on_edited)
+        self._edits: MessageEdited | None = None
         self._dp.startup.register(self._on_polling_started)
         self.albums = AlbumHold()
         """Polling: the albums whose items are still coming."""
@@ -272,6 +278,10 @@ class TelegramAdapter:
     def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
         """The groups upgraded so far, and where to store the next upgrades (`MovesChats`)."""
         self._moves.bind(moves, moved)
+
+    def bind_edits(self, edited: MessageEdited) -> None:
+        """Where a user's edit of their message goes (`HearsEdits`)."""
+        self._edits = edited
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -401,6 +411,26 @@ class TelegramAdapter:
         if inbound is None:
             return
         await self._hand_over(await self._upgraded(inbound, message))
+
+    async def _on_edited(self, message: Message, event_update: Update) -> None:
+        """A user edited the text or caption of their message (``edited_message``): the gateway answers the new
+        one if the message still waits for its turn. Read as the message was (`telegram_inbound.to_inbound`), so
+        its chat, thread and message id are those it was handed over with. An album's item is not handed over:
+        the album is one message, its text the captions of several items. Confirmed to Telegram, as a message
+        is, only once the gateway has recorded it (`_until_recorded`)."""
+        if (edited := self._edits) is None or message.media_group_id is not None:
+            return
+        inbound = telegram_inbound.to_inbound(
+            message, event_update.update_id, bot_id=self._bot_id, username=self._username,
+            command_names=self._command_names, moved_from=self._moves.moved_from,
+            max_attachment_bytes=self.max_attachment_bytes)
+        if inbound is None or inbound.message_id is None:
+            log.debug("telegram: an edit of message %s in chat %s is not for the bot (update %s)",
+                      message.message_id, message.chat.id, event_update.update_id)
+            return
+        await self._until_recorded(
+            f"the edit of message {inbound.message_id} (update {inbound.event_id})",
+            lambda _: edited("telegram", inbound.chat_id, inbound.thread_id, inbound.message_id or "", inbound.text))
 
     async def _paced(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         """A request middleware: each message sent or edited waits its turn in the bot's overall rate. The

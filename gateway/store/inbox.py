@@ -156,6 +156,15 @@ class Inbox:
         self._db.write("UPDATE gateway_inbox SET status='begun' WHERE platform=? AND event_id=? AND status='received'",
                        (_text(platform), _text(event_id)))
 
+    def edit(self, inbound: Inbound) -> bool:
+        """The event recorded under ``inbound``'s (platform, event id) is ``inbound`` from now on (its user edited
+        it), also when it is replayed after a restart; only while it waits for its turn (received, not begun):
+        returns whether it did. Whether its turn has begun the caller knows better (one waiting for the answer to
+        its question is received again, `reopen`): it asks this only of an event its session still queues."""
+        cur = self._db.write("UPDATE gateway_inbox SET payload=? WHERE platform=? AND event_id=? AND status='received'",
+                             (json.dumps(inbound.to_json()), _text(inbound.platform), _text(inbound.event_id)))
+        return cur.rowcount == 1
+
     def begun(self) -> set[tuple[str, str]]:
         """At start: the (platform, event id) of the unsettled events whose turns had begun."""
         rows = self._db.read(f"SELECT {as_bytes('platform', 'event_id')}, rowid FROM gateway_inbox WHERE {_OPEN}"

@@ -48,6 +48,7 @@ What a test reads and drives:
   ``hold_downloads(after)`` leaves downloads unfinished until ``release_downloads()``);
   ``message_update(...)`` only builds one; ``deliver_webhook(update)`` POSTs it to
   the registered webhook (with the registered secret, another one, or none).
+  ``edit_message(chat_id, message_id, text)`` queues the ``edited_message`` update of a user's edit.
 - ``fail_next(method, status=429, retry_after=1)`` makes the next call fail with that
   Bot API error; ``drop_next(method)`` closes the connection without an answer.
   ``reshape_next(method, reshape)`` carries the next call out and answers ``reshape(result)``
@@ -196,6 +197,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self._update_ids = itertools.count(1000)
         self._message_ids: defaultdict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._chats: dict[str, dict[str, Any]] = {}
+        self._written: dict[tuple[str, int], dict[str, Any]] = {}
+        """Users' messages as the updates queued carried them last (`edit_message`), by (chat id, message id)."""
         self._faults: defaultdict[str, deque[ApiError | RawAnswer | Reshaped | bool | None]] = defaultdict(deque)
         self._held: dict[str, asyncio.Event] = {}
         self.flood: FloodControl | None = None
@@ -335,6 +338,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         queued = dict(update)
         queued.setdefault("update_id", next(self._update_ids))
         self._heard(queued)
+        for kind in ("message", "edited_message"):
+            if isinstance(message := queued.get(kind), Mapping) and "message_id" in message and "chat" in message:
+                self._written[(str(message["chat"]["id"]), int(message["message_id"]))] = dict(message)
         self.pending.append(queued)
         self._wake()
         return int(queued["update_id"])
@@ -342,6 +348,18 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
     def push_message(self, chat_id: int | str, text: str, **kw: Any) -> int:
         """A user writes ``text``; returns the update id. Keywords as `message_update`."""
         return self.push_update(self.message_update(chat_id, text, **kw))
+
+    def edit_message(self, chat_id: int | str, message_id: int, text: str) -> int:
+        """The user edits their message ``message_id`` (one an update queued here carried): queues Telegram's
+        ``edited_message`` update, the message whole (the message it replies to included) with ``text`` as its
+        text, or its caption if it has one, entities derived anew, and ``edit_date``; returns the update id."""
+        message = dict(self._written[(str(chat_id), int(message_id))])
+        field, marks = ("caption", "caption_entities") if "caption" in message else ("text", "entities")
+        message.pop(marks, None)
+        message.update({field: text, "edit_date": int(time.time())})
+        if entities := _derive_entities(text):
+            message[marks] = entities
+        return self.push_update({"edited_message": message})
 
     async def deliver_webhook(self, update: Mapping[str, Any], *, secret: Any = _KEEP) -> int:
         """POST ``update`` to the registered webhook URL, as Telegram does, and return the

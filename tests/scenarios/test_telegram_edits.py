@@ -1,10 +1,10 @@
 """A user edits or deletes a message on Telegram: the real aiogram client inside `TelegramAdapter`
 against the loopback `FakeTelegram`, with the real `Gateway`.
 
-The gateway takes a message as it was sent (docs/platforms/telegram.md): it asks Telegram for new
-messages only, and an edit Telegram sends anyway (``edited_message``, as before a changed
-``allowed_updates`` takes effect) is never answered as a message of its own, nor changes the text of
-one waiting for its turn or running. Telegram tells bots of no deletion."""
+An edit (``edited_message``) is never answered as a message of its own, nor changes the text of a
+message running or answered; a message still waiting for its turn is answered as edited
+(docs/platforms/telegram.md; `tests.scenarios.test_telegram_edits_waiting`). Telegram tells bots of no
+deletion."""
 
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ def edit(telegram: FakeTelegram, message: dict[str, Any], text: str) -> None:
     telegram.push_update({"edited_message": {**message, "text": text, "edit_date": int(time.time())}})
 
 
-async def test_edits_change_nothing_the_gateway_received(fake, chat):  # noqa: F811  (the fixtures imported)
+async def test_edits_change_only_a_message_waiting_for_its_turn(fake, chat):  # noqa: F811  (the fixtures imported)
     model = gated_echo()
     gateway = await chat(model, display={"busy_input_mode": "queue"})
-    assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["message"]
+    assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["edited_message", "message"]
     first = write(fake, "first")
     await model.reached("first")
     prod = write(fake, "deploy to prod")
@@ -56,5 +56,6 @@ async def test_edits_change_nothing_the_gateway_received(fake, chat):  # noqa: F
     write(fake, "last")
     await fake.wait_for(lambda: len(fake.messages[str(PRIVATE)]) == 3)
     await settled(gateway)
-    assert [m["text"] for m in fake.messages[str(PRIVATE)]] == ["echo: first", "echo: deploy to prod", "echo: last"]
+    assert [m["text"] for m in fake.messages[str(PRIVATE)]] == [
+        "echo: first", "echo: deploy to staging", "echo: last"]
     await fake.wait_for(lambda: not fake.pending)  # the edits were confirmed, not left for a later start

@@ -1,9 +1,9 @@
 """The update kinds the gateway does not serve, end to end: the real aiogram client in `TelegramAdapter` against
-the loopback `FakeTelegram`, with the real `Gateway`. It asks Telegram for ``message`` updates only, so a channel's
-posts (also one mentioning the bot), business messages, reactions, button presses, inline queries, join requests
-and the bot's own membership changes (removed from a group, blocked by a user) never come. One Telegram still
-serves (those queued before a changed ``allowed_updates`` took effect) is confirmed, unanswered, with no warning,
-and the messages after it are answered as usual (docs/platforms/telegram.md)."""
+the loopback `FakeTelegram`, with the real `Gateway`. It asks Telegram for ``message`` and ``edited_message``
+updates only, so a channel's posts (also one mentioning the bot), business messages, reactions, button presses,
+inline queries, join requests and the bot's own membership changes (removed from a group, blocked by a user) never
+come. One Telegram still serves (those queued before a changed ``allowed_updates`` took effect) is confirmed,
+unanswered, with no warning, and the messages after it are answered as usual (docs/platforms/telegram.md)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_update_kinds_not_asked_for_are_confirmed_unanswered_and_quietly(t
     caplog.set_level(logging.WARNING)
     async with FakeTelegram() as fake:
         gateway = await telegram_gateways(fake, ScriptedModel({"parent": [[{"text": "hello back"}]]}), progress="off")
-        assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["message"]
+        assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["edited_message", "message"]
         for update in others(fake.bot_user):
             fake.push_update(update)
         fake.push_message(42, "hi")

@@ -1,0 +1,72 @@
+"""A user's edit of their message that still waits for its turn: the turn answers the message as edited.
+
+An adapter that hears edits (`platforms.base.HearsEdits`) hands each over as `MessageEdits.edited`, in the
+order of its chat's events (`gateway.chat_intake`), so an edit handed over right after its message finds it
+queued. What runs is the session's queued `WorkItem`, and what a restart replays is the inbox's record: both
+are changed, or neither. Everything else is left as it is, and the edit starts nothing: a message whose turn
+has begun (running, steered into a running turn, held as the answer to a question) or has been answered, one
+the gateway never took or has forgotten, an album (its caption may be several items' joined), the text after a
+``/new`` (its command has run), one held in the store behind a hundred others (`session_registry.QUEUED`), and
+an edit that makes it a command (commands are routed as they arrive; replayed after a restart, it would be
+routed as one, not answered as the message it ran as).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+
+from gateway.chat_intake import ChatIntake
+from gateway.session_registry import SessionRegistry
+from gateway.sessions import WorkItem
+from gateway.store import session_key
+from gateway.store.inbox import Inbox
+
+log = logging.getLogger("gateway.edits")
+
+
+class MessageEdits:
+    """``is_command(text)``: whether the gateway would route ``text`` as a command; ``durable()``: commit what
+    was written, raising as `gateway.app.Gateway.handle` does when the store refuses; ``accepting()``: whether
+    the gateway takes events now (a stop has begun: what waits is replayed after the next start, unedited)."""
+
+    def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, *,
+                 is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
+                 before_waiting: Callable[[], Awaitable[None]], accepting: Callable[[], bool]) -> None:
+        self._sessions, self._inbox, self._intake = sessions, inbox, intake
+        self._is_command, self._durable, self._before_waiting = is_command, durable, before_waiting
+        self._accepting = accepting
+
+    async def edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
+        """`platforms.base.MessageEdited`. Idempotent: the same edit handed over again changes nothing more."""
+        async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
+            item = self._waiting(platform, chat_id, thread_id, message_id) if self._accepting() else None
+            if item is None or item.event is None:
+                log.debug("%s chat %s: message %s was edited, but does not wait for its turn; left as it is",
+                          platform, chat_id, message_id)
+                return False
+            if item.text != text:  # else handed over again (its commit refused before), or edited back
+                if self._is_command(text) and not item.event.forwarded:
+                    log.debug("%s chat %s: message %s was edited into a command; left as it is", platform, chat_id,
+                              message_id)
+                    return False
+                edited = dataclasses.replace(item.event, text=text)
+                if not self._inbox.edit(edited):
+                    log.debug("%s chat %s: message %s was edited, but its event %s no longer waits; left as it is",
+                              platform, chat_id, message_id, edited.event_id)
+                    return False
+                item.text, item.event = text, edited
+                log.info("%s chat %s: message %s (event %s) was edited while it waited for its turn; it is answered"
+                         " as edited", platform, chat_id, message_id, edited.event_id)
+        await self._durable()
+        return True
+
+    def _waiting(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> WorkItem | None:
+        """The queued turn of the message, if it waits for one of its own and is answered as it was written."""
+        session = self._sessions.find(platform, chat_id, thread_id)
+        for item in session.queue if session is not None else ():
+            event = item.event
+            if item.kind == "message" and event is not None and event.message_id == message_id:
+                return item if not event.aliases and item.text == event.text else None
+        return None
