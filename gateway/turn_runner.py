@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
@@ -450,7 +451,8 @@ class TurnRunner:
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
-                    observer = Observer(self._send, session, running, display, progress)
+                    interim = functools.partial(self._interim, refused, running)
+                    observer = Observer(interim, session, running, display, progress)
                     result = await session.agent.run_turn(content, observer=observer, turn_id=item.turn_id)
         except Exception:
             crashed = True
@@ -668,6 +670,16 @@ class TurnRunner:
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
+
+    def _interim(self, refused: Refusals, running: RunningTurn, session: GatewaySession, text: str, **kw: Any) -> None:
+        """`_send` of the model's text beside its tool calls. Refused (a full disk, another process's write lock),
+        it is left out, and the message it quoted goes to the reply: raised, it crashed the turn, whose chat got an
+        apology in place of its answer."""
+        with refused.noting("an interim message", holds=False):
+            self._send(session, text, **kw)
+            return
+        if running.quote is None:
+            running.quote = kw.get("reply_to")
 
 
 def _stop_note(platform: str, running: RunningTurn, answered: bool) -> str | None:
