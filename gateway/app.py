@@ -349,7 +349,14 @@ class Gateway:
         if self._run_begun:
             # Else the start failed or was stopped before it began its run: the record of the run before,
             # maybe cut short by a crash the next start must charge to the events it had begun, stays.
-            await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
+            try:
+                await self.store.end_run()  # before the host closes the database it shares with the lifecycle journal
+            except sqlite3.Error as exc:
+                # A full disk, another process holding the write lock: the children, the journal and the store are
+                # closed all the same (raised, they were left open, and the process ended with a traceback).
+                log.error("the clean stop could not be recorded (%s: %s): the next start takes the messages left "
+                          "unanswered as cut short by a crash, counting an attempt against each", type(exc).__name__,
+                          exc)
         await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
