@@ -382,7 +382,9 @@ async def _ask(config: Config, message: str) -> int:
     host = AgentHost(config)
     try:
         await host.start()  # one that fails after the lifecycle started (a plugin missing) closes it too
-        result = await host.new_session().run_turn(message)
+        # Through `delegation.backend`, as a chat's new session delegates (the registry's tool is `default`'s).
+        delegate = host.inline_delegate(config.delegation.backend)
+        result = await host.new_session(delegate=delegate).run_turn(message)
     finally:
         # Its background children are stopped, and get the grace to end, as at a gateway's stop.
         await host.close(grace=config.server.shutdown_grace_seconds)

@@ -29,6 +29,13 @@ def _is_now(word: str) -> bool:
     return word.lower() in NOW_SPELLINGS
 
 
+def _sentence(text: str) -> str:
+    """A backend's description as one sentence: a plugin's may end in its own full stop, ``!`` or ``?``,
+    which a full stop after it doubled (``..``) or contradicted (``!.``)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "\u2026")) else f"{text}."
+
+
 class DelegationCommand:
     def __init__(self, registry: SessionRegistry, routing: Routing) -> None:
         self._registry = registry
@@ -70,7 +77,7 @@ class DelegationCommand:
 
     def _show(self, session: GatewaySession) -> str:
         backend = session.backend
-        lines = [f"Delegation here: {backend} — {self._describe(backend)}."]
+        lines = [f"Delegation here: {backend} — {_sentence(self._describe(backend))}"]
         if self._routing.available(backend):
             lines.append(self._options(backend))
         else:
