@@ -504,6 +504,7 @@ class TurnRunner:
             refused.note(owed_by(behind), behind.error)
         message: EndMessage | None = None  # until journaled
         cut = False  # the shutdown cancelled the worker as the reply was journaled: raised once the turn has ended
+        typing_left: _Typing | None = None  # the typing indicator to end once the turn's end is written
         if text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
                 with refused.noting("its late note", holds=False):
@@ -528,12 +529,18 @@ class TurnRunner:
                     # answer under the /new's. A split under way was finished, not begun again (`_reply`): split anew,
                     # a long reply outlasted the stop's wait, which named the turn as one ignoring its cancellation.
                     cut = True
-                    if typing is not None:
-                        await typing.ended(wait=False)  # the process stops: no typing request is waited for
                     if not splitting:
+                        if typing is not None:
+                            await typing.ended(wait=False)  # the process stops: no typing request is waited for
                         message = await self._reply(session, running, answer, finish_progress, refused)
                     elif not self._outbox.journaled(f"{answer.key}:0"):
+                        if typing is not None:
+                            await typing.ended(wait=False)
                         raise  # cancelled twice: given up, its message is handled again after the next start
+                    else:
+                        # Ended after the turn's end is written: a wait now would let the loop commit the reply
+                        # without it, and a crash then ran its message again.
+                        typing_left = typing
             finally:
                 del self._journaling[item.turn_id]
                 journaled.set()
@@ -552,6 +559,8 @@ class TurnRunner:
         if not refused.holds and (unpaid := self._owed.pay(session)) is not None:
             refused.note(unpaid.what if unpaid.turn_id == item.turn_id else owed_by(unpaid), unpaid.error)
         refused.log_turn(item.turn_id, session)
+        if typing_left is not None:
+            await typing_left.ended(wait=False)
         if _shows_typing(adapter):
             self._idle_soon(adapter, session)
         if cut:
