@@ -27,17 +27,19 @@ answers it 400), are each logged as one line, not a traceback (`ServerLog`). Eac
 names the client's address, which a flood changes at will (an IPv6 network's addresses): each kind
 is logged once, then counted for ten minutes (`platforms.repeated_warnings`). An
 ``Expect`` header other than ``100-continue`` is answered 417 before aiohttp sees it
-(`expect_guard`).
+(`expect_guard`). A body in a ``Content-Encoding`` other than gzip or deflate is answered 415
+in JSON, on every path, saying which encodings are taken (`encoding_guard`, `RefusingUndecodable`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 
 from aiohttp import hdrs, web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 from platforms.repeated_warnings import RepeatedWarnings
@@ -162,6 +164,55 @@ def expect_guard(handler: Handler) -> Handler:
     return guarded
 
 
+DECODED = ("gzip", "deflate")
+"""The ``Content-Encoding``s a body may come in: those aiohttp decodes with the standard library alone. The
+same whatever decoders happen to be installed."""
+
+
+def encoding_guard(handler: Handler) -> Handler:
+    """Wraps the server's request handler, as `expect_guard` does: a body in a ``Content-Encoding`` aiohttp
+    leaves undecoded (``compress``, ``x-gzip``, two of them: ``gzip, br``) would reach the routes still
+    encoded, to be refused as a bad signature or as not JSON. It gets the 415 of `unsupported_encoding`
+    first, on any path; ``identity`` and a request without a body pass."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        coding = ", ".join(request.headers.getall(hdrs.CONTENT_ENCODING, ())).strip()
+        if coding and coding.lower() not in ("identity", *DECODED) and request.body_exists:
+            return unsupported_encoding(coding)
+        return await handler(request)
+
+    return guarded
+
+
+class RefusingUndecodable(RequestHandler):
+    """aiohttp's handler of a connection, but a body in brotli or zstd (whose decoders are not installed)
+    gets the JSON 415 of `unsupported_encoding`: aiohttp refuses it as it parses the headers, before any
+    handler or middleware, with a 400 in plain text telling the client to install a Python package
+    (``Please install `Brotli```). `ConnectionGuard` makes each connection's handler one."""
+
+    __slots__ = ()  # aiohttp's layout: a handler aiohttp made can be turned into one
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        # Only the parse of the headers gets here with it: a body that fails to decode fails the handler's read.
+        if status != 400 or not isinstance(exc, ContentEncodingError):
+            return super().handle_error(request, status, exc, message)
+        # The request aiohttp hands over has no headers: its error names the encoding ("… brotli (br). …").
+        named = re.search(r"\(([a-z]+)\)", exc.message or "")
+        return unsupported_encoding(named.group(1) if named else None)
+
+
+def unsupported_encoding(coding: str | None) -> web.Response:
+    """415 in JSON naming the encodings taken, as ``Accept-Encoding`` does too (RFC 9110 §15.5.16). The body
+    is not read: its connection is closed."""
+    shown = coding if coding and len(coding) <= 40 and coding.isascii() and coding.isprintable() else None
+    error = (f"Content-Encoding {shown}" if shown else "this Content-Encoding") + (
+        " is not supported; send the body as gzip, deflate or uncompressed")
+    response = web.json_response({"error": error}, status=415, headers={hdrs.ACCEPT_ENCODING: ", ".join(DECODED)})
+    response.force_close()
+    return response
+
+
 class ConnectionGuard:
     """The protocol factory for ``loop.create_server``: at most ``limit`` connections, and
     each must deliver its first request's headers within ``header_timeout`` seconds.
@@ -192,6 +243,8 @@ class ConnectionGuard:
                                     " to make room", self.limit)
             oldest.force_close()
         handler = server()
+        # aiohttp's server makes the handler itself, and its slots leave no method to override on the instance.
+        handler.__class__ = RefusingUndecodable
         loop = asyncio.get_running_loop()
         self._waiting[handler] = loop.call_later(self.header_timeout, self._expire, handler)
         return handler

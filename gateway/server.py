@@ -19,7 +19,7 @@ from aiohttp.typedefs import Handler
 from gateway.app import Gateway
 from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, expect_guard
+from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, encoding_guard, expect_guard
 from gateway.metrics import CONTENT_TYPE
 from gateway.store import checkpointer, write_lock
 from lifecycle import SqliteDatabase
@@ -166,7 +166,7 @@ class Server:
                                lingering_time=0, logger=ServerLog(), shutdown_timeout=self.grace + CUT_OFF_SECONDS)
         await runner.setup()
         assert runner.server is not None
-        runner.server.request_handler = expect_guard(runner.server.request_handler)
+        runner.server.request_handler = expect_guard(encoding_guard(runner.server.request_handler))
         self._runner = runner
         try:
             self._listener = await asyncio.get_running_loop().create_server(

@@ -282,7 +282,8 @@ class Console(GatewayListener):
         if isinstance(refusal := self.access.check(request), Refusal):
             return refused(request, refusal)
         if request.content_type != "application/json":
-            return error_response(415, "send actions as application/json")
+            return error_response(415, "send actions with the header Content-Type: application/json"
+                                       " (the body may be empty)")
         try:
             target = parse(request.match_info["id"])
         except ValueError:
