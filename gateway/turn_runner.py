@@ -437,6 +437,7 @@ class TurnRunner:
         progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
+        untold: EndMessage | None = None  # those notes, the store refused: the answer to owe
         crashed = False
         stop = self._stops[running.run_id] = asyncio.Event()
         typing = under_way.typing = _Typing(adapter, session, self._clock) if _shows_typing(adapter) else None
@@ -447,7 +448,7 @@ class TurnRunner:
                     await self._begin(item.event)
                 elif item.delegation_id is not None:
                     await self._begin_delivery(item.delegation_id)
-                content = await self._input(session, item, running, stop)
+                content, untold = await self._input(session, item, running, stop, refused)
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
@@ -544,6 +545,8 @@ class TurnRunner:
             finally:
                 del self._journaling[item.turn_id]
                 journaled.set()
+        elif untold is not None:
+            message = untold  # owed as a reply is (`_input`)
         elif (note := _stop_note(session.platform, running, answered)) is not None:
             message = EndMessage(note, kind, f"{item.turn_id}:{kind}", item.turn_id, running.answers, note=True)
             with refused.noting("its note"):
@@ -642,21 +645,30 @@ class TurnRunner:
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}{late_notes.PICKED_UP}", turn_id=item.turn_id, reply_to=quote_of(event))
 
-    async def _input(self, session: GatewaySession, item: WorkItem, running: RunningTurn,
-                     stop: asyncio.Event) -> str | list[dict[str, Any]] | None:
+    async def _input(self, session: GatewaySession, item: WorkItem, running: RunningTurn, stop: asyncio.Event,
+                     refused: Refusals) -> tuple[str | list[dict[str, Any]] | None, EndMessage | None]:
         """The turn's input for its model; None when there is nothing for it: the attachments' notes were the
         answer, or a stop (``stop``) ended the turn first. Fetching its files (downloads, tries again, a voice
-        note's transcription) can take minutes: a stop cancels it at once (`prepare` stores no file by halves)."""
+        note's transcription) can take minutes: a stop cancels it at once (`prepare` stores no file by halves).
+        With it, the notes the store refused (a full disk, another process's write lock) where they are the answer:
+        the turn's end owes them as it owes a reply. Beside an answer of the model's they are left out (noted in
+        ``refused``), their quote left to that answer: raised, the refusal crashed the turn, whose chat got an
+        apology in place of its answer."""
         if item.event is None or not item.event.attachments:
             # Most turns: no files, so no folder, model or adapter to look at.
-            return senders.for_model(item.text, item.event) if item.kind == "message" else item.text
+            return (senders.for_model(item.text, item.event) if item.kind == "message" else item.text), None
         if stop.is_set():  # stopped while its event was marked begun
-            return None
+            return None, None
+        untold: list[tuple[EndMessage, sqlite3.Error]] = []
 
         def tell(text: str) -> None:
             if not running.suppressed:  # stopped while its files downloaded: the stop said the last word
-                self._send(session, text, kind="reply", key=f"{item.turn_id}:attachments", turn_id=item.turn_id,
-                           reply_to=running.take_quote())
+                note = EndMessage(text, "reply", f"{item.turn_id}:attachments", item.turn_id, running.take_quote())
+                try:
+                    self._send(session, note.text, kind=note.kind, key=note.key, turn_id=note.turn_id,
+                               reply_to=note.reply_to)
+                except sqlite3.Error as exc:
+                    untold.append((note, exc))
 
         agent = session.agent
         # Who sent it is said of what the files make of the message: the text alone would never be
@@ -674,8 +686,16 @@ class TurnRunner:
             # shutdown cuts a turn (`SessionRegistry.interrupt_all`), it runs again after the next start; told
             # failed, its chat got an apology, and its message was settled, never answered.
             running.shutdown = True
-            return None
-        return None if content is None else senders.content_for_model(content, item.event)
+            return None, None
+        if untold:
+            note, exc = untold[0]  # `turn_input` tells once
+            owed = content is None and not running.suppressed
+            refused.note("the note about its files", exc, holds=owed)
+            if owed:
+                return None, note
+            if running.quote is None:
+                running.quote = note.reply_to
+        return (None if content is None else senders.content_for_model(content, item.event)), None
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
