@@ -27,8 +27,10 @@ run: $(STAMP)
 
 # The suite starts `switchboard` a few hundred times: with bytecode kept (an environment may turn it
 # off), a start does not compile every module of the project again first.
+# Two workers (pytest-xdist): the suite waits on sockets and child processes as much as it computes, so a
+# second keeps a 2-core machine busy while the first waits; each worker has its own browser and servers.
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	@for b in bench/*_bench.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -131,3 +131,13 @@ def folders_not_flushable(monkeypatch) -> None:
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test's captured output may hold lone surrogates (a file name that is no UTF-8, logged): written back,
+    not raised on, when pytest-xdist hands the report to the main process as UTF-8."""
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [(title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+                       for title, text in report.sections]
