@@ -112,11 +112,36 @@ def _bounded_error(error: str | None, length: int | None = None) -> str | None:
     length = len(error or "") if length is None else length
     if error is None or length <= MAX_ERROR_CHARS:
         return error
+    return _cut_error(error, length, MAX_ERROR_CHARS)
+
+
+def _cut_error(shown: str, length: int, keep: int) -> str:
+    """``shown``, the start of an error of ``length`` characters, cut to at most ``keep``, then a note of how
+    many it leaves out."""
     # At a space where one is near: a model name cut in two would be a stub `routed` no longer knows for one,
     # and shows (a name is one word, so it is kept whole or left out).
-    cut = error.rfind(" ", MAX_ERROR_CHARS // 2, MAX_ERROR_CHARS + 1)
-    cut = MAX_ERROR_CHARS if cut < 0 else cut
-    return f"{error[:cut]} [... {length - cut:,} more characters of the error not shown]"
+    cut = shown.rfind(" ", keep // 2, keep + 1)
+    cut = keep if cut < 0 else cut
+    return f"{shown[:cut]}{_ERROR_NOTE.format(length - cut)}"
+
+
+_ERROR_NOTE = " [... {:,} more characters of the error not shown]"
+_NOTED = re.compile(r" \[\.\.\. ([\d,]+) more characters of the error not shown\]\Z")
+
+
+def share_error(item: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Cut ``item``'s ``error`` further, to at most ``limit`` characters with its note, when a batch's entries
+    share a total: cut from the text the entry shows (`routed` has renamed in it what it hides), its note
+    counting what the first cut (`MAX_ERROR_CHARS`) left out too."""
+    error = item.get("error")
+    if not isinstance(error, str) or len(error) <= limit:
+        return item
+    noted = _NOTED.search(error)
+    shown, more = (error[:noted.start()], int(noted[1].replace(",", ""))) if noted else (error, 0)
+    length = len(shown) + more
+    # Room for the longest note it may take: the count can only be less than ``length``.
+    item["error"] = _cut_error(shown, length, max(1, limit - len(_ERROR_NOTE.format(length))))
+    return item
 
 
 def _recorded_summary(result: SubagentResult) -> str | None:
@@ -154,12 +179,14 @@ def unavailable_entry(task_index: int, subagent_id: str) -> dict[str, Any]:
     return item
 
 
-def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, folder: str | None = None
-                         ) -> dict[str, Any]:
+def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, folder: str | None = None, *,
+                         shared: bool = False) -> dict[str, Any]:
     """Cut an over-long summary to head and tail with an explicit marker, keeping the
     full text in the workspace where ``read_file`` can read it back: under ``folder``
     (workspace-relative), the parent session's own (its `FileScope`'s ``own``) where it has
-    one, since the workspace may be shared with sessions that must not read it (other chats)."""
+    one, since the workspace may be shared with sessions that must not read it (other chats).
+    ``shared``: ``max_chars`` is the summary's share of a total its batch's entries share, not
+    ``delegation.max_summary_chars``, and ``summary_not_saved`` names it so."""
     summary = item.get("summary")
     if not isinstance(summary, str) or len(summary) <= max_chars:
         return item
@@ -171,7 +198,9 @@ def apply_summary_budget(item: dict[str, Any], max_chars: int, workspace: Path, 
         item["summary_truncated"] = False
         item["summary_original_chars"] = len(summary)
         item["summary_full_path"] = None
-        item["summary_not_saved"] = f"given whole, over delegation.max_summary_chars ({max_chars}): {unsaved}"
+        limit = (f"its share of the results' total ({max_chars:,} characters)" if shared
+                 else f"delegation.max_summary_chars ({max_chars})")
+        item["summary_not_saved"] = f"given whole, over {limit}: {unsaved}"
         return item
     marker, keep = _marker(len(summary), max_chars, f"full text: read_file path={relative}")
     head = keep * 3 // 4

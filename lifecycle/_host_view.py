@@ -20,7 +20,14 @@ from agent._compaction import equal_share
 from agent._token_estimate import weight
 from lifecycle._children import ChildSpec
 from lifecycle._contract import SubagentLifecycleError, SubagentResult
-from lifecycle._entries import apply_summary_budget, entry, entry_from_result, routed, unavailable_entry
+from lifecycle._entries import (
+    apply_summary_budget,
+    entry,
+    entry_from_result,
+    routed,
+    share_error,
+    unavailable_entry,
+)
 from lifecycle._record import Record
 from lifecycle._routing import BackendUnavailable, ChildRoute, RouteRefused
 from lifecycle._snapshot import ChildSnapshot
@@ -33,8 +40,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("lifecycle.host_view")
 
 SHARED_SUMMARY_FLOOR = 500
-"""The least a summary is cut to when a batch's summaries share a total (`_summary_limits`): the marker saying
-where the full text is, and a start to tell what the child found. Fifty children keep 25,000 characters so."""
+"""The least a summary is cut to when a batch's entries share a total (`_text_limits`): the marker saying
+where the full text is, and a start to tell what the child found. Fifty children keep 25,000 characters so,
+whatever the total: a total too small for every entry at its floors is overrun (see `_text_limits`)."""
+SHARED_ERROR_FLOOR = 300
+"""The least an error is cut to, its note of what it leaves out included, when a batch's entries share a total:
+its kind (``model request failed (rate_limited): …``) and the start of its detail."""
 CUT_FIELDS = 200
 """Characters a summary cut adds to its entry besides the summary (``summary_truncated``, its original length, the
 path of its full text), kept aside for each entry when a batch's summaries share a total."""
@@ -182,9 +193,11 @@ class HostView:
         (no tool trace); one nothing remembers is an ``error`` entry. ``routes`` maps the ids
         of routed children to their route: their entries name it instead of the model behind
         it, also in their errors (`routed`). ``total_tokens``: the most the entries may come to together
-        (by the agent's estimate), over which their summaries share it (`_summary_limits`), each cut
-        beyond its share as the summary budget cuts it. Cancelling the wait leaves the children running;
-        after `close`, raises as `wait_finished` does."""
+        (by the agent's estimate), over which their summaries and errors share it (`_text_limits`), a
+        summary cut beyond its share as the summary budget cuts it, an error saying how much it leaves out;
+        none is cut below its floor (`SHARED_SUMMARY_FLOOR`, `SHARED_ERROR_FLOOR`), so a total too small
+        for that many entries is overrun. Cancelling the wait leaves the children running; after `close`,
+        raises as `wait_finished` does."""
         held = [self._supervisor.get(sid) for _, sid in tasks]
         await self._wait(held)  # holding the live records keeps their full outcomes readable
         max_chars = self._supervisor.host.delegation.max_summary_chars
@@ -202,10 +215,16 @@ class HostView:
             if routes:
                 routed(entry_, routes.get(sid), provider)
             items.append(entry_)
-        limits = [max_chars] * len(items) if total_tokens is None else _summary_limits(items, max_chars, total_tokens)
-        for at, limit in enumerate(limits):
+        if total_tokens is None:
+            limits = [(max_chars, None)] * len(items)
+        else:
+            limits = _text_limits(items, max_chars, total_tokens)
+        for at, (limit, error_limit) in enumerate(limits):
+            if error_limit is not None:
+                share_error(items[at], error_limit)
             if len(items[at].get("summary") or "") > limit:
-                items[at] = await asyncio.to_thread(apply_summary_budget, items[at], limit, workspace, folder)
+                items[at] = await asyncio.to_thread(apply_summary_budget, items[at], limit, workspace, folder,
+                                                    shared=limit < max_chars)
         return items
 
     def keep_results_since(self, since: Callable[[], float | None]) -> None:
@@ -292,27 +311,38 @@ class HostView:
         return record
 
 
-def _summary_limits(items: Sequence[dict[str, Any]], max_chars: int, total_tokens: int) -> list[int]:
-    """Characters each entry's summary may keep (its marker included) for ``items`` to come to at most
-    ``total_tokens`` together as JSON (by `weight`, as compaction counts them), each at most ``max_chars``.
-    Within it with their summaries at ``max_chars``, nothing else changes. Over it, their tool traces are
-    left out first (counted in ``tool_trace_omitted``: which tools a child called matters less than what it
-    found), then the summaries share what the other fields leave equally, the shorter keeping theirs whole,
-    none cut below `SHARED_SUMMARY_FLOOR` (the marker included: fifty children at the floor overrun a small
-    budget; their errors are bounded on their own, by `lifecycle._entries.MAX_ERROR_CHARS`)."""
+def _text_limits(items: Sequence[dict[str, Any]], max_chars: int, total_tokens: int
+                 ) -> list[tuple[int, int | None]]:
+    """Characters each entry's summary and error may keep (its marker or note included; None: the error as it
+    is) for ``items`` to come to at most ``total_tokens`` together as JSON (by `weight`, as compaction counts
+    them), each summary at most ``max_chars``. Within it with their summaries at ``max_chars``, nothing else
+    changes. Over it, their tool traces are left out first (counted in ``tool_trace_omitted``: which tools a
+    child called matters less than what it found), then their summaries and errors share what the other fields
+    leave equally, the shorter keeping theirs whole, none cut below its floor (`SHARED_SUMMARY_FLOOR`,
+    `SHARED_ERROR_FLOOR`): past that many entries, the total is overrun by what the floors keep (fifty
+    children at both: 40,000 characters, and their other fields), a start of each being worth more to the
+    parent than a total no model window has."""
     budget = 8 * total_tokens
-    lengths = [min(len(item.get("summary") or ""), max_chars) for item in items]
-    text = [weight(json.dumps((item.get("summary") or "")[:max_chars], ensure_ascii=False)) for item in items]
-    rest = [weight(json.dumps({**item, "summary": None}, ensure_ascii=False)) for item in items]
-    if sum(rest) + sum(text) <= budget:
-        return [max_chars] * len(items)
+    summaries = [(item.get("summary") or "")[:max_chars] for item in items]
+    errors = [item.get("error") or "" for item in items]
+    texts = [weight(json.dumps(text, ensure_ascii=False)) for text in summaries + errors]
+    rest = [weight(json.dumps({**item, "summary": None, "error": None}, ensure_ascii=False)) for item in items]
+    if sum(rest) + sum(texts) <= budget:
+        return [(max_chars, None)] * len(items)
     for at, item in enumerate(items):
         if item.get("tool_trace"):
             item["tool_trace_omitted"] = item.get("tool_trace_omitted", 0) + len(item["tool_trace"])
             item["tool_trace"] = []
-            rest[at] = weight(json.dumps({**item, "summary": None}, ensure_ascii=False))
-    share = equal_share(text, budget - sum(rest) - 2 * CUT_FIELDS * len(items))
-    # A share in eighths of a token becomes characters of that summary at its own rate: four characters a
-    # token of English, about one of Chinese.
-    return [max_chars if eighths <= share else max(SHARED_SUMMARY_FLOOR, length * share // eighths)
-            for length, eighths in zip(lengths, text, strict=True)]
+            rest[at] = weight(json.dumps({**item, "summary": None, "error": None}, ensure_ascii=False))
+    share = equal_share(texts, budget - sum(rest) - 2 * CUT_FIELDS * len(items))
+
+    def limit(text: str, eighths: int, floor: int) -> int | None:
+        # A share in eighths of a token becomes characters of that text at its own rate: four characters a
+        # token of English, about one of Chinese.
+        return None if eighths <= share else max(floor, len(text) * share // eighths)
+
+    count = len(items)
+    kept = [limit(text, eighths, SHARED_SUMMARY_FLOOR) for text, eighths in zip(summaries, texts[:count], strict=True)]
+    cut = [limit(text, eighths, SHARED_ERROR_FLOOR) for text, eighths in zip(errors, texts[count:], strict=True)]
+    # Never over ``max_chars``: the floor is no licence to give more than a user's smaller budget.
+    return [(max_chars if k is None else min(k, max_chars), e) for k, e in zip(kept, cut, strict=True)]

@@ -37,13 +37,17 @@ def parent(goals: list[str], seen: list[str]):
     return script
 
 
-async def completion_text(tmp_path, gateways, goals, leaf, *, window=128_000) -> tuple[str, dict]:
+async def completion_text(tmp_path, gateways, goals, leaf, *, window=128_000, failed=False) -> tuple[str, dict]:
     seen: list[str] = []
     chat = RecordingAdapter()
     model = ScriptedModel({"parent": parent(goals, seen), "leaf": leaf}, context_window=window)
     gateway = await gateways(make_config(tmp_path, **BACKGROUND), [chat], model=model)
     await chat.say("please delegate")
-    await chat.wait_for(lambda: chat.texts() == ["on it", "done"])
+    if failed:  # the answer says which failed
+        await chat.wait_for(lambda: chat.texts()[:1] == ["on it"] and len(chat.texts()) == 2
+                            and chat.texts()[1].startswith("done\n\n⚠️ Subagent failed: "))
+    else:
+        await chat.wait_for(lambda: chat.texts() == ["on it", "done"])
     await settled(gateway)
     [text] = seen
     return text, json.loads(text.removeprefix(COMPLETION_PREFIX))
@@ -99,3 +103,20 @@ def test_a_goal_without_a_space_near_the_cut_is_cut_between_whole_characters():
     assert at_word("word " * 60 + "x" * 300, 500) == ("word " * 60).rstrip()  # the space in the second half
     assert at_word("line\n" * 100, 300) == ("line\n" * 60).rstrip()
     assert at_word("short", 500) == "short"
+
+
+async def test_long_errors_share_half_the_context_window_too_each_saying_how_much_was_left_out(tmp_path, gateways):
+    # Each error was bounded on its own only, at 4,000 characters: ten came to over 40,000 characters, about
+    # 10,000 tokens, for a model whose window is 8,192: over half of it, and over all of it with the goals.
+    detail = " ".join(["the upstream refused the request"] * 200)
+    window = 8_192
+    text, payload = await completion_text(tmp_path, gateways, [f"job {n}" for n in range(10)],
+                                          lambda r: {"error": "server_error", "message": f"{r.metadata['goal']}: "
+                                                     + detail}, window=window, failed=True)
+    assert len(text) <= window // 2 * 4, len(text)  # half the window, at four characters a token
+    for n, result in enumerate(payload["results"]):
+        assert result["status"] == "failed"
+        shown, note = result["error"].split(" [... ")
+        whole = f"job {n}: {detail}"
+        assert whole.startswith(shown) and whole[len(shown)] == " " and len(shown) > 300
+        assert note == f"{len(whole) - len(shown):,} more characters of the error not shown]"
