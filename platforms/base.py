@@ -35,7 +35,7 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
-to their message: Telegram), `StopsWithin` (a stop whose waits are
+to their message: Telegram, Slack, Discord), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
 gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
@@ -464,7 +464,8 @@ raises as `InboundSink` does when the store refuses it (the adapter hands it ove
 
 @runtime_checkable
 class HearsEdits(Protocol):
-    """An adapter whose platform tells it of users' edits to their messages (Telegram's ``edited_message``)."""
+    """An adapter whose platform tells it of users' edits to their messages (Telegram's ``edited_message``, Slack's
+    ``message_changed``, Discord's ``MESSAGE_UPDATE``)."""
 
     def bind_edits(self, edited: MessageEdited) -> None:
         """Called once, before `Adapter.start`, with ``edited``, which the adapter awaits for each edit of a

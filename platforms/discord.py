@@ -15,7 +15,10 @@ Which messages are for the bot, and which session they belong to:
   plain text for the gateway to route.
 
 The bot's own messages and other bots' are ignored (two bots answering each other
-would never stop); the bot's mention (or its role's) is stripped from the text. The threads
+would never stop); the bot's mention (or its role's) is stripped from the text. A member's edit of their
+message (``MESSAGE_UPDATE``) is read as the message is, and goes to the gateway (`HearsEdits`) in its place
+among the events: a message still waiting for its turn is answered as edited; any other edit changes nothing
+and starts no turn, nor does one that leaves a message no longer for the bot. The threads
 the bot posted in are remembered across restarts: the gateway hands them over
 (`remember_threads`). What was said to the bot while the gateway was down, which Discord never sends
 again, is asked for at each new session (`platforms.discord_catch_up`): the last message seen in each
@@ -85,6 +88,7 @@ from platforms.base import (
     DisplayTier,
     Inbound,
     InboundSink,
+    MessageEdited,
     NetworkError,
     NotFound,
     Outbound,
@@ -115,7 +119,7 @@ from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
 from platforms.discord_typing import Typing
 from platforms.discord_unquoted import RefusedReplies
-from platforms.discord_unrecorded import Item, Unrecorded
+from platforms.discord_unrecorded import Edit, Item, Unrecorded
 from platforms.formatting import discord_markdown
 from platforms.not_recorded import Handing
 from platforms.pacing import Pacing
@@ -196,7 +200,8 @@ class DiscordAdapter:
         self._catch_up_timeout = catch_up_timeout
         self._catch_up_timer = catch_up_timer
         self._acknowledge_timeout = acknowledge_timeout
-        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item | Edit] = asyncio.Queue()
+        self._edits: MessageEdited | None = None
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
@@ -262,6 +267,10 @@ class DiscordAdapter:
         no longer in memory is only ever recorded past what is stored."""
         self._last_seen.bind(last_seen, seen)
 
+    def bind_edits(self, edited: MessageEdited) -> None:
+        """Where a member's edit of their message goes (`HearsEdits`)."""
+        self._edits = edited
+
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
@@ -287,6 +296,7 @@ class DiscordAdapter:
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
+            client.on_raw_message_edit = self._on_edit  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
             tree = discord_commands.command_tree(client, commands, self._command_guilds, self._on_command)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
@@ -463,7 +473,10 @@ class DiscordAdapter:
             finally:
                 self._queue.task_done()
 
-    async def _hand_over(self, sink: InboundSink, item: Item) -> None:
+    async def _hand_over(self, sink: InboundSink, item: Item | Edit) -> None:
+        if isinstance(item, Edit):
+            await self._hand_over_edit(item.message)
+            return
         inbound, channel_id, message_id = item
         outcome = "left" if channel_id in self._unrecorded.held_back else \
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
@@ -479,6 +492,17 @@ class DiscordAdapter:
         if message_id:
             self._last_seen.seen(channel_id, message_id)
 
+    async def _hand_over_edit(self, message: Inbound) -> None:
+        """Until the gateway has recorded the edit, as an event (`until_recorded`): Discord never sends it again."""
+        edited, message_id = self._edits, message.message_id
+        if edited is None or message_id is None:
+            return
+
+        async def hand_over(_: Inbound) -> None:
+            await edited(self.name, message.chat_id, message.thread_id, message_id, message.text)
+
+        await until_recorded(hand_over, message, self._stop_asked)
+
     # ---- inbound -----------------------------------------------------------------------------
 
     async def _on_message(self, message: discord.Message) -> None:
@@ -490,6 +514,18 @@ class DiscordAdapter:
         # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
         if inbound is not None or message.channel.id in self._last_seen.last_seen:
             self._queue.put_nowait((inbound, message.channel.id, message.id))
+
+    async def _on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """A message changed (``MESSAGE_UPDATE``): the raw event, which discord.py sends whether it has the message
+        cached or not (``on_message_edit`` comes only when it has), so each edit is heard once. A member's edit of
+        a message for the bot is read as the message is, as it now reads (`platforms.discord_inbound`), and
+        queued behind the events before it. Discord also says so of changes no one typed (a link's preview
+        added, a pin): the text as it was, they change nothing."""
+        if self._edits is None:
+            return
+        message = self._inbound_of(payload.message)
+        if message is not None:
+            self._queue.put_nowait(Edit(message))
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import aiohttp
 
@@ -18,6 +19,14 @@ from platforms.discord_seen import LastSeen
 
 Item = tuple[Inbound | None, int, int]
 """A queued event: what to hand over (None: a message not for the bot), its channel and message id (0: none)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A queued user's edit of their message (``MESSAGE_UPDATE``), read as the message is (`discord_inbound`): its
+    chat, thread, message id and text as the gateway knows them (`platforms.base.MessageEdited`)."""
+
+    message: Inbound
 
 
 class Unrecorded:
@@ -44,13 +53,16 @@ class Unrecorded:
         self.telling.add(task)
         task.add_done_callback(self.telling.discard)
 
-    def left(self, item: Item, last_seen: LastSeen, *, cut_off: bool = False) -> None:
+    def left(self, item: Item | Edit, last_seen: LastSeen, *, cut_off: bool = False) -> None:
         """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
         interaction again, nor keeps it in a history. One ``cut_off`` (the stop cancelled the sink's call) may
         be recorded, and then answered after the next start: told so instead, or its user would be told no and
         then answered. A message is read back by the next start's catch-up (the inbox drops it if it was
         recorded), which reads only channels with a last message seen: one that has none yet (a first DM, a
-        first mention) gets one just before the message, or the message would be lost."""
+        first mention) gets one just before the message, or the message would be lost. An edit is dropped:
+        Discord never sends it again, and a message still waiting for its turn is answered as the gateway has it."""
+        if isinstance(item, Edit):
+            return
         inbound, channel_id, message_id = item
         if inbound is not None and inbound.is_command:
             (self.cut_off if cut_off else self.not_taken).append(inbound)

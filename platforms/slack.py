@@ -20,8 +20,11 @@ Events come from ``message.*`` subscriptions only; ``app_mention`` events are ac
 ignored, so a mention seen through both subscriptions becomes one `Inbound`. ``tokens_revoked``
 (for the bot) and ``app_uninstalled``, like a Web API call refused for the bot token, make the
 platform ``down`` (`platforms.slack_connection.BotToken`). Messages
-with a subtype other than ``file_share``/``thread_broadcast`` (edits, deletions, joins) and
-messages from bots, this one included, are ignored.
+with a subtype other than ``file_share``/``thread_broadcast`` (deletions, joins) and
+messages from bots, this one included, are ignored. A user's edit (``message_changed``) goes to the gateway
+(`HearsEdits`), read as the message is (`platforms.slack_edits`): a message still waiting for its turn is
+answered as edited; any other edit changes nothing and starts no turn. Acked once the gateway has it, as a
+message is (unacked, Slack sends it again).
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), with no Web API call
 of its own first (`platforms.slack_app`), and the sink only
@@ -80,6 +83,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms import (
     slack_commands,
+    slack_edits,
     slack_files,
     slack_history,
     slack_posts,
@@ -96,6 +100,7 @@ from platforms.base import (
     Inbound,
     InboundSink,
     IndicatorLeft,
+    MessageEdited,
     NetworkError,
     Outbound,
     OutboundFile,
@@ -117,7 +122,7 @@ from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_delivery import Delivery
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
-from platforms.slack_inbound import Taken, conversations_of, taken_of
+from platforms.slack_inbound import Taken, conversations_of, taken_of, text_of
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
@@ -201,6 +206,7 @@ class SlackAdapter:
         self._app: AsyncApp | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._sink: InboundSink | None = None
+        self._edits: MessageEdited | None = None
         self.bot_user_id: str | None = None
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()
@@ -278,6 +284,7 @@ class SlackAdapter:
             self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
             app = bolt_app(auth, bot_token=self._bot_token, base_url=self._api_base, session=self._session,
                            signing_secret=self._signing_secret, http=self.mode == "http")
+            app.event({"type": "message", "subtype": "message_changed"})(self._on_changed)  # bolt runs the first match
             app.event("message")(self._on_message)
             app.command(re.compile(r"^/.+"))(self._on_command)
             app.event("tokens_revoked")(self._on_tokens_revoked)
@@ -448,6 +455,24 @@ class SlackAdapter:
             except Exception as exc:  # told by `Delivery.settled`, traceback and all
                 raise SentAgain(taken.inbound.event_id) from exc
 
+    async def _on_changed(self, event: dict[str, Any]) -> None:
+        """A message was changed (``message_changed``): a user's edit of a message the bot takes goes to the
+        gateway, which answers the new text if the message still waits for its turn. One that no longer
+        addresses the bot (its mention taken out at a channel's top level) is not handed over, as a message
+        would not be. Not acked during a stop: Slack sends it again, to the next process."""
+        with self._under_way.listener():
+            message, edited = slack_edits.edited_message(event), self._edits
+            if message is None or edited is None:
+                return
+            addressed = self._addressed(message)
+            if addressed is None:
+                log.debug("slack: an edit of message %s:%s is not for the bot", event["channel"], message["ts"])
+                return
+            if self._turning_away:
+                raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
+                               " Slack to send again")
+            await edited(self.name, message["channel"], addressed.thread, message["ts"], text_of(message, addressed))
+
     @property
     def _turning_away(self) -> bool:
         """Whether nothing new is handed over: the adapter stops (or has not started)."""
@@ -514,6 +539,10 @@ class SlackAdapter:
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         self._taken_in.bind(last_seen, seen, stored)
+
+    def bind_edits(self, edited: MessageEdited) -> None:
+        """Where a user's edit of their message goes (`HearsEdits`)."""
+        self._edits = edited
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been, until the gateway has

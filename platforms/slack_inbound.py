@@ -43,17 +43,22 @@ def conversations_of(event: dict[str, Any], addressed: Addressed, *,
 
 def taken_of(platform: str, event: dict[str, Any], addressed: Addressed, attachments: tuple[Attachment, ...],
              conversations: tuple[Where, ...]) -> Taken:
-    """The `Inbound` for a message the bot takes (``addressed``), and its `conversations_of`."""
+    """The `Inbound` for a message the bot takes (``addressed``), and its `conversations_of`. Its ``message_id``
+    is its ``ts``, by which an edit names it (`platforms.slack_edits`); Slack has no quoting for answers to use it."""
     channel, ts = event["channel"], event["ts"]
-    # Blocks alone (no ``text``): a message an app posted for the user. Read as its empty text, an empty turn.
-    written = addressed.text if event.get("text") else blocks_text(event.get("blocks"))
     inbound = Inbound(
         platform=platform, chat_id=channel, thread_id=addressed.thread, user_id=event["user"], user_name=None,
-        text=slack_text.with_forwarded(slack_text.readable(written), event.get("attachments")),
-        event_id=f"{channel}:{ts}", is_private=addressed.private,
-        attachments=attachments, sent_at=float(ts),
+        text=text_of(event, addressed), event_id=f"{channel}:{ts}", is_private=addressed.private,
+        attachments=attachments, sent_at=float(ts), message_id=ts,
     )
     return Taken(inbound, ts, conversations)
+
+
+def text_of(event: dict[str, Any], addressed: Addressed) -> str:
+    """What the model reads of a message the bot takes (``addressed``): a message's and its edit's alike."""
+    # Blocks alone (no ``text``): a message an app posted for the user. Read as its empty text, an empty turn.
+    written = addressed.text if event.get("text") else blocks_text(event.get("blocks"))
+    return slack_text.with_forwarded(slack_text.readable(written), event.get("attachments"))
 
 
 def blocks_text(blocks: Any) -> str:

@@ -76,7 +76,7 @@ from platforms.fakes._discord_gateway import (  # noqa: F401
     _Session,
 )
 from platforms.fakes._discord_limits import GLOBAL, PER_CHANNEL_ROUTE, Clock, DiscordRateLimits, Window
-from platforms.fakes._discord_mentions import Pings  # noqa: F401
+from platforms.fakes._discord_mentions import Pings, pings  # noqa: F401
 from platforms.fakes._discord_model import (  # noqa: F401
     ANNOUNCEMENT,
     FLAG_LOADING,
@@ -379,14 +379,27 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
 
     def edit_message(self, channel: str | int, message_id: str | int, text: str) -> None:
         """Someone edits their message: its history shows ``text`` (the earlier contents in ``edits``),
-        and the gateway sends MESSAGE_UPDATE with the whole message, as Discord does."""
+        and the gateway sends MESSAGE_UPDATE with the whole message, as Discord does: a user's as it was sent
+        (its member, the message it replies to), whom it mentions worked out afresh from ``text``, which is
+        withheld as a message's is (``strip_message_content``) unless it mentions the bot."""
         channel, message_id = str(channel), str(message_id)
         message = self._find(channel, message_id)
         if message is None:
             raise KeyError(f"no message {message_id} in channel {channel}")
         message.edits.append(message.content)
         message.content = text
-        self._dispatch("MESSAGE_UPDATE", self._message_json(message, guild=self._channel_guild.get(channel)))
+        guild = self._channel_guild.get(channel)
+        if message.from_bot:
+            self._dispatch("MESSAGE_UPDATE", self._message_json(message, guild=guild))
+            return
+        named = pings(text, None)
+        withheld = guild is not None and self.strip_message_content and self.bot_id not in named.users
+        data = {**(self._dispatched.get(message_id) or self._message_json(message, guild=guild)),
+                "content": "" if withheld else text, "edited_timestamp": ISO, "mention_everyone": named.everyone,
+                "mentions": [_user(u, self.bot_name, bot=True) if u == self.bot_id else _user(u) for u in named.users],
+                "mention_roles": list(named.roles)}
+        self._dispatched[message_id] = data  # the history serves it as edited
+        self._dispatch("MESSAGE_UPDATE", data)
 
     def push_guild_message(
         self,

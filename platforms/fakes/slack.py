@@ -31,7 +31,8 @@ What it does:
   slash command answered in its acknowledgement (the HTTP response's body, the Socket Mode ack's
   ``payload``), shown as Slack does: in `ephemeral` (``"via": "ack"``).
 - Users' edits and deletions (`push_edit`, `push_deletion`): ``message_changed`` and
-  ``message_deleted`` events, as Slack sends them.
+  ``message_deleted`` events, as Slack sends them; a link's preview (`push_unfurl`) is a ``message_changed``
+  too, its text as it was.
 - Files users share (`push_file`): a ``file_share`` message, ``files.info``, and the private
   download URL that needs the bot token (`files`, `downloads`).
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
@@ -332,8 +333,21 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         assert message is not None, f"no message {ts} in {channel}"
         previous = dict(message)
         message.update(text=text, edited={"user": message.get("user"), "ts": self._next_ts()})
+        return await self._push_changed(channel, message, previous)
+
+    async def push_unfurl(self, channel: str, ts: str, attachment: dict[str, Any]) -> dict[str, Any]:
+        """Slack previews a link in a message (an unfurl; `shared_message` makes a Slack message's): it lists
+        ``attachment`` with the message and sends ``message_changed``, the text as it was."""
+        message = self._find(channel, ts)
+        assert message is not None, f"no message {ts} in {channel}"
+        previous = dict(message)
+        message["attachments"] = [*message.get("attachments", ()), attachment]
+        return await self._push_changed(channel, message, previous)
+
+    async def _push_changed(self, channel: str, message: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
         return await self.push_event({"type": "message", "subtype": "message_changed", "channel": channel,
                                       "message": dict(message), "previous_message": previous, "hidden": True,
+                                      "channel_type": "im" if channel.startswith("D") else "channel",
                                       "ts": (now := self._next_ts()), "event_ts": now})
 
     async def push_deletion(self, channel: str, ts: str) -> dict[str, Any]:

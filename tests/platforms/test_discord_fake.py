@@ -415,3 +415,21 @@ async def test_a_reply_without_read_message_history_is_refused_with_discords_own
     async with http.post(url, json=reply) as response:
         assert (response.status, (await response.json())["code"]) == (403, 50013)
     assert [m.content for m in fake.bot_messages(6)] == ["big"]
+
+
+async def test_a_users_edit_is_sent_whole_its_mentions_worked_out_afresh(
+        fake: FakeDiscord, http: aiohttp.ClientSession) -> None:
+    gateway = await _connect(http, fake)
+    await gateway.dispatch("READY")
+    sent = fake.push_guild_message(1, 2, 7, "deploy to prod", mention_bot=True, reply_to_bot=True, nick="Bo")
+    created = (await gateway.dispatch("MESSAGE_CREATE"))["d"]
+    fake.edit_message(2, sent, "deploy to staging, <@43>")
+    update = (await gateway.dispatch("MESSAGE_UPDATE"))["d"]
+    assert (update["content"], [u["id"] for u in update["mentions"]]) == ("deploy to staging, <@43>", ["43"])
+    assert update["edited_timestamp"] is not None
+    assert {k: update[k] for k in ("member", "message_reference", "guild_id", "author")} == {
+        k: created[k] for k in ("member", "message_reference", "guild_id", "author")}
+    async with http.get("/api/v10/channels/2/messages") as response:
+        [served] = [m for m in await response.json() if m["id"] == sent]
+    assert (served["content"], served["mentions"]) == ("deploy to staging, <@43>", update["mentions"])
+    await gateway.ws.close()

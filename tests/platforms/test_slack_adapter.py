@@ -192,7 +192,7 @@ async def test_dm_is_one_private_session(fake: FakeSlack, slack: SlackAdapter, s
     [inbound] = sink.items
     assert inbound == Inbound(platform="slack", chat_id="DU1", thread_id=None, user_id="U1", user_name=None,
                               text="hello there", event_id=message_key(body), is_private=True,
-                              sent_at=float(body["event"]["ts"]))
+                              sent_at=float(body["event"]["ts"]), message_id=body["event"]["ts"])
     await settled(fake)
     assert all(ack.connection == 1 for ack in fake.acks)
 

@@ -1,19 +1,23 @@
 """A member edits or deletes a message on Discord: the real discord.py client inside `DiscordAdapter`
-against `FakeDiscord`, with the real `Gateway`.
+against `FakeDiscord` (``MESSAGE_UPDATE``, ``MESSAGE_DELETE``), with the real `Gateway` (`gateway.message_edits`).
 
-The gateway takes a message as it was sent (docs/platforms/discord.md): an edit is never answered as
-a message of its own, nor changes the text of one waiting for its turn or running; a deletion does
-not take back one the gateway has received."""
+An edit of a message still waiting for its turn is what that turn answers (docs/platforms/discord.md); an edit
+is never answered as a message of its own, nor changes the text of a message running or answered, nor of one
+it leaves no longer for the bot (its mention taken out in a channel). A deletion does not take back a message
+the gateway has received."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
 from gateway.testing import settled
 from tests.scenarios.test_discord_chat import SENDER
-from tests.scenarios.test_discord_replies import CHANNEL, GUILD, fake, start  # noqa: F401  (fixtures)
+from tests.scenarios.test_discord_replies import CHANNEL, GUILD, THREAD, fake, start  # noqa: F401  (fixtures)
 
 BOB, CAROL, DAVE = 42, 43, 44
 
@@ -26,23 +30,49 @@ def gated_echo() -> ScriptedModel:
     return ScriptedModel({"parent": parent})
 
 
-async def test_edits_and_deletions_change_nothing_the_gateway_received(
-        fake, start):  # noqa: F811  (the fixtures imported)
+def waiting(gateway: Gateway) -> list[str]:
+    """The texts of the messages waiting for their turns."""
+    return [item.text for s in gateway.sessions for item in s.queue if item.event is not None]
+
+
+@pytest.mark.parametrize("thread", [None, THREAD])
+async def test_an_edit_changes_only_a_message_waiting_for_its_turn(fake, start, thread):  # noqa: F811
     model = gated_echo()
     gateway = await start(model=model)
-    bobs = fake.push_guild_message(GUILD, CHANNEL, BOB, "first", mention_bot=True)
+    where = thread or CHANNEL
+    bobs = fake.push_guild_message(GUILD, CHANNEL, BOB, "first", mention_bot=True, thread_id=thread)
+    await model.reached("first")
+    carols = fake.push_guild_message(GUILD, CHANNEL, CAROL, "deploy to prod", mention_bot=True, thread_id=thread)
+    daves = fake.push_guild_message(GUILD, CHANNEL, DAVE, "sent by mistake", mention_bot=True, thread_id=thread)
+    await fake.wait_for(lambda: len(waiting(gateway)) == 2)
+    fake.edit_message(where, bobs, f"<@{fake.bot_id}> first, running")  # its turn running: left as it is
+    fake.edit_message(where, carols, f"<@{fake.bot_id}> deploy to staging")  # waiting for its turn
+    fake.delete_message(where, daves)  # waiting for its turn: answered all the same
+    await fake.wait_for(lambda: "deploy to staging" in waiting(gateway))
+    model.release("first")
+    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 3)
+    fake.edit_message(where, bobs, f"<@{fake.bot_id}> first, answered")  # answered already: no turn of its own
+    fake.edit_message(where, carols, f"<@{fake.bot_id}> deploy to dev")
+    fake.push_guild_message(GUILD, CHANNEL, BOB, "last", mention_bot=True, thread_id=thread)
+    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 4)
+    await settled(gateway)
+    assert [m.content for m in fake.bot_messages(where)] == [
+        "echo: first", "echo: deploy to staging", "echo: sent by mistake", "echo: last"]
+
+
+async def test_an_edit_that_takes_the_mention_out_changes_nothing(fake, start):  # noqa: F811
+    model = gated_echo()
+    gateway = await start(model=model)
+    fake.push_guild_message(GUILD, CHANNEL, BOB, "first", mention_bot=True)
     await model.reached("first")
     carols = fake.push_guild_message(GUILD, CHANNEL, CAROL, "deploy to prod", mention_bot=True)
-    daves = fake.push_guild_message(GUILD, CHANNEL, DAVE, "sent by mistake", mention_bot=True)
-    await fake.wait_for(lambda: sum(item.event is not None for s in gateway.sessions for item in s.queue) == 2)
-    fake.edit_message(CHANNEL, bobs, f"<@{fake.bot_id}> first, running")  # its turn running
-    fake.edit_message(CHANNEL, carols, f"<@{fake.bot_id}> deploy to staging")  # waiting for its turn
-    fake.delete_message(CHANNEL, daves)  # waiting for its turn
+    daves = fake.push_guild_message(GUILD, CHANNEL, DAVE, "roll back", mention_bot=True)
+    await fake.wait_for(lambda: len(waiting(gateway)) == 2)
+    fake.edit_message(CHANNEL, carols, "deploy to staging, bob")  # no longer for the bot: left as it is
+    fake.edit_message(CHANNEL, daves, f"roll back now <@{fake.bot_id}>")  # handed over after Carol's
+    await fake.wait_for(lambda: "roll back now" in waiting(gateway))
     model.release("first")
     await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 3)
-    fake.edit_message(CHANNEL, bobs, f"<@{fake.bot_id}> first, answered")  # answered already
-    fake.push_guild_message(GUILD, CHANNEL, BOB, "last", mention_bot=True)
-    await fake.wait_for(lambda: len(fake.bot_messages(CHANNEL)) == 4)
     await settled(gateway)
-    assert [m.content for m in fake.bot_messages(CHANNEL)] == [
-        "echo: first", "echo: deploy to prod", "echo: sent by mistake", "echo: last"]
+    assert [m.content for m in fake.bot_messages(CHANNEL)] == ["echo: first", "echo: deploy to prod",
+                                                               "echo: roll back now"]

@@ -1,30 +1,49 @@
-"""A user edits or deletes a message on Slack: `FakeSlack` over Socket Mode, the real slack-bolt
-client inside `SlackAdapter`, with the real `Gateway`.
+"""A user edits or deletes a message on Slack: `FakeSlack` over Socket Mode or HTTP, the real slack-bolt
+client inside `SlackAdapter`, with the real `Gateway` (`gateway.message_edits`).
 
-The gateway takes a message as it was sent (docs/platforms/slack.md): an edit is never answered as
-a message of its own, nor changes the text of one waiting for its turn or running; a deletion does
-not take back one the gateway has received."""
+An edit (``message_changed``) of a message still waiting for its turn is what that turn answers
+(docs/platforms/slack.md); an edit is never answered as a message of its own, nor changes the text of a
+message running or answered, and a link's preview (also ``message_changed``) changes nothing. A deletion
+does not take back a message the gateway has received."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
+from gateway.app import Gateway
 from gateway.testing import settled
+from platforms.fakes.slack import FakeSlack
 from tests.scenarios.test_slack_chat import DM, PLACEHOLDER, slack_chat  # noqa: F401  (the fixture)
+
+BOT = "<@UBOT>"
 
 
 def gated_echo() -> ScriptedModel:
-    """Echoes each message; the one saying "first" waits at the gate ``first``."""
+    """Echoes each message without its sender; the one saying "first" waits at the gate ``first``."""
     def parent(request: ModelRequest) -> dict:
-        text = str(request.messages[-1]["content"])
+        text = re.sub(r"^\[user U\w+\] ", "", str(request.messages[-1]["content"]))
         return {"wait": "first", "text": f"re: {text}"} if text == "first" else {"text": f"re: {text}"}
     return ScriptedModel({"parent": parent})
 
 
-async def test_edits_and_deletions_change_nothing_the_gateway_received(
-        slack_chat):  # noqa: F811  (the fixture imported)
+def waiting(gateway: Gateway) -> int:
+    return sum(item.event is not None for s in gateway.sessions for item in s.queue)
+
+
+async def acked(fake: FakeSlack) -> None:
+    """Every event pushed over Socket Mode so far has been acked: the adapter has handed it over. (Over HTTP
+    a push returns once answered.)"""
+    await fake.wait_for(lambda: all(e.acked for e in fake.envelopes.values()))
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_an_edit_changes_only_a_message_waiting_for_its_turn(slack_chat, mode):  # noqa: F811
     model = gated_echo()
-    chat = await slack_chat(llm=model, display={"busy_input_mode": "queue"})
+    chat = await slack_chat(mode=mode, llm=model, display={"busy_input_mode": "queue"})
     fake, gateway = chat.fake, chat.gateway
 
     def answers() -> list[str]:
@@ -34,14 +53,34 @@ async def test_edits_and_deletions_change_nothing_the_gateway_received(
     await model.reached("first")
     prod = (await fake.push_dm("U1", "deploy to prod"))["event"]["ts"]
     mistake = (await fake.push_dm("U1", "sent by mistake"))["event"]["ts"]
-    await fake.wait_for(lambda: sum(item.event is not None for s in gateway.sessions for item in s.queue) == 2)
-    await fake.push_edit(DM, first, "first, running")  # its turn running
+    await fake.wait_for(lambda: waiting(gateway) == 2)
+    await fake.push_edit(DM, first, "first, running")  # its turn running: left as it is
     await fake.push_edit(DM, prod, "deploy to staging")  # waiting for its turn
-    await fake.push_deletion(DM, mistake)  # waiting for its turn
+    await fake.push_unfurl(DM, prod, fake.shared_message("C2", "U2", "an old plan", author="bob"))  # no edit
+    await fake.push_deletion(DM, mistake)  # waiting for its turn: answered all the same
+    await acked(fake)
     model.release("first")
     await fake.wait_for(lambda: len(answers()) == 3)
-    await fake.push_edit(DM, first, "first, answered")  # answered already
+    await fake.push_edit(DM, first, "first, answered")  # answered already: no turn of its own
+    await fake.push_edit(DM, prod, "deploy to dev")
     await fake.push_dm("U1", "last")
     await fake.wait_for(lambda: len(answers()) == 4)
     await settled(gateway)
-    assert answers() == ["re: first", "re: deploy to prod", "re: sent by mistake", "re: last"]
+    assert answers() == ["re: first", "re: deploy to staging", "re: sent by mistake", "re: last"]
+
+
+async def test_in_a_thread_another_members_waiting_message_is_answered_as_edited(slack_chat):  # noqa: F811
+    model = gated_echo()
+    chat = await slack_chat(llm=model)
+    fake, gateway = chat.fake, chat.gateway
+    thread = (await fake.push_mention("C1", "U1", "first"))["event"]["ts"]
+    await model.reached("first")
+    carols = (await fake.push_mention("C1", "U2", "who is on call tonight?", thread_ts=thread))["event"]["ts"]
+    await fake.wait_for(lambda: waiting(gateway) == 1)  # another member's message waits, whatever the busy mode
+    await fake.push_edit("C1", carols, f"{BOT} who is on call tomorrow?")  # read as a message: the mention goes
+    await fake.push_edit("C1", thread, f"{BOT} first, running")  # the thread's first message, running
+    await acked(fake)
+    model.release("first")
+    await chat.answered("C1", thread, count=2)
+    assert [t for t in chat.bot_texts("C1", thread) if t != PLACEHOLDER] == [
+        "re: first", "re: who is on call tomorrow?"]
