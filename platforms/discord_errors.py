@@ -21,13 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import datetime
-import email.utils
 import json
 import logging
-import math
 import re
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -47,6 +43,7 @@ from platforms.base import (
 )
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.repeated_warnings import RepeatedWarnings
+from platforms.retry_after import header_seconds, seconds
 
 log = logging.getLogger("platforms.discord")
 
@@ -241,7 +238,7 @@ def retry_after_of(response: Any) -> float:
     header may be a date or anything at all, which read as a number crashed the translation of the error
     itself (ValueError) instead of reporting it rate limited."""
     header = getattr(response, "headers", {}).get("Retry-After")
-    wait = _header_seconds(header) if header is not None else None
+    wait = header_seconds(header) if header is not None else None
     if wait is None:
         # discord.py keeps only the message and code of the body it read; aiohttp keeps the bytes.
         body = getattr(response, "_body", None)
@@ -250,31 +247,10 @@ def retry_after_of(response: Any) -> float:
         except ValueError:  # a page: Cloudflare's ban, unless a proxy in between (which adds a Via) sent it
             return DEFAULT_RETRY_AFTER if getattr(response, "headers", {}).get("Via") else BAN_RETRY_AFTER
         try:
-            wait = _seconds(data["retry_after"]) if data is not None else None
+            wait = seconds(data["retry_after"]) if data is not None else None
         except (LookupError, TypeError):
             wait = None
     return DEFAULT_RETRY_AFTER if wait is None else wait
-
-
-def _header_seconds(header: str) -> float | None:
-    if (wait := _seconds(header)) is not None:
-        return wait
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (ValueError, TypeError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000": UTC all the same, not this machine's local time
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(when.timestamp() - time.time(), 0.0)  # a date already past asks for no wait
-
-
-def _seconds(value: object) -> float | None:
-    """A wait in seconds, or None for what is none (text, NaN, infinite, negative)."""
-    try:
-        wait = float(value)  # type: ignore[arg-type]
-    except (ValueError, TypeError):
-        return None
-    return wait if math.isfinite(wait) and wait >= 0 else None
 
 
 def described(exc: BaseException) -> str:

@@ -12,11 +12,7 @@ a second warning of one refusal.
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import logging
-import math
-import time
 from typing import Any
 
 import aiohttp
@@ -35,6 +31,7 @@ from platforms.base import (
 )
 from platforms.proxies import proxy_refusal
 from platforms.repeated_warnings import RepeatedWarnings
+from platforms.retry_after import header_seconds
 from platforms.slack_connection import REFUSED
 
 log = logging.getLogger("platforms.slack")
@@ -98,7 +95,7 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     else:
         warn.warning((error, status) if shared else (error, status, channel), *line)
     if status == 429 or error in _RATE_LIMITED:
-        seconds = _seconds(retry_after)
+        seconds = header_seconds(retry_after)
         return RateLimited(message, retry_after=_RATE_LIMITED.get(error or "", DEFAULT_RETRY_AFTER)
                            if seconds is None else seconds, **kw)
     for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
@@ -108,30 +105,6 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
     if status is None or status >= 500 or foreign:
         return NetworkError(message, **kw)
     return BadRequest(message, **kw)
-
-
-def _seconds(retry_after: str | None) -> float | None:
-    """``Retry-After`` in seconds, or None for what is no wait (text, NaN, infinite, negative): a proxy's. NaN
-    passed the outbox's cap (``min(nan, cap)`` is NaN), and infinity held Slack's catch-up reads for good. An
-    HTTP-date (a proxy's too: Slack sends seconds) is the time until it, none once past; read as no wait, it was a
-    second, and the proxy was asked again every second for as long as it refused."""
-    if retry_after is None:
-        return None
-    try:
-        seconds = float(retry_after)
-    except ValueError:
-        return _until(retry_after)
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _until(date: str) -> float | None:
-    try:
-        when = email.utils.parsedate_to_datetime(date)
-    except (ValueError, TypeError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000": UTC all the same, not this machine's local time
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def error_code(exc: SlackApiError) -> str | None:

@@ -34,8 +34,6 @@ messages (dropped here, whatever the display config says). See docs/platforms/we
 from __future__ import annotations
 
 import asyncio
-import datetime
-import email.utils
 import hashlib
 import json
 import logging
@@ -70,6 +68,7 @@ from platforms.json_body import load_json_body
 from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
 from platforms.proxies import proxy_for
 from platforms.repeated_warnings import RepeatedWarnings
+from platforms.retry_after import header_seconds
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
 from platforms.web_files import WebFiles, download_headers
 from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described
@@ -433,7 +432,7 @@ class WebhookAdapter:
                                method="send", chat_id=chat_id) from exc
         if 200 <= status < 300:
             return
-        wait = _retry_after(retry_after, self._clock()) if status == 429 or status >= 500 else None
+        wait = header_seconds(retry_after, self._clock()) if status == 429 or status >= 500 else None
         if wait is not None:
             raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
                               retry_after=wait, method="send", chat_id=chat_id)
@@ -456,24 +455,6 @@ def _message(route: str, chat_id: str, turn_id: str | None, kind: str, text: str
     # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the caller gets U+FFFD.
     return {"route": route, "chat_id": None if chat in ("", "default") else chat, "turn_id": turn_id,
             "kind": kind, "text": scalar_text(text), "sequence": sequence}
-
-
-def _retry_after(header: str | None, now: float) -> float | None:
-    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None
-    when absent or unreadable. A date in the past means 0."""
-    if not header:
-        return None
-    header = header.strip()
-    try:
-        seconds = float(header)
-    except ValueError:
-        try:
-            date = email.utils.parsedate_to_datetime(header)
-            # HTTP dates are GMT; the asctime form says no zone and would be read as the host's local time.
-            seconds = (date if date.tzinfo else date.replace(tzinfo=datetime.timezone.utc)).timestamp() - now
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
