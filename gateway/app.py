@@ -210,6 +210,8 @@ class Gateway:
             self.store.inbox.reopen(event.platform, event.event_id)
         self._finish_set_aside(opened, replayed)
         unfinished = [*replayed, *self.store.inbox.take_requeued(of=self.adapters)]
+        # Queued only once the platforms have started, when an edit made meanwhile may have come already.
+        self.edits.replaying(event for event, _ in replayed if (event.platform, event.event_id) not in begun)
         running = self.store.delegations.running()
         # Before the first await: the outbox started above has sent nothing yet.
         pending = self.store.outbox.pending_messages()
@@ -258,7 +260,8 @@ class Gateway:
         self.runner.replaying(replays)
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
+            # Never raises: no stored event can stop a start.
+            await self._handle_accepted(self.edits.replayed(inbound), turn_id)
         await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]

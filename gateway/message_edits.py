@@ -9,19 +9,24 @@ the gateway never took or has forgotten, an album (its caption may be several it
 ``/new`` (its command has run), one held in the store behind a hundred others (`session_registry.QUEUED`), and
 an edit that makes it a command (commands are routed as they arrive; replayed after a restart, it would be
 routed as one, not answered as the message it ran as).
+
+A start replays what waited for its turn when the last process ended, and queues it only after the platforms
+have started (an adapter that cannot start runs no turn): an edit made while the gateway was down may come
+first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from gateway.chat_intake import ChatIntake
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import WorkItem
 from gateway.store import session_key
 from gateway.store.inbox import Inbox
+from platforms.base import Inbound
 
 log = logging.getLogger("gateway.edits")
 
@@ -37,26 +42,45 @@ class MessageEdits:
         self._sessions, self._inbox, self._intake = sessions, inbox, intake
         self._is_command, self._durable, self._before_waiting = is_command, durable, before_waiting
         self._accepting = accepting
+        self._replays: dict[tuple[str, str], Inbound] = {}
+        """By (platform, event id): the events a start replays that wait to be queued again."""
+
+    def replaying(self, events: Iterable[Inbound]) -> None:
+        """At start, before any platform does: the replayed events whose turns had not begun. Not one that had
+        (run again after a clean stop), nor one handed back (`switchboard inbox retry`): it may have run."""
+        self._replays = {(event.platform, event.event_id): event for event in events}
+
+    def replayed(self, event: Inbound) -> Inbound:
+        """``event`` as its user edited it meanwhile, about to be queued again: from now on an edit finds it
+        in its session's queue. Called with no await before it is handed to its chat's intake, so an edit
+        handed over meanwhile waits behind it."""
+        return self._replays.pop((event.platform, event.event_id), event)
 
     async def edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
         """`platforms.base.MessageEdited`. Idempotent: the same edit handed over again changes nothing more."""
         async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
             item = self._waiting(platform, chat_id, thread_id, message_id) if self._accepting() else None
-            if item is None or item.event is None:
+            event = item.event if item is not None else None
+            if event is None and self._accepting():
+                event = self._replay(platform, chat_id, thread_id, message_id)
+            if event is None:
                 log.debug("%s chat %s: message %s was edited, but does not wait for its turn; left as it is",
                           platform, chat_id, message_id)
                 return False
-            if item.text != text:  # else handed over again (its commit refused before), or edited back
-                if self._is_command(text) and not item.event.forwarded:
+            if event.text != text:  # else handed over again (its commit refused before), or edited back
+                if self._is_command(text) and not event.forwarded:
                     log.debug("%s chat %s: message %s was edited into a command; left as it is", platform, chat_id,
                               message_id)
                     return False
-                edited = dataclasses.replace(item.event, text=text)
+                edited = dataclasses.replace(event, text=text)
                 if not self._inbox.edit(edited):
                     log.debug("%s chat %s: message %s was edited, but its event %s no longer waits; left as it is",
                               platform, chat_id, message_id, edited.event_id)
                     return False
-                item.text, item.event = text, edited
+                if item is not None:
+                    item.text, item.event = text, edited
+                else:
+                    self._replays[(platform, edited.event_id)] = edited
                 log.info("%s chat %s: message %s (event %s) was edited while it waited for its turn; it is answered"
                          " as edited", platform, chat_id, message_id, edited.event_id)
         await self._durable()
@@ -69,4 +93,13 @@ class MessageEdits:
             event = item.event
             if item.kind == "message" and event is not None and event.message_id == message_id:
                 return item if not event.aliases and item.text == event.text else None
+        return None
+
+    def _replay(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> Inbound | None:
+        """The replayed event of the message not queued again yet, if it is answered as it was written: not an
+        album, nor a command (``/new plan the trip`` too), routed as it came."""
+        for event in self._replays.values():
+            if (event.platform, event.chat_id, event.thread_id, event.message_id) == (platform, chat_id, thread_id,
+                                                                                       message_id):
+                return None if event.aliases or (self._is_command(event.text) and not event.forwarded) else event
         return None

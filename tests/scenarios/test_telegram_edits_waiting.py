@@ -7,15 +7,19 @@ one is kept in the inbox, so a restart answers it as edited too."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from agent import ModelRequest
 from agent.models.scripted import ScriptedModel
 from gateway.app import Gateway
-from gateway.testing import settled
+from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes.telegram import FakeTelegram
+from platforms.slack import SlackAdapter
+from platforms.telegram import TelegramAdapter
 from tests.scenarios.test_group_replies import chat, fake  # noqa: F401  (fixtures)
 from tests.scenarios.test_group_turns import BOB, BOT, CAROL, GROUP
+from tests.scenarios.test_start_replay import SlowToAuthSlack
 
 PRIVATE = 42
 
@@ -75,6 +79,42 @@ async def test_a_restart_answers_the_waiting_message_as_edited(fake, chat):  # n
     again = await chat(gated_echo(gated="never"), display={"busy_input_mode": "queue"})
     await fake.wait_for(lambda: len(fake.messages[str(PRIVATE)]) == 2)
     await settled(again)
+    assert [m["text"] for m in fake.messages[str(PRIVATE)]] == ["echo: first", "echo: deploy to staging"]
+
+
+async def test_an_edit_made_while_the_gateway_was_down_reaches_the_message_replayed_after_it(
+        fake, chat, tmp_path):  # noqa: F811
+    model = gated_echo()
+    gateway = await chat(model, display={"busy_input_mode": "queue"})
+    first = write(fake, "first")
+    await model.reached("first")
+    prod = write(fake, "deploy to prod")
+    await fake.wait_for(lambda: queued(gateway))
+    await fake.wait_for(lambda: not fake.pending)
+    await gateway.stop(grace=0)  # the running turn runs again after the start, the waiting message after it
+    fake.edit_message(PRIVATE, first, "first, edited")  # its turn had begun: left as it is
+    fake.edit_message(PRIVATE, prod, "deploy to staging")
+    fake.edit_message(PRIVATE, prod, "/new")  # into a command: left as it was
+    config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}}, display={"busy_input_mode": "queue"})
+    async with SlowToAuthSlack() as slack:
+        # Telegram starts first and hands the edit over while Slack's start holds back the replay.
+        adapters = [TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10),
+                    SlackAdapter(bot_token=slack.bot_token, app_token=slack.app_token, api_base=slack.api_base,
+                                 ping_interval=0.2)]
+        starting = asyncio.ensure_future(start_gateway(config, adapters, model=gated_echo(gated="never")))
+        try:
+            await fake.wait_for(lambda: not fake.pending)  # the edit handed over and confirmed
+            slack.auth.set()
+            again = await asyncio.wait_for(starting, 10)
+            try:
+                await fake.wait_for(lambda: len(fake.messages[str(PRIVATE)]) == 2)
+                await settled(again)
+            finally:
+                await again.stop(grace=0)
+        finally:
+            slack.auth.set()
+            if not starting.done():
+                starting.cancel()
     assert [m["text"] for m in fake.messages[str(PRIVATE)]] == ["echo: first", "echo: deploy to staging"]
 
 
