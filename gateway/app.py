@@ -50,6 +50,7 @@ from gateway.turn_progress import finish_left
 from gateway.turn_reads import origin_of, private_chat, read_turn
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
 from gateway.unconfigured import configured, keep_unconfigured
+from lifecycle import JournalError
 from platforms.base import (
     Accepted,
     Adapter,
@@ -360,7 +361,13 @@ class Gateway:
                 log.error("the clean stop could not be recorded (%s: %s): the next start takes the messages left "
                           "unanswered as cut short by a crash, counting an attempt against each", type(exc).__name__,
                           exc)
-        await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
+        try:
+            await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
+        except JournalError as exc:
+            # The children's ends, refused as the clean stop was: the trace exporter and the store are closed all
+            # the same (raised, they were left open, and the process ended with a traceback).
+            log.error("the ends of the children the stop interrupted could not be recorded (%s): the next start"
+                      " takes them as interrupted by a crash", exc)
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
         self.recent_errors.detach()
