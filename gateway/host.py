@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -164,15 +165,30 @@ class AgentHost:
     async def close(self, *, grace: float | None = None) -> None:
         """``grace``: how long the children's engine may wait for what it still sends, or for the children
         it ran itself to end (`Engine.close`)."""
-        await self.lifecycle.close(grace=grace)
+        try:
+            await self.lifecycle.close(grace=grace)
+        except BaseException:
+            # The children's ends the store refused (a full disk, another process's write lock): the rest is
+            # closed all the same, the database's connection and the plugins' close hooks included, and this
+            # error is the one raised, not the database's own refusal of the same writes.
+            await self._close_the_rest(refused=True)
+            raise
+        await self._close_the_rest(refused=False)
+
+    async def _close_the_rest(self, *, refused: bool) -> None:
         await self.routing.close()
         self.plugins.close()
         self.hooks.close()  # last: closing the lifecycle runs hooks (children's ends)
-        self.database.close()
-        for model in (self.model, *self._child_models.values()):
-            aclose = getattr(model, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        try:
+            self.database.close()
+        except sqlite3.Error:
+            if not refused:
+                raise
+        finally:
+            for model in (self.model, *self._child_models.values()):
+                aclose = getattr(model, "aclose", None)
+                if aclose is not None:
+                    await aclose()
 
     def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], Callable[[bool], None] | None], *,
                             backend: str = DEFAULT_BACKEND, admit: Callable[[str], str | None] | None = None) -> Tool:

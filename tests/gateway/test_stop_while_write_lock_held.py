@@ -57,6 +57,7 @@ async def test_a_stop_the_store_cannot_record_with_a_child_running_ends_without_
         other.close()
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any(e.startswith("the ends of the children the stop interrupted could not be recorded") for e in errors)
+    assert db.closed  # the connection the lifecycle and the store share, closed all the same
     gateway = await gateways(config, [RecordingAdapter()], model=ScriptedModel({"parent": parent([])}))
     found = await gateway.host.children.lookup([sid])
     assert (found[sid].state, found[sid].error) == (SubagentState.INTERRUPTED, PROCESS_EXIT)  # as after a crash
