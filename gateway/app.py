@@ -47,7 +47,7 @@ from gateway.store import GatewayStore, OutboxRow, session_key, split_session_ke
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
 from gateway.turn_progress import finish_left
-from gateway.turn_reads import origin_of, private_chat, read_turn
+from gateway.turn_reads import origin_of, origin_turn, private_chat, read_turn
 from gateway.turn_runner import TRACKS_TURN_IDS, TurnRunner
 from gateway.unconfigured import configured, keep_unconfigured
 from lifecycle import JournalError
@@ -62,6 +62,7 @@ from platforms.base import (
     Inbound,
     LeavesIndicators,
     MovesChats,
+    NamesOrigins,
     OperatorScreen,
     StopsWithin,
     ThreadMemory,
@@ -173,6 +174,8 @@ class Gateway:
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
                 adapter.bind_turn_reader(self._read_turn)
+            if isinstance(adapter, NamesOrigins):  # a webhook delivery names the request it answers
+                adapter.bind_turn_origin(functools.partial(origin_turn, self.store))
             if isinstance(adapter, HistoryReading):  # the web chat shows a chat again from the store
                 adapter.bind_history_reader(self.store.chat_history.messages)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from gateway.ledger import Ledger
 from gateway.sessions import GatewaySession, RunningTurn
 from gateway.store import GatewayStore
+from gateway.store.delegations import COMPLETION_TURN_PREFIX
 from platforms.base import TurnRead
 
 
@@ -47,6 +48,21 @@ def private_chat(store: GatewayStore, session: GatewaySession, running: RunningT
         origin = origin_of(store, running.delegation_id)
         event = store.inbox.event_of_turn(session.platform, origin) if origin is not None else None
     return event is None or event.is_private
+
+
+def origin_turn(store: GatewayStore, turn_id: str) -> str | None:
+    """The turn of the request a message of ``turn_id`` answers (`platforms.base.TurnOrigin`): ``turn_id`` itself,
+    unless it is a background delegation's completion turn (its results, a report of its failure or interruption,
+    a ``/retry``'s, whose delegation keeps the origin of the one it retries): then the turn that dispatched it,
+    followed on while that was a completion turn too. None once a delegation on the way is forgotten."""
+    seen = set()
+    while turn_id.startswith(COMPLETION_TURN_PREFIX) and turn_id not in seen:  # a loop only a corrupted store could make
+        seen.add(turn_id)
+        origin = origin_of(store, turn_id.removeprefix(COMPLETION_TURN_PREFIX))
+        if origin is None:
+            return None
+        turn_id = origin
+    return turn_id
 
 
 def origin_of(store: GatewayStore, delegation_id: str) -> str | None:

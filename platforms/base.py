@@ -25,7 +25,8 @@ themselves (`Inbound`, `Outbound`, `Attachment`, `OutboundFile`, `Sent`) are in
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `HearsRefusals` (is told of the
 messages the gateway refused, whose mention put the bot in a thread: Slack), `TurnReading`
-(serves a turn's messages back to a caller, e.g. the webhook platform's GET),
+(serves a turn's messages back to a caller, e.g. the webhook platform's GET), `NamesOrigins` (names in each
+message the request it answers: the webhook platform),
 `Deleting` (can delete a message it sent), `HistoryReading` (shows a chat's past messages, read back
 from the gateway's durable store, e.g. the web chat page), `Streaming` (holds
 HTTP responses open that the server must end before it stops), `OwnCommands`
@@ -278,6 +279,22 @@ class TurnReading(Protocol):
 
     def bind_turn_reader(self, reader: TurnReader) -> None:
         """Called once, before `Adapter.start`, with the gateway's reader of its outbox."""
+
+
+TurnOrigin = Callable[[str], str | None]
+"""``origin(turn_id)``: the turn of the request a message of ``turn_id`` answers: ``turn_id`` itself for a request's
+own turn (a command's too), the request that asked for the work for the turn that delivers background results (or
+reports on them, a ``/retry``'s included); None once the gateway no longer knows (a week after the work settled).
+Runs synchronously: an indexed read or two."""
+
+
+@runtime_checkable
+class NamesOrigins(Protocol):
+    """An adapter whose messages name the request they answer, so a caller matches a later delivery to
+    what it asked (the webhook platform's ``origin_turn_id``)."""
+
+    def bind_turn_origin(self, origin: TurnOrigin) -> None:
+        """Called once, before `Adapter.start`, with the gateway's `TurnOrigin`."""
 
 
 HistoryReader = Callable[[str, int], list[dict[str, Any]]]

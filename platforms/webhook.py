@@ -15,7 +15,9 @@ Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
 ``Retry-After`` header raises `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
 ``delivery.max_retry_after``); any other non-2xx answer or connection failure raises
-`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. At most
+`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. Each message names
+the request it answers (``origin_turn_id``, from the gateway's `platforms.base.TurnOrigin`): a background result
+comes in a turn of its own. At most
 `ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox. A route with one may be read too, each
@@ -60,6 +62,7 @@ from platforms.base import (
     OutboundFile,
     RateLimited,
     Sent,
+    TurnOrigin,
     TurnReader,
     has_surrogates,
     scalar_text,
@@ -156,6 +159,7 @@ class WebhookAdapter:
         self._bodies = bodies or UnsignedBodies()
         """Bounds the bodies read before their signature is checked (a seam for tests)."""
         self._turn_reader = turn_reader
+        self._turn_origin: TurnOrigin = _own_origin
         self._session = session
         self._owns_session = False
         self._clock = clock
@@ -178,6 +182,10 @@ class WebhookAdapter:
     def bind_turn_reader(self, reader: TurnReader) -> None:
         """Where ``GET /webhooks/<name>/turns/<id>`` reads messages from (the gateway's outbox)."""
         self._turn_reader = reader
+
+    def bind_turn_origin(self, origin: TurnOrigin) -> None:
+        """What a delivery's ``origin_turn_id`` says (the gateway's `TurnOrigin`); unbound, a turn is its own."""
+        self._turn_origin = origin
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
         """Accept requests from now on (before, and after `stop`, POSTs answer 503)."""
@@ -334,14 +342,15 @@ class WebhookAdapter:
             return _error(500, "internal error; retry later")
         pushed = self.routes[name].deliver_url is not None
         # A file is there once it is kept; one given up on (pushed) was kept, or its read says it is not.
-        messages = [self._read_message(name, m, pushed) for m in read.messages
+        messages = [self._read_message(name, m, pushed, turn_id) for m in read.messages
                     if m.get("op") != "file" or m.get("status") in (_SETTLED if pushed else ("sent",))]
         return web.json_response({"turn_id": turn_id, "complete": read.complete, "messages": messages})
 
-    def _read_message(self, route: str, m: Mapping[str, Any], pushed: bool) -> dict[str, Any]:
-        """A delivery's fields; read on a route that has a ``deliver_url``, also how its delivery went: the
-        one way its caller learns that a message was given up on (no note is delivered in its place)."""
-        message = _message(route, m["chat_id"], m["turn_id"], m["kind"], m["text"], m["sequence"])
+    def _read_message(self, route: str, m: Mapping[str, Any], pushed: bool, origin: str) -> dict[str, Any]:
+        """A delivery's fields, ``origin`` the turn read (every message of a read answers it: `TurnRead`); read on a
+        route that has a ``deliver_url``, also how its delivery went: the one way its caller learns that a message
+        was given up on (no note is delivered in its place)."""
+        message = _message(route, m["chat_id"], m["turn_id"], origin, m["kind"], m["text"], m["sequence"])
         if pushed:
             message["delivery"] = _DELIVERY[m["status"]]
         if m.get("op") != "file":
@@ -385,7 +394,8 @@ class WebhookAdapter:
         key = message.idempotency_key or _fallback_key(message)
         if route.deliver_url is None or message.kind == "interim":
             return Sent(key)
-        payload = _message(name, message.chat_id, message.turn_id, message.kind, message.text, message.sequence)
+        payload = _message(name, message.chat_id, message.turn_id, self._origin(message), message.kind, message.text,
+                           message.sequence)
         await self._deliver(name, route, payload, key, message.chat_id)
         return Sent(key)
 
@@ -409,9 +419,13 @@ class WebhookAdapter:
             raise NetworkError(f"webhook route {name!r}: cannot keep the file: {exc.strerror or exc}",
                                method="send_file", chat_id=message.chat_id, platform=self.name) from exc
         if route.deliver_url is not None:
-            payload = _message(name, message.chat_id, message.turn_id, "file", message.text, message.sequence)
+            payload = _message(name, message.chat_id, message.turn_id, self._origin(message), "file", message.text,
+                               message.sequence)
             await self._deliver(name, route, {**payload, "file": described(name, kept)}, key, message.chat_id)
         return Sent(kept.id)
+
+    def _origin(self, message: Outbound) -> str | None:
+        return None if message.turn_id is None else self._turn_origin(message.turn_id)
 
     async def _deliver(self, name: str, route: Route, payload: dict[str, Any], key: str, chat_id: str) -> None:
         assert route.deliver_url is not None
@@ -449,12 +463,19 @@ class WebhookAdapter:
     async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
 
 
-def _message(route: str, chat_id: str, turn_id: str | None, kind: str, text: str, sequence: int) -> dict[str, Any]:
-    """A message as callers see it, delivered or read: the same fields either way."""
+def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, kind: str, text: str,
+             sequence: int) -> dict[str, Any]:
+    """A message as callers see it, delivered or read: the same fields either way. ``origin``: the turn of the
+    request it answers, the one its 202 named (`TurnOrigin`)."""
     chat = chat_id.partition(":")[2]
     # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the caller gets U+FFFD.
     return {"route": route, "chat_id": None if chat in ("", "default") else chat, "turn_id": turn_id,
-            "kind": kind, "text": scalar_text(text), "sequence": sequence}
+            "origin_turn_id": origin, "kind": kind, "text": scalar_text(text), "sequence": sequence}
+
+
+def _own_origin(turn_id: str) -> str:
+    """A turn's origin where no gateway tells another (an adapter used on its own)."""
+    return turn_id
 
 
 def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -64,6 +64,9 @@ _SELECT = (f"{as_bytes('delegation_id', 'session_key', 'agent_session_id', 'orig
            f" {as_bytes('tasks', 'status', 'reason')}, settled_at, rowid")
 """`_COLUMNS` as read, then the rowid: texts as bytes (`gateway.store.unreadable_rows`)."""
 
+COMPLETION_TURN_PREFIX = "tc-"
+"""How a completion turn's id begins (`DelegationRow.completion_turn_id`): its delegation's id follows."""
+
 
 @dataclass(frozen=True, slots=True)
 class LedgerTask:
@@ -97,7 +100,7 @@ class DelegationRow:
     def completion_turn_id(self) -> str:
         """The id of the turn that delivers its results: stable, so a replay after a crash
         journals nothing twice."""
-        return f"tc-{self.delegation_id}"
+        return f"{COMPLETION_TURN_PREFIX}{self.delegation_id}"
 
 
 class DelegationTable:

@@ -416,8 +416,8 @@ async def test_send_posts_signed_json_with_an_idempotency_key(
     assert sent.message_id == "turn-9:1"
     [delivery] = receiver.deliveries
     assert (delivery.status, delivery.reason) == (200, None)
-    assert delivery.json == {"route": "alerts", "chat_id": "ops", "turn_id": "turn-9", "kind": "reply",
-                             "text": "Disk cleaned.", "sequence": 1}
+    assert delivery.json == {"route": "alerts", "chat_id": "ops", "turn_id": "turn-9", "origin_turn_id": "turn-9",
+                             "kind": "reply", "text": "Disk cleaned.", "sequence": 1}
     assert delivery.idempotency_key == "turn-9:1"
     assert delivery.headers["Content-Type"] == "application/json"
     assert delivery.headers[TIMESTAMP_HEADER] == TS
@@ -447,8 +447,8 @@ async def test_default_chat_is_delivered_as_null_and_retries_dedupe_at_the_recei
     await adapter.send(message)
     assert len(receiver.deliveries) == 2
     assert [d.duplicate for d in receiver.deliveries] == [False, True]
-    assert receiver.payloads == [{"route": "alerts", "chat_id": None, "turn_id": "turn-9", "kind": "completion",
-                                  "text": "Disk cleaned.", "sequence": 1}]
+    assert receiver.payloads == [{"route": "alerts", "chat_id": None, "turn_id": "turn-9", "origin_turn_id": "turn-9",
+                                  "kind": "completion", "text": "Disk cleaned.", "sequence": 1}]
 
 
 async def test_chat_ids_with_colons_survive(adapter: WebhookAdapter, sink: Sink, receiver: WebhookReceiver) -> None:
@@ -569,7 +569,8 @@ async def test_without_deliver_url_send_returns_at_once_and_get_reads_the_turn(
     reply = await signed_get(f"{base}/webhooks/reader/turns/turn-3", OTHER_SECRET, timestamp=TS)
     assert reply.status == 200
     assert reply.json() == {"turn_id": "turn-3", "complete": True,
-                            "messages": [{"route": "reader", "chat_id": "ops", "turn_id": "turn-3", "kind": "reply",
+                            "messages": [{"route": "reader", "chat_id": "ops", "turn_id": "turn-3",
+                                          "origin_turn_id": "turn-3", "kind": "reply",
                                           "text": "answer to turn-3", "sequence": 0}]}
     assert reader.calls == [("reader", "turn-3")]
 

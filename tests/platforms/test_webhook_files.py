@@ -110,9 +110,10 @@ async def test_a_file_is_delivered_signed_with_its_caption_and_downloads_its_exa
     assert delivery.reason is None and delivery.idempotency_key == "t1:file:0:0"
     body = delivery.json
     path = f"/webhooks/alerts/files/{sent.message_id}"
-    assert body == {"route": "alerts", "chat_id": "ops", "turn_id": "t1", "kind": "file", "text": "**Q3** totals",
-                    "sequence": 0, "file": {"id": sent.message_id, "name": NAME, "size": len(DATA),
-                                            "content_type": "application/octet-stream", "path": path}}
+    assert body == {"route": "alerts", "chat_id": "ops", "turn_id": "t1", "origin_turn_id": "t1", "kind": "file",
+                    "text": "**Q3** totals", "sequence": 0,
+                    "file": {"id": sent.message_id, "name": NAME, "size": len(DATA),
+                             "content_type": "application/octet-stream", "path": path}}
     status, data, headers = await get(base, path, SECRET)
     assert (status, data) == (200, DATA)
     assert headers["Content-Type"] == "application/octet-stream"
@@ -187,10 +188,12 @@ async def test_a_route_without_deliver_url_keeps_the_file_for_the_turn_read(serv
     assert status == 200
     path = f"/webhooks/reader/files/{sent.message_id}"
     assert json.loads(body)["messages"] == [
-        {"route": "reader", "chat_id": "ops", "turn_id": "t1", "kind": "file", "text": "the report", "sequence": 0,
+        {"route": "reader", "chat_id": "ops", "turn_id": "t1", "origin_turn_id": "t1", "kind": "file",
+         "text": "the report", "sequence": 0,
          "file": {"id": sent.message_id, "name": "r.csv", "size": len(DATA), "content_type": "text/csv",
                   "path": path}},
-        {"route": "reader", "chat_id": "ops", "turn_id": "t1", "kind": "reply", "text": "done", "sequence": 2}]
+        {"route": "reader", "chat_id": "ops", "turn_id": "t1", "origin_turn_id": "t1", "kind": "reply", "text": "done",
+         "sequence": 2}]
     assert (await get(base, path, READER_SECRET))[:2] == (200, DATA)
     assert (await get(base, path, SECRET))[0] == 401  # the alerts route's secret is not this route's
 
