@@ -207,6 +207,7 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._sink: InboundSink | None = None
         self._edits: MessageEdited | None = None
+        self._latest_edits = slack_edits.LatestEdits()
         self.bot_user_id: str | None = None
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()
@@ -459,19 +460,26 @@ class SlackAdapter:
         """A message was changed (``message_changed``): a user's edit of a message the bot takes goes to the
         gateway, which answers the new text if the message still waits for its turn. One that no longer
         addresses the bot (its mention taken out at a channel's top level) is not handed over, as a message
-        would not be. Not acked during a stop: Slack sends it again, to the next process."""
+        would not be, nor is one older than an edit heard already (sent again by Slack after it). Not acked during
+        a stop: Slack sends it again, to the next process."""
         with self._under_way.listener():
             message, edited = slack_edits.edited_message(event), self._edits
             if message is None or edited is None:
                 return
+            if self._latest_edits.outdated(message):  # sent again after a later edit (`slack_edits.LatestEdits`)
+                log.debug("slack: an edit of message %s:%s came after a later one; passed over", event["channel"],
+                          message["ts"])
+                return
             addressed = self._addressed(message)
             if addressed is None:
+                self._latest_edits.heard(message)
                 log.debug("slack: an edit of message %s:%s is not for the bot", event["channel"], message["ts"])
                 return
             if self._turning_away:
                 raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
                                " Slack to send again")
             await edited(self.name, message["channel"], addressed.thread, message["ts"], text_of(message, addressed))
+            self._latest_edits.heard(message)
 
     @property
     def _turning_away(self) -> bool:

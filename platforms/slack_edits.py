@@ -4,12 +4,21 @@ Apart from the adapter (`platforms.slack`) because it is pure translation: the e
 message as edited, which the adapter then reads as it reads a message (`platforms.slack_addressed`,
 `platforms.slack_inbound.text_of`), so its chat, thread, ``ts`` and text are those the message was handed over
 with. Slack also says ``message_changed`` of changes no one typed: a link's preview added (an unfurl), a thread's
-reply counted, a pin; those leave the text as it was, and are no edit.
+reply counted, a pin; those leave the text as it was, and are no edit. Slack sends an event again when it heard no
+answer in time (a slow answer, a full disk's refusal) and promises no order: `LatestEdits` passes over an edit
+older than one already heard, which would have the turn answer the text as it read before.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
+
+from platforms.recent import remember
+from platforms.slack_catchup import ts_key
+
+KEPT_EDITS = 1000
+"""How many messages' latest edits `LatestEdits` keeps: a message is edited while it waits for its turn, minutes."""
 
 
 def edited_message(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -25,3 +34,31 @@ def edited_message(event: dict[str, Any]) -> dict[str, Any] | None:
     if shaped.get("thread_ts") == shaped["ts"]:
         del shaped["thread_ts"]
     return shaped
+
+
+class LatestEdits:
+    """The time of the latest edit heard of each message edited lately (its ``edited.ts``)."""
+
+    def __init__(self, keep: int = KEPT_EDITS) -> None:
+        self._latest: OrderedDict[tuple[str, str], tuple[int, int]] = OrderedDict()
+        self._keep = keep
+
+    def outdated(self, message: dict[str, Any]) -> bool:
+        """Whether a later edit of ``message`` (an `edited_message`) was heard than the one it carries."""
+        when, latest = _edited_at(message), self._latest.get((message["channel"], message["ts"]))
+        return when is not None and latest is not None and when < latest
+
+    def heard(self, message: dict[str, Any]) -> None:
+        """``message``'s edit is done with: handed over, or passed over as no longer for the bot. Not one the
+        gateway refused: Slack sends it again, and then it is no older than itself."""
+        key, when = (message["channel"], message["ts"]), _edited_at(message)
+        if when is not None and (key not in self._latest or self._latest[key] < when):
+            remember(self._latest, key, when, self._keep)
+
+
+def _edited_at(message: dict[str, Any]) -> tuple[int, int] | None:
+    edited = message.get("edited")
+    try:
+        return ts_key(str(edited["ts"])) if isinstance(edited, dict) and "ts" in edited else None
+    except ValueError:  # no ts of Slack's: the edit is not ordered
+        return None
