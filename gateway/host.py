@@ -159,8 +159,11 @@ class AgentHost:
         removed = remove_parts(self.workspace)
         removed += remove_temporaries(self.state_dir, below=False) + remove_temporaries(self.state_dir / MEMORY_DIR)
         if removed:
-            log.info("removed %d temporary files a process stopped mid-write left: %s", len(removed),
-                     ", ".join(str(p) for p in removed[:5]) + (", …" if len(removed) > 5 else ""))
+            # By folder: a file's name is an attachment's, what its user called it, and the log is the operator's.
+            folders = sorted({str(p.parent) for p in removed})
+            log.info("removed %d temporary files a process stopped mid-write left, in %s", len(removed),
+                     ", ".join(folders[:5]) + (", …" if len(folders) > 5 else ""))
+            log.debug("the temporary files removed: %s", ", ".join(map(str, removed)))
 
     async def close(self, *, grace: float | None = None) -> None:
         """``grace``: how long the children's engine may wait for what it still sends, or for the children
@@ -187,8 +190,12 @@ class AgentHost:
         finally:
             for model in (self.model, *self._child_models.values()):
                 aclose = getattr(model, "aclose", None)
-                if aclose is not None:
+                if aclose is None:
+                    continue
+                try:
                     await aclose()
+                except Exception:  # one client's close, at exit: the others are closed all the same
+                    log.warning("closing the client of model %s failed", getattr(model, "name", "?"), exc_info=True)
 
     def background_delegate(self, on_dispatch: Callable[[BackgroundDispatch], Callable[[bool], None] | None], *,
                             backend: str = DEFAULT_BACKEND, admit: Callable[[str], str | None] | None = None) -> Tool:
