@@ -142,7 +142,8 @@ class Gateway:
                                  turn_event=self.store.inbox.event_of_turn,
                                  routing=host.routing, reply_journaled=self.runner.reply_journaled)
         self.retention = Retention(self.store, self.sessions, host.children, clock=clock,
-                                   pay_owed=self.runner.pay_owed, files=kept)
+                                   pay_owed=self.runner.pay_owed, files=kept,
+                                   forget_sessions_after=self.config.sessions.retention_days * 24 * 3600)
         self._delegates: dict[tuple[Mode, str], Tool | None] = {}
         self.dead_letters = DeadLetterPolicy(self.store.inbox, self.outbox, max_attempts=self.config.inbox.max_attempts,
                                              clock=clock, handle=self._handle_again, platforms=self.adapters)

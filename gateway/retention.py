@@ -1,10 +1,12 @@
 """What the gateway forgets, and when: old inbox and outbox rows (and the copies of files the agent sent
-that no send names any more), conversations no message was seen in for a month, and idle sessions' memory.
+that no send names any more), conversations no message was seen in for a month, idle sessions' memory, and, only
+where ``sessions.retention_days`` is set, the stored sessions no turn was taken in for that long.
 
 Sessions live in the store; one idle for a while (no turn running, nothing queued, no
 child still working for it, no turn end owed) leaves memory and is loaded again when its chat
-next speaks. Each sweep first records the turn ends that idle sessions owe (`gateway.owed_ends`):
-refused by a full disk, they would otherwise wait for their chat's next message.
+next speaks. Left to themselves, stored sessions and their transcripts are kept until ``/new``: a public bot
+keeps a row for every chat it ever met, and its conversation. Each sweep first records the turn ends that idle
+sessions owe (`gateway.owed_ends`): refused by a full disk, they would otherwise wait for their chat's next message.
 
 Old rows are forgotten `PRUNE_BATCH` at a time, the event loop free between batches: the first
 sweep after a long stop, or on a busy week's file, has hundreds of thousands to forget, and one
@@ -45,10 +47,13 @@ is removed: one being made, or made and its send not journaled yet, is younger."
 class Retention:
     def __init__(self, store: GatewayStore, registry: SessionRegistry, children: HostView, *, clock: Clock,
                  pay_owed: Callable[[], object], idle_after: float = IDLE_SESSION_SECONDS,
-                 batch: int = PRUNE_BATCH, files: OutboxFiles | None = None) -> None:
+                 batch: int = PRUNE_BATCH, files: OutboxFiles | None = None,
+                 forget_sessions_after: float = 0.0) -> None:
         """``pay_owed``: records the turn ends idle sessions owe (`gateway.turn_runner.TurnRunner.pay_owed`).
         ``batch``: rows forgotten per statement (`PRUNE_BATCH`). ``files``: the copies of files the agent
-        sent, those no send names removed (`COPY_GRACE_SECONDS`)."""
+        sent, those no send names removed (`COPY_GRACE_SECONDS`). ``forget_sessions_after``: seconds after its last
+        stored turn a session not in memory is forgotten, transcript and all (`SessionTable.forget`); 0: never
+        (``sessions.retention_days``)."""
         self._store = store
         self._files = files
         self._pay_owed = pay_owed
@@ -57,6 +62,7 @@ class Retention:
         self._clock = clock
         self.idle_after = idle_after
         self.batch = batch
+        self.forget_sessions_after = forget_sessions_after
         self._failing: dict[str, tuple[str, str]] = {}
         """The steps whose latest try failed -> how (exception type and text): said again only if it changes."""
 
@@ -112,6 +118,18 @@ class Retention:
                 if count < self.batch:
                     self._went_through(step)
                     break
+        if self.forget_sessions_after > 0:
+            step = "forgetting sessions no turn was taken in"
+            while True:
+                try:
+                    count, more = self._forget_sessions(now - self.forget_sessions_after)
+                except Exception as exc:
+                    self._failed(step, exc)
+                    break
+                yield "sessions", count
+                if not more:
+                    self._went_through(step)
+                    break
         # A failed send's copy is kept for a retry until its row is forgotten (above): left to the next start,
         # a gateway running for months would keep every file that ever failed.
         step = "removing the copies of files no send names"
@@ -128,6 +146,12 @@ class Retention:
         """Messages an earlier process held in the store (`gateway.session_registry.QUEUED`): handed over anew."""
         return self._store.sessions.forget_held(self._registry.run, batch)
 
+    def _forget_sessions(self, before: float) -> tuple[int, bool]:
+        """One batch of the stored sessions last active ``before``; kept, with what the store keeps itself: those
+        in memory (a turn may run, or have just begun to) and those a child still works for."""
+        return self._store.sessions.forget(before, self._registry.keys(), self._children.sessions_with_children(),
+                                           self.batch)
+
     def _end(self, forgotten: Counter[str]) -> tuple[int, int, int]:
         try:
             evicted = self._registry.evict_idle(self.idle_after, lambda sid: bool(self._children.children(sid)))
@@ -139,6 +163,9 @@ class Retention:
         if forgotten["inbox"] or forgotten["outbox"] or evicted:
             log.info("retention: forgot %d inbox rows, %d outbox rows, %d idle sessions", forgotten["inbox"],
                      forgotten["outbox"], evicted)
+        if forgotten["sessions"]:
+            log.info("retention: forgot %d stored sessions no turn was taken in for %g days, and their conversations",
+                     forgotten["sessions"], self.forget_sessions_after / 86400)
         return forgotten["inbox"], forgotten["outbox"], evicted
 
     def _failed(self, step: str, exc: Exception) -> None:

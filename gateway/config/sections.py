@@ -1,4 +1,5 @@
-"""The gateway-owned settings (`display`, `server`, `delivery`, `logging`, `telemetry`) and `Config`.
+"""The gateway-owned settings (`display`, `server`, `delivery`, `inbox`, `sessions`, `logging`, `telemetry`) and
+`Config`.
 
 `Config` is the whole validated configuration: the agent's and lifecycle's own
 sections plus the gateway's. Built by `gateway.config.loader.load_config`; every
@@ -132,6 +133,15 @@ class InboxSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionsSettings:
+    retention_days: float = setting(
+        0.0, "Days a chat's session (its conversation, pinned delegation mode and backend) is kept after its last"
+        " turn; then it is forgotten, and the chat's next message starts a new session, as after /new. 0: kept"
+        " until /new.", min=0
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class TelemetrySettings:
     otlp_endpoint: str | None = setting(
         None, "OTLP/HTTP endpoint traces are exported to, e.g. http://127.0.0.1:4318 (/v1/traces is added when the"
@@ -188,6 +198,7 @@ class Config:
     server: ServerSettings = nested(ServerSettings, "The HTTP server.")
     delivery: DeliverySettings = nested(DeliverySettings, "Outbound message delivery.")
     inbox: InboxSettings = nested(InboxSettings, "Inbound events the gateway cannot handle.")
+    sessions: SessionsSettings = nested(SessionsSettings, "Chat sessions and their conversations.")
     logging: LoggingSettings = nested(LoggingSettings, "Log output.")
     telemetry: TelemetrySettings = nested(TelemetrySettings, "OpenTelemetry traces.")
     state_dir: Path = field(

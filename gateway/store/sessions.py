@@ -4,7 +4,8 @@ A session is keyed by (platform, chat, thread). Its row pins the delegation mode
 generation (bumped by ``/new``) and holds the chat's delegation backend: the one the
 current generation uses and the one ``/delegation`` chose for the next; its
 transcript is stored a message per row, so a turn appends the few messages it added
-instead of rewriting the whole history.
+instead of rewriting the whole history. Both are kept until ``/new`` replaces them, or until the retention sweep
+forgets a session no turn was taken in for ``sessions.retention_days`` (`SessionTable.forget`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
-from gateway.store.unreadable_rows import LeftOut, as_bytes, row_name, text
+from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 
 log = logging.getLogger("gateway.store")
@@ -229,6 +230,55 @@ class SessionTable:
         start handed the messages over anew from the inbox. Returns the count."""
         return self._db.write("DELETE FROM gateway_held WHERE seq IN (SELECT seq FROM gateway_held WHERE run != ?"
                               " LIMIT ?)", (run, limit)).rowcount
+
+    def forget(self, before: float, keep: Collection[str], keep_agents: Collection[str],
+               limit: int) -> tuple[int, bool]:
+        """Forget sessions last active (their last stored turn, `updated_at`) before ``before``, row and transcript,
+        as if their chats had never spoken: a chat's next message starts a new session. Kept however old: those
+        ``keep`` names (keys), those whose agent session is among ``keep_agents``, and those with messages held for
+        a turn (`hold`), a background delegation not settled, or, in their chat, an event not handled yet or a
+        message not sent yet. Oldest first, as many as ``limit`` rows hold (sessions and messages; one session at
+        least, however long its conversation), in one transaction. Returns (sessions forgotten, whether more may
+        be due)."""
+        keep = {*keep, *self._chats_waiting()}
+        candidates = self._db.read(
+            "SELECT rowid, (SELECT COUNT(*) FROM gateway_transcript t WHERE t.key = s.key) FROM gateway_sessions s"
+            " WHERE updated_at < ? AND key NOT IN (SELECT value FROM json_each(?))"
+            " AND session_id NOT IN (SELECT value FROM json_each(?))"
+            " AND NOT EXISTS (SELECT 1 FROM gateway_held h WHERE h.key = s.key)"
+            " AND NOT EXISTS (SELECT 1 FROM gateway_delegations d WHERE d.session_key = s.key AND d.status = 'running')"
+            " ORDER BY updated_at LIMIT ?", (before, json.dumps(list(keep)), json.dumps(list(keep_agents)), limit))
+        taken: list[int] = []
+        rows = 0
+        for rowid, messages in candidates:
+            if taken and rows + 1 + messages > limit:
+                break
+            taken.append(rowid)
+            rows += 1 + messages
+        if taken:
+            ids = json.dumps(taken)
+            with self._db.transaction():
+                self._db.write("DELETE FROM gateway_transcript WHERE key IN (SELECT key FROM gateway_sessions WHERE"
+                               " rowid IN (SELECT value FROM json_each(?)))", (ids,))
+                self._db.write("DELETE FROM gateway_sessions WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
+        return len(taken), len(taken) < len(candidates) or len(candidates) == limit
+
+    def _chats_waiting(self) -> set[str]:
+        """The keys of the chats with an event not handled yet (the gateway's inbox) or a message not sent yet (its
+        outbox): the one may load the chat's session any moment, the other answers a turn of its conversation."""
+        events = self._db.read(
+            "SELECT DISTINCT CAST(platform AS BLOB), CAST(json_extract(payload, '$.chat_id') AS BLOB),"
+            " CAST(json_extract(payload, '$.thread_id') AS BLOB) FROM gateway_inbox"
+            " WHERE status IN ('received', 'begun', 'requeued') AND json_valid(payload)")
+        sends = self._db.read("SELECT DISTINCT CAST(platform AS BLOB), CAST(chat_id AS BLOB), CAST(thread_id AS BLOB)"
+                              " FROM gateway_outbox WHERE status='pending'")
+        keys = set()
+        for platform, chat_id, thread_id in (*events, *sends):
+            try:
+                keys.add(session_key(text(platform), text(chat_id), text(thread_id)))  # type: ignore[arg-type]
+            except UNREADABLE:
+                pass  # no chat's: its event or send is left out where it is read (`unreadable_rows`)
+        return keys
 
     def _touch(self, key: str) -> None:
         touched = self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key))
