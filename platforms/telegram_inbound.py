@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Mapping
+from datetime import datetime, timezone
 
-from aiogram.types import Message
+from aiogram.types import Chat, Giveaway, GiveawayWinners, Message, PaidMediaInfo
 
 from platforms import telegram_files
 from platforms.base import Inbound
@@ -78,9 +79,10 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
 
 def content_as_text(message: Message) -> str:
     """A message without text or file as the model may read it: a location (a venue's name and address
-    with it), a contact, a poll with its options, a sticker's emoji, a dice roll, a game, a checklist; a
-    story, which a bot cannot see, as such. "" for anything else, a service message (a member joined, a
-    pin) above all: the bot answers none. Never a command: each begins with an emoji or a parenthesis."""
+    with it), a contact, a poll with its options, a sticker's emoji, a dice roll, a game, a checklist, a
+    giveaway or its winners (forwarded from a channel); paid media and a story, which a bot cannot see, as
+    such. "" for anything else, a service message (a member joined, a pin) above all: the bot answers none.
+    Never a command: each begins with an emoji or a parenthesis."""
     if (venue := message.venue) is not None:
         at = venue.location
         return f"📍 {at.latitude}, {at.longitude} ({venue.title}, {venue.address})"
@@ -100,9 +102,54 @@ def content_as_text(message: Message) -> str:
         return f"{dice.emoji} (a dice roll: {dice.value})"
     if (game := message.game) is not None:
         return f"🎮 Game: {game.title}: {game.description}"
+    if message.giveaway is not None:
+        return _giveaway(message.giveaway)
+    if message.giveaway_winners is not None:
+        return _giveaway_winners(message.giveaway_winners)
+    if message.paid_media is not None:
+        return _paid_media(message.paid_media)
     if message.story is not None:
         return "(a story, which the bot cannot see)"
     return ""
+
+
+def _giveaway(giveaway: Giveaway) -> str:
+    chats = ", ".join(_chat_name(chat) for chat in giveaway.chats)
+    return (f"🎁 Giveaway: {_count(giveaway.winner_count, 'winner')} drawn on {_utc(giveaway.winners_selection_date)}"
+            f" among the members of {chats}" + _prize(giveaway))
+
+
+def _giveaway_winners(result: GiveawayWinners) -> str:
+    names = [user.full_name + (f" (@{user.username})" if user.username else "") for user in result.winners]
+    if result.winner_count > len(names):  # Telegram lists 100 at most
+        names.append(f"and {result.winner_count - len(names)} more")
+    return f"🏆 Giveaway winners in {_chat_name(result.chat)}: {', '.join(names)}" + _prize(result)
+
+
+def _prize(giveaway: Giveaway | GiveawayWinners) -> str:
+    prizes = [giveaway.prize_description or "",
+              _count(giveaway.prize_star_count, "Star") if giveaway.prize_star_count else "",
+              _count(giveaway.premium_subscription_month_count, "month") + " of Telegram Premium"
+              if giveaway.premium_subscription_month_count else ""]
+    return "; prize: " + ", ".join(filter(None, prizes)) if any(prizes) else ""
+
+
+def _paid_media(paid: PaidMediaInfo) -> str:
+    # Its items are previews until bought, and the bot buys nothing: only what it costs and holds is told.
+    return (f"(paid media for {_count(paid.star_count, 'Star')}: {_count(len(paid.paid_media), 'item')},"
+            " which the bot cannot see)")
+
+
+def _chat_name(chat: Chat) -> str:
+    return chat.title or (f"@{chat.username}" if chat.username else str(chat.id))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _utc(when: datetime) -> str:
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _leading_command(message: Message, text: str) -> str | None:

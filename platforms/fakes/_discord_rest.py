@@ -18,6 +18,8 @@ TEXT_LIMIT = 2000
 """In code points, as ``len``: Discord's API is Python 3 and counts them (discord/discord-api-docs#1315), so
 an emoji outside the Basic Multilingual Plane is one character, not two UTF-16 units."""
 INTERACTION_ACK_SECONDS = 3.0
+FLAG_EPHEMERAL = 64
+"""A message only the interaction's user sees."""
 _MULTIPART = web.RequestKey("multipart", tuple)
 """A multipart message create's parsed payload and files (its body is read once, recording it)."""
 INTERACTION_TOKEN_SECONDS = 15 * 60
@@ -343,13 +345,16 @@ class DiscordRest:
             return pinged
         kind = body.get("type")
         record["responses"].append(kind)
+        # Fixed here for whatever replaces a deferral's "thinking…": Discord renders it for all or for one now.
+        ephemeral = int(data.get("flags") or 0) & FLAG_EPHEMERAL
         message = self._store(record["channel_id"], self.bot_id, data.get("content") or "", from_bot=True,
-                              flags=FLAG_LOADING if kind == 5 else 0, interaction_id=interaction_id, pings=pinged)
+                              flags=(FLAG_LOADING if kind == 5 else 0) | ephemeral, interaction_id=interaction_id,
+                              pings=pinged)
         record["original"] = message.id
         resource: dict[str, Any] = {"type": kind, "message": self._message_json(message)}
         return _json({
             "interaction": {"id": interaction_id, "type": 2, "response_message_id": message.id,
-                            "response_message_loading": kind == 5, "response_message_ephemeral": False},
+                            "response_message_loading": kind == 5, "response_message_ephemeral": bool(ephemeral)},
             "resource": resource,
         })
 
@@ -363,6 +368,13 @@ class DiscordRest:
         body = await request.json()
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged
+        original = self._find(record["channel_id"], record["original"] or "")
+        if original is not None and original.flags & FLAG_LOADING:
+            # Discord's rule: a follow-up while "thinking…" shows is that response's answer, seen by whom the
+            # deferral chose, whatever its own flags say; only a later one (or one after the deferred response
+            # was deleted) is ephemeral by its flag 64.
+            response = self._apply_edit(original, body)
+            return response if request.query.get("wait") in ("true", "1", "True") else web.Response(status=204)
         message = self._store(record["channel_id"], self.bot_id, body.get("content") or "", from_bot=True,
                               flags=int(body.get("flags") or 0), interaction_id=interaction_id, pings=pinged)
         data = self._echo(message)
