@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool
+from gateway import long_messages
 from gateway.access import REFUSAL, allowed, refused_user
 from gateway.chat_intake import ChatIntake
 from gateway.chat_services import ChatServices
@@ -103,7 +104,8 @@ class Gateway:
         self.outbox = Outbox(self.store.outbox, self.adapters, max_retry_after=self.config.delivery.max_retry_after,
                              clock=clock, give_up_after={"webhook": webhook.retry_for_seconds}, events=self.events,
                              late_after=self.config.delivery.late_after,
-                             files=kept, unspent=self._quote_unspent)
+                             files=kept, unspent=self._quote_unspent,
+                             max_parts=functools.partial(long_messages.max_parts, self.config))
         self.display = DisplayResolver(self.config, {name: a.tier for name, a in self.adapters.items()})
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),

@@ -11,6 +11,9 @@ Guarantees:
   part quotes (``reply_to``, the first part's only) is journaled with it: a part sent
   after a restart quotes it too. A part that took its turn's quote and failed (a file the
   platform refused) passes it on to the turn's next message.
+- **Bounded.** A message that splits into more parts than its platform's bound (``max_parts``) is journaled
+  as its first parts up to the bound, then the whole of it as a file, or a note saying what was left out
+  (`gateway.long_messages`), all in one statement as a message's parts are: a runaway answer cannot flood the chat.
 - **Once.** A part is marked sent with the platform's message id right after the
   adapter returns. Pending parts are sent by the next `Outbox.start` after a
   restart. The one gap: a process that dies (or an outbox closed) while an adapter
@@ -88,7 +91,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock
-from gateway import resplit
+from gateway import long_messages, resplit
 from gateway.chat_queue import ChatQueue, SplitTurn
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
@@ -96,7 +99,7 @@ from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS, ChatKey
 from gateway.part_notes import file_noted
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, Sender
-from gateway.splitting import safe_measure, split_text
+from gateway.splitting import safe_measure
 from gateway.store import NewMessage, OutboxRow, OutboxRows
 from gateway.withdrawal import CHANGES, drop_pending, withdrawn
 from platforms.base import Adapter, CountsCharacters
@@ -119,15 +122,18 @@ class Outbox:
     the age at which a message is sent with a note saying so (0: never; `gateway.late_notes`).
     ``files``: where the copies of files to send are kept (none: a file send fails). ``unspent(row)``:
     ``row`` took its turn's quote and failed, and the turn has journaled no message since to take
-    it (`gateway.quote_passing.pass_quote`).
+    it (`gateway.quote_passing.pass_quote`). ``max_parts(platform)``: the most parts a message is sent in there (0:
+    no bound; default `gateway.long_messages.DEFAULT_MAX_PARTS`).
     """
 
     def __init__(self, store: OutboxRows, adapters: Mapping[str, Adapter], *, max_retry_after: float = 60.0,
                  clock: Clock = SYSTEM_CLOCK, give_up_after: Mapping[str, float] | None = None,
                  rng: random.Random | None = None, events: GatewayEvents | None = None,
                  late_after: float = 0.0, files: OutboxFiles | None = None,
-                 unspent: Callable[[OutboxRow], None] | None = None) -> None:
+                 unspent: Callable[[OutboxRow], None] | None = None,
+                 max_parts: Callable[[str], int] | None = None) -> None:
         self._store = store
+        self._max_parts = max_parts or (lambda _: long_messages.DEFAULT_MAX_PARTS)
         self._files = files
         self._adapters = adapters
         self._rng = rng or random.Random()
@@ -238,7 +244,8 @@ class Outbox:
         turn get the turn's next ``sequence`` numbers. ``reply_to``: the user's message the first
         part quotes (journaled with it). KeyError for a platform without adapter."""
         return self._enqueue_parts(platform, chat_id, thread_id, self._split(platform, text), kind=kind, key=key,
-                                   turn_id=turn_id, silent=silent, reply_token=reply_token, reply_to=reply_to)
+                                   turn_id=turn_id, silent=silent, reply_token=reply_token, reply_to=reply_to,
+                                   whole=text)
 
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
                            key: str, turn_id: str | None = None, silent: bool = False,
@@ -263,7 +270,7 @@ class Outbox:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                       silent=silent, reply_token=None, reply_to=_called(reply_to))
+                                       silent=silent, reply_token=None, reply_to=_called(reply_to), whole=text)
 
         if chat not in self._splitting and self._fits_as_counted(platform, text):
             # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
@@ -327,19 +334,28 @@ class Outbox:
                 adapter.counts_characters
         return counts and len(text) <= adapter.text_limit
 
-    def _split(self, platform: str, text: str) -> list[str]:
+    def _split(self, platform: str, text: str, *, bounded: bool = True) -> list[str]:
+        """``text``'s parts; ``bounded``, those of only a start of a text far past ``max_parts`` parts (all but the
+        first ``max_parts`` are left out: `gateway.long_messages.split_bounded`)."""
         adapter = self._adapters[platform]
-        return split_text(text, adapter.text_limit, safe_measure(adapter))
+        most = self._max_parts(platform) if bounded else 0
+        return long_messages.split_bounded(text, adapter.text_limit, safe_measure(adapter), most)
 
     def _enqueue_parts(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
                        key: str, turn_id: str | None, silent: bool, reply_token: str | None,
-                       reply_to: str | None) -> list[str]:
+                       reply_to: str | None, whole: str) -> list[str]:
+        """Journal ``parts``, those of the text ``whole``, as `enqueue` says, bounded (`gateway.long_messages`)."""
         now = self._sends_now((platform, chat_id, thread_id))
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
                            reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
                            reply_to=reply_to if i == 0 else None,  # the rest follow it: quoted once is enough
                            tried=now and i == 0)
                 for i, part in enumerate(parts)]  # fmt: skip
+        if 0 < (most := self._max_parts(platform)) < len(rows):
+            if self._store.has_message(rows[0].key):  # journaled before: its file's copy is not made again
+                return self._existing(key)
+            rows = [*rows[:most], long_messages.tail(rows[0], key, whole, parts[:most], self._adapters[platform],
+                                                    self._files)]
         # Journaling tells whether the message was journaled before, in the same statement.
         ids = self._store.add_new_messages(rows) if rows else None
         if ids is None:
@@ -378,7 +394,7 @@ class Outbox:
             return existing
         target = self._store.message(target_key)
         self._supersede((platform, chat_id, thread_id), target)
-        parts = self._split(platform, text)
+        parts = self._split(platform, text, bounded=False)
         kind = kind or (target.kind if target is not None else "notice")
         turn_id = target.turn_id if target is not None else None
         silent = target.silent if target is not None else True

@@ -15,6 +15,7 @@ between), at start and at each retention sweep.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import shutil
@@ -78,6 +79,11 @@ class OutboxFiles:
         source, _ = open_to_send(file, limit, where)
         with source:
             return self._copy(key, source, file, limit)
+
+    def keep_bytes(self, key: str, name: str, data: bytes) -> int:
+        """Keep ``data`` (not empty) as the copy of the send ``key``, named ``name``, as `keep` keeps a file (a
+        message too long for its chat: `gateway.long_messages`). OSError when it cannot be written. Blocking."""
+        return self._copy(key, io.BytesIO(data), FileToSend(Path(name), name, None), len(data))
 
     def _copy(self, key: str, source: BinaryIO, file: FileToSend, limit: int) -> int:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

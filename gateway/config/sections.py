@@ -49,6 +49,9 @@ class DisplayOverrides:
     progress_final: ProgressFinal | None = setting(
         None, "What a turn's progress message becomes when the turn ends on this platform; inherits when unset."
     )
+    max_message_parts: int | None = setting(
+        None, "Parts a message is sent in at most on this platform (0: no bound); inherits when unset.", min=0
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,11 @@ class DisplaySettings:
     progress_final: ProgressFinal = setting(
         "summary", "When a turn ends, its progress message is edited to a one-line outcome (summary) or deleted"
         " where the platform can delete (delete)."
+    )
+    max_message_parts: int = setting(
+        16, "Parts a message is sent in at most: one that splits into more (a looping answer, a dump of a large"
+        " file) is sent as its first parts up to this, then the whole of it as a file, answer.md, or where the"
+        " platform takes no file that large, a note saying how much was left out. 0: no bound.", min=0
     )
     platforms: Mapping[str, DisplayOverrides] = field(
         default_factory=empty_mapping,

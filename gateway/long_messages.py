@@ -1,0 +1,94 @@
+"""A message too long for its chat: its first parts, then the whole of it as a file.
+
+A model gone wrong (an answer looping on, a dump of a large file) can write megabytes: split to the
+platform's limit, hundreds or thousands of messages (a megabyte is 256 of Telegram's), each paced, holding
+the chat's line for many minutes and inviting the platform to rate-limit or flag the bot. So a message that
+splits into more parts than its platform's bound (``display.max_message_parts``, per platform as the display
+settings are: `max_parts`; 0: none) is journaled as its first parts up to the bound and one more: the whole
+text as ``answer.md``, its caption a note saying so, where the adapter takes files (`platforms.base.SendsFiles`)
+within its upload limit; elsewhere a note saying how much was left out. The outbox journals them in one
+statement, as parts of one message (`gateway.outbox.Outbox`): each sent once, in order, across restarts too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from agent.tools.send_file import human_size
+from gateway.outbox_files import OutboxFiles
+from gateway.splitting import split_text
+from gateway.store import NewMessage
+from platforms.base import Adapter, SendsFiles
+
+if TYPE_CHECKING:
+    from gateway.config import Config
+
+log = logging.getLogger("gateway.outbox")
+
+DEFAULT_MAX_PARTS = 16
+"""``display.max_message_parts``'s default: 16 of Telegram's parts are about 65,000 characters."""
+FILE_NAME = "answer.md"
+FILE_PART = ":file:0"
+"""Appended to the message's key for the file's: ``:file:`` tells the outbox a send with a copy to remove."""
+CUT_PART = ":cut"
+"""Appended to the message's key for the note sent where no file can go."""
+
+
+def max_parts(config: Config, platform: str) -> int:
+    """The bound for ``platform``: ``display.platforms.<p>.max_message_parts``, else ``display.max_message_parts``."""
+    overrides = config.display.platforms.get(platform)
+    most = overrides.max_message_parts if overrides is not None else None
+    return config.display.max_message_parts if most is None else most
+
+
+def split_bounded(text: str, limit: int, measure: Callable[[str], int], most: int) -> list[str]:
+    """`split_text`, but of a text far longer than ``most`` parts (0: no bound) hold only a start is split, one
+    long enough to give more than ``most`` parts: the rest of the parts would be left out (`tail`), after
+    seconds of splitting for nothing (a megabyte takes about ten for Telegram, which renders what it measures).
+    The parts before the start's last are the whole text's, but where a paragraph or a style runs past the
+    start's end (read as unclosed there) or link reference definitions stand after it."""
+    if most > 0:
+        size = (most + 2) * limit
+        while size < len(text):
+            parts = split_text(text[:size], limit, measure)
+            if len(parts) > most:
+                return parts
+            size *= 2
+    return split_text(text, limit, measure)
+
+
+def tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
+         files: OutboxFiles | None) -> NewMessage:
+    """The part journaled after ``shown``, the first parts of ``text`` (the message ``key``, its first part
+    ``first``): the file ``answer.md`` holding ``text``, its copy kept now (blocking; one a run before left is
+    replaced), or the note saying what was left out where the platform takes no files, or not one that large, or
+    the copy cannot be written."""
+    data = text.encode("utf-8", "replace")
+    note = dataclasses.replace(first, reply_to=None, tried=False, sequence=None if first.turn_id else len(shown))
+    if files is not None and isinstance(adapter, SendsFiles):
+        if len(data) > adapter.upload_limit(first.chat_id):
+            return dataclasses.replace(note, key=key + CUT_PART, text=left_out_text(data, shown, too_large=True))
+        try:
+            files.keep_bytes(key + FILE_PART, FILE_NAME, data)
+            return dataclasses.replace(note, key=key + FILE_PART, op="file", text=in_file_text(len(data)))
+        except OSError as exc:
+            log.warning("outbox: %s chat %s: cannot keep %s of %s (%s); a note says what was left out instead",
+                        first.platform, first.chat_id, FILE_NAME, key, exc.strerror or exc)
+    return dataclasses.replace(note, key=key + CUT_PART, text=left_out_text(data, shown))
+
+
+def in_file_text(size: int) -> str:
+    # A code span: Telegram's apps would link a bare answer.md to the site of that name (.md is a domain).
+    return f"The answer is too long for this chat ({human_size(size)}); the whole of it is in `{FILE_NAME}`."
+
+
+def left_out_text(data: bytes, shown: Sequence[str], *, too_large: bool = False) -> str:
+    """The note where the whole cannot go as a file; how much was left out is about right (a part may hold a
+    marker the text has not, to close a style or a code block at its end)."""
+    left = max(len(data) - sum(len(part.encode("utf-8", "replace")) for part in shown), 0)
+    why = ", and too large to send here as a file" if too_large else ""
+    return (f"The answer is too long for this chat ({human_size(len(data))}){why}; the rest of it (about "
+            f"{human_size(left)}) was left out.")
