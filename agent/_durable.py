@@ -57,8 +57,11 @@ def write_whole(target: Path | str, data: bytes, *, temporary: Path | str, mode:
     except OSError as exc:
         # Raised, it would say nothing was written of a file in place now: a memory note the model
         # was told is not there, and adds again. Some file systems flush no folders (EINVAL).
-        log.warning("%s is written, but its folder could not be flushed to disk (%s): a power cut may"
-                    " bring back what it held before", target, exc.strerror or exc)
+        # Not the file's name (at DEBUG): an attachment's is what its user called it, and the log is the operator's.
+        log.warning("a file%s is written, but its folder could not be flushed to disk (%s): a power cut may bring"
+                    " back what it held before", f" in {Path(target).parent}" if folder is None else "",
+                    exc.strerror or exc)
+        log.debug("the file whose folder could not be flushed: %s", target)
 
 
 def _fsync_at(folder: int) -> None:

@@ -322,6 +322,27 @@ def _sizes(size: int, limit: int) -> tuple[str, str]:
     return shown if shown[0] != shown[1] else (f"{size:,} bytes", f"{limit:,} bytes")
 
 
+_MIN_NAME_SCRUBBED = 3
+"""Shorter names are left in: written ``<file>`` wherever they occur, they would garble the reason itself."""
+
+
+def _unnamed(exc: BaseException, name: str) -> str:
+    """``exc``'s text for the log, without the file's name: adapters name the file in a failed download
+    ("downloading <name> failed: HTTP 502"), the system the file it could not write (``[Errno 28] No space
+    left on device: '.<name>.<hex>.part'``), and the log is the operator's, often shipped where many read it,
+    while the name is what the user called their file. Why it failed is what the operator acts on."""
+    if isinstance(exc, OSError) and exc.strerror and isinstance(exc.filename, str) and "/" not in exc.filename:
+        # A name in the chat's folder, the file's (with -2 added, it is no longer the name sent); a path is a
+        # folder's, which the operator may have to mend.
+        text = f"[Errno {exc.errno}] {exc.strerror}"
+    else:
+        text = str(exc)
+    for shown in sorted({name, safe_name(name)}, key=len, reverse=True):
+        if len(shown) >= _MIN_NAME_SCRUBBED:
+            text = text.replace(shown, "<file>")
+    return text
+
+
 def _named(name: str) -> str:
     """``name`` for a note to the user, which is Markdown: every ASCII punctuation mark escaped, so
     ``__init__.py`` is not shown as a bold "init.py", nor ``1. draft.md`` as a list."""
@@ -376,7 +397,7 @@ async def _download(adapter: SupportsDownload, attachment: Attachment, platform:
             if tried == DOWNLOAD_TRIES or not retries.allow(wait):
                 raise
             log.info("%s attachment (%s) not downloaded yet: %s: %s; trying again in %.1fs", platform,
-                     attachment.kind, type(exc).__name__, exc, wait)
+                     attachment.kind, type(exc).__name__, _unnamed(exc, attachment.name), wait)
             await retries.wait(wait)
         tried += 1
 
@@ -408,7 +429,8 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         except DeliveryError as exc:
             # Why, for the operator (log lines are redacted): a missing permission is theirs to fix.
             log.log(logging.WARNING if isinstance(exc, Forbidden) else logging.INFO,
-                    "%s attachment (%s) not taken: %s: %s", platform, attachment.kind, type(exc).__name__, exc)
+                    "%s attachment (%s) not taken: %s: %s", platform, attachment.kind, type(exc).__name__,
+                    _unnamed(exc, attachment.name))
             notes.append(_refusal(attachment, exc, platform))
             missed.append(f"{attachment.name} ({'too large' if isinstance(exc, AttachmentTooLarge) else 'failed'})")
             continue
@@ -422,7 +444,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         try:
             path = await _stored(workspace, folder, attachment.name, data)
         except OSError as exc:  # the operator's to fix (a file in the way, a full disk): the chat is told
-            log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, exc)
+            log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, _unnamed(exc, attachment.name))
             notes.append(f"I couldn't store {_named(attachment.name)} on my side; please tell whoever runs me.")
             missed.append(f"{attachment.name} (not stored)")
             continue
@@ -456,7 +478,7 @@ async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, not
     try:
         transcript = await transcriber.transcribe(data, filename=attachment.name, mime_type=attachment.mime_type)
     except ModelError as exc:
-        log.warning("transcribing a voice message failed: %s", exc)
+        log.warning("transcribing a voice message failed: %s", _unnamed(exc, attachment.name))
         notes.append("I couldn't transcribe that voice message; please type it instead.")
         return None
     if not transcript:

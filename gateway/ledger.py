@@ -346,7 +346,9 @@ class Ledger(CompletionFailures):
             try:
                 row = await self._relaunch(session, row, retry)
             except SubagentLifecycleError as exc:  # e.g. a route no longer configured: tell the chat instead
-                log.warning("cannot relaunch %s: %s", row.delegation_id, exc)
+                # The route's refusal, which is what to mend: the error itself names the task by its goal, the
+                # model's words (a user's, often), for the chat to read, and the log is the operator's.
+                log.warning("cannot relaunch %s: %s", row.delegation_id, exc.__context__ or exc)
             except sqlite3.Error:  # the relaunched children were stopped (logged): tell the chat instead
                 pass
             else:

@@ -113,7 +113,8 @@ async def upload(client: AsyncWebClient, channel: str, thread_ts: str | None, na
     was already, rather than the bytes uploaded again. Raises what the SDK raises."""
     taken = uploads.get(key) if key is not None else None
     if taken is not None and await _shared(client, taken, channel):
-        log.info("slack: channel %s: %s had been shared already; not shared again", channel, name)
+        # By id, not name: the name is the model's word, often a user's, and the log is the operator's.
+        log.info("slack: channel %s: file %s had been shared already; not shared again", channel, taken)
         uploads.pop(key, None)
         return taken
     file_id = taken or await _put(client, name, data)

@@ -628,8 +628,9 @@ class TelegramAdapter:
                 except BadRequest as exc:
                     if isinstance(exc, GroupUpgraded) or not any(w in str(exc).upper() for w in ("PHOTO", "IMAGE")):
                         raise
-                    log.info("telegram: chat %s: %s was refused as a photo; sending it as a document", chat_id,
-                             file.name)
+                    # By size, not name: the name is the model's word, often a user's, and the log is the operator's.
+                    log.info("telegram: chat %s: a picture of %d bytes was refused as a photo; sending it as a"
+                             " document", chat_id, file.size)
             return await upload("sendDocument")
 
         return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))

@@ -434,8 +434,9 @@ def _remove_leftovers(folder: int, path: str) -> None:
     reached its file; the file is as it was."""
     removed = remove_leftovers(folder, _TEMPORARY)
     if removed:
-        log.info("write_file: removed %d temporary file(s) beside %r that a crash left before their rename",
-                 removed, path)
+        # The path at DEBUG only: it is the model's word (often a user's), and the log is the operator's.
+        log.info("write_file: removed %d temporary file(s) a crash left before their rename", removed)
+        log.debug("write_file: the temporary files removed were beside %r", path)
 
 
 def _keep_owner(fd: int, replaced: os.stat_result) -> None:
