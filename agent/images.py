@@ -227,8 +227,16 @@ def _shown(image: str) -> str:
 
 
 def _skip(image: str, why: _Skip, skipped: list[tuple[str, _Skip]]) -> None:
-    log.warning("image %s skipped: %s", _shown(image), why)
+    # By kind at WARNING, the name at DEBUG: a file's name is the model's word, often a user's (a photo's), and
+    # the log is the operator's. The model's note names it (`_text_form`).
+    said = str(why).replace(repr(image), "<image>").replace(image, "<image>") if image else str(why)
+    log.warning("an image (%s) skipped: %s", _kind(image), said)
+    log.debug("the image skipped: %s", _shown(image))
     skipped.append((image, why))
+
+
+def _kind(image: str) -> str:
+    return "a data URL" if image.startswith("data:") else "a URL" if "://" in image else "a file"
 
 
 def _text_form(goal: str, images: list[str], workspace: Path, skipped: list[tuple[str, _Skip]],

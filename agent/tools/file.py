@@ -424,8 +424,10 @@ def _flush_folder(folder: int, path: str) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        log.warning("write_file: %r is written, but its folder could not be flushed to disk (%s): a power cut "
-                    "may bring back what it held before", path, exc.strerror or exc)
+        # The path at DEBUG only: it is the model's word (often a user's), and the log is the operator's.
+        log.warning("write_file: a file is written, but its folder could not be flushed to disk (%s): a power cut "
+                    "may bring back what it held before", exc.strerror or exc)
+        log.debug("write_file: the file whose folder could not be flushed: %r", path)
 
 
 def _remove_leftovers(folder: int, path: str) -> None:

@@ -141,5 +141,6 @@ def test_for_the_model_a_photo_is_fitted_and_a_broken_one_skipped_with_a_warning
     sizes = [opened(base64.b64decode(part["image_url"]["url"].split(",", 1)[1])).size for part in images]
     assert sizes == [(MAX_EDGE, 1536), (MAX_EDGE, 1365)]
     (warning,) = [r.getMessage() for r in caplog.records]
-    assert warning.startswith("image 'broken.jpg' skipped: cannot be decoded as an image: OSError: image file is"
+    assert warning.startswith("an image (a file) skipped: cannot be decoded as an image: OSError: image file is"
                               " truncated")
+    assert "broken.jpg" not in warning  # the user's photo's name: at DEBUG only
