@@ -19,7 +19,7 @@ from typing import Literal
 from agent import SYSTEM_CLOCK, AgentSession, Clock, Tool
 from gateway import long_messages
 from gateway.access import REFUSAL, allowed, refused_user
-from gateway.chat_intake import ChatIntake
+from gateway.chat_intake import ChatIntake, Replays
 from gateway.chat_services import ChatServices
 from gateway.command_answers import CommandAnswers, answer_key
 from gateway.commands import Command, Commands
@@ -164,6 +164,8 @@ class Gateway:
         self._accepting = False
         self._run_begun = False
         """Whether this start recorded its run (`GatewayStore.begin_run`): only then may its stop record it ended."""
+        self._replays = Replays()
+        """The chats whose replayed events the start has not queued yet: their new events wait behind them."""
         self._background: list[asyncio.Task] = []
         self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
                                        accepting=lambda: self._accepting, clock=clock)
@@ -229,46 +231,53 @@ class Gateway:
         await self.store.durable()  # a crash from here on is charged to what runs now
         self._accepting = True
         specs = self.command_specs()
-        for adapter in self.adapters.values():
-            if isinstance(adapter, ThreadMemory):
-                adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
-            if isinstance(adapter, LeavesIndicators):
-                adapter.bind_indicators_left(self._left_indicators.told(adapter.name))
-            if isinstance(adapter, CatchesUp):
-                adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
-                                       functools.partial(self.store.last_seen.record, adapter.name),
-                                       functools.partial(self.store.last_seen.at, adapter.name))
-            if isinstance(adapter, MovesChats):
-                adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
-                                        functools.partial(self._chat_moved, adapter.name))
-            if isinstance(adapter, HearsEdits):
-                adapter.bind_edits(self.edits.edited)
-            await adapter.start(self.handle, specs)
-            log.info("platform %s started", adapter.name)
-        undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
-        # As for the events above: a completion turn that died with the process is charged an attempt, so one
-        # that brings it down is not replayed into every start; given up on, its results go out as they are.
-        gave_up: set[str] = set()
-        if not before_stopped_cleanly:
-            begun_deliveries = self.store.delegations.deliveries_begun()
-            for row in undelivered:
-                if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
-                    gave_up.add(row.completion_turn_id)
-        self._background += self._left_indicators.clear(
-            {(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-            {split_session_key(row.session_key) for row in undelivered} | unsent | left, recorded=left)
-        # They start over: the events' turns, and the completion turns of undelivered delegations
-        # (one that had begun may have delegated already).
-        replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
-                                                                       if row.completion_turn_id not in gave_up}
-        await self._cards.finish_owed()  # those the processes before could not finish
-        # Their children stopped before the turns launch new ones; those of completion turns given up on too.
-        await self.ledger.forget_replayed(replays | gave_up)
-        self.runner.replaying(replays)
-        for inbound, turn_id in unfinished:
-            log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            # Never raises: no stored event can stop a start.
-            await self._handle_accepted(self.edits.replayed(inbound), turn_id)
+        # A newer event of the chats replayed below that a platform started first hands over meanwhile, a command
+        # too, waits until they are queued (`Replays`): handled first, it was answered before them.
+        self._replays.due(session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished)
+        try:
+            for adapter in self.adapters.values():
+                if isinstance(adapter, ThreadMemory):
+                    adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
+                if isinstance(adapter, LeavesIndicators):
+                    adapter.bind_indicators_left(self._left_indicators.told(adapter.name))
+                if isinstance(adapter, CatchesUp):
+                    adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
+                                           functools.partial(self.store.last_seen.record, adapter.name),
+                                           functools.partial(self.store.last_seen.at, adapter.name))
+                if isinstance(adapter, MovesChats):
+                    adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
+                                            functools.partial(self._chat_moved, adapter.name))
+                if isinstance(adapter, HearsEdits):
+                    adapter.bind_edits(self.edits.edited)
+                await adapter.start(self.handle, specs)
+                log.info("platform %s started", adapter.name)
+            undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
+            # As for the events above: a completion turn that died with the process is charged an attempt, so one
+            # that brings it down is not replayed into every start; given up on, its results go out as they are.
+            gave_up: set[str] = set()
+            if not before_stopped_cleanly:
+                begun_deliveries = self.store.delegations.deliveries_begun()
+                for row in undelivered:
+                    if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
+                        gave_up.add(row.completion_turn_id)
+            self._background += self._left_indicators.clear(
+                {(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
+                {split_session_key(row.session_key) for row in undelivered} | unsent | left, recorded=left)
+            # They start over: the events' turns, and the completion turns of undelivered delegations
+            # (one that had begun may have delegated already).
+            replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
+                                                                           if row.completion_turn_id not in gave_up}
+            await self._cards.finish_owed()  # those the processes before could not finish
+            # Their children stopped before the turns launch new ones; those of completion turns given up on too.
+            await self.ledger.forget_replayed(replays | gave_up)
+            self.runner.replaying(replays)
+            for inbound, turn_id in unfinished:
+                log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
+                # Never raises: no stored event can stop a start.
+                await self._handle_accepted(self.edits.replayed(inbound), turn_id)
+                self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+        finally:
+            self._replays.give_up()  # failed or stopped: what waits behind the replay waits no more, for the next start
         await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]
@@ -444,9 +453,10 @@ class Gateway:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
                      " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
             inbound = accepted.recorded_as
-        if not self._accepting:
-            # Shutting down: keep the event (the platform may count it as delivered) and
-            # handle it after the next start, with the other unsettled events.
+        if not self._accepting or not await self._replays.behind(key):
+            # Shutting down, or a start that failed before it replayed the older events of this chat: keep the
+            # event (the platform may count it as delivered) and handle it after the next start, with the other
+            # unsettled events, in the order received.
             await self._recorded_durably()
             return Accepted(accepted.turn_id, key)  # the id it is handled under then
         result = await self._handle_accepted(inbound, accepted.turn_id, route)

@@ -6,12 +6,16 @@ the text after it (``/new plan the trip``) is queued. Slack and the web chat han
 over concurrently, so a message sent right after would otherwise be queued first and
 answered before the text, or before the command's own answer. `ChatIntake` makes it wait
 until the event before it in the same chat is handled; other chats never wait.
+
+A start queues the events it replays (those that waited for their turns when the last process ended) only once
+its platforms have started, and a platform started first may hand over a newer event of the same chat before
+that: `Replays` makes it wait until they are queued, so that the chat is answered in the order it was written.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 
 class ChatIntake:
@@ -58,3 +62,48 @@ class _Hold:
     async def __aexit__(self, *exc_info: object) -> None:
         self._lock.release()
         self._intake._leave(self._key)
+
+
+class Replays:
+    """The chats a start replays events of, while it has not queued them all."""
+
+    def __init__(self) -> None:
+        self._due: dict[str, _Due] = {}
+
+    def due(self, keys: Iterable[str]) -> None:
+        """At start, before any platform does: the chat of each event to replay, once per event."""
+        self._due = {}
+        for key in keys:
+            self._due.setdefault(key, _Due()).left += 1
+
+    def queued(self, key: str) -> None:
+        """One replayed event of the chat ``key`` is queued: its last lets the chat's new events go on."""
+        if (due := self._due.get(key)) is not None:
+            due.left -= 1
+            if not due.left:
+                del self._due[key]
+                due.queued = True
+                due.set()
+
+    def give_up(self) -> None:
+        """The start failed or was stopped before it queued them: from now on, the new events of those chats wait
+        no more, and are not handled in this process either (`behind`). Nothing once the start queued them all."""
+        for due in self._due.values():
+            due.set()
+
+    async def behind(self, key: str) -> bool:
+        """Wait until the replayed events of the chat ``key`` are queued; never yields to the loop when it has
+        none. Whether a new event of the chat may be handled now: not after the start gave up (it is kept,
+        unhandled, for the next start, which replays it after them)."""
+        due = self._due.get(key)
+        if due is None:
+            return True
+        await due.wait()
+        return due.queued
+
+
+class _Due(asyncio.Event):
+    """A chat's replayed events not queued yet."""
+
+    left = 0
+    queued = False

@@ -651,18 +651,22 @@ async def test_a_conversation_too_long_for_the_model_is_told_to_start_anew(tmp_p
     assert chat.texts() == [reply]
 
 
-async def test_a_message_replayed_after_a_restart_waits_for_a_newer_one_instead_of_silencing_it(tmp_path, gateways):
-    # Telegram hands over what was sent during the downtime as soon as polling starts, and its turn
-    # runs while later platforms start, before the gateway replays what it had not finished: the
-    # older message must not stop the newer one's turn.
-    model2 = ScriptedModel({"parent": [[{"wait": "newer", "text": "answer to the newer one"}],
-                                       [{"text": "answer to the older one"}]]})
+async def test_a_message_sent_while_down_waits_for_the_older_one_the_start_replays(tmp_path, gateways):
+    # Telegram hands over what was sent during the downtime as soon as polling starts, while later
+    # platforms still start, before the gateway replays what it had not finished: the newer message
+    # waits for the older one (`chat_intake.Replays`), and neither stops the other's turn.
+    def answer(request):
+        said = str(request.messages[-1]["content"]).removeprefix("the ")
+        return {"wait": "older", "text": f"answer to the {said}"} if said == "older one" else {
+            "text": f"answer to the {said}"}
+    model2 = ScriptedModel({"parent": answer})
 
     class DeliversAtStart(RecordingAdapter):
         async def start(self, sink, commands):
             await super().start(sink, commands)
-            await self.say("the newer one", event_id="ev-2", sent_at=time.time() - 1)
-            await model2.reached("newer")
+            # From a task of its own, as a platform's adapter hands events over: its start does not wait for them.
+            self.newer = asyncio.ensure_future(self.say("the newer one", event_id="ev-2", sent_at=time.time() - 1))
+            await asyncio.sleep(0)  # the newer one is recorded, and waits
 
     config = make_config(tmp_path)  # busy_input_mode: interrupt, the default
     model = ScriptedModel({"parent": [[{"wait": "never"}]]})
@@ -673,10 +677,13 @@ async def test_a_message_replayed_after_a_restart_waits_for_a_newer_one_instead_
 
     chat = DeliversAtStart()
     gateway2 = await gateways(config, [chat], model=model2)
-    model2.release("newer")
+    await model2.reached("older")
+    await chat.newer
+    model2.release("older")
     await chat.wait_for(lambda: len(chat.texts("reply")) == 2)
     await settled(gateway2)
-    assert chat.texts("reply") == ["answer to the newer one", "answer to the older one"]
+    assert chat.texts("reply") == ["answer to the older one", "answer to the newer one"]
+    assert len([r for r in model2.requests if r.role == "parent"]) == 2
 
 
 async def test_retention_forgets_conversations_no_message_was_seen_in_for_a_month(tmp_path, gateways):
