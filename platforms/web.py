@@ -216,7 +216,7 @@ class WebChatAdapter:
             return _refused(request, user)
         if request.content_type != "application/json":
             # A cross-site form or a "simple" fetch cannot send this type without asking first.
-            return error_response(415, "send the message as application/json")
+            return error_response(415, "send the message with the header Content-Type: application/json")
         if request.content_length is not None and request.content_length > MAX_BODY:
             return error_response(413, f"body over {MAX_BODY} bytes")
         try:

@@ -236,6 +236,7 @@ async def test_other_sites_pages_cannot_post_through_a_persons_browser(started, 
     # A form or a "simple" fetch from another site: text/plain, with that site's Origin.
     async with http.post(f"{base}/chat/api/messages", data=body, headers={"Content-Type": "text/plain"}) as response:
         assert response.status == 415
+        assert (await response.json())["error"] == "send the message with the header Content-Type: application/json"
     for origin in ("https://evil.example", "null", f"http://{host}.evil.example"):
         status, body_ = await post_message(http, base, "c1", "hi", key="key-00000002", headers={"Origin": origin})
         assert status == 403 and "other sites" in body_["error"]
