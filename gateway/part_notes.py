@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from gateway import late_notes
+from gateway.long_messages import FILE_PART
 from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -67,7 +68,8 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
     ``row`` opens a message sent `late_after` seconds or more after it was journaled
     (`gateway.late_notes`); None when there is none to send, or it is final already. The note
     quotes what ``row`` quotes: in a group, it concerns that member's answer."""
-    if not (0 < late_after <= age and late_notes.opens_message(row.key)
+    # answer.md after a message's first parts (`gateway.long_messages`) continues that message: noted at its first.
+    if not (0 < late_after <= age and late_notes.opens_message(row.key) and not row.key.endswith(FILE_PART)
             and row.platform not in late_notes.WITHOUT_NOTES):
         return None
     key = row.key + late_notes.SUFFIX
