@@ -228,8 +228,9 @@ def _shown(image: str) -> str:
 
 def _skip(image: str, why: _Skip, skipped: list[tuple[str, _Skip]]) -> None:
     # By kind at WARNING, the name at DEBUG: a file's name is the model's word, often a user's (a photo's), and
-    # the log is the operator's. The model's note names it (`_text_form`).
-    said = str(why).replace(repr(image), "<image>").replace(image, "<image>") if image else str(why)
+    # the log is the operator's. The model's note names it (`_text_form`). A reason names it quoted (a tool
+    # error's ``'photo.jpg' is outside the workspace``); bare, a name like "a" or "image" is a word of the reason too.
+    said = str(why).replace(repr(image), "<image>")
     log.warning("an image (%s) skipped: %s", _kind(image), said)
     log.debug("the image skipped: %s", _shown(image))
     skipped.append((image, why))

@@ -337,7 +337,9 @@ def _unnamed(exc: BaseException, name: str) -> str:
         text = f"[Errno {exc.errno}] {exc.strerror}"
     else:
         text = str(exc)
-    for shown in sorted({name, safe_name(name)}, key=len, reverse=True):
+    # Not `safe_name`'s fallback ("file", for a name of no letter or digit): the gateway's word, not the user's,
+    # and the reason's own ("cannot store files in …", "the file is not available yet").
+    for shown in sorted({name, safe_name(name, fallback="")}, key=len, reverse=True):
         if len(shown) >= _MIN_NAME_SCRUBBED:
             text = text.replace(shown, "<file>")
     return text

@@ -470,16 +470,17 @@ class SlackAdapter:
                 log.debug("slack: an edit of message %s:%s came after a later one; passed over", event["channel"],
                           message["ts"])
                 return
+            # Heard as it comes, not once handed over: an earlier edit Slack sends again while this one is handed
+            # over (both answers slow) would reach the gateway after it, and undo it.
+            self._latest_edits.heard(message)
             addressed = self._addressed(message)
             if addressed is None:
-                self._latest_edits.heard(message)
                 log.debug("slack: an edit of message %s:%s is not for the bot", event["channel"], message["ts"])
                 return
             if self._turning_away:
                 raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
                                " Slack to send again")
             await edited(self.name, message["channel"], addressed.thread, message["ts"], text_of(message, addressed))
-            self._latest_edits.heard(message)
 
     @property
     def _turning_away(self) -> bool:

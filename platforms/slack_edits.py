@@ -49,8 +49,8 @@ class LatestEdits:
         return when is not None and latest is not None and when < latest
 
     def heard(self, message: dict[str, Any]) -> None:
-        """``message``'s edit is done with: handed over, or passed over as no longer for the bot. Not one the
-        gateway refused: Slack sends it again, and then it is no older than itself."""
+        """``message``'s edit has come: from now on an earlier one is outdated, also while this one is still
+        being handed over. One the gateway refuses is sent again by Slack, and is then no older than itself."""
         key, when = (message["channel"], message["ts"]), _edited_at(message)
         if when is not None and (key not in self._latest or self._latest[key] < when):
             remember(self._latest, key, when, self._keep)
