@@ -42,7 +42,8 @@ Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_
 bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
 conversations are read; one warning says what was skipped. Both methods are Slack's Tier 3 (about
 50 calls a minute, shared with the placeholder clean-up): calls are `Limits.pace` seconds apart,
-and a 429 is waited out (``Retry-After``) a few times before the read counts as failed.
+and a 429 is waited out (``Retry-After``, a minute at most: `Limits.max_retry_after`) a few times before the
+read counts as failed.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ class Limits:
     after each failed read in a row (`platforms.rereads`)."""
     max_retry: float = MAX_WAIT
     """Seconds at most between two tries of a read that keeps failing for an outage."""
+    max_retry_after: float = 60.0
+    """Seconds a 429's ``Retry-After`` is waited at most, between tries and before the read is tried again
+    (`platforms.rereads`): Slack's rate limits count by the minute, and a proxy's 86400 or far-off HTTP-date
+    held the whole catch-up, and the messages it hands on, for a day."""
     after_outage: float = 60.0
     """Seconds the Socket Mode connection was lost for, at least, for its reconnect to catch up as a start
     does: Slack retries an event at once, after a minute and after five, then drops it, so a longer outage
@@ -415,6 +420,8 @@ class CatchUp:
                 return await self._page(channel, thread, oldest=last, latest=self._latest, cursor=cursor)
             except RateLimited as exc:
                 tries += 1
+                # Capped on the error itself: the read's retry after the last try waits its retry_after too.
+                exc.retry_after = min(exc.retry_after, self._limits.max_retry_after)
                 if tries == RATE_LIMITED_TRIES:
                     raise
                 await asyncio.sleep(exc.retry_after)

@@ -45,9 +45,12 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission",
 """One channel's (or one method's) refusal. The token's own (`REFUSED`) is `Unauthorized`."""
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
-_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "update_failed"}
+_TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "update_failed",
+              "team_added_to_org"}
 """Slack failing, not the call: chat.update's ``update_failed`` is documented as "Internal update failed". Taken
-for a bad request, the edit was sent anew as a second message, the one it edits left as it was."""
+for a bad request, the edit was sent anew as a second message, the one it edits left as it was. So is
+``team_added_to_org``: the workspace is being moved into an Enterprise organization, the Web API "intermittently
+unavailable until the transition is complete"; taken for a bad request, the answer was dropped for good."""
 DEFAULT_RETRY_AFTER = 1.0
 """Seconds a rate limit that names no readable ``Retry-After`` is taken to ask for."""
 _RATE_LIMITED = {"ratelimited": DEFAULT_RETRY_AFTER, "rate_limited": DEFAULT_RETRY_AFTER,

@@ -36,10 +36,14 @@ PLACEHOLDER_EVENT = "switchboard_placeholder"
 """The metadata ``event_type`` of progress placeholders, which `Placeholders.clear_left_behind` finds."""
 CLEAN_UP_TRIES = 6
 """Reads of a conversation by a start's clean-up (`Placeholders.clear_left_behind`) while Slack cannot serve
-it for now: the waits between them double from `CLEAN_UP_WAIT` to a minute (or are Slack's ``Retry-After``),
-about a minute in all; then it is left to the next start. Slack down as the gateway starts (often why
-it restarted) would otherwise leave the placeholders in the chat until some later restart."""
+it for now: the waits between them double from `CLEAN_UP_WAIT` to a minute (or are Slack's ``Retry-After``, a
+minute at most: `MAX_WAIT`), about a minute in all; then it is left to the next start. Slack down as the gateway
+starts (often why it restarted) would otherwise leave the placeholders in the chat until some later restart."""
 CLEAN_UP_WAIT = 2.0
+MAX_WAIT = 60.0
+"""Seconds a wait of the clean-up, or before a deletion is tried again, lasts at most, whatever ``Retry-After``
+says: Slack's rate limits count by the minute, and a proxy's 86400 or far-off HTTP-date held a start's clean-up
+of the conversation for a day."""
 _RETRYABLE = (NetworkError, RateLimited)
 """A read or deletion Slack may take in a moment; any other refusal but the token's is for good."""
 
@@ -169,7 +173,7 @@ class Placeholders:
             if retry is None or tries == 1:
                 break
             await asyncio.sleep(max(wait, retry))
-            wait = min(wait * 2, 60.0)
+            wait = min(wait * 2, MAX_WAIT)
         if found:
             log.info("slack: deleted %d placeholder(s) a previous run left in %s", len(found), chat_id)
         return len(found)
@@ -193,7 +197,7 @@ class Placeholders:
                         "slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
                 self._left(chat_id, thread_id)  # the next start looks again
                 if isinstance(exc, _RETRYABLE):
-                    retry = exc.retry_after if isinstance(exc, RateLimited) else 0.0
+                    retry = min(exc.retry_after, MAX_WAIT) if isinstance(exc, RateLimited) else 0.0
                 break
             left += [str(m["ts"]) for m in page
                      if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
@@ -292,7 +296,7 @@ class Placeholders:
             self._wrote(chat_id, op="delete")  # counted from its answer too, as the outbox counts its calls
         except RateLimited as exc:  # per workspace: every channel's deletions wait it out, not only this one
             self._wrote(chat_id, op="delete", refused_for=exc.retry_after)
-            return min(exc.retry_after, 60.0)
+            return min(exc.retry_after, MAX_WAIT)
         except NetworkError:
             return 2.0
         except Unauthorized:
