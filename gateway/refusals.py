@@ -8,8 +8,8 @@ mention there opens a thread of its own). So a user is refused at most once per 
 `QUIET_SECONDS`, in whichever of its threads they wrote first; their later messages there are
 dropped without an answer (and logged). A slash command answered through its platform (a Slack
 or Discord one, which carries a ``reply_token``) is always answered: its "thinking…" waits for one,
-and nothing else tells them it did nothing (on Slack only its user sees it; on Discord the channel does, as
-it sees "thinking…": the acknowledgement, which fixes that, goes out before the user is checked). A Telegram
+and nothing else tells them it did nothing; only its user sees it (on Discord the adapter, told of the
+refusal, deletes the "thinking…" the channel saw and answers with an ephemeral follow-up). A Telegram
 command is a message of the chat like any other, seen by the whole group: refused as often as one.
 The refusals of the last `QUIET_SECONDS` are read back from the outbox's journal at start
 (`told`), so a restart neither refuses the same user there again, nor answers a message

@@ -24,7 +24,7 @@ themselves (`Inbound`, `Outbound`, `Attachment`, `OutboundFile`, `Sent`) are in
 
 Optional features are small protocols of their own, checked with ``isinstance``:
 `ThreadMemory` (answers in threads without a new mention, e.g. Slack), `HearsRefusals` (is told of the
-messages the gateway refused, whose mention put the bot in a thread: Slack), `TurnReading`
+messages the gateway refused: Slack, whose mention put the bot in a thread; Discord, answered privately), `TurnReading`
 (serves a turn's messages back to a caller, e.g. the webhook platform's GET), `NamesOrigins` (names in each
 message the request it answers: the webhook platform),
 `Deleting` (can delete a message it sent), `HistoryReading` (shows a chat's past messages, read back
@@ -241,12 +241,13 @@ class ThreadMemory(Protocol):
 
 @runtime_checkable
 class HearsRefusals(Protocol):
-    """An adapter that takes a thread to be the bot's from a message the gateway has not read yet (a Slack
-    mention): a stranger's would put the bot in a thread no one it serves addressed it in."""
+    """An adapter told of the messages the gateway refuses before it answers them: Slack takes a thread to be the
+    bot's from a message the gateway has not read yet (a mention), and a stranger's would put the bot in a thread
+    no one it serves addressed it in; Discord answers a refused slash command to its user alone."""
 
     def refused(self, inbound: Inbound) -> None:
         """The gateway refused ``inbound``, its sender not allowed (`gateway.access`), told so or not: a thread
-        only their messages brought the bot into is not its."""
+        only their messages brought the bot into is not its, and a command's refusal is for its user only."""
 
 
 @runtime_checkable

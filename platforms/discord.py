@@ -32,7 +32,9 @@ Portal switch.
 Each `CommandSpec` becomes a slash command, deferred before it is handed over
 (`platforms.discord_commands`) and answered through its interaction (`platforms.discord_interactions`).
 The first answer replaces the "thinking…" response, later ones are follow-ups (after a restart Discord
-is asked which comes next); an expired token falls back to a channel message.
+is asked which comes next); an expired token falls back to a channel message. A refusal (`refused`) and the
+word that a command could not be handled go to the command's user alone: "thinking…", which the channel sees,
+is deleted, and they follow as ephemeral messages.
 
 Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 (`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
@@ -483,7 +485,7 @@ class DiscordAdapter:
         # Else a slash command shows "thinking…" until its token expires, and a text command (!stop) nothing.
         if outcome == "dropped" and inbound is not None and (
                 inbound.is_command or discord_inbound.text_command(inbound, self._text_commands)):
-            self._unrecorded.not_handled(inbound, self.send)
+            self._unrecorded.not_handled(inbound, self._send_privately)
         if outcome == "left":
             self._unrecorded.held_back.add(channel_id)
             # A command the gateway recorded without committing it may still be answered (`Handing`).
@@ -577,8 +579,23 @@ class DiscordAdapter:
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
 
+    async def _send_privately(self, message: Outbound) -> Sent:
+        """`send`, a slash command's answer to its user alone (`discord_interactions.Interactions.private`)."""
+        if message.reply_token:
+            self._interactions.private(message.reply_token)
+        return await self.send(message)
+
+    def refused(self, inbound: Inbound) -> None:
+        """The gateway refused ``inbound``'s sender (`platforms.base.HearsRefusals`): a slash command's refusal
+        goes to its user alone, not to the channel that sees its "thinking…" (`discord_interactions`)."""
+        if inbound.is_command and inbound.reply_token is not None:
+            self._interactions.private(inbound.reply_token)
+
     def findable(self, message: Outbound) -> bool:
-        """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`)."""
+        """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`), nor an
+        answer to its user alone: an ephemeral message is in no channel's history, and is sent again."""
+        if message.reply_token and self._interactions.is_private(message.reply_token):
+            return False
         return discord_sent.findable(self._interactions, message)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:

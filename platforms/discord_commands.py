@@ -9,10 +9,12 @@ Discord answered with a 5xx: it is deferred all the same; one refused is handed 
 to be answered in the channel; one given up on before Discord answered it, past `ACKNOWLEDGE_TIMEOUT` or at a
 stop, keeps it: Discord may have taken it, and is asked at the first answer); its ``reply_token`` is
 ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
-sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so it
-is answered to be sent again (`tell_not_taken`); one whose hand-over the stop cut off may be recorded, and
-is answered that it may come after the restart (`Handing`); one the gateway failed on (a bug, dropped) is answered
-that it could not be handled (`tell_not_handled`).
+sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so its user
+alone is told to send it again (`tell_not_taken`); one whose hand-over the stop cut off may be recorded, and
+is answered that it may come after the restart (`Handing`); one the gateway failed on (a bug, dropped) is answered,
+to its user alone, that it could not be handled (`tell_not_handled`). The deferral, made before the gateway
+reads who sent the command, is seen by the channel: a word for the user alone deletes it first
+(`discord_interactions.delete_thinking`).
 
 Apart from the adapter because commands come outside the channels' messages: no mention, no
 catch-up, their own acknowledgement. Logged under ``platforms.discord``.
@@ -41,7 +43,7 @@ from platforms.base import (
 )
 from platforms.discord_errors import delivery_error, translate
 from platforms.discord_inbound import chat_of, handle
-from platforms.discord_interactions import settled
+from platforms.discord_interactions import application_webhook, delete_thinking, settled
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
 
@@ -238,25 +240,28 @@ async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSes
 
 async def not_taken(command: Inbound, session: aiohttp.ClientSession | None,
                     settling: Callable[[str], float] = lambda _token: 0.0) -> None:
-    """Tell the user a command the gateway stopped before recording was not taken, replacing its
-    "thinking…" (the deferral's token lives 15 minutes). Without a token (Discord refused its acknowledgement,
+    """Tell the user alone a command the gateway stopped before recording was not taken: its "thinking…",
+    which the channel sees, is deleted, and the word goes as an ephemeral follow-up (the deferral's token lives
+    15 minutes; `discord_interactions.delete_thinking`). Without a token (Discord refused its acknowledgement,
     and told the user it did not respond) or a session, it is logged only; never raises. One whose
     acknowledgement was given up on (`received`) is refused as not found while Discord did not take it: tried
     once more when Discord's window for it is over (``settling``), as one still on its way may be taken yet."""
     name = command.text.split(maxsplit=1)[0]
     log.warning("discord: %s from user %s (interaction %s) was not recorded before the gateway stopped;"
                 " telling the user to send it again", name, command.user_id, command.event_id)
-    await _tell(command, NOT_TAKEN.format(command=name), session, settling)
+    await _tell(command, NOT_TAKEN.format(command=name), session, settling, private=True)
 
 
 async def may_be_taken(command: Inbound, session: aiohttp.ClientSession | None,
                        settling: Callable[[str], float] = lambda _token: 0.0,
                        replied: Callable[[str], bool] = lambda _token: False) -> None:
     """Tell the user a command whose hand-over the stop cut off (`Handing`) that it may be answered after the
-    restart (`MAY_BE_TAKEN`), replacing its "thinking…" as `not_taken` does; never raises. Not one the gateway
-    answered already (``replied``): the sink records, then routes, and a stop may cut it off after the routing
-    answered (`/stop` or `/new`, say); the edit of "@original" then replaced the real answer (posted in place of
-    "thinking…", or on its way there) with a word that an answer may come."""
+    restart (`MAY_BE_TAKEN`), in place of its "thinking…", in view of the channel as the answer that may follow
+    is (deleted, "thinking…" would leave that answer nothing to follow: it would go to the channel as a message of
+    its own); never raises. Not one the gateway answered already (``replied``): the sink records, then routes,
+    and a stop may cut it off after the routing answered (`/stop` or `/new`, say); the edit of "@original" then
+    replaced the real answer (posted in place of "thinking…", or on its way there) with a word that an answer
+    may come."""
     name = command.text.split(maxsplit=1)[0]
     if command.reply_token is not None and replied(command.reply_token):
         log.info("discord: %s from user %s (interaction %s) was still being handed over when the gateway stopped,"
@@ -271,9 +276,10 @@ async def may_be_taken(command: Inbound, session: aiohttp.ClientSession | None,
 async def tell_not_handled(command: Inbound, answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
     """Tell the user the gateway failed on ``command`` (a bug it trips, not a full disk: dropped,
     `discord_handover.until_recorded`) that it could not be handled (`NOT_HANDLED`), through ``answer`` (the
-    adapter's `send`): in place of its "thinking…", or below the gateway's own answer if the routing answered
-    before it failed (the edit of "@original" would replace that answer), or in the channel if Discord refused
-    its acknowledgement or its token is gone. Nothing else answers it, and Discord shows "thinking…" until the
+    adapter's, which keeps a slash command's to its user: `discord_interactions.Interactions.private`): in place
+    of its "thinking…", or below the gateway's own answer if the routing answered before it failed (the edit of
+    "@original" would replace that answer), or in the channel if Discord refused its acknowledgement or its
+    token is gone. Nothing else answers it, and Discord shows "thinking…" until the
     token expires, then that the interaction failed. Never raises: a failure is logged."""
     name = command.text.split(maxsplit=1)[0]
     log.warning("discord: %s from user %s (interaction %s) was dropped, the gateway failing on it; telling the user",
@@ -288,18 +294,25 @@ async def tell_not_handled(command: Inbound, answer: Callable[[Outbound], Awaita
 
 
 async def _tell(command: Inbound, text: str, session: aiohttp.ClientSession | None,
-                settling: Callable[[str], float]) -> None:
+                settling: Callable[[str], float], *, private: bool = False) -> None:
+    """``text`` in place of the command's "thinking…", or, ``private``, to its user alone after deleting it."""
     name = command.text.split(maxsplit=1)[0]
     if command.reply_token is None or session is None:
         return
-    app_id, token = command.reply_token.split(":", 1)
+    mentions = discord.AllowedMentions.none()
+    base = "/webhooks/{application_id}/{token}"
+    route = f"DELETE {base}/messages/@original" if private else f"PATCH {base}/messages/@original"
     try:
-        webhook = discord.Webhook.partial(int(app_id), token, session=session)
-        await settled(lambda: webhook.edit_message(
-            "@original", content=text,  # type: ignore[arg-type]
-            allowed_mentions=discord.AllowedMentions.none()), settling(command.reply_token))
+        webhook = application_webhook(command.reply_token, session)
+        if private:
+            await delete_thinking(webhook, settling(command.reply_token))
+            route = f"POST {base}"
+            await webhook.send(text, wait=True, ephemeral=True, allowed_mentions=mentions)
+        else:
+            await settled(lambda: webhook.edit_message(
+                "@original", content=text, allowed_mentions=mentions),  # type: ignore[arg-type]
+                settling(command.reply_token))
     except Exception as exc:
-        error = translate(exc, route="PATCH /webhooks/{application_id}/{token}/messages/@original",
-                          chat_id=command.chat_id, caller_logs=True)
+        error = translate(exc, route=route, chat_id=command.chat_id, caller_logs=True)
         log.warning("discord: could not tell user %s what became of %s (%s)", command.user_id, name,
                     type(error).__name__)

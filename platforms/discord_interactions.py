@@ -2,8 +2,12 @@
 
 The first answer replaces the deferred response's "thinking…", later ones are follow-ups; after a
 restart Discord is asked which comes next, as it is for a command whose acknowledgement the adapter gave up
-on before Discord answered it (`unsure`). Apart from the adapter (`platforms.discord`) because it is
-one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
+on before Discord answered it (`unsure`). An answer meant for the command's user alone (`private`: the
+gateway refused them, or the command did not run) cannot replace "thinking…": Discord fixed who sees that at
+the deferral, made in view of the channel before the gateway read who sent the command, and a follow-up while
+"thinking…" shows is taken as its answer, whatever its own flags. So "thinking…" is deleted first, and the
+answer goes as an ephemeral follow-up (`delete_thinking`). Apart from the adapter (`platforms.discord`) because
+it is one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from platforms.recent import remember
 MENTIONS = discord.AllowedMentions.none()
 T = TypeVar("T")
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
+UNKNOWN_MESSAGE = 10008
+"""Discord's "Unknown Message": here, a deferred response deleted already (by an earlier try of the answer)."""
 
 
 class Interactions:
@@ -46,6 +52,8 @@ class Interactions:
         the defer, or as Discord says after a restart."""
         self._replying: OrderedDict[str, None] = OrderedDict()
         """Interaction reply tokens this process began to answer through (`answer`), sent or not (`replied`)."""
+        self._private: OrderedDict[str, None] = OrderedDict()
+        """Interaction reply tokens whose answers are for the command's user alone (`private`)."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._parts: OrderedDict[str, str | None] = OrderedDict()
         """Follow-ups this process posted or found (`claim`), by id: the idempotency key of the part each was
@@ -68,6 +76,15 @@ class Interactions:
         (or its "not taken"). Until Discord's window for the acknowledgement is over, a request still on its
         way may be taken yet, so "not acknowledged" is asked once more then (`settling`)."""
         remember(self._unsure, reply_token, since + self._window, _REMEMBERED)
+
+    def private(self, reply_token: str) -> None:
+        """The interaction's answers from now on are for its user alone (ephemeral): a refusal, a word that the
+        command did not run. Kept in memory only: one a restart leaves to send replaces "thinking…" as any does."""
+        remember(self._private, reply_token, None, _REMEMBERED)
+
+    def is_private(self, reply_token: str) -> bool:
+        """Whether the interaction's answers are ephemeral: none is found in the channel's history."""
+        return reply_token in self._private
 
     def settling(self, reply_token: str) -> float:
         """Seconds before Discord's "not acknowledged" is final for ``reply_token`` (0: it is already)."""
@@ -117,26 +134,31 @@ class Interactions:
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
         remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
+        private = message.reply_token in self._private
         sending = False  # the answer's own call, not the lookup before it, whose answer names another message
         with answered() as answer:  # a 2xx discord.py cannot read (`discord_errors.answered`)
             try:
                 webhook = self.webhook(message.reply_token)
                 first = await self._unanswered(webhook, message.reply_token)
-                route = "/webhooks/{application_id}/{token}"
-                route = f"PATCH {route}/messages/@original" if first else f"POST {route}"
+                base = "/webhooks/{application_id}/{token}"
+                if first and private:  # what replaces "thinking…" is seen by all: it goes first
+                    route = f"DELETE {base}/messages/@original"
+                    await delete_thinking(webhook)
+                edits = first and not private
+                route = f"PATCH {base}/messages/@original" if edits else f"POST {base}"
                 sending = True
-                if first:  # replace the "thinking…" placeholder of the deferred response
+                if edits:  # replace the "thinking…" placeholder of the deferred response
                     sent = (await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
                                                        allowed_mentions=MENTIONS)).id
                 else:
-                    sent = (await webhook.send(content, wait=True, silent=message.silent,
+                    sent = (await webhook.send(content, wait=True, silent=message.silent, ephemeral=private,
                                                allowed_mentions=MENTIONS)).id
             except Exception as exc:
                 made = made_all_the_same(exc, answer, route=route, chat_id=message.chat_id) if sending else None
                 if made is None:
                     raise translate(exc, route=route, chat_id=message.chat_id, caller_logs=True, answer=answer) from exc
                 sent = made
-        if first:
+        if first:  # a private one's ephemeral follow-up in its place: what a later part follows
             remember(self._answered, message.reply_token, sent, _REMEMBERED)
         else:  # the first answer's part is settled: a part later than it is never that answer
             remember(self._parts, str(sent), message.idempotency_key, _REMEMBERED)
@@ -157,10 +179,32 @@ class Interactions:
         return self._answered[reply_token] is None
 
     def webhook(self, reply_token: str) -> discord.Webhook:
-        app_id, token = reply_token.split(":", 1)
         client = self._client()
         assert self.session is not None  # opened with the client
-        return discord.Webhook.partial(int(app_id), token, session=self.session, client=client)
+        return application_webhook(reply_token, self.session, client)
+
+
+def application_webhook(reply_token: str, session: aiohttp.ClientSession,
+                        client: discord.Client | None = None) -> discord.Webhook:
+    """The interaction's webhook, as discord.py's ``Interaction.followup`` builds it: of the application's
+    type (3), the only one discord.py sends an ephemeral message through (``Webhook.partial`` makes an
+    incoming one, type 1, which raises ValueError for ``ephemeral=True``)."""
+    app_id, token = reply_token.split(":", 1)
+    state = {} if client is None else {"client": client}
+    webhook = discord.Webhook.partial(int(app_id), token, session=session, **state)
+    webhook.type = discord.WebhookType.application
+    return webhook
+
+
+async def delete_thinking(webhook: discord.Webhook, settling: float = 0.0) -> None:
+    """Delete the interaction's deferred response, so that a follow-up after it may be ephemeral: while
+    "thinking…" shows, a follow-up replaces it, seen by the whole channel. One deleted already (an earlier try
+    of the answer) is gone, as wanted. ``settling``: as for `settled`."""
+    try:
+        await settled(lambda: webhook.delete_message("@original"), settling)  # type: ignore[arg-type]
+    except discord.NotFound as exc:
+        if exc.code != UNKNOWN_MESSAGE:
+            raise
 
 
 async def settled(call: Callable[[], Awaitable[T]], settling: float) -> T:

@@ -223,7 +223,8 @@ class DiscordRest:
 
     async def _get_messages(self, request: web.Request) -> web.Response:
         """Discord's paging: ``after`` gives the oldest ``limit`` messages after that id, ``before`` (or
-        neither) the newest ones before it; either way newest first. ``limit`` 1-100, 50 by default."""
+        neither) the newest ones before it; either way newest first. ``limit`` 1-100, 50 by default. An
+        ephemeral message is no part of the channel's history: only its user ever saw it."""
         channel = request.match_info["channel_id"]
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
@@ -235,8 +236,8 @@ class DiscordRest:
         if not 1 <= limit <= 100:
             return _error(400, 50035, "Invalid Form Body", {"limit": {"_errors": [
                 {"code": "NUMBER_TYPE_MAX", "message": "int value should be less than or equal to 100."}]}})
-        found = [m for m in self.messages[channel] if not m.deleted and (after is None or int(m.id) > after)
-                 and (before is None or int(m.id) < before)]
+        found = [m for m in self.messages[channel] if not m.deleted and not m.flags & FLAG_EPHEMERAL
+                 and (after is None or int(m.id) > after) and (before is None or int(m.id) < before)]
         page = found[:limit] if after is not None and before is None else found[-limit:]
         return _json([self._history_json(m) for m in reversed(page)])
 
@@ -377,7 +378,9 @@ class DiscordRest:
             return response if request.query.get("wait") in ("true", "1", "True") else web.Response(status=204)
         message = self._store(record["channel_id"], self.bot_id, body.get("content") or "", from_bot=True,
                               flags=int(body.get("flags") or 0), interaction_id=interaction_id, pings=pinged)
-        data = self._echo(message)
+        # Not over the gateway when ephemeral: Discord shows it to the interaction's user alone.
+        data = self._message_json(message, guild=self._channel_guild.get(message.channel_id)) \
+            if message.flags & FLAG_EPHEMERAL else self._echo(message)
         if request.query.get("wait") in ("true", "1", "True"):
             return _json(data)
         return web.Response(status=204)

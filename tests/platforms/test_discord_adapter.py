@@ -38,6 +38,8 @@ SEND = "POST /channels/{channel_id}/messages"
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
 FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
+EPHEMERAL = 64
+"""A message flag: the interaction's user alone sees it."""
 GUILD, CHANNEL, USER = 500, 600, 42
 
 
@@ -237,10 +239,12 @@ async def test_a_command_a_stop_leaves_unrecorded_is_answered_to_send_it_again(f
     finally:
         await adapter.stop()
         await join_heartbeat_threads()
+    # Its "thinking…", which the channel saw, deleted: the word is for the user alone.
     [answer] = fake.bot_messages(fake.dm_channel(USER))
-    assert answer.id == fake.interactions[interaction]["original"]
+    assert answer.id != fake.interactions[interaction]["original"] and answer.interaction_id == interaction
     assert answer.content == "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."
-    assert fake.interactions[interaction]["responses"] == [5]  # deferred, then that answer in its place
+    assert answer.flags & EPHEMERAL
+    assert fake.interactions[interaction]["responses"] == [5]  # deferred, then that answer as a follow-up
 
 
 async def test_a_command_held_behind_a_catch_up_at_a_stop_is_answered_to_send_it_again(fake: FakeDiscord) -> None:

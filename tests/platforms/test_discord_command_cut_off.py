@@ -20,6 +20,7 @@ from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threa
 from tests.sqlite_errors import full_disk
 
 USER = 42
+EPHEMERAL = 64
 COMMANDS = [CommandSpec("new", "Start a new session"), CommandSpec("agents", "List running subagents")]
 
 fake = fake_discord()
@@ -41,6 +42,13 @@ def answer_of(fake: FakeDiscord, interaction: str) -> list[str]:
     """What shows in place of the interaction's "thinking…"."""
     original = fake.interactions[interaction]["original"]
     return [m.content for m in fake.bot_messages(fake.dm_channel(USER)) if m.id == original]
+
+
+def told_alone(fake: FakeDiscord, interaction: str) -> list[str]:
+    """What the interaction's user alone was told, its "thinking…" (which the channel saw) deleted."""
+    assert answer_of(fake, interaction) == []
+    return [m.content for m in fake.bot_messages(fake.dm_channel(USER))
+            if m.interaction_id == interaction and m.flags & EPHEMERAL]
 
 
 async def test_a_command_whose_hand_over_a_stop_cuts_off_is_told_it_may_come_after_the_restart(
@@ -76,7 +84,7 @@ async def test_a_command_queued_behind_one_cut_off_is_still_told_it_was_not_take
         await join_heartbeat_threads()
     assert [i.text for i in sink.inbox] == ["/new"]
     assert answer_of(fake, first) == [MAY_BE_TAKEN.format(command="/new")]
-    assert answer_of(fake, second) == [NOT_TAKEN.format(command="/agents")]
+    assert told_alone(fake, second) == [NOT_TAKEN.format(command="/agents")]
 
 
 async def test_a_command_a_stop_cuts_off_between_two_refused_hand_overs_is_still_told_it_was_not_taken(
@@ -99,7 +107,7 @@ async def test_a_command_a_stop_cuts_off_between_two_refused_hand_overs_is_still
     finally:
         await adapter.stop()
         await join_heartbeat_threads()
-    assert answer_of(fake, interaction) == [NOT_TAKEN.format(command="/new")]
+    assert told_alone(fake, interaction) == [NOT_TAKEN.format(command="/new")]
 
 
 async def test_a_command_cut_off_is_logged_as_maybe_answered_after_the_restart(

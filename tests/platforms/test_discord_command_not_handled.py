@@ -2,8 +2,9 @@
 
 The adapter logged the failure and dropped the command (`platforms.discord_handover.until_recorded`), as it would
 fail alike at every try: nothing answered it, so its interaction showed "thinking…" until its token expired and
-then that it failed. It is answered, in place of "thinking…", with the words Slack's adapter uses
-(`platforms.not_recorded.NOT_HANDLED`); below the gateway's own answer if the routing answered before it failed.
+then that it failed. It is answered, to its user alone (its "thinking…", which the channel saw, deleted), with the
+words Slack's adapter uses (`platforms.not_recorded.NOT_HANDLED`); below the gateway's own answer if the routing
+answered before it failed.
 The real discord.py client against the loopback fake."""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threa
 
 USER = 42
 COMMANDS = [CommandSpec("new", "Start a new session"), CommandSpec("agents", "List running subagents")]
-ORIGINAL = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+UNTHINK = "DELETE /webhooks/{application_id}/{token}/messages/{message_id}"
+"""The first call of the answer: "thinking…" deleted, so that the word may go to the user alone."""
+EPHEMERAL = 64
 NOT_HANDLED_NEW = NOT_HANDLED.format(command="/new")
 
 fake = fake_discord()
@@ -34,6 +37,12 @@ def answer_of(fake: FakeDiscord, interaction: str) -> list[str]:
     """What shows in place of the interaction's "thinking…"."""
     original = fake.interactions[interaction]["original"]
     return [m.content for m in fake.bot_messages(fake.dm_channel(USER)) if m.id == original]
+
+
+def told_alone(fake: FakeDiscord, interaction: str) -> list[str]:
+    """What the interaction's user alone was told (flag 64)."""
+    return [m.content for m in fake.bot_messages(fake.dm_channel(USER))
+            if m.interaction_id == interaction and m.flags & EPHEMERAL]
 
 
 def posted(fake: FakeDiscord) -> list[str]:
@@ -55,14 +64,14 @@ async def test_a_command_the_gateway_fails_on_is_answered_that_it_could_not_be_h
     try:
         with caplog.at_level(logging.INFO, logger="platforms.discord"):
             interaction = fake.push_interaction("new", USER, args="plan a trip")
-            await fake.wait_for(lambda: answer_of(fake, interaction))
+            await fake.wait_for(lambda: told_alone(fake, interaction))
             fake.push_interaction("agents", USER)  # the next command is handed over as before
             await fake.wait_for(lambda: len(handed) == 2)
     finally:
         await adapter.stop()
         await join_heartbeat_threads()
-    assert answer_of(fake, interaction) == [NOT_HANDLED_NEW]
-    assert posted(fake) == [NOT_HANDLED_NEW]  # in place of "thinking…", nothing else
+    assert told_alone(fake, interaction) == [NOT_HANDLED_NEW] and answer_of(fake, interaction) == []
+    assert posted(fake) == [NOT_HANDLED_NEW]  # "thinking…" deleted, nothing else
     assert [i.text for i in handed] == ["/new plan a trip", "/agents"]  # handed over once: not tried again
     lines = [r for r in caplog.records if r.name == "platforms.discord"]
     [traceback] = [r.exc_info[1] for r in lines if r.exc_info]  # the bug's, once
@@ -87,15 +96,16 @@ async def test_a_command_the_gateway_answered_then_failed_on_keeps_its_answer(fa
     finally:
         await adapter.stop()
         await join_heartbeat_threads()
-    assert answer_of(fake, interaction) == ["New session started."]
+    assert answer_of(fake, interaction) == ["New session started."]  # seen by all, as answers are
     assert posted(fake) == ["New session started.", NOT_HANDLED_NEW]
+    assert told_alone(fake, interaction) == [NOT_HANDLED_NEW]
 
 
 async def test_a_stop_waits_for_the_answer_to_a_command_the_gateway_failed_on(fake: FakeDiscord) -> None:
     # The answer goes apart from the events after it; the stop gives it its time for its own answers, as the
     # session it goes by closes after the stop.
     adapter = adapter_for(fake)
-    release = fake.hold(ORIGINAL)
+    release = fake.hold(UNTHINK)
 
     async def failing(inbound: Inbound) -> None:
         raise Bug("the command trips a bug")
@@ -103,10 +113,10 @@ async def test_a_stop_waits_for_the_answer_to_a_command_the_gateway_failed_on(fa
     await adapter.start(failing, COMMANDS)
     try:
         interaction = fake.push_interaction("new", USER)
-        await fake.wait_for(lambda: fake.calls_to(ORIGINAL))
+        await fake.wait_for(lambda: fake.calls_to(UNTHINK))
         stopping = asyncio.ensure_future(adapter.stop_within(2.0))
         shown_as_stopped: list[list[str]] = []
-        stopping.add_done_callback(lambda _: shown_as_stopped.append(answer_of(fake, interaction)))
+        stopping.add_done_callback(lambda _: shown_as_stopped.append(told_alone(fake, interaction)))
         await fake.wait_for(lambda: adapter._swept)  # the stop is telling what became of the commands
         release.set()
         await asyncio.wait_for(stopping, 5)

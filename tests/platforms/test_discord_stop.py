@@ -79,7 +79,8 @@ async def test_a_stop_with_events_queued_behind_a_slow_sink_keeps_to_its_grace(f
 
 
 HISTORY = "GET /channels/{channel_id}/messages"
-ANSWER = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
+UNTHINK = "DELETE /webhooks/{application_id}/{token}/messages/{message_id}"
+"""The first call of a "Not taken": its "thinking…" deleted, the word then goes to the user alone."""
 
 
 async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_keeps_to_its_grace(
@@ -89,7 +90,7 @@ async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_
     adapter = adapter_for(fake)
     adapter.bind_last_seen({fake.dm_channel(USER): "1"}, lambda channel, message: None, lambda channel: None)
     fake.hold(HISTORY)  # the catch-up's read, unanswered: live events wait behind it
-    fake.hold(ANSWER)
+    fake.hold(UNTHINK)
     await adapter.start(lambda inbound: asyncio.sleep(0), [CommandSpec("new", "Start a new session")])
     await fake.wait_for(lambda: fake.calls_to(HISTORY))
     command = fake.push_interaction("new", USER)
@@ -99,7 +100,7 @@ async def test_a_stop_whose_answers_to_commands_not_taken_discord_does_not_take_
     await adapter.stop_within(GRACE)
     assert loop.time() - began < GRACE + SLACK
     await adapter.close()
-    assert fake.calls_to(ANSWER)  # tried, within the grace: Discord shows the interaction failed
+    assert fake.calls_to(UNTHINK)  # tried, within the grace: Discord shows the interaction failed
 
 
 async def test_a_stop_in_the_middle_of_a_catch_up_keeps_to_its_grace_and_the_next_start_reads_what_it_had_not(

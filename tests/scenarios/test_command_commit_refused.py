@@ -179,6 +179,13 @@ def discord_answer(fake: FakeDiscord, interaction: str) -> list[str]:
     return [m.content for m in fake.bot_messages(fake.dm_channel(USER)) if m.id == original]
 
 
+def discord_told_alone(fake: FakeDiscord, interaction: str) -> list[str]:
+    """What the interaction's user alone was told (flag 64), its "thinking…", which the channel saw, deleted."""
+    assert discord_answer(fake, interaction) == []
+    return [m.content for m in fake.bot_messages(fake.dm_channel(USER))
+            if m.interaction_id == interaction and m.flags & 64]
+
+
 async def test_a_discord_command_recorded_but_not_committed_as_the_stop_comes_may_still_be_answered(
         tmp_path: Path, fake: FakeDiscord) -> None:
     adapter = adapter_for(fake)
@@ -217,7 +224,7 @@ async def test_a_discord_command_the_store_did_not_record_is_still_not_taken(
             interaction = fake.push_interaction("agents", USER)
             await until(lambda: tries)
             await adapter.stop_within(0.3)
-            assert discord_answer(fake, interaction) == [NOT_TAKEN.format(command="/agents")]
+            assert discord_told_alone(fake, interaction) == [NOT_TAKEN.format(command="/agents")]
         finally:
             locked.release()
         assert not recorded(gateway.store.path, interaction)

@@ -19,6 +19,8 @@ from tests.discord_client import adapter_for, join_heartbeat_threads
 
 USER = 42
 HISTORY = "GET /channels/{channel_id}/messages"
+EPHEMERAL = 64
+"""A message flag: the interaction's user alone sees it."""
 
 
 def echo(request: ModelRequest) -> dict:
@@ -83,9 +85,9 @@ async def test_a_slash_command_waiting_for_the_catch_up_when_the_gateway_stops_i
     finally:
         await gateway.stop(grace=0)
         release.set()
-    original = fake.interactions[command]["original"]
-    assert [m.content for m in fake.bot_messages(dm) if m.id == original] == [
-        "⚠️ Not taken: the bot is restarting. Send `/new` again in a minute."]
+    # To the user alone: its "thinking…", which the channel saw, deleted.
+    assert [(m.content, m.flags & EPHEMERAL) for m in fake.bot_messages(dm) if m.interaction_id == command] == [
+        ("⚠️ Not taken: the bot is restarting. Send `/new` again in a minute.", EPHEMERAL)]
 
 
 async def test_a_message_whose_read_failed_at_start_is_answered_once_without_a_restart(
