@@ -248,7 +248,7 @@ class Gateway:
                     adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                             functools.partial(self._chat_moved, adapter.name))
                 if isinstance(adapter, HearsEdits):
-                    adapter.bind_edits(self.edits.edited)
+                    adapter.bind_edits(self._edited)
                 await adapter.start(self.handle, specs)
                 log.info("platform %s started", adapter.name)
             undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
@@ -453,7 +453,7 @@ class Gateway:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
                      " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
             inbound = accepted.recorded_as
-        if not self._accepting or not await self._replays.behind(key):
+        if not self._accepting or not await self._replays.behind(key, inbound.message_id):
             # Shutting down, or a start that failed before it replayed the older events of this chat: keep the
             # event (the platform may count it as delivered) and handle it after the next start, with the other
             # unsettled events, in the order received.
@@ -462,6 +462,11 @@ class Gateway:
         result = await self._handle_accepted(inbound, accepted.turn_id, route)
         await self._recorded_durably()
         return result
+
+    async def _edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
+        """`MessageEdits.edited`, once the message has left the start's replay it waited behind (`Replays.edited`)."""
+        await self._replays.edited(session_key(platform, chat_id, thread_id), message_id)
+        return await self.edits.edited(platform, chat_id, thread_id, message_id, text)
 
     async def _recorded_durably(self) -> None:
         """Commit the event `handle` recorded. A commit the store refused and kept the row of, to commit once

@@ -91,19 +91,34 @@ class Replays:
         for due in self._due.values():
             due.set()
 
-    async def behind(self, key: str) -> bool:
+    async def behind(self, key: str, message_id: str | None = None) -> bool:
         """Wait until the replayed events of the chat ``key`` are queued; never yields to the loop when it has
         none. Whether a new event of the chat may be handled now: not after the start gave up (it is kept,
-        unhandled, for the next start, which replays it after them)."""
+        unhandled, for the next start, which replays it after them). ``message_id``: the platform's id of the
+        event's message, which an edit of it handed over meanwhile names (`edited`)."""
         due = self._due.get(key)
         if due is None:
             return True
+        if message_id is not None:
+            due.messages.add(message_id)
         await due.wait()
         return due.queued
 
+    async def edited(self, key: str, message_id: str) -> None:
+        """Before an edit of the message ``message_id`` of the chat ``key`` is applied: one that waits `behind` the
+        replay is not in its session's queue yet, where the edit looks for it, and the edit was lost. The edit waits
+        with it, and, woken after it, finds it queued (`ChatIntake` holds the chat for it first)."""
+        due = self._due.get(key)
+        if due is not None and message_id in due.messages:
+            await due.wait()
+
 
 class _Due(asyncio.Event):
-    """A chat's replayed events not queued yet."""
+    """A chat's replayed events not queued yet, and the messages of the new events waiting behind them."""
 
     left = 0
     queued = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: set[str] = set()
