@@ -43,6 +43,13 @@ class SlackWebApi:
     failures) and mixes this in."""
 
     async def _api(self, request: web.Request) -> web.Response:
+        self.in_flight += 1
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
         if request.content_type == "application/json":

@@ -116,6 +116,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.echo_bot_messages = echo_bot_messages
         self._host, self._port = host, port
         self.calls: list[Call] = []
+        self.in_flight = 0
+        """Web API calls received and not answered yet: a test running a fake clock lets none of it pass while
+        one is under way, or the call would reach Slack's rate limits later than it left the client."""
         self.messages: dict[Key, list[dict[str, Any]]] = defaultdict(list)
         self.ephemeral: list[dict[str, Any]] = []
         self.hung_up: list[Call] = []

@@ -8,6 +8,7 @@ with ``Retry-After`` as Slack does.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import AsyncIterator
@@ -26,14 +27,34 @@ from platforms.slack import SlackAdapter
 from tests.scenarios.test_telegram_flood import (
     GOALS,
     QUESTIONS,
+    STEP,
     child,
     final_answer,
     parent,
-    run_clock,
-    run_clock_until,
 )
 
 CHANNEL = "C1"
+
+
+async def run_clock(fake: FakeSlack, clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps, and none while
+    a call is on its way to the fake: on a loaded machine a call took several steps of time to arrive, and reached
+    Slack's limits later than the gateway's pacing counted it (a placeholder 0.5 s before the reply, refused)."""
+    for _ in range(round(seconds / STEP)):
+        while True:
+            for _ in range(3):  # what the client wrote is read by the fake's server on this loop
+                await asyncio.sleep(0)
+            if not fake.in_flight:
+                break
+            await asyncio.sleep(0.001)
+        clock.advance(STEP)
+        await asyncio.sleep(0.005)
+
+
+async def run_clock_until(fake: FakeSlack, clock: FakeClock, done, timeout: float = 15.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not done():
+            await run_clock(fake, clock, STEP)
 
 
 @pytest.fixture
@@ -59,7 +80,7 @@ async def test_a_fan_out_in_a_busy_channel_gets_no_429_and_every_answer_whole_an
         for goal in GOALS:
             await model.reached(goal)
         said = lambda: [m for m in fake.messages.get((CHANNEL, thread), []) if m.get("bot_id")]  # noqa: E731
-        await run_clock_until(clock, lambda: any("0 of 10 done" in m["text"] for m in said()))
+        await run_clock_until(fake, clock, lambda: any("0 of 10 done" in m["text"] for m in said()))
         card = next(m for m in said() if "0 of 10 done" in m["text"])
         bob = None
         for n, goal in enumerate(GOALS):
@@ -68,11 +89,11 @@ async def test_a_fan_out_in_a_busy_channel_gets_no_429_and_every_answer_whole_an
                     bob = (await fake.push_mention(CHANNEL, "U2", QUESTIONS[0]))["event"]["ts"]
                 else:
                     await fake.push_message(CHANNEL, "U2", QUESTIONS[n // 2], thread_ts=bob)
-            await run_clock(clock, 5.0)
+            await run_clock(fake, clock, 5.0)
             model.release(goal)
         parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
-        await run_clock_until(clock, lambda: len(parts()) > 1 and gateway.quiet, timeout=30.0)
-        await run_clock(clock, 10.0)
+        await run_clock_until(fake, clock, lambda: len(parts()) > 1 and gateway.quiet, timeout=30.0)
+        await run_clock(fake, clock, 10.0)
         await settled(gateway)
 
         assert limits.refused == []  # not one 429
@@ -107,8 +128,8 @@ async def test_a_channel_refused_with_retry_after_is_not_written_to_again_before
         threads = [(await fake.push_mention(CHANNEL, f"U{n}", f"question {n}"))["event"]["ts"] for n in range(4)]
         answers = lambda: [[m["text"] for m in fake.messages.get((CHANNEL, t), []) if m.get("bot_id")]  # noqa: E731
                            for t in threads]
-        await run_clock_until(clock, lambda: answers() == [[f"re: question {n}"] for n in range(4)] and gateway.quiet)
-        await run_clock(clock, 5.0)
+        await run_clock_until(fake, clock, lambda: answers() == [[f"re: question {n}"] for n in range(4)] and gateway.quiet)
+        await run_clock(fake, clock, 5.0)
         await settled(gateway)
 
         assert answers() == [[f"re: question {n}"] for n in range(4)]  # each once
@@ -140,12 +161,12 @@ async def test_a_placeholder_right_after_a_message_in_its_channel_waits_its_turn
         said = lambda thread: [m["text"] for m in fake.messages.get((CHANNEL, thread), [])  # noqa: E731
                                if m.get("bot_id")]
         quick = (await fake.push_mention(CHANNEL, "U1", "a quick one"))["event"]["ts"]
-        await run_clock_until(clock, lambda: "quick answer" in said(quick))
+        await run_clock_until(fake, clock, lambda: "quick answer" in said(quick))
         slow = (await fake.push_mention(CHANNEL, "U2", "a slow one"))["event"]["ts"]  # within a second of it
         await model.reached("slow")
-        await run_clock_until(clock, lambda: said(slow) == ["_working…_"])
+        await run_clock_until(fake, clock, lambda: said(slow) == ["_working…_"])
         model.release("slow")
-        await run_clock_until(clock, lambda: said(slow) == ["slow answer"] and gateway.quiet)
+        await run_clock_until(fake, clock, lambda: said(slow) == ["slow answer"] and gateway.quiet)
         await settled(gateway)
 
         assert limits.refused == []  # not one 429
@@ -193,16 +214,16 @@ async def fan_out_cards(fake: FakeSlack, tmp_path, channels: list[str], *, befor
             for n in range(TASKS):
                 await model.reached(f"{channel} survey {n}")
         carded = lambda: all(any(f" of {TASKS} done" in m["text"] for m in said(c)) for c in channels)  # noqa: E731
-        await run_clock_until(clock, carded, timeout=30.0)
+        await run_clock_until(fake, clock, carded, timeout=30.0)
         if before_release is not None:
             await before_release()
         for n in range(TASKS):
             for channel in channels:
                 model.release(f"{channel} survey {n}")
-            await run_clock(clock, 2.0)
+            await run_clock(fake, clock, 2.0)
         done = lambda: all(said(c) and said(c)[-1]["text"] == "All done." for c in channels)  # noqa: E731
-        await run_clock_until(clock, lambda: done() and gateway.quiet, timeout=60.0)
-        await run_clock(clock, 10.0)
+        await run_clock_until(fake, clock, lambda: done() and gateway.quiet, timeout=60.0)
+        await run_clock(fake, clock, 10.0)
         await settled(gateway)
         return limits, {c: [m["text"] for m in said(c)] for c in channels}
     finally:
@@ -252,10 +273,10 @@ async def placeholders_deleted(fake: FakeSlack, tmp_path, channels: list[str], *
         said = lambda c: [m["text"] for m in fake.messages.get((c, threads[c]), []) if m.get("bot_id")]  # noqa: E731
         for channel in channels:
             await model.reached(channel)
-        await run_clock_until(clock, lambda: all(said(c) == ["_working…_"] for c in channels), timeout=60.0)
+        await run_clock_until(fake, clock, lambda: all(said(c) == ["_working…_"] for c in channels), timeout=60.0)
         for channel in channels:
             model.release(channel)
-        await run_clock_until(clock, lambda: all(said(c) == [f"done in {c}"] for c in channels) and gateway.quiet,
+        await run_clock_until(fake, clock, lambda: all(said(c) == [f"done in {c}"] for c in channels) and gateway.quiet,
                               timeout=120.0)
         await settled(gateway)
         return limits, {c: said(c) for c in channels}
