@@ -47,11 +47,13 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         ))
     if p.slack.enabled:
         from platforms.slack import SlackAdapter
+        from platforms.slack_catchup import Limits
 
         adapters.append(SlackAdapter(
             bot_token=p.slack.bot_token, mode=p.slack.mode, app_token=p.slack.app_token,
             signing_secret=p.slack.signing_secret, api_base=p.slack.api_base,
             max_attachment_bytes=p.slack.max_attachment_bytes,
+            catch_up=Limits(max_retry_after=config.delivery.max_retry_after),
         ))
     if p.discord.enabled:
         from platforms.discord import DiscordAdapter

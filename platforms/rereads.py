@@ -9,7 +9,8 @@ why the read failed (the adapter's translated errors, `platforms.base`):
 - `NetworkError` (a 5xx, no connection, no answer): an outage, waited out ``first`` seconds, then
   twice as long after each failed read in a row, up to ``most`` (reads that went at once, before the
   wait began, count as one: Discord's first pass reads five channels at once);
-- `RateLimited`: its ``retry_after``;
+- `RateLimited`: its ``retry_after``, ``max_retry_after`` at most (a minute by default): a proxy in front of
+  the platform may ask for a day, which held every read again for that day, as long as a catch-up reads back;
 - `Unauthorized`: until a call with the bot token succeeds again (`platforms.connection.TokenWatch`:
   the outbox's held replies try it), as the adapters wait with the other work refused for the
   token: a timed retry would only be refused again until someone fixes it;
@@ -48,6 +49,8 @@ from platforms.connection import TokenWatch
 
 FIRST_WAIT, MAX_WAIT = 2.0, 60.0
 """Seconds a catch-up waits after a read failed for an outage, doubling after each failed read in a row."""
+MAX_RETRY_AFTER = 60.0
+"""Seconds of a 429's ``Retry-After`` a catch-up waits at most: rate limits count by the minute."""
 
 
 class Timer(Protocol):
@@ -73,14 +76,14 @@ LOOP_TIMER: Timer = _LoopTimer()
 class Rereads:
     """When a catch-up's next read may go, after reads that failed. ``token`` watches the bot token;
     ``give_up_at`` is when, on ``clock`` (epoch seconds, the adapter's), nothing missed is young
-    enough to answer any more; ``timer`` is the time the waits take."""
+    enough to answer any more; ``max_retry_after`` caps a 429's wait; ``timer`` is the time the waits take."""
 
     def __init__(self, token: TokenWatch, logger: logging.Logger, *, platform: str, give_up_at: float,
                  clock: Callable[[], float], first: float = FIRST_WAIT, most: float = MAX_WAIT,
-                 timer: Timer = LOOP_TIMER) -> None:
+                 max_retry_after: float = MAX_RETRY_AFTER, timer: Timer = LOOP_TIMER) -> None:
         self._token, self._log, self._platform = token, logger, platform
         self._give_up_at, self._clock, self._timer = give_up_at, clock, timer
-        self._first, self._most = first, most
+        self._first, self._most, self._max_retry_after = first, most, max_retry_after
         self._backoff = 0.0
         self._not_before = 0.0
         """Loop time before which no read goes: an outage's backoff, or a 429's ``retry_after``."""
@@ -107,8 +110,9 @@ class Rereads:
             self._for_token = self.down = True
             when = f"once {self._token.title} takes the bot token again"
         elif isinstance(exc, RateLimited):
-            self._not_before = max(self._not_before, now + exc.retry_after)
-            when = f"in {exc.retry_after:g} s (Retry-After)"
+            wait = min(exc.retry_after, self._max_retry_after)
+            self._not_before = max(self._not_before, now + wait)
+            when = f"in {wait:g} s (Retry-After)"
             alike = False
         elif isinstance(exc, (NetworkError, Unauthorized)):  # the latter: one the token's watch did not see
             if not self._backoff:

@@ -156,7 +156,7 @@ class CatchUp:
         self._latest = f"{started + CLOCK_SKEW:.6f}"
         """The newest ``ts`` a read asks for: what came later came live."""
         self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
-                                first=limits.first_retry, most=limits.max_retry)
+                                first=limits.first_retry, most=limits.max_retry, max_retry_after=limits.max_retry_after)
         self._last_seen = last_seen
         order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
         self._queue = deque(order[:limits.max_conversations])
