@@ -251,7 +251,7 @@
       if (asOf !== null) { // what shows is from before a drop (see `mark`): nothing is sent, and it says so
         notice(label + " was not sent: " + (connected
           ? "what shows is from before the connection dropped; clear the selection to see the current state first"
-          : "the page is not connected to the gateway; it reconnects by itself"));
+          : "the page is not connected to the gateway; it reconnects by itself"), url);
         return;
       }
       // Disabled, a button loses the focus to the page: one reached with the keyboard gets it back once it
@@ -270,6 +270,7 @@
         again();
         return;
       }
+      $("notice-bar").hidden = true; // about an action before this one
       let response;
       sending.add(url);
       const abort = new AbortController();
@@ -290,26 +291,36 @@
       }
       if (!response) {
         // The request may have reached the gateway and been done, its answer lost with the connection: not "failed".
-        notice(label + ": no answer from the gateway" + (abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000
-          + " s" : "") + ", so it may or may not have been done; check what the page shows before pressing it again.");
+        const within = abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000 + " s" : "";
+        notice(label + ": no answer from the gateway" + within + ", so it may or may not have been done; check what "
+          + "the page shows before pressing it again.", url);
         again();
       } else if (!response.ok) {
         const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
         // A 503 is an action done here that the database cannot save yet (a stop stands): it did something.
-        notice(label + (response.status === 503 ? ": " : " did nothing: ") + reason);
+        notice(label + (response.status === 503 ? ": " : " did nothing: ") + reason, url);
         again();
       }
     });
     return button;
   }
 
-  let noticeTimer = null;
-  function notice(text) {
+  // Each notice says an action failed, or may not have been done: it stays until closed or until the next action
+  // is sent. Gone after 8 s, an operator who looked away never read that a Retry may have been done, and pressed
+  // it again.
+  let noticeFrom = null; // the action it is about
+  function notice(text, url) {
     $("notice").textContent = text;
-    $("notice").hidden = false;
-    clearTimeout(noticeTimer);
-    noticeTimer = setTimeout(() => { $("notice").hidden = true; }, 8000);
+    $("notice-bar").hidden = false;
+    noticeFrom = url;
   }
+
+  $("notice-close").addEventListener("click", () => {
+    const keyed = document.activeElement === $("notice-close");
+    $("notice-bar").hidden = true;
+    // Hidden, the button loses the focus to the page: the keyboard goes back to the action the notice was about.
+    if (keyed) drawn(noticeFrom)?.focus();
+  });
 
   // -- the live state -----------------------------------------------------------------
 
