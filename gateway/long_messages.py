@@ -88,7 +88,22 @@ def in_file_text(size: int) -> str:
 def left_out_text(data: bytes, shown: Sequence[str], *, too_large: bool = False) -> str:
     """The note where the whole cannot go as a file; how much was left out is about right (a part may hold a
     marker the text has not, to close a style or a code block at its end)."""
-    left = max(len(data) - sum(len(part.encode("utf-8", "replace")) for part in shown), 0)
     why = ", and too large to send here as a file" if too_large else ""
     return (f"The answer is too long for this chat ({human_size(len(data))}){why}; the rest of it (about "
-            f"{human_size(left)}) was left out.")
+            f"{human_size(_left(len(data), shown))}) was left out.")
+
+
+def file_missing_text(size: int | None, shown: Sequence[str], why: str, *, unsure: bool = False) -> str:
+    """The note in place of ``answer.md`` once it failed for good (`gateway.part_notes.file_note`, which says
+    ``why``): its caption, saying what it held, went with it, and a note naming a file alone would not tell the
+    chat that the answer stops short. ``size``: the whole text's, in bytes, None when the gateway's copy of it is
+    gone; ``shown``: the texts of the parts before it; ``unsure``: it may be in the chat after all."""
+    failed = "may not have been sent here" if unsure else "could not be sent here"
+    if size is None:
+        return f"The answer is too long for this chat; the rest of it {failed} as a file: {why}."
+    return (f"The answer is too long for this chat ({human_size(size)}); the rest of it (about "
+            f"{human_size(_left(size, shown))}) {failed} as a file: {why}.")
+
+
+def _left(size: int, shown: Sequence[str]) -> int:
+    return max(size - sum(len(part.encode("utf-8", "replace")) for part in shown), 0)

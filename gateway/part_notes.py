@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from gateway import late_notes
-from gateway.long_messages import FILE_PART
+from gateway.long_messages import FILE_PART, file_missing_text
 from gateway.outbox_files import OutboxFiles
 from gateway.outbox_part import PROGRESS_KINDS
 from gateway.store import NewMessage, OutboxRow, OutboxRows
@@ -127,18 +127,23 @@ def file_note(store: OutboxRows, row: OutboxRow, *, gave_up: bool, files: Outbox
               unsure: bool = False, unreadable: OSError | None = None) -> OutboxRow | None:
     """The note to send in place of the file ``row`` (`send_file`), journaled now, once ``row`` failed for good
     (its error recorded): its name, and why (`file_reason`; its copy gone, the name with it, when ``files`` holds
-    none). ``unreadable``: what reading the copy raised (a failing disk, a folder of another owner): the name goes,
-    why it failed stays (a platform's refusal of its size, say), unless that same error is what failed it. One per
-    file: a console Retry that fails again gets none, one that succeeds leaves it as it is."""
+    none); for a long message's ``answer.md``, that the rest of the answer is missing, and why
+    (`gateway.long_messages.file_missing_text`). ``unreadable``: what reading the copy raised (a failing disk, a
+    folder of another owner): the name goes, why it failed stays (a platform's refusal of its size, say), unless
+    that same error is what failed it. One per file: a console Retry that fails again gets none, one that succeeds
+    leaves it as it is."""
     copy = files.get(row.key) if files is not None and unreadable is None else None
     error = (store.message_by_id(row.id) or row).last_error or ""
     if copy is None and (unreadable is None or error.partition(":")[0] == type(unreadable).__name__):
         why = "the gateway's copy of it is gone"
     else:
         why = file_reason(error, gave_up=gave_up)
-    key = row.key.rpartition(":")[0] + MISSING
-    return _journal(store, row, key, file_text(copy.name if copy is not None else None, why, unsure=unsure),
-                    quoting=True)
+    if row.key.endswith(FILE_PART):  # a long message's answer.md: its caption, saying what it held, went with it
+        shown = _parts(store, row.key.removesuffix(FILE_PART))
+        text = file_missing_text(copy.size if copy is not None else None, shown, why, unsure=unsure)
+    else:
+        text = file_text(copy.name if copy is not None else None, why, unsure=unsure)
+    return _journal(store, row, row.key.rpartition(":")[0] + MISSING, text, quoting=True)
 
 
 def file_noted(store: OutboxRows, row: OutboxRow) -> int | None:
@@ -168,6 +173,14 @@ def gave_up_on(row: OutboxRow) -> bool:
     error says (`gateway.outbox_part.describe`: the class first): for a note owed after the failure was recorded."""
     name = (row.last_error or "").partition(":")[0]
     return not any(name in _names(refusal) for refusal in REFUSALS)
+
+
+def _parts(store: OutboxRows, message: str) -> list[str]:
+    """The texts of the parts journaled of ``message`` (those ahead of its ``answer.md``)."""
+    parts: list[str] = []
+    while (part := store.message(f"{message}:{len(parts)}")) is not None:
+        parts.append(part.text)
+    return parts
 
 
 def _names(cls: type) -> set[str]:
