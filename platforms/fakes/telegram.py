@@ -61,7 +61,8 @@ What a test reads and drives:
   sent or edited past one a second in a chat, 20 a minute in a group or 30 a second overall is
   refused with 429 and ``retry_after``, as Telegram refuses it; ``flood.writes`` and
   ``flood.refused`` record what it let through and the 429s it gave
-  (`platforms.fakes._telegram_flood`).
+  (`platforms.fakes._telegram_flood`). ``in_flight``: calls received and not yet answered, long
+  polls aside (a test stepping a fake clock waits for none).
 - A message lands as the Bot API places it: ``message_thread_id`` counts in a forum only (and in a private
   chat of a bot made with ``topics_in_private``: topic mode on), a reply goes
   where the message it replies to is (a forum topic, a channel post's comment thread: ``push_message``'s
@@ -203,6 +204,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self._held: dict[str, asyncio.Event] = {}
         self.flood: FloodControl | None = None
         """Telegram's flood control, once `enforce_flood_limits` turned it on."""
+        self.in_flight = 0
+        """Bot API calls received and not answered yet, long polls aside: a test running a fake clock lets none of
+        it pass while one is under way, or the call would reach the flood limits later than it left the client."""
         self._changed = asyncio.Event()
         self._poller: object | None = None
         self._closing = False
@@ -444,6 +448,15 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
     # -- HTTP --------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        # A getUpdates long poll waits on the real clock for updates to come: no call on its way to the limits.
+        counted = request.match_info["method"].lower() != "getupdates"
+        self.in_flight += counted
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= counted
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
             return error_response(ApiError(401, "Unauthorized"))
         name = request.match_info["method"]

@@ -28,6 +28,7 @@ from tests.scenarios.test_telegram_flood import (
     GOALS,
     QUESTIONS,
     STEP,
+    arrived,
     child,
     final_answer,
     parent,
@@ -41,12 +42,7 @@ async def run_clock(fake: FakeSlack, clock: FakeClock, seconds: float) -> None:
     a call is on its way to the fake: on a loaded machine a call took several steps of time to arrive, and reached
     Slack's limits later than the gateway's pacing counted it (a placeholder 0.5 s before the reply, refused)."""
     for _ in range(round(seconds / STEP)):
-        while True:
-            for _ in range(3):  # what the client wrote is read by the fake's server on this loop
-                await asyncio.sleep(0)
-            if not fake.in_flight:
-                break
-            await asyncio.sleep(0.001)
+        await arrived(fake)  # FakeSlack counts its calls in flight as FakeTelegram does
         clock.advance(STEP)
         await asyncio.sleep(0.005)
 

@@ -18,6 +18,7 @@ from agent.testing import FakeClock
 from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._telegram_flood import FloodControl
+from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 
@@ -60,17 +61,30 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-async def run_clock(clock: FakeClock, seconds: float) -> None:
-    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps."""
+async def arrived(fake: FakeTelegram | FakeSlack) -> None:
+    """Return once what the gateway wrote has reached the fake and the fake has answered every call: on a loaded
+    machine a call took steps of fake time to arrive, and met the flood limits later than the gateway counted it."""
+    while True:
+        for _ in range(3):  # what the client wrote is read by the fake's server on this loop
+            await asyncio.sleep(0)
+        if not fake.in_flight:
+            return
+        await asyncio.sleep(0.001)
+
+
+async def run_clock(fake: FakeTelegram, clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps, and none while
+    a call is on its way to the fake (`arrived`)."""
     for _ in range(round(seconds / STEP)):
+        await arrived(fake)
         clock.advance(STEP)
         await asyncio.sleep(0.005)
 
 
-async def run_clock_until(clock: FakeClock, done, timeout: float = 15.0) -> None:
+async def run_clock_until(fake: FakeTelegram, clock: FakeClock, done, timeout: float = 15.0) -> None:
     async with asyncio.timeout(timeout):
         while not done():
-            await run_clock(clock, STEP)
+            await run_clock(fake, clock, STEP)
 
 
 def busiest(flood: FloodControl, seconds: float) -> int:
@@ -101,18 +115,18 @@ async def test_a_fan_out_in_a_busy_group_gets_no_429_and_every_answer_whole_and_
         for goal in GOALS:
             await model.reached(goal)
         said = lambda: fake.messages[str(GROUP)]  # noqa: E731
-        await run_clock_until(clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
+        await run_clock_until(fake, clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
         card = next(m for m in said() if m["silent"] and "0 of 10 done" in m["text"])  # the delegation's
         for n, goal in enumerate(GOALS):
             if n % 2:  # bob asks meanwhile, while the card keeps changing
                 fake.push_message(GROUP, f"@{BOT} {QUESTIONS[n // 2]}", **bob)
-            await run_clock(clock, 5.0)
+            await run_clock(fake, clock, 5.0)
             model.release(goal)
             if n == 4:  # the card follows them
-                await run_clock_until(clock, lambda: any(" of 10 done" in e for e in card["edits"]))
+                await run_clock_until(fake, clock, lambda: any(" of 10 done" in e for e in card["edits"]))
         parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
-        await run_clock_until(clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
-        await run_clock(clock, 10.0)  # anything still to come has its time
+        await run_clock_until(fake, clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
+        await run_clock(fake, clock, 10.0)  # anything still to come has its time
         await settled(gateway)
 
         assert flood.refused == []  # not one 429
@@ -146,16 +160,16 @@ async def test_a_fan_out_in_a_private_chat_gets_no_429_and_every_answer_whole_an
         for goal in GOALS:
             await model.reached(goal)
         said = lambda: fake.messages[str(chat)]  # noqa: E731
-        await run_clock_until(clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
+        await run_clock_until(fake, clock, lambda: any(m["silent"] and "0 of 10 done" in m["text"] for m in said()))
         card = next(m for m in said() if m["silent"] and "0 of 10 done" in m["text"])
         for n, goal in enumerate(GOALS):
             if n % 2:
                 fake.push_message(chat, QUESTIONS[n // 2], **user)
-            await run_clock(clock, 2.0)
+            await run_clock(fake, clock, 2.0)
             model.release(goal)
         parts = lambda: [m["text"] for m in said() if m["text"].startswith("Finding")]  # noqa: E731
-        await run_clock_until(clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
-        await run_clock(clock, 10.0)
+        await run_clock_until(fake, clock, lambda: "\n\n".join(parts()) == final_answer() and gateway.quiet)
+        await run_clock(fake, clock, 10.0)
         await settled(gateway)
 
         assert flood.refused == []  # not one 429

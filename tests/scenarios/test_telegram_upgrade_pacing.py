@@ -20,6 +20,7 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._waiting import wait_until
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import GROUP_PACING, TelegramAdapter
+from tests.scenarios.test_telegram_flood import arrived
 
 BOT = "sb_upgrade_bot"
 GROUP = -4002
@@ -33,11 +34,13 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-async def run_clock_until(clock: FakeClock, done, seconds: float = 30.0) -> None:
-    """Move the clock a step at a time, the gateway running between steps, until ``done()``."""
+async def run_clock_until(fake: FakeTelegram, clock: FakeClock, done, seconds: float = 30.0) -> None:
+    """Move the clock a step at a time, the gateway running between steps and no call on its way to the fake as
+    a step is taken (`arrived`), until ``done()``."""
     for _ in range(round(seconds / STEP)):
         if done():
             return
+        await arrived(fake)
         clock.advance(STEP)
         await asyncio.sleep(0.005)
     raise AssertionError(f"not done within {seconds} fake seconds")
@@ -56,7 +59,7 @@ async def card_up(fake: FakeTelegram, tmp_path, **settings):
     try:
         fake.push_message(GROUP, f"@{BOT} work on it", chat_type="group", user_id=5, username="bob")
         await model.reached("upgraded")
-        await run_clock_until(clock, lambda: fake.messages[str(GROUP)])  # the progress card
+        await run_clock_until(fake, clock, lambda: fake.messages[str(GROUP)])  # the progress card
     except BaseException:
         await gateway.stop(grace=0)
         raise
@@ -69,7 +72,7 @@ async def test_the_finished_card_follows_the_answer_one_group_turn_later_and_the
         supergroup = fake.upgrade_group(GROUP)
         model.release("upgraded")
         done = lambda: [m for m in fake.messages[str(supergroup)] if m["text"].startswith("✓ Done")]  # noqa: E731
-        await run_clock_until(clock, done)
+        await run_clock_until(fake, clock, done)
         assert [m["text"][:6] for m in fake.messages[str(supergroup)]] == ["the an", "✓ Done"]
         answered, finished = [w.at for w in flood.writes if w.chat_id == str(supergroup)]
         # Its turn in the supergroup, and not a turn more (the steps of the clock aside).
@@ -92,12 +95,13 @@ async def test_a_card_left_behind_by_an_upgrade_learned_after_its_edit_was_refus
     clock, flood, model, gateway = await card_up(fake, tmp_path, agent={"gateway_notify_interval": 5.0})
     try:
         supergroup = fake.upgrade_group(GROUP)
-        await run_clock_until(clock, lambda: fake.messages[str(supergroup)])  # its next state, sent anew
+        await run_clock_until(fake, clock, lambda: fake.messages[str(supergroup)])  # its next state, sent anew
         assert len(fake.calls_to("editMessageText")) == 1
         await wait_until(lambda: gateway.outbox.idle, 2.0)  # at once: the clock has not moved
         assert not fake.calls_to("deleteMessage")
         assert flood.refused == []
         model.release("upgraded")
-        await run_clock_until(clock, lambda: any(m["text"] == "the answer" for m in fake.messages[str(supergroup)]))
+        answered = lambda: any(m["text"] == "the answer" for m in fake.messages[str(supergroup)])  # noqa: E731
+        await run_clock_until(fake, clock, answered)
     finally:
         await gateway.stop(grace=0)
