@@ -15,6 +15,7 @@ from agent import ModelRequest, ToolRegistry
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled, start_gateway
 from gateway.worker import serve_children
+from lifecycle import SubagentState
 from lifecycle.settings import TemporalSettings
 from lifecycle.temporal import ChildWorker, WorkerToolbox, connect
 from lifecycle.temporal.testing import DevServer
@@ -85,9 +86,13 @@ def answer(chat: RecordingAdapter, kind: str, chat_id: str) -> str:
     return text
 
 
-def live_activities(gateway) -> list[str]:
+def live_children(gateway) -> list:
     view = gateway.host.children
-    return [child.activity for session in view.sessions_with_children() for child in view.children(session)]
+    return [child for session in view.sessions_with_children() for child in view.children(session)]
+
+
+def live_activities(gateway) -> list[str]:
+    return [child.activity for child in live_children(gateway)]
 
 
 async def test_children_outlive_a_killed_temporal_server_and_agents_says_what_they_wait_for(tmp_path, gateways):
@@ -104,6 +109,9 @@ async def test_children_outlive_a_killed_temporal_server_and_agents_says_what_th
             await chat.say("alpha beta", chat="c1")
             for goal in ("alpha", "beta"):
                 await asyncio.wait_for(leaves.reached(goal), 15)
+            # Running in the worker is not yet running as the gateway knows it (it hears so through Temporal): killed
+            # before that, on a loaded machine, a child stayed `pending` in the gateway's eyes.
+            await until(lambda: [c.state for c in live_children(gateway)] == [SubagentState.RUNNING] * 2, 15, every=0.05)
             await asyncio.to_thread(killed, server)
             await chat.say("gamma", chat="c2")  # launched while Temporal is down: it waits for it
             await chat.wait_for(lambda: chat.texts() == ["on it", "on it"])
