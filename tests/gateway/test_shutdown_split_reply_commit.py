@@ -12,6 +12,7 @@ from agent.models.scripted import ScriptedModel
 from gateway.splitting import split_text
 from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.test_long_replies import HeldSplit
+from tests.gateway.test_shutdown_while_replying import stop_while_splitting
 
 TEXT = "\n\n".join(f"Paragraph {n}: " + "word " * 40 for n in range(10))
 
@@ -53,18 +54,7 @@ async def test_a_crash_right_after_the_reply_split_at_a_shutdown_is_committed_an
     taken = crash_at_the_replys_commit(gateway.store.db, crashed / "state")
     await chat.say("write a lot", event_id="e1")
     assert await asyncio.to_thread(chat.splitting.wait, 10)
-    cancelling = asyncio.Event()
-    cancel = gateway.runner.cancel
-
-    async def cancel_then_split(within: float) -> None:
-        cancelling.set()
-        await cancel(within)
-
-    gateway.runner.cancel = cancel_then_split
-    stopping = asyncio.ensure_future(gateway.stop(grace=0))
-    await cancelling.wait()
-    chat.release.set()
-    await stopping
+    await stop_while_splitting(gateway, chat)
     assert taken
 
     chat2 = RecordingAdapter(text_limit=1000)

@@ -63,18 +63,7 @@ async def test_a_shutdown_while_the_reply_is_split_sends_it_once_and_runs_nothin
     gateway = await gateways(config, [chat], model=model)
     await chat.say("write a lot")
     assert await asyncio.to_thread(chat.splitting.wait, 10)
-    cancelling = asyncio.Event()
-    cancel = gateway.runner.cancel
-
-    async def cancel_then_split(within: float) -> None:
-        cancelling.set()
-        await cancel(within)
-
-    gateway.runner.cancel = cancel_then_split
-    stopping = asyncio.ensure_future(gateway.stop(grace=0))
-    await cancelling.wait()
-    chat.release.set()
-    await stopping
+    await stop_while_splitting(gateway, chat)
 
     chat2 = RecordingAdapter(text_limit=1000)
     model2 = ScriptedModel({"parent": parent})
@@ -134,6 +123,19 @@ async def test_a_shutdown_while_the_reply_is_split_finishes_that_split(tmp_path,
     gateway = await gateways(config, [chat], model=ScriptedModel({"parent": parent}))
     await chat.say("write a lot")
     assert await asyncio.to_thread(chat.splitting.wait, 10)
+    await stop_while_splitting(gateway, chat)
+    assert chat.splits == 1
+    assert not [r for r in caplog.records if "ignores cancellation" in r.getMessage()]
+
+    chat2 = RecordingAdapter(text_limit=1000)
+    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": parent}))
+    await settled(gateway2)
+    assert [m.text for m in chat.messages + chat2.messages] == split_text(TEXT, 1000)
+
+
+async def stop_while_splitting(gateway, chat) -> None:
+    """Stop ``gateway`` with no grace while ``chat``'s split of the reply is held, letting the split go on only
+    once the workers are being cancelled."""
     cancelling = asyncio.Event()
     cancel = gateway.runner.cancel
 
@@ -146,10 +148,3 @@ async def test_a_shutdown_while_the_reply_is_split_finishes_that_split(tmp_path,
     await cancelling.wait()
     chat.release.set()
     await stopping
-    assert chat.splits == 1
-    assert not [r for r in caplog.records if "ignores cancellation" in r.getMessage()]
-
-    chat2 = RecordingAdapter(text_limit=1000)
-    gateway2 = await gateways(config, [chat2], model=ScriptedModel({"parent": parent}))
-    await settled(gateway2)
-    assert [m.text for m in chat.messages + chat2.messages] == split_text(TEXT, 1000)
