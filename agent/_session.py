@@ -297,14 +297,18 @@ class AgentSession:
         token = _ACTIVE_TURN.set(active)
         activity = self.activity
         exit_reason = None
+        asked = None
         try:
             if user_message is not None:
-                self.messages.append({"role": "user", "content": user_message})
+                asked = {"role": "user", "content": user_message}
+                self.messages.append(asked)
                 # Hooks are looked for before a call is made: most sessions have none, and a thousand
                 # children each run a turn.
                 if hooks is not None and "turn_start" in hooks.registered:
                     await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
+            if error_kind == "content_filter" and asked is not None:
+                self._forget_from(asked)
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
@@ -333,6 +337,17 @@ class AgentSession:
             turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
             turn.filtered, turn.retry_after,
         )
+
+    def _forget_from(self, asked: dict[str, Any]) -> None:
+        """Take the turn that began with the user message ``asked`` out of the conversation: the provider's
+        content filter blocked it, and would block every later request that still carried it, so the user's
+        message put another way (as they are asked to) would be refused too. Kept when compaction folded it
+        away meanwhile (it is no longer what is sent)."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index] is asked:
+                del self.messages[index:]
+                self.history_version += 1  # a saver stores it all again, without them
+                return
 
     def _mend_loaded(self) -> None:
         """Mend a conversation this session did not write (`_mend_history`) before any of it is sent:

@@ -263,6 +263,8 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     else:  # another OpenAIError: a client-side refusal that retrying won't fix
         kind = "bad_request"
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, json.JSONDecodeError) and named:  # a body said to be JSON that is not: what was it?
+        text = f"{text}; the server sent: {_sent(exc.doc, secrets) or 'an empty body'} ({named})"
     if kind == "connection" and isinstance(exc.__cause__, _TOLD_CAUSES):
         # The SDK's text is "Connection error." whatever happened: the log must say what did.
         cause, said = exc.__cause__, str(exc.__cause__)[:_WORDS_KEPT]
@@ -463,17 +465,33 @@ def _without_reasoning(text: str) -> str:
     return "" if end < 0 else text[end + len("</think>"):].lstrip()
 
 
-def _malformed(what: str) -> ModelError:
-    return ModelError(f"model response malformed: {what}", kind="malformed")
+def _malformed(what: str, named: str | None = None) -> ModelError:
+    # In `model_failure_text`'s shape, as every failure: a child's error outlives it as this text alone, which
+    # the chat is told of as a failed model call only when its kind can be read back from it.
+    where = f" ({named})" if named else ""
+    return ModelError(model_failure_text("malformed", f"model response malformed: {what}{where}"), kind="malformed")
+
+
+_SENT_KEPT = 200
+"""Characters quoted of an answer that is no chat completion: enough to tell a web page (a ``base_url`` at a
+web UI, a captive portal) or a proxy's words, not the whole page."""
+
+
+def _sent(body: str, secrets: tuple[str, ...]) -> str:
+    """The start of ``body``, a server's answer that is not a chat completion, on one line."""
+    text = " ".join(_scrub(body, secrets).split())
+    return text if len(text) <= _SENT_KEPT else text[:_SENT_KEPT] + "…"
 
 
 def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...],
                  named: str | None = None) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
+    if isinstance(completion, str):  # what the SDK returns for a body whose type is not JSON's
+        raise _malformed(f"not JSON: {_sent(completion, secrets) or 'an empty body'}", named)
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
-        raise _error_in_body(getattr(completion, "error", None), secrets, named) or _malformed("no choices")
+        raise _error_in_body(getattr(completion, "error", None), secrets, named) or _malformed("no choices", named)
     message = getattr(choices[0], "message", None)
     if message is None:
         raise _malformed("choice has no message")
@@ -484,6 +502,9 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         raise _malformed("message content is not a string")
     if text is not None:
         text = _without_reasoning(_mend(text))
+    refusal = getattr(message, "refusal", None)
+    if not (text or "").strip() and isinstance(refusal, str) and refusal.strip():
+        text = _mend(refusal)  # OpenAI's models say why they will not answer there, with no content
     finish_reason = getattr(choices[0], "finish_reason", None)
     filtered = finish_reason == "content_filter"
     if filtered and not (text or "").strip() and not message.tool_calls:  # its reasoning alone is no answer
