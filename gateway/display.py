@@ -19,6 +19,9 @@ ALWAYS_BACKGROUND = frozenset({"web", "local", "webhook"})
 NO_EDITS = frozenset({"webhook"})
 """Platforms that cannot change what they sent: each update of a notice, and its outcome, would be one
 more delivery (the last after the answer). A turn there gets at most its first notice, and no card."""
+NO_INTERIM = frozenset({"webhook"})
+"""Platforms that never show an interim message, whatever ``interim_assistant_messages`` says: a delivery
+there is the turn's answer."""
 
 Mode = Literal["inline", "background"]
 
@@ -53,7 +56,7 @@ def resolve(config: Config, platform: str, key: str, tier: DisplayTier | None):
 
 
 def turn_display(config: Config, platform: str, tier: DisplayTier | None) -> TurnDisplay:
-    interim = bool(resolve(config, platform, "interim_assistant_messages", tier)) and platform != "webhook"
+    interim = bool(resolve(config, platform, "interim_assistant_messages", tier)) and platform not in NO_INTERIM
     overrides = config.display.platforms.get(platform)
     busy = (overrides.busy_input_mode if overrides is not None else None) or config.display.busy_input_mode
     final = (overrides.progress_final if overrides is not None else None) or config.display.progress_final

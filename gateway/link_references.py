@@ -21,6 +21,9 @@ from platforms.formatting.markdown import definitions, parse
 # bracket in a label), so every reference a part makes is among these.
 _BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
 _LINE_INDENT = re.compile(r" {0,3}")
+# A line that may start a definition: a label first on it, in a quote or a list item or not (more than CommonMark
+# takes: a hint). After its newline, which lets the search skip to each line for a small share of a whole parse.
+_DEFINITION_LINE = re.compile(r"\n[ \t>*+\-0-9.)]*\[((?:[^\[\]\\]|\\.){1,999})\]:")
 
 
 class References:
@@ -62,3 +65,11 @@ class References:
 def shows_nothing(part: str) -> bool:
     """``part`` holds only definitions (and whitespace): rendered, it is empty."""
     return not parse(part)
+
+
+def may_define(text: str, pos: int, start: str) -> bool:
+    """Whether ``text`` from ``pos`` (> 0) on may define a label that ``start`` refers to: a scan of its lines, for
+    a small share of what finding its definitions takes (`definitions` parses each run of blocks holding ``]:``,
+    and a code block of many megabytes is one run); True may be wrong, False is not."""
+    labels = {normalizeReference(m.group(1)) for m in _DEFINITION_LINE.finditer(text, pos - 1)}
+    return bool(labels) and any(normalizeReference(m.group(1)) in labels for m in _BRACKETED.finditer(start))

@@ -18,7 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agent.tools.send_file import human_size
+from gateway import link_references
+from gateway.display import NO_INTERIM
 from gateway.outbox_files import OutboxFiles
+from gateway.split_fences import scan_fences
 from gateway.splitting import split_text
 from gateway.store import NewMessage
 from platforms.base import Adapter, SendsFiles
@@ -49,15 +52,32 @@ def split_bounded(text: str, limit: int, measure: Callable[[str], int], most: in
     long enough to give more than ``most`` parts: the rest of the parts would be left out (`tail`), after
     seconds of splitting for nothing (a megabyte takes about ten for Telegram, which renders what it measures).
     The parts before the start's last are the whole text's, but where a paragraph or a style runs past the
-    start's end (read as unclosed there) or link reference definitions stand after it."""
+    start's end (read as unclosed there). The link reference definitions the start uses and only the rest
+    holds are written after it (`_definitions_after`), so its parts carry them as the whole text's do."""
     if most > 0:
         size = (most + 2) * limit
+        references: link_references.References | None = None
         while size < len(text):
-            parts = split_text(text[:size], limit, measure)
+            start = text[:size]
+            if references is None and link_references.may_define(text, size, start):
+                references = link_references.References(text, len(text))
+            after = _definitions_after(start, references) if references else ""
+            parts = split_text(start + after, limit, measure)
             if len(parts) > most:
                 return parts
             size *= 2
     return split_text(text, limit, measure)
+
+
+def _definitions_after(start: str, references: link_references.References) -> str:
+    """The definitions (of the whole text: ``references``) that ``start`` uses, to write after it, where only
+    its last part, never sent, has them as text; after closing a fence ``start`` leaves open, in which they
+    would be code."""
+    used = references.for_part(start)
+    if not used:
+        return ""
+    fences = scan_fences(start)
+    return (fences[-1].close() if fences and not fences[-1].closed else "") + used
 
 
 def tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
@@ -65,10 +85,13 @@ def tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: 
     """The part journaled after ``shown``, the first parts of ``text`` (the message ``key``, its first part
     ``first``): the file ``answer.md`` holding ``text``, its copy kept now (blocking; one a run before left is
     replaced), or the note saying what was left out where the platform takes no files, or not one that large, or
-    the copy cannot be written."""
+    the copy cannot be written, or shows no interim message (`NO_INTERIM`: the note is dropped with the parts)."""
     data = text.encode("utf-8", "replace")
     note = dataclasses.replace(first, reply_to=None, tried=False, sequence=None if first.turn_id else len(shown))
-    if files is not None and isinstance(adapter, SendsFiles):
+    # Where no interim message shows, its adapter drops its parts, and would deliver its ``answer.md`` (a file it
+    # cannot tell from one the agent sends): it gets the note, dropped with them.
+    shown_here = first.kind != "interim" or first.platform not in NO_INTERIM
+    if files is not None and isinstance(adapter, SendsFiles) and shown_here:
         if len(data) > adapter.upload_limit(first.chat_id):
             return dataclasses.replace(note, key=key + CUT_PART, text=left_out_text(data, shown, too_large=True))
         try:
