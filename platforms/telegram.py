@@ -17,7 +17,8 @@ bots files up to 20 MB).
 ``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
 A user's edit of their message (``edited_message``, asked for with ``message``) goes to the gateway
 (`HearsEdits`), by the chat, thread and message id the message was handed over with: a message still
-waiting for its turn is answered as edited; any other edit changes nothing and starts no turn.
+waiting for its turn is answered as edited; any other edit changes nothing and starts no turn. A message a
+webhook delivers after its edit comes as edited (`platforms.telegram_webhook.EarlyEdits`).
 
 Receiving, and what happens around restarts:
 
@@ -122,7 +123,7 @@ from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
 from platforms.telegram_threads import CommentThreads
-from platforms.telegram_webhook import NotTaken, WebhookEndpoint
+from platforms.telegram_webhook import EarlyEdits, NotTaken, WebhookEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +221,7 @@ class TelegramAdapter:
         self._dp.message.register(self._on_message)
         self._dp.edited_message.register(self._on_edited)
         self._edits: MessageEdited | None = None
+        self._early_edits = EarlyEdits()
         self._dp.startup.register(self._on_polling_started)
         self.albums = AlbumHold()
         """Polling: the albums whose items are still coming."""
@@ -410,12 +412,14 @@ class TelegramAdapter:
         inbound = self._to_inbound(message, event_update.update_id)
         if inbound is None:
             return
-        await self._hand_over(await self._upgraded(inbound, message))
+        # Nothing awaited after the edit is looked up: one handed to the gateway from now on finds the message.
+        await self._hand_over(self._early_edits.apply(message, await self._upgraded(inbound, message)))
 
     async def _on_edited(self, message: Message, event_update: Update) -> None:
         """A user edited the text or caption of their message (``edited_message``): the gateway answers the new
         one if the message still waits for its turn. Read as the message was (`telegram_inbound.to_inbound`), so
-        its chat, thread and message id are those it was handed over with. An album's item is not handed over:
+        its chat, thread and message id are those it was handed over with; one the gateway did not take is kept in
+        case the message comes after it (`telegram_webhook.EarlyEdits`). An album's item is not handed over:
         the album is one message, its text the captions of several items. Confirmed to Telegram, as a message
         is, only once the gateway has recorded it (`_until_recorded`)."""
         if (edited := self._edits) is None or message.media_group_id is not None:
@@ -428,9 +432,14 @@ class TelegramAdapter:
             log.debug("telegram: an edit of message %s in chat %s is not for the bot (update %s)",
                       message.message_id, message.chat.id, event_update.update_id)
             return
-        await self._until_recorded(
-            f"the edit of message {inbound.message_id} (update {inbound.event_id})",
-            lambda _: edited("telegram", inbound.chat_id, inbound.thread_id, inbound.message_id or "", inbound.text))
+        update_id = event_update.update_id
+        self._early_edits.keep(message, update_id, inbound)  # the message may come only now (a webhook's)
+
+        async def record(_: InboundSink) -> None:
+            if await edited("telegram", inbound.chat_id, inbound.thread_id, inbound.message_id or "", inbound.text):
+                self._early_edits.taken(message, update_id)
+
+        await self._until_recorded(f"the edit of message {inbound.message_id} (update {inbound.event_id})", record)
 
     async def _paced(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         """A request middleware: each message sent or edited waits its turn in the bot's overall rate. The

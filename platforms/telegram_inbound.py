@@ -8,10 +8,12 @@ message alone, an album's lead item, polling and a webhook; the adapter hands in
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Container, Mapping, Sequence
 from datetime import datetime, timezone
+from typing import Any
 
-from aiogram.types import Chat, Giveaway, GiveawayWinners, Message, PaidMediaInfo
+from aiogram.types import Chat, Giveaway, GiveawayWinners, Message, PaidMediaInfo, RichBlockList, RichBlockTable
+from aiogram.types.rich_block_union import RichBlockUnion
 
 from platforms import telegram_files
 from platforms.base import Inbound
@@ -30,6 +32,8 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
     written = (message.text if message.text is not None else message.caption) or ""
     attachments = telegram_files.attachments_of(message, max_attachment_bytes)
     text = written or ("" if attachments else content_as_text(message))
+    if written and message.paid_media is not None:  # its caption alone read as if nothing came with it
+        text = f"{written}\n{_paid_media(message.paid_media)}"
     # Written as a chat (an anonymous admin as the group, someone as their channel): that chat is
     # the sender, and ``from`` only one of Telegram's stand-in accounts (GroupAnonymousBot, a bot).
     user, sender = message.from_user, message.sender_chat
@@ -80,9 +84,10 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
 def content_as_text(message: Message) -> str:
     """A message without text or file as the model may read it: a location (a venue's name and address
     with it), a contact, a poll with its options, a sticker's emoji, a dice roll, a game, a checklist, a
-    giveaway or its winners (forwarded from a channel); paid media and a story, which a bot cannot see, as
-    such. "" for anything else, a service message (a member joined, a pin) above all: the bot answers none.
-    Never a command: each begins with an emoji or a parenthesis."""
+    giveaway or its winners (forwarded from a channel), an invoice, a rich message's words; paid media and a
+    story, which a bot cannot see, as such. "" for anything else, a service message (a member joined, a pin, a
+    payment) above all: the bot answers none. Never a command: each begins with an emoji or a parenthesis, but
+    a rich message's words, which are its user's own."""
     if (venue := message.venue) is not None:
         at = venue.location
         return f"📍 {at.latitude}, {at.longitude} ({venue.title}, {venue.address})"
@@ -110,13 +115,18 @@ def content_as_text(message: Message) -> str:
         return _paid_media(message.paid_media)
     if message.story is not None:
         return "(a story, which the bot cannot see)"
+    if (invoice := message.invoice) is not None:
+        return f"🧾 Invoice: {invoice.title}: {invoice.description} ({_price(invoice.total_amount, invoice.currency)})"
+    if message.rich_message is not None:
+        return "\n".join(_rich_blocks(message.rich_message.blocks))
     return ""
 
 
 def _giveaway(giveaway: Giveaway) -> str:
     chats = ", ".join(_chat_name(chat) for chat in giveaway.chats)
+    countries = f" in {', '.join(giveaway.country_codes)}" if giveaway.country_codes else ""
     return (f"🎁 Giveaway: {_count(giveaway.winner_count, 'winner')} drawn on {_utc(giveaway.winners_selection_date)}"
-            f" among the members of {chats}" + _prize(giveaway))
+            f" among the members of {chats}{countries}" + _prize(giveaway))
 
 
 def _giveaway_winners(result: GiveawayWinners) -> str:
@@ -138,6 +148,52 @@ def _paid_media(paid: PaidMediaInfo) -> str:
     # Its items are previews until bought, and the bot buys nothing: only what it costs and holds is told.
     return (f"(paid media for {_count(paid.star_count, 'Star')}: {_count(len(paid.paid_media), 'item')},"
             " which the bot cannot see)")
+
+
+def _price(amount: int, currency: str) -> str:
+    # In the currency's smallest unit, whose size Telegram's currencies.json alone tells (cents for most).
+    return _count(amount, "Star") if currency == "XTR" else f"{amount} {currency} in its smallest unit"
+
+
+_RICH_MEDIA = {"photo": "a photo", "video": "a video", "animation": "an animation", "audio": "an audio file",
+               "document": "a document", "voice_note": "a voice message", "map": "a map"}
+"""A rich message's media blocks: not among the message's files, so the bot cannot see them."""
+
+
+def _rich_blocks(blocks: Sequence[RichBlockUnion]) -> list[str]:
+    """A rich message's blocks as lines of plain text: a list item after its label, a table row's cells
+    between bars, a media block as what it is, with its caption; a divider, an anchor, buttons as nothing."""
+    lines: list[str] = []
+    for block in blocks:
+        if isinstance(block, RichBlockList):
+            for item in block.items:
+                inner = _rich_blocks(item.blocks) or [""]
+                lines += [f"{item.label} {inner[0]}", *(f"   {line}" for line in inner[1:])]
+            continue
+        if isinstance(block, RichBlockTable):
+            lines += [" | ".join(_rich_text(cell.text) for cell in row) for row in block.cells]
+        if block.type in _RICH_MEDIA:
+            lines.append(f"({_RICH_MEDIA[block.type]}, which the bot cannot see)")
+        for part in ("summary", "text", "expression"):
+            lines.append(_rich_text(getattr(block, part, None)))
+        lines += _rich_blocks(getattr(block, "blocks", None) or ())
+        caption = getattr(block, "caption", None)
+        lines += [_rich_text(getattr(caption, "text", caption)), _rich_text(getattr(caption, "credit", None)),
+                  _rich_text(getattr(block, "credit", None))]
+    return [line for line in lines if line.strip()]
+
+
+def _rich_text(text: Any) -> str:
+    """Rich text's words: a string, a list of rich texts, or one that formats, links or marks its ``text``; a
+    custom emoji as its stand-in, a formula as written; an anchor (a place to link to) is none."""
+    if text is None or isinstance(text, str):
+        return text or ""
+    if isinstance(text, list):
+        return "".join(_rich_text(part) for part in text)
+    for part in ("text", "button", "alternative_text", "expression"):
+        if (value := getattr(text, part, None)) is not None:
+            return _rich_text(value)
+    return ""
 
 
 def _chat_name(chat: Chat) -> str:

@@ -14,25 +14,34 @@ every try and wedge the bot: it is logged at ERROR with its update id and the fa
 Telegram keeps one webhook per bot, and ``start`` replaces whatever is set (polling deletes it): a second
 gateway on the same token took the updates from the first without a word to either, the one in webhook mode
 hearing nothing from then on. `replaced` is the one line that says so, logged by the gateway that starts.
+
+Nor does Telegram deliver a webhook's updates in order: it posts several at once, and an update answered 500 comes
+again after the ones that followed it. A user's edit may so come before the message it edits, which the gateway
+has not been handed yet: `EarlyEdits` keeps it for the message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
+from aiogram.types import Message
 from aiohttp import web
 
 from platforms import telegram_updates
+from platforms.base import Inbound
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("platforms.telegram")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+EARLY_EDITS = 100
+"""Edits kept for messages not delivered yet (`EarlyEdits`), the oldest forgotten first."""
 
 
 def replaced(set_url: str, ours: str | None) -> str | None:
@@ -92,3 +101,44 @@ class WebhookEndpoint:
             log.exception("telegram webhook: update %s failed and is dropped (answered 200, or Telegram would "
                           "deliver it again and again, holding up every later update)", update.update_id)
         return web.json_response({})
+
+
+class EarlyEdits:
+    """Users' edits kept for the message each edits, in case Telegram delivers the message after it: the gateway,
+    finding no message to change, left the edit unused, and the message came as first written. The message, when it
+    comes, says what its latest edit (by update id) says, as it would had it come first and waited for its turn;
+    not when either is a command (an edit makes no command, nor changes one: `gateway.message_edits`). An edit is
+    kept from before it is handed to the gateway until the gateway took it (`taken`), so a message handed over
+    meanwhile says it too. Polling hands updates over in order: there the message comes first.
+
+    At most `EARLY_EDITS`, in memory: an edit of a message answered already stays until the oldest is forgotten or
+    the message comes again (Telegram delivering it again), which the gateway drops as a repeat whatever it says."""
+
+    def __init__(self, limit: int = EARLY_EDITS) -> None:
+        self._limit = limit
+        self._edits: dict[tuple[int, int], tuple[int, Inbound]] = {}
+
+    def keep(self, message: Message, update_id: int, edit: Inbound) -> None:
+        """The edit ``message`` (of update ``update_id``), read as ``edit``; an older one than kept is left out."""
+        key = (message.chat.id, message.message_id)
+        if (kept := self._edits.pop(key, None)) is not None and kept[0] > update_id:
+            self._edits[key] = kept
+            return
+        self._edits[key] = (update_id, edit)
+        while len(self._edits) > self._limit:
+            del self._edits[next(iter(self._edits))]
+
+    def taken(self, message: Message, update_id: int) -> None:
+        """The gateway changed the waiting message with the edit of update ``update_id``: it is not kept."""
+        key = (message.chat.id, message.message_id)
+        if (kept := self._edits.get(key)) is not None and kept[0] == update_id:
+            del self._edits[key]
+
+    def apply(self, message: Message, inbound: Inbound) -> Inbound:
+        """``inbound``, read from ``message``, with the text of the edit kept for it, which is used up."""
+        kept = self._edits.pop((message.chat.id, message.message_id), None)
+        if kept is None or inbound.is_command or kept[1].is_command or kept[1].text == inbound.text:
+            return inbound
+        log.info("telegram: message %s in chat %s came after its edit (update %s); it is read as edited",
+                 message.message_id, message.chat.id, kept[0])
+        return dataclasses.replace(inbound, text=kept[1].text)
