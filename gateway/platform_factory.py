@@ -32,7 +32,8 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         from gateway.store.outbox_rows import RETENTION_SECONDS
         from platforms.webhook import WebhookAdapter
 
-        routes = {name: (route.secret, route.deliver_url) for name, route in p.webhook.routes.items()}
+        routes = {name: (route.secret, route.deliver_url, route.previous_secret)
+                  for name, route in p.webhook.routes.items()}
         # A sent file downloads as long as its turn can be read: the outbox keeps it that long.
         adapters.append(WebhookAdapter(routes, retry_for_seconds=p.webhook.retry_for_seconds,
                                        files_dir=Path(config.state_dir) / "webhook-files",

@@ -7,9 +7,11 @@ route 404, signature headers missing or malformed 401, ``Content-Length`` over `
 413 (all before a byte of the body is read), too many bodies being read already 503 with
 ``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
 401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
-lone surrogate included: it is refused, never stored). Then the gateway: 500 when it could not record the
-event for want of storage (send it again), a final 422 when it failed on it otherwise
-(`platforms.not_recorded.NOT_HANDLED_STATUS`).
+lone surrogate included: it is refused, never stored; a ``text`` over the web chat's `MAX_TEXT` too). A 401 for
+the signature says what to fix (``detail``, `platforms.webhook_signing.explain`). A route rotating its secret names
+the old one as ``previous_secret``: requests signed with either are taken, deliveries signed with ``secret``.
+Then the gateway: 500 when it could not record the event for want of storage (send it again), a final 422 when it
+failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 
 Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
@@ -73,12 +75,14 @@ from platforms.proxies import proxy_for
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.retry_after import header_seconds
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
+from platforms.web import MAX_TEXT
 from platforms.web_files import WebFiles, download_headers
 from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described
 from platforms.webhook_signing import (
     SCHEME,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
+    explain,
     get_payload,
     malformed,
     signed_headers,
@@ -113,11 +117,17 @@ class Route:
     """Shared with the caller; signs requests both ways."""
     deliver_url: str | None = None
     """Where replies are POSTed; None: the caller reads them with the signed GET."""
+    previous_secret: str | None = field(default=None, repr=False)
+    """The secret being rotated out: requests signed with it are still taken; deliveries are signed with
+    ``secret`` alone."""
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self.secret,) if not self.previous_secret else (self.secret, self.previous_secret)
 
 
 class WebhookAdapter:
-    """``routes`` maps route names to `Route`s, ``(secret, deliver_url)`` tuples or any
-    object with those two attributes (the config's route settings). ``session`` is a
+    """``routes`` maps route names to `Route`s, ``(secret, deliver_url[, previous_secret])`` tuples or any
+    object with those attributes (the config's route settings; ``previous_secret`` optional). ``session`` is a
     seam for tests; one the adapter did not create is left open by `stop`."""
 
     name = "webhook"
@@ -143,14 +153,17 @@ class WebhookAdapter:
     ) -> None:
         self.routes: dict[str, Route] = {}
         for name, spec in routes.items():
-            route = Route(*spec) if isinstance(spec, tuple) else Route(spec.secret, spec.deliver_url)
+            route = Route(*spec) if isinstance(spec, tuple) else Route(
+                spec.secret, spec.deliver_url, getattr(spec, "previous_secret", None))
             if not ROUTE_NAME.fullmatch(name):
                 raise ValueError(f"webhook route name {name!r}: use letters, digits, '-' and '_' (at most 64)")
             if not route.secret:
                 # An unsigned route would let anyone on the network talk to the agent: fail closed.
                 raise ValueError(f"webhook route {name!r} needs a secret")
-            if (other := next((n for n, r in self.routes.items() if r.secret == route.secret), None)) is not None:
-                # Signatures cover the timestamp and body, not the route: a caller of either could use both.
+            # Signatures cover the timestamp and body, not the route: a caller of either could use both. A secret
+            # being rotated out still signs requests, so it counts as well.
+            shared = (n for n, r in self.routes.items() if set(r.secrets()) & set(route.secrets()))
+            if (other := next(shared, None)) is not None:
                 raise ValueError(f"webhook routes {other!r} and {name!r} share one secret: give each its own")
             self.routes[name] = route
         self.retry_for_seconds = retry_for_seconds
@@ -175,6 +188,8 @@ class WebhookAdapter:
         self._refusals = RepeatedWarnings(log)
         """A caller signing wrong (its secret, its clock) is refused at every request, a stranger at every
         guess: warned of once per route and reason, then counted."""
+        self._previous = RepeatedWarnings(log, level=logging.INFO)
+        """Requests signed with a route's ``previous_secret``: said once per route, then counted."""
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -245,7 +260,7 @@ class WebhookAdapter:
             return _error(503, "not accepting messages right now; retry later")
         headers = request.headers
         if reason := malformed(headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)):
-            return self._refusal(request, reason)
+            return self._refusal(request, reason, "the body")
         if request.content_length is not None and request.content_length > self.max_body:
             return _error(413, f"body over {self.max_body} bytes")
         return None
@@ -263,7 +278,7 @@ class WebhookAdapter:
         if body is None:
             return _error(413, f"body over {self.max_body} bytes")
         if reason is not None:
-            return self._refusal(request, reason)
+            return self._refusal(request, reason, _body_payload(request, body))
         try:
             text, chat, user = _parse(body, name)
         except SentBack:
@@ -307,13 +322,27 @@ class WebhookAdapter:
 
     def _unverified(self, route: Route, request: web.Request, payload: bytes) -> str | None:
         headers = request.headers
-        return verify(route.secret, headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), payload,
-                      now=self._clock())
+        reason = None
+        for previous, secret in enumerate(route.secrets()):  # the current one first, the one rotated out second
+            reason = verify(secret, headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER), payload,
+                            now=self._clock())
+            if reason is None and previous:
+                # How the operator learns when the rotation is over: once these lines stop.
+                self._previous.warning(request.match_info["name"], "webhook route %r: a request signed with its"
+                                       " previous_secret was taken; remove previous_secret once the caller signs with"
+                                       " secret", request.match_info["name"])
+            if reason != "bad signature":
+                return reason
+        return reason
 
-    def _refusal(self, request: web.Request, reason: str) -> web.Response:
+    def _refusal(self, request: web.Request, reason: str, payload: str | None = None) -> web.Response:
+        """401 for ``reason``; with ``payload`` (what the signature covers, in words), what to fix as ``detail``."""
         self._refusals.warning((request.match_info["name"], reason), "webhook %s %s refused: %s", request.method,
                                request.rel_url.raw_path, reason)
-        return _error(401, reason)
+        detail = None if payload is None else explain(
+            reason, request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER), now=self._clock(),
+            payload=payload)
+        return _error(401, reason, detail=detail)
 
     def _signed_get(self, request: web.Request) -> web.Response | None:
         """Why a signed GET of a route is refused (404 or 401), or None when it may be answered."""
@@ -321,8 +350,10 @@ class WebhookAdapter:
         route = self.routes.get(name)
         if route is None:
             return _error(404, f"unknown route {name!r}")
-        if reason := self._unverified(route, request, get_payload(request.rel_url.raw_path)):
-            return self._refusal(request, reason)
+        path = request.rel_url.raw_path
+        if reason := self._unverified(route, request, get_payload(path)):
+            # The path as received: a proxy that rewrote it is a reason a caller's signature fails.
+            return self._refusal(request, reason, f'"GET {path}", the path as this server received it')
         return None
 
     async def _handle_get(self, request: web.Request) -> web.Response:
@@ -489,13 +520,22 @@ def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
     return refuse
 
 
-def _error(status: int, reason: str, *, busy: bool = False) -> web.Response:
+def _error(status: int, reason: str, *, busy: bool = False, detail: str | None = None) -> web.Response:
+    """``{"error": reason}``, and ``"detail"``, what to fix in words, when there is one."""
+    body = {"error": reason} if detail is None else {"error": reason, "detail": detail}
     if not busy:
-        return web.json_response({"error": reason}, status=status)
+        return web.json_response(body, status=status)
     # The body may be half read (cut off to make room): this connection cannot carry another request.
-    response = web.json_response({"error": reason}, status=status, headers={"Retry-After": str(RETRY_AFTER)})
+    response = web.json_response(body, status=status, headers={"Retry-After": str(RETRY_AFTER)})
     response.force_close()
     return response
+
+
+def _body_payload(request: web.Request, body: bytes) -> str:
+    """A POST's signed payload, in words: the bytes the server checked, which a sender may compare with its own."""
+    coding = request.headers.get("Content-Encoding", "").strip().lower()
+    decoded = f" (once {coding}-decoded)" if coding in ("gzip", "deflate") else ""
+    return f"the {len(body)} bytes of the body as received{decoded}"
 
 
 async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
@@ -523,6 +563,10 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')
+    if len(text) > MAX_TEXT:
+        # The bound a message typed into the web chat or the terminal has: the body's 1 MiB let a caller start a
+        # turn on a quarter of a million tokens, more than most models' windows, kept whole in the session.
+        raise ValueError(f'"text" must be at most {MAX_TEXT} characters')
     _require_scalars("text", text)
     chat = data.get("chat_id")
     if isinstance(chat, bool) or not isinstance(chat, str | int | float | None) or chat in (math.inf, -math.inf):

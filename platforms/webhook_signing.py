@@ -24,6 +24,7 @@ duplicate it is.
 from __future__ import annotations
 
 import hmac
+import math
 import re
 
 SCHEME = "v1"
@@ -66,6 +67,41 @@ def malformed(timestamp_header: str | None, signature_header: str | None) -> str
         return "unsupported signature scheme"
     if not _HEX.fullmatch(given):
         return "malformed signature"
+    return None
+
+
+def explain(reason: str, timestamp_header: str | None, signature_header: str | None, *, now: float,
+            payload: str = "the body", tolerance: float = TOLERANCE) -> str | None:
+    """What a sender refused for ``reason`` (one of `verify`'s) should fix, in words; None for another reason.
+    ``payload`` names what the signature covers, as the receiver got it (``"the 57 bytes of the body"``).
+    Never the secret or the expected signature; of the headers sent, only their lengths and how far off
+    the timestamp is (told only to a sender whose signature was right)."""
+    formula = (f"{SCHEME}= and the 64 hex digits of HMAC-SHA256, keyed with the route's secret, of the timestamp as"
+               f" sent, \".\" and {payload}")
+    clock = f"this server's clock reads {int(now)}"
+    if reason == "missing timestamp":
+        return f"send {TIMESTAMP_HEADER}: the time the request was signed, in whole Unix seconds ({clock})"
+    if reason == "missing signature":
+        return f"send {SIGNATURE_HEADER}: {formula}"
+    if reason == "malformed timestamp":
+        return (f"{TIMESTAMP_HEADER} must be Unix seconds as an integer: ASCII digits only, at most 15, no sign,"
+                f" no fraction ({clock})")
+    if reason == "unsupported signature scheme":
+        return (f"{SIGNATURE_HEADER} must be {SCHEME}=<64 hex digits>: {SCHEME} is the only scheme (a bare digest"
+                f" needs {SCHEME}= before it)")
+    if reason == "malformed signature":
+        given = (signature_header or "").strip().partition("=")[2]
+        return (f"{SIGNATURE_HEADER} must be {SCHEME}= then the 64 hex digits of the HMAC-SHA256 digest (hex, not"
+                f" base64); {len(given)} characters came after {SCHEME}=")
+    if reason == "bad signature":
+        return f"{SIGNATURE_HEADER} does not match {formula}: check the secret, and sign the exact bytes sent"
+    if reason == "stale timestamp" and timestamp_header:
+        sent = int(timestamp_header)
+        way = "ahead of" if sent > now else "behind"
+        # JavaScript's Date.now() counts milliseconds: a timestamp 1000 times too large is far ahead.
+        millis = "; it looks like milliseconds: send whole seconds" if abs(sent / 1000 - now) <= tolerance else ""
+        return (f"{TIMESTAMP_HEADER} is {math.ceil(abs(sent - now))} s {way} this server's clock; at most"
+                f" {tolerance:g} s either way is accepted: check the sender's clock (NTP){millis}")
     return None
 
 

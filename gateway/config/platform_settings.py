@@ -27,6 +27,10 @@ def empty_mapping() -> Mapping:
 class WebhookRoute:
     secret: str | None = setting(None, "Shared secret that authenticates requests to this route.", secret=True)
     deliver_url: str | None = setting(None, "URL the route's replies are POSTed to; none when unset.")
+    previous_secret: str | None = setting(
+        None, "The secret being rotated out: requests signed with it are still accepted (deliveries are signed with"
+        " secret only). Remove it once every caller signs with the new secret.", secret=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)

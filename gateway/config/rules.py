@@ -80,12 +80,16 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
         # A request is signed over its timestamp and body, not its route: one secret would let each
         # route's caller post to, and read the turns and files of, the other.
-        first: dict[str, str] = {}
+        # A previous_secret still signs requests during a rotation: it counts as one of its route's secrets.
+        first: dict[str, tuple[str, str]] = {}
         for name, route in webhook.routes.items():
-            if route.secret and (other := first.setdefault(route.secret, name)) != name:
-                errors.append(f"platforms.webhook.routes.{name}.secret: the same as routes.{other}.secret; a caller"
-                              f" holding it could post to and read both routes ({other} and {name}): give each"
-                              " route a secret of its own")
+            for key in ("secret", "previous_secret"):
+                secret = getattr(route, key)
+                if secret and (where := first.setdefault(secret, (name, key)))[0] != name:
+                    other = where[0]
+                    errors.append(f"platforms.webhook.routes.{name}.{key}: the same as routes.{other}.{where[1]};"
+                                  f" a caller holding it could post to and read both routes ({other} and {name}):"
+                                  " give each route a secret of its own")
 
     errors.extend(_web_rules(config, warnings))
     server = config.server

@@ -104,7 +104,7 @@ async def test_a_webhook_request_without_usable_signature_headers_is_refused_bef
     stranger = await Raw(port, "/webhooks/hook", headers, LARGE).open()  # the body never comes
     status, _, body = await stranger.answer()
     stranger.close()
-    assert (status, json.loads(body)) == (401, {"error": reason})
+    assert (status, json.loads(body)["error"]) == (401, reason)
     assert sink.texts == []
 
 

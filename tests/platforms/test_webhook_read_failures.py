@@ -44,4 +44,4 @@ async def test_a_turn_the_store_fails_to_read_is_a_json_500_naming_nothing_of_th
 
 async def test_an_unsigned_read_is_still_refused_before_the_store_is_asked(base) -> None:
     reply = await signed_get(f"{base}/webhooks/r/turns/turn-1", "another secret")
-    assert reply.status == 401 and reply.json() == {"error": "bad signature"}
+    assert reply.status == 401 and reply.json()["error"] == "bad signature"
