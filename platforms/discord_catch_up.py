@@ -57,7 +57,7 @@ from typing import Any, Literal
 from platforms.connection import TokenWatch
 from platforms.discord_errors import delivery_error
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.rereads import FIRST_WAIT, LOOP_TIMER, MAX_WAIT, Rereads, Timer
+from platforms.rereads import FIRST_WAIT, LOOP_TIMER, MAX_RETRY_AFTER, MAX_WAIT, Rereads, Timer
 
 log = logging.getLogger("platforms.discord")
 
@@ -105,7 +105,7 @@ class Left:
 
 async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
                    now: float, token: TokenWatch, clock: Callable[[], float], deadline: float = DEADLINE,
-                   timer: Timer = LOOP_TIMER) -> Left:
+                   timer: Timer = LOOP_TIMER, max_retry_after: float = MAX_RETRY_AFTER) -> Left:
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
     after, `LOOKUPS` channels at once, handing over what each found one channel at a time. A
     channel that cannot be read is logged and passed over: to be read again (`reread`) if the reason
@@ -114,9 +114,11 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     within ``deadline`` seconds (Discord not answering, or discord.py waiting out a 429) is given up
     with a warning naming the channels left, since live events wait for the catch-up, and read again
     too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds),
-    ``token`` the bot token's watch, ``timer`` the time the waits before reads again take."""
+    ``token`` the bot token's watch, ``timer`` the time the waits before reads again take, ``max_retry_after``
+    the longest a 429's ``retry_after`` holds the next read (``delivery.max_retry_after``, as the outbox waits it)."""
     left = Left([], [], Rereads(token, log, platform="discord", give_up_at=now + MAX_AGE, clock=clock,
-                                first=FIRST_RETRY, most=MAX_RETRY, timer=timer), _snowflake(now + CLOCK_SKEW))
+                                first=FIRST_RETRY, most=MAX_RETRY, max_retry_after=max_retry_after, timer=timer),
+                _snowflake(now + CLOCK_SKEW))
     order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
     chosen, quiet = order[:MAX_CHANNELS], order[MAX_CHANNELS:]
     if quiet:

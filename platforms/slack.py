@@ -221,10 +221,14 @@ class SlackAdapter:
         self._under_way = UnderWay(self.send)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
         self._background = self._under_way.background
+        # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
+        self._message_limit = slack_posts.MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
+        self._stuck_edits = slack_posts.StuckEdits()
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
                                       page=self._reads, pages=slack_history.LOOKUP_PAGES,
                                       background=self._background,
-                                      started=lambda: self._client is not None and not self._stopping)
+                                      started=lambda: self._client is not None and not self._stopping,
+                                      limit=self._message_limit, max_retry_after=catch_up.max_retry_after)
         self._stopping = False
         self._socket_watch = SocketWatch()
         self._socket_watch.dropped, self._socket_watch.reconnected = self._dropped, self._reconnected
@@ -597,7 +601,7 @@ class SlackAdapter:
         if message.reply_token:
             self._under_way.answering(message.reply_token)  # a stop cutting its hand-over off says no more
             return await slack_commands.answer(message, self._session, self._web.formatted)
-        return await slack_posts.post(self._web, self._metadata, message, self._remember)
+        return await slack_posts.post(self._web, self._metadata, message, self._remember, self._message_limit)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this key since ``since`` (`platforms.slack_history.find_sent`)."""
@@ -612,7 +616,7 @@ class SlackAdapter:
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """chat.update (`platforms.slack_posts`). Ephemeral messages cannot be edited."""
-        await slack_posts.edit(self._web, chat_id, message_id, text)
+        await slack_posts.edit(self._web, chat_id, message_id, text, self._stuck_edits)
 
     async def delete(self, chat_id: str, thread_id: str | None, message_id: str) -> None:
         """chat.delete; a message already gone counts as deleted. Ephemeral answers cannot be deleted."""
@@ -626,7 +630,8 @@ class SlackAdapter:
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
         5xx or 429 is retried like a post; one refused for the bot token makes the platform ``down``
         as a post does (`WebApi.share`)."""
-        with slack_posts.posting_in(message, self._remember):
+        with (self._message_limit.posting(slack_uploads.METHOD, message.chat_id),
+              slack_posts.posting_in(message, self._remember)):
             return await self._web.share(message, file)
 
     async def download(self, attachment: Attachment) -> bytes:

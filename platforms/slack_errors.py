@@ -46,11 +46,22 @@ _FORBIDDEN = {"not_in_channel", "is_archived", "missing_scope", "no_permission",
 _TOO_LONG = {"msg_too_long", "msg_blocks_too_long"}
 _NO_EDIT = {"cant_update_message", "edit_window_closed", "cant_delete_message"}
 _TRANSIENT = {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "update_failed",
-              "team_added_to_org"}
+              "team_added_to_org", "org_login_required"}
 """Slack failing, not the call: chat.update's ``update_failed`` is documented as "Internal update failed". Taken
 for a bad request, the edit was sent anew as a second message, the one it edits left as it was. So is
 ``team_added_to_org``: the workspace is being moved into an Enterprise organization, the Web API "intermittently
-unavailable until the transition is complete"; taken for a bad request, the answer was dropped for good."""
+unavailable until the transition is complete"; and ``org_login_required``, documented for the same move ("The
+workspace is undergoing an enterprise migration and will not be available until migration is complete"), no
+login of anyone's that the gateway could ask for. Taken for a bad request, the answer was dropped for good."""
+
+
+class MessageLimitExceeded(RateLimited):
+    """``message_limit_exceeded``: a free workspace's limit on messages, the workspace's and not the channel's
+    (`platforms.slack_posts.MessageLimit` holds every channel's posts while it lasts)."""
+
+
+class UpdateFailed(NetworkError):
+    """chat.update's ``update_failed``: tried again, a few times per message (`platforms.slack_posts.StuckEdits`)."""
 DEFAULT_RETRY_AFTER = 1.0
 """Seconds a rate limit that names no readable ``Retry-After`` is taken to ask for."""
 _RATE_LIMITED = {"ratelimited": DEFAULT_RETRY_AFTER, "rate_limited": DEFAULT_RETRY_AFTER,
@@ -99,8 +110,11 @@ def translate(method: str, channel: str | None, *, status: int | None, error: st
         warn.warning((error, status) if shared else (error, status, channel), *line)
     if status == 429 or error in _RATE_LIMITED:
         seconds = header_seconds(retry_after)
-        return RateLimited(message, retry_after=_RATE_LIMITED.get(error or "", DEFAULT_RETRY_AFTER)
-                           if seconds is None else seconds, **kw)
+        limited = MessageLimitExceeded if error == "message_limit_exceeded" else RateLimited
+        return limited(message, retry_after=_RATE_LIMITED.get(error or "", DEFAULT_RETRY_AFTER)
+                       if seconds is None else seconds, **kw)
+    if error == "update_failed":
+        return UpdateFailed(message, **kw)
     for codes, kind in ((_NOT_FOUND, NotFound), (_FORBIDDEN, Forbidden), (_TOO_LONG, MessageTooLong),
                         (_NO_EDIT, EditUnsupported), (_TRANSIENT, NetworkError)):
         if error in codes:

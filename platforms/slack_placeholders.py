@@ -11,7 +11,8 @@ replies are still to send, and those this adapter told the gateway it shows or c
 clean: `bind_indicators_left`, kept in the state database, and forgotten once deleted). A start's
 clean-up that Slack cannot serve for now (an outage, a 429) is tried again, a bounded number of times
 (`CLEAN_UP_TRIES`); one Slack refuses for good (the conversation gone, the bot out of it) is not kept for
-the next start.
+the next start. A 429's ``Retry-After`` is waited ``delivery.max_retry_after`` at most, as the outbox waits it. No
+placeholder is posted while the workspace's message limit holds (`platforms.slack_posts.MessageLimit`).
 
 Apart from the adapter (`platforms.slack`) because it is a state of its own (the placeholders
 shown, those whose deletion waits, those refused for the token) with its own retries; it calls
@@ -29,6 +30,7 @@ from typing import Any
 from platforms.base import DeliveryError, IndicatorLeft, NetworkError, RateLimited, Unauthorized
 from platforms.slack_catchup import Where
 from platforms.slack_history import Page
+from platforms.slack_posts import MessageLimit
 
 log = logging.getLogger("platforms.slack")
 
@@ -36,14 +38,17 @@ PLACEHOLDER_EVENT = "switchboard_placeholder"
 """The metadata ``event_type`` of progress placeholders, which `Placeholders.clear_left_behind` finds."""
 CLEAN_UP_TRIES = 6
 """Reads of a conversation by a start's clean-up (`Placeholders.clear_left_behind`) while Slack cannot serve
-it for now: the waits between them double from `CLEAN_UP_WAIT` to a minute (or are Slack's ``Retry-After``, a
-minute at most: `MAX_WAIT`), about a minute in all; then it is left to the next start. Slack down as the gateway
-starts (often why it restarted) would otherwise leave the placeholders in the chat until some later restart."""
+it for now: the waits between them double from `CLEAN_UP_WAIT` to a minute (`MAX_WAIT`; or are Slack's
+``Retry-After``, ``max_retry_after`` at most), about a minute in all; then it is left to the next start. Slack
+down as the gateway starts (often why it restarted) would otherwise leave the placeholders in the chat until
+some later restart."""
 CLEAN_UP_WAIT = 2.0
 MAX_WAIT = 60.0
-"""Seconds a wait of the clean-up, or before a deletion is tried again, lasts at most, whatever ``Retry-After``
-says: Slack's rate limits count by the minute, and a proxy's 86400 or far-off HTTP-date held a start's clean-up
-of the conversation for a day."""
+"""Seconds a wait of the clean-up for an outage lasts at most."""
+MAX_RETRY_AFTER = 60.0
+"""Seconds a 429's ``Retry-After`` is waited at most, by the clean-up or before a deletion is tried again, unless
+given another cap (the adapter's is ``delivery.max_retry_after``): Slack's rate limits count by the minute, and a
+proxy's 86400 or far-off HTTP-date held a start's clean-up of the conversation for a day."""
 _RETRYABLE = (NetworkError, RateLimited)
 """A read or deletion Slack may take in a moment; any other refusal but the token's is for good."""
 
@@ -52,13 +57,17 @@ class Placeholders:
     """One placeholder per chat/thread. ``api`` is the adapter's Web API call (errors translated),
     ``with_metadata`` its post with metadata while Slack takes it, ``page`` its read of a page of a
     conversation (at most ``pages`` of them for a thread), ``background`` runs work the adapter's
-    `stop` cancels, and ``started`` says whether the adapter can post."""
+    `stop` cancels, ``started`` says whether the adapter can post, ``limit`` is the workspace's message
+    limit the adapter's posts share, and ``max_retry_after`` caps the wait of a 429's ``Retry-After``."""
 
     def __init__(self, *, text: str, api: Callable[..., Awaitable[Any]],
                  with_metadata: Callable[[Callable[..., Awaitable[Any]], dict[str, Any] | None], Awaitable[Any]],
                  page: Page, pages: int, background: Callable[[Awaitable[None]], None],
-                 started: Callable[[], bool]) -> None:
+                 started: Callable[[], bool], limit: MessageLimit | None = None,
+                 max_retry_after: float | None = None) -> None:
         self._placeholder_text = text
+        self._limit = limit or MessageLimit()
+        self._max_retry_after = MAX_RETRY_AFTER if max_retry_after is None else max_retry_after
         self._api, self._with_metadata, self._page, self._pages = api, with_metadata, page, pages
         self._background, self._started = background, started
         self._placeholders: dict[tuple[str, str | None], asyncio.Future[str | None]] = {}
@@ -117,15 +126,18 @@ class Placeholders:
             await self._turn(chat_id)
         finally:
             self._queued.discard((chat_id, thread_id))
+        if self._limit.held():  # none until the workspace may post again: the next refresh tries
+            return None
         # Recorded before it is posted (in the store's batch, not a commit of its own): a kill before its
         # deletion, which waits a second past the reply's post, must still bring the next start here.
         self._say_shown(chat_id, thread_id)
         self._wrote(chat_id)
         try:
-            resp = await self._with_metadata(
-                lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id, text=self._placeholder_text,
-                                          **kw, **extra),
-                {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
+            with self._limit.posting("chat.postMessage", chat_id):
+                resp = await self._with_metadata(
+                    lambda **extra: self._api("chat.postMessage", chat_id, channel=chat_id,
+                                              text=self._placeholder_text, **kw, **extra),
+                    {"event_type": PLACEHOLDER_EVENT, "event_payload": {"kind": "placeholder"}})
         except NetworkError:
             # Slack may have posted it all the same (only its answer was lost): the refresh would post another,
             # and `idle` delete that one only. Looked for when the turn ends; by the next start should the
@@ -197,7 +209,7 @@ class Placeholders:
                         "slack: cannot look for placeholders left behind in %s: %s", chat_id, exc)
                 self._left(chat_id, thread_id)  # the next start looks again
                 if isinstance(exc, _RETRYABLE):
-                    retry = min(exc.retry_after, MAX_WAIT) if isinstance(exc, RateLimited) else 0.0
+                    retry = min(exc.retry_after, self._max_retry_after) if isinstance(exc, RateLimited) else 0.0
                 break
             left += [str(m["ts"]) for m in page
                      if (m.get("metadata") or {}).get("event_type") == PLACEHOLDER_EVENT
@@ -296,7 +308,7 @@ class Placeholders:
             self._wrote(chat_id, op="delete")  # counted from its answer too, as the outbox counts its calls
         except RateLimited as exc:  # per workspace: every channel's deletions wait it out, not only this one
             self._wrote(chat_id, op="delete", refused_for=exc.retry_after)
-            return min(exc.retry_after, MAX_WAIT)
+            return min(exc.retry_after, self._max_retry_after)
         except NetworkError:
             return 2.0
         except Unauthorized:

@@ -29,6 +29,8 @@ def _between(ts: str, p: dict[str, Any]) -> bool:
     return not (latest and (_ts(ts) > _ts(latest) or (_ts(ts) == _ts(latest) and not inclusive)))
 
 
+MESSAGE_METHODS = frozenset({"chat.postMessage", "files.completeUploadExternal"})
+"""What a free workspace's limit on messages (`FakeSlack.exceed_message_limit`) refuses: posts and file shares."""
 BOT_SCOPES = ("chat:write", "commands", "files:read", "files:write", "im:history", "channels:history",
               "groups:history", "mpim:history")
 """The bot scopes of ``deploy/slack-app-manifest.yaml``: what `FakeSlack.bot_scopes` lists by default."""
@@ -74,6 +76,10 @@ class SlackWebApi:
         handler = self._methods.get(method)
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})
+        if method in MESSAGE_METHODS and self.message_limit is not None:
+            clock, until = self.message_limit
+            if clock.monotonic() < until:  # whichever channel: the workspace's limit
+                return _json({"ok": False, "error": "message_limit_exceeded"})
         admitted = None
         if self.rate_limits is not None:
             try:

@@ -43,6 +43,8 @@ What it does:
   upload methods past Tier 4 (100 a minute) are refused with HTTP 429, ``Retry-After`` and
   ``ratelimited``; ``rate_limits.calls`` and ``rate_limits.refused`` record what they let
   through and refused (`platforms.fakes._slack_limits`).
+- A free workspace past its limit on messages (`exceed_message_limit`): every post and file share, in any
+  channel, refused with ``message_limit_exceeded`` for as long as it lasts.
 - Scripted failures (`fail_next`): ``ok:false`` errors, 429 with ``Retry-After`` (without, for
   ``message_limit_exceeded``, as Slack sends it), connections
   closed without an answer (``drop=True``), and answers lost after the call took effect
@@ -137,6 +139,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.uploaded: dict[str, int] = {}
         """How many times each file the bot uploads reached the upload URL."""
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self.message_limit: tuple[MonotonicClock, float] | None = None
+        """The clock and the moment on it until which the workspace's messages are refused
+        (`exceed_message_limit`)."""
         self.rate_limits: SlackRateLimits | None = None
         """Slack's rate limits, once `enforce_rate_limits` turned them on."""
         self._holds: dict[str, asyncio.Event] = {}
@@ -238,6 +243,14 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
             retry_after = 1
         self._failures[method].extend(Failure(error, status, retry_after, after, drop, body, content_type)
                                       for _ in range(times))
+
+    def exceed_message_limit(self, seconds: float = 60.0, clock: MonotonicClock | None = None) -> None:
+        """Refuse every ``chat.postMessage`` and file share (``files.completeUploadExternal``), whichever
+        channel it goes to, for ``seconds`` on ``clock`` (a test's fake clock; the real monotonic clock by
+        default) with ``message_limit_exceeded`` and HTTP 200, no ``Retry-After``: a free workspace past its
+        limit on messages, as Slack refuses it."""
+        clock = clock or time
+        self.message_limit = (clock, clock.monotonic() + seconds)
 
     def enforce_rate_limits(self, clock: MonotonicClock | None = None, *, per_channel: Window = PER_CHANNEL,
                             tiers: Mapping[str, Window] = TIERS) -> SlackRateLimits:

@@ -13,7 +13,8 @@ from gateway.store import GatewayStore
 from platforms.base import DeliveryError, EditUnsupported, MessageTooLong, NetworkError, Outbound, RateLimited
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
-from tests.platforms.slack_client import fake_slack, running_slack
+from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack, running_slack, slack_on
 
 fake = fake_slack()
 slack = running_slack()
@@ -62,12 +63,15 @@ async def test_a_workspaces_message_limit_is_a_rate_limit_of_a_minute(fake: Fake
     assert caught.value.retry_after == 60.0 and caught.value.method == "chat.postMessage"
 
 
-async def test_an_answer_past_the_workspaces_message_limit_still_arrives(fake: FakeSlack, slack: SlackAdapter,
-                                                                        tmp_path) -> None:
+async def test_an_answer_past_the_workspaces_message_limit_still_arrives(fake: FakeSlack, tmp_path) -> None:
     # Taken for a refusal (BadRequest), the outbox failed the answer for good: the chat never read it.
     fake.fail_next("chat.postMessage", "message_limit_exceeded")
     store = GatewayStore(tmp_path / "state.db")
     clock = FakeClock()
+    # The adapter holds the workspace's posts for the limit's minute (`platforms.slack_posts.MessageLimit`): on the
+    # outbox's clock, which waits it out.
+    slack = slack_on(fake, monotonic=clock.monotonic)
+    await slack.start(Sink())
     outbox = Outbox(store.outbox, {"slack": slack}, clock=clock)
     await outbox.start()
     try:
@@ -75,6 +79,7 @@ async def test_an_answer_past_the_workspaces_message_limit_still_arrives(fake: F
         assert await outbox.wait_sent("a1:0", timeout=5.0)
     finally:
         await outbox.close()
+        await slack.stop()
         store.close()
     assert fake.texts("C1") == ["the answer"] and 60.0 in clock.sleeps
 

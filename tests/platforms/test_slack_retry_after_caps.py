@@ -1,7 +1,7 @@
 """The Slack adapter's own reads, the catch-up's and the start's clean-up of placeholders left behind, wait a
-``Retry-After`` out for a minute at most: a proxy in front of Slack that says 86400 (or a far-off HTTP-date) held
-the catch-up, and the messages it hands on, for a day. Real slack-sdk on the loopback FakeSlack, the cap scaled
-down so that waiting it out takes a moment."""
+``Retry-After`` out for ``delivery.max_retry_after`` at most (a minute by default): a proxy in front of Slack that
+says 86400 (or a far-off HTTP-date) held the catch-up, and the messages it hands on, for a day. Real slack-sdk on
+the loopback FakeSlack, the cap scaled down so that waiting it out takes a moment."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import pytest
 
 from platforms import slack_placeholders
 from platforms.fakes.slack import FakeSlack
-from platforms.slack import SlackAdapter
 from platforms.slack_catchup import Limits
+from tests.platforms.sink import Sink
+from tests.platforms.slack_client import slack_on
 from tests.platforms.test_slack_catchup import Gateway, seen_once_then_down
-from tests.platforms.test_slack_placeholders_left_behind import PLACEHOLDER, leave_a_placeholder, started, texts
+from tests.platforms.test_slack_placeholders_left_behind import PLACEHOLDER, leave_a_placeholder, texts
 
 A_DAY = 86400
 
@@ -51,9 +52,9 @@ def test_the_catch_ups_cap_is_slacks_minute() -> None:
 async def test_the_clean_up_waits_a_429_asking_for_a_day_out_for_its_cap_only(
         fake: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(slack_placeholders, "CLEAN_UP_WAIT", 0.001)
-    monkeypatch.setattr(slack_placeholders, "MAX_WAIT", 0.05, raising=False)
     await leave_a_placeholder(fake, "C1")
-    slack: SlackAdapter = await started(fake)
+    slack = slack_on(fake, catch_up=Limits(max_retry_after=0.05))  # delivery.max_retry_after, as the outbox's cap
+    await slack.start(Sink())
     try:
         fake.fail_next("conversations.history", "ratelimited", status=429, retry_after=A_DAY)
         async with asyncio.timeout(3.0):
