@@ -15,7 +15,9 @@ import dataclasses
 import importlib
 import inspect
 import logging
+import os
 import re
+import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -243,7 +245,38 @@ def _import(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except (Exception, SystemExit) as exc:  # SystemExit: see `PluginHost._load_one`
-        raise PluginError(module, f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}") from exc
+        failure = f"import failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}"
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            failure += _not_found_hint(module, exc.name)
+        raise PluginError(module, failure) from exc
+
+
+def _not_found_hint(module: str, missing: str) -> str:
+    """What to do about the module ``missing`` that the import of the plugin ``module`` did not find. The plugin's
+    own top module: where Python looked (the folders on PYTHONPATH, the environment's packages, the current
+    directory only where it is on the path: a ``switchboard`` command's is not); a plugin author who started it from
+    the plugin's folder read only "No module named …". A module of the plugin's own package: where that package was
+    found (another of its name may come first). Anything else is a dependency of the plugin that is not installed:
+    a package to install, not a path to set."""
+    top = module.partition(".")[0]
+    if missing == top:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # removed since the process started
+            cwd = "?"
+        searched = {os.path.abspath(entry or os.curdir) for entry in sys.path}
+        folders = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+        shown = ", ".join(f if os.path.isdir(f) else f"{f}: no such folder" for f in folders) or "not set"
+        cwd_too = "and" if cwd in searched else "not"
+        return (f"; Python looked in the folders on PYTHONPATH ({shown}) and the packages installed in {sys.prefix},"
+                f" {cwd_too} in the current directory ({cwd}): put the folder that holds {top} on PYTHONPATH, or"
+                " install it into that environment")
+    if missing.partition(".")[0] == top:
+        package, _, name = missing.rpartition(".")
+        found = sys.modules.get(package)
+        where = getattr(found, "__path__", None) or [getattr(found, "__file__", None) or "?"]
+        return f"; {package} was found in {', '.join(where)}, and holds no {name}"
+    return f"; the plugin needs {missing}, which is not installed in {sys.prefix}: install the package that provides it"
 
 
 def _in_thread(name: str, fn: Callable[[Any], Any], arg: Any) -> concurrent.futures.Future:

@@ -721,8 +721,8 @@ class Gateway:
         journaled nothing since: if it still runs, its next message quotes instead (`RunningTurn.quote`)."""
         session = self.sessions.find(row.platform, row.chat_id, row.thread_id)
         running = session.running if session is not None else None
-        if running is not None and running.turn_id == row.turn_id and running.quote is None:
-            running.quote = row.reply_to
+        if running is not None and running.turn_id == row.turn_id:
+            running.give_back_quote(row.reply_to)
 
     async def _read_turn(self, route: str, turn_id: str) -> TurnRead:
         """The webhook platform's turn read (`gateway.turn_reads`)."""

@@ -30,7 +30,18 @@ class ChatServices:
         session, running = calling
         key = f"{running.turn_id}:message:{running.sent}"
         running.sent += 1  # now: a call made while this one is split gets the next key
-        await self._outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=running.take_quote)
+        taken: list[str | None] = []
+
+        def quote() -> str | None:  # taken as its first part is journaled
+            taken.append(running.take_quote())
+            return taken[-1]
+
+        try:
+            await self._outbox.enqueue_long(*session.chat, text, kind="interim", key=key, reply_to=quote)
+        except Exception:
+            if taken:  # refused (a full disk, another process's write lock): the model's answer quotes instead
+                running.give_back_quote(taken[0])
+            raise
         running.said += 1
         return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
 

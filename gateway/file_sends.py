@@ -113,11 +113,12 @@ class FileSends:
                 self._files.remove(key)
                 raise ToolError(STOPPED)
             # The first message of the answer, it shows whose question it answers (`RunningTurn.take_quote`).
+            quote = running.take_quote()
             try:
-                self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id,
-                                          reply_to=running.take_quote())
+                self._outbox.enqueue_file(*session.chat, caption, key=key, turn_id=running.turn_id, reply_to=quote)
             except Exception:
                 self._refused(key)
+                running.give_back_quote(quote)  # the answer the model writes without the file quotes instead
                 raise
             name = f"{name} ({human_size(size)})"
         running.files += 1

@@ -243,8 +243,7 @@ class Questions:
         if session.platform in self._deaf:
             # Shown all the same: what the model wanted to know explains what it did without it,
             # whether the input ended before the question or while it waited.
-            self._outbox.enqueue(*session.chat, question_text(question, choices, self._timeout, answerable=False),
-                                 kind="reply", key=key, turn_id=running.turn_id, reply_to=running.take_quote())
+            self._journal(session, running, question_text(question, choices, self._timeout, answerable=False), key)
             raise ToolError(NOT_NOW)
         text = question_text(question, choices, self._timeout, private=self._private(session, running))
         held = running.held_answer if running.held_for == number else None
@@ -263,8 +262,7 @@ class Questions:
             running.held_answer = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
             return senders.for_model(chosen(held.text, choices), held.event)
-        self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id,
-                             reply_to=running.take_quote())
+        self._journal(session, running, text, key)
         try:
             answer = await self._wait(running, None if shown else f"{key}:0", asked_at, session.platform,
                                       idle=not self._busy(session, running))
@@ -287,6 +285,18 @@ class Questions:
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         # Anyone in a group may answer: the model reads who did (the asker, or another member).
         return senders.for_model(chosen(answer, choices), running.answered_by)
+
+    def _journal(self, session: GatewaySession, running: RunningTurn, text: str, key: str) -> None:
+        """Journal the question ``text`` as the turn's reply under ``key``, quoting what the turn's first message
+        quotes (`RunningTurn.take_quote`). Refused (a full disk, another process's write lock), the question is
+        not asked (the model reads why) and the quote it took goes to the turn's next message, the answer the model
+        writes without it."""
+        quote = running.take_quote()
+        try:
+            self._outbox.enqueue(*session.chat, text, kind="reply", key=key, turn_id=running.turn_id, reply_to=quote)
+        except Exception:
+            running.give_back_quote(quote)
+            raise
 
     async def _wait(self, running: RunningTurn, shown_by: str | None, asked_at: float, platform: str, *,
                     idle: bool) -> str | None:

@@ -153,6 +153,13 @@ class RunningTurn:
         quote, self.quote = self.quote, None
         return quote
 
+    def give_back_quote(self, quote: str | None) -> None:
+        """A message that took the quote (`take_quote`) was not sent (the store or the platform refused it): the
+        turn's next message quotes instead, unless one took another since. Kept by the refused one, the answer
+        went out unquoted, nobody's in a group."""
+        if self.quote is None:
+            self.quote = quote
+
 
 @dataclass(eq=False)
 class GatewaySession:

@@ -693,8 +693,7 @@ class TurnRunner:
             refused.note("the note about its files", exc, holds=owed)
             if owed:
                 return None, note
-            if running.quote is None:
-                running.quote = note.reply_to
+            running.give_back_quote(note.reply_to)
         return (None if content is None else senders.content_for_model(content, item.event)), None
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
@@ -707,8 +706,7 @@ class TurnRunner:
         with refused.noting("an interim message", holds=False):
             self._send(session, text, **kw)
             return
-        if running.quote is None:
-            running.quote = kw.get("reply_to")
+        running.give_back_quote(kw.get("reply_to"))
 
 
 def _stop_note(platform: str, running: RunningTurn, answered: bool) -> str | None:
