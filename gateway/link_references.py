@@ -73,3 +73,11 @@ def may_define(text: str, pos: int, start: str) -> bool:
     and a code block of many megabytes is one run); True may be wrong, False is not."""
     labels = {normalizeReference(m.group(1)) for m in _DEFINITION_LINE.finditer(text, pos - 1)}
     return bool(labels) and any(normalizeReference(m.group(1)) in labels for m in _BRACKETED.finditer(start))
+
+
+def cut_before_definition(text: str, pos: int) -> int:
+    """``pos``, or the start of its line when a definition may begin there: a start of ``text`` cut within it
+    would define the label with its address cut short (``[r0]: https://exa``), and the first definition of a
+    label wins over the whole one written after the start."""
+    line = text.rfind("\n", 0, pos) + 1
+    return line if line > 0 and _DEFINITION_LINE.match(text, line - 1) else pos

@@ -59,3 +59,15 @@ async def test_telegram_shows_the_first_parts_links_as_links(tmp_path):
             await outbox.close()
             await adapter.stop()
             store.close()
+
+
+def test_a_definition_the_start_cuts_through_gives_no_address_cut_short():
+    # The start ended within "[r0]: https://example.com/the/docs": the first parts linked to "https://example.com/t"
+    # (the first definition of a label wins over the whole one written after the start), or showed "[item 0][r0]".
+    body = "\n\n".join(f"See [item {n}][r0] then " + "word " * 50 for n in range(7))
+    text = body + "\n\n[r0]: https://example.com/the/docs\n\nmore " + "tail " * 300
+    for pad in range(40, 90, 3):  # each place in the definition's line the start's end may fall
+        padded = "x" * pad + text
+        parts = split_bounded(padded, 400, len, 3)
+        assert parts[:3] == split_text(padded, 400)[:3], pad
+        assert parts[0].endswith("[R0]: <https://example.com/the/docs>"), pad
