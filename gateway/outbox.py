@@ -96,7 +96,7 @@ from gateway.chat_queue import ChatQueue, SplitTurn
 from gateway.errors import GatewayError
 from gateway.events import GatewayEvents
 from gateway.outbox_files import OutboxFiles
-from gateway.outbox_part import PROGRESS_KINDS, ChatKey
+from gateway.outbox_part import PROGRESS_KINDS, ChatKey, answers_privately
 from gateway.part_notes import file_noted
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX, Sender
 from gateway.splitting import safe_measure
@@ -242,7 +242,9 @@ class Outbox:
         the part keys. Idempotent: if ``{key}:0`` was ever journaled (and not yet pruned) nothing
         is added and the existing keys are returned. Empty text journals nothing. Parts of a
         turn get the turn's next ``sequence`` numbers. ``reply_to``: the user's message the first
-        part quotes (journaled with it). KeyError for a platform without adapter."""
+        part quotes (journaled with it). Parts answering through ``reply_token`` that the adapter keeps to the
+        command's user are journaled so (`gateway.outbox_part.answers_privately`). KeyError for a platform without
+        adapter."""
         return self._enqueue_parts(platform, chat_id, thread_id, self._split(platform, text), kind=kind, key=key,
                                    turn_id=turn_id, silent=silent, reply_token=reply_token, reply_to=reply_to,
                                    whole=text)
@@ -346,10 +348,11 @@ class Outbox:
                        reply_to: str | None, whole: str) -> list[str]:
         """Journal ``parts``, those of the text ``whole``, as `enqueue` says, bounded (`gateway.long_messages`)."""
         now = self._sends_now((platform, chat_id, thread_id))
+        alone = answers_privately(self._adapters[platform], reply_token)
         rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
                            reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
                            reply_to=reply_to if i == 0 else None,  # the rest follow it: quoted once is enough
-                           tried=now and i == 0)
+                           tried=now and i == 0, private=alone)
                 for i, part in enumerate(parts)]  # fmt: skip
         if 0 < (most := self._max_parts(platform)) < len(rows):
             if self._store.has_message(rows[0].key):  # journaled before: its file's copy is not made again

@@ -30,7 +30,15 @@ def findable(adapter: Adapter | None, row: OutboxRow) -> bool:
     return findable is None or findable(outbound(row))
 
 
+def answers_privately(adapter: Adapter, reply_token: str | None) -> bool:
+    """Whether a part answering through ``reply_token`` is for the command's user alone, as the adapter says when
+    it is journaled (an optional ``answers_privately(reply_token)``: Discord's, told of a refusal). Journaled
+    with the part (`platforms.base.Outbound.private`): an adapter's memory of it is gone after a restart."""
+    asked = getattr(adapter, "answers_privately", None)
+    return reply_token is not None and asked is not None and asked(reply_token)
+
+
 def outbound(row: OutboxRow) -> Outbound:
     return Outbound(row.chat_id, row.thread_id, row.text, kind=row.kind, silent=row.silent,  # type: ignore[arg-type]
                     reply_token=row.reply_token, idempotency_key=row.key, turn_id=row.turn_id, sequence=row.sequence,
-                    reply_to=row.reply_to)
+                    reply_to=row.reply_to, private=row.private)

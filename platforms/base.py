@@ -243,7 +243,10 @@ class ThreadMemory(Protocol):
 class HearsRefusals(Protocol):
     """An adapter told of the messages the gateway refuses before it answers them: Slack takes a thread to be the
     bot's from a message the gateway has not read yet (a mention), and a stranger's would put the bot in a thread
-    no one it serves addressed it in; Discord answers a refused slash command to its user alone."""
+    no one it serves addressed it in; Discord answers a refused slash command to its user alone.
+
+    Such an adapter may also define ``answers_privately(reply_token) -> bool``: whether an answer the gateway
+    journals through that token now is for the command's user alone; it is journaled so (`Outbound.private`)."""
 
     def refused(self, inbound: Inbound) -> None:
         """The gateway refused ``inbound``, its sender not allowed (`gateway.access`), told so or not: a thread

@@ -34,7 +34,8 @@ Each `CommandSpec` becomes a slash command, deferred before it is handed over
 The first answer replaces the "thinking…" response, later ones are follow-ups (after a restart Discord
 is asked which comes next); an expired token falls back to a channel message. A refusal (`refused`) and the
 word that a command could not be handled go to the command's user alone: "thinking…", which the channel sees,
-is deleted, and they follow as ephemeral messages.
+is deleted, and they follow as ephemeral messages (after a restart too: `answers_privately`); past the token's
+15 minutes such an answer is not posted at all.
 
 Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 (`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
@@ -575,7 +576,12 @@ class DiscordAdapter:
         if message.reply_token:
             try:
                 return await self._interactions.answer(message)
-            except NotFound:
+            except NotFound as exc:
+                if self._interactions.is_private(message.reply_token):
+                    # Its user alone was to see it: in the channel, a stranger's refusal names them to everyone.
+                    raise NotFound("the interaction expired: an answer for its user alone is not posted in the"
+                                   " channel instead", method=exc.method, chat_id=exc.chat_id,
+                                   platform=self.name) from exc
                 log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
 
@@ -591,10 +597,15 @@ class DiscordAdapter:
         if inbound.is_command and inbound.reply_token is not None:
             self._interactions.private(inbound.reply_token)
 
+    def answers_privately(self, reply_token: str) -> bool:
+        """Whether the gateway's answer through ``reply_token`` is for the command's user alone (`refused`): the
+        outbox journals it so (`platforms.base.Outbound.private`), and a restart sends it as privately."""
+        return self._interactions.is_private(reply_token)
+
     def findable(self, message: Outbound) -> bool:
         """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`), nor an
         answer to its user alone: an ephemeral message is in no channel's history, and is sent again."""
-        if message.reply_token and self._interactions.is_private(message.reply_token):
+        if message.private or message.reply_token and self._interactions.is_private(message.reply_token):
             return False
         return discord_sent.findable(self._interactions, message)
 

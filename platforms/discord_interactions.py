@@ -6,7 +6,9 @@ on before Discord answered it (`unsure`). An answer meant for the command's user
 gateway refused them, or the command did not run) cannot replace "thinking…": Discord fixed who sees that at
 the deferral, made in view of the channel before the gateway read who sent the command, and a follow-up while
 "thinking…" shows is taken as its answer, whatever its own flags. So "thinking…" is deleted first, and the
-answer goes as an ephemeral follow-up (`delete_thinking`). Apart from the adapter (`platforms.discord`) because
+answer goes as an ephemeral follow-up (`delete_thinking`). Which answers are private is journaled with them
+(`platforms.base.Outbound.private`): after a restart one is sent as privately, also when the process that
+deleted its "thinking…" died before the follow-up. Apart from the adapter (`platforms.discord`) because
 it is one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
 """
 
@@ -48,8 +50,8 @@ class Interactions:
         self.session: aiohttp.ClientSession | None = None
         """The webhooks' session (`platforms.discord_answers.open_session`), opened with the client."""
         self._answered: OrderedDict[str, int | None] = OrderedDict()
-        """Interaction reply tokens: the id of their first answer, None while they show "thinking…". Set at
-        the defer, or as Discord says after a restart."""
+        """Interaction reply tokens: the id of their first answer, None while they show "thinking…" (or nothing:
+        deleted for a private answer not sent yet). Set at the defer, or as Discord says after a restart."""
         self._replying: OrderedDict[str, None] = OrderedDict()
         """Interaction reply tokens this process began to answer through (`answer`), sent or not (`replied`)."""
         self._private: OrderedDict[str, None] = OrderedDict()
@@ -79,7 +81,8 @@ class Interactions:
 
     def private(self, reply_token: str) -> None:
         """The interaction's answers from now on are for its user alone (ephemeral): a refusal, a word that the
-        command did not run. Kept in memory only: one a restart leaves to send replaces "thinking…" as any does."""
+        command did not run. Kept in memory; the outbox journals it with the answer (`Outbound.private`, asked of
+        `DiscordAdapter.answers_privately`), so one a restart leaves to send still goes so (`answer`)."""
         remember(self._private, reply_token, None, _REMEMBERED)
 
     def is_private(self, reply_token: str) -> bool:
@@ -134,12 +137,14 @@ class Interactions:
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
         remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
+        if message.private:  # journaled so, by this process or one before a restart
+            self.private(message.reply_token)
         private = message.reply_token in self._private
         sending = False  # the answer's own call, not the lookup before it, whose answer names another message
         with answered() as answer:  # a 2xx discord.py cannot read (`discord_errors.answered`)
             try:
                 webhook = self.webhook(message.reply_token)
-                first = await self._unanswered(webhook, message.reply_token)
+                first = await self._unanswered(webhook, message.reply_token, private=private)
                 base = "/webhooks/{application_id}/{token}"
                 if first and private:  # what replaces "thinking…" is seen by all: it goes first
                     route = f"DELETE {base}/messages/@original"
@@ -166,12 +171,21 @@ class Interactions:
         remember(self._webhook_messages, str(sent), message.reply_token, _REMEMBERED)
         return Sent(str(sent))
 
-    async def _unanswered(self, webhook: discord.Webhook, reply_token: str) -> bool:
+    async def _unanswered(self, webhook: discord.Webhook, reply_token: str, *, private: bool = False) -> bool:
         """Whether the interaction still shows "thinking…". Deferred by an earlier process (the
-        gateway restarted between the parts of an answer), only Discord knows: asked once."""
+        gateway restarted between the parts of an answer), only Discord knows: asked once. ``private``: an
+        answer for the user alone, for which a deferred response deleted already counts as unanswered (an
+        earlier process deleted it, and died before the follow-up: its token is not gone)."""
         if reply_token not in self._answered:
-            original = await settled(lambda: webhook.fetch_message("@original"),  # type: ignore[arg-type]
-                                     self.settling(reply_token))
+            try:
+                original = await settled(lambda: webhook.fetch_message("@original"),  # type: ignore[arg-type]
+                                         self.settling(reply_token))
+            except discord.NotFound as exc:
+                if not private or exc.code != UNKNOWN_MESSAGE:
+                    raise
+                self._unsure.pop(reply_token, None)
+                remember(self._answered, reply_token, None, _REMEMBERED)
+                return True
             self._unsure.pop(reply_token, None)
             remember(self._answered, reply_token, None if original.flags.loading else original.id, _REMEMBERED)
             if not original.flags.loading:  # perhaps the answer to the very part the outbox looks for

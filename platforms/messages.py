@@ -161,6 +161,9 @@ class Outbound:
     """The `Inbound.message_id` this message answers: an adapter that can shows it as a reply to
     (a quote of) that message, and sends it all the same, unquoted, when that message is gone.
     Adapters that cannot quote ignore it."""
+    private: bool = False
+    """An answer through ``reply_token`` for the command's user alone (a refusal): never shown to its chat.
+    Journaled with the part, so a restart sends it as privately (`gateway.outbox_part.answers_privately`)."""
 
 
 @dataclass(frozen=True, slots=True)

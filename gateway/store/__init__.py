@@ -89,12 +89,13 @@ def row_id(text: str) -> int:
     return value
 
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """1: transcripts as one JSON array per session; 2: one row per message; 3: inbox attempts and
 dead letters; 4: each session's delegation backend; 5: chats that moved to a new id; 6: the user's
 message an outbox part quotes; 7: whether an outbox part was tried; 8: inbox events whose turns
 began (an older build would not replay them); 9: whether a settled delegation's card still owes
-its final edit; 10: when a re-queued outbox part was first journaled. Older files are migrated on
+its final edit; 10: when a re-queued outbox part was first journaled; 11: whether an outbox part is for
+its command's user alone. Older files are migrated on
 open; a table added since (e.g. gateway_last_seen) is created where missing."""
 
 
@@ -176,6 +177,7 @@ class GatewayStore:
                 self.outbox.add_reply_to()
                 self.outbox.add_tried()
                 self.outbox.add_first_journaled()
+                self.outbox.add_private()
                 self.delegations.add_card_owed()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
             damaged_times.mend(db, self._clock.time())

@@ -32,8 +32,8 @@ SCHEMA = (
         text, silent INTEGER NOT NULL, reply_token TEXT, turn_id TEXT, sequence INTEGER NOT NULL,
         status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL,
         created_at REAL NOT NULL, sent_at REAL, message_id TEXT, last_error TEXT, reply_to TEXT,
-        tried INTEGER NOT NULL DEFAULT 1, first_journaled_at REAL)""",  # a row journaled without saying so (an
-        # older build's) may have been tried
+        tried INTEGER NOT NULL DEFAULT 1, first_journaled_at REAL, private INTEGER NOT NULL DEFAULT 0)""",
+    # tried: a row journaled without saying so (an older build's) may have been tried
     "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
     """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
         WHERE status = 'pending'""",
@@ -48,7 +48,7 @@ SCHEMA = (
 _COLUMNS = (f"id, {as_bytes('key', 'platform', 'chat_id', 'thread_id', 'kind', 'op', 'target_key', 'text')},"
             f" silent, {as_bytes('reply_token', 'turn_id')}, sequence, {as_bytes('status')}, attempts,"
             f" next_attempt_at, created_at, sent_at, {as_bytes('message_id', 'last_error', 'reply_to')}, tried,"
-            " first_journaled_at")  # fmt: skip
+            " first_journaled_at, private")  # fmt: skip
 """A row's columns, its texts as bytes (`gateway.store.unreadable_rows`)."""
 _text, _untext = SqliteDatabase.text, SqliteDatabase.untext
 
@@ -73,6 +73,8 @@ class NewMessage:
     """The platform id of the user's message this part answers (`platforms.base.Outbound.reply_to`)."""
     tried: bool = False
     """Journaled as tried (`OutboxRow.tried`): it goes out at once, so marking it costs no commit of its own."""
+    private: bool = False
+    """For the command's user alone (`platforms.base.Outbound.private`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ class OutboxRow:
     first_journaled_at: float | None = None
     """When it was first journaled, once the operator re-queued it (`OutboxRows.requeue` moves ``created_at``,
     where its give-up clock starts); None: never re-queued, ``created_at`` is that time."""
+    private: bool = False
+    """An answer through ``reply_token`` for the command's user alone (`platforms.base.Outbound.private`)."""
 
     @property
     def lookup_since(self) -> float:
@@ -126,7 +130,7 @@ def _outbox_row(r: tuple) -> OutboxRow:
     """The row `_COLUMNS` read, its texts decoded (`_decoded`)."""
     return OutboxRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10], r[11],
                      r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], bool(r[21]),
-                     r[22])  # fmt: skip
+                     r[22], bool(r[23]))  # fmt: skip
 
 
 def _decoded(r: tuple) -> tuple:
@@ -181,6 +185,14 @@ class OutboxRows:
         if "first_journaled_at" not in columns:
             self._db.write("ALTER TABLE gateway_outbox ADD COLUMN first_journaled_at REAL")
 
+    def add_private(self) -> None:
+        """Schema < 11: a part records whether it is for its command's user alone (`OutboxRow.private`). An
+        older build kept that in memory only: its parts are not, and one pending goes as that build's would
+        have after a restart (in place of a Discord command's "thinking…", seen by its channel)."""
+        columns = {r[1] for r in self._db.read("PRAGMA table_info(gateway_outbox)")}
+        if "private" not in columns:
+            self._db.write("ALTER TABLE gateway_outbox ADD COLUMN private INTEGER NOT NULL DEFAULT 0")
+
     def commit(self) -> None:
         """Commit what is journaled now: the sender calls this right before every send."""
         self._db.commit()
@@ -212,11 +224,12 @@ class OutboxRows:
     def _insert_message(self, m: NewMessage, now: float) -> int | None:
         cur = self._db.write(
             "INSERT OR IGNORE INTO gateway_outbox (key, platform, chat_id, thread_id, kind, op, target_key,"
-            " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to, tried) VALUES (?,?,?,?,?,?,?,"
-            " ?,?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
-            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?, ?)",
+            " text, silent, reply_token, turn_id, sequence, status, created_at, reply_to, tried, private) VALUES"
+            " (?,?,?,?,?,?,?,?,?,?,?, COALESCE(?, (SELECT COALESCE(MAX(sequence) + 1, 0) FROM gateway_outbox"
+            "  WHERE platform=? AND turn_id=?), 0), 'pending', ?, ?, ?, ?)",
             (m.key, m.platform, m.chat_id, m.thread_id, m.kind, m.op, m.target_key, _text(m.text),
-             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to, int(m.tried)))  # fmt: skip
+             int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to, int(m.tried),
+             int(m.private)))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def message(self, key: str) -> OutboxRow | None:
