@@ -62,6 +62,7 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
         adapters.append(DiscordAdapter(
             p.discord.token, api_base=p.discord.api_base, gateway_url=p.discord.gateway_url,
             command_guilds=p.discord.command_guilds, max_attachment_bytes=p.discord.max_attachment_bytes,
+            max_retry_after=config.delivery.max_retry_after,
         ))
     if p.web.enabled:
         from gateway.store.outbox_rows import RETENTION_SECONDS

@@ -172,6 +172,7 @@ class DiscordAdapter:
         clock: Callable[[], float] = time.time,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
         catch_up_timer: Timer = LOOP_TIMER,
+        max_retry_after: float = discord_catch_up.MAX_RETRY_AFTER,
         acknowledge_timeout: float = discord_commands.ACKNOWLEDGE_TIMEOUT,
         interaction_window: float = discord_answers.INTERACTION_WINDOW,
     ) -> None:
@@ -181,7 +182,8 @@ class DiscordAdapter:
         an upload more by its size); ``clock`` (epoch seconds) ages the messages
         caught up at start, which is given up after ``catch_up_timeout`` seconds, and the channels remembered
         as refusing replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
-        the time its waits before reading a channel again take (`platforms.rereads`);
+        the time its waits before reading a channel again take (`platforms.rereads`), a 429's ``retry_after``
+        holding such a read ``max_retry_after`` seconds at most (``delivery.max_retry_after``);
         ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
         ``interaction_window`` how long after the command Discord may still take one given up on
         (`discord_interactions.Interactions.unsure`).
@@ -202,6 +204,7 @@ class DiscordAdapter:
         self._clock = clock
         self._catch_up_timeout = catch_up_timeout
         self._catch_up_timer = catch_up_timer
+        self._max_retry_after = max_retry_after
         self._acknowledge_timeout = acknowledge_timeout
         self._queue: asyncio.Queue[Item | Edit] = asyncio.Queue()
         self._edits: MessageEdited | None = None
@@ -435,7 +438,8 @@ class DiscordAdapter:
             seen.not_caught_up(())  # each read again from where it was left; live events wait meanwhile
             left = await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen, now=self._clock(),
                                                    token=self._token_watch, clock=self._clock,
-                                                   deadline=self._catch_up_timeout, timer=self._catch_up_timer)
+                                                   deadline=self._catch_up_timeout, timer=self._catch_up_timer,
+                                                   max_retry_after=self._max_retry_after)
             seen.not_caught_up(left.channels)
         finally:  # done, failed or cancelled: live events flow, unless a newer READY's catch-up holds them
             if self._catch_up_task is asyncio.current_task():

@@ -1,11 +1,12 @@
-"""The operator's ``delivery.max_retry_after`` reaches Slack's catch-up (`platforms.slack_catchup.Limits`):
-the adapter was built with the catch-up's own minute, so a 429 at start was waited out for up to a minute
-whatever the operator had set. Real slack-sdk on the loopback FakeSlack."""
+"""The operator's ``delivery.max_retry_after`` reaches Slack's catch-up (`platforms.slack_catchup.Limits`) and
+Discord's: the adapter was built with the catch-up's own minute, so a 429 at start was waited out for up to a
+minute whatever the operator had set. Real slack-sdk on the loopback FakeSlack."""
 
 from __future__ import annotations
 
 from gateway.platform_factory import build_adapters
 from gateway.testing import make_config
+from platforms.discord import DiscordAdapter
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.platforms.test_slack_catchup import Gateway, seen_once_then_down
@@ -40,3 +41,11 @@ async def test_the_catch_up_waits_a_429_asking_for_a_day_out_for_the_configured_
         finally:
             await adapter.stop()
     assert len(fake.calls_to("conversations.history")) == 2
+
+
+def test_a_configured_max_retry_after_reaches_discords_catch_up(tmp_path) -> None:
+    config = make_config(tmp_path, delivery={"max_retry_after": 5},
+                         platforms={"discord": {"enabled": True, "token": "x" * 60}})
+    [adapter] = build_adapters(config)
+    assert isinstance(adapter, DiscordAdapter)
+    assert adapter._max_retry_after == 5.0
