@@ -40,7 +40,7 @@ SUMMARY_PROMPT = (
     "left of the oldest part of the conversation: carry its facts over."
 )
 _RENDER_CHARS = 2_000  # per message sent to the summariser, so its own prompt stays bounded
-_PUT_OFF_KINDS = frozenset({"rate_limited", "server_error", "connection", "auth", "not_found", "quota"})
+_PUT_OFF_KINDS = frozenset({"rate_limited", "server_error", "connection", "auth", "blocked", "not_found", "quota"})
 """`ModelError` kinds of a summariser's failure that say nothing of what it was asked: the provider is down,
 busy, or refuses this gateway, and the turn's own call, which comes next, most likely fails the same way.
 An extractive summary then would throw the older messages' detail away for good over a passing outage."""

@@ -59,12 +59,16 @@ class ModelError(AgentError):
     """A model request failed after the provider's own retries.
 
     ``kind`` is one of ``rate_limited``, ``server_error``, ``timeout``,
-    ``connection``, ``bad_request`` and ``malformed``, which may pass once
-    retried; ``auth``, ``not_found`` (no such model or endpoint), ``quota`` (the
-    account is out of credit) and ``content_filter`` (the provider's filter
-    refused the request or withheld the answer), which need someone to change
-    something first; ``scripted``, ``demo``. ``retry_after`` is the provider's
-    hint in seconds when it gave one.
+    ``connection`` and ``malformed``, which may pass once retried; ``auth``,
+    ``blocked`` (the provider, or a firewall in front of it, refuses the country
+    or network the request came from), ``not_found`` (no such model or endpoint),
+    ``quota`` (the account is out of credit), ``content_filter`` (the provider's
+    filter refused the request or withheld the answer), ``bad_request`` (the
+    request refused as invalid: a setting or the tools the model does not take;
+    or longer than its context window, `context_exceeded`) and ``bad_image`` (a
+    picture in the request the server cannot read), which the same request meets
+    again; ``scripted``, ``demo``. ``retry_after`` is the provider's hint in
+    seconds when it gave one.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None, retry_after: float | None = None):

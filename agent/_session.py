@@ -309,6 +309,11 @@ class AgentSession:
             exit_reason, error, error_kind = await self._loop(turn, observer)
             if error_kind == "content_filter" and asked is not None:
                 self._forget_from(asked)
+            elif error_kind == "bad_image":
+                if asked is not None and _holds_picture(asked["content"]):
+                    self._forget_from(asked)
+                else:  # an earlier message's picture: leaving this one out (background results, say) cures nothing
+                    error_kind = "bad_request"
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
@@ -340,9 +345,9 @@ class AgentSession:
 
     def _forget_from(self, asked: dict[str, Any]) -> None:
         """Take the turn that began with the user message ``asked`` out of the conversation: the provider's
-        content filter blocked it, and would block every later request that still carried it, so the user's
-        message put another way (as they are asked to) would be refused too. Kept when compaction folded it
-        away meanwhile (it is no longer what is sent)."""
+        content filter blocked it, or it holds a picture the server cannot read, and every later request that
+        still carried it would be refused too, so the user's message put another way (as they are asked to)
+        would be. Kept when compaction folded it away meanwhile (it is no longer what is sent)."""
         for index in range(len(self.messages) - 1, -1, -1):
             if self.messages[index] is asked:
                 del self.messages[index:]
@@ -681,3 +686,9 @@ class AgentSession:
                 self.messages[index] = {**kept, "content": kept["content"][: -len(suffix)]}
                 self.history_version += 1
                 return
+
+
+def _holds_picture(content: Any) -> bool:
+    """Whether a user message's ``content`` holds a picture (an ``image_url`` part)."""
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") == "image_url" for part in content)

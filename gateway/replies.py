@@ -36,15 +36,25 @@ NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gate
 OUT_OF_CREDIT = ("Sorry — this gateway's account with the model provider has run out of credit, so I cannot answer "
                  "until the operator tops it up.")
 FILTERED = "Sorry — the model provider's content filter blocked this request. Please put it another way."
+REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
+           "take (a setting or a feature it does not support), so trying again will not help until the operator "
+           "changes the model or its settings.")
+PICTURE_UNREADABLE = ("Sorry — the model provider could not read the picture you sent, so I have left that message "
+                      "out of our conversation. Please send the picture in another format, or describe it in words.")
+REGION_REFUSED = ("Sorry — the model provider refuses requests from where this gateway runs (its country or its "
+                  "network), so I cannot answer until the operator fixes that.")
 SUMMARY_FAILED = ("(Our conversation had grown long, and the model could not summarise its earlier part just now: "
                   "I kept only the first line of each of those messages, so remind me of anything there I should "
                   "keep in mind.)")
-_PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED}
+_PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_CREDIT, "content_filter": FILTERED,
+              "bad_image": PICTURE_UNREADABLE, "blocked": REGION_REFUSED}
 """Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
-is told what is wrong, so nobody keeps trying; the detail is in the log."""
+is told what is wrong, so nobody keeps trying; the detail is in the log. So is ``bad_request``
+(`REFUSED`), unless the request was too long (`TOO_LONG`)."""
 _TO_FIX = {
     "auth": "model.api_key, or $OPENAI_API_KEY when model.api_key is unset",
     "not_found": "model.name and model.base_url",
+    "blocked": "that model.base_url is served to this host's country and network (a proxy or VPN may be in the way)",
 }
 """The settings an operator fixes for the parent model's permanent failures, named in the log."""
 
@@ -86,7 +96,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         log.warning("turn %s ended early: the model call failed: %s%s", result.turn_id, result.error or "no detail",
                     operator_hint(result.error_kind))
         text = _PERMANENT.get(result.error_kind or "") or (
-            TOO_LONG if exceeds_context(result.error or "") else _model_failed(result.retry_after))
+            TOO_LONG if exceeds_context(result.error or "")
+            else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after))
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":
@@ -116,7 +127,10 @@ _CHILD_PERMANENT = {
     "not_found": "the model provider does not know the model it was set up to use",
     "quota": "this gateway's account with the model provider has run out of credit",
     "content_filter": "the model provider's content filter blocked it",
+    "bad_image": "the model provider could not read a picture it was given",
+    "blocked": "the model provider refuses requests from where this gateway runs",
 }
+CHILD_REFUSED = "the model provider refused its request as one the model it was set up to use cannot take"
 CHILD_TOO_LONG = "its work grew longer than the model can take in"
 CHILD_MODEL_FAILED = "it could not get an answer from the model just now"
 
@@ -130,7 +144,8 @@ def child_failure_reason(error: str) -> str:
     kind = model_failure_kind(error)
     if kind is None:
         return redact(error)
-    return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error) else CHILD_MODEL_FAILED)
+    return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error)
+                                          else CHILD_REFUSED if kind == "bad_request" else CHILD_MODEL_FAILED)
 
 
 SUPPRESSED_NOTES = {

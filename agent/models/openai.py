@@ -121,7 +121,8 @@ class OpenAIModel:
         # JSON content type (RecursionError: one nested too deep); an encode error still there after
         # mending is in no message (a header).
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
-            raise _translate_error(exc, self._secrets, self._named) from exc
+            pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
+            raise _translate_error(exc, self._secrets, self._named, pictures=pictures) from exc
         return _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
 
     async def aclose(self) -> None:
@@ -231,15 +232,17 @@ def _named(model: str, base_url: str) -> str:
     return f"model {model!r} at {server}"
 
 
-_NAMED_KINDS = frozenset({"auth", "not_found"})
+_NAMED_KINDS = frozenset({"auth", "not_found", "blocked"})
 """Failures an operator cures at one model's settings, which a server's words do not name: a route of the
 delegation plugin may have a server and key of its own, and a 404 for a ``base_url`` without ``/v1`` says
 only ``Not Found``."""
 
 
-def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | None = None) -> ModelError:
+def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | None = None, *,
+                     pictures: bool = False) -> ModelError:
     """The one place SDK failures become `ModelError` (see `agent._errors` for kinds); ``named``
-    (`_named`) is added to the text of a failure of `_NAMED_KINDS`."""
+    (`_named`) is added to the text of a failure of `_NAMED_KINDS`. ``pictures``: the request held one,
+    so a 400 that speaks of an image is that picture's (`bad_image`), not the request's (`bad_request`)."""
     status = getattr(exc, "status_code", None)
     retry_after = None
     # Order matters: APITimeoutError subclasses APIConnectionError, and the
@@ -249,13 +252,18 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     elif isinstance(exc, openai.APIConnectionError):
         kind = "connection"
     elif isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        kind = "auth"
+        # A 403 is also how OpenAI refuses a country it does not serve, and how a firewall in front of a
+        # provider (Cloudflare's block page) refuses a network: no key cures either.
+        kind = "blocked" if exc.status_code == 403 and (
+            exc.code in _REGION_CODES or _is_web_page(exc.body)) else "auth"
     elif isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
         kind = _permanent_kind(exc.status_code, exc.code) or (
             "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "timeout" if exc.status_code in _GAVE_UP_WAITING
-            else "server_error" if exc.status_code >= 500 else "bad_request")
+            else "server_error" if exc.status_code >= 500
+            else "bad_image" if pictures and exc.status_code in (400, 422) and _about_a_picture(exc)
+            else "bad_request")
     elif isinstance(exc, UnicodeEncodeError):  # a request no client can send: asking again cannot help
         kind = "bad_request"
     elif isinstance(exc, (openai.APIResponseValidationError, ValueError, RecursionError)):
@@ -337,18 +345,51 @@ def _error_in_body(error: Any, secrets: tuple[str, ...], named: str | None = Non
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 _FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+_REGION_CODES = frozenset({"unsupported_country_region_territory"})
 
 
 def _permanent_kind(status: int | None, code: object) -> str | None:
-    """``not_found``, ``quota`` or ``content_filter`` for a failure no retry cures, by the status
-    and the ``error.code`` of OpenAI's error body (Azure's filter, OpenRouter's 402); else None."""
+    """``not_found``, ``quota``, ``content_filter`` or ``blocked`` for a failure no retry cures, by the
+    status and the ``error.code`` of OpenAI's error body (Azure's filter, OpenRouter's 402); else None."""
     if code in _QUOTA_CODES or status == 402:
         return "quota"
     if code in _FILTER_CODES:
         return "content_filter"
+    if code in _REGION_CODES:
+        return "blocked"
     if status == 404:
         return "not_found"
     return None
+
+
+def _is_web_page(body: object) -> bool:
+    """An error body that is an HTML page: an API answers in JSON, a firewall or proxy in front of it
+    (Cloudflare's "Sorry, you have been blocked", nginx's deny) with a page."""
+    return isinstance(body, str) and body.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
+
+
+_UNREADABLE_PICTURE = re.compile(
+    r"\b(unsupported|invalid|valid|unreadable|corrupt\w*|decode|identify|process|load|download)\b[^.]{0,30}"
+    r"\bimage( file| data)?\b|\bimage( file| data)?\b[^.]{0,30}\b(unsupported|invalid|not valid|unreadable|corrupt)",
+    re.IGNORECASE)
+"""How servers word a picture they cannot read, where no ``error.code`` says so: OpenAI's "You uploaded an
+unsupported image", vLLM's "cannot identify image file", Gemini's "Provided image is not valid", llama.cpp's
+"failed to load image", Anthropic's "Could not process image". Not "image_url is only supported by certain
+models": that is ``model.supports_vision`` set for a model without vision, a setting's fault."""
+
+
+def _about_a_picture(exc: openai.APIStatusError) -> bool:
+    """Whether a 400 refuses a picture the server cannot read (its format, its bytes, a URL it could not
+    fetch), by OpenAI's ``error.code`` (``invalid_image_format``, ``image_parse_error``, ``invalid_image_url``)
+    or the server's words."""
+    if isinstance(exc.code, str) and "image" in exc.code:
+        return True
+    words = f"{exc.message} {_server_words(exc.body) or ''}"
+    return _UNREADABLE_PICTURE.search(words) is not None
+
+
+def _holds_picture(content: Any) -> bool:
+    return isinstance(content, list) and any(_is_picture(part) for part in content)
 
 
 def _url_credentials(base_url: str | None) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import pytest
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.display import delegation_mode
-from gateway.replies import CUT_OFF, CUT_OFF_UNSAID, EMPTY_ANSWER, MODEL_FAILED, TOO_LONG
+from gateway.replies import CUT_OFF, CUT_OFF_UNSAID, EMPTY_ANSWER, REFUSED, TOO_LONG
 from gateway.retention import IDLE_SESSION_SECONDS
 from gateway.testing import MESSAGING, RecordingAdapter, SlowToStop, make_config, settled
 from platforms.base import DisplayTier, Inbound
@@ -639,7 +639,7 @@ async def test_an_answer_the_model_cut_off_at_its_output_limit_says_so(tmp_path,
     ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
      TOO_LONG),
     ("the request exceeds the available context size, try increasing it", TOO_LONG),
-    ("Service Unavailable", MODEL_FAILED),
+    ("Service Unavailable", REFUSED),  # a 400 is no outage: tried again, it fails the same way
 ])
 async def test_a_conversation_too_long_for_the_model_is_told_to_start_anew(tmp_path, gateways, message, reply):
     chat = RecordingAdapter()

@@ -1,0 +1,72 @@
+"""What the conversation keeps after the server refused a picture it cannot read (`bad_image`): the turn's
+own message that holds it is left out, as a message the content filter blocked is, or it would be sent, and
+refused, with every later one; a message without the picture (a completion turn's background results, a
+user's next words) is kept. A refusal of a setting or of the tool list keeps the message: it is not at fault.
+The openai provider against a fake server."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+
+from agent import AgentSession
+from agent.models import OpenAIModel
+from agent.settings import ModelSettings
+from agent.testing import FakeOpenAIServer
+from tests.pictures import PNG
+
+UNREADABLE = {"error": {"message": "You uploaded an unsupported image. Please make sure your image has of one the "
+                                   "following formats: ['png', 'jpeg', 'gif', 'webp'].",
+                        "type": "invalid_request_error", "param": None, "code": "invalid_image_format"}}
+NO_TOOLS = {"error": {"message": "registry.ollama.ai/library/gemma:2b does not support tools", "type": "api_error",
+                      "param": None, "code": None}}
+PHOTO = [{"type": "text", "text": "what is this?"},
+         {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}]
+
+
+@contextlib.asynccontextmanager
+async def session_on(server: FakeOpenAIServer):
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                      max_retries=0, supports_vision=True), env={})
+    try:
+        yield AgentSession(model=model, system_prompt="be brief")
+    finally:
+        await model.aclose()
+
+
+def said(session: AgentSession) -> list:
+    return [m["content"] for m in session.messages if m["role"] == "user"]
+
+
+async def test_the_message_holding_a_picture_the_server_cannot_read_is_left_out():
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("hi")
+        server.push_error(400, UNREADABLE)
+        server.push_text("fine")
+        await session.run_turn("hello")
+        version = session.history_version
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.error_kind) == ("error", "bad_image")
+        assert said(session) == ["hello"] and session.history_version > version  # a saver stores it again
+        await session.run_turn("and now?")
+        assert [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"] == ["hello", "and now?"]
+
+
+async def test_results_without_the_picture_are_kept_when_an_earlier_picture_is_refused():
+    # The picture at fault is an earlier message's (a URL the server no longer reaches): leaving this one out,
+    # background results for a completion turn, would lose them and cure nothing. Told as a refusal that recurs.
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_error(400, UNREADABLE)
+        await session.run_turn(PHOTO)
+        result = await session.run_turn("[Background results] the report is ready")
+        assert (result.exit_reason, result.error_kind) == ("error", "bad_request")
+        assert said(session) == [PHOTO, "[Background results] the report is ready"]
+
+
+async def test_a_refusal_of_the_tool_list_keeps_the_message():
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_error(400, NO_TOOLS)
+        result = await session.run_turn(PHOTO)
+        assert result.error_kind == "bad_request"
+        assert said(session) == [PHOTO]
