@@ -29,14 +29,17 @@ _DEFINITION_LINE = re.compile(r"\n[ \t>*+\-0-9.)]*\[((?:[^\[\]\\]|\\.){1,999})\]
 class References:
     """The link reference definitions of a text, to be written again after the parts that use them."""
 
-    def __init__(self, text: str, budget: int) -> None:
-        """``budget``: the most characters the definitions added to one part may take."""
+    def __init__(self, text: str, budget: int, *, longest: int | None = None) -> None:
+        """``budget``: the most characters the definitions added to one part may take; ``longest``: the longest
+        definition kept, if any is too long for a part to carry (a dump of megabytes on one ``[a]: …`` line)."""
         self.budget = budget
         self._lines: dict[str, str] = {}
         for label, href, title in definitions(text):
             # The label as markdown-it keys it (matching the links written with it), the address between <>.
             quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
-            self._lines[label] = f"[{label}]: <{href}>{quoted}"
+            line = f"[{label}]: <{href}>{quoted}"
+            if longest is None or len(line) <= longest:
+                self._lines[label] = line
 
     def __bool__(self) -> bool:
         return bool(self._lines)
@@ -75,9 +78,11 @@ def may_define(text: str, pos: int, start: str) -> bool:
     return bool(labels) and any(normalizeReference(m.group(1)) in labels for m in _BRACKETED.finditer(start))
 
 
-def cut_before_definition(text: str, pos: int) -> int:
-    """``pos``, or the start of its line when a definition may begin there: a start of ``text`` cut within it
-    would define the label with its address cut short (``[r0]: https://exa``), and the first definition of a
-    label wins over the whole one written after the start."""
-    line = text.rfind("\n", 0, pos) + 1
+def cut_before_definition(text: str, pos: int, longest: int) -> int:
+    """``pos``, or the start of its line when a definition may begin there, ``longest`` characters before ``pos``
+    at most: a start of ``text`` cut within it would define the label with its address cut short (``[r0]:
+    https://exa``), and the first definition of a label wins over the whole one written after the start. A line
+    longer than that no part could carry whole anyway; moved back to its start, a start of ``text`` within one
+    line of megabytes stayed a few characters long, however far the caller asked it to reach."""
+    line = text.rfind("\n", max(0, pos - longest - 1), pos) + 1
     return line if line > 0 and _DEFINITION_LINE.match(text, line - 1) else pos

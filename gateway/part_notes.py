@@ -67,7 +67,9 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
     """The pending note to send ahead of ``row`` (journaled now if it is not yet), when
     ``row`` opens a message sent `late_after` seconds or more after it was journaled
     (`gateway.late_notes`); None when there is none to send, or it is final already. The note
-    quotes what ``row`` quotes: in a group, it concerns that member's answer."""
+    quotes what ``row`` quotes: in a group, it concerns that member's answer. Ahead of an answer for its command's
+    user alone (`OutboxRow.private`) it goes to that user alone too, through the same interaction: in the channel
+    it announced what no one there would see (and stood alone once the interaction had expired)."""
     # answer.md after a message's first parts (`gateway.long_messages`) continues that message: noted at its first.
     if not (0 < late_after <= age and late_notes.opens_message(row.key) and not row.key.endswith(FILE_PART)
             and row.platform not in late_notes.WITHOUT_NOTES):
@@ -77,7 +79,8 @@ def late_note(store: OutboxRows, row: OutboxRow, *, age: float, late_after: floa
     if note is None:
         store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id,
                                        late_notes.note_text(age), kind=row.kind, silent=row.silent,
-                                       turn_id=row.turn_id, reply_to=row.reply_to)])
+                                       turn_id=row.turn_id, reply_to=row.reply_to, private=row.private,
+                                       reply_token=row.reply_token if row.private else None)])
         note = store.message(key)
     return note if note is not None and note.status == "pending" else None
 
@@ -164,7 +167,8 @@ def _journal(store: OutboxRows, row: OutboxRow, key: str, text: str, *, quoting:
         return None
     store.add_messages([NewMessage(key, row.platform, row.chat_id, row.thread_id, text, kind=row.kind,
                                    silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id,
-                                   sequence=row.sequence, reply_to=row.reply_to if quoting else None)])
+                                   sequence=row.sequence, reply_to=row.reply_to if quoting else None,
+                                   private=row.private)])
     return store.message(key)
 
 

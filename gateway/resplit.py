@@ -36,7 +36,7 @@ def pieces(adapter: Adapter, row: OutboxRow, *, one_message: bool = False) -> li
         NewMessage(f"{row.key}/{_piece_name(i)}", row.platform, row.chat_id, row.thread_id, part, kind=row.kind,
                    op="edit" if edit and i == 0 else "send", target_key=row.target_key if edit and i == 0 else None,
                    silent=row.silent, reply_token=row.reply_token, turn_id=row.turn_id, sequence=row.sequence,
-                   reply_to=row.reply_to if i == 0 else None)
+                   reply_to=row.reply_to if i == 0 else None, private=row.private)
         for i, part in enumerate(parts[:1] if one_message else parts)]  # fmt: skip
 
 
