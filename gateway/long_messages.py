@@ -84,24 +84,56 @@ def _definitions_after(start: str, references: link_references.References) -> st
 def tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
          files: OutboxFiles | None) -> NewMessage:
     """The part journaled after ``shown``, the first parts of ``text`` (the message ``key``, its first part
-    ``first``): the file ``answer.md`` holding ``text``, its copy kept now (blocking; one a run before left is
-    replaced), or the note saying what was left out where the platform takes no files, or not one that large, or
-    the copy cannot be written, or shows no interim message (`NO_INTERIM`: the note is dropped with the parts)."""
-    data = text.encode("utf-8", "replace")
+    ``first``): `Tail.make` of `plan_tail`, on the caller's thread (blocking)."""
+    return plan_tail(first, key, text, shown, adapter, files).make()
+
+
+@dataclasses.dataclass(frozen=True)
+class Tail:
+    """The part after a message's first ones, as far as it is decided without its size: the adapter is asked on
+    the event loop (Discord's limit reads its client's cache), the rest is `make`'s, in a worker thread."""
+
+    note: NewMessage
+    """The first part's row, made the note's: its key, text and op are `make`'s."""
+    key: str
+    text: str
+    shown: Sequence[str]
+    files: OutboxFiles | None
+    """Where ``answer.md``'s copy is kept; None where no file goes (`plan_tail`)."""
+    upload_limit: int
+
+    def make(self) -> NewMessage:
+        """The file ``answer.md`` holding the text, its copy kept now (one a run before left is replaced), or the
+        note saying what was left out where no file goes, or not one that large, or the copy cannot be written.
+        Blocking: it encodes the whole text and writes, flushes and renames the copy (10 MB: some 20 ms, then
+        90 ms, as measured; more on a slow disk)."""
+        data = self.text.encode("utf-8", "replace")
+        if self.files is not None:
+            if len(data) > self.upload_limit:
+                return dataclasses.replace(self.note, key=self.key + CUT_PART,
+                                           text=left_out_text(data, self.shown, too_large=True))
+            try:
+                self.files.keep_bytes(self.key + FILE_PART, FILE_NAME, data)
+                return dataclasses.replace(self.note, key=self.key + FILE_PART, op="file",
+                                           text=in_file_text(len(data)))
+            except OSError as exc:
+                log.warning("outbox: %s chat %s: cannot keep %s of %s (%s); a note says what was left out instead",
+                            self.note.platform, self.note.chat_id, FILE_NAME, self.key, exc.strerror or exc)
+        return dataclasses.replace(self.note, key=self.key + CUT_PART, text=left_out_text(data, self.shown))
+
+
+def plan_tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
+              files: OutboxFiles | None) -> Tail:
+    """The `Tail` of ``text``, the message ``key`` shown as its first parts ``shown`` (its first part ``first``):
+    a file where the platform takes files and shows this message, else a note (`NO_INTERIM`: dropped with the
+    parts). Writes nothing."""
     note = dataclasses.replace(first, reply_to=None, tried=False, sequence=None if first.turn_id else len(shown))
     # Where no interim message shows, its adapter drops its parts, and would deliver its ``answer.md`` (a file it
     # cannot tell from one the agent sends): it gets the note, dropped with them.
     shown_here = first.kind != "interim" or first.platform not in NO_INTERIM
     if files is not None and isinstance(adapter, SendsFiles) and shown_here:
-        if len(data) > adapter.upload_limit(first.chat_id):
-            return dataclasses.replace(note, key=key + CUT_PART, text=left_out_text(data, shown, too_large=True))
-        try:
-            files.keep_bytes(key + FILE_PART, FILE_NAME, data)
-            return dataclasses.replace(note, key=key + FILE_PART, op="file", text=in_file_text(len(data)))
-        except OSError as exc:
-            log.warning("outbox: %s chat %s: cannot keep %s of %s (%s); a note says what was left out instead",
-                        first.platform, first.chat_id, FILE_NAME, key, exc.strerror or exc)
-    return dataclasses.replace(note, key=key + CUT_PART, text=left_out_text(data, shown))
+        return Tail(note, key, text, shown, files, adapter.upload_limit(first.chat_id))
+    return Tail(note, key, text, shown, None, 0)
 
 
 def in_file_text(size: int) -> str:

@@ -85,10 +85,11 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from agent import SYSTEM_CLOCK, Clock
 from gateway import long_messages, resplit
@@ -107,6 +108,8 @@ from platforms.base import Adapter, CountsCharacters
 log = logging.getLogger("gateway.outbox")
 
 DEFAULT_GIVE_UP_AFTER = 3600.0
+
+T = TypeVar("T")
 
 
 class OutboxClosed(GatewayError):
@@ -265,14 +268,21 @@ class Outbox:
         a refused file may give back meanwhile: `gateway.quote_passing.pass_quote`). Cancelled while splitting:
         nothing is journaled, neither function called; with ``journal_if_cancelled`` (a turn's reply at a
         shutdown), the split under way is finished instead, not begun again, the text journaled, and then the
-        cancellation raised (a second cancellation gives it up: nothing is journaled)."""
+        cancellation raised (a second cancellation gives it up: nothing is journaled). A text past ``max_parts``
+        parts has its ``answer.md`` kept in a worker thread too, and so cancelled as the split is: a copy left
+        behind, never journaled, goes at the next sweep (`gateway.outbox_files.OutboxFiles.sweep`)."""
         chat = (platform, chat_id, thread_id)
 
-        def journal(parts: list[str]) -> list[str]:
+        def journal(parts: list[str], tail: NewMessage | None = None) -> list[str]:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                       silent=silent, reply_token=None, reply_to=_called(reply_to), whole=text)
+                                       silent=silent, reply_token=None, reply_to=_called(reply_to), whole=text,
+                                       tail=tail)
+
+        def tail_to_make(parts: list[str]) -> long_messages.Tail | None:
+            return self._tail_to_make(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
+                                      silent=silent, whole=text)
 
         if chat not in self._splitting and self._fits_as_counted(platform, text):
             # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
@@ -281,18 +291,23 @@ class Outbox:
         turn = self._splitting.setdefault(chat, SplitTurn())
         turn.users += 1
         try:
-            return await self._split_in_line(turn, platform, text, journal, keep=journal_if_cancelled)
+            return await self._split_in_line(turn, platform, text, journal, tail_to_make,
+                                             keep=journal_if_cancelled)
         finally:
             turn.users -= 1
             if not turn.users:
                 del self._splitting[chat]
 
     async def _split_in_line(self, turn: SplitTurn, platform: str, text: str,
-                             journal: Callable[[list[str]], list[str]], *, keep: bool) -> list[str]:
-        """Split ``text`` and ``journal`` its parts once the chat's calls before are journaled. With ``keep``, a
-        first cancellation waits for the chat's turn and the split under way, journals, and is raised then. The
-        parts are journaled in the caller's task, as its next writes are: a turn's reply shares its end's commit
-        (`gateway.turn_runner`), and a crash between the two would send the reply and run its message again."""
+                             journal: Callable[[list[str], NewMessage | None], list[str]],
+                             tail_to_make: Callable[[list[str]], long_messages.Tail | None], *,
+                             keep: bool) -> list[str]:
+        """Split ``text`` and ``journal`` its parts once the chat's calls before are journaled, with the tail
+        ``tail_to_make`` says they need, made in a worker thread too (its file's copy flushed before the row naming
+        it commits). With ``keep``, a first cancellation waits for the chat's turn and the work under way, journals,
+        and is raised then. The parts are journaled in the caller's task, as its next writes are: a turn's reply
+        shares its end's commit (`gateway.turn_runner`), and a crash between the two would send the reply and run
+        its message again."""
         cancelled = False
         while True:
             try:
@@ -306,16 +321,13 @@ class Outbox:
             if self._fits_as_counted(platform, text):  # behind a split under way in the chat
                 parts = self._split(platform, text)
             else:
-                split = asyncio.ensure_future(asyncio.to_thread(self._split, platform, text))
-                try:
-                    parts = await asyncio.shield(split)
-                except asyncio.CancelledError:
-                    if not keep or cancelled:
-                        raise
-                    cancelled = True
-                    parts = await split
+                parts, cancelled = await _in_thread(functools.partial(self._split, platform, text), keep=keep,
+                                                    cancelled=cancelled)
+            made = None
+            if (tail := tail_to_make(parts)) is not None:
+                made, cancelled = await _in_thread(tail.make, keep=keep, cancelled=cancelled)
             try:
-                journaled = journal(parts)
+                journaled = journal(parts, made)
             except Exception:
                 if cancelled:  # the store refused it: nothing is journaled, and the cancellation stands all the same
                     raise asyncio.CancelledError from None
@@ -345,26 +357,47 @@ class Outbox:
 
     def _enqueue_parts(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
                        key: str, turn_id: str | None, silent: bool, reply_token: str | None,
-                       reply_to: str | None, whole: str) -> list[str]:
-        """Journal ``parts``, those of the text ``whole``, as `enqueue` says, bounded (`gateway.long_messages`)."""
+                       reply_to: str | None, whole: str, tail: NewMessage | None = None) -> list[str]:
+        """Journal ``parts``, those of the text ``whole``, as `enqueue` says, bounded (`gateway.long_messages`):
+        past the bound, with ``tail`` after the first parts, else the tail made here (`_tail_to_make`)."""
         now = self._sends_now((platform, chat_id, thread_id))
-        alone = answers_privately(self._adapters[platform], reply_token)
-        rows = [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
-                           reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
-                           reply_to=reply_to if i == 0 else None,  # the rest follow it: quoted once is enough
-                           tried=now and i == 0, private=alone)
-                for i, part in enumerate(parts)]  # fmt: skip
+        rows = self._rows(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id, silent=silent,
+                          reply_token=reply_token, reply_to=reply_to, now=now)
         if 0 < (most := self._max_parts(platform)) < len(rows):
             if self._store.has_message(rows[0].key):  # journaled before: its file's copy is not made again
                 return self._existing(key)
-            rows = [*rows[:most], long_messages.tail(rows[0], key, whole, parts[:most], self._adapters[platform],
-                                                    self._files)]
+            if tail is None:  # `enqueue` (an owed end, rare): its copy is kept on the loop, blocking it meanwhile
+                tail = long_messages.tail(rows[0], key, whole, parts[:most], self._adapters[platform], self._files)
+            rows = [*rows[:most], tail]
         # Journaling tells whether the message was journaled before, in the same statement.
         ids = self._store.add_new_messages(rows) if rows else None
         if ids is None:
             return self._existing(key)
         self._queue(rows, ids)
         return [r.key for r in rows]
+
+    def _rows(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str, key: str,
+              turn_id: str | None, silent: bool, reply_token: str | None, reply_to: str | None,
+              now: bool) -> list[NewMessage]:
+        alone = answers_privately(self._adapters[platform], reply_token)
+        return [NewMessage(f"{key}:{i}", platform, chat_id, thread_id, part, kind=kind, silent=silent,
+                           reply_token=reply_token, turn_id=turn_id, sequence=None if turn_id else i,
+                           reply_to=reply_to if i == 0 else None,  # the rest follow it: quoted once is enough
+                           tried=now and i == 0, private=alone)
+                for i, part in enumerate(parts)]  # fmt: skip
+
+    def _tail_to_make(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
+                      key: str, turn_id: str | None, silent: bool, whole: str) -> long_messages.Tail | None:
+        """The tail `_enqueue_parts` would make for ``parts`` of ``enqueue_long``'s text ``whole``, to make
+        beforehand off the loop; None where there is none to make: within the bound, or journaled before (its
+        file's copy is not made again)."""
+        most = self._max_parts(platform)
+        if not 0 < most < len(parts) or self._store.has_message(f"{key}:0"):
+            return None
+        # The quote and tried mark are the first part's alone: the tail takes neither.
+        first = self._rows(platform, chat_id, thread_id, parts[:1], kind=kind, key=key, turn_id=turn_id,
+                           silent=silent, reply_token=None, reply_to=None, now=False)[0]
+        return long_messages.plan_tail(first, key, whole, parts[:most], self._adapters[platform], self._files)
 
     def enqueue_file(self, platform: str, chat_id: str, thread_id: str | None, caption: str, *,
                      key: str, turn_id: str | None = None, reply_to: str | None = None) -> bool:
@@ -631,6 +664,19 @@ class Outbox:
         for future in self._waiters.pop(key, []):
             if not future.done():
                 future.set_result(message_id)
+
+
+async def _in_thread(work: Callable[[], T], *, keep: bool, cancelled: bool) -> tuple[T, bool]:
+    """What ``work`` returns, run in a worker thread, and whether the caller was cancelled (``cancelled``: before).
+    A cancellation meanwhile is raised, the thread left to finish (it cannot be stopped), unless ``keep`` and it is
+    the first: then ``work`` is waited for, and a second one raised."""
+    done = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(done), cancelled
+    except asyncio.CancelledError:
+        if not keep or cancelled:
+            raise
+        return await done, True
 
 
 def _called(reply_to: str | Callable[[], str | None] | None) -> str | None:
