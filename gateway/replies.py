@@ -36,6 +36,10 @@ NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gate
 OUT_OF_CREDIT = ("Sorry — this gateway's account with the model provider has run out of credit, so I cannot answer "
                  "until the operator tops it up.")
 FILTERED = "Sorry — the model provider's content filter blocked this request. Please put it another way."
+RESULTS_FILTERED = ("Sorry — the model provider's content filter blocked the results of the background work, so I "
+                    "cannot report on them here; /agents lists the subagents and how each ended.")
+"""`FILTERED` for a completion turn: nobody asked anything to put another way, and the results are left out of the
+conversation as a blocked message is (`agent.AgentSession.run_turn`)."""
 REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
            "take (a setting or a feature it does not support), so trying again will not help until the operator "
            "changes the model or its settings.")
@@ -95,7 +99,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         # The detail (a provider's "401 - Incorrect API key …") is for the operator, not the chat.
         log.warning("turn %s ended early: the model call failed: %s%s", result.turn_id, result.error or "no detail",
                     operator_hint(result.error_kind))
-        text = _PERMANENT.get(result.error_kind or "") or (
+        filtered_results = kind == "completion" and result.error_kind == "content_filter"
+        text = RESULTS_FILTERED if filtered_results else _PERMANENT.get(result.error_kind or "") or (
             TOO_LONG if exceeds_context(result.error or "")
             else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after))
         if result.text:

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from agent import TurnResult, Usage
 from agent.testing import FakeOpenAIServer
-from gateway.replies import FILTERED, MODEL_BUSY, MODEL_FAILED, WITHHELD, reply_text
+from gateway.replies import FILTERED, MODEL_BUSY, MODEL_FAILED, RESULTS_FILTERED, WITHHELD, reply_text
 from gateway.testing import RecordingAdapter, make_config
 from tests.gateway.wire import ask, openai_model
 
@@ -124,3 +124,10 @@ async def test_a_tool_name_the_model_made_up_does_not_break_the_conversation(tmp
     results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
     assert results["c1"].startswith("Error: unknown tool 'functions.read_file'")  # as the model wrote it
     assert results["c2"].startswith("Error: unknown tool 'search the web'")
+
+
+def test_background_results_the_content_filter_blocked_are_not_asked_to_be_put_another_way():
+    blocked = TurnResult("t-1", "", "error", 1, Usage(), None, 0.1, (), error="model request failed (content_filter):"
+                         " filtered", error_kind="content_filter")
+    assert reply_text("reply", blocked) == FILTERED
+    assert reply_text("completion", blocked) == RESULTS_FILTERED
