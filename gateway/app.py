@@ -164,7 +164,7 @@ class Gateway:
         self._accepting = False
         self._run_begun = False
         """Whether this start recorded its run (`GatewayStore.begin_run`): only then may its stop record it ended."""
-        self._replays = Replays()
+        self._replays = Replays(self._handle_accepted)
         """The chats whose replayed events the start has not queued yet: their new events wait behind them."""
         self._background: list[asyncio.Task] = []
         self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
@@ -232,7 +232,7 @@ class Gateway:
         self._accepting = True
         specs = self.command_specs()
         # A newer event of the chats replayed below that a platform started first hands over meanwhile, a command
-        # too, waits until they are queued (`Replays`): handled first, it was answered before them.
+        # too, is queued after them (`Replays`): handled first, it was answered before them.
         self._replays.due(session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished)
         try:
             for adapter in self.adapters.values():
@@ -275,9 +275,9 @@ class Gateway:
                 log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
                 # Never raises: no stored event can stop a start.
                 await self._handle_accepted(self.edits.replayed(inbound), turn_id)
-                self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+                await self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         finally:
-            self._replays.give_up()  # failed or stopped: what waits behind the replay waits no more, for the next start
+            self._replays.give_up()  # failed or stopped: what waits behind the replay is left to the next start
         await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]
@@ -453,12 +453,12 @@ class Gateway:
             log.info("%s event %s holds ids recorded with an earlier event, and others not: handled as new,"
                      " under %s", inbound.platform, inbound.event_id, accepted.recorded_as.event_id)
             inbound = accepted.recorded_as
-        if not self._accepting or not await self._replays.behind(key, inbound.message_id):
-            # Shutting down, or a start that failed before it replayed the older events of this chat: keep the
-            # event (the platform may count it as delivered) and handle it after the next start, with the other
-            # unsettled events, in the order received.
+        if not self._accepting or self._replays.waits(key, inbound, accepted.turn_id, route):
+            # Shutting down: keep the event (the platform may count it as delivered) and handle it after the next
+            # start, with the other unsettled events, in the order received. Or behind the older events of its chat
+            # that the start has not replayed yet: queued after them, or, the start failed, left to the next start.
             await self._recorded_durably()
-            return Accepted(accepted.turn_id, key)  # the id it is handled under then
+            return Accepted(accepted.turn_id, key)  # the id it is handled under
         result = await self._handle_accepted(inbound, accepted.turn_id, route)
         await self._recorded_durably()
         return result

@@ -9,13 +9,17 @@ until the event before it in the same chat is handled; other chats never wait.
 
 A start queues the events it replays (those that waited for their turns when the last process ended) only once
 its platforms have started, and a platform started first may hand over a newer event of the same chat before
-that: `Replays` makes it wait until they are queued, so that the chat is answered in the order it was written.
+that: `Replays` keeps it, recorded, and queues it after them, so that the chat is answered in the order it was
+written; the platform goes on handing over the other chats' events meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Awaitable, Callable, Iterable
+
+from platforms.base import Inbound
 
 
 class ChatIntake:
@@ -65,9 +69,12 @@ class _Hold:
 
 
 class Replays:
-    """The chats a start replays events of, while it has not queued them all."""
+    """The chats a start replays events of, while it has not queued them all, and the new events of those chats
+    that wait behind them. ``hand_on(event, turn_id, route)``: queue a waiting event, once the replay is through
+    (`gateway.app.Gateway._handle_accepted`; never raises)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hand_on: Callable[[Inbound, str | None, object], Awaitable[object]]) -> None:
+        self._hand_on = hand_on
         self._due: dict[str, _Due] = {}
 
     def due(self, keys: Iterable[str]) -> None:
@@ -76,49 +83,56 @@ class Replays:
         for key in keys:
             self._due.setdefault(key, _Due()).left += 1
 
-    def queued(self, key: str) -> None:
-        """One replayed event of the chat ``key`` is queued: its last lets the chat's new events go on."""
-        if (due := self._due.get(key)) is not None:
-            due.left -= 1
-            if not due.left:
-                del self._due[key]
-                due.queued = True
-                due.set()
+    async def queued(self, key: str) -> None:
+        """One replayed event of the chat ``key`` is queued. After its last, the new events that wait behind them
+        are queued, in the order they came, those that come meanwhile too; then the chat's new events go on."""
+        if (due := self._due.get(key)) is None:
+            return
+        due.left -= 1
+        if due.left:
+            return
+        while due.waiting:
+            await self._hand_on(*due.waiting.popleft())
+        del self._due[key]  # with no await since the last was taken: a newer event comes after it
+        due.set()
 
     def give_up(self) -> None:
-        """The start failed or was stopped before it queued them: from now on, the new events of those chats wait
-        no more, and are not handled in this process either (`behind`). Nothing once the start queued them all."""
+        """The start failed or was stopped before it queued them: the new events of those chats are not handled in
+        this process (`waits`); recorded already, the next start replays them after the older ones. Nothing once
+        the start queued them all."""
         for due in self._due.values():
+            due.waiting.clear()
             due.set()
 
-    async def behind(self, key: str, message_id: str | None = None) -> bool:
-        """Wait until the replayed events of the chat ``key`` are queued; never yields to the loop when it has
-        none. Whether a new event of the chat may be handled now: not after the start gave up (it is kept,
-        unhandled, for the next start, which replays it after them). ``message_id``: the platform's id of the
-        event's message, which an edit of it handed over meanwhile names (`edited`)."""
+    def waits(self, key: str, event: Inbound, turn_id: str | None, route: object) -> bool:
+        """Whether the new ``event`` of the chat ``key``, recorded, waits behind the chat's replayed events (and
+        the new ones before it) instead of being handled now: its caller returns at once, so an adapter that hands
+        events over one at a time goes on with the other chats' (the chat's next ones wait likewise). Never
+        yields to the loop. After the start gave up, it waits for good, unhandled, for the next start."""
         due = self._due.get(key)
         if due is None:
-            return True
-        if message_id is not None:
-            due.messages.add(message_id)
-        await due.wait()
-        return due.queued
+            return False
+        if not due.is_set():
+            due.waiting.append((event, turn_id, route))
+        if event.message_id is not None:
+            due.messages.add(event.message_id)
+        return True
 
     async def edited(self, key: str, message_id: str) -> None:
-        """Before an edit of the message ``message_id`` of the chat ``key`` is applied: one that waits `behind` the
+        """Before an edit of the message ``message_id`` of the chat ``key`` is applied: one that `waits` behind the
         replay is not in its session's queue yet, where the edit looks for it, and the edit was lost. The edit waits
-        with it, and, woken after it, finds it queued (`ChatIntake` holds the chat for it first)."""
+        until it is queued, and finds it there (`ChatIntake` holds the chat for it first)."""
         due = self._due.get(key)
         if due is not None and message_id in due.messages:
             await due.wait()
 
 
 class _Due(asyncio.Event):
-    """A chat's replayed events not queued yet, and the messages of the new events waiting behind them."""
+    """A chat's replayed events not queued yet, and the new events waiting behind them (and their messages)."""
 
     left = 0
-    queued = False
 
     def __init__(self) -> None:
         super().__init__()
+        self.waiting: collections.deque[tuple[Inbound, str | None, object]] = collections.deque()
         self.messages: set[str] = set()
