@@ -261,7 +261,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         kind = _permanent_kind(exc.status_code, exc.code) or (
             "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "timeout" if exc.status_code in _GAVE_UP_WAITING
-            else "server_error" if exc.status_code >= 500
+            else "server_error" if exc.status_code >= 500 or _asked_again(exc)
             else "bad_image" if pictures and exc.status_code in (400, 422) and _about_a_picture(exc)
             else "bad_request")
     elif isinstance(exc, UnicodeEncodeError):  # a request no client can send: asking again cannot help
@@ -360,6 +360,13 @@ def _permanent_kind(status: int | None, code: object) -> str | None:
     if status == 404:
         return "not_found"
     return None
+
+
+def _asked_again(exc: openai.APIStatusError) -> bool:
+    """Whether the SDK asks again after ``exc``, a 4xx: a 409 (a lock timeout), or one its server marks
+    ``x-should-retry: true``. Still failing once the retries are spent, it is the server's passing state, not a
+    request the model cannot take (``bad_request``: "trying again will not help")."""
+    return exc.status_code == 409 or exc.response.headers.get("x-should-retry") == "true"
 
 
 def _is_web_page(body: object) -> bool:

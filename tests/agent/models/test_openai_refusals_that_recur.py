@@ -28,10 +28,11 @@ def error(message: str, code: str | None, param: str | None = None, kind: str = 
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-async def refused(status: int, body, messages=TEXT, *, content_type: str | None = None) -> ModelError:
+async def refused(status: int, body, messages=TEXT, *, content_type: str | None = None,
+                  headers: dict[str, str] | None = None) -> ModelError:
     async with FakeOpenAIServer(api_key=KEY) as server:
         if content_type is None:
-            server.push_error(status, body)
+            server.push_error(status, body, headers)
         else:
             server.push_raw(body, status=status, content_type=content_type)
         model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key=KEY,
@@ -97,3 +98,25 @@ async def test_a_403_refusing_where_the_gateway_runs_is_not_blamed_on_its_key(st
 async def test_a_403_that_is_about_access_is_still_the_keys():
     access = error("Project `proj_abc` does not have access to model `gpt-x`", "model_not_found")
     assert (await refused(403, access)).kind == "auth"
+
+
+@pytest.mark.parametrize(("status", "headers"), [(409, None), (400, {"x-should-retry": "true"})],
+                         ids=["lock-timeout", "marked-to-retry"])
+async def test_a_refusal_the_sdk_asks_again_after_is_not_one_that_recurs(status, headers):
+    # The SDK asks again after a 409 (a lock timeout) and after any answer its server marks x-should-retry: true:
+    # failing still once its retries are spent, it read "trying again will not help" (`bad_request`).
+    busy = error("Another request is being processed; try again.", None, kind="server_error")
+    assert (await refused(status, busy, headers=headers)).kind == "server_error"
+
+
+@pytest.mark.parametrize(("status", "body"), [
+    (400, error("This model's maximum prompt length is 131072 but the request contains 136973 tokens.", None)),
+    (422, {"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 8192. Given: 6204 "
+                    "`inputs` tokens and 2047 `max_new_tokens`", "error_type": "validation"}),
+    (422, {"error": "Input validation error: `inputs` must have less than 4096 tokens. Given: 4545",
+           "error_type": "validation"}),
+], ids=["xai", "tgi-total", "tgi-inputs"])
+async def test_a_conversation_past_the_window_in_other_words_is_too_long_not_a_setting(status, body):
+    # xAI's 400 and text-generation-inference's 422: read as a setting the model does not take, the chat was told to
+    # wait for the operator (and nothing compacted the conversation), where /new cures it.
+    assert (await refused(status, body)).context_exceeded
