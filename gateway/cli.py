@@ -50,8 +50,8 @@ EXIT_CONFIG = 78
 """Exit status of a command that the operator must fix something for before it can start: the configuration
 has errors, a platform refused the bot, an extra is missing, the model's key or URL is malformed, the state
 database or journal is a newer version's, the journal's handle-key table is damaged, a tool or toolset name
-no tool has, a worker's file has no temporal engine, a ``lifecycle.temporal.tls``
-file cannot be read or used (`gateway.startup_errors.lasting`; sysexits.h's
+no tool has, a worker's file has no temporal engine, a ``server.port`` the user may not listen on, a
+``lifecycle.temporal.tls`` file cannot be read or used (`gateway.startup_errors.lasting`; sysexits.h's
 ``EX_CONFIG``). Starting again unchanged
 fails the same way, so deploy/switchboard.service names it in
 ``RestartPreventExitStatus=``: a supervisor restarting on every failure logged the same line every few seconds
