@@ -196,7 +196,7 @@ def _command(argv: Sequence[str] | None) -> int:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's for good
     args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
     if args.command == "config":
-        return config_check(args.path or args.config, sys.stdout, _STDERR, overrides=args.set)
+        return config_check(_checked_path(parser, args), sys.stdout, _STDERR, overrides=args.set)
     try:
         config, warnings = load_config(args.config, overrides=args.set)
     except ConfigError as exc:
@@ -231,13 +231,51 @@ def _command(argv: Sequence[str] | None) -> int:
                 log_file.close()
 
 
+def _checked_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The file `config check` reads: its PATH, or --config's. Both, naming different files, is a usage error:
+    the check read PATH alone, and its verdict was taken for the --config file's (an alias or a script that
+    adds --config to every command)."""
+    if args.path is not None and args.config is not None and not _same_file(args.config, args.path):
+        parser.error(f"config check: --config {shlex.quote(args.config)} and PATH {shlex.quote(args.path)}"
+                     " name different files; give one of them")
+    return args.path or args.config
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(os.path.expanduser(first), os.path.expanduser(second))
+    except OSError:  # one is not there (the check says so) or cannot be reached: by their names
+        return os.path.abspath(os.path.expanduser(first)) == os.path.abspath(os.path.expanduser(second))
+
+
+SERVICE_ENVIRONMENT = "the service's user and environment (docs/configuration.md#checking-a-services-configuration)"
+"""What a check typed in a shell lacks of a systemd service's: its EnvironmentFile's secrets, reported as
+"environment variable … is not set" by a check without them, and its user, who may not read what root can."""
+
+
 def _check_hint(source: Path | None, overrides: Sequence[str]) -> str:
     """The `config check` that reads what the command read. A bare one looks the file up anew: after
     ``--config /etc/switchboard/config.yaml run`` (the systemd unit's), typed in another directory or as
     another user, it checked the defaults or another file and found nothing wrong. The --set pairs are not
-    repeated: a value may be a secret typed there all the same."""
+    repeated: a value may be a secret typed there all the same. Nor can a systemd service's environment be: its
+    EnvironmentFile is the unit's, which the process is not told."""
     command = "switchboard config check" + (f" {shlex.quote(str(source))}" if source is not None else "")
-    return f"`{command}`" + (", with the same --set options," if overrides else "")
+    given = ["the same --set options"] if overrides else []
+    if _stderr_is_the_journal():
+        given.append(SERVICE_ENVIRONMENT)
+    return f"`{command}`" + (f", with {' and '.join(given)}," if given else "")
+
+
+def _stderr_is_the_journal() -> bool:
+    """Whether this command runs as a systemd service: its standard error is the stream to the journal that
+    ``$JOURNAL_STREAM`` names (device:inode). The variable alone is no sign: what a service starts inherits it
+    (a desktop's terminals, a CI runner's jobs)."""
+    device, _, inode = os.environ.get("JOURNAL_STREAM", "").partition(":")
+    try:
+        status = os.fstat(sys.stderr.fileno())
+        return (status.st_dev, status.st_ino) == (int(device), int(inode))
+    except (AttributeError, OSError, ValueError):  # no stderr, or none with a descriptor; no such variable
+        return False
 
 
 def _print_warnings(warnings: Sequence[str]) -> None:

@@ -5,10 +5,12 @@ state directory each deployment gives the gateway against the one it keeps."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import yaml
 
+from gateway.cli import SERVICE_ENVIRONMENT
 from platforms import slack_scopes
 from platforms.fakes._slack_web_api import BOT_SCOPES
 from tests.test_deploy import switchboard, unit_setting
@@ -104,3 +106,21 @@ def test_the_state_directory_the_gateway_is_given_is_the_one_kept():
     assert re.search(r"^VOLUME (.+)$", dockerfile, re.M).group(1) == f'["{state}"]'
     compose = yaml.safe_load((ROOT / "deploy" / "compose.scale-out.yaml").read_text(encoding="utf-8"))
     assert f"state:{state}" in compose["services"]["gateway"]["volumes"]
+
+
+def test_the_documented_check_as_the_service_runs_it_has_the_units_user_secrets_and_file():
+    # A check typed in a shell lacks the unit's EnvironmentFile and user: it reported every secret the service has
+    # as not set. The start's hint under systemd points at this command, which must stay the unit's.
+    doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    anchor = SERVICE_ENVIRONMENT.split("#")[1].rstrip(")")
+    heading = next(line for line in doc.splitlines() if line.startswith("### Checking a service"))
+    assert re.sub(r"[^\w -]", "", heading.lstrip("# ").lower()).replace(" ", "-") == anchor
+    block = re.search(r"```sh\n(sudo systemd-run .+?)\n```", doc, re.S).group(1)
+    words = shlex.split(block.replace("\\\n", " "))
+    assert "--pipe" in words and "--wait" in words  # its output here, and its exit status
+    properties = [words[i + 1] for i, word in enumerate(words) if word == "-p"]
+    expected = [f"User={unit_setting('User')[0]}", f"EnvironmentFile={unit_setting('EnvironmentFile')[0]}",
+                *(f"Environment={assignment}" for assignment in unit_setting("Environment"))]
+    assert sorted(properties) == sorted(expected)
+    program, *args = unit_setting("ExecStart")
+    assert words[-4:] == [program, "config", "check", args[args.index("--config") + 1]]
