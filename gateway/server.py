@@ -245,7 +245,11 @@ def _bind_problem(host: str, port: int, exc: OSError) -> str:
         return (f"server.port: {_address(host, port)} is already in use (another switchboard, or another program); stop it,"
                 " or set server.port to a free port")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return (f"server.port: listening on port {port} is not permitted ({exc.strerror}); use a port above 1023,"
-                " or put a proxy in front")
+        # Above 1023 it is no privileged port: a security policy (SELinux, a container's lowest unprivileged port)
+        # refuses it, which a port number alone may not cure.
+        fix = ("use a port above 1023, or put a proxy in front" if port < 1024 else
+               "a security policy (SELinux, a container's net.ipv4.ip_unprivileged_port_start) refuses it: allow the"
+               " port there, or use one it allows")
+        return f"server.port: listening on port {port} is not permitted ({exc.strerror}); {fix}"
     return (f"server.host: cannot listen on {_address(host, port)} ({exc.strerror or exc}); set server.host to an address"
             " of this machine, such as 127.0.0.1 or 0.0.0.0")

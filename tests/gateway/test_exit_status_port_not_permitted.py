@@ -12,6 +12,7 @@ import pytest
 
 from gateway.cli import EXIT_CONFIG
 from gateway.errors import StartupError
+from gateway.server import _bind_problem
 from gateway.startup_errors import lasting
 from tests.gateway.cli_process import problem_lines, run, write_config
 from tests.test_deploy import unit_setting
@@ -59,3 +60,10 @@ def test_only_a_bind_the_user_may_not_make_lasts():
         raise StartupError("state directory …") from PermissionError(errno.EACCES, "Permission denied", "/srv/x")
     except StartupError as exc:
         assert not lasting(exc)
+
+
+def test_the_fix_named_fits_the_port_refused():
+    refused = OSError(errno.EACCES, "Permission denied")
+    assert _bind_problem("0.0.0.0", 443, refused).endswith("use a port above 1023, or put a proxy in front")
+    above = _bind_problem("0.0.0.0", 8443, refused)  # no privileged port: a policy refuses it
+    assert "above 1023" not in above and "security policy" in above
