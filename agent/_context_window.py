@@ -16,17 +16,33 @@ log = logging.getLogger("agent.context_window")
 
 _STATED_WINDOW = re.compile(
     r"maximum context length is (\d+)|context (?:length|size|window) (?:is|of) (\d+)"
-    r"|available context size \((\d+) tokens\)|maximum model length of (\d+)|n_ctx: (\d+)", re.IGNORECASE)
+    r"|available context size \((\d+) tokens\)|maximum model length of (\d+)|n_ctx: (\d+)"
+    r"|maximum prompt length is (\d+)|`inputs` must have less than (\d+) tokens", re.IGNORECASE)
 """The window a server names when it refuses a request (OpenAI and vLLM: "This model's maximum context
 length is 8192 tokens. However, …"; llama.cpp: "request (4476 tokens) exceeds the available context
 size (4096 tokens)"; vLLM V1: "longer than the maximum model length of 8192"; LM Studio: "(n_keep: 13055>=
-n_ctx: 4096)")."""
+n_ctx: 4096)"; xAI: "This model's maximum prompt length is 131072 but the request contains …"; Hugging Face's
+text-generation-inference: "`inputs` must have less than 4096 tokens. Given: …", which it refuses only past
+4096)."""
+
+_TOTAL_BOUND = re.compile(
+    r"`inputs` tokens \+ `max_new_tokens` must be <= (\d+)"
+    r"(?:\. Given: \d+ `inputs` tokens and (\d+) `max_new_tokens`)?", re.IGNORECASE)
+"""text-generation-inference's other refusal (Together's too): "`inputs` tokens + `max_new_tokens` must be
+<= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`". Its bound holds the answer as well as the
+conversation, and the answer's share is the server's to choose (we send no ``max_tokens``), so the window
+kept is what the conversation had room for: the bound less the ``max_new_tokens`` given (the bound itself
+when a proxy cut the text short of them)."""
 
 _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def stated_window(error_text: str) -> int | None:
-    """The window, in tokens, that a refusal's text names; None when it names none."""
+    """The window, in tokens, that a refusal's text names (where it bounds the conversation and the answer
+    together, the conversation's share); None when it names none."""
+    if total := _TOTAL_BOUND.search(error_text):
+        bound, answer = int(total[1]), int(total[2] or 0)
+        return bound - answer if answer < bound else None  # an answer as long as the bound leaves no room at all
     stated = _STATED_WINDOW.search(error_text)
     return int(next(n for n in stated.groups() if n)) if stated else None
 

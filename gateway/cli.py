@@ -64,6 +64,9 @@ port's problems)."""
 SET_LEVELS = ("set", "set_in_command", "set_in_subcommand")
 """Where each level of the command line keeps its --set pairs: argparse copies a subcommand's
 options over its parent's, so one list for all kept only the innermost level's pairs."""
+CONFIG_LEVELS = ("config", "config_in_command", "config_in_subcommand")
+"""Where each level of the command line keeps its --config, for the same reason: one for all kept the
+innermost level's, so `switchboard --config A run --config B` read B without a word (`_config_path`)."""
 
 
 def _common(level: int) -> argparse.ArgumentParser:
@@ -71,7 +74,7 @@ def _common(level: int) -> argparse.ArgumentParser:
     (`switchboard run --config F`); SUPPRESS keeps an option given before it from being reset."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS, type=_named_path,
-                        help="configuration file (default: see docs/configuration.md)")
+                        dest=CONFIG_LEVELS[level], help="configuration file (default: see docs/configuration.md)")
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=argparse.SUPPRESS,
                         dest=SET_LEVELS[level],
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
@@ -186,6 +189,7 @@ def _reader_gone() -> None:
 def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.config = _config_path(parser, args)
     if args.command == "ask" and not " ".join(args.message).strip():
         # `switchboard ask "$QUESTION"` with the variable unset: a model call (paid for) would answer nothing.
         parser.error("ask: the message is empty")
@@ -229,6 +233,18 @@ def _command(argv: Sequence[str] | None) -> int:
         if log_file is not None:
             with contextlib.suppress(OSError):  # its last lines may not fit a full disk: said once already
                 log_file.close()
+
+
+def _config_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The file --config names, before the command or after it. Two levels naming different files is a usage
+    error: the innermost was read, and the command's outcome taken for the other's (an alias or a script that
+    adds --config to every command, and another --config typed after it)."""
+    given = [path for level in CONFIG_LEVELS if (path := getattr(args, level, None)) is not None]
+    for other in given[1:]:
+        if not _same_file(given[0], other):
+            parser.error(f"--config {shlex.quote(given[0])} and --config {shlex.quote(other)} name different files;"
+                         " give one of them")
+    return given[-1] if given else None
 
 
 def _checked_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
