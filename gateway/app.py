@@ -170,7 +170,7 @@ class Gateway:
         self._answers = CommandAnswers(self.outbox, self.store.inbox, self.commands, self.dead_letters,
                                        accepting=lambda: self._accepting, clock=clock)
         self._intake = ChatIntake()
-        self.edits = MessageEdits(self.sessions, self.store.inbox, self._intake,
+        self.edits = MessageEdits(self.sessions, self.store.inbox, self._intake, self._replays,
                                   is_command=lambda text: self.commands.parse(text) is not None,
                                   durable=self._recorded_durably, before_waiting=self._durable_before_waiting,
                                   accepting=lambda: self._accepting)
@@ -248,7 +248,7 @@ class Gateway:
                     adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
                                             functools.partial(self._chat_moved, adapter.name))
                 if isinstance(adapter, HearsEdits):
-                    adapter.bind_edits(self._edited)
+                    adapter.bind_edits(self.edits.edited)
                 await adapter.start(self.handle, specs)
                 log.info("platform %s started", adapter.name)
             undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
@@ -462,11 +462,6 @@ class Gateway:
         result = await self._handle_accepted(inbound, accepted.turn_id, route)
         await self._recorded_durably()
         return result
-
-    async def _edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
-        """`MessageEdits.edited`, once the message has left the start's replay it waited behind (`Replays.edited`)."""
-        await self._replays.edited(session_key(platform, chat_id, thread_id), message_id)
-        return await self.edits.edited(platform, chat_id, thread_id, message_id, text)
 
     async def _recorded_durably(self) -> None:
         """Commit the event `handle` recorded. A commit the store refused and kept the row of, to commit once

@@ -10,13 +10,15 @@ until the event before it in the same chat is handled; other chats never wait.
 A start queues the events it replays (those that waited for their turns when the last process ended) only once
 its platforms have started, and a platform started first may hand over a newer event of the same chat before
 that: `Replays` keeps it, recorded, and queues it after them, so that the chat is answered in the order it was
-written; the platform goes on handing over the other chats' events meanwhile.
+written; the platform goes on handing over the other chats' events meanwhile, and an edit of it changes it
+where it waits (`Replays.waiting`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 
 from platforms.base import Inbound
@@ -92,7 +94,9 @@ class Replays:
         if due.left:
             return
         while due.waiting:
-            await self._hand_on(*due.waiting.popleft())
+            # Taken and handed to the chat's intake with no await between: an edit finds it in one or the other.
+            waiting = due.waiting.popleft()
+            await self._hand_on(waiting.event, waiting.turn_id, waiting.route)
         del self._due[key]  # with no await since the last was taken: a newer event comes after it
         due.set()
 
@@ -113,26 +117,35 @@ class Replays:
         if due is None:
             return False
         if not due.is_set():
-            due.waiting.append((event, turn_id, route))
-        if event.message_id is not None:
-            due.messages.add(event.message_id)
+            due.waiting.append(Waiting(event, turn_id, route))
         return True
 
-    async def edited(self, key: str, message_id: str) -> None:
-        """Before an edit of the message ``message_id`` of the chat ``key`` is applied: one that `waits` behind the
-        replay is not in its session's queue yet, where the edit looks for it, and the edit was lost. The edit waits
-        until it is queued, and finds it there (`ChatIntake` holds the chat for it first)."""
+    def waiting(self, key: str, message_id: str) -> Waiting | None:
+        """The new event of the message ``message_id`` of the chat ``key`` that waits behind the replay, not
+        handed on yet: one its user edits is changed here (`gateway.message_edits`), as it is not in its
+        session's queue yet, nor in the chat's intake, and is queued as edited."""
         due = self._due.get(key)
-        if due is not None and message_id in due.messages:
-            await due.wait()
+        for waiting in due.waiting if due is not None else ():
+            if waiting.event.message_id == message_id:
+                return waiting
+        return None
+
+
+@dataclasses.dataclass(slots=True)
+class Waiting:
+    """A new event waiting behind its chat's replay, as `Replays.waits` took it."""
+
+    event: Inbound
+    turn_id: str | None
+    route: object
+    """`gateway.app.Gateway._route`'s: None for a message that starts a turn."""
 
 
 class _Due(asyncio.Event):
-    """A chat's replayed events not queued yet, and the new events waiting behind them (and their messages)."""
+    """A chat's replayed events not queued yet, and the new events waiting behind them."""
 
     left = 0
 
     def __init__(self) -> None:
         super().__init__()
-        self.waiting: collections.deque[tuple[Inbound, str | None, object]] = collections.deque()
-        self.messages: set[str] = set()
+        self.waiting: collections.deque[Waiting] = collections.deque()

@@ -12,7 +12,10 @@ routed as one, not answered as the message it ran as).
 
 A start replays what waited for its turn when the last process ended, and queues it only after the platforms
 have started (an adapter that cannot start runs no turn): an edit made while the gateway was down may come
-first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already.
+first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already. A
+newer message of such a chat that a platform started first hands over meanwhile waits behind them, recorded, in
+no queue yet (`gateway.chat_intake.Replays`): its edit changes it there at once, so the platform, which may hand
+events over one at a time, goes on with every chat's events while the replay waits.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-from gateway.chat_intake import ChatIntake
+from gateway.chat_intake import ChatIntake, Replays
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import WorkItem
 from gateway.store import session_key
@@ -36,10 +39,10 @@ class MessageEdits:
     was written, raising as `gateway.app.Gateway.handle` does when the store refuses; ``accepting()``: whether
     the gateway takes events now (a stop has begun: what waits is replayed after the next start, unedited)."""
 
-    def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, *,
+    def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, behind_replay: Replays, *,
                  is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
                  before_waiting: Callable[[], Awaitable[None]], accepting: Callable[[], bool]) -> None:
-        self._sessions, self._inbox, self._intake = sessions, inbox, intake
+        self._sessions, self._inbox, self._intake, self._behind_replay = sessions, inbox, intake, behind_replay
         self._is_command, self._durable, self._before_waiting = is_command, durable, before_waiting
         self._accepting = accepting
         self._replays: dict[tuple[str, str], Inbound] = {}
@@ -58,33 +61,55 @@ class MessageEdits:
 
     async def edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
         """`platforms.base.MessageEdited`. Idempotent: the same edit handed over again changes nothing more."""
-        async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
-            item = self._waiting(platform, chat_id, thread_id, message_id) if self._accepting() else None
-            event = item.event if item is not None else None
-            if event is None and self._accepting():
-                event = self._replay(platform, chat_id, thread_id, message_id)
-            if event is None:
-                log.debug("%s chat %s: message %s was edited, but does not wait for its turn; left as it is",
-                          platform, chat_id, message_id)
+        key = session_key(platform, chat_id, thread_id)
+        behind = self._behind_replay.waiting(key, message_id) if self._accepting() else None
+        if behind is not None:
+            # Neither queued nor in its chat's intake yet, so changed now, with no await before: waiting for the
+            # chat until the replay is through held the platform's hand-over of every chat's events meanwhile.
+            if behind.route is not None or behind.event.aliases:
+                return self._left(platform, chat_id, message_id)
+            if (edited := self._edit(behind.event, text)) is None:
                 return False
-            if event.text != text:  # else handed over again (its commit refused before), or edited back
-                if self._is_command(text) and not event.forwarded:
-                    log.debug("%s chat %s: message %s was edited into a command; left as it is", platform, chat_id,
-                              message_id)
-                    return False
-                edited = dataclasses.replace(event, text=text)
-                if not self._inbox.edit(edited):
-                    log.debug("%s chat %s: message %s was edited, but its event %s no longer waits; left as it is",
-                              platform, chat_id, message_id, edited.event_id)
+            behind.event = edited
+        else:
+            async with self._intake.turn(key, self._before_waiting):
+                item = self._waiting(platform, chat_id, thread_id, message_id) if self._accepting() else None
+                event = item.event if item is not None else None
+                if event is None and self._accepting():
+                    event = self._replay(platform, chat_id, thread_id, message_id)
+                if event is None:
+                    return self._left(platform, chat_id, message_id)
+                if (edited := self._edit(event, text)) is None:
                     return False
                 if item is not None:
                     item.text, item.event = text, edited
                 else:
                     self._replays[(platform, edited.event_id)] = edited
-                log.info("%s chat %s: message %s (event %s) was edited while it waited for its turn; it is answered"
-                         " as edited", platform, chat_id, message_id, edited.event_id)
         await self._durable()
         return True
+
+    def _edit(self, event: Inbound, text: str) -> Inbound | None:
+        """``event`` as its user edited it to ``text``, so in the inbox too; None if it is left as it is."""
+        if event.text == text:  # handed over again (its commit refused before), or edited back
+            return event
+        if self._is_command(text) and not event.forwarded:
+            log.debug("%s chat %s: message %s was edited into a command; left as it is", event.platform,
+                      event.chat_id, event.message_id)
+            return None
+        edited = dataclasses.replace(event, text=text)
+        if not self._inbox.edit(edited):
+            log.debug("%s chat %s: message %s was edited, but its event %s no longer waits; left as it is",
+                      event.platform, event.chat_id, event.message_id, edited.event_id)
+            return None
+        log.info("%s chat %s: message %s (event %s) was edited while it waited for its turn; it is answered"
+                 " as edited", event.platform, event.chat_id, event.message_id, edited.event_id)
+        return edited
+
+    @staticmethod
+    def _left(platform: str, chat_id: str, message_id: str) -> bool:
+        log.debug("%s chat %s: message %s was edited, but does not wait for its turn; left as it is",
+                  platform, chat_id, message_id)
+        return False
 
     def _waiting(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> WorkItem | None:
         """The queued turn of the message, if it waits for one of its own and is answered as it was written."""

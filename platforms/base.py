@@ -184,9 +184,10 @@ class Adapter(Protocol):
         """Connect, register ``commands`` where the platform has them, and begin
         delivering events to ``sink``; returns once connected. Events are handed
         over one at a time per chat, in order; ``sink`` returns quickly (it only
-        records and queues), but not before the start has queued the chat's older events
-        it replays: hand events over from a task of the adapter's own, never awaited
-        within ``start`` itself."""
+        records and queues: a new event of a chat whose older events the start replays
+        is queued after them without waiting for them, and an edit of it handed to
+        `HearsEdits`' ``edited`` is applied at once). Hand events over from a task of the
+        adapter's own, never awaited within ``start`` itself."""
 
     async def stop(self) -> None:
         """Stop receiving, close connections. Idempotent."""

@@ -1,8 +1,8 @@
 """A command sent while the gateway was down waits, at the next start, behind the older message of its chat that
 the start replays (`gateway.chat_intake.Replays`), and is then run as the command it is, on that message: /stop
-stops it before its model is asked; an edit of a message waiting so holds Telegram's hand-over only until the
-message is queued, and its turn answers it as edited. The real aiogram client inside `TelegramAdapter` against the loopback
-`FakeTelegram`; Slack's start held at ``auth.test`` (`SlowToAuthSlack`)."""
+stops it before its model is asked; an edit of a message waiting so changes it where it waits, and its turn
+answers it as edited. The real aiogram client inside `TelegramAdapter` against the loopback `FakeTelegram`; Slack's
+start held at ``auth.test`` (`SlowToAuthSlack`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def test_an_edit_of_a_message_waiting_behind_the_replay_is_what_its_turn_a
     read: list[str] = []
     async with SlowToAuthSlack() as slack, starting(fake, slack, tmp_path, echo(read)) as (gateway, start):
         await fake.wait_for(lambda: not fake.pending)  # "second" handed over and confirmed: recorded, waiting
-        edit = fake.edit_message(PRIVATE, second, "second, edited")  # held until "second" is queued after "first"
+        edit = fake.edit_message(PRIVATE, second, "second, edited")  # applied where "second" waits, at once
         write(fake, "ping", OTHER)
         await fake.wait_for(lambda: edit in fake.served)
         slack.auth.set()
