@@ -5,8 +5,6 @@ again nor left ``⏳``; where it cannot (Telegram), the answer still reaches the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from agent.testing import FakeClock
@@ -15,34 +13,15 @@ from gateway.progress_message import ProgressMessage
 from gateway.store import GatewayStore
 from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
-from platforms.slack import SlackAdapter
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
+from tests.platforms.slack_client import fake_slack, started_slacks
 
 WAIT = 5.0
 CHAT = ("slack", "C1", None)
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapters(fake: FakeSlack):
-    """adapters() -> a started SlackAdapter on the fake (one per simulated process)."""
-    started: list[SlackAdapter] = []
-
-    async def make() -> SlackAdapter:
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
-        await adapter.start(Sink(), [])
-        started.append(adapter)
-        return adapter
-
-    yield make
-    for adapter in started:
-        await adapter.stop()
+fake = fake_slack()
+adapters = started_slacks()
 
 
 def bot_posts(fake: FakeSlack) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,6 +15,7 @@ from gateway.store import SCHEMA_VERSION, GatewayStore, NewMessage
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.gateway.observing import Lookups
+from tests.platforms.slack_client import bot_posts, fake_slack, started_slacks
 
 WAIT = 5.0
 LATER = 3600.0
@@ -38,34 +38,8 @@ class LaterClock:
         await asyncio.sleep(seconds)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapters(fake: FakeSlack):
-    """adapters() -> a started SlackAdapter on the fake (one per simulated process)."""
-    started: list[SlackAdapter] = []
-
-    async def make() -> SlackAdapter:
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
-        await adapter.start(_ignore, [])
-        started.append(adapter)
-        return adapter
-
-    yield make
-    for adapter in started:
-        await adapter.stop()
-
-
-async def _ignore(_inbound) -> None:
-    return None
-
-
-def bot_posts(fake: FakeSlack) -> list[dict]:
-    return [m for m in fake.messages.get(("C1", None), []) if m.get("bot_id")]
+fake = fake_slack()
+adapters = started_slacks()
 
 
 async def given_up_on_after_its_post_went_out(store: GatewayStore, fake: FakeSlack,

@@ -9,7 +9,6 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -22,47 +21,16 @@ from platforms.fakes._slack_limits import Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_history import SENT_EVENT
+from tests.clock_steps import run_clock_until
 from tests.gateway.observing import Lookups
+from tests.platforms.sink import Sink
+from tests.platforms.slack_client import bot_posts, fake_slack, started_slacks
 
 WAIT = 5.0
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapters(fake: FakeSlack):
-    """adapters() -> a started SlackAdapter on the fake (one per simulated process)."""
-    started: list[SlackAdapter] = []
-
-    async def make() -> SlackAdapter:
-        adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
-        await adapter.start(_ignore, [])
-        started.append(adapter)
-        return adapter
-
-    yield make
-    for adapter in started:
-        await adapter.stop()
-
-
-async def _ignore(_inbound) -> None:
-    return None
-
-
-async def run_clock_until(clock: FakeClock, done, timeout: float) -> None:
-    """Let the fake clock run, half a second a step, the outbox running between steps, until ``done()``."""
-    async with asyncio.timeout(timeout):
-        while not done():
-            clock.advance(0.5)
-            await asyncio.sleep(0.005)
-
-
-def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -> list[dict]:
-    return [m for m in fake.messages.get((channel, thread), []) if m.get("bot_id")]
+fake = fake_slack()
+adapters = started_slacks()
 
 
 @pytest.mark.parametrize("thread", [False, True], ids=["channel", "thread"])
@@ -303,7 +271,7 @@ async def test_a_card_a_dead_process_left_is_looked_up_once_when_its_final_edit_
     await dead.stop()
 
     slack = CountedSlack(fake, bound=3)
-    await slack.start(_ignore, [])
+    await slack.start(Sink(), [])
     if answer == "outage":
         fake.fail_next("conversations.history", "service_unavailable", status=503, times=3)
     elif answer == "stopped":
@@ -329,7 +297,7 @@ async def test_a_card_a_dead_process_never_tried_to_post_is_withdrawn_without_a_
     ProgressMessage(first, ("slack", "C1", None), "card", turn_id="t1", run_id="r1").publish("⏳ Working…", 0)
     await first.close()  # the process dies before it tries to post the card
     slack = CountedSlack(fake, bound=0)
-    await slack.start(_ignore, [])
+    await slack.start(Sink(), [])
     again = Outbox(store.outbox, {"slack": slack})
     ProgressMessage(again, ("slack", "C1", None), "card", turn_id="t1", run_id="r2").finish("✓ Done", delete=False)
     await again.start()
@@ -354,7 +322,7 @@ async def answers_whose_posts_failed(tmp_path, fake: FakeSlack, adapters, clock:
     for channel in channels:
         outbox.enqueue("slack", channel, None, f"the answer in {channel}", kind="reply", key=f"t-{channel}")
     sent = lambda: all(store.outbox.message(f"t-{c}:0").status == "sent" for c in channels)  # noqa: E731
-    await run_clock_until(clock, sent, timeout=60.0)
+    await run_clock_until(fake, clock, sent, timeout=60.0)
     await outbox.close()
     store.close()
 
@@ -387,7 +355,7 @@ async def test_the_adapters_own_reads_of_slack_take_turns_with_the_outboxs_looku
         outbox.enqueue("slack", f"C{n}", None, "the answer", kind="reply", key=f"t{n}")
     clean_ups = asyncio.ensure_future(asyncio.gather(*(adapter.clear_left_behind(f"D{n}", None) for n in range(10))))
     sent = lambda: all(store.outbox.message(f"t{n}:0").status == "sent" for n in range(10))  # noqa: E731
-    await run_clock_until(clock, lambda: sent() and clean_ups.done(), timeout=60.0)
+    await run_clock_until(fake, clock, lambda: sent() and clean_ups.done(), timeout=60.0)
     await clean_ups
     await outbox.close()
     store.close()
@@ -469,7 +437,7 @@ async def test_after_a_restart_only_the_parts_the_dead_process_began_to_post_are
     await fake.wait_for(lambda: all(bot_posts(fake, c) for c in backlog) and store.outbox.message("t0:0").status
                         == "sent")
     assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["C0"]
-    await run_clock_until(clock, lambda: store.outbox.message("t1:0").status == "sent", timeout=WAIT)
+    await run_clock_until(fake, clock, lambda: store.outbox.message("t1:0").status == "sent", timeout=WAIT)
     await outbox.close()
     store.close()
     assert [m["text"] for m in bot_posts(fake, "C0")] == ["in flight", "queued behind it"]  # not doubled

@@ -1,9 +1,10 @@
-"""The real slack-sdk and slack-bolt against `FakeSlack`, for tests: the fake as a fixture, and an adapter
-connected to it over Socket Mode as another."""
+"""The real slack-sdk and slack-bolt against `FakeSlack`, for tests: the fake as a fixture, an adapter
+connected to it over Socket Mode as another, adapters started one per simulated process as a third, and what
+the bot posted."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -43,3 +44,30 @@ def running_slack() -> Any:
         await adapter.stop()
 
     return slack
+
+
+def started_slacks() -> Any:
+    """An ``adapters`` fixture for a test module (``adapters = started_slacks()``): ``await adapters()`` is a
+    `SlackAdapter` on the module's ``fake``, started with a `Sink` (one per simulated process: a restart starts
+    another); every one is stopped after the test."""
+
+    @pytest.fixture
+    async def adapters(fake: FakeSlack) -> AsyncIterator[Callable[[], Awaitable[SlackAdapter]]]:
+        started: list[SlackAdapter] = []
+
+        async def make() -> SlackAdapter:
+            adapter = SlackAdapter(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+            await adapter.start(Sink(), [])
+            started.append(adapter)
+            return adapter
+
+        yield make
+        for adapter in started:
+            await adapter.stop()
+
+    return adapters
+
+
+def bot_posts(fake: FakeSlack, channel: str = "C1", thread: str | None = None) -> list[dict[str, Any]]:
+    """The messages the bot has in ``channel`` (``thread``: the thread's replies), oldest first."""
+    return [m for m in fake.messages.get((channel, thread), []) if m.get("bot_id")]

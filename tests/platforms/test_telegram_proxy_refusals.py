@@ -9,7 +9,6 @@ chat, nor a message that is gone. The real aiogram client against the loopback f
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from platforms.base import MessageTooLong, NetworkError, NotFound, Outbound, OutboundFile
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from tests.platforms.sink import Sink
+from tests.platforms.telegram_client import fake_telegram, running_telegram
 
 CHAT = "7"
 TOO_LARGE = ("<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413"
@@ -28,18 +27,8 @@ def page(status: str) -> str:
     return f"<html><head><title>{status}</title></head><body><h1>{status}</h1><hr>proxy</body></html>"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+fake = fake_telegram()
+adapter = running_telegram()
 
 
 async def test_an_upload_a_proxy_refuses_as_too_large_is_refused_for_good_not_uploaded_again(

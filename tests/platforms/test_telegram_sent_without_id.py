@@ -9,7 +9,6 @@ aiogram client against the loopback fake."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +19,14 @@ from gateway.store import GatewayStore
 from platforms.base import EditUnsupported, Outbound, OutboundFile
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import NO_ID, TelegramAdapter
-from tests.platforms.sink import Sink
+from tests.platforms.telegram_client import fake_telegram, running_telegram
 
 CHAT = "7"
 WAIT = 10.0
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+fake = fake_telegram()
+adapter = running_telegram()
 
 
 RESHAPES = pytest.mark.parametrize("reshape", [

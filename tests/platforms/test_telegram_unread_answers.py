@@ -8,7 +8,6 @@ loopback fake."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from platforms.base import NetworkError, Outbound, OutboundFile
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import NO_ID, TelegramAdapter
-from tests.platforms.sink import Sink
+from tests.platforms.telegram_client import fake_telegram, running_telegram
 
 CHAT = "7"
 
@@ -26,18 +25,8 @@ def without(*fields: str) -> Any:
     return lambda result: {k: v for k, v in result.items() if k not in fields}
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def adapter(fake: FakeTelegram) -> AsyncIterator[TelegramAdapter]:
-    adapter = TelegramAdapter(fake.token, api_base=fake.base_url)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+fake = fake_telegram()
+adapter = running_telegram()
 
 
 @pytest.mark.parametrize("reshape", [

@@ -8,7 +8,6 @@ with ``Retry-After`` as Slack does.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
 from collections.abc import AsyncIterator
@@ -24,33 +23,16 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._slack_limits import TIERS, Window
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.clock_steps import run_clock, run_clock_until
 from tests.scenarios.test_telegram_flood import (
     GOALS,
     QUESTIONS,
-    STEP,
-    arrived,
     child,
     final_answer,
     parent,
 )
 
 CHANNEL = "C1"
-
-
-async def run_clock(fake: FakeSlack, clock: FakeClock, seconds: float) -> None:
-    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps, and none while
-    a call is on its way to the fake: on a loaded machine a call took several steps of time to arrive, and reached
-    Slack's limits later than the gateway's pacing counted it (a placeholder 0.5 s before the reply, refused)."""
-    for _ in range(round(seconds / STEP)):
-        await arrived(fake)  # FakeSlack counts its calls in flight as FakeTelegram does
-        clock.advance(STEP)
-        await asyncio.sleep(0.005)
-
-
-async def run_clock_until(fake: FakeSlack, clock: FakeClock, done, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not done():
-            await run_clock(fake, clock, STEP)
 
 
 @pytest.fixture

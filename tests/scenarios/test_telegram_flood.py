@@ -7,7 +7,6 @@ overall, edits counted) on the gateway's own fake clock, so minutes of pacing pa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -18,9 +17,9 @@ from agent.testing import FakeClock
 from gateway.app import Gateway
 from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._telegram_flood import FloodControl
-from platforms.fakes.slack import FakeSlack
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.clock_steps import run_clock, run_clock_until
 
 BOT = "sb_flood_bot"
 GROUP = -1001234567
@@ -28,8 +27,6 @@ ALICE = dict(chat_type="supergroup", user_id=5, username="alice")
 BOB = dict(chat_type="supergroup", user_id=6, username="bob")
 GOALS = [f"survey source {n}" for n in range(1, 11)]
 QUESTIONS = ["what time is it?", "is the build green?", "who is on call?", "where are the logs?", "any news?"]
-STEP = 0.5
-"""Fake seconds the test moves the clock at a time."""
 
 
 def final_answer() -> str:
@@ -59,32 +56,6 @@ def child(request: ModelRequest) -> dict:
 async def fake() -> AsyncIterator[FakeTelegram]:
     async with FakeTelegram(username=BOT) as fake:
         yield fake
-
-
-async def arrived(fake: FakeTelegram | FakeSlack) -> None:
-    """Return once what the gateway wrote has reached the fake and the fake has answered every call: on a loaded
-    machine a call took steps of fake time to arrive, and met the flood limits later than the gateway counted it."""
-    while True:
-        for _ in range(3):  # what the client wrote is read by the fake's server on this loop
-            await asyncio.sleep(0)
-        if not fake.in_flight:
-            return
-        await asyncio.sleep(0.001)
-
-
-async def run_clock(fake: FakeTelegram, clock: FakeClock, seconds: float) -> None:
-    """Let ``seconds`` pass on the fake clock, a step at a time, the gateway running between steps, and none while
-    a call is on its way to the fake (`arrived`)."""
-    for _ in range(round(seconds / STEP)):
-        await arrived(fake)
-        clock.advance(STEP)
-        await asyncio.sleep(0.005)
-
-
-async def run_clock_until(fake: FakeTelegram, clock: FakeClock, done, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not done():
-            await run_clock(fake, clock, STEP)
 
 
 def busiest(flood: FloodControl, seconds: float) -> int:

@@ -20,7 +20,7 @@ from gateway.testing import make_config, settled, start_gateway
 from platforms.fakes._waiting import wait_until
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import GROUP_PACING, TelegramAdapter
-from tests.scenarios.test_telegram_flood import arrived
+from tests.clock_steps import arrived
 
 BOT = "sb_upgrade_bot"
 GROUP = -4002
