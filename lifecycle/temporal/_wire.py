@@ -154,6 +154,8 @@ def response_to_wire(response: ModelResponse) -> dict[str, Any]:
         "cost_usd": response.cost_usd,
         "model": response.model,
         "truncated": response.truncated,
+        # Left off, a child on a worker whose answer the provider's content filter withheld read as a whole one.
+        "filtered": response.filtered,
         "reasoning": list(response.reasoning) if response.reasoning is not None else None,
     }
 
@@ -166,5 +168,6 @@ def response_from_wire(body: Mapping[str, Any]) -> ModelResponse:
         cost_usd=body.get("cost_usd"),
         model=body.get("model"),
         truncated=bool(body.get("truncated")),
+        filtered=bool(body.get("filtered")),  # absent from an older worker's: not filtered, as before
         reasoning=tuple(body["reasoning"]) if body.get("reasoning") else None,
     )

@@ -76,8 +76,9 @@ def test_an_outcome_round_trips_through_json():
     assert ChildOutcome.from_dict(over_the_wire(outcome.to_dict())) == outcome
 
 
-def test_a_model_response_round_trips_through_the_temporal_wire():
-    response = ModelResponse("cut off", (ToolCall("c1", "read_file", "{}"),), Usage(10, 5), 0.01, "m", truncated=True,
+@pytest.mark.parametrize("marks", [{"truncated": True}, {"filtered": True}])
+def test_a_model_response_round_trips_through_the_temporal_wire(marks):
+    response = ModelResponse("cut off", (ToolCall("c1", "read_file", "{}"),), Usage(10, 5), 0.01, "m", **marks,
                              reasoning=("reasoning_content", "look it up first"))
     assert response_from_wire(over_the_wire(response_to_wire(response))) == response
 
