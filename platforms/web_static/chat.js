@@ -98,6 +98,7 @@
     el.dataset.kind = message.kind;
     el.dataset.role = message.role;
     el.classList.toggle("pending", Boolean(message.pending));
+    markWaiting(el, message.pending && waited);
     el.classList.toggle("failed", Boolean(message.failed));
     el.classList.toggle("edited", Boolean(message.edited));
     el.classList.toggle("has-file", Boolean(message.file));
@@ -117,6 +118,47 @@
   }
 
   const textOf = (el) => el.querySelector(":scope > .text");
+
+  // What a screen reader is told that the messages themselves do not say: each line added to the #said region, a
+  // status, is read out once and goes after SAID_MS. Left there, it was met again, stale, by whoever read the page
+  // through; a line of its own each, two said at once are both read out, and the same words again are news again
+  // (a line added, in place of the one before).
+  const SAID_MS = 7000; // as React Aria's LiveAnnouncer: long enough for a screen reader to have taken it
+  function say(text) {
+    for (const before of [...$("said").children]) if (before.textContent === text) before.remove();
+    const line = document.createElement("p");
+    line.className = "spoken";
+    line.textContent = text;
+    $("said").append(line);
+    setTimeout(() => line.remove(), SAID_MS);
+  }
+
+  // A message the page holds back (its POST failed and waits to be posted again, or it is queued behind one that
+  // does) shows in a dashed outline. A screen reader was told nothing of it, and its user took the message for lost:
+  // each such bubble says "not sent yet" in words too (hidden, as who said it; not read out again as it is marked,
+  // #said says it once), and #said says once that it waits, and once that what waited went.
+  let waited = false; // a message was held back, and the page has not said yet that the queue is through
+  function markWaiting(el, on) {
+    let mark = el.querySelector(":scope > .waiting");
+    if (on && !mark) {
+      mark = document.createElement("span");
+      mark.className = "spoken waiting";
+      mark.setAttribute("aria-live", "off");
+      mark.textContent = " (not sent yet)";
+      textOf(el).after(mark);
+    } else if (!on && mark) {
+      mark.remove();
+    }
+  }
+
+  function holdBack() {
+    for (const item of pending()) {
+      const el = shown.get("user:" + item.key);
+      if (el) markWaiting(el, true);
+    }
+    if (!waited) say("Not sent yet: your message waits, and goes by itself once the gateway takes it.");
+    waited = true;
+  }
 
   function showFile(file, el) {
     let box = el.querySelector(".file");
@@ -221,15 +263,13 @@
   // those seconds) are read out as they would have been; more are news all the same, said as their number, once
   // (left silent, a screen reader's user never learnt that anything had come).
   const MISSED_READ_OUT = 3;
-  const caughtUp = $("caught-up");
   const showHistory = (messages, gap, reconnect) => following(() => {
     const before = new Set(shown.keys());
     merge(messages, gap);
     const added = [...shown.keys()].filter((id) => !before.has(id));
     if (reconnect && added.length <= MISSED_READ_OUT) return;
     for (const id of added) shown.get(id).setAttribute("aria-live", "off");
-    // Written anew, the same words are read out again: the next long drop's as many messages are news too.
-    if (reconnect) caughtUp.textContent = added.length + " new messages came while the chat was disconnected.";
+    if (reconnect) say(added.length + " new messages came while the chat was disconnected.");
   });
 
   function merge(messages, gap) {
@@ -439,6 +479,7 @@
     // final, 422 too (the gateway failed on this message, and would at every try): posted again, it held
     // every message typed after it for ever.
     if (!response || response.status >= 500 || [401, 408, 429].includes(response.status)) {
+      holdBack();
       retry = { item, timer: setTimeout(() => {
         retry = null;
         deliver(item);
@@ -449,7 +490,10 @@
     savePending(pending().filter((p) => p.key !== item.key));
     if (response.ok) {
       const el = shown.get("user:" + item.key);
-      if (el) el.classList.remove("pending");
+      if (el) {
+        el.classList.remove("pending");
+        markWaiting(el, false);
+      }
     } else {
       unplaced.delete("user:" + item.key); // refused: the gateway never publishes it
       const reason = (await response.json().catch(() => ({}))).error || "HTTP " + response.status;
@@ -459,6 +503,10 @@
       if (!input.value) setInput(item.text); // back in the box, to shorten or correct and send again
     }
     sending = false;
+    if (waited && !pending().length) { // a refusal is said as its reason, in its bubble
+      waited = false;
+      if (response.ok) say("Sent: the messages that waited are with the gateway now.");
+    }
     sendNext();
   }
 

@@ -235,12 +235,15 @@
 
   // -- actions ------------------------------------------------------------------------
 
-  // The actions on their way to the gateway: a state that arrives meanwhile draws their buttons disabled too,
-  // or a second click on the one drawn anew would send the action again.
-  const sending = new Set();
+  // The actions on their way to the gateway, each url with its request's AbortController: a state that arrives
+  // meanwhile draws their buttons disabled too, or a second click on the one drawn anew would send the action again.
+  const sending = new Map();
   // As the web chat's sends: a POST on a connection that died without a word is never answered, and its button
   // stayed disabled for good.
   const ACTION_TIMEOUT_MS = 20_000;
+  // Why a request was given up before its time: the page connected again, and one still unanswered then was sent
+  // on a connection that may have died with the stream. Its button stayed disabled, and said nothing, for up to 20 s.
+  const RECONNECTED = Symbol("reconnected");
 
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
   // Named `label` and `what` it acts on; it shows `label`, which begins its name, so "click Stop" finds it too.
@@ -270,10 +273,10 @@
         again();
         return;
       }
-      $("notice-bar").hidden = true; // about an action before this one
+      hideNotice(); // about an action before this one
       let response;
-      sending.add(url);
       const abort = new AbortController();
+      sending.set(url, abort);
       const timer = setTimeout(() => abort.abort(), ACTION_TIMEOUT_MS);
       try {
         response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }),
@@ -291,7 +294,8 @@
       }
       if (!response) {
         // The request may have reached the gateway and been done, its answer lost with the connection: not "failed".
-        const within = abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000 + " s" : "";
+        const within = abort.signal.reason === RECONNECTED ? " before the connection dropped"
+          : abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000 + " s" : "";
         notice(label + ": no answer from the gateway" + within + ", so it may or may not have been done; check what "
           + "the page shows before pressing it again.", url);
         again();
@@ -308,16 +312,38 @@
   // Each notice says an action failed, or may not have been done: it stays until closed or until the next action
   // is sent. Gone after 8 s, an operator who looked away never read that a Retry may have been done, and pressed
   // it again.
+  //
+  // The same words again (a second press failing as the first did) changed nothing in the alert, which a screen
+  // reader does not read out then, and which looked the same: the press seemed to have done nothing at all. They
+  // are taken away first, and shown again once that has reached the screen reader (Angular CDK's LiveAnnouncer
+  // waits 100 ms between the two).
+  const AGAIN_MS = 100;
   let noticeFrom = null; // the action it is about
+  let showing = null; // the timer that shows the same words again
   function notice(text, url) {
-    $("notice").textContent = text;
-    $("notice-bar").hidden = false;
     noticeFrom = url;
+    const again = $("notice").textContent === text;
+    hideNotice();
+    const show = () => {
+      $("notice").textContent = text;
+      $("notice-bar").hidden = false;
+    };
+    if (!again) {
+      show();
+      return;
+    }
+    $("notice").textContent = "";
+    showing = setTimeout(show, AGAIN_MS);
+  }
+
+  function hideNotice() {
+    clearTimeout(showing);
+    $("notice-bar").hidden = true;
   }
 
   $("notice-close").addEventListener("click", () => {
     const keyed = document.activeElement === $("notice-close");
-    $("notice-bar").hidden = true;
+    hideNotice();
     // Hidden, the button loses the focus to the page: the keyboard goes back to the action the notice was about.
     if (keyed) drawn(noticeFrom)?.focus();
   });
@@ -381,6 +407,7 @@
   }
 
   function arrived(state) {
+    if (!connected) sending.forEach((abort) => abort.abort(RECONNECTED));
     connected = true;
     skew = Date.now() / 1000 - state.now; // as it arrives: a held one is drawn later, its `now` older by then
     if (!selecting()) {
