@@ -369,7 +369,7 @@ class Sender:
                     self._fail(row, exc)
                     await self._send_note(row.id)
                     return True
-                if isinstance(exc, RateLimited):
+                if isinstance(exc, RateLimited) and exc.called:  # not one the adapter held back itself
                     self._events.rate_limited(row.platform, exc.retry_after)
                 if isinstance(exc, Unauthorized):  # every chat of the platform waits (logged once, there)
                     wait = self._holds.refused(row.platform, row.id, exc)

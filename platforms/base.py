@@ -90,9 +90,14 @@ class DeliveryError(Exception):
 
 
 class RateLimited(DeliveryError):
-    def __init__(self, message: str, *, retry_after: float, **kw: Any):
+    """Wait ``retry_after`` seconds before calling again. ``called`` False: the adapter refused the call itself,
+    without asking the platform, while a limit the platform set in an earlier answer still holds (Slack's
+    workspace-wide limit on messages); waited out alike, but no answer of the platform's to count."""
+
+    def __init__(self, message: str, *, retry_after: float, called: bool = True, **kw: Any):
         super().__init__(message, **kw)
         self.retry_after = retry_after
+        self.called = called
 
 
 class MessageTooLong(DeliveryError): ...

@@ -186,7 +186,8 @@ class SlackAdapter:
     ) -> None:
         """``catch_up`` bounds the catch-up at start (`platforms.slack_catchup`); ``clock`` (epoch
         seconds) ages the messages it reads; ``monotonic`` measures Socket Mode's outages with it
-        (`_reconnected`); ``call_timeout`` bounds each Web API call (`CALL_TIMEOUT`)."""
+        (`_reconnected`) and how long edits are remembered (`slack_edits.LatestEdits`); ``call_timeout``
+        bounds each Web API call (`CALL_TIMEOUT`)."""
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
         if mode == "socket" and not app_token:
@@ -207,7 +208,7 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._sink: InboundSink | None = None
         self._edits: MessageEdited | None = None
-        self._latest_edits = slack_edits.LatestEdits()
+        self._latest_edits = slack_edits.LatestEdits(monotonic=monotonic)
         self.bot_user_id: str | None = None
         self._mention: re.Pattern[str] | None = None
         self._text_commands: frozenset[str] = frozenset()

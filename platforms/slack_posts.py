@@ -39,7 +39,8 @@ class MessageLimit:
     the workspace's, not one channel's. Met in one channel, every channel's posts and file shares wait it out
     (its ``Retry-After``, a minute when it names none, ``max_retry_after`` at most): refused here at once, as
     the rate limit it is (`MessageLimitExceeded`, for what is left of the wait), without calling Slack, which
-    the outbox waits out in that channel and tries again, in order. Each other channel met it anew, at a call
+    the outbox waits out in that channel and tries again, in order; not ``called``, so not counted as an answer
+    of Slack's (``switchboard_platform_rate_limited_total``). Each other channel met it anew, at a call
     Slack counts too, and held only itself, for a minute from then. ``monotonic`` measures the wait."""
 
     def __init__(self, *, max_retry_after: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -56,8 +57,8 @@ class MessageLimit:
         holds every channel's."""
         if (left := self.held()) > 0:
             raise MessageLimitExceeded(f"{method}: message_limit_exceeded (the workspace's, met in a call before;"
-                                       f" not asked again for {left:.0f} s)", retry_after=left, method=method,
-                                       chat_id=chat_id, platform="slack")
+                                       f" not asked again for {left:.0f} s)", retry_after=left, called=False,
+                                       method=method, chat_id=chat_id, platform="slack")
         try:
             yield
         except MessageLimitExceeded as exc:

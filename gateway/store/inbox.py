@@ -45,10 +45,11 @@ SENT_MARGIN = 1.0
 count as sent before it (`Inbox.sent_before`): Telegram dates messages in whole seconds, so one written just
 after may seem a little older. The gateway's own receipt needs none."""
 
-_OPEN = "status IN ('received', 'begun', 'requeued')"
+OPEN = "status IN ('received', 'begun', 'requeued')"
 """The events waiting to be handled: the condition of the index ``gateway_inbox_open``. SQLite reads a partial
 index only for a query whose WHERE holds its condition as written, so each query of some of these events holds it
-too (else it reads the whole inbox: a week of handled events, at every start and every few seconds)."""
+too, by this name (`gateway.store.sessions.SessionTable.forget` keeps the chats they wait in): else it reads the
+whole inbox, a week of handled events, at every start and every few seconds."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
@@ -56,7 +57,7 @@ SCHEMA = (
         received_at REAL NOT NULL, turn_id TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
         PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
-    f"CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE {_OPEN}",
+    f"CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE {OPEN}",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
     # Added to schema 8 without a new version, as a table is: created where missing. An older build that
     # opens the file only leaves the aliases of the events it forgets behind, naming ids that were handled.
@@ -167,7 +168,7 @@ class Inbox:
 
     def begun(self) -> set[tuple[str, str]]:
         """At start: the (platform, event id) of the unsettled events whose turns had begun."""
-        rows = self._db.read(f"SELECT {as_bytes('platform', 'event_id')}, rowid FROM gateway_inbox WHERE {_OPEN}"
+        rows = self._db.read(f"SELECT {as_bytes('platform', 'event_id')}, rowid FROM gateway_inbox WHERE {OPEN}"
                              " AND status='begun'")
         return set(self._keys(rows))
 
@@ -219,7 +220,7 @@ class Inbox:
         when the store refuses (raising), none: one marked taken but never returned would wait for a restart.
         ``of``: only those of these platforms (None: of all); another platform's stay re-queued, for a gateway
         that configures it (taken, they would be replayed to no adapter, or lost to the next start)."""
-        sql = f"SELECT {_EVENT} FROM gateway_inbox WHERE {_OPEN} AND status='requeued'"
+        sql = f"SELECT {_EVENT} FROM gateway_inbox WHERE {OPEN} AND status='requeued'"
         args: tuple[object, ...] = ()
         if of is not None:
             if not of:
@@ -291,7 +292,7 @@ class Inbox:
     def unfinished(self, page: int = 1000) -> list[tuple[Inbound, str | None]]:
         """Events accepted but never settled, oldest first, with their turn ids: to replay after a restart.
         Read ``page`` rows at a time: a flood's payloads are not all held twice, as text and as events."""
-        select = f"SELECT {_EVENT} FROM gateway_inbox WHERE {_OPEN} AND status IN ('received', 'begun')"
+        select = f"SELECT {_EVENT} FROM gateway_inbox WHERE {OPEN} AND status IN ('received', 'begun')"
         order = " ORDER BY received_at, rowid LIMIT ?"
         rows = self._db.read(select + order, (page,))
         events = self._events(rows)
@@ -304,7 +305,7 @@ class Inbox:
         """How many events wait to be handled (unsettled or re-queued), per platform: at a start, those of a
         platform no longer configured, which are kept as they are."""
         # Unary plus: grouped in the primary key's order instead, SQLite would read every event.
-        rows = self._db.read(f"SELECT {as_bytes('platform')}, COUNT(*) FROM gateway_inbox WHERE {_OPEN}"
+        rows = self._db.read(f"SELECT {as_bytes('platform')}, COUNT(*) FROM gateway_inbox WHERE {OPEN}"
                              " GROUP BY +platform")
         counts = {}
         for platform, count in rows:

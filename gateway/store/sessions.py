@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
+from gateway.store.inbox import OPEN
 from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 
@@ -269,7 +270,7 @@ class SessionTable:
         events = self._db.read(
             "SELECT DISTINCT CAST(platform AS BLOB), CAST(json_extract(payload, '$.chat_id') AS BLOB),"
             " CAST(json_extract(payload, '$.thread_id') AS BLOB) FROM gateway_inbox"
-            " WHERE status IN ('received', 'begun', 'requeued') AND json_valid(payload)")
+            f" WHERE {OPEN} AND json_valid(payload)")
         sends = self._db.read("SELECT DISTINCT CAST(platform AS BLOB), CAST(chat_id AS BLOB), CAST(thread_id AS BLOB)"
                               " FROM gateway_outbox WHERE status='pending'")
         keys = set()
