@@ -590,6 +590,7 @@ class Gateway:
             # handler, or the `subagent_stop` hooks of the children /new and /stop withdraw (plugins'
             # code too), may be what brought the process down. Made durable with the event's intake.
             self.store.inbox.begin(inbound.platform, inbound.event_id)
+            self.store.sessions.used(session.key)
             if turn_id is not None:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.commands.is_plugin(route):

@@ -1,6 +1,6 @@
 """What the gateway forgets, and when: old inbox and outbox rows (and the copies of files the agent sent
 that no send names any more), conversations no message was seen in for a month, idle sessions' memory, and, only
-where ``sessions.retention_days`` is set, the stored sessions no turn was taken in for that long.
+where ``sessions.retention_days`` is set, the stored sessions no turn was taken in, nor command sent, for that long.
 
 Sessions live in the store; one idle for a while (no turn running, nothing queued, no
 child still working for it, no turn end owed) leaves memory and is loaded again when its chat

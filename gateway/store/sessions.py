@@ -281,6 +281,12 @@ class SessionTable:
                 pass  # no chat's: its event or send is left out where it is read (`unreadable_rows`)
         return keys
 
+    def used(self, key: str) -> None:
+        """A command used the session ``key`` (none stored: nothing to do): it counts as its chat's activity for
+        ``sessions.retention_days`` as a turn does. A chat used through commands alone (/agents daily, a plugin's)
+        is no abandoned one, and its conversation was forgotten under it."""
+        self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key))
+
     def _touch(self, key: str) -> None:
         touched = self._db.write("UPDATE gateway_sessions SET updated_at=? WHERE key=?", (self._clock.time(), key))
         if touched.rowcount == 0:

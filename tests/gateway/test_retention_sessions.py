@@ -1,5 +1,6 @@
-"""`sessions.retention_days`: the retention sweep forgets the stored sessions no turn was taken in for that long,
-transcript and all, a batch at a time, and none a chat may still need; unset, it keeps every one, as before."""
+"""`sessions.retention_days`: the retention sweep forgets the stored sessions no turn was taken in (nor command
+sent) for that long, transcript and all, a batch at a time, and none a chat may still need; unset, it keeps every
+one, as before."""
 
 from __future__ import annotations
 
@@ -173,3 +174,28 @@ async def test_a_chat_whose_session_was_forgotten_starts_anew_as_after_new(tmp_p
     assert seen == ["what is my number?"]  # nothing of the conversation before
     again = gateway.store.sessions.load(key)
     assert again.session_id != first.session_id and again.generation == 1
+
+
+async def test_a_chat_using_its_session_through_commands_alone_keeps_it(tmp_path, gateways):
+    # A member running /agents now and then is no abandoned chat: the command counts as the session's activity, as
+    # a turn does (before, a session used through commands alone was forgotten 30 days after its last turn).
+    clock = FakeClock(autojump=False)
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": lambda request: {"text": f"re: {request.messages[-1]['content']}"}})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model, clock=clock)
+    gateway.retention.forget_sessions_after = KEPT_FOR
+    await chat.say("my number is 42")
+    await chat.wait_for(lambda: chat.texts() == ["re: my number is 42"])
+    await settled(gateway)
+    key = session_key("chat", "c1", None)
+    first = gateway.store.sessions.load(key)
+
+    clock.jump(KEPT_FOR - DAY)
+    await chat.say("/agents")
+    await chat.wait_for(lambda: len(chat.texts()) == 2)
+    await settled(gateway)
+    clock.jump(2 * DAY)  # past 30 days since the turn, not since the command
+    await gateway.retention.sweep_in_batches()  # the session leaves memory, idle for an hour and more
+    await gateway.retention.sweep_in_batches()
+    assert key not in gateway.sessions
+    assert gateway.store.sessions.load(key).session_id == first.session_id
