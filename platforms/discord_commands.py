@@ -278,8 +278,9 @@ async def tell_not_handled(command: Inbound, answer: Callable[[Outbound], Awaita
     `discord_handover.until_recorded`) that it could not be handled (`NOT_HANDLED`), through ``answer`` (the
     adapter's, which keeps a slash command's to its user: `discord_interactions.Interactions.private`): in place
     of its "thinking…", or below the gateway's own answer if the routing answered before it failed (the edit of
-    "@original" would replace that answer), or in the channel if Discord refused its acknowledgement or its
-    token is gone. Nothing else answers it, and Discord shows "thinking…" until the
+    "@original" would replace that answer), or in the channel if Discord refused its acknowledgement (no token);
+    with its token gone it is not told (an answer for its user alone is never posted in the channel instead).
+    Nothing else answers it, and Discord shows "thinking…" until the
     token expires, then that the interaction failed. Never raises: a failure is logged."""
     name = command.text.split(maxsplit=1)[0]
     log.warning("discord: %s from user %s (interaction %s) was dropped, the gateway failing on it; telling the user",
