@@ -16,7 +16,9 @@ Four limits, from `gateway.config.sections.ServerSettings`:
 - **Connections** (``max_connections``): at the cap, the connection open the
   longest is closed to make room for the new one. Legitimate requests here take
   milliseconds, so the oldest connections are the ones holding on: a flood of
-  slow clients evicts itself and ``/healthz`` keeps answering.
+  slow clients evicts itself and ``/healthz`` keeps answering. Event streams (a
+  web chat page, the console) are the exception, meant to last: they are closed
+  only once no other connection is left to close (`ConnectionGuard.streaming`).
 
 A body still coming in when the server's stop cuts off the requests left (`PendingBodies`)
 is answered ``503``, as one that came after the stop would be, rather than waited for up
@@ -88,11 +90,12 @@ class PendingBodies:
 
 
 def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = lambda _: None,
-               pending: PendingBodies | None = None,
+               pending: PendingBodies | None = None, answered: Callable[[RequestHandler], None] = lambda _: None,
                ) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """The outermost middleware: a deadline for the body, a body cut off by the stop answered 503,
     and hang-ups as one line. ``arrived`` hears of each connection whose request's headers came in
-    complete; ``pending`` is told of the requests whose bodies are still coming in."""
+    complete, ``answered`` of each whose request's handler has returned (an event stream has ended);
+    ``pending`` is told of the requests whose bodies are still coming in."""
     pending = pending or PendingBodies()
     said = RepeatedWarnings(log, level=logging.INFO)
 
@@ -130,6 +133,7 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
                          request.rel_url.path)
             return web.Response(status=499)  # nobody is left to read it
         finally:
+            answered(request.protocol)
             if timer is not None:
                 timer.cancel()
                 pending.discard(request)
@@ -219,7 +223,8 @@ class ConnectionGuard:
 
     Wraps aiohttp's ``web.Server`` (the runner's ``server``), which tracks its
     connections in the order they were made; `arrived` is told (by `body_guard`)
-    when a connection's first request is complete.
+    when a connection's request is complete, `streaming` when its answer is an event stream, and
+    `answered` when that answer has ended.
     """
 
     def __init__(self, server: Callable[[], web.Server | None], limit: int, header_timeout: float) -> None:
@@ -228,6 +233,7 @@ class ConnectionGuard:
         self.header_timeout = header_timeout
         self.evicted = 0
         self._waiting: dict[RequestHandler, asyncio.TimerHandle] = {}  # no first request yet
+        self._streams: set[RequestHandler] = set()
         self._evictions = RepeatedWarnings(log)  # a flood of connections evicts one per connection
         self._said = RepeatedWarnings(log, level=logging.INFO)
 
@@ -237,6 +243,10 @@ class ConnectionGuard:
             raise RuntimeError("the HTTP server is not set up")
         # Closed ones stay listed until their transport reports the loss: count only the open.
         connections = [c for c in server.connections if c.transport is not None and not c.transport.is_closing()]
+        self._streams.intersection_update(connections)
+        # Streams last: the oldest connections otherwise, anyone who opened connections (no token needed) cut
+        # every page off, and again as each reconnected.
+        connections.sort(key=lambda c: c in self._streams)  # stable: the oldest first within each
         for oldest in connections[: max(0, len(connections) - self.limit + 1)]:
             self.evicted += 1
             self._evictions.warning("evicted", "server.max_connections (%d) reached: closing the oldest connection"
@@ -254,6 +264,14 @@ class ConnectionGuard:
         if timer is not None:
             timer.cancel()
 
+    def streaming(self, handler: RequestHandler) -> None:
+        """The connection's answer is an event stream: closed to make room only once nothing else is left.
+        Only requests that passed their access checks get a stream, so a stranger cannot mark their own."""
+        self._streams.add(handler)
+
+    def answered(self, handler: RequestHandler) -> None:
+        self._streams.discard(handler)  # idle now, or taking its next request
+
     def _expire(self, handler: RequestHandler) -> None:
         if self._waiting.pop(handler, None) is not None and handler.transport is not None:
             self._said.warning("header timeout", "a client sent no complete request within %g s"
@@ -265,6 +283,7 @@ class ConnectionGuard:
         for timer in self._waiting.values():
             timer.cancel()
         self._waiting.clear()
+        self._streams.clear()
 
 
 class ServerLog(logging.LoggerAdapter):

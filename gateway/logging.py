@@ -281,17 +281,20 @@ class RedactionFilter(logging.Filter):
         return True
 
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_SHOWN_OTHERWISE = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""The line and paragraph separators, which editors and Python's ``splitlines`` break a line at, and the
+direction overrides and isolates, which show the rest of a line reversed in a browser's log viewer."""
+_CONTROLS = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_SHOWN_OTHERWISE}]")
 """C0 and C1 controls but tab, and DEL: what a terminal showing the log (`switchboard chat --verbose`,
 `switchboard run`, ``journalctl`` with raw bytes) would obey, and a line break that would start a line of
-its own."""
-_CONTROLS_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+its own; and `_SHOWN_OTHERWISE`."""
+_CONTROLS_BUT_LINES = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_SHOWN_OTHERWISE}]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r"}
 
 
 def _escape(m: re.Match[str]) -> str:
     c = m.group()
-    return _ESCAPES.get(c) or f"\\x{ord(c):02x}"
+    return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def one_line(text: str) -> str:
@@ -359,11 +362,12 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        # JSON escapes C0 controls but not DEL and C1 ones (U+009B is CSI to a terminal showing the line).
+        # JSON escapes C0 controls but not DEL and C1 ones (U+009B is CSI to a terminal showing the line), nor
+        # `_SHOWN_OTHERWISE`.
         return _C1.sub(_json_escape, json.dumps(entry, ensure_ascii=self._ascii_only, default=str))
 
 
-_C1 = re.compile(r"[\x7f-\x9f]")
+_C1 = re.compile(f"[\\x7f-\\x9f{_SHOWN_OTHERWISE}]")
 
 
 def _json_escape(m: re.Match[str]) -> str:

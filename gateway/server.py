@@ -58,11 +58,12 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
               pending: PendingBodies | None = None) -> web.Application:
     limits = limits or Limits()
     arrived = guard.arrived if guard is not None else (lambda _: None)
+    answered = guard.answered if guard is not None else (lambda _: None)
     # Not a response signal: aiohttp answers a request it cannot parse (400) before any app sees it, and reads
     # this default as each answer goes out. It has no setting for it (aio-libs/aiohttp#3607).
     web_response.SERVER_SOFTWARE = SERVER_NAME
     app = web.Application(client_max_size=2 * 1024 * 1024,
-                          middlewares=[body_guard(limits.body_timeout, arrived, pending), json_not_found])
+                          middlewares=[body_guard(limits.body_timeout, arrived, pending, answered), json_not_found])
 
     async def healthz(request: web.Request) -> web.Response:
         # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or
@@ -106,6 +107,12 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
                 await adapter.close_streams()
 
     app.on_shutdown.append(end_streams)
+    if guard is not None:
+        async def stream_started(request: web.Request, response: web.StreamResponse) -> None:
+            if response.content_type == "text/event-stream":
+                guard.streaming(request.protocol)
+
+        app.on_response_prepare.append(stream_started)
     return app
 
 
