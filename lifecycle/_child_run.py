@@ -19,6 +19,14 @@ log = logging.getLogger("lifecycle.children")
 
 _PROJECT_CONTEXT = ProjectContext()
 
+INCOMPLETE_NOTES = {
+    "output_limit": "[The answer was cut off here: the subagent's model reached its limit on output length.]",
+    "content_filter": "[The rest of this answer was withheld by the model provider's content filter.]",
+}
+"""What a completed child's summary ends with when its answer is not whole (`ChildOutcome.incomplete`): without
+it the parent model, the plugin reading ``result()`` and the hooks took half an answer for the whole one. Not
+on a child with an output contract, whose answer must stay a JSON value: its entry's ``incomplete`` says so."""
+
 
 class ChildRun:
     """One child in this process. `stop` may come at any time; the run checks it before
@@ -142,6 +150,8 @@ class ChildRun:
                                                 session.max_iterations)
             if not correcting and job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
+            if job.output_schema is None and outcome.incomplete is not None and outcome.status == "completed":
+                outcome.summary = f"{outcome.summary}\n\n{INCOMPLETE_NOTES[outcome.incomplete]}"
         except Exception as exc:  # a bug in running must still end as a result
             log.exception("child %s crashed", job.subagent_id)
             outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
@@ -174,6 +184,7 @@ class ChildRun:
         outcome = _merged(first, second)
         if outcome.status == "failed":
             outcome.status, outcome.exit_reason, outcome.summary = "completed", first.exit_reason, first.summary
+            outcome.incomplete = first.incomplete
             outcome.error = outcome.error_kind = None
             _, errors, _ = validate_output(first.summary or "", dict(self.job.output_schema or {}))
             outcome.schema = {"schema_valid": False, "schema_errors": errors, "schema_note": SCHEMA_NOTE}
@@ -197,11 +208,16 @@ def outcome_from_turn(result: TurnResult, max_iterations: int) -> ChildOutcome:
     elif result.exit_reason == "max_iterations":  # says what to change: a narrower task, or a larger budget
         status, error = "failed", (f"it ran out of steps (delegation.max_iterations: {max_iterations}) "
                                    "before writing an answer")
+    elif result.truncated:  # all its output (its reasoning, say, or cut-off tool calls) went before an answer
+        status, error = "failed", "its model reached its limit on output length before it wrote an answer"
     else:
         status, error = "failed", "Subagent did not produce a response."
+    incomplete = None
+    if status == "completed" and (result.truncated or result.filtered):
+        incomplete = "output_limit" if result.truncated else "content_filter"
     return ChildOutcome(  # positional, in field order: this runs for every child
         status, result.exit_reason, result.text or None, error, result.api_calls, 0.0, result.usage,
-        result.cost_usd, result.model, result.tool_trace, None, None, result.error_kind,
+        result.cost_usd, result.model, result.tool_trace, None, None, result.error_kind, incomplete,
     )
 
 

@@ -58,6 +58,8 @@ def entry(task_index: int, subagent_id: str, outcome: ChildOutcome) -> dict[str,
         item[name] = getattr(timeout, name) if timeout is not None else None
     if outcome.schema is not None:
         item.update(outcome.schema)
+    if outcome.incomplete is not None:  # said in the summary too, but for an output contract's JSON answer
+        item["incomplete"] = outcome.incomplete
     return item
 
 

@@ -125,6 +125,10 @@ class ChildOutcome:
     error_kind: str | None = None
     """The `ModelError` kind of the model call that ended the child (``exit_reason="error"``);
     ``api_calls`` counts only the calls that answered, so this is the one more that failed."""
+    incomplete: str | None = None
+    """Why the final answer is not whole though the child completed: ``output_limit`` (the model's
+    output-length limit cut it off) or ``content_filter`` (the provider's content filter withheld the
+    rest); None when it is whole. See `lifecycle._child_run.INCOMPLETE_NOTES`."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe plain dict; `from_dict` of it gives an equal outcome."""
