@@ -9,6 +9,7 @@ from typing import Any
 
 from agent import AgentSession, TurnResult
 from agent.images import first_turn_content_async
+from lifecycle._contract import INCOMPLETE_NOTES
 from lifecycle._engine import EngineHost
 from lifecycle._job import PROCESS_EXIT, ChildJob, ChildOutcome
 from lifecycle._liveness import Timeout, Watch
@@ -18,14 +19,6 @@ from lifecycle._project_context import ProjectContext
 log = logging.getLogger("lifecycle.children")
 
 _PROJECT_CONTEXT = ProjectContext()
-
-INCOMPLETE_NOTES = {
-    "output_limit": "[The answer was cut off here: the subagent's model reached its limit on output length.]",
-    "content_filter": "[The rest of this answer was withheld by the model provider's content filter.]",
-}
-"""What a completed child's summary ends with when its answer is not whole (`ChildOutcome.incomplete`): without
-it the parent model, the plugin reading ``result()`` and the hooks took half an answer for the whole one. Not
-on a child with an output contract, whose answer must stay a JSON value: its entry's ``incomplete`` says so."""
 
 
 class ChildRun:

@@ -348,8 +348,9 @@ class SubagentUsage:
 class SubagentResult:
     """A child's outcome. Once ``ready``, the result is final: every later read returns an equal object.
 
-    Text is bounded to `MAX_RESULT_CHARS`, keeping the head; truncation is always
-    flagged with the original length. Transcripts and hidden reasoning are never included.
+    Text is bounded to `MAX_RESULT_CHARS`, keeping the head (and a summary's closing note that the answer was
+    not whole, `INCOMPLETE_NOTES`); truncation is always flagged with the original length. Transcripts and
+    hidden reasoning are never included.
     """
 
     handle: SubagentHandle
@@ -447,13 +448,23 @@ def _digest(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+INCOMPLETE_NOTES = {
+    "output_limit": "[The answer was cut off here: the subagent's model reached its limit on output length.]",
+    "content_filter": "[The rest of this answer was withheld by the model provider's content filter.]",
+}
+"""What a completed child's summary ends with when its answer is not whole (`lifecycle._job.ChildOutcome`'s
+``incomplete``, `lifecycle._child_run`): kept by `_bound` past the head it keeps, since the longest answers are the ones most often
+cut off, and without it the parent took half an answer for the whole one."""
+
+
 def _bound(text: object) -> tuple[str | None, bool, int | None]:
     if text is None:
         return _UNBOUNDED
     text = text if type(text) is str else str(text)
     if len(text) <= MAX_RESULT_CHARS:
         return text, False, None
-    return text[:MAX_RESULT_CHARS], True, len(text)
+    note = next((f"\n\n{n}" for n in INCOMPLETE_NOTES.values() if text.endswith(n)), "")
+    return text[:MAX_RESULT_CHARS - len(note)] + note, True, len(text)
 
 
 _UNBOUNDED = (None, False, None)

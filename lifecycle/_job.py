@@ -128,7 +128,7 @@ class ChildOutcome:
     incomplete: str | None = None
     """Why the final answer is not whole though the child completed: ``output_limit`` (the model's
     output-length limit cut it off) or ``content_filter`` (the provider's content filter withheld the
-    rest); None when it is whole. See `lifecycle._child_run.INCOMPLETE_NOTES`."""
+    rest); None when it is whole. See `lifecycle._contract.INCOMPLETE_NOTES`."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe plain dict; `from_dict` of it gives an equal outcome."""

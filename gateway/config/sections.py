@@ -144,8 +144,8 @@ class InboxSettings:
 class SessionsSettings:
     retention_days: float = setting(
         0.0, "Days a chat's session (its conversation, pinned delegation mode and backend) is kept after its last"
-        " turn or command; then it is forgotten, and the chat's next message starts a new session, as after /new. 0: kept"
-        " until /new.", min=0
+        " turn or command; then it is forgotten, and the chat's next message starts a new session, as after /new."
+        " 0: kept until /new.", min=0
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from agent import AgentSession, HookRegistry, ModelRequest, ModelResponse, ToolContext
 from agent.models.scripted import ScriptedModel
 from lifecycle import (
+    MAX_RESULT_CHARS,
     AsyncSubagentLifecycle,
     ChildHost,
     SqliteJournal,
@@ -19,7 +20,7 @@ from lifecycle import (
     SubagentState,
     delegate_tool,
 )
-from lifecycle._child_run import INCOMPLETE_NOTES
+from lifecycle._contract import INCOMPLETE_NOTES
 from lifecycle.settings import DelegationSettings, LifecycleSettings
 from tests.lifecycle.conftest import Env, FakeClock, TemporalWorkers, child_script, make_registry
 
@@ -102,3 +103,13 @@ async def test_a_child_cut_off_before_it_wrote_any_answer_fails_saying_so(menv):
     (item,) = await delegate(menv, {"goal": "[empty] [cut-off] think hard"})
     assert (item["status"], item["summary"]) == ("failed", None) and "incomplete" not in item
     assert item["error"] == "its model reached its limit on output length before it wrote an answer"
+
+
+async def test_a_long_cut_off_answer_keeps_its_note_past_the_results_bound(menv):
+    # The answers most often cut off are the longest: the result keeps its head, and the note that it is not whole.
+    with menv.turn():
+        handle = await menv.service.launch(SubagentLaunchRequest(goal="[cut-off] [long] review"))
+        assert (await menv.service.wait(handle, timeout_seconds=5)).state is SubagentState.SUCCEEDED
+        result = await menv.service.result(handle)
+    assert result.summary_truncated and len(result.summary) == MAX_RESULT_CHARS
+    assert result.summary.endswith(CUT_OFF)
