@@ -35,3 +35,14 @@ async def llm():
     yield make
     for server in servers:
         await server.close()
+
+
+@pytest.fixture
+def cli_isolated(tmp_path, monkeypatch):
+    """A CLI run in ``tmp_path``, as if on a fresh machine: no config the user's or the environment's, a state
+    directory of its own. Asked for by the CLI's test files, each with ``pytestmark``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)

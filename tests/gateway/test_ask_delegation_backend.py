@@ -40,13 +40,7 @@ def register(ctx):
 """
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 
 def test_ask_routes_a_task_through_the_configured_plugin_backend(capsys, tmp_path, monkeypatch):

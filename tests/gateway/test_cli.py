@@ -16,14 +16,7 @@ from gateway.cli import EXIT_CONFIG, build_parser, main
 from gateway.logging import PER_EVENT_LOGGERS
 from tests.gateway import cli_process
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 
 def test_ask_with_the_demo_model_prints_a_labelled_reply(capsys, tmp_path):

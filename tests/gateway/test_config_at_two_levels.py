@@ -7,12 +7,7 @@ from gateway.cli import EXIT_CONFIG, main
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+def isolated(cli_isolated, tmp_path):
     (tmp_path / "a.yaml").write_text("server:\n  port: 9001\n")
     (tmp_path / "b.yaml").write_text("server:\n  port: eighty\n")  # what was read, before: fails fast
 

@@ -7,14 +7,7 @@ import pytest
 
 from gateway.cli import EXIT_CONFIG, main
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWITCHBOARD_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("SWITCHBOARD_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 
 def last_line(capsys) -> str:
