@@ -75,6 +75,17 @@
 
   const upsert = (message) => following(() => place(message));
 
+  // A message out of sight is not laid out (chat.css): until it comes near, an estimate stands in for its height, and
+  // scrolling to the bottom goes by the estimates. A page at the very bottom keeps to it as the messages there take
+  // their real heights (a long answer just shown ran on below the window); one the reader scrolled away stays put.
+  let pinned = true;
+  list.addEventListener("scroll", () => {
+    pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 2;
+  });
+  const sized = new ResizeObserver(() => {
+    if (pinned) list.scrollTop = list.scrollHeight;
+  });
+
   function place(message) {
     let el = shown.get(message.id);
     if (!el) {
@@ -90,6 +101,7 @@
       text.dir = "auto"; // Arabic or Hebrew reads right to left, its punctuation at the left end
       el.append(who, text);
       shown.set(message.id, el);
+      sized.observe(el);
       // Above what this page sent that the gateway does not have yet: that goes where the gateway takes it.
       const [waiting] = unplaced;
       list.insertBefore(el, unplaced.has(message.id) ? null : shown.get(waiting) || null);
@@ -246,7 +258,10 @@
 
   function remove(id) {
     const el = shown.get(id);
-    if (el) el.remove();
+    if (el) {
+      sized.unobserve(el);
+      el.remove();
+    }
     shown.delete(id);
   }
 

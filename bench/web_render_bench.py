@@ -1,0 +1,109 @@
+"""Opening the web chat page on a history of long answers, in headless chromium (brief: fifty answers of 50 KB each
+froze the tab for five seconds).
+
+The adapter alone serves a history of `ANSWERS` replies of `SIZE` characters each, written as a model writes one
+(bench/split_bench.py's `reply`: headings, lists, code, tables, links); each run opens the page in a fresh context
+and waits for it to show the newest answer's end at the bottom. Prints, per run and as the median: the milliseconds
+from opening to that, Chromium's own milliseconds of layout, of style and of the Markdown rendering, and how many
+answers it laid out (the others' content is skipped while out of sight).
+
+Needs chromium and Playwright, as the browser tests do (tests/browser.py).
+Run: .venv/bin/python bench/web_render_bench.py [runs] [answers] [size]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.machine import describe  # noqa: E402
+from bench.split_bench import reply  # noqa: E402
+from platforms.web import WebChatAdapter  # noqa: E402
+from tests.browser import CHROMIUM, FLAGS  # noqa: E402
+from tests.web_client import Intake, serve  # noqa: E402
+
+ANSWERS = 50
+SIZE = 50_000
+
+# The Markdown renderer timed as chat.js calls it (it reads `SwitchboardMarkdown.render` once, at its start).
+TIMED_RENDER = """
+  let markdown;
+  window.rendering = { calls: 0, ms: 0 };
+  Object.defineProperty(window, "SwitchboardMarkdown", { configurable: true, get: () => markdown, set: (value) => {
+    markdown = { render: (text, into) => {
+      const started = performance.now();
+      value.render(text, into);
+      rendering.ms += performance.now() - started;
+      rendering.calls++;
+    } };
+  } });
+"""
+SETTLED = """() => new Promise((done) => {
+  const list = document.getElementById("messages");
+  const check = () => list.scrollHeight - list.scrollTop - list.clientHeight < 2 && list.children.length
+    ? requestAnimationFrame(() => requestAnimationFrame(done)) : requestAnimationFrame(check);
+  check();
+})"""
+LAID_OUT = """() => [...document.querySelectorAll("#messages > article > .text")]
+  .filter((text) => text.checkVisibility({ contentVisibilityAuto: true })).length"""
+
+
+async def open_once(browser, url: str) -> dict[str, float]:
+    context = await browser.new_context(viewport={"width": 900, "height": 700})
+    try:
+        page = await context.new_page()
+        await page.add_init_script(TIMED_RENDER)
+        cdp = await context.new_cdp_session(page)
+        await cdp.send("Performance.enable")
+        started = time.perf_counter()
+        await page.goto(url)
+        await page.wait_for_selector("body[data-state=connected]", timeout=120_000)
+        await page.evaluate(SETTLED)
+        elapsed = time.perf_counter() - started
+        metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
+        rendering = await page.evaluate("rendering")
+        return {"open": elapsed * 1000, "layout": metrics["LayoutDuration"] * 1000,
+                "style": metrics["RecalcStyleDuration"] * 1000, "markdown": rendering["ms"],
+                "renders": rendering["calls"], "laid out": await page.evaluate(LAID_OUT)}
+    finally:
+        await context.close()
+
+
+async def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    answers = int(sys.argv[2]) if len(sys.argv) > 2 else ANSWERS
+    size = int(sys.argv[3]) if len(sys.argv) > 3 else SIZE
+    from playwright.async_api import async_playwright
+
+    text = reply(size)
+    intake = Intake()
+    intake.messages = [{"id": f"m{n}", "role": "assistant", "kind": "reply", "text": text, "time": float(n),
+                        "edited": False} for n in range(answers)]
+    print(f"web_render_bench on {describe()}: {answers} answers of {len(text)} characters")
+    with tempfile.TemporaryDirectory() as files:
+        adapter = WebChatAdapter(history_reader=intake.history, history_limit=max(answers, 1), files_dir=Path(files))
+        await adapter.start(intake.take)
+        runner, base = await serve(adapter)
+        try:
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=list(FLAGS))
+                results = [await open_once(browser, f"{base}/chat?chat=c1") for _ in range(runs)]
+                await browser.close()
+        finally:
+            await adapter.stop()
+            await runner.cleanup()
+    columns = list(results[0])
+    print(f"{'run':<7}" + "".join(f"{name:>10}" for name in columns))
+    for i, result in enumerate(results, 1):
+        print(f"{i:<7}" + "".join(f"{result[name]:>10.0f}" for name in columns))
+    print(f"{'median':<7}" + "".join(f"{statistics.median(r[name] for r in results):>10.0f}" for name in columns))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
