@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.config import ConfigError, config_from_mapping
-from gateway.toolsets import session_toolsets
 from gateway.testing import RecordingAdapter, make_config
+from gateway.toolsets import session_toolsets
 
 REGISTERED = frozenset({"file", "execute_code", "memory", "clarify", "messaging", "delegation", "loud"})
 
