@@ -6,9 +6,10 @@ Telegram (the real aiogram client polling the loopback `FakeTelegram`). After a 
 turns and after the last, the gateway is let settle, every session and finished child is let go as
 retention lets an idle or old one go (`Retention.sweep` with an idle time of 0, the lifecycle's
 sweep with ``lifecycle.retention_seconds: 0``), and the live objects by type (gc), the containers
-(dicts, sets, lists, deques), SQLite's own memory, the resident memory, the open file descriptors
-and the pending asyncio tasks are counted; with ``--trace``, the heap by source line too
-(tracemalloc, which makes the turns about three times slower). What is left then grows with the
+(dicts, sets, lists, deques), SQLite's own memory, the blocks Python's allocator holds live, the
+resident memory, the open file descriptors and the pending asyncio tasks are counted; with
+``--trace``, the heap by source line too (tracemalloc, which makes the turns about three times
+slower). What is left then grows with the
 chats the gateway has seen: anything beyond what docs/gateway.md says is kept is a leak.
 
 Prints bytes per turn and per new chat between the two counts, the containers that grew by a
@@ -275,7 +276,7 @@ async def point(gateway: Gateway) -> dict:
     found = containers()  # before the census, whose Counter is no container of the gateway's
     snapshot = tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
     return {"containers": found, "snapshot": snapshot, "types": census(), "rss": resident(),
-            "sqlite": _sqlite_memory_used(),
+            "sqlite": _sqlite_memory_used(), "blocks": sys.getallocatedblocks(),
             "fds": len(os.listdir("/proc/self/fd")), "tasks": len(asyncio.all_tasks()),
             "sessions": len(gateway.sessions._sessions)}
 
@@ -311,6 +312,11 @@ async def main(platform: str, turns: int, chats: int, trace: bool) -> None:
     print(f"  after turn {turns}: {after['sessions']} sessions in memory, {after['fds']} fds, {after['tasks']} tasks")
     print(f"  resident memory grew {(halfway - before['rss']) / 1024:.0f} KiB over turns {first}-{middle}, "
           f"{(after['rss'] - halfway) / 1024:.0f} KiB over turns {middle}-{turns}")
+    # Resident memory keeps what the sessions of the chats talking held between counts (conversations grow with
+    # each turn, up to the model's context window); the blocks Python still holds after the count are what is kept.
+    blocks = after["blocks"] - before["blocks"]
+    print(f"  Python's live allocations grew {blocks:+d} blocks over {turns - first} turns and {new_chats} new chats: "
+          f"{blocks / (turns - first):+.3f}/turn")
     for what, grew in [("resident memory", after["rss"] - before["rss"]),
                        ("SQLite's memory (page caches: bounded)", after["sqlite"] - before["sqlite"])] + (
             [("heap (tracemalloc)", sum(s.size_diff for s in grown))] if trace else []):
