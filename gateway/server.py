@@ -181,7 +181,7 @@ class Server:
         except OSError as exc:
             self._runner = None
             await runner.cleanup()
-            raise StartupError(_bind_problem(self.host, self.port, exc)) from exc
+            raise bind_failed(self.host, self.port, exc) from exc
         except BaseException:
             self._runner = None
             await runner.cleanup()
@@ -245,6 +245,13 @@ class Server:
 def _address(host: str, port: int) -> str:
     """``host:port``, an IPv6 host in brackets (``[::1]:8080``), as URLs write it."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def bind_failed(host: str, port: int, exc: OSError) -> StartupError:
+    """Why the server could not listen on ``host``:``port``, as the operator reads it. A port its user may not
+    listen on is refused at every start alike (``lasting``: no supervisor restart mends it); a port in use (its
+    holder may be on its way out) or an address not there yet may mend by itself."""
+    return StartupError(_bind_problem(host, port, exc), lasting=exc.errno in (errno.EACCES, errno.EPERM))
 
 
 def _bind_problem(host: str, port: int, exc: OSError) -> str:

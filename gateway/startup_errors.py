@@ -58,7 +58,7 @@ def lasting(exc: BaseException) -> bool:
     ``lifecycle.temporal.tls`` file unreadable or without its certificate or key, an empty namespace: never an unreachable Temporal, nor a server certificate it may renew); the state database
     or the lifecycle journal was written by a newer version, which this one will never read; the journal's key
     table is damaged (a malformed row, or emptied beside records), which only a restore mends; the HTTP server
-    may not listen on ``server.port`` (`_bind_not_permitted`). False for all
+    may not listen on ``server.port`` (a `StartupError` marked ``lasting``). False for all
     else, which may mend by itself (a server not up yet, the network, a port still held, a full disk): a
     supervisor starting it again is right there, and wrong here, where it only repeated the same line every
     few seconds."""
@@ -75,18 +75,9 @@ def lasting(exc: BaseException) -> bool:
         # A StoreError is a database this version cannot use as it is: one a newer version wrote.
         if isinstance(error, StoreError) or (isinstance(error, JournalError) and error.code == "JOURNAL_TOO_NEW"):
             return True
-        if _damaged_key_table(error) or _bind_not_permitted(error):
+        if _damaged_key_table(error):
             return True
     return False
-
-
-def _bind_not_permitted(error: BaseException) -> bool:
-    """The HTTP server refused a port its user may not listen on (below 1024, without CAP_NET_BIND_SERVICE, as
-    the systemd unit's ``User=``): every start alike, until the operator changes the port or grants the right.
-    Known by asyncio's words for a failed bind, as the server wraps it; a port in use (its holder may be on its
-    way out) and permission denied elsewhere (a state directory being given to the user) are not lasting."""
-    return (isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EPERM)
-            and "attempting to bind" in str(error))
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

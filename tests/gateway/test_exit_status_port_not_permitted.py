@@ -12,7 +12,7 @@ import pytest
 
 from gateway.cli import EXIT_CONFIG
 from gateway.errors import StartupError
-from gateway.server import _bind_problem
+from gateway.server import _bind_problem, bind_failed
 from gateway.startup_errors import lasting
 from tests.gateway.cli_process import problem_lines, run, write_config
 from tests.test_deploy import unit_setting
@@ -44,9 +44,9 @@ def test_a_port_the_user_may_not_listen_on_is_not_started_again(tmp_path):
 
 
 def _bind_failed(code: int, reason: str) -> StartupError:
+    cause = OSError(code, f"error while attempting to bind on address ('127.0.0.1', 80): {reason}")
     try:
-        raise StartupError("server.port: …") from OSError(code, f"error while attempting to bind on address"
-                                                                f" ('127.0.0.1', 80): {reason}")
+        raise bind_failed("127.0.0.1", 80, cause) from cause
     except StartupError as exc:
         return exc
 
