@@ -31,6 +31,8 @@ is logged once, then counted for ten minutes (`platforms.repeated_warnings`). An
 ``Expect`` header other than ``100-continue`` is answered 417 before aiohttp sees it
 (`expect_guard`). A body in a ``Content-Encoding`` other than gzip or deflate is answered 415
 in JSON, on every path, saying which encodings are taken (`encoding_guard`, `RefusingUndecodable`).
+
+Every answer, these included, carries `SECURITY_HEADERS` (`security_headers`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 
 from aiohttp import hdrs, web
 from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
@@ -49,6 +52,18 @@ from platforms.repeated_warnings import RepeatedWarnings
 log = logging.getLogger("gateway.server")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+SECURITY_HEADERS: Mapping[str, str] = MappingProxyType({"X-Content-Type-Options": "nosniff"})
+"""On every answer: no browser may take a JSON answer or the metrics for HTML or a script, guessing from what a
+client put in it (a chat's text, a name echoed in an error)."""
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """An ``on_response_prepare`` signal: `SECURITY_HEADERS` on every answer the app gives, its event streams and
+    errors too. The answers made before the app (`expect_guard`, `encoding_guard`, a request aiohttp cannot
+    parse) carry them from where they are made."""
+    response.headers.update(SECURITY_HEADERS)
 
 
 STOPPING = "not accepting messages right now; retry later"
@@ -160,7 +175,8 @@ def expect_guard(handler: Handler) -> Handler:
     async def guarded(request: web.Request) -> web.StreamResponse:
         expect = request.headers.get(hdrs.EXPECT)
         if expect and request.version >= (1, 1) and expect.lower() != "100-continue":
-            response = web.json_response({"error": "only Expect: 100-continue is supported"}, status=417)
+            response = web.json_response({"error": "only Expect: 100-continue is supported"}, status=417,
+                                         headers=SECURITY_HEADERS)
             response.force_close()  # a client that expected something else may be sending its body
             return response
         return await handler(request)
@@ -200,7 +216,9 @@ class RefusingUndecodable(RequestHandler):
                      message: str | None = None) -> web.StreamResponse:
         # Only the parse of the headers gets here with it: a body that fails to decode fails the handler's read.
         if status != 400 or not isinstance(exc, ContentEncodingError):
-            return super().handle_error(request, status, exc, message)
+            response = super().handle_error(request, status, exc, message)
+            response.headers.update(SECURITY_HEADERS)  # its text may quote what the client sent
+            return response
         # The request aiohttp hands over has no headers: its error names the encoding ("… brotli (br). …").
         named = re.search(r"\(([a-z]+)\)", exc.message or "")
         return unsupported_encoding(named.group(1) if named else None)
@@ -212,7 +230,8 @@ def unsupported_encoding(coding: str | None) -> web.Response:
     shown = coding if coding and len(coding) <= 40 and coding.isascii() and coding.isprintable() else None
     error = (f"Content-Encoding {shown}" if shown else "this Content-Encoding") + (
         " is not supported; send the body as gzip, deflate or uncompressed")
-    response = web.json_response({"error": error}, status=415, headers={hdrs.ACCEPT_ENCODING: ", ".join(DECODED)})
+    response = web.json_response({"error": error}, status=415,
+                                 headers={**SECURITY_HEADERS, hdrs.ACCEPT_ENCODING: ", ".join(DECODED)})
     response.force_close()
     return response
 

@@ -70,7 +70,7 @@ def build_adapters(config: Config, *, local: bool = False, on_local_exit: Callab
 
         adapters.append(WebChatAdapter(
             token=p.web.token, user_header=p.web.user_header, allowed_users=p.web.allowed_users,
-            allow_all=p.web.allow_all, history_limit=p.web.history_limit,
+            allow_all=p.web.allow_all, trusted_proxies=p.web.trusted_proxies, history_limit=p.web.history_limit,
             # A sent file's link works as long as its message shows: the outbox keeps it that long.
             files_dir=Path(config.state_dir) / "web-files", keep_files_seconds=RETENTION_SECONDS,
         ))

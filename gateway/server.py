@@ -19,7 +19,15 @@ from aiohttp.typedefs import Handler
 from gateway.app import Gateway
 from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
-from gateway.http_guard import ConnectionGuard, PendingBodies, ServerLog, body_guard, encoding_guard, expect_guard
+from gateway.http_guard import (
+    ConnectionGuard,
+    PendingBodies,
+    ServerLog,
+    body_guard,
+    encoding_guard,
+    expect_guard,
+    security_headers,
+)
 from gateway.metrics import CONTENT_TYPE
 from gateway.store import checkpointer, write_lock
 from lifecycle import SqliteDatabase
@@ -64,6 +72,7 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     web_response.SERVER_SOFTWARE = SERVER_NAME
     app = web.Application(client_max_size=2 * 1024 * 1024,
                           middlewares=[body_guard(limits.body_timeout, arrived, pending, answered), json_not_found])
+    app.on_response_prepare.append(security_headers)
 
     async def healthz(request: web.Request) -> web.Response:
         # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or

@@ -102,13 +102,13 @@ class WebChatAdapter:
     counts_characters = True  # `measure` is len: `platforms.base.CountsCharacters`
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
-                 allowed_users: Iterable[str | int] = (), allow_all: bool = False, check_host: bool | None = None,
-                 history_limit: int = HISTORY_LIMIT, history_reader: HistoryReader | None = None,
-                 clock: Callable[[], float] = time.time, keep_alive: float = KEEP_ALIVE_SECONDS,
-                 files_dir: Path | None = None, keep_files_seconds: float = KEEP_FILES_SECONDS,
-                 order_hold: float = ORDER_HOLD_SECONDS) -> None:
+                 allowed_users: Iterable[str | int] = (), allow_all: bool = False, trusted_proxies: Iterable[str] = (),
+                 check_host: bool | None = None, history_limit: int = HISTORY_LIMIT,
+                 history_reader: HistoryReader | None = None, clock: Callable[[], float] = time.time,
+                 keep_alive: float = KEEP_ALIVE_SECONDS, files_dir: Path | None = None,
+                 keep_files_seconds: float = KEEP_FILES_SECONDS, order_hold: float = ORDER_HOLD_SECONDS) -> None:
         self.access = Access(token=token, user_header=user_header, allowed_users=allowed_users,
-                             allow_all=allow_all, check_host=check_host)
+                             allow_all=allow_all, trusted_proxies=trusted_proxies, check_host=check_host)
         self.history_limit = history_limit
         self._history = history_reader
         self._clock = clock

@@ -22,7 +22,10 @@ Checks run in this order and stop at the first failure:
 3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
    people in sets it); missing, empty or given more than once is 401 (a proxy that adds its
    header after the client's, rather than replacing it, must not let the client's name win).
-   Without it, every request is the one anonymous user ``web``.
+   With ``trusted_proxies`` too, the header is read only on a connection from one of them (the
+   socket's peer, never an address a header names): a request from anywhere else is 401 as one
+   without it, so a client that reaches the port around the proxy cannot name itself anyone.
+   Without ``user_header``, every request is the one anonymous user ``web``.
 4. **Allowlist**: with ``user_header`` set, the user must be in ``allowed_users``
    (case-insensitive, a leading ``@`` ignored) unless ``allow_all``. 403.
 
@@ -83,6 +86,34 @@ def error_response(status: int, reason: str) -> web.Response:
     return web.json_response({"error": reason}, status=status)
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def proxy_networks(entries: Iterable[str]) -> tuple[Network, ...]:
+    """The networks ``entries`` name (an address alone is a network of one); ValueError naming the first entry
+    that is neither, with its index."""
+    networks = []
+    for i, entry in enumerate(entries):
+        try:
+            networks.append(ipaddress.ip_network(str(entry).strip()))
+        except ValueError as exc:
+            # A network written with its host's bits (10.0.0.5/24) would let in more or less than meant.
+            why = " (its host bits are set)" if "host bits" in str(exc) else ""
+            raise ValueError(f"[{i}]: expected an IP address or network such as 10.0.0.5 or 10.0.0.0/24, got"
+                             f" {str(entry)!r}{why}") from None
+    return tuple(networks)
+
+
+def _peer_in(remote: str | None, networks: tuple[Network, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(remote or "")
+    except ValueError:
+        return False  # a Unix socket's peer has no address: no proxy named it
+    # A socket listening on "::" names an IPv4 peer as ::ffff:10.0.0.5.
+    address = getattr(address, "ipv4_mapped", None) or address
+    return any(address in network for network in networks)
+
+
 def is_loopback(host: str | None) -> bool:
     """Whether a listening address or a ``Host`` name (port and brackets allowed) is loopback only."""
     if not host:
@@ -108,10 +139,11 @@ class Access:
 
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False,
-                 check_host: bool | None = None, loopback_only: str = LOOPBACK_ONLY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 trusted_proxies: Iterable[str] = (), check_host: bool | None = None,
+                 loopback_only: str = LOOPBACK_ONLY, clock: Callable[[], float] = time.monotonic) -> None:
         self._token = token.encode() if token else None
         self.user_header = user_header or None
+        self._proxies = proxy_networks(trusted_proxies)
         # Stripped as the header's name is: " alice" (an env file's stray space) would let alice in never.
         self._allowed = {str(u).strip().lstrip("@").lower() for u in allowed_users}
         self._allow_all = allow_all
@@ -147,6 +179,9 @@ class Access:
                 return Refusal(401, "missing or wrong token", token=True)
         if self.user_header is None:
             return ANONYMOUS
+        if self._proxies and not _peer_in(request.remote, self._proxies):
+            return Refusal(401, f"no user: the {self.user_header} header is read only from the signing-in proxy"
+                           " (platforms.web.trusted_proxies)", detail=f" (from {request.remote})")
         named = request.headers.getall(self.user_header, ())
         if len(named) > 1:
             # A proxy that appends its header (HAProxy's add-header) leaves the client's first: the first would be

@@ -108,6 +108,9 @@ class WebChatSettings:
     )
     allowed_users: tuple[UserId, ...] = setting((), "Users (as user_header names them) allowed to chat.")
     allow_all: bool = setting(False, "Let every user the proxy names chat (ignores allowed_users).")
+    trusted_proxies: tuple[str, ...] = setting(
+        (), "IP addresses or networks (10.0.0.5, 10.0.0.0/24) of the proxies that may set user_header: a request"
+        " from any other is refused as one without it. Empty: the header is taken from anyone who reaches the port.")
     toolsets: tuple[GatedToolset, ...] | None = setting(None, _TOOLSETS_DOC)
     history_limit: int = setting(
         200, "Messages a page shows when it opens (the most recent); a page reconnecting after more than these "

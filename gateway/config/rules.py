@@ -12,7 +12,7 @@ from pathlib import Path
 from yarl import URL
 
 from gateway.config.sections import Config
-from platforms.web_access import is_loopback
+from platforms.web_access import is_loopback, proxy_networks
 from platforms.webhook import ROUTE_NAME
 
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
@@ -142,10 +142,22 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     if web.allowed_users and not web.user_header:
         errors.append("platforms.web.allowed_users: needs platforms.web.user_header, the only source of a web "
                       "user's name")
+    try:
+        proxy_networks(web.trusted_proxies)
+    except ValueError as exc:
+        errors.append(f"platforms.web.trusted_proxies{exc}")
+    if web.trusted_proxies and not web.user_header:
+        errors.append("platforms.web.trusted_proxies: needs platforms.web.user_header, the header it says who may set")
     host = config.server.host
-    if not is_loopback(host) and not web.token and not (web.user_header and web.allowed_users):
-        errors.append(f'platforms.web.token: required when server.host ("{host}") is not a loopback address '
-                      "(or set platforms.web.user_header with allowed_users)")
+    if not is_loopback(host) and not web.token:
+        if not (web.user_header and web.allowed_users):
+            errors.append(f'platforms.web.token: required when server.host ("{host}") is not a loopback address '
+                          "(or set platforms.web.user_header with allowed_users)")
+        elif not web.trusted_proxies:
+            warnings.append(f'platforms.web: the {web.user_header} header is taken from any client that reaches'
+                            f' server.host ("{host}"): one that gets around the signing-in proxy can send it with'
+                            " the name of a user in allowed_users and chat as them; set platforms.web.trusted_proxies"
+                            " to the proxy's address (or set platforms.web.token)")
     if web.user_header and not web.allowed_users and not web.allow_all:
         warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
     return errors

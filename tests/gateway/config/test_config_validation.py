@@ -207,7 +207,8 @@ def test_the_web_chat_off_loopback_needs_a_token_in_one_line(load):
     assert errors == ['platforms.web.token: required when server.host ("0.0.0.0") is not a loopback address '
                       "(or set platforms.web.user_header with allowed_users)"]
     for enough in ("{enabled: true, token: s3cret-token}",
-                   "{enabled: true, user_header: X-Forwarded-User, allowed_users: [alice]}"):
+                   "{enabled: true, user_header: X-Forwarded-User, allowed_users: [alice],"
+                   " trusted_proxies: [10.0.0.5]}"):
         config, warnings = load(f"server: {{host: 0.0.0.0, console: false}}\nplatforms:\n  web: {enough}")
         assert config.platforms.web.enabled and warnings == []
     for loopback in ("127.0.0.1", "localhost", "::1"):
