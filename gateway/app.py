@@ -234,50 +234,47 @@ class Gateway:
         # A newer event of the chats replayed below that a platform started first hands over meanwhile, a command
         # too, is queued after them (`Replays`): handled first, it was answered before them.
         self._replays.due(session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished)
-        try:
-            for adapter in self.adapters.values():
-                if isinstance(adapter, ThreadMemory):
-                    adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
-                if isinstance(adapter, LeavesIndicators):
-                    adapter.bind_indicators_left(self._left_indicators.told(adapter.name))
-                if isinstance(adapter, CatchesUp):
-                    adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
-                                           functools.partial(self.store.last_seen.record, adapter.name),
-                                           functools.partial(self.store.last_seen.at, adapter.name))
-                if isinstance(adapter, MovesChats):
-                    adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
-                                            functools.partial(self._chat_moved, adapter.name))
-                if isinstance(adapter, HearsEdits):
-                    adapter.bind_edits(self.edits.edited)
-                await adapter.start(self.handle, specs)
-                log.info("platform %s started", adapter.name)
-            undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
-            # As for the events above: a completion turn that died with the process is charged an attempt, so one
-            # that brings it down is not replayed into every start; given up on, its results go out as they are.
-            gave_up: set[str] = set()
-            if not before_stopped_cleanly:
-                begun_deliveries = self.store.delegations.deliveries_begun()
-                for row in undelivered:
-                    if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
-                        gave_up.add(row.completion_turn_id)
-            self._background += self._left_indicators.clear(
-                {(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
-                {split_session_key(row.session_key) for row in undelivered} | unsent | left, recorded=left)
-            # They start over: the events' turns, and the completion turns of undelivered delegations
-            # (one that had begun may have delegated already).
-            replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
-                                                                           if row.completion_turn_id not in gave_up}
-            await self._cards.finish_owed()  # those the processes before could not finish
-            # Their children stopped before the turns launch new ones; those of completion turns given up on too.
-            await self.ledger.forget_replayed(replays | gave_up)
-            self.runner.replaying(replays)
-            for inbound, turn_id in unfinished:
-                log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-                # Never raises: no stored event can stop a start.
-                await self._handle_accepted(self.edits.replayed(inbound), turn_id)
-                await self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
-        finally:
-            self._replays.give_up()  # failed or stopped: what waits behind the replay is left to the next start
+        for adapter in self.adapters.values():
+            if isinstance(adapter, ThreadMemory):
+                adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
+            if isinstance(adapter, LeavesIndicators):
+                adapter.bind_indicators_left(self._left_indicators.told(adapter.name))
+            if isinstance(adapter, CatchesUp):
+                adapter.bind_last_seen(self.store.last_seen.of(adapter.name),
+                                       functools.partial(self.store.last_seen.record, adapter.name),
+                                       functools.partial(self.store.last_seen.at, adapter.name))
+            if isinstance(adapter, MovesChats):
+                adapter.bind_chat_moves(self.store.chat_moves.of(adapter.name),
+                                        functools.partial(self._chat_moved, adapter.name))
+            if isinstance(adapter, HearsEdits):
+                adapter.bind_edits(self.edits.edited)
+            await adapter.start(self.handle, specs)
+            log.info("platform %s started", adapter.name)
+        undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]
+        # As for the events above: a completion turn that died with the process is charged an attempt, so one
+        # that brings it down is not replayed into every start; given up on, its results go out as they are.
+        gave_up: set[str] = set()
+        if not before_stopped_cleanly:
+            begun_deliveries = self.store.delegations.deliveries_begun()
+            for row in undelivered:
+                if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
+                    gave_up.add(row.completion_turn_id)
+        self._background += self._left_indicators.clear(
+            {(e.platform, e.chat_id, e.thread_id) for e, _ in (*opened, *unfinished)} |
+            {split_session_key(row.session_key) for row in undelivered} | unsent | left, recorded=left)
+        # They start over: the events' turns, and the completion turns of undelivered delegations
+        # (one that had begun may have delegated already).
+        replays = {turn_id for _, turn_id in unfinished if turn_id} | {row.completion_turn_id for row in undelivered
+                                                                       if row.completion_turn_id not in gave_up}
+        await self._cards.finish_owed()  # those the processes before could not finish
+        # Their children stopped before the turns launch new ones; those of completion turns given up on too.
+        await self.ledger.forget_replayed(replays | gave_up)
+        self.runner.replaying(replays)
+        for inbound, turn_id in unfinished:
+            log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
+            # Never raises: no stored event can stop a start.
+            await self._handle_accepted(self.edits.replayed(inbound), turn_id)
+            await self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]

@@ -11,7 +11,7 @@ A start queues the events it replays (those that waited for their turns when the
 its platforms have started, and a platform started first may hand over a newer event of the same chat before
 that: `Replays` keeps it, recorded, and queues it after them, so that the chat is answered in the order it was
 written; the platform goes on handing over the other chats' events meanwhile, and an edit of it changes it
-where it waits (`Replays.waiting`).
+where it waits (`Replays.waiting`), also once a start that failed has left it to the next start.
 """
 
 from __future__ import annotations
@@ -98,15 +98,6 @@ class Replays:
             waiting = due.waiting.popleft()
             await self._hand_on(waiting.event, waiting.turn_id, waiting.route)
         del self._due[key]  # with no await since the last was taken: a newer event comes after it
-        due.set()
-
-    def give_up(self) -> None:
-        """The start failed or was stopped before it queued them: the new events of those chats are not handled in
-        this process (`waits`); recorded already, the next start replays them after the older ones. Nothing once
-        the start queued them all."""
-        for due in self._due.values():
-            due.waiting.clear()
-            due.set()
 
     def waits(self, key: str, event: Inbound, turn_id: str | None, route: object) -> bool:
         """Whether the new ``event`` of the chat ``key``, recorded, waits behind the chat's replayed events (and
@@ -116,14 +107,14 @@ class Replays:
         due = self._due.get(key)
         if due is None:
             return False
-        if not due.is_set():
-            due.waiting.append(Waiting(event, turn_id, route))
+        due.waiting.append(Waiting(event, turn_id, route))
         return True
 
     def waiting(self, key: str, message_id: str) -> Waiting | None:
         """The new event of the message ``message_id`` of the chat ``key`` that waits behind the replay, not
         handed on yet: one its user edits is changed here (`gateway.message_edits`), as it is not in its
-        session's queue yet, nor in the chat's intake, and is queued as edited."""
+        session's queue yet, nor in the chat's intake, and is queued as edited (or, the start given up, is
+        replayed as edited by the next start, from the inbox the edit changed too)."""
         due = self._due.get(key)
         for waiting in due.waiting if due is not None else ():
             if waiting.event.message_id == message_id:
@@ -141,11 +132,11 @@ class Waiting:
     """`gateway.app.Gateway._route`'s: None for a message that starts a turn."""
 
 
-class _Due(asyncio.Event):
+class _Due:
     """A chat's replayed events not queued yet, and the new events waiting behind them."""
 
-    left = 0
+    __slots__ = ("left", "waiting")
 
     def __init__(self) -> None:
-        super().__init__()
+        self.left = 0
         self.waiting: collections.deque[Waiting] = collections.deque()

@@ -15,7 +15,9 @@ have started (an adapter that cannot start runs no turn): an edit made while the
 first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already. A
 newer message of such a chat that a platform started first hands over meanwhile waits behind them, recorded, in
 no queue yet (`gateway.chat_intake.Replays`): its edit changes it there at once, so the platform, which may hand
-events over one at a time, goes on with every chat's events while the replay waits.
+events over one at a time, goes on with every chat's events while the replay waits. A start that fails or is
+stopped before the replay leaves it there for the next start: edited until the process ends, its record in the
+inbox is, so the next start answers it as edited.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ log = logging.getLogger("gateway.edits")
 class MessageEdits:
     """``is_command(text)``: whether the gateway would route ``text`` as a command; ``durable()``: commit what
     was written, raising as `gateway.app.Gateway.handle` does when the store refuses; ``accepting()``: whether
-    the gateway takes events now (a stop has begun: what waits is replayed after the next start, unedited)."""
+    the gateway takes events now (a stop has begun: what waits in a session's queue, or to be replayed by this
+    start, is replayed after the next start, unedited; what waits behind a replay is changed all the same)."""
 
     def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, behind_replay: Replays, *,
                  is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
@@ -62,7 +65,9 @@ class MessageEdits:
     async def edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
         """`platforms.base.MessageEdited`. Idempotent: the same edit handed over again changes nothing more."""
         key = session_key(platform, chat_id, thread_id)
-        behind = self._behind_replay.waiting(key, message_id) if self._accepting() else None
+        # Also once a stop has begun: what waits behind a replay the start gave up on is replayed by the next start
+        # from the inbox, which the edit changes, as it does a message's record before a failed start.
+        behind = self._behind_replay.waiting(key, message_id)
         if behind is not None:
             # Neither queued nor in its chat's intake yet, so changed now, with no await before: waiting for the
             # chat until the replay is through held the platform's hand-over of every chat's events meanwhile.
