@@ -66,14 +66,16 @@ SET_LEVELS = ("set", "set_in_command", "set_in_subcommand")
 options over its parent's, so one list for all kept only the innermost level's pairs."""
 CONFIG_LEVELS = ("config", "config_in_command", "config_in_subcommand")
 """Where each level of the command line keeps its --config, for the same reason: one for all kept the
-innermost level's, so `switchboard --config A run --config B` read B without a word (`_config_path`)."""
+innermost level's, so `switchboard --config A run --config B` read B without a word (`_config_path`). Each
+level keeps every --config given there: argparse keeps the last, so `--config A --config B run` (an alias that
+adds `--config A`, and another typed before the command) read B without a word too."""
 
 
 def _common(level: int) -> argparse.ArgumentParser:
     """The global options, as a command (1) or subcommand (2) also takes them after its name
     (`switchboard run --config F`); SUPPRESS keeps an option given before it from being reset."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS, type=_named_path,
+    common.add_argument("--config", metavar="PATH", action="append", default=argparse.SUPPRESS, type=_named_path,
                         dest=CONFIG_LEVELS[level], help="configuration file (default: see docs/configuration.md)")
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=argparse.SUPPRESS,
                         dest=SET_LEVELS[level],
@@ -91,7 +93,7 @@ def _named_path(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     common, common_inner = _common(1), _common(2)
     parser = argparse.ArgumentParser(prog="switchboard", description="A chat gateway for an agent that delegates.")
-    parser.add_argument("--config", metavar="PATH", type=_named_path,
+    parser.add_argument("--config", metavar="PATH", action="append", default=[], type=_named_path,
                         help="configuration file (default: see docs/configuration.md)")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
@@ -236,10 +238,10 @@ def _command(argv: Sequence[str] | None) -> int:
 
 
 def _config_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
-    """The file --config names, before the command or after it. Two levels naming different files is a usage
-    error: the innermost was read, and the command's outcome taken for the other's (an alias or a script that
-    adds --config to every command, and another --config typed after it)."""
-    given = [path for level in CONFIG_LEVELS if (path := getattr(args, level, None)) is not None]
+    """The file --config names, before the command or after it. Two of them naming different files, at one
+    level or two, is a usage error: the last was read, and the command's outcome taken for the other's (an alias
+    or a script that adds --config to every command, and another --config typed after it)."""
+    given = [path for level in CONFIG_LEVELS for path in getattr(args, level, [])]  # in the order written
     for other in given[1:]:
         if not _same_file(given[0], other):
             parser.error(f"--config {shlex.quote(given[0])} and --config {shlex.quote(other)} name different files;"

@@ -6,7 +6,7 @@ one run of `config check` shows all of them. Messages name the full key path and
 never echo a secret's value, nor any other value that equals or contains one
 (a token pasted into the wrong key). Unknown keys are warnings, except inside a
 section marked ``strict_keys`` (``platforms``), where a misspelling would
-silently switch something off.
+silently switch something off, and a misspelling of such a section's own name.
 """
 
 from __future__ import annotations
@@ -210,6 +210,10 @@ class Validator:
                 if self._strict:
                     self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt key here would"
                                        " silently leave something off")
+                elif close and _strict_section(known, close[0]):
+                    # `platfroms:` leaves every platform in it off, as a misspelt key inside it leaves one.
+                    self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt section here would"
+                                       " silently leave something off")
                 elif len(places) == 1 and places[0].strict and places[0].section:
                     # Out of place, a platform (`telegram:` at the top) is as lost as a misspelt one in platforms.
                     parent = places[0].path.rpartition(".")[0]
@@ -217,6 +221,12 @@ class Validator:
                                        " would silently leave something off here")
                 else:
                     self.warnings.append(f"{join(path, key)}: unknown key{hint}")
+
+
+def _strict_section(known: object, name: str) -> bool:
+    """Whether ``name``, among the ``known`` keys, is a section whose unknown keys are errors (``strict_keys``)."""
+    field = known.get(name) if isinstance(known, Mapping) else None
+    return isinstance(field, dataclasses.Field) and bool(field.metadata.get("strict_keys"))
 
 
 def _convert(value: object, tp: Any) -> Any:

@@ -74,9 +74,9 @@ def test_all_errors_are_collected(load):
 
 
 def test_unknown_key_warns_with_suggestion(load):
-    config, warnings = load("delegation: {max_concurent_children: 3}\nplatfroms: {}\nzzz: 1")
+    config, warnings = load("delegation: {max_concurent_children: 3}\nsever: {}\nzzz: 1")
     assert warnings == [
-        'platfroms: unknown key (did you mean "platforms"?)',
+        'sever: unknown key (did you mean "server"?)',
         "zzz: unknown key",
         'delegation.max_concurent_children: unknown key (did you mean "max_concurrent_children"?)',
     ]
