@@ -123,6 +123,7 @@ from platforms.slack_delivery import Delivery
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_inbound import Taken, conversations_of, taken_of, text_of
+from platforms.slack_message_limit import MessageLimit
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
@@ -223,7 +224,7 @@ class SlackAdapter:
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
         self._background = self._under_way.background
         # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
-        self._message_limit = slack_posts.MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
+        self._message_limit = MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
         self._stuck_edits = slack_posts.StuckEdits()
         self._progress = Placeholders(text=placeholder_text, api=self._web.call, with_metadata=self._metadata.post,
                                       page=self._reads, pages=slack_history.LOOKUP_PAGES,
@@ -485,6 +486,7 @@ class SlackAdapter:
             if self._turning_away:
                 raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
                                " Slack to send again")
+            self._latest_edits.handing_over(message)  # for the next process too: Slack may send it an older one
             await edited(self.name, message["channel"], addressed.thread, message["ts"], text_of(message, addressed))
 
     @property
@@ -552,7 +554,11 @@ class SlackAdapter:
             await ack()
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
-        self._taken_in.bind(last_seen, seen, stored)
+        """The conversations' records, and beside them the latest edit of each message handed over
+        (`slack_edits.LatestEdits.bind`), read back only when an edit of the message comes."""
+        self._taken_in.bind({key: ts for key, ts in last_seen.items() if not key.startswith(slack_edits.EDITED)},
+                            seen, stored)
+        self._latest_edits.bind(seen, stored)
 
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a user's edit of their message goes (`HearsEdits`)."""
@@ -565,6 +571,8 @@ class SlackAdapter:
         taken = await self._inbound(event)
         if taken is None or self._sink is None:
             return ()
+        if "edited" in event:  # read back as it reads now: an edit of it Slack sends again may be older
+            self._latest_edits.handing_over(event)
         await until_taken(functools.partial(self._sink, taken.inbound), taken.inbound, lambda: True, READ_BACK)
         self._delivery.record_seen(taken)
         return taken.conversations
@@ -601,7 +609,7 @@ class SlackAdapter:
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
             self._under_way.answering(message.reply_token)  # a stop cutting its hand-over off says no more
-            return await slack_commands.answer(message, self._session, self._web.formatted)
+            return await slack_commands.answer(message, self._session, self._web.formatted, self._message_limit)
         return await slack_posts.post(self._web, self._metadata, message, self._remember, self._message_limit)
 
     async def find_sent(self, message: Outbound, since: float) -> str | None:

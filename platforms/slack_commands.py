@@ -28,6 +28,7 @@ from platforms.formatting import slack_mrkdwn
 from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
 from platforms.proxies import proxy_for
 from platforms.slack_errors import translate, translate_exception
+from platforms.slack_message_limit import MessageLimit
 from platforms.slack_text import readable
 
 log = logging.getLogger("platforms.slack")
@@ -50,9 +51,10 @@ def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
 
 
 async def answer(message: Outbound, session: aiohttp.ClientSession | None,
-                 formatted: Callable[..., Awaitable[Any]]) -> Sent:
+                 formatted: Callable[..., Awaitable[Any]], limit: MessageLimit) -> Sent:
     """Answer through the command's ``response_url`` while Slack takes it, else with ``chat.postEphemeral``
-    through ``formatted`` (the adapter's call with the Markdown rendered).
+    through ``formatted`` (the adapter's call with the Markdown rendered); either, as a post, only while the
+    workspace's message ``limit`` lets posts go, and one that meets it holds every channel's posts.
 
     Only a URL Slack refuses (a 4xx: expired, used up) falls back. A 5xx or no answer at all raises
     `NetworkError`: Slack may have shown the answer all the same, and posting it at once the other way
@@ -68,19 +70,23 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
         hook = AsyncWebhookClient(token["response_url"], session=session, retry_handlers=[])
         # Given None, slack-sdk took $HTTPS_PROXY whatever $no_proxy says; None here is the session's own choice.
         hook.proxy = proxy_for(token["response_url"])
-        try:
-            resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
-                                   response_type="ephemeral")
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise translate_exception(exc, "response_url", channel) from exc
-        if 200 <= resp.status_code < 300:
-            return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
-        error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
-                          retry_after=(resp.headers or {}).get("Retry-After"))
-        if isinstance(error, RateLimited | NetworkError):
-            raise error
+        # Held as a post is: chat.postEphemeral documents message_limit_exceeded, and a URL answering a 429 that
+        # reads so (its body is the error) is the same limit; the URL stays valid 30 minutes, the hold a minute.
+        with limit.posting("response_url", channel):
+            try:
+                resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
+                                       response_type="ephemeral")
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise translate_exception(exc, "response_url", channel) from exc
+            if 200 <= resp.status_code < 300:
+                return Sent(message_id=f"{EPHEMERAL}{uuid.uuid4().hex}")
+            error = translate("response_url", channel, status=resp.status_code, error=resp.body or None,
+                              retry_after=(resp.headers or {}).get("Retry-After"))
+            if isinstance(error, RateLimited | NetworkError):
+                raise error
         # Refused (expired or used up): not shown, so chat.postEphemeral cannot show it twice.
-    resp = await formatted("chat.postEphemeral", channel, message.text, channel=channel, user=token.get("user"))
+    with limit.posting("chat.postEphemeral", channel):
+        resp = await formatted("chat.postEphemeral", channel, message.text, channel=channel, user=token.get("user"))
     return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 
 

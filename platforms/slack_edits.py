@@ -9,17 +9,25 @@ answer in time (a slow answer, a full disk's refusal) and promises no order: `La
 older than one already heard, which would have the turn answer the text as it read before. It remembers each edit
 for as long as Slack may still send an older one again (`KEPT_FOR`), not for a number of edits: a busy workspace's
 thousand other edits in those minutes pushed the message out, and its older edit, sent again, undid the later one.
+The latest edit of a message handed to the gateway is also recorded in the gateway's store, beside the newest
+message taken in per conversation (`LatestEdits.bind`, under `edit_key`): a restart forgot it, and an older
+edit Slack sent the next process again (its answer cut off by the stop, or lost in the crash) was handed over
+as the latest, the message still waiting for its turn then answered as it read before the later edit.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from platforms.base import SeenLookup, SeenRecorder
 from platforms.recent import remember
 from platforms.slack_catchup import ts_key
+
+log = logging.getLogger("platforms.slack")
 
 KEPT_FOR = 15 * 60.0
 """Seconds `LatestEdits` keeps a message's latest edit after hearing it: Slack sends an event it heard no answer to
@@ -27,6 +35,13 @@ again over about five minutes (at once, after a minute, after five), so an older
 MOST_KEPT = 10_000
 """Messages' latest edits `LatestEdits` keeps at most, however recent: more than Slack hands an app from one
 workspace in `KEPT_FOR` (30,000 events an hour, past which it holds them back), so only memory is bounded by it."""
+EDITED = "edited:"
+"""How `edit_key` begins: no conversation's key does (`platforms.slack_catchup.conversation_key`)."""
+
+
+def edit_key(channel: str, ts: str) -> str:
+    """Where the gateway's store keeps the latest edit of message ``ts`` handed over (`LatestEdits.bind`)."""
+    return f"{EDITED}{channel}/{ts}"
 
 
 def edited_message(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -46,18 +61,37 @@ def edited_message(event: dict[str, Any]) -> dict[str, Any] | None:
 
 class LatestEdits:
     """The time of the latest edit heard of each message edited lately (its ``edited.ts``), for `KEPT_FOR` seconds
-    of ``monotonic`` after it was heard, and of `MOST_KEPT` messages at most."""
+    of ``monotonic`` after it was heard, and of `MOST_KEPT` messages at most; and, once bound to the gateway's
+    store (`bind`), that of each message whose edit was handed over, for good (the store forgets it with the
+    conversations no message was seen in for a month)."""
 
     def __init__(self, *, kept_for: float = KEPT_FOR, most: int = MOST_KEPT,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self._latest: OrderedDict[tuple[str, str], tuple[tuple[int, int], float]] = OrderedDict()
         """By (channel, ts): the latest edit's time, and when it was heard; least recently heard first."""
         self._kept_for, self._most, self._monotonic = kept_for, most, monotonic
+        self._record: SeenRecorder | None = None
+        self._stored: SeenLookup = lambda key: None
+
+    def bind(self, record: SeenRecorder, stored: SeenLookup) -> None:
+        """The gateway's store of positions (`platforms.base.CatchesUp.bind_last_seen`'s): ``record`` keeps an edit's
+        time under its `edit_key`, committed with the gateway's record of the edit; ``stored`` reads it back."""
+        self._record, self._stored = record, stored
 
     def outdated(self, message: dict[str, Any]) -> bool:
-        """Whether a later edit of ``message`` (an `edited_message`) was heard than the one it carries."""
-        when, latest = _edited_at(message), self._latest.get((message["channel"], message["ts"]))
-        return when is not None and latest is not None and when < latest[0]
+        """Whether a later edit of ``message`` (an `edited_message`) was heard than the one it carries, in this
+        process or, handed over, in an earlier one."""
+        when, key = _edited_at(message), (message["channel"], message["ts"])
+        if when is None:
+            return False
+        if (latest := self._latest.get(key)) is not None and when < latest[0]:
+            return True
+        try:
+            stored = self._stored(edit_key(*key))
+            return stored is not None and when < ts_key(stored)
+        except Exception:  # as if none were recorded: the edit goes to the gateway, as before a restart it did
+            log.exception("slack: could not read the latest edit of message %s:%s handed over", *key)
+            return False
 
     def heard(self, message: dict[str, Any]) -> None:
         """``message``'s edit has come: from now on an earlier one is outdated, also while this one is still
@@ -67,6 +101,18 @@ class LatestEdits:
             remember(self._latest, key, (when, now), self._most)
         while self._latest and now - next(iter(self._latest.values()))[1] >= self._kept_for:
             self._latest.popitem(last=False)
+
+    def handing_over(self, message: dict[str, Any]) -> None:
+        """``message`` (an edit heard, or a message read back as edited) goes to the gateway: its edit's time is
+        recorded in the store, unless a later one was, for a later process to pass over an older edit."""
+        self.heard(message)
+        if self._record is None or _edited_at(message) is None or self.outdated(message):
+            return
+        try:
+            self._record(edit_key(message["channel"], message["ts"]), str(message["edited"]["ts"]))
+        except Exception:  # the gateway's record of the edit fails with it, and Slack sends the edit again
+            log.exception("slack: could not record the latest edit of message %s:%s", message["channel"],
+                          message["ts"])
 
 
 def _edited_at(message: dict[str, Any]) -> tuple[int, int] | None:

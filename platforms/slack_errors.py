@@ -57,7 +57,7 @@ login of anyone's that the gateway could ask for. Taken for a bad request, the a
 
 class MessageLimitExceeded(RateLimited):
     """``message_limit_exceeded``: a free workspace's limit on messages, the workspace's and not the channel's
-    (`platforms.slack_posts.MessageLimit` holds every channel's posts while it lasts)."""
+    (`platforms.slack_message_limit.MessageLimit` holds every channel's posts while it lasts)."""
 
 
 class UpdateFailed(NetworkError):

@@ -12,7 +12,10 @@ clean: `bind_indicators_left`, kept in the state database, and forgotten once de
 clean-up that Slack cannot serve for now (an outage, a 429) is tried again, a bounded number of times
 (`CLEAN_UP_TRIES`); one Slack refuses for good (the conversation gone, the bot out of it) is not kept for
 the next start. A 429's ``Retry-After`` is waited ``delivery.max_retry_after`` at most, as the outbox waits it. No
-placeholder is posted while the workspace's message limit holds (`platforms.slack_posts.MessageLimit`).
+placeholder is posted while the workspace's message limit holds (`platforms.slack_message_limit`), nor while
+more deletions wait their turn than Slack takes in a minute (`DELETIONS_BEHIND`): ``chat.delete`` goes 50 a minute
+across the workspace, each turn's end deletes one, and past that many turns ending a minute the deletions fell
+further behind for as long as it lasted, each placeholder reading "working" under its answer longer than the last.
 
 Apart from the adapter (`platforms.slack`) because it is a state of its own (the placeholders
 shown, those whose deletion waits, those refused for the token) with its own retries; it calls
@@ -24,13 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from platforms.base import DeliveryError, IndicatorLeft, NetworkError, RateLimited, Unauthorized
+from platforms.recent import remember
 from platforms.slack_catchup import Where
 from platforms.slack_history import Page
-from platforms.slack_posts import MessageLimit
+from platforms.slack_message_limit import MessageLimit
 
 log = logging.getLogger("platforms.slack")
 
@@ -49,6 +54,12 @@ MAX_RETRY_AFTER = 60.0
 """Seconds a 429's ``Retry-After`` is waited at most, by the clean-up or before a deletion is tried again, unless
 given another cap (the adapter's is ``delivery.max_retry_after``): Slack's rate limits count by the minute, and a
 proxy's 86400 or far-off HTTP-date held a start's clean-up of the conversation for a day."""
+DELETIONS_BEHIND = 50
+"""Deletions waiting their turn (Slack's Tier 3: 50 a minute across the workspace) past which no new placeholder is
+posted: each is a deletion more to wait, and a turn shows its answer, and its progress card, without one."""
+KEPT_MOST = 10_000
+"""Conversations `Placeholders` keeps from being said clean of placeholders (``_kept``), the most recently kept: one
+more per conversation a failure left a placeholder in, for as long as the process runs."""
 _RETRYABLE = (NetworkError, RateLimited)
 """A read or deletion Slack may take in a moment; any other refusal but the token's is for good."""
 
@@ -77,9 +88,14 @@ class Placeholders:
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
         self._say_left = self._say_shown = self._say_gone = _told_nothing
-        self._kept: set[Where] = set()
+        self._kept: OrderedDict[Where, None] = OrderedDict()
         """Told to `_left` for what this process may not remove (a deletion refused or given up, a lost post):
-        never said gone, so the next start looks there whatever later turns there delete."""
+        never said gone, so the next start looks there whatever later turns there delete; `KEPT_MOST` at most,
+        least recently kept first."""
+        self._forgot_kept = False
+        self._deleting = 0
+        """Deletions waiting their turn across the workspace (`_try_delete`): past `DELETIONS_BEHIND`, none posted."""
+        self._behind = False
         self._wrote: Callable[..., None] = lambda chat_id, op=None, refused_for=0.0: None
         """Told of each placeholder post and deletion (`bind_writes`): the outbox paces the channel's
         messages, and deletions across the workspace (held there too by a deletion's 429)."""
@@ -96,7 +112,7 @@ class Placeholders:
         """Post the placeholder once per chat/thread. The post runs in its own task, so a caller
         cancelled mid-post cannot lose the ts that `idle` needs to delete it."""
         key = (chat_id, thread_id)
-        if key not in self._placeholders and self._started():
+        if key not in self._placeholders and self._started() and not self._deletions_behind():
             self._queued.add(key)
             self._placeholders[key] = asyncio.ensure_future(self._post_placeholder(chat_id, thread_id))
         future = self._placeholders.get(key)
@@ -111,6 +127,19 @@ class Placeholders:
             raise
         if ts is None and self._placeholders.get(key) is future:
             del self._placeholders[key]  # the post failed; the next refresh tries again
+
+    def _deletions_behind(self) -> bool:
+        """Whether more deletions wait their turn than Slack takes in a minute (`DELETIONS_BEHIND`), until half of
+        them have gone (a backlog at the bound would start and end it at every turn); said as it begins and ends."""
+        behind = self._deleting >= (DELETIONS_BEHIND // 2 if self._behind else DELETIONS_BEHIND)
+        if behind and not self._behind:
+            log.warning("slack: %d placeholder deletions wait their turn (Slack takes 50 a minute across the"
+                        " workspace); no new placeholder is posted until they are under %d", self._deleting,
+                        DELETIONS_BEHIND // 2)
+        elif self._behind and not behind:
+            log.info("slack: placeholder deletions caught up; placeholders are posted again")
+        self._behind = behind
+        return behind
 
     def bind_writes(self, wrote: Callable[..., None]) -> None:
         self._wrote = wrote
@@ -161,7 +190,16 @@ class Placeholders:
         self._say_shown, self._say_gone = (left, gone) if gone else (_told_nothing, _told_nothing)
 
     def _left(self, chat_id: str, thread_id: str | None) -> None:
-        self._kept.add((chat_id, thread_id))
+        if len(self._kept) >= KEPT_MOST and (chat_id, thread_id) not in self._kept:
+            forgotten = next(iter(self._kept))
+            # The gateway's record stays until a placeholder there is deleted; one this process left there then
+            # stays in the chat.
+            log.log(logging.DEBUG if self._forgot_kept else logging.WARNING,
+                    "slack: placeholders may be left behind in more than %d conversations; %s is forgotten first"
+                    " (a later turn's deletion there says it clean, and the next start does not look there)",
+                    KEPT_MOST, forgotten[0])
+            self._forgot_kept = True
+        remember(self._kept, (chat_id, thread_id), None, KEPT_MOST)
         self._say_left(chat_id, thread_id)
 
     def _shown_no_more(self, where: Where, *, posting: bool = False) -> None:
@@ -301,7 +339,11 @@ class Placeholders:
         later), else the seconds to wait before trying again."""
         chat_id = where[0]
         if paced:
-            await self._turn(chat_id, op="delete")
+            self._deleting += 1
+            try:
+                await self._turn(chat_id, op="delete")
+            finally:
+                self._deleting -= 1
         self._wrote(chat_id, op="delete")
         try:
             await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)

@@ -3,15 +3,14 @@
 Apart from the adapter (`platforms.slack`) because it is what the outbox asks of the Web API for a part (the
 answers to slash commands go by `platforms.slack_commands`, files by `platforms.slack_uploads`), the one
 place that says when a thread becomes the bot's: once Slack may show what it posted there, and what the adapter
-keeps of Slack's refusals that outlast a call: the workspace's message limit (`MessageLimit`), and edits Slack
-keeps failing to make (`StuckEdits`). Logged under ``platforms.slack``.
+keeps of the edits Slack keeps failing to make (`StuckEdits`); the workspace's message limit is
+`platforms.slack_message_limit`'s. Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,7 +20,8 @@ from platforms.base import EditUnsupported, NetworkError, NotFound, Outbound, Se
 from platforms.recent import remember as keep_recent
 from platforms.slack_calls import WebApi
 from platforms.slack_commands import EPHEMERAL
-from platforms.slack_errors import MessageLimitExceeded, UpdateFailed
+from platforms.slack_errors import UpdateFailed
+from platforms.slack_message_limit import MessageLimit
 
 log = logging.getLogger("platforms.slack")
 
@@ -31,39 +31,6 @@ EDIT_TRIES = 5
 """Edits of one message in a row that Slack answers ``update_failed`` before `StuckEdits` gives them up."""
 KEPT_STUCK = 1000
 """Messages whose failed edits `StuckEdits` counts at most, the most recent."""
-
-
-class MessageLimit:
-    """Slack's ``message_limit_exceeded``: a free workspace's limit on messages ("you may be prevented from
-    sending too many messages or files in a short period of time", Slack's help on the free plan's limits),
-    the workspace's, not one channel's. Met in one channel, every channel's posts and file shares wait it out
-    (its ``Retry-After``, a minute when it names none, ``max_retry_after`` at most): refused here at once, as
-    the rate limit it is (`MessageLimitExceeded`, for what is left of the wait), without calling Slack, which
-    the outbox waits out in that channel and tries again, in order; not ``called``, so not counted as an answer
-    of Slack's (``switchboard_platform_rate_limited_total``). Each other channel met it anew, at a call
-    Slack counts too, and held only itself, for a minute from then. ``monotonic`` measures the wait."""
-
-    def __init__(self, *, max_retry_after: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._max_retry_after, self._monotonic = max_retry_after, monotonic
-        self._until = 0.0
-
-    def held(self) -> float:
-        """Seconds the workspace's posts still wait; 0 when they may go."""
-        return max(0.0, self._until - self._monotonic())
-
-    @contextlib.contextmanager
-    def posting(self, method: str, chat_id: str) -> Iterator[None]:
-        """Around a call that posts a message to ``chat_id``: refused while the limit holds; one that meets it
-        holds every channel's."""
-        if (left := self.held()) > 0:
-            raise MessageLimitExceeded(f"{method}: message_limit_exceeded (the workspace's, met in a call before;"
-                                       f" not asked again for {left:.0f} s)", retry_after=left, called=False,
-                                       method=method, chat_id=chat_id, platform="slack")
-        try:
-            yield
-        except MessageLimitExceeded as exc:
-            self._until = max(self._until, self._monotonic() + min(exc.retry_after, self._max_retry_after))
-            raise
 
 
 class StuckEdits:

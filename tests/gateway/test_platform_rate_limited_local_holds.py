@@ -1,6 +1,6 @@
 """``switchboard_platform_rate_limited_total`` counts the platform's own answers asking the gateway to slow down,
 not the sends an adapter holds back itself while a limit the platform set before still holds (Slack's workspace-wide
-``message_limit_exceeded``, `platforms.slack_posts.MessageLimit`): those never reached the platform. The real
+``message_limit_exceeded``, `platforms.slack_message_limit.MessageLimit`): those never reached the platform. The real
 SlackAdapter against the loopback FakeSlack."""
 
 from __future__ import annotations

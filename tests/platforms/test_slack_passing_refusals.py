@@ -68,7 +68,7 @@ async def test_an_answer_past_the_workspaces_message_limit_still_arrives(fake: F
     fake.fail_next("chat.postMessage", "message_limit_exceeded")
     store = GatewayStore(tmp_path / "state.db")
     clock = FakeClock()
-    # The adapter holds the workspace's posts for the limit's minute (`platforms.slack_posts.MessageLimit`): on the
+    # The adapter holds the workspace's posts for the limit's minute (`platforms.slack_message_limit`): on the
     # outbox's clock, which waits it out.
     slack = slack_on(fake, monotonic=clock.monotonic)
     await slack.start(Sink())
