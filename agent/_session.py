@@ -307,13 +307,10 @@ class AgentSession:
                 if hooks is not None and "turn_start" in hooks.registered:
                     await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
-            if error_kind == "content_filter" and asked is not None:
+            if error_kind == "bad_image" and not (asked is not None and _holds_picture(asked["content"])):
+                exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error)
+            if error_kind in ("content_filter", "bad_image") and asked is not None:  # bad_image: its own picture's
                 self._forget_from(asked)
-            elif error_kind == "bad_image":
-                if asked is not None and _holds_picture(asked["content"]):
-                    self._forget_from(asked)
-                else:  # an earlier message's picture: leaving this one out (background results, say) cures nothing
-                    error_kind = "bad_request"
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
@@ -353,6 +350,30 @@ class AgentSession:
                 del self.messages[index:]
                 self.history_version += 1  # a saver stores it all again, without them
                 return
+
+    async def _ask_without_pictures(self, turn: _TurnState, observer: TurnObserver,
+                                    error: str | None) -> tuple[str, str | None, str | None]:
+        """The turn's end after the server refused a picture of an earlier message (a URL it can no longer
+        fetch, a format the model now configured does not read), not of the turn's own: each picture of the
+        conversation is left out, a note (`PICTURE_LEFT_OUT`) in its place, and the model asked once more.
+        The server names no picture; kept, the one at fault would fail this turn and every later one, and
+        leaving the turn's message out instead (background results, say) would cure nothing."""
+        left_out = 0
+        for index, message in enumerate(self.messages):
+            content = message.get("content")
+            if _holds_picture(content):
+                told = [{"type": "text", "text": PICTURE_LEFT_OUT} if _is_picture(part) else part for part in content]
+                left_out += sum(map(_is_picture, content))
+                if all(isinstance(part, Mapping) and part.get("type") == "text" for part in told):
+                    told = "\n\n".join(text for part in told if (text := str(part.get("text") or "")))
+                self.messages[index] = {**message, "content": told}
+        if not left_out:  # a model that blames a picture the request did not hold: a refusal that recurs
+            return "error", error, "bad_request"
+        self.history_version += 1  # a saver stores it all again, without them
+        log.warning("session %s: the model server could not read a picture of an earlier message; the %d "
+                    "picture(s) of the conversation are left out and the model asked again", self.session_id, left_out)
+        exit_reason, error, error_kind = await self._loop(turn, observer)
+        return exit_reason, error, "bad_request" if error_kind == "bad_image" else error_kind
 
     def _mend_loaded(self) -> None:
         """Mend a conversation this session did not write (`_mend_history`) before any of it is sent:
@@ -690,5 +711,13 @@ class AgentSession:
 
 def _holds_picture(content: Any) -> bool:
     """Whether a user message's ``content`` holds a picture (an ``image_url`` part)."""
-    return isinstance(content, list) and any(
-        isinstance(part, Mapping) and part.get("type") == "image_url" for part in content)
+    return isinstance(content, list) and any(_is_picture(part) for part in content)
+
+
+def _is_picture(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") == "image_url"
+
+
+PICTURE_LEFT_OUT = ("[a picture, left out: the model server could not read one of the pictures of this conversation, "
+                    "so none of them is sent any more]")
+"""What the model reads in place of each picture left out after the server refused one of an earlier message."""

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import AgentSession, TurnResult
+from agent._errors import model_failure_text
 from agent.images import first_turn_content_async
 from lifecycle._contract import INCOMPLETE_NOTES
 from lifecycle._engine import EngineHost
@@ -203,6 +204,8 @@ def outcome_from_turn(result: TurnResult, max_iterations: int) -> ChildOutcome:
                                    "before writing an answer")
     elif result.truncated:  # all its output (its reasoning, say, or cut-off tool calls) went before an answer
         status, error = "failed", "its model reached its limit on output length before it wrote an answer"
+    elif result.filtered:  # a model (a delegation backend's) that told a withheld answer as an empty, filtered one
+        status, error = "failed", model_failure_text("content_filter", _WITHHELD)
     else:
         status, error = "failed", "Subagent did not produce a response."
     incomplete = None
@@ -212,6 +215,10 @@ def outcome_from_turn(result: TurnResult, max_iterations: int) -> ChildOutcome:
         status, result.exit_reason, result.text or None, error, result.api_calls, 0.0, result.usage,
         result.cost_usd, result.model, result.tool_trace, None, None, result.error_kind, incomplete,
     )
+
+
+_WITHHELD = "the provider's content filter withheld the answer"
+"""As `agent.models.openai` words it when it raises `ModelError` ``content_filter`` for such an answer."""
 
 
 def _merged(first: ChildOutcome, second: ChildOutcome) -> ChildOutcome:

@@ -3,10 +3,11 @@
 Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 ``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
 429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
-``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``; an
-answer that does not come in time (also when a proxy between says so: 408, 504, 524),
-and a 429 for an account out of credit, are not asked for again, and a request the
-machine slept through is given up as a connection error, asked again (`_AskOnceClient`).
+``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``, for as long as
+a call's retry budget lasts (`_retry_budget`); an answer that does not come in time (also
+when a proxy between says so: 408, 504, 524), and a 429 for an account out of credit, are
+not asked for again, and a request the machine slept through is given up as a connection
+error, asked again (`_AskOnceClient`).
 What reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
@@ -20,6 +21,7 @@ import logging
 import math
 import os
 import re
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,6 +39,7 @@ from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
+from agent.models._retry_budget import CALL, GAVE_UP, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 
@@ -111,6 +114,8 @@ class OpenAIModel:
             kwargs["temperature"] = self._temperature
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
+        budget = RetryBudget()
+        token = CALL.set(budget)
         try:
             try:
                 completion = await self._completions.create(**kwargs)
@@ -122,7 +127,9 @@ class OpenAIModel:
         # mending is in no message (a header).
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
-            raise _translate_error(exc, self._secrets, self._named, pictures=pictures) from exc
+            raise _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent) from exc
+        finally:
+            CALL.reset(token)
         return _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
 
     async def aclose(self) -> None:
@@ -146,7 +153,7 @@ def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int
         base_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
     return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=limits, max_retries=max_retries,
-                       http_client=_AskOnceClient(timeout=limits, clock=clock, auth=auth))
+                       http_client=_AskOnceClient(timeout=limits, clock=clock, auth=auth, max_retries=max_retries))
 
 
 CONNECT_TIMEOUT = 10.0
@@ -177,15 +184,41 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     A request the machine was suspended through for longer than `_suspend.lost_after` its timeout
     is dropped as a connection error (``httpx.ReadError``), which the SDK retries: its answer can
     no longer come, though the connection does not say so, and the server is no longer making it.
-    A response's body is watched only when read here (not streamed), as the SDK reads its answers."""
+    A response's body is watched only when read here (not streamed), as the SDK reads its answers.
 
-    def __init__(self, *, timeout: httpx.Timeout, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None) -> None:
+    Within a model call (`_retry_budget.CALL`), a failure the SDK would ask again after a wait that ends past
+    the call's retry budget is not asked again: a response is marked ``x-should-retry: false``, a connection
+    error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try)."""
+
+    def __init__(self, *, timeout: httpx.Timeout, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None,
+                 max_retries: int = 0) -> None:
         super().__init__(timeout=timeout, auth=auth)
         self._timeout = timeout.read  # the whole request's bound (`send`)
         self._clock = clock
         self._lost_after = lost_after(self._timeout)
+        self._max_retries = max_retries
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        budget = CALL.get()
+        begin(budget, self._clock)
+        try:
+            response = await self._send_bounded(request, **kwargs)
+        except (httpx.RequestError, ssl.SSLError) as exc:  # what the SDK asks again after
+            if budget is None or not budget.stops(request.headers, None, self._clock, self._max_retries):
+                raise
+            if isinstance(exc, httpx.TimeoutException):  # a connection not opened in time
+                raise openai.APITimeoutError(request=request) from exc
+            raise openai.APIConnectionError(request=request) from exc
+        if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
+            response.headers["x-should-retry"] = "false"
+        elif response.status_code in _GAVE_UP_WAITING and "x-should-retry" not in response.headers:
+            response.headers["x-should-retry"] = "false"
+        elif (budget is not None and response.status_code >= 400 and _sdk_asks_again(response)
+              and budget.stops(request.headers, _retry_after(response.headers), self._clock, self._max_retries)):
+            response.headers["x-should-retry"] = "false"
+        return response
+
+    async def _send_bounded(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         # httpx's read timeout is between two bytes: a server trickling whitespace would hold a request
         # for ever. ``bound`` counts on the loop's monotonic clock, which a suspend stops, as httpx's
         # does: a suspend is `expire_after_suspend`'s to tell.
@@ -208,11 +241,16 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             lost = f"no answer after the machine was suspended for over {self._lost_after:.0f} s: taken for lost"
             log.warning("model server request: %s", lost)  # the SDK's error says only "Connection error."
             raise httpx.ReadError(lost, request=request) from None
-        if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
-            response.headers["x-should-retry"] = "false"
-        elif response.status_code in _GAVE_UP_WAITING and "x-should-retry" not in response.headers:
-            response.headers["x-should-retry"] = "false"
         return response
+
+
+def _sdk_asks_again(response: httpx.Response) -> bool:
+    """Whether the SDK asks again after ``response``, an error, while it has retries left: as the server marks it
+    (``x-should-retry``), else a 408, 409, 429 or 5xx (a ``Retry-After`` past two minutes aside: `_retry_budget`)."""
+    said = response.headers.get("x-should-retry")
+    if said in ("true", "false"):
+        return said == "true"
+    return response.status_code in (408, 409, 429) or response.status_code >= 500
 
 
 def _error_code(body: bytes) -> str | None:
@@ -239,10 +277,12 @@ only ``Not Found``."""
 
 
 def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | None = None, *,
-                     pictures: bool = False) -> ModelError:
+                     pictures: bool = False, gave_up: bool = False) -> ModelError:
     """The one place SDK failures become `ModelError` (see `agent._errors` for kinds); ``named``
     (`_named`) is added to the text of a failure of `_NAMED_KINDS`. ``pictures``: the request held one,
-    so a 400 that speaks of an image is that picture's (`bad_image`), not the request's (`bad_request`)."""
+    so a 400 that speaks of an image is that picture's (`bad_image`), not the request's (`bad_request`).
+    ``gave_up``: the call's retry budget kept the SDK from asking again (`_retry_budget`), so the failure
+    is a passing one, and its text says why it was not asked again."""
     status = getattr(exc, "status_code", None)
     retry_after = None
     # Order matters: APITimeoutError subclasses APIConnectionError, and the
@@ -261,7 +301,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         kind = _permanent_kind(exc.status_code, exc.code) or (
             "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "timeout" if exc.status_code in _GAVE_UP_WAITING
-            else "server_error" if exc.status_code >= 500 or _asked_again(exc)
+            else "server_error" if exc.status_code >= 500 or gave_up or _asked_again(exc)
             else "bad_image" if pictures and exc.status_code in (400, 422) and _about_a_picture(exc)
             else "bad_request")
     elif isinstance(exc, UnicodeEncodeError):  # a request no client can send: asking again cannot help
@@ -291,6 +331,8 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
             text = f"{text} ({BODY_TOO_LARGE}{size})"
     if named and kind in _NAMED_KINDS:
         text = f"{text} ({named})"
+    if gave_up:
+        text = f"{text} ({GAVE_UP})"
     text = _scrub(text, secrets)
     return ModelError(model_failure_text(kind, text), kind=kind, status=status, retry_after=retry_after)
 
@@ -335,7 +377,8 @@ def _error_in_body(error: Any, secrets: tuple[str, ...], named: str | None = Non
     kind = _permanent_kind(status, code) or (
         "rate_limited" if status == 429 else "auth" if status in (401, 403)
         else "timeout" if status in _GAVE_UP_WAITING
-        else "bad_request" if status is not None and status < 500
+        # A 409 is a conflict that passes (a lock timeout), as the status line's is (`_asked_again`).
+        else "bad_request" if status is not None and status < 500 and status != 409
         else "server_error")  # no usable code: the server still says it failed
     text = str(error.get("message") or "no message")
     if named and kind in _NAMED_KINDS:

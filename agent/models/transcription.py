@@ -4,7 +4,8 @@ Configured by ``model.transcription`` (`agent.settings.TranscriptionSettings`): 
 model name (``whisper-1``, ``gpt-4o-mini-transcribe``, a local server's model), and a
 base URL and key that default to the chat model's (``model.base_url``,
 ``model.api_key``, ``$OPENAI_API_KEY``). Requests go through the official SDK, which
-retries 429, 5xx and connection errors ``model.max_retries`` times; a transcript that does
+retries 429, 5xx and connection errors ``model.max_retries`` times (for as long as the call's retry budget
+lasts, `agent.models._retry_budget`); a transcript that does
 not come within ``timeout_seconds`` is not asked for again (the server had the whole upload
 and is still working on it, see `_AskOnceClient`), unless the machine slept through it long enough
 that no transcript can come any more (`agent.models._suspend`). What fails is one `ModelError` whose
@@ -22,6 +23,7 @@ from openai import AsyncOpenAI
 
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import ModelError, model_failure_text
+from agent.models._retry_budget import CALL, RetryBudget
 from agent.models.openai import PLACEHOLDER_API_KEY, _named, _sdk_client, _translate_error, _url_credentials
 from agent.settings import ModelSettings, api_key_problem, base_url_of, key_problem
 
@@ -56,11 +58,15 @@ class Transcriber:
         kwargs = {"language": self._language} if self._language else {}
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
+        budget = RetryBudget()
+        token = CALL.set(budget)
         try:
             result = await self._transcriptions.create(
                 model=self.name, file=(filename, audio, mime_type or "application/octet-stream"), **kwargs)
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
-            raise _translate_error(exc, self._secrets, self._named) from exc
+            raise _translate_error(exc, self._secrets, self._named, gave_up=budget.spent) from exc
+        finally:
+            CALL.reset(token)
         text = getattr(result, "text", None)
         if not isinstance(text, str):
             raise ModelError("transcription response malformed: no text", kind="malformed")

@@ -1,8 +1,9 @@
 """What the conversation keeps after the server refused a picture it cannot read (`bad_image`): the turn's
 own message that holds it is left out, as a message the content filter blocked is, or it would be sent, and
 refused, with every later one; a message without the picture (a completion turn's background results, a
-user's next words) is kept. A refusal of a setting or of the tool list keeps the message: it is not at fault.
-The openai provider against a fake server."""
+user's next words) is kept, the conversation's pictures left out instead and the model asked again. A refusal
+of a setting or of the tool list keeps the message: it is not at fault. The openai provider against a fake
+server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import base64
 import contextlib
 
 from agent import AgentSession
+from agent._session import PICTURE_LEFT_OUT
 from agent.models import OpenAIModel
 from agent.settings import ModelSettings
 from agent.testing import FakeOpenAIServer
@@ -52,16 +54,22 @@ async def test_the_message_holding_a_picture_the_server_cannot_read_is_left_out(
         assert [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"] == ["hello", "and now?"]
 
 
-async def test_results_without_the_picture_are_kept_when_an_earlier_picture_is_refused():
+async def test_an_earlier_picture_the_server_no_longer_reads_is_left_out_and_the_model_asked_again():
     # The picture at fault is an earlier message's (a URL the server no longer reaches): leaving this one out,
-    # background results for a completion turn, would lose them and cure nothing. Told as a refusal that recurs.
+    # background results for a completion turn, would lose them and cure nothing. Kept, it failed this turn and
+    # every later one, told to the chat as a setting the operator must change.
     async with FakeOpenAIServer() as server, session_on(server) as session:
         server.push_text("a cat")
         server.push_error(400, UNREADABLE)
+        server.push_text("the report says the cat is fine")
         await session.run_turn(PHOTO)
+        version = session.history_version
         result = await session.run_turn("[Background results] the report is ready")
-        assert (result.exit_reason, result.error_kind) == ("error", "bad_request")
-        assert said(session) == [PHOTO, "[Background results] the report is ready"]
+        assert (result.exit_reason, result.text) == ("completed", "the report says the cat is fine")
+        assert said(session) == [f"what is this?\n\n{PICTURE_LEFT_OUT}", "[Background results] the report is ready"]
+        assert session.history_version > version  # a saver stores it again
+        asked_again = server.requests[-1]["messages"]
+        assert "image_url" not in str(asked_again) and PICTURE_LEFT_OUT in str(asked_again)
 
 
 async def test_a_refusal_of_the_tool_list_keeps_the_message():

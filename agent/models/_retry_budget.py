@@ -1,0 +1,74 @@
+"""How long one model call may go on retrying: a bound the SDK's own retries do not have.
+
+The SDK asks again ``model.max_retries`` times; each request may take ``model.timeout_seconds`` and each wait
+before the next may be the two minutes a ``Retry-After`` asks for. With the defaults (2 retries, 120 s) a server
+failing every request just before its timeout (a proxy's 502) and asking for two minutes' wait held the turn
+3 × 120 + 2 × 120 s, ten minutes, to tell the chat "please try again"; more with more retries. So no retry
+is begun, nor a wait before one, that would end past `RETRY_SECONDS` after the call began: the failure that
+came last is raised instead. A call takes `RETRY_SECONDS` plus one request's timeout at most (four minutes
+by default), whatever ``model.max_retries``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping
+
+from agent._clock import Clock
+
+RETRY_SECONDS = 120.0
+"""Seconds into a model call after which the SDK begins no retry (its wait before one counted)."""
+
+_FIRST_BACKOFF, _MOST_BACKOFF, _MOST_RETRY_AFTER = 0.5, 8.0, 120.0
+"""The SDK's waits: 0.5 s doubled per retry up to 8 s (less up to a quarter, at random), or a server's
+``Retry-After`` up to two minutes; a longer one it does not wait for, nor ask again."""
+
+
+class RetryBudget:
+    """One model call's: when its retrying ends (from its first request), and whether it ended a retry."""
+
+    __slots__ = ("until", "spent")
+
+    def __init__(self) -> None:
+        self.until: float | None = None
+        self.spent = False
+        """A retry the SDK would have made was not: the failure raised is the one that came last."""
+
+    def stops(self, headers: Mapping[str, str], retry_after: float | None, clock: Clock, max_retries: int) -> bool:
+        """Whether the SDK, about to ask again the request sent with ``headers`` after a wait of ``retry_after``
+        (the server's), or of its backoff when None, must not: the wait would end past the budget. Marks the
+        budget spent then."""
+        taken = _retries_taken(headers)
+        if self.until is None or taken >= max_retries:  # no budget begun, or the SDK asks again no more anyway
+            return False
+        if retry_after is not None and retry_after > _MOST_RETRY_AFTER:  # neither
+            return False
+        wait = retry_after or min(_FIRST_BACKOFF * 2.0 ** taken, _MOST_BACKOFF)
+        if clock.monotonic() + wait <= self.until:
+            return False
+        self.spent = True
+        return True
+
+
+CALL: contextvars.ContextVar[RetryBudget | None] = contextvars.ContextVar("model_call_retry_budget", default=None)
+"""The budget of the model call running in this context (set by `OpenAIModel.complete`, `Transcriber.transcribe`),
+read by the HTTP client the SDK sends its requests through; None: no bound (another caller of the client)."""
+
+
+def begin(budget: RetryBudget | None, clock: Clock) -> None:
+    """Start ``budget`` at the call's first request."""
+    if budget is not None and budget.until is None:
+        budget.until = clock.monotonic() + RETRY_SECONDS
+
+
+def _retries_taken(headers: Mapping[str, str]) -> int:
+    """How many times the SDK asked before a request with ``headers``, as it tells the server
+    (``x-stainless-retry-count``)."""
+    try:
+        return int(headers.get("x-stainless-retry-count", "0"))
+    except ValueError:
+        return 0
+
+
+GAVE_UP = f"not asked again: a model call is retried for {RETRY_SECONDS:.0f} seconds at most"
+"""Added to the text of a failure the budget kept from being asked again."""
