@@ -32,10 +32,11 @@ Portal switch.
 Each `CommandSpec` becomes a slash command, deferred before it is handed over
 (`platforms.discord_commands`) and answered through its interaction (`platforms.discord_interactions`).
 The first answer replaces the "thinking…" response, later ones are follow-ups (after a restart Discord
-is asked which comes next); an expired token falls back to a channel message. A refusal (`refused`) and the
-word that a command could not be handled go to the command's user alone: "thinking…", which the channel sees,
-is deleted, and they follow as ephemeral messages (after a restart too: `answers_privately`); past the token's
-15 minutes such an answer is not posted at all.
+is asked which comes next); an expired token, or one whose acknowledgement Discord refused, falls back to a channel
+message. A refusal (`refused`) and the word that a command could not be handled go to the command's user alone:
+"thinking…", which the channel sees, is deleted, and they follow as ephemeral messages (after a restart too:
+`answers_privately`); with the token past its 15 minutes, or never acknowledged, such an answer is not posted at
+all. Each part goes as the outbox journaled it, for all or for the user alone, in this process and after a restart.
 
 Sending: the gateway hands over Markdown, rendered to Discord's own Markdown
 (`platforms.formatting.discord_markdown`: tables become code blocks, what Discord
@@ -116,7 +117,7 @@ from platforms.discord_connection import (
 )
 from platforms.discord_errors import PORTAL_HINT, ended_because
 from platforms.discord_handover import until_recorded
-from platforms.discord_interactions import Interactions
+from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
@@ -378,7 +379,8 @@ class DiscordAdapter:
         while not self._queue.empty():  # held by a catch-up, or past the drain's time
             self._unrecorded.left(self._queue.get_nowait(), self._last_seen)
         await self._unrecorded.tell_not_taken(self._interactions.session, last_calls_time(deadline, loop.time()),
-                                              self._interactions.settling, self._interactions.replied)
+                                              self._interactions.settling, self._interactions.replied,
+                                              self._interactions.acknowledged)
 
     async def _disconnect(self, deadline: float) -> None:
         """End the gateway connection, not the REST client, within `last_calls_time` of ``deadline``
@@ -559,8 +561,9 @@ class DiscordAdapter:
         self._receiving.add(task)
         try:
             inbound = await discord_commands.received(interaction, name, args, deferred=self._interactions.deferred,
-                                                      unsure=self._interactions.unsure, stopping=self._stop_asked,
-                                                      timeout=self._acknowledge_timeout)
+                                                      unsure=self._interactions.unsure,
+                                                      unacknowledged=self._interactions.unacknowledged,
+                                                      stopping=self._stop_asked, timeout=self._acknowledge_timeout)
         finally:
             self._receiving.discard(task)
         if self._swept:
@@ -568,7 +571,8 @@ class DiscordAdapter:
             # receiving. Should it pause first, the stop may have taken the last of the queue already: told here
             # that it was not taken, rather than left in a queue no one reads any more.
             await discord_commands.tell_not_taken([inbound], self._interactions.session, LAST_CALLS_FLOOR,
-                                                  self._interactions.settling)
+                                                  self._interactions.settling,
+                                                  acknowledged=self._interactions.acknowledged)
             return
         self._queue.put_nowait((inbound, 0, 0))  # an interaction is no message of the channel's history
 
@@ -581,23 +585,29 @@ class DiscordAdapter:
             try:
                 return await self._interactions.answer(message)
             except NotFound as exc:
-                if self._interactions.is_private(message.reply_token):
+                acknowledged = self._interactions.acknowledged(message.reply_token)
+                if message.private:
                     # Its user alone was to see it: in the channel, a stranger's refusal names them to everyone.
-                    raise NotFound("the interaction expired: an answer for its user alone is not posted in the"
-                                   " channel instead", method=exc.method, chat_id=exc.chat_id,
-                                   platform=self.name) from exc
-                log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
+                    why = "the interaction expired" if acknowledged else UNACKNOWLEDGED
+                    raise NotFound(f"{why}: an answer for its user alone is not posted in the channel instead",
+                                   method=exc.method, chat_id=exc.chat_id, platform=self.name) from exc
+                if acknowledged:  # else said once, as the command came (`discord_commands.received`)
+                    log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
 
     async def _send_privately(self, message: Outbound) -> Sent:
-        """`send`, a slash command's answer to its user alone (`discord_interactions.Interactions.private`)."""
-        if message.reply_token:
+        """`send`, a slash command's answer to its user alone (`discord_interactions.Interactions.private`); in the
+        channel if Discord refused the command's acknowledgement: a word that it could not be handled, which
+        names no one, and Discord told its user alone only that the application did not respond."""
+        if message.reply_token and self._interactions.acknowledged(message.reply_token):
             self._interactions.private(message.reply_token)
+            message = replace(message, private=True)
         return await self.send(message)
 
     def refused(self, inbound: Inbound) -> None:
         """The gateway refused ``inbound``'s sender (`platforms.base.HearsRefusals`): a slash command's refusal
-        goes to its user alone, not to the channel that sees its "thinking…" (`discord_interactions`)."""
+        goes to its user alone, not to the channel that sees its "thinking…" (`discord_interactions`); through an
+        interaction Discord did not acknowledge, nowhere (`Interactions.unacknowledged`): not in the channel instead."""
         if inbound.is_command and inbound.reply_token is not None:
             self._interactions.private(inbound.reply_token)
 
@@ -608,8 +618,10 @@ class DiscordAdapter:
 
     def findable(self, message: Outbound) -> bool:
         """For `find_sent`: not the part that replaces a command's "thinking…" (`platforms.discord_sent`), nor an
-        answer to its user alone: an ephemeral message is in no channel's history, and is sent again."""
-        if message.private or message.reply_token and self._interactions.is_private(message.reply_token):
+        answer to its user alone: an ephemeral message is in no channel's history, nor sent over the gateway, nor
+        can the interaction's webhook name it but by its id (``@original`` is the deleted "thinking…"): it is sent
+        again, a possible second copy to its user rather than a possible loss (docs/platforms/discord.md)."""
+        if message.private:
             return False
         return discord_sent.findable(self._interactions, message)
 

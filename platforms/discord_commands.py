@@ -5,11 +5,12 @@ registered by bulk overwrite in every guild of ``command_guilds`` (instant; the 
 ones an earlier start left are removed) or globally when that is empty. An interaction is
 deferred (type 5, "thinking…") before it is handed over, so Discord's 3-second window holds whatever the
 gateway does (one refused as already acknowledged, 40060, was taken by discord.py's earlier try, which
-Discord answered with a 5xx: it is deferred all the same; one refused is handed over without its interaction,
-to be answered in the channel; one given up on before Discord answered it, past `ACKNOWLEDGE_TIMEOUT` or at a
-stop, keeps it: Discord may have taken it, and is asked at the first answer); its ``reply_token`` is
-``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the adapter's
-sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so its user
+Discord answered with a 5xx: it is deferred all the same; one refused is handed over with a token nothing can be
+sent through (`discord_interactions.Interactions.unacknowledged`), to be answered in the channel, but for an answer
+to its user alone (a stranger's refusal), which is not sent at all; one given up on before Discord answered it,
+past `ACKNOWLEDGE_TIMEOUT` or at a stop, keeps it: Discord may have taken it, and is asked at the first answer);
+its ``reply_token`` is ``"<application id>:<interaction token>"`` (valid 15 minutes). Answering it stays with the
+adapter's sending (`platforms.discord`), but for one a stop left unrecorded: Discord never sends it again, so its user
 alone is told to send it again (`tell_not_taken`); one whose hand-over the stop cut off may be recorded, and
 is answered that it may come after the restart (`Handing`); one the gateway failed on (a bug, dropped) is answered,
 to its user alone, that it could not be handled (`tell_not_handled`). The deferral, made before the gateway
@@ -23,6 +24,7 @@ catch-up, their own acknowledgement. Logged under ``platforms.discord``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -149,10 +151,13 @@ async def _empty_global_scope(tree: discord.app_commands.CommandTree) -> None:
 
 
 async def received(interaction: discord.Interaction, name: str, args: str | None, *,
-                   deferred: Callable[[str], None], unsure: Callable[[str, float], None], stopping: asyncio.Event,
+                   deferred: Callable[[str], None], unsure: Callable[[str, float], None],
+                   unacknowledged: Callable[[str], None], stopping: asyncio.Event,
                    timeout: float = ACKNOWLEDGE_TIMEOUT) -> Inbound:
     """The command as the gateway takes it, once deferred (``deferred`` is told its reply token); one
-    that Discord refused to defer goes without a reply token, to be answered in the channel. One whose
+    that Discord refused to defer keeps its reply token, ``unacknowledged`` told it: its answers go to the
+    channel, but one for its user alone (`DiscordAdapter.refused`), which is not sent. Without a token, a
+    stranger's refusal was posted in the channel, naming them to everyone there. One whose
     deferral Discord had not answered within ``timeout`` seconds, or when the adapter began to stop
     (``stopping``: the stop does not wait for it), or that failed on the way (a reset, a 5xx), keeps its
     reply token, and ``unsure`` is told it with the loop time the command came at: the request may have
@@ -161,7 +166,7 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     Discord is asked at the first answer). Dated by Discord
     (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
     later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
-    reply_token: str | None = f"{interaction.application_id}:{interaction.token}"
+    reply_token = f"{interaction.application_id}:{interaction.token}"
     came = asyncio.get_running_loop().time()
     try:
         await _unless_stopping(interaction.response.defer(thinking=True), stopping, timeout)
@@ -180,7 +185,7 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
             error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
             log.warning("discord: could not acknowledge /%s from user %s (%s); answering in the channel instead",
                         name, interaction.user.id, type(error).__name__)
-            reply_token = None
+            unacknowledged(reply_token)
         else:  # given up on, or failed on the way: Discord may have taken it
             error = translate(exc, route=CALLBACK, chat_id=str(interaction.channel_id), caller_logs=True)
             log.warning("discord: could not acknowledge /%s from user %s (%s); Discord may have taken it: the answer"
@@ -219,7 +224,8 @@ async def _unless_stopping(call: Awaitable[object], stopping: asyncio.Event, tim
 async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSession | None,
                          seconds: float, settling: Callable[[str], float] = lambda _token: 0.0,
                          cut_off: Sequence[Inbound] = (),
-                         replied: Callable[[str], bool] = lambda _token: False) -> None:
+                         replied: Callable[[str], bool] = lambda _token: False,
+                         acknowledged: Callable[[str], bool] = lambda _token: True) -> None:
     """Answer each command a stop left unrecorded, in place of its "thinking…", that it was not
     taken: Discord sends an interaction once, so the user is the one who can send it again; and each of
     ``cut_off`` (its hand-over cut off midway: `Handing`) that it may be answered after the restart. All
@@ -227,15 +233,25 @@ async def tell_not_taken(commands: Sequence[Inbound], session: aiohttp.ClientSes
     taken by then is given up, and Discord shows the user that the interaction failed. ``settling``: seconds
     before a command's "not acknowledged" is final (`discord_interactions.Interactions.settling`); ``replied``:
     whether the gateway answered a command through its interaction (`Interactions.replied`): one cut off after
-    it was answered keeps that answer (`may_be_taken`)."""
+    it was answered keeps that answer (`may_be_taken`); ``acknowledged``: whether Discord took a command's
+    acknowledgement (`Interactions.acknowledged`): one it refused has nothing to be answered through, as one without
+    a token."""
     if not commands and not cut_off:
         return
+    commands = [_usable(command, acknowledged) for command in commands]
+    cut_off = [_usable(command, acknowledged) for command in cut_off]
     tasks = [asyncio.ensure_future(not_taken(command, session, settling)) for command in commands]
     tasks += [asyncio.ensure_future(may_be_taken(command, session, settling, replied)) for command in cut_off]
     await asyncio.wait(tasks, timeout=seconds)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _usable(command: Inbound, acknowledged: Callable[[str], bool]) -> Inbound:
+    """``command``, without its reply token if Discord refused its acknowledgement: told nothing through it."""
+    token = command.reply_token
+    return command if token is None or acknowledged(token) else dataclasses.replace(command, reply_token=None)
 
 
 async def not_taken(command: Inbound, session: aiohttp.ClientSession | None,
@@ -278,7 +294,7 @@ async def tell_not_handled(command: Inbound, answer: Callable[[Outbound], Awaita
     `discord_handover.until_recorded`) that it could not be handled (`NOT_HANDLED`), through ``answer`` (the
     adapter's, which keeps a slash command's to its user: `discord_interactions.Interactions.private`): in place
     of its "thinking…", or below the gateway's own answer if the routing answered before it failed (the edit of
-    "@original" would replace that answer), or in the channel if Discord refused its acknowledgement (no token);
+    "@original" would replace that answer), or in the channel if Discord refused its acknowledgement;
     with its token gone it is not told (an answer for its user alone is never posted in the channel instead).
     Nothing else answers it, and Discord shows "thinking…" until the
     token expires, then that the interaction failed. Never raises: a failure is logged."""

@@ -7,8 +7,13 @@ gateway refused them, or the command did not run) cannot replace "thinking…": 
 the deferral, made in view of the channel before the gateway read who sent the command, and a follow-up while
 "thinking…" shows is taken as its answer, whatever its own flags. So "thinking…" is deleted first, and the
 answer goes as an ephemeral follow-up (`delete_thinking`). Which answers are private is journaled with them
-(`platforms.base.Outbound.private`): after a restart one is sent as privately, also when the process that
-deleted its "thinking…" died before the follow-up. Apart from the adapter (`platforms.discord`) because
+(`platforms.base.Outbound.private`), and each part goes as journaled, in this process and after a restart: one
+sent privately also when the process that deleted its "thinking…" died before the follow-up; a part journaled for
+all before the interaction's answers became private (the gateway answered, then failed on the command) is still
+for all, not kept to the user in this process and posted in the channel after a restart. A command whose
+acknowledgement Discord refused keeps its token, known as `unacknowledged`: its answers cannot go through the
+interaction, so they go to the channel, but for one for its user alone (a stranger's refusal), which goes nowhere.
+Apart from the adapter (`platforms.discord`) because
 it is one concept, the interaction's side of sending; its rate-limit waits are `platforms.discord_answers`'.
 """
 
@@ -21,7 +26,7 @@ from typing import TypeVar
 
 import aiohttp
 
-from platforms.base import Outbound, Sent
+from platforms.base import NotFound, Outbound, Sent
 from platforms.discord_answers import INTERACTION_WINDOW
 from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
@@ -36,6 +41,7 @@ T = TypeVar("T")
 _REMEMBERED = 1000  # interaction tokens and webhook message ids kept for answers and edits
 UNKNOWN_MESSAGE = 10008
 """Discord's "Unknown Message": here, a deferred response deleted already (by an earlier try of the answer)."""
+UNACKNOWLEDGED = "Discord refused the command's acknowledgement"
 
 
 class Interactions:
@@ -56,6 +62,8 @@ class Interactions:
         """Interaction reply tokens this process began to answer through (`answer`), sent or not (`replied`)."""
         self._private: OrderedDict[str, None] = OrderedDict()
         """Interaction reply tokens whose answers are for the command's user alone (`private`)."""
+        self._unacknowledged: OrderedDict[str, None] = OrderedDict()
+        """Interaction reply tokens Discord refused the acknowledgement of (`unacknowledged`)."""
         self._webhook_messages: OrderedDict[str, str] = OrderedDict()
         self._parts: OrderedDict[str, str | None] = OrderedDict()
         """Follow-ups this process posted or found (`claim`), by id: the idempotency key of the part each was
@@ -79,10 +87,21 @@ class Interactions:
         way may be taken yet, so "not acknowledged" is asked once more then (`settling`)."""
         remember(self._unsure, reply_token, since + self._window, _REMEMBERED)
 
+    def unacknowledged(self, reply_token: str) -> None:
+        """Discord refused the interaction's acknowledgement (rate limited past its window, too late): it never
+        showed "thinking…", and nothing can be sent through it. Its answers raise `NotFound` at once (`answer`),
+        as they would from Discord, which after a restart is asked."""
+        remember(self._unacknowledged, reply_token, None, _REMEMBERED)
+
+    def acknowledged(self, reply_token: str) -> bool:
+        """Whether answers may go through the interaction: not one whose acknowledgement Discord refused."""
+        return reply_token not in self._unacknowledged
+
     def private(self, reply_token: str) -> None:
-        """The interaction's answers from now on are for its user alone (ephemeral): a refusal, a word that the
-        command did not run. Kept in memory; the outbox journals it with the answer (`Outbound.private`, asked of
-        `DiscordAdapter.answers_privately`), so one a restart leaves to send still goes so (`answer`)."""
+        """The answers the gateway journals through the interaction from now on are for its user alone
+        (ephemeral): a refusal, a word that the command did not run. Kept in memory; the outbox journals it with
+        each such answer (`Outbound.private`, asked of `DiscordAdapter.answers_privately`), and `answer` sends
+        each part as journaled, in this process and after a restart alike."""
         remember(self._private, reply_token, None, _REMEMBERED)
 
     def is_private(self, reply_token: str) -> bool:
@@ -100,7 +119,9 @@ class Interactions:
 
     async def first_answer(self, reply_token: str) -> int | None:
         """The id of the interaction's first answer, None while it shows "thinking…" (Discord is asked
-        when this process does not know). Raises discord.py's errors (`discord.NotFound`: the token is gone)."""
+        when this process does not know). Raises discord.py's errors (`discord.NotFound`: the token is gone), and
+        `NotFound` for one whose acknowledgement Discord refused."""
+        self._usable(reply_token)
         await self._unanswered(self.webhook(reply_token), reply_token)
         return self._answered[reply_token]
 
@@ -133,13 +154,18 @@ class Interactions:
         return self._webhook_messages.get(message_id)
 
     async def answer(self, message: Outbound) -> Sent:
+        """Send ``message`` through its interaction, for its user alone if it is ``private``. Raises `NotFound` for
+        an interaction Discord did not acknowledge (`unacknowledged`), and what the calls raise, translated."""
         assert message.reply_token is not None
+        self._usable(message.reply_token, message.chat_id)
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
         content = discord_markdown.render(message.text)
         remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
-        if message.private:  # journaled so, by this process or one before a restart
+        # As journaled, not as the interaction now is: a part journaled for all before the command's "could not
+        # handle" made the interaction private stays for all, here as after a restart, which has only the journal.
+        private = message.private
+        if private:  # the answers journaled later are private too (`answers_privately`), also after a restart
             self.private(message.reply_token)
-        private = message.reply_token in self._private
         sending = False  # the answer's own call, not the lookup before it, whose answer names another message
         with answered() as answer:  # a 2xx discord.py cannot read (`discord_errors.answered`)
             try:
@@ -170,6 +196,11 @@ class Interactions:
             self._first_words.pop(message.reply_token, None)
         remember(self._webhook_messages, str(sent), message.reply_token, _REMEMBERED)
         return Sent(str(sent))
+
+    def _usable(self, reply_token: str, chat_id: str | None = None) -> None:
+        if reply_token in self._unacknowledged:
+            raise NotFound(UNACKNOWLEDGED, method="POST /webhooks/{application_id}/{token}", chat_id=chat_id,
+                           platform="discord")
 
     async def _unanswered(self, webhook: discord.Webhook, reply_token: str, *, private: bool = False) -> bool:
         """Whether the interaction still shows "thinking…". Deferred by an earlier process (the

@@ -71,14 +71,16 @@ class Unrecorded:
 
     async def tell_not_taken(self, session: aiohttp.ClientSession | None, seconds: float,
                              settling: Callable[[str], float],
-                             replied: Callable[[str], bool] = lambda _token: False) -> None:
+                             replied: Callable[[str], bool] = lambda _token: False,
+                             acknowledged: Callable[[str], bool] = lambda _token: True) -> None:
         """Answer the commands left so far (`discord_commands.tell_not_taken`), within ``seconds``, but those cut
-        off that the gateway answered already (``replied``); those left later are told at a later call. The
+        off that the gateway answered already (``replied``), nor through an interaction Discord did not
+        acknowledge (``acknowledged``); those left later are told at a later call. The
         answers to commands the gateway failed on (`not_handled`) get the same ``seconds``, and are given up after."""
         loop = asyncio.get_running_loop()
         ends = loop.time() + seconds
         commands, cut_off, self.not_taken, self.cut_off = self.not_taken, self.cut_off, [], []
-        await discord_commands.tell_not_taken(commands, session, seconds, settling, cut_off, replied)
+        await discord_commands.tell_not_taken(commands, session, seconds, settling, cut_off, replied, acknowledged)
         if telling := set(self.telling):
             await asyncio.wait(telling, timeout=max(ends - loop.time(), 0))
             for task in telling:

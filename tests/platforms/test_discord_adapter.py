@@ -612,19 +612,20 @@ async def test_a_command_whose_thinking_response_is_rate_limited_is_answered_in_
 ) -> None:
     """discord.py would sleep out the 429 on the interaction callback, however long, before the
     gateway even heard of the command; and past Discord's 3 seconds the interaction is gone anyway.
-    So the command is handed over at once, without a reply token: its answer goes to the channel."""
+    So the command is handed over at once, its token known to be unusable: its answer goes to the channel."""
     adapter, sink = running
     fake.fail_next(CALLBACK, 429, retry_after=retry_after)
     with caplog.at_level(logging.WARNING, logger="platforms.discord"):
         fake.push_interaction("agents", USER)
         [command] = await asyncio.wait_for(sink.wait(1), 2)
-    assert command.text == "/agents" and command.reply_token is None
+    assert command.text == "/agents" and command.reply_token is not None
     assert [c.status for c in fake.calls_to(CALLBACK)] == [429]
     assert any("could not acknowledge /agents" in r.getMessage() and "answering in the channel" in r.getMessage()
                for r in caplog.records)
     sent = await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="No subagents.", kind="command",
                                        reply_token=command.reply_token))
     assert [(m.id, m.content) for m in fake.bot_messages(command.chat_id)] == [(sent.message_id, "No subagents.")]
+    assert [c.route for c in fake.calls if c.route.startswith(("GET /webhooks", "POST /webhooks"))] == []
 
 
 async def test_a_thinking_response_discord_refuses_is_one_warning_not_two(
@@ -636,9 +637,12 @@ async def test_a_thinking_response_discord_refuses_is_one_warning_not_two(
     with caplog.at_level(logging.WARNING, logger="platforms.discord"):
         fake.push_interaction("agents", USER)
         [command] = await asyncio.wait_for(sink.wait(1), 2)
-    assert command.reply_token is None
+        await adapter.send(Outbound(chat_id=command.chat_id, thread_id=None, text="No subagents.", kind="command",
+                                    reply_token=command.reply_token))
     [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert "could not acknowledge /agents" in warning and "NotFound" in warning, warning
+    # Refused, not "Discord may have taken it": nothing is asked of, or sent through, the interaction.
+    assert [c.route for c in fake.calls if c.route.startswith(("GET /webhooks", "POST /webhooks"))] == []
 
 
 async def test_a_short_429_on_the_thinking_response_is_waited_out_within_discords_window(

@@ -73,5 +73,8 @@ async def test_a_thinking_call_refused_with_a_json_429_without_retry_after_is_an
     fake.push_interaction("agents", USER)
     await fake.wait_for(lambda: got)
     [command] = got
-    assert command.reply_token is None
     assert [c.status for c in fake.calls_to(CALLBACK)] == [429]
+    sent = await adapter.send(Outbound(command.chat_id, None, "No subagents.", kind="command",
+                                       reply_token=command.reply_token))
+    assert [m.id for m in fake.bot_messages(command.chat_id)] == [sent.message_id]  # in the channel
+    assert [c.route for c in fake.calls if c.route.startswith(("GET /webhooks", "POST /webhooks"))] == []
