@@ -145,18 +145,18 @@ class CommandAnswers:
         task.add_done_callback(self.aside.discard)
 
     async def _journal(self, inbound: Inbound, text: str, turn_id: str | None) -> None:
-        """`answer` with the text a plugin's handler gave, tried again while the store refuses it (a full disk,
+        """`_answer_long` with the text a plugin's handler gave, tried again while the store refuses it (a full disk,
         a lock: `storage_refusal`), after a pause that doubles, until it takes it or the gateway stops. Handled
         again instead (`DeadLetterPolicy`), the command ran its handler once more for each try: what the
         handler did (a deploy, a ticket filed) was done again, and a disk full for a few tries set the command
-        aside with an apology though its handler had done its work. `answer` is idempotent (keyed by the
+        aside with an apology though its handler had done its work. Answering is idempotent (keyed by the
         event): a try whose writes SQLite rolled back and writes again later journals it once. Raises what
-        else `answer` raises, and a refusal while the gateway stops (the event is kept for the next start)."""
+        else answering raises, and a refusal while the gateway stops (the event is kept for the next start)."""
         tries = 0
         key = (inbound.platform, inbound.event_id)
         while True:
             try:
-                self.answer(inbound, text, turn_id)
+                await self._answer_long(inbound, text, turn_id)
                 self._unjournaled.pop(key, None)
                 return
             except Exception as exc:
@@ -173,6 +173,24 @@ class CommandAnswers:
                     " not run again", inbound.platform, inbound.event_id, type(exc).__name__, exc, pause)
             await self._clock.sleep(pause)
 
+    async def _answer_long(self, inbound: Inbound, text: str, turn_id: str | None) -> None:
+        """`answer`, the text split (and the ``answer.md`` of one too long for the chat written) in a worker thread
+        first (`Outbox.enqueue_long`): a plugin's answer may be megabytes, and on the event loop 10 MB held every
+        chat some 100 ms (near a second heavy with formatting). What the chat's turn journals meanwhile may come
+        first, as it would had the handler taken that much longer. Cancelled meanwhile (a stop), the answer is
+        journaled and its event settled first, then the cancellation raised: else the handler, whose work is done,
+        ran again after the next start."""
+        key = answer_key(inbound)
+        try:
+            await self._outbox.enqueue_long(*self._where(inbound), text, kind="command", key=key,
+                                            reply_token=inbound.reply_token, reply_to=quote_of(inbound),
+                                            turn_id=self._turn_id(inbound, turn_id), journal_if_cancelled=True)
+        except asyncio.CancelledError:
+            if self._outbox.journaled(f"{key}:0"):
+                self._inbox.settle(inbound.platform, inbound.event_id)
+            raise
+        self._inbox.settle(inbound.platform, inbound.event_id)
+
     def answer(self, inbound: Inbound, text: str, turn_id: str | None = None) -> None:
         """Answer a command (or a refusal): the event is handled once the answer is journaled."""
         self.send(inbound, text, turn_id)
@@ -182,6 +200,14 @@ class CommandAnswers:
         """To the chat (and thread) the event came from, as its session's messages go. In a group it
         quotes the event: several members' commands and their answers interleave there. ``turn_id``:
         the id the event's caller reads it by, kept only where a caller follows turn ids (webhooks)."""
-        self._outbox.enqueue(inbound.platform, inbound.chat_id, inbound.thread_id, text, kind="command",
-                             key=answer_key(inbound), reply_token=inbound.reply_token, reply_to=quote_of(inbound),
-                             turn_id=turn_id if inbound.platform in TRACKS_TURN_IDS else None)
+        self._outbox.enqueue(*self._where(inbound), text, kind="command", key=answer_key(inbound),
+                             reply_token=inbound.reply_token, reply_to=quote_of(inbound),
+                             turn_id=self._turn_id(inbound, turn_id))
+
+    @staticmethod
+    def _where(inbound: Inbound) -> tuple[str, str, str | None]:
+        return inbound.platform, inbound.chat_id, inbound.thread_id
+
+    @staticmethod
+    def _turn_id(inbound: Inbound, turn_id: str | None) -> str | None:
+        return turn_id if inbound.platform in TRACKS_TURN_IDS else None

@@ -11,10 +11,13 @@ typed.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 
 from markdown_it.common.utils import normalizeReference
 
+from platforms.formatting import blocks
 from platforms.formatting.markdown import definitions, parse
 
 # A bracketed text holding no unescaped bracket: a link label is one (CommonMark allows no unescaped
@@ -33,12 +36,9 @@ class References:
         """``budget``: the most characters the definitions added to one part may take; ``longest``: the longest
         definition kept, if any is too long for a part to carry (a dump of megabytes on one ``[a]: …`` line)."""
         self.budget = budget
-        self._lines: dict[str, str] = {}
+        self._lines: dict[str, str | None] = {}
         for label, href, title in definitions(text):
-            # The label as markdown-it keys it (matching the links written with it), the address between <>.
-            quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
-            line = f"[{label}]: <{href}>{quoted}"
-            if longest is None or len(line) <= longest:
+            if (line := _kept(_line(label, href, title), longest)) is not None:
                 self._lines[label] = line
 
     def __bool__(self) -> bool:
@@ -56,13 +56,69 @@ class References:
                                                                           m.start()):
                 continue  # a definition itself
             label = normalizeReference(m.group(1))
-            line = self._lines.get(label)
+            line = self._line(label)
             if line is None or label in seen or len(line) + 1 > room:
                 continue
             seen.add(label)
             lines.append(line)
             room -= len(line) + 1
         return "\n\n" + "\n".join(lines) if lines else ""
+
+    def _line(self, label: str) -> str | None:
+        return self._lines.get(label)
+
+
+class LateReferences(References):
+    """`References` of a text too long to find all of them in (a start of it is split: `gateway.long_messages`),
+    each label's looked for once a part refers to it, and only in the runs of blocks (`blocks.chunks`) with a
+    line that may define it (`_DEFINITION_LINE`): the runs are found by a scan of the lines, and only those are
+    parsed. Found all at once, every run holding ``]:`` was parsed: a code block of megabytes (a dump with
+    ``row[1]: …`` lines) before a definition at the end took some 2 s per 10 MB, on top of the split."""
+
+    def __init__(self, text: str, budget: int, *, longest: int | None = None) -> None:
+        self.budget = budget
+        self._text, self._longest = text, longest
+        self._lines = {}
+        """By label: its definition written again, None where it has none (or one longer than ``longest``)."""
+        self._hints: dict[str, list[int]] = {}
+        """By label: where each line that may define it starts, in order."""
+        for m in _DEFINITION_LINE.finditer("\n" + text):  # a newline first: the text's first line is one too
+            self._hints.setdefault(normalizeReference(m.group(1)), []).append(m.start())
+        self._starts: list[int] = []
+        """Where each run of the text starts, and its end: found once a label with a hint is asked for."""
+        self._runs: dict[int, dict[str, tuple[str, str, str]]] = {}
+        """By run (its index in ``_starts``), once parsed: its definitions by label."""
+
+    def __bool__(self) -> bool:
+        return bool(self._hints)
+
+    def _line(self, label: str) -> str | None:
+        if label in self._lines:
+            return self._lines[label]
+        line = None
+        hints = self._hints.get(label, ())
+        if hints and not self._starts:
+            self._starts = list(itertools.accumulate(map(len, blocks.chunks(self._text)), initial=0))
+        # The first definition of a label wins: its runs are read in order, each parsed once.
+        for i in sorted({bisect.bisect_right(self._starts, at) - 1 for at in hints}):
+            if i not in self._runs:
+                self._runs[i] = {d[0]: d for d in definitions(self._text[self._starts[i]:self._starts[i + 1]])}
+            if (found := self._runs[i].get(label)) is not None:
+                line = _kept(_line(*found), self._longest)
+                break
+        self._lines[label] = line
+        return line
+
+
+def _line(label: str, href: str, title: str) -> str:
+    """A definition written again: the label as markdown-it keys it (matching the links written with it), the
+    address between <>."""
+    quoted = ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"' if title else ""
+    return f"[{label}]: <{href}>{quoted}"
+
+
+def _kept(line: str, longest: int | None) -> str | None:
+    return line if longest is None or len(line) <= longest else None
 
 
 def shows_nothing(part: str) -> bool:

@@ -61,7 +61,7 @@ def split_bounded(text: str, limit: int, measure: Callable[[str], int], most: in
             cut = link_references.cut_before_definition(text, size, limit)
             start = text[:cut]
             if references is None and link_references.may_define(text, cut, start):
-                references = link_references.References(text, len(text), longest=limit)
+                references = link_references.LateReferences(text, len(text), longest=limit)
             after = _definitions_after(start, references) if references else ""
             parts = split_text(start + after, limit, measure)
             if len(parts) > most:

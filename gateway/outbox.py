@@ -4,8 +4,8 @@ Guarantees:
 
 - **Journal first.** `Outbox.enqueue` splits the text to the adapter's limit and
   writes each part to the store, pending, before anything is sent (`enqueue_long`
-  splits in a worker thread first, for a model's replies, unless the text fits and
-  the adapter only counts characters). Keys are the
+  splits in a worker thread first, for a model's replies and a plugin command's answers,
+  unless the text fits and the adapter only counts characters). Keys are the
   caller's key plus the part number; a key already journaled is not journaled
   again, so replaying a turn after a restart never sends twice. The user's message a
   part quotes (``reply_to``, the first part's only) is journaled with it: a part sent
@@ -85,6 +85,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import random
@@ -254,7 +255,7 @@ class Outbox:
 
     async def enqueue_long(self, platform: str, chat_id: str, thread_id: str | None, text: str, *, kind: str,
                            key: str, turn_id: str | None = None, silent: bool = False,
-                           first: Callable[[], object] | None = None,
+                           reply_token: str | None = None, first: Callable[[], object] | None = None,
                            reply_to: str | Callable[[], str | None] | None = None,
                            journal_if_cancelled: bool = False) -> list[str]:
         """`enqueue`, the text split in a worker thread first: for what a model writes, which can
@@ -270,19 +271,20 @@ class Outbox:
         shutdown), the split under way is finished instead, not begun again, the text journaled, and then the
         cancellation raised (a second cancellation gives it up: nothing is journaled). A text past ``max_parts``
         parts has its ``answer.md`` kept in a worker thread too, and so cancelled as the split is: a copy left
-        behind, never journaled, goes at the next sweep (`gateway.outbox_files.OutboxFiles.sweep`)."""
+        behind, never journaled, goes at the next sweep (`gateway.outbox_files.OutboxFiles.sweep`). ``reply_token``:
+        as `enqueue`'s (a plugin command's answer)."""
         chat = (platform, chat_id, thread_id)
 
         def journal(parts: list[str], tail: NewMessage | None = None) -> list[str]:
             if first is not None:
                 first()
             return self._enqueue_parts(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                       silent=silent, reply_token=None, reply_to=_called(reply_to), whole=text,
-                                       tail=tail)
+                                       silent=silent, reply_token=reply_token, reply_to=_called(reply_to),
+                                       whole=text, tail=tail)
 
         def tail_to_make(parts: list[str]) -> long_messages.Tail | None:
             return self._tail_to_make(platform, chat_id, thread_id, parts, kind=kind, key=key, turn_id=turn_id,
-                                      silent=silent, whole=text)
+                                      silent=silent, reply_token=reply_token, whole=text)
 
         if chat not in self._splitting and self._fits_as_counted(platform, text):
             # No rendering to wait for, so not worth a thread; and with no call of the chat's under way
@@ -368,7 +370,8 @@ class Outbox:
                 return self._existing(key)
             if tail is None:  # `enqueue` (an owed end, rare): its copy is kept on the loop, blocking it meanwhile
                 tail = long_messages.tail(rows[0], key, whole, parts[:most], self._adapters[platform], self._files)
-            rows = [*rows[:most], tail]
+            # Private as the first part is now: the adapter may have learnt since the tail was made.
+            rows = [*rows[:most], dataclasses.replace(tail, private=rows[0].private)]
         # Journaling tells whether the message was journaled before, in the same statement.
         ids = self._store.add_new_messages(rows) if rows else None
         if ids is None:
@@ -387,7 +390,8 @@ class Outbox:
                 for i, part in enumerate(parts)]  # fmt: skip
 
     def _tail_to_make(self, platform: str, chat_id: str, thread_id: str | None, parts: list[str], *, kind: str,
-                      key: str, turn_id: str | None, silent: bool, whole: str) -> long_messages.Tail | None:
+                      key: str, turn_id: str | None, silent: bool, reply_token: str | None,
+                      whole: str) -> long_messages.Tail | None:
         """The tail `_enqueue_parts` would make for ``parts`` of ``enqueue_long``'s text ``whole``, to make
         beforehand off the loop; None where there is none to make: within the bound, or journaled before (its
         file's copy is not made again)."""
@@ -396,7 +400,7 @@ class Outbox:
             return None
         # The quote and tried mark are the first part's alone: the tail takes neither.
         first = self._rows(platform, chat_id, thread_id, parts[:1], kind=kind, key=key, turn_id=turn_id,
-                           silent=silent, reply_token=None, reply_to=None, now=False)[0]
+                           silent=silent, reply_token=reply_token, reply_to=None, now=False)[0]
         return long_messages.plan_tail(first, key, whole, parts[:most], self._adapters[platform], self._files)
 
     def enqueue_file(self, platform: str, chat_id: str, thread_id: str | None, caption: str, *,
