@@ -95,12 +95,19 @@ def proxy_networks(entries: Iterable[str]) -> tuple[Network, ...]:
     networks = []
     for i, entry in enumerate(entries):
         try:
-            networks.append(ipaddress.ip_network(str(entry).strip()))
+            network = ipaddress.ip_network(str(entry).strip())
         except ValueError as exc:
             # A network written with its host's bits (10.0.0.5/24) would let in more or less than meant.
-            why = " (its host bits are set)" if "host bits" in str(exc) else ""
+            network, why = None, " (its host bits are set)" if "host bits" in str(exc) else ""
+        else:
+            # A peer's address comes without its zone (`request.remote`), and `in` ignores one: fe80::1%eth0 let in
+            # fe80::1 from every link.
+            zone = getattr(network.network_address, "scope_id", None)
+            why = f" (a zone such as %{zone} is not checked: give the address without it)" if zone else ""
+        if network is None or why:
             raise ValueError(f"[{i}]: expected an IP address or network such as 10.0.0.5 or 10.0.0.0/24, got"
-                             f" {str(entry)!r}{why}") from None
+                             f" {str(entry)!r}{why}")
+        networks.append(network)
     return tuple(networks)
 
 

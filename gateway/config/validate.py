@@ -210,8 +210,9 @@ class Validator:
                 if self._strict:
                     self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt key here would"
                                        " silently leave something off")
-                elif close and _strict_section(known, close[0]):
-                    # `platfroms:` leaves every platform in it off, as a misspelt key inside it leaves one.
+                elif close and close[0] not in raw and _strict_section(known, close[0]):
+                    # `platfroms:` leaves every platform in it off, as a misspelt key inside it leaves one. Beside
+                    # the section itself, a near miss (an anchor's holder, `platform_defaults: &d`) leaves none off.
                     self.errors.append(f"{join(path, key)}: unknown key{hint}; a misspelt section here would"
                                        " silently leave something off")
                 elif len(places) == 1 and places[0].strict and places[0].section:

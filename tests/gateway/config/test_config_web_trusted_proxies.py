@@ -38,3 +38,13 @@ def test_trusted_proxies_are_addresses_or_networks_and_need_a_user_header(load):
         load("platforms:\n  web: {enabled: true, trusted_proxies: [10.0.0.5]}")
     assert info.value.errors == [
         "platforms.web.trusted_proxies: needs platforms.web.user_header, the header it says who may set"]
+
+
+def test_a_zone_in_trusted_proxies_is_an_error_not_a_check_left_out(load):
+    # A connection's address comes without its zone (aiohttp's request.remote): fe80::1%eth0 let in fe80::1 from
+    # every link, whatever interface the entry named.
+    with pytest.raises(ConfigError) as info:
+        load(OFF_LOOPBACK + PROXIED + ", trusted_proxies: ['fe80::1%eth0']}")
+    assert info.value.errors == [
+        "platforms.web.trusted_proxies[0]: expected an IP address or network such as 10.0.0.5 or 10.0.0.0/24,"
+        " got 'fe80::1%eth0' (a zone such as %eth0 is not checked: give the address without it)"]
