@@ -307,7 +307,10 @@ class AgentSession:
                 if hooks is not None and "turn_start" in hooks.registered:
                     await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
-            if error_kind == "bad_image" and not (asked is not None and _holds_picture(asked["content"])):
+            # The turn's own picture is at fault only when no answer of the turn read it: one that did was
+            # readable, and no longer is (a child's image URL that expired while it worked), like an earlier one.
+            if error_kind == "bad_image" and not (
+                    asked is not None and _holds_picture(asked["content"]) and not turn.iterations):
                 exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error)
             if error_kind in ("content_filter", "bad_image") and asked is not None:  # bad_image: its own picture's
                 self._forget_from(asked)
@@ -353,9 +356,10 @@ class AgentSession:
 
     async def _ask_without_pictures(self, turn: _TurnState, observer: TurnObserver,
                                     error: str | None) -> tuple[str, str | None, str | None]:
-        """The turn's end after the server refused a picture of an earlier message (a URL it can no longer
-        fetch, a format the model now configured does not read), not of the turn's own: each picture of the
-        conversation is left out, a note (`PICTURE_LEFT_OUT`) in its place, and the model asked once more.
+        """The turn's end after the server refused a picture it read before (a URL it can no longer fetch, a
+        format the model now configured does not read): an earlier message's, or the turn's own read for an
+        answer of this turn. Each picture of the conversation is left out, a note (`PICTURE_LEFT_OUT`) in its
+        place, and the model asked once more.
         The server names no picture; kept, the one at fault would fail this turn and every later one, and
         leaving the turn's message out instead (background results, say) would cure nothing."""
         left_out = 0
@@ -370,7 +374,7 @@ class AgentSession:
         if not left_out:  # a model that blames a picture the request did not hold: a refusal that recurs
             return "error", error, "bad_request"
         self.history_version += 1  # a saver stores it all again, without them
-        log.warning("session %s: the model server could not read a picture of an earlier message; the %d "
+        log.warning("session %s: the model server could not read a picture it was sent before; the %d "
                     "picture(s) of the conversation are left out and the model asked again", self.session_id, left_out)
         exit_reason, error, error_kind = await self._loop(turn, observer)
         return exit_reason, error, "bad_request" if error_kind == "bad_image" else error_kind

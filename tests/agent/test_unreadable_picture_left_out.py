@@ -1,7 +1,8 @@
 """What the conversation keeps after the server refused a picture it cannot read (`bad_image`): the turn's
 own message that holds it is left out, as a message the content filter blocked is, or it would be sent, and
 refused, with every later one; a message without the picture (a completion turn's background results, a
-user's next words) is kept, the conversation's pictures left out instead and the model asked again. A refusal
+user's next words) is kept, the conversation's pictures left out instead and the model asked again; so are they
+when the turn's own picture was read for an answer of the turn, then refused. A refusal
 of a setting or of the tool list keeps the message: it is not at fault. The openai provider against a fake
 server."""
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 
-from agent import AgentSession
+from agent import AgentSession, ToolRegistry
 from agent._session import PICTURE_LEFT_OUT
 from agent.models import OpenAIModel
 from agent.settings import ModelSettings
@@ -27,11 +28,11 @@ PHOTO = [{"type": "text", "text": "what is this?"},
 
 
 @contextlib.asynccontextmanager
-async def session_on(server: FakeOpenAIServer):
+async def session_on(server: FakeOpenAIServer, tools: ToolRegistry | None = None):
     model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
                                       max_retries=0, supports_vision=True), env={})
     try:
-        yield AgentSession(model=model, system_prompt="be brief")
+        yield AgentSession(model=model, system_prompt="be brief", tools=tools.resolve() if tools else None)
     finally:
         await model.aclose()
 
@@ -78,3 +79,20 @@ async def test_a_refusal_of_the_tool_list_keeps_the_message():
         result = await session.run_turn(PHOTO)
         assert result.error_kind == "bad_request"
         assert said(session) == [PHOTO]
+
+
+async def test_a_picture_read_earlier_in_the_turn_and_refused_later_leaves_the_pictures_out_not_the_turn():
+    # The server read the turn's own picture for its first answer, then refused it (a child's image URL that
+    # expired while it worked, say): the turn's message is not one whose picture cannot be read, and leaving it
+    # out threw away every step the turn had taken (a child failed, its work lost, told the picture was unreadable).
+    tools = ToolRegistry()
+    tools.add("look", "look closer", {"type": "object"}, lambda args, ctx: "a tabby", toolset="test")
+    async with FakeOpenAIServer() as server, session_on(server, tools) as session:
+        server.push_tool_calls([{"id": "c1", "name": "look", "arguments": "{}"}])
+        server.push_error(400, UNREADABLE)
+        server.push_text("a tabby cat")
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.text) == ("completed", "a tabby cat")
+        assert said(session) == [f"what is this?\n\n{PICTURE_LEFT_OUT}"]
+        assert [m["content"] for m in session.messages if m["role"] == "tool"] == ["a tabby"]
+        assert "image_url" not in str(server.requests[-1]["messages"])
