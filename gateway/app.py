@@ -254,8 +254,9 @@ class Gateway:
         # As for the events above: a completion turn that died with the process is charged an attempt, so one
         # that brings it down is not replayed into every start; given up on, its results go out as they are.
         gave_up: set[str] = set()
+        # Read before `cut_short` lifts their marks. A clean stop leaves the mark of the completion turn it cut short.
+        begun_deliveries = self.store.delegations.deliveries_begun()
         if not before_stopped_cleanly:
-            begun_deliveries = self.store.delegations.deliveries_begun()
             for row in undelivered:
                 if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
                     gave_up.add(row.completion_turn_id)
@@ -270,6 +271,12 @@ class Gateway:
         # Their children stopped before the turns launch new ones; those of completion turns given up on too.
         await self.ledger.forget_replayed(replays | gave_up)
         self.runner.replaying(replays)
+        # A completion turn that was running runs again first in its chat, ahead of the messages that waited
+        # behind it: their turns read its results, as they would have before the restart.
+        replayed_chats = {session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished}
+        await self.ledger.resume_first([row for row in undelivered if row.delegation_id in begun_deliveries
+                                        and row.completion_turn_id not in gave_up
+                                        and row.session_key in replayed_chats])
         for inbound, turn_id in unfinished:
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             # Never raises: no stored event can stop a start.

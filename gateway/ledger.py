@@ -7,7 +7,8 @@ When its children have finished, their results become a completion turn of the
 session that delegated; the turn runner settles the row when that turn's reply is
 journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
 ``/new`` settle the rows they make moot. After a restart, `Ledger.resume` finds
-every row not settled: results that ran but were not delivered are delivered (the
+every row not settled (one whose completion turn was running, before the chat's messages:
+`resume_first`): results that ran but were not delivered are delivered (the
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
 with ``lifecycle.on_restart: resume``. Children launched again (that relaunch, ``/retry``,
@@ -108,7 +109,8 @@ class Ledger(CompletionFailures):
         self._retrying = asyncio.Lock()
         self._taken_up: set[str] = set()
         """Delegations a stopped process left whose lost children a retry ran again before the start took them up
-        (`_left_by_restart`): `resume` leaves them be (relaunched or reported again, their tasks ran twice)."""
+        (`_left_by_restart`), and those `resume_first` took up: `resume` leaves them be (relaunched or reported
+        again, their tasks ran twice; delivered again, their results were answered twice)."""
         self._relaunching: dict[tuple[str, str], int] = {}
         """(session generation, origin turn) -> relaunches under way, from their launch until the ledger
         names their children: no stray of a restart (`forget_replayed`), though named by no row yet."""
@@ -318,7 +320,23 @@ class Ledger(CompletionFailures):
             except Exception:
                 log.exception("resuming background delegation %s failed", row.delegation_id)
 
-    async def _resume(self, row: DelegationRow) -> None:
+    async def resume_first(self, rows: Sequence[DelegationRow]) -> None:
+        """Take up, before the start replays their chats' messages, the delegations (``rows``) whose completion
+        turn was running when the last process ended: their results are queued at once, so that each runs again
+        first in its chat, where it ran, not after the messages that waited behind it (whose turns would answer
+        without having read the results). `resume` then leaves them be. As `resume`, a row that fails is logged
+        and kept, unsettled, for the next start."""
+        for row in rows:
+            if row.delegation_id in self._held or row.delegation_id in self._taken_up:
+                continue
+            self._taken_up.add(row.delegation_id)
+            try:
+                await self._resume(row, at_once=True)
+            except Exception:
+                log.exception("resuming background delegation %s failed", row.delegation_id)
+
+    async def _resume(self, row: DelegationRow, *, at_once: bool = False) -> None:
+        """``at_once``: its results are queued before this returns, when its children have all finished."""
         found = await self._children.lookup([t.subagent_id for t in row.tasks])
         if not found:
             # Its children were never journaled: the launch's commit failed and a later one wrote the row
@@ -331,6 +349,14 @@ class Ledger(CompletionFailures):
             self._settle(row, "suppressed", "/new")
             return
         lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
+        if not lost and at_once and all(child.state.terminal for child in found.values()):
+            try:
+                await self._deliver(row)
+            except Exception:  # a store that fails meanwhile: tried again, backing off, as `_watch` does
+                log.error("delegation %s: handing its results on failed; trying again in %.1fs", row.delegation_id,
+                          BACKOFF_FIRST, exc_info=True)
+                self._watch(row, BACKOFF_FIRST)
+            return
         if not lost:
             self._watch(row)  # finished (or still running on an engine that survives restarts)
             if any(not child.state.terminal for child in found.values()):
