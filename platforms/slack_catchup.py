@@ -26,7 +26,10 @@ conversation is read next. It waits `Limits.live_wait` at most: should Slack not
 is handed on all the same, before the older ones, rather than held for good, and the later ones there
 do not wait any more. What came after the catch-up began came live: a read stops there (with a
 minute's margin for the clocks), so that the messages missed are the ones read, however busy the
-conversation was since.
+conversation was since. A live message in a channel's thread new to the catch-up, whose parent came after
+what was taken in at the channel's top level, is recorded only once that top level is read
+(`CatchUp.record_now`): a mention read back there opens the thread, which is then read from it; recorded at
+once, the live message passed the replies missed there, and a crash before that read lost them for good.
 
 A read that fails for a reason that passes (Slack failing or unreachable, a 429 waited out
 `RATE_LIMITED_TRIES` times, the bot token refused) is tried again while the adapter runs, after a
@@ -178,6 +181,12 @@ class CatchUp:
         self._left_to_threads: dict[Where, dict[str, dict[str, Any]]] = {}
         """Thread -> its replies also sent to the channel that the channel's read, recorded past them, left to
         the thread's read (`_read_in_its_thread`), by ts, until handed on there or after (`_hand_on_left`)."""
+        self._unopened: set[Where] = set()
+        """Threads new to the catch-up that a live message was taken in, whose parent its channel's read is still
+        to come to (`_parent_unread`): in `reading`, so not recorded, until that read opens them (a mention read
+        back there: `_opening`) or ends without (`_release_unopened`). Recorded at once, the live message passed
+        the replies missed there, which the thread's read opened by the mention would hand on: a crash before
+        then lost them for good. Live messages there do not wait meanwhile (`holds`): the thread may be people's."""
 
     async def run(self) -> None:
         """Catch up on the conversations, the most recently active first (one a live message waits
@@ -245,11 +254,29 @@ class CatchUp:
         self._let_through.discard(where)
         if (handed := self._handed.pop(where, None)) is not None:
             handed.set()
+        if where[1] is None:
+            self._release_unopened(where[0])
+
+    def _release_unopened(self, channel: str) -> None:
+        """The threads held for their parent at ``channel``'s top level that its read did not open (`_unopened`):
+        recorded as far as the live messages there went, or, the read left unfinished (it may hold the parent),
+        behind with it."""
+        for thread in [where for where in self._unopened if where[0] == channel]:
+            self._unopened.discard(thread)
+            live = self.reading.get(thread)
+            if (channel, None) in self.behind:
+                self.behind.add(thread)
+            elif live is not None:
+                self._seen(*thread, live)
+            self._done(thread)
 
     def holds(self, conversations: Sequence[Where]) -> bool:
         """Whether a live message in ``conversations`` must wait (`hand_on_after`): one is still to be
         caught up, and no live message there waited that out already."""
-        return any(where in self.reading and where not in self._let_through for where in conversations)
+        return any(self._waits_for(where) for where in conversations)
+
+    def _waits_for(self, where: Where) -> bool:
+        return where in self.reading and where not in self._let_through and where not in self._unopened
 
     async def hand_on_after(self, conversations: Sequence[Where], hand_on: Callable[[], Awaitable[None]]) -> None:
         """``hand_on()`` a live message once the catch-up has handed on what it read in
@@ -257,7 +284,7 @@ class CatchUp:
         sent; a conversation still to be read is read next. After `Limits.live_wait` seconds it is
         handed on all the same, with a warning: perhaps before older ones, but never held for long; and
         the later ones there are handed on at once (`holds`)."""
-        waiting = [where for where in conversations if where in self.reading and where not in self._let_through]
+        waiting = [where for where in conversations if self._waits_for(where)]
         queued = [item for item in self._queue if item[0] in waiting]
         for item in queued:
             self._queue.remove(item)
@@ -277,15 +304,30 @@ class CatchUp:
     def record_now(self, where: Where, ts: str) -> bool:
         """Whether a message's ``ts`` taken in ``where`` may be recorded now: not where the catch-up
         left messages unread (the next start reads on from there), nor, until it is done there, where
-        it is to read (it records the newest of what it read and what came live meanwhile then)."""
+        it is to read (it records the newest of what it read and what came live meanwhile then), a thread
+        whose parent it has still to read at its channel's top level included (`_unopened`)."""
         if where in self.behind:
             return False
+        if where not in self.reading and self._parent_unread(where):
+            self._unopened.add(where)
+            self.reading[where] = None
         if where in self.reading:
             held = self.reading[where]
             if held is None or ts_key(ts) > ts_key(held):
                 self.reading[where] = ts
             return False
         return True
+
+    def _parent_unread(self, where: Where) -> bool:
+        """Whether ``where`` is a channel's thread new to the catch-up whose parent the read of the channel's top
+        level, still to come or under way, may hand on: sent after what was taken in there, before the catch-up
+        began (a later one came live). A mention there opens the thread, read from it (`_opening`)."""
+        channel, thread = where
+        top = (channel, None)
+        if thread is None or channel.startswith("D") or where in self._last_seen or top not in self.reading:
+            return False
+        last = self._last_seen.get(top)
+        return last is not None and ts_key(last) < ts_key(thread) <= ts_key(self._latest)
 
     async def _conversation(self, where: Where, last: str, skipped: _Skipped) -> list[tuple[Where, str]] | None:
         """Hand on what came after ``last`` there, with one line saying what it found; the other
@@ -365,7 +407,8 @@ class CatchUp:
         Checked as it comes: a mention read just before may have opened the thread."""
         channel, thread = where
         thread_ts = message.get("thread_ts")  # at a top level, only a broadcast reply's (`_as_event`)
-        return thread is None and thread_ts is not None and (channel, str(thread_ts)) in self.reading
+        return thread is None and thread_ts is not None and (channel, str(thread_ts)) in self.reading \
+            and (channel, str(thread_ts)) not in self._unopened
 
     async def _hand_on_left(self, thread: Where) -> int:
         """Hand on the replies the channel's read left to ``thread``'s that it did not hand on (it failed, stopped
@@ -388,6 +431,9 @@ class CatchUp:
         if thread is not None or message.get("channel_type") == "im":
             return None
         opens = (channel, str(message.get("thread_ts") or message["ts"]))
+        if opens in self._unopened:  # a live message there is held in `reading`, recorded once the thread is read
+            self._unopened.discard(opens)
+            return opens
         if opens in self.reading or opens in self._last_seen:
             return None
         self.reading[opens] = None
