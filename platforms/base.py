@@ -461,7 +461,9 @@ class CatchesUp(Protocol):
         over, with a newer position than the one recorded for that conversation (or, where the
         platform does not order its events, an older one just before a message it did not take, for
         the next start to read it back), and ``stored``, which says what is recorded now for a
-        conversation the adapter no longer holds in memory."""
+        conversation the adapter no longer holds in memory. An adapter may keep a few other positions there
+        under keys no conversation has (Slack's and Telegram's ``edited:…``, the latest edit of a message),
+        forgotten after the same month."""
 
 
 ChatMoved = Callable[[str, str], Awaitable[None]]

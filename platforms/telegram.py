@@ -18,7 +18,9 @@ bots files up to 20 MB).
 A user's edit of their message (``edited_message``, asked for with ``message``) goes to the gateway
 (`HearsEdits`), by the chat, thread and message id the message was handed over with: a message still
 waiting for its turn is answered as edited; any other edit changes nothing and starts no turn. A message a
-webhook delivers after its edit comes as edited (`platforms.telegram_webhook.EarlyEdits`).
+webhook delivers after its edit comes as edited (`platforms.telegram_webhook.EarlyEdits`), also after a restart
+between the two: the edit is kept in the gateway's store (`bind_last_seen`), which Telegram's adapter uses for
+nothing else (Telegram serves what came while the gateway was down: there is no catch-up to make).
 
 Receiving, and what happens around restarts:
 
@@ -108,6 +110,8 @@ from platforms.base import (
     NotFound,
     Outbound,
     OutboundFile,
+    SeenLookup,
+    SeenRecorder,
     Sent,
     utf16_length,
 )
@@ -285,6 +289,11 @@ class TelegramAdapter:
         """Where a user's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
 
+    def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
+        """`CatchesUp`'s store, for the edits a webhook delivers before their messages (`EarlyEdits`): recorded in
+        webhook mode, read back in either (a restart may switch modes between an edit and its message)."""
+        self._early_edits.bind(seen if self.mode == "webhook" else None, stored)
+
     # -- lifecycle ---------------------------------------------------------------
 
     async def start(self, sink: InboundSink, commands: Sequence[CommandSpec] = ()) -> None:
@@ -438,6 +447,8 @@ class TelegramAdapter:
         async def record(_: InboundSink) -> None:
             if await edited("telegram", inbound.chat_id, inbound.thread_id, inbound.message_id or "", inbound.text):
                 self._early_edits.taken(message, update_id)
+            else:  # before Telegram is answered: confirmed, it is never delivered again
+                self._early_edits.left(message, update_id)
 
         await self._until_recorded(f"the edit of message {inbound.message_id} (update {inbound.event_id})", record)
 

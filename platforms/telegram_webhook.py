@@ -17,12 +17,14 @@ hearing nothing from then on. `replaced` is the one line that says so, logged by
 
 Nor does Telegram deliver a webhook's updates in order: it posts several at once, and an update answered 500 comes
 again after the ones that followed it. A user's edit may so come before the message it edits, which the gateway
-has not been handed yet: `EarlyEdits` keeps it for the message.
+has not been handed yet: `EarlyEdits` keeps it for the message, in the gateway's store too (Telegram was answered 200
+for the edit, and will not deliver it again after a restart).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import secrets
 from collections.abc import Callable
@@ -33,7 +35,7 @@ from aiogram.types import Message
 from aiohttp import web
 
 from platforms import telegram_updates
-from platforms.base import Inbound
+from platforms.base import Inbound, SeenLookup, SeenRecorder
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 
@@ -41,7 +43,9 @@ log = logging.getLogger("platforms.telegram")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 EARLY_EDITS = 100
-"""Edits kept for messages not delivered yet (`EarlyEdits`), the oldest forgotten first."""
+"""Edits kept in memory for messages not delivered yet (`EarlyEdits`), the oldest forgotten first."""
+EDITED = "edited:"
+"""How the key begins under which the gateway's store keeps an edit for its message (`EarlyEdits.bind`)."""
 
 
 def replaced(set_url: str, ours: str | None) -> str | None:
@@ -111,12 +115,23 @@ class EarlyEdits:
     kept from before it is handed to the gateway until the gateway took it (`taken`), so a message handed over
     meanwhile says it too. Polling hands updates over in order: there the message comes first.
 
-    At most `EARLY_EDITS`, in memory: an edit of a message answered already stays until the oldest is forgotten or
-    the message comes again (Telegram delivering it again), which the gateway drops as a repeat whatever it says."""
+    At most `EARLY_EDITS` in memory. Once bound to the gateway's store (`bind`), an edit the gateway left unused is
+    also recorded there (`left`), before Telegram is answered for it: a restart before its message came forgot it,
+    and the message was answered as first written; and a message delivered again (its hand-over refused) still finds
+    it. An edit of a message answered already stays (in the store for its month) and changes nothing: the message
+    comes again only as Telegram delivering it again, which the gateway drops as a repeat whatever it says."""
 
     def __init__(self, limit: int = EARLY_EDITS) -> None:
         self._limit = limit
         self._edits: dict[tuple[int, int], tuple[int, Inbound]] = {}
+        self._record: SeenRecorder | None = None
+        self._stored: SeenLookup = lambda key: None
+
+    def bind(self, record: SeenRecorder | None, stored: SeenLookup) -> None:
+        """The gateway's store of positions (`platforms.base.CatchesUp.bind_last_seen`'s), each edit under a key
+        of its message's no conversation has: ``record`` keeps one (None: none is kept, as polling has no need),
+        ``stored`` reads one back, also one an earlier process kept."""
+        self._record, self._stored = record, stored
 
     def keep(self, message: Message, update_id: int, edit: Inbound) -> None:
         """The edit ``message`` (of update ``update_id``), read as ``edit``; an older one than kept is left out."""
@@ -134,11 +149,41 @@ class EarlyEdits:
         if (kept := self._edits.get(key)) is not None and kept[0] == update_id:
             del self._edits[key]
 
+    def left(self, message: Message, update_id: int) -> None:
+        """The gateway left the edit of update ``update_id`` unused: recorded in the store, if it is still the
+        latest kept (its message did not come meanwhile). Raises what the store raises (the edit is then not
+        confirmed to Telegram, which delivers it again)."""
+        kept = self._edits.get((message.chat.id, message.message_id))
+        if self._record is None or kept is None or kept[0] != update_id:
+            return
+        self._record(_key(message), json.dumps({"update_id": update_id, "text": kept[1].text,
+                                                "command": kept[1].is_command}))
+
     def apply(self, message: Message, inbound: Inbound) -> Inbound:
-        """``inbound``, read from ``message``, with the text of the edit kept for it, which is used up."""
+        """``inbound``, read from ``message``, with the text of the edit kept for it, which is used up (in memory:
+        the store's copy stays for the message delivered again)."""
         kept = self._edits.pop((message.chat.id, message.message_id), None)
-        if kept is None or inbound.is_command or kept[1].is_command or kept[1].text == inbound.text:
+        update_id, text, command = (kept[0], kept[1].text, kept[1].is_command) if kept else self._stored_for(message)
+        if update_id is None or inbound.is_command or command or text == inbound.text:
             return inbound
         log.info("telegram: message %s in chat %s came after its edit (update %s); it is read as edited",
-                 message.message_id, message.chat.id, kept[0])
-        return dataclasses.replace(inbound, text=kept[1].text)
+                 message.message_id, message.chat.id, update_id)
+        return dataclasses.replace(inbound, text=text)
+
+    def _stored_for(self, message: Message) -> tuple[int | None, str, bool]:
+        """The edit the store keeps for ``message``: its update id (None if none), text and whether it is a
+        command. One the store cannot read back is none: the message comes as written, as before a restart."""
+        try:
+            stored = self._stored(_key(message))
+            if stored is None:
+                return None, "", False
+            edit = json.loads(stored)
+            return int(edit["update_id"]), str(edit["text"]), bool(edit["command"])
+        except Exception:
+            log.exception("telegram: could not read the edit kept for message %s in chat %s", message.message_id,
+                          message.chat.id)
+            return None, "", False
+
+
+def _key(message: Message) -> str:
+    return f"{EDITED}{message.chat.id}/{message.message_id}"

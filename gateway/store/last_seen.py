@@ -12,9 +12,11 @@ heard in would otherwise stay for good, each start reading them all.
 A conversation and a position are the platform's own strings (a Discord channel id and message
 id; a Slack channel, or channel and thread, and a ``ts``): the adapter alone knows their order,
 so it only ever records a newer position than the one it was given or recorded before.
-The Slack adapter keeps a message's latest edit handed over here too, under a key no conversation's
-has (`platforms.slack_edits.edit_key`), so that an older edit Slack sends a later process is passed over;
-forgotten after the same month.
+Beside the conversations, under keys no conversation has (``edited:…``), the Slack adapter keeps the
+latest edit of a message handed over (`platforms.slack_edits.edit_key`), so that an older edit Slack sends a
+later process is passed over, and the Telegram adapter an edit a webhook delivered before its message
+(`platforms.telegram_webhook.EarlyEdits`), so that the message comes as edited after a restart too; forgotten
+after the same month.
 """
 
 from __future__ import annotations
