@@ -145,10 +145,11 @@
     setTimeout(() => line.remove(), SAID_MS);
   }
 
-  // A message the page holds back (its POST failed and waits to be posted again, or it is queued behind one that
-  // does) shows in a dashed outline. A screen reader was told nothing of it, and its user took the message for lost:
-  // each such bubble says "not sent yet" in words too (hidden, as who said it; not read out again as it is marked,
-  // #said says it once), and #said says once that it waits, and once that what waited went.
+  // A message the page holds back (its POST failed and waits to be posted again, is still unanswered after
+  // WAITING_AFTER_MS, or it is queued behind one of those) shows in a dashed outline. A screen reader was told nothing
+  // of it, and its user took the message for lost: each such bubble says "not sent yet" in words too (hidden, as who
+  // said it; not read out again as it is marked, #said says it once), and #said says once that it waits, and once
+  // that what waited went.
   let waited = false; // a message was held back, and the page has not said yet that the queue is through
   function markWaiting(el, on) {
     let mark = el.querySelector(":scope > .waiting");
@@ -432,6 +433,9 @@
   // One message on its way at a time, the oldest first; the next goes once the gateway has it. Each
   // retrying on its own, a message typed later could reach the gateway (and the agent) first.
   const SEND_TIMEOUT_MS = 20000; // a POST sent on a connection that died without a word is never answered
+  // A POST that hangs (a gateway slow to take it, a stalled connection) is said to wait this long after it went:
+  // said only once it failed, a screen reader heard nothing of the message for up to SEND_TIMEOUT_MS.
+  const WAITING_AFTER_MS = 2000;
   let sending = false; // the oldest pending message is being posted, or waits to be posted again
   let posting = null; // the AbortController of its POST while that is on its way
   let retry = null; // { timer, item } while it waits
@@ -465,6 +469,7 @@
   async function post(item) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
+    const slow = setTimeout(holdBack, WAITING_AFTER_MS);
     posting = abort;
     try {
       return await fetch("/chat/api/messages", {
@@ -478,6 +483,7 @@
       return null; // offline, the gateway restarting, or no answer in time: the same key again, later
     } finally {
       clearTimeout(timer);
+      clearTimeout(slow);
       posting = null;
     }
   }

@@ -235,15 +235,13 @@
 
   // -- actions ------------------------------------------------------------------------
 
-  // The actions on their way to the gateway, each url with its request's AbortController: a state that arrives
-  // meanwhile draws their buttons disabled too, or a second click on the one drawn anew would send the action again.
-  const sending = new Map();
+  // The urls of the actions on their way to the gateway: a state that arrives meanwhile draws their buttons disabled
+  // too, or a second click on the one drawn anew would send the action again.
+  const sending = new Set();
   // As the web chat's sends: a POST on a connection that died without a word is never answered, and its button
-  // stayed disabled for good.
+  // stayed disabled for good. The stream reconnecting does not end one: a request has a connection of its own, and
+  // given up then, an answer still on its way (done, or why not) was lost for "may or may not have been done".
   const ACTION_TIMEOUT_MS = 20_000;
-  // Why a request was given up before its time: the page connected again, and one still unanswered then was sent
-  // on a connection that may have died with the stream. Its button stayed disabled, and said nothing, for up to 20 s.
-  const RECONNECTED = Symbol("reconnected");
 
   // A button that POSTs to `url`; with `question`, only once the operator confirms it (what cannot be undone).
   // Named `label` and `what` it acts on; it shows `label`, which begins its name, so "click Stop" finds it too.
@@ -276,7 +274,7 @@
       hideNotice(); // about an action before this one
       let response;
       const abort = new AbortController();
-      sending.set(url, abort);
+      sending.add(url);
       const timer = setTimeout(() => abort.abort(), ACTION_TIMEOUT_MS);
       try {
         response = await fetch(url, { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }),
@@ -294,8 +292,7 @@
       }
       if (!response) {
         // The request may have reached the gateway and been done, its answer lost with the connection: not "failed".
-        const within = abort.signal.reason === RECONNECTED ? " before the connection dropped"
-          : abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000 + " s" : "";
+        const within = abort.signal.aborted ? " within " + ACTION_TIMEOUT_MS / 1000 + " s" : "";
         notice(label + ": no answer from the gateway" + within + ", so it may or may not have been done; check what "
           + "the page shows before pressing it again.", url);
         again();
@@ -407,7 +404,6 @@
   }
 
   function arrived(state) {
-    if (!connected) sending.forEach((abort) => abort.abort(RECONNECTED));
     connected = true;
     skew = Date.now() / 1000 - state.now; // as it arrives: a held one is drawn later, its `now` older by then
     if (!selecting()) {
