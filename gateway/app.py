@@ -256,6 +256,7 @@ class Gateway:
         gave_up: set[str] = set()
         # Read before `cut_short` lifts their marks. A clean stop leaves the mark of the completion turn it cut short.
         begun_deliveries = self.store.delegations.deliveries_begun()
+        running_deliveries = self.store.delegations.deliveries_running()  # those waiting for an answer too
         if not before_stopped_cleanly:
             for row in undelivered:
                 if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
@@ -274,7 +275,7 @@ class Gateway:
         # A completion turn that was running runs again first in its chat, ahead of the messages that waited
         # behind it: their turns read its results, as they would have before the restart.
         replayed_chats = {session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished}
-        await self.ledger.resume_first([row for row in undelivered if row.delegation_id in begun_deliveries
+        await self.ledger.resume_first([row for row in undelivered if row.delegation_id in running_deliveries
                                         and row.completion_turn_id not in gave_up
                                         and row.session_key in replayed_chats])
         for inbound, turn_id in unfinished:

@@ -51,7 +51,10 @@ class CompletionFailures:
     def completion_waits(self, delegation_id: str, waiting: bool) -> None:
         """The questions' word that the delegation's completion turn waits for the chat's answer (idle: a death
         then is no fault of it, as for a message's turn) or goes on (charged again); made durable by them."""
-        self._table.mark_delivery(delegation_id, not waiting)
+        if waiting:
+            self._table.delivery_waits(delegation_id)
+        else:
+            self._table.mark_delivery(delegation_id, True)
 
     def completion_over(self, delegation_id: str) -> None:
         """The delegation's completion turn is over, but the store refused to record its outcome (its end is

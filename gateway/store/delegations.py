@@ -175,6 +175,17 @@ class DelegationTable:
         self._db.write("UPDATE gateway_delivery_attempts SET begun=? WHERE delegation_id=?",
                        (int(begun), delegation_id))
 
+    def delivery_waits(self, delegation_id: str) -> None:
+        """The delegation's completion turn waits for the chat's answer to its question: idle, a death then is
+        charged to none of it (`deliveries_begun`), but it still runs (`deliveries_running`)."""
+        self._db.write("UPDATE gateway_delivery_attempts SET begun=2 WHERE delegation_id=?", (delegation_id,))
+
+    def deliveries_running(self) -> set[str]:
+        """Delegations not settled whose completion turn had begun and not ended, running or waiting for an answer."""
+        return {r[0] for r in self._db.read(
+            "SELECT a.delegation_id FROM gateway_delivery_attempts a JOIN gateway_delegations d"
+            " ON d.delegation_id = a.delegation_id WHERE a.begun IN (1, 2) AND d.status='running'")}
+
     def delivery_failed(self, delegation_id: str, error: str) -> int:
         """Count a failed attempt of the delegation's completion turn (no longer begun); returns the count."""
         self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, attempts, last_error) VALUES (?, 1, ?)"
