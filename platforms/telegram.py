@@ -423,6 +423,7 @@ class TelegramAdapter:
             return
         # Nothing awaited after the edit is looked up: one handed to the gateway from now on finds the message.
         await self._hand_over(self._early_edits.apply(message, await self._upgraded(inbound, message)))
+        self._early_edits.handed(message)
 
     async def _on_edited(self, message: Message, event_update: Update) -> None:
         """A user edited the text or caption of their message (``edited_message``): the gateway answers the new

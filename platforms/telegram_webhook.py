@@ -44,6 +44,9 @@ log = logging.getLogger("platforms.telegram")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 EARLY_EDITS = 100
 """Edits kept in memory for messages not delivered yet (`EarlyEdits`), the oldest forgotten first."""
+HANDED = 1000
+"""Messages remembered as handed over (`EarlyEdits.handed`), the oldest forgotten first: a later edit of one is not
+recorded in the store."""
 EDITED = "edited:"
 """How the key begins under which the gateway's store keeps an edit for its message (`EarlyEdits.bind`)."""
 
@@ -118,12 +121,15 @@ class EarlyEdits:
     At most `EARLY_EDITS` in memory. Once bound to the gateway's store (`bind`), an edit the gateway left unused is
     also recorded there (`left`), before Telegram is answered for it: a restart before its message came forgot it,
     and the message was answered as first written; and a message delivered again (its hand-over refused) still finds
-    it. An edit of a message answered already stays (in the store for its month) and changes nothing: the message
-    comes again only as Telegram delivering it again, which the gateway drops as a repeat whatever it says."""
+    it. Not an edit of a message this process handed over (`handed`), the everyday edit of a message answered
+    already: Telegram never delivers that message as new again (a redelivery the gateway drops as a repeat whatever it
+    says), and its text stayed in the store for a month, past the inbox's week and ``/new``. One of a message handed
+    over before a restart is recorded, and changes nothing."""
 
     def __init__(self, limit: int = EARLY_EDITS) -> None:
         self._limit = limit
         self._edits: dict[tuple[int, int], tuple[int, Inbound]] = {}
+        self._handed: dict[tuple[int, int], None] = {}
         self._record: SeenRecorder | None = None
         self._stored: SeenLookup = lambda key: None
 
@@ -134,11 +140,14 @@ class EarlyEdits:
         self._record, self._stored = record, stored
 
     def keep(self, message: Message, update_id: int, edit: Inbound) -> None:
-        """The edit ``message`` (of update ``update_id``), read as ``edit``; an older one than kept is left out."""
+        """The edit ``message`` (of update ``update_id``), read as ``edit``; an older one than kept is left out, also
+        than one an earlier process kept in the store (Telegram numbers a bot's updates in order across restarts)."""
         key = (message.chat.id, message.message_id)
         if (kept := self._edits.pop(key, None)) is not None and kept[0] > update_id:
             self._edits[key] = kept
             return
+        if kept is None and (stored := self._stored_for(message)[0]) is not None and stored > update_id:
+            return  # kept, it would overwrite the newer edit in the store (`left`) and be taken before it (`apply`)
         self._edits[key] = (update_id, edit)
         while len(self._edits) > self._limit:
             del self._edits[next(iter(self._edits))]
@@ -151,13 +160,20 @@ class EarlyEdits:
 
     def left(self, message: Message, update_id: int) -> None:
         """The gateway left the edit of update ``update_id`` unused: recorded in the store, if it is still the
-        latest kept (its message did not come meanwhile). Raises what the store raises (the edit is then not
-        confirmed to Telegram, which delivers it again)."""
-        kept = self._edits.get((message.chat.id, message.message_id))
-        if self._record is None or kept is None or kept[0] != update_id:
+        latest kept (its message did not come meanwhile) and its message was not handed over. Raises what the store
+        raises (the edit is then not confirmed to Telegram, which delivers it again)."""
+        key = (message.chat.id, message.message_id)
+        kept = self._edits.get(key)
+        if self._record is None or kept is None or kept[0] != update_id or key in self._handed:
             return
         self._record(_key(message), json.dumps({"update_id": update_id, "text": kept[1].text,
                                                 "command": kept[1].is_command}))
+
+    def handed(self, message: Message) -> None:
+        """The gateway recorded ``message`` (or dropped it for good): its edits from now on are recorded nowhere."""
+        self._handed[(message.chat.id, message.message_id)] = None
+        while len(self._handed) > HANDED:
+            del self._handed[next(iter(self._handed))]
 
     def apply(self, message: Message, inbound: Inbound) -> Inbound:
         """``inbound``, read from ``message``, with the text of the edit kept for it, which is used up (in memory:
