@@ -30,6 +30,8 @@ conversation was since. A live message in a channel's thread new to the catch-up
 what was taken in at the channel's top level, is recorded only once that top level is read
 (`CatchUp.record_now`): a mention read back there opens the thread, which is then read from it; recorded at
 once, the live message passed the replies missed there, and a crash before that read lost them for good.
+Meanwhile the thread is recorded just after its parent, so that a stop or a crash before then leaves it to the
+next start, which reads it right after its channel.
 
 A read that fails for a reason that passes (Slack failing or unreachable, a 429 waited out
 `RATE_LIMITED_TRIES` times, the bot token refused) is tried again while the adapter runs, after a
@@ -161,7 +163,7 @@ class CatchUp:
         self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
                                 first=limits.first_retry, most=limits.max_retry, max_retry_after=limits.max_retry_after)
         self._last_seen = last_seen
-        order = sorted(last_seen.items(), key=lambda item: ts_key(item[1]), reverse=True)
+        order = sorted(last_seen.items(), key=lambda item: _read_at(item, last_seen), reverse=True)
         self._queue = deque(order[:limits.max_conversations])
         self._quiet = len(order) - len(self._queue)
         self.reading: dict[Where, str | None] = {where: None for where, _ in self._queue}
@@ -186,7 +188,8 @@ class CatchUp:
         to come to (`_parent_unread`): in `reading`, so not recorded, until that read opens them (a mention read
         back there: `_opening`) or ends without (`_release_unopened`). Recorded at once, the live message passed
         the replies missed there, which the thread's read opened by the mention would hand on: a crash before
-        then lost them for good. Live messages there do not wait meanwhile (`holds`): the thread may be people's."""
+        then lost them for good. Live messages there do not wait meanwhile (`holds`): the thread may be people's.
+        Recorded just after its parent meanwhile, for the next start to read should this one never come to it."""
 
     async def run(self) -> None:
         """Catch up on the conversations, the most recently active first (one a live message waits
@@ -311,6 +314,9 @@ class CatchUp:
         if where not in self.reading and self._parent_unread(where):
             self._unopened.add(where)
             self.reading[where] = None
+            # Just after its parent meanwhile: a stop, a crash, a reconnect's catch-up or a refused read before the
+            # channel's read opened it or let it go left it unrecorded, and no later start read it at all.
+            self._seen(*where, str(where[1]))
         if where in self.reading:
             held = self.reading[where]
             if held is None or ts_key(ts) > ts_key(held):
@@ -471,6 +477,17 @@ class CatchUp:
                 if tries == RATE_LIMITED_TRIES:
                     raise
                 await asyncio.sleep(exc.retry_after)
+
+
+def _read_at(item: tuple[Where, str], last_seen: dict[Where, str]) -> tuple[tuple[int, int], int]:
+    """Where ``item`` comes in the order of the reads, the most recently active first: a thread recorded just after
+    its parent, which its channel's record is older than (`CatchUp.record_now` held it so), right after its channel,
+    whose read may hand on the parent first, a mention putting the bot in the thread that its replies then address."""
+    (channel, thread), ts = item
+    top = last_seen.get((channel, None))
+    if thread == ts and top is not None and ts_key(top) < ts_key(ts):
+        return ts_key(top), 0
+    return ts_key(ts), 1
 
 
 def _as_event(message: dict[str, Any], channel: str, thread: str | None) -> dict[str, Any]:
