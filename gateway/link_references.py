@@ -25,8 +25,11 @@ from platforms.formatting.markdown import definitions, parse
 _BRACKETED = re.compile(r"\[((?:[^\[\]\\]|\\.){1,999})\]", re.DOTALL)
 _LINE_INDENT = re.compile(r" {0,3}")
 # A line that may start a definition: a label first on it, in a quote or a list item or not (more than CommonMark
-# takes: a hint). After its newline, which lets the search skip to each line for a small share of a whole parse.
-_DEFINITION_LINE = re.compile(r"\n[ \t>*+\-0-9.)]*\[((?:[^\[\]\\]|\\.){1,999})\]:")
+# takes: a hint). After its newline, which lets the search skip to each line for a small share of a whole parse
+# (a lone CR, a line break to markdown-it too, is read as one: `_lines`).
+_DEFINITION_LINE = re.compile(r"\n[ \t>*+\-0-9.)]*\[((?:[^\[\]\\]|\\.){1,999})\]:", re.DOTALL)
+_ANY_LABEL = "\n"
+"""`_hint`'s key of a line whose label may be any: no label normalizes to a line break."""
 
 
 class References:
@@ -82,8 +85,8 @@ class LateReferences(References):
         """By label: its definition written again, None where it has none (or one longer than ``longest``)."""
         self._hints: dict[str, list[int]] = {}
         """By label: where each line that may define it starts, in order."""
-        for m in _DEFINITION_LINE.finditer("\n" + text):  # a newline first: the text's first line is one too
-            self._hints.setdefault(normalizeReference(m.group(1)), []).append(m.start())
+        for m in _DEFINITION_LINE.finditer("\n" + _lines(text)):  # a newline first: the text's first line is one
+            self._hints.setdefault(_hint(m.group(1)), []).append(m.start())
         self._starts: list[int] = []
         """Where each run of the text starts, and its end: found once a label with a hint is asked for."""
         self._runs: dict[int, dict[str, tuple[str, str, str]]] = {}
@@ -96,7 +99,7 @@ class LateReferences(References):
         if label in self._lines:
             return self._lines[label]
         line = None
-        hints = self._hints.get(label, ())
+        hints = [*self._hints.get(label, ()), *self._hints.get(_ANY_LABEL, ())]
         if hints and not self._starts:
             self._starts = list(itertools.accumulate(map(len, blocks.chunks(self._text)), initial=0))
         # The first definition of a label wins: its runs are read in order, each parsed once.
@@ -117,6 +120,19 @@ def _line(label: str, href: str, title: str) -> str:
     return f"[{label}]: <{href}>{quoted}"
 
 
+def _lines(text: str) -> str:
+    """``text`` with each CR a newline, its length kept: lines broken by a lone CR are scanned as markdown-it reads
+    them (not in the pattern, which searched for two characters some ten times slower)."""
+    return text.replace("\r", "\n") if "\r" in text else text
+
+
+def _hint(label: str) -> str:
+    """The key a line defining ``label`` (as typed there) is found by: `_ANY_LABEL` for a label over lines or holding
+    a NUL, which normalizing what is typed does not give as markdown-it reads it (in a quote, ``[a`` and ``> b]:``
+    define ``a b``; a NUL is read as U+FFFD): such a line is parsed for any label."""
+    return _ANY_LABEL if "\n" in label or "\0" in label else normalizeReference(label)
+
+
 def _kept(line: str, longest: int | None) -> str | None:
     return line if longest is None or len(line) <= longest else None
 
@@ -130,8 +146,9 @@ def may_define(text: str, pos: int, start: str) -> bool:
     """Whether ``text`` from ``pos`` (> 0) on may define a label that ``start`` refers to: a scan of its lines, for
     a small share of what finding its definitions takes (`definitions` parses each run of blocks holding ``]:``,
     and a code block of many megabytes is one run); True may be wrong, False is not."""
-    labels = {normalizeReference(m.group(1)) for m in _DEFINITION_LINE.finditer(text, pos - 1)}
-    return bool(labels) and any(normalizeReference(m.group(1)) in labels for m in _BRACKETED.finditer(start))
+    labels = {_hint(m.group(1)) for m in _DEFINITION_LINE.finditer(_lines(text), pos - 1)}
+    return bool(labels) and any(_ANY_LABEL in labels or normalizeReference(m.group(1)) in labels
+                                for m in _BRACKETED.finditer(start))
 
 
 def cut_before_definition(text: str, pos: int, longest: int) -> int:
