@@ -17,7 +17,8 @@ last, so no two overlap. Paying repeats nothing: the outbox journals a key once,
 first outcome stands, settling twice is settling once, and the transcript is stored from where the
 stored one ends (`GatewaySession.unsaved_from`). An end still owed when the gateway has stopped
 leaves its messages unsettled and nothing of its turn in the stored transcript: the next start runs
-the turn again, as after a crash.
+the turn again, as after a crash; one whose answer was journaled runs showing nothing in the chat, which
+has that answer (`gateway.turn_runner`).
 """
 
 from __future__ import annotations

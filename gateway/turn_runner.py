@@ -432,15 +432,23 @@ class TurnRunner:
         if self._late_after:
             with refused.noting("its late note", holds=False):
                 self._note_waited(session, item)
+        kind = "completion" if item.kind == "completion" else "reply"
+        # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then: the
+        # chat has that answer, which the outbox keeps under its key. This run rebuilds what the death lost (its
+        # transcript, what it delegated) and shows nothing: its words beside its tools, "typing…" or its card
+        # working again came after the answer. Its card is only finalised (a death may have left it "⏳").
+        quiet = running.replay and self._outbox.journaled(f"{item.turn_id}:{kind}:0")
         self._events.turn_started(session, item, running)
         under_way.started = True
-        progress.start()
+        if not quiet:
+            progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
         untold: EndMessage | None = None  # those notes, the store refused: the answer to owe
         crashed = False
         stop = self._stops[running.run_id] = asyncio.Event()
-        typing = under_way.typing = _Typing(adapter, session, self._clock) if _shows_typing(adapter) else None
+        shows_typing = _shows_typing(adapter) and not quiet
+        typing = under_way.typing = _Typing(adapter, session, self._clock) if shows_typing else None
         self._typing[running.run_id] = typing
         try:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):
@@ -452,7 +460,7 @@ class TurnRunner:
                 answered = content is None
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
-                    interim = functools.partial(self._interim, refused, running)
+                    interim = functools.partial(self._withheld if quiet else self._interim, refused, running)
                     observer = Observer(interim, session, running, display, progress)
                     result = await session.agent.run_turn(content, observer=observer, turn_id=item.turn_id)
         except Exception:
@@ -486,7 +494,6 @@ class TurnRunner:
                     self._progress.finish(session, running, display, ended, self._clock.monotonic() - started,
                                           progress.subagents, progress.endings())
 
-        kind = "completion" if item.kind == "completion" else "reply"
         text = None
         if not running.suppressed and not answered and not running.shutdown:
             reply = reply_text(item.kind, result, spoke=running.said + running.files > 0)
@@ -698,6 +705,11 @@ class TurnRunner:
 
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
+
+    @staticmethod
+    def _withheld(refused: Refusals, running: RunningTurn, session: GatewaySession, text: str, **kw: Any) -> None:
+        """`_interim` of a run whose answer the chat has (``quiet`` in `_turn`): nothing is sent."""
+        running.give_back_quote(kw.get("reply_to"))
 
     def _interim(self, refused: Refusals, running: RunningTurn, session: GatewaySession, text: str, **kw: Any) -> None:
         """`_send` of the model's text beside its tool calls. Refused (a full disk, another process's write lock),
