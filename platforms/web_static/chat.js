@@ -86,8 +86,53 @@
     if (pinned) list.scrollTop = list.scrollHeight;
   });
 
-  function place(message) {
+  // Rendering the Markdown of every message a history brings was most of the time the page took to open (fifty
+  // answers of 50 KB: fifty renders, 1.1 s of 1.7 s). Such a message shows its text as typed, in its bubble, until it
+  // comes within two screens of the window; the newest render at once, and what arrives live or is edited. Its words
+  // are there all along, for find-in-page and a screen reader. Rendered before it comes near enough to be laid out
+  // (chat.css), it takes its real height once, as before.
+  const RENDER_AT_ONCE = 20000; // characters of the newest messages of a history: a window's worth and more
+  const plain = new Set(); // the messages whose text shows as typed, waiting to be rendered
+  const unrendered = new IntersectionObserver((entries) => {
+    const near = entries.filter((entry) => entry.isIntersecting).map((entry) => entry.target);
+    if (near.length) steady(() => near.forEach(renderNow));
+  }, { root: list, rootMargin: "200% 0px" });
+
+  // What the reader looks at stays where it is while what is above it changes height. The browser's own scroll
+  // anchoring keeps to a node within the message at the top of the window, and rendering that message replaced the
+  // node: the page moved by the difference. At the bottom, the page follows the bottom instead (`sized`).
+  function steady(change) {
+    const top = list.getBoundingClientRect().top;
+    const anchor = pinned ? null : [...list.children].find((el) => el.getBoundingClientRect().bottom > top);
+    const before = anchor && anchor.getBoundingClientRect().top;
+    change();
+    if (anchor) list.scrollTop += anchor.getBoundingClientRect().top - before;
+  }
+
+  function write(el, text, later) {
+    el.dataset.text = text;
+    plain.add(el);
+    if (later) {
+      textOf(el).textContent = text;
+      unrendered.observe(el);
+    } else {
+      renderNow(el);
+    }
+  }
+
+  function renderNow(el) {
+    if (!plain.delete(el)) return;
+    unrendered.unobserve(el);
+    render(el.dataset.text, textOf(el));
+  }
+
+  // Printed, the page is every message: rendered first, or they would print as typed.
+  addEventListener("beforeprint", () => plain.forEach(renderNow));
+
+  // `later`: a history's message, rendered once it comes near (a message shown rendered stays so).
+  function place(message, later = false) {
     let el = shown.get(message.id);
+    const fresh = !el;
     if (!el) {
       el = document.createElement("article");
       el.dataset.id = message.id;
@@ -122,10 +167,7 @@
       el.append(reason, refusedActions(message.id));
     }
     if (message.failed) reason.textContent = message.failed;
-    if (el.dataset.text !== message.text) {
-      el.dataset.text = message.text;
-      render(message.text, textOf(el));
-    }
+    if (el.dataset.text !== message.text) write(el, message.text, later && (fresh || plain.has(el)));
     if (message.file) showFile(message.file, el);
   }
 
@@ -252,8 +294,7 @@
     if (el.dataset.kind === "notice") el.setAttribute("aria-live", "off");
     following(() => {
       el.classList.add("edited");
-      el.dataset.text = text;
-      render(text, textOf(el));
+      write(el, text, false);
     });
   }
 
@@ -261,6 +302,8 @@
     const el = shown.get(id);
     if (el) {
       sized.unobserve(el);
+      unrendered.unobserve(el);
+      plain.delete(el);
       el.remove();
     }
     shown.delete(id);
@@ -282,11 +325,23 @@
   const showHistory = (messages, gap, reconnect) => following(() => {
     const before = new Set(shown.keys());
     merge(messages, gap);
+    renderNewest();
     const added = [...shown.keys()].filter((id) => !before.has(id));
-    if (reconnect && added.length <= MISSED_READ_OUT) return;
+    if (reconnect && added.length <= MISSED_READ_OUT) { // read out: rendered, as they would have been live
+      added.forEach((id) => renderNow(shown.get(id)));
+      return;
+    }
     for (const id of added) shown.get(id).setAttribute("aria-live", "off");
     if (reconnect) say(added.length + " new messages came while the chat was disconnected.");
   });
+
+  function renderNewest() {
+    let budget = RENDER_AT_ONCE;
+    for (let el = list.lastElementChild; el && budget > 0; el = el.previousElementSibling) {
+      budget -= (el.dataset.text || "").length;
+      renderNow(el);
+    }
+  }
 
   function merge(messages, gap) {
     const inHistory = new Set(messages.map((m) => m.id));
@@ -298,7 +353,7 @@
     }
     unplaced.clear();
     for (const message of messages) {
-      place(confirmedUnlessPending(message));
+      place(confirmedUnlessPending(message), true);
       order.push(message.id);
     }
     for (const send of pending()) { // not confirmed yet: still shown, still retried
