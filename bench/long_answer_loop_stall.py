@@ -4,7 +4,7 @@ A text of `SIZE` megabytes, past Telegram's bound of parts, is journaled by an o
 against `FakeTelegram` while a ticker task sleeps a millisecond at a time; prints, per way of journaling it, how
 long the call took and the longest gap between two ticks (what every other chat waited):
 
-- ``enqueue``: split and ``answer.md`` written on the loop (what a built-in command's, a ledger's answers take);
+- ``enqueue``: split and ``answer.md`` written on the loop (what a built-in command's answer takes);
 - ``enqueue_long``: both in a worker thread (a model's reply, `send_message`, a plugin command's answer).
 
 Then the split of a start of a text of `SIZE` MB holding one code block and a link definition after it

@@ -146,20 +146,37 @@ class CompletionFailures:
 
     async def _give_up(self, row: DelegationRow, attempts: int, error: str) -> None:
         """Send the results to the chat as they are, once (keyed by the completion turn), and settle the row.
-        Said in the log once they are journaled: should the store refuse them, the caller says they were not
-        sent, and a line before would have claimed they were."""
+        Split in a worker thread (`Outbox.enqueue_long`): ten results of ``RESULT_CHARS`` heavy with formatting
+        held every chat a second or more on the loop. Nothing is sent when /stop or /new settled the row
+        meanwhile, asked again right before they are journaled; cancelled before that (the gateway stops), nothing
+        is journaled and the row stays unsettled, for the next start. Said in the log once they are journaled:
+        should the store refuse them, the caller says they were not sent, and a line before would have claimed
+        they were."""
         lines = await self._result_lines(row)
-        current = self._table.get(row.delegation_id)
-        if current is None or current.status != "running":
-            return  # /stop or /new settled it meanwhile
+        if self._settled_meanwhile(row):
+            return
         platform, chat_id, thread_id = split_session_key(row.session_key)
         text = "\n".join([UNDELIVERABLE, *lines])
-        self._outbox.enqueue(platform, chat_id, thread_id, text,
-                             kind="completion", key=f"{row.completion_turn_id}:undelivered",
-                             turn_id=row.completion_turn_id, reply_to=self._asked(platform, row))
+
+        def unless_settled() -> None:
+            if self._settled_meanwhile(row):
+                raise _SettledMeanwhile
+
+        try:
+            await self._outbox.enqueue_long(platform, chat_id, thread_id, text, kind="completion",
+                                            key=f"{row.completion_turn_id}:undelivered",
+                                            turn_id=row.completion_turn_id, reply_to=self._asked(platform, row),
+                                            first=unless_settled)
+        except _SettledMeanwhile:
+            return
         log.error("delegation %s: handing its results to the model failed %d times; they are sent to the chat as "
                   "they are (`/agents`: results sent as they were): %s", row.delegation_id, attempts, error)
         self._settle(row, "delivered", DELIVERY_FAILED)
+
+    def _settled_meanwhile(self, row: DelegationRow) -> bool:
+        """Whether /stop or /new settled ``row`` since it was read."""
+        current = self._table.get(row.delegation_id)
+        return current is None or current.status != "running"
 
     async def _result_lines(self, row: DelegationRow) -> list[str]:
         found = await self._children.lookup([t.subagent_id for t in row.tasks])
@@ -210,6 +227,10 @@ budget already; this keeps a message of many bounded."""
 FAILED_TURN = "its turn failed"
 """Why a delegation of a turn whose handling failed delivers nothing (`Ledger.abandon`), as `/agents` shows it."""
 FAILED_TURN_STOP = "stopped: the turn that launched it failed in the gateway"
+
+
+class _SettledMeanwhile(Exception):
+    """Raised from `Outbox.enqueue_long`'s ``first``: the row was settled while its results were split."""
 
 
 def _short(text: str | None, limit: int) -> str:

@@ -4,8 +4,8 @@ Guarantees:
 
 - **Journal first.** `Outbox.enqueue` splits the text to the adapter's limit and
   writes each part to the store, pending, before anything is sent (`enqueue_long`
-  splits in a worker thread first, for a model's replies and a plugin command's answers,
-  unless the text fits and the adapter only counts characters). Keys are the
+  splits in a worker thread first, for a model's replies, a plugin command's answers and background
+  results sent as they are, unless the text fits and the adapter only counts characters). Keys are the
   caller's key plus the part number; a key already journaled is not journaled
   again, so replaying a turn after a restart never sends twice. The user's message a
   part quotes (``reply_to``, the first part's only) is journaled with it: a part sent
@@ -265,8 +265,10 @@ class Outbox:
         journaled in the order they were made (each with all its parts, in order); an `enqueue`
         made meanwhile may come first. ``first`` is called once the parts are split, right before
         they are journaled (a turn's progress message finished with its reply, not a split's time
-        before it). ``reply_to`` may be a function giving it, called then too (a turn's quote, which
-        a refused file may give back meanwhile: `gateway.quote_passing.pass_quote`). Cancelled while splitting:
+        before it); should it raise, nothing is journaled and the error is the call's (results whose
+        delegation a /stop settled meanwhile: `gateway.ledger_failures`). ``reply_to`` may be a function
+        giving it, called then too (a turn's quote, which a refused file may give back meanwhile:
+        `gateway.quote_passing.pass_quote`). Cancelled while splitting:
         nothing is journaled, neither function called; with ``journal_if_cancelled`` (a turn's reply at a
         shutdown), the split under way is finished instead, not begun again, the text journaled, and then the
         cancellation raised (a second cancellation gives it up: nothing is journaled). A text past ``max_parts``

@@ -54,7 +54,7 @@ def break_replies(gateway, kind: str, times: int | None = None):
     enqueue_long, broken = gateway.outbox.enqueue_long, []
 
     async def failing(*args, **kw):
-        if kw.get("kind") == kind and (times is None or len(broken) < times):
+        if kw["key"].endswith(f":{kind}") and (times is None or len(broken) < times):  # a reply's, not results
             broken.append(kw.get("turn_id"))
             raise RuntimeError("a bug met this turn")
         return await enqueue_long(*args, **kw)
