@@ -6,7 +6,9 @@ the chat's line for many minutes and inviting the platform to rate-limit or flag
 splits into more parts than its platform's bound (``display.max_message_parts``, per platform as the display
 settings are: `max_parts`; 0: none) is journaled as its first parts up to the bound and one more: the whole
 text as ``answer.md``, its caption a note saying so, where the adapter takes files (`platforms.base.SendsFiles`)
-within its upload limit; elsewhere a note saying how much was left out. The outbox journals them in one
+within its upload limit; elsewhere a note saying how much was left out. An answer for a command's user alone
+(`platforms.base.Outbound.private`: every answer to a Slack slash command) gets the note, saying why: a file goes
+to the whole channel, where no platform here can upload one for a single user. The outbox journals them in one
 statement, as parts of one message (`gateway.outbox.Outbox`): each sent once, in order, across restarts too.
 """
 
@@ -119,19 +121,21 @@ class Tail:
             except OSError as exc:
                 log.warning("outbox: %s chat %s: cannot keep %s of %s (%s); a note says what was left out instead",
                             self.note.platform, self.note.chat_id, FILE_NAME, self.key, exc.strerror or exc)
-        return dataclasses.replace(self.note, key=self.key + CUT_PART, text=left_out_text(data, self.shown))
+        return dataclasses.replace(self.note, key=self.key + CUT_PART,
+                                   text=left_out_text(data, self.shown, private=self.note.private))
 
 
 def plan_tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
               files: OutboxFiles | None) -> Tail:
     """The `Tail` of ``text``, the message ``key`` shown as its first parts ``shown`` (its first part ``first``):
-    a file where the platform takes files and shows this message, else a note (`NO_INTERIM`: dropped with the
-    parts). Writes nothing."""
+    a file where the platform takes files and shows this message to all who see the chat, else a note
+    (`NO_INTERIM`: dropped with the parts). Writes nothing."""
     note = dataclasses.replace(first, reply_to=None, tried=False, sequence=None if first.turn_id else len(shown))
     # Where no interim message shows, its adapter drops its parts, and would deliver its ``answer.md`` (a file it
-    # cannot tell from one the agent sends): it gets the note, dropped with them.
+    # cannot tell from one the agent sends): it gets the note, dropped with them. An answer for its command's user
+    # alone gets the note too: Slack's ephemeral messages carry no file, and an adapter shares a file in the chat.
     shown_here = first.kind != "interim" or first.platform not in NO_INTERIM
-    if files is not None and isinstance(adapter, SendsFiles) and shown_here:
+    if files is not None and isinstance(adapter, SendsFiles) and shown_here and not first.private:
         return Tail(note, key, text, shown, files, adapter.upload_limit(first.chat_id))
     return Tail(note, key, text, shown, None, 0)
 
@@ -141,12 +145,16 @@ def in_file_text(size: int) -> str:
     return f"The answer is too long for this chat ({human_size(size)}); the whole of it is in `{FILE_NAME}`."
 
 
-def left_out_text(data: bytes, shown: Sequence[str], *, too_large: bool = False) -> str:
+def left_out_text(data: bytes, shown: Sequence[str], *, too_large: bool = False, private: bool = False) -> str:
     """The note where the whole cannot go as a file; how much was left out is about right (a part may hold a
-    marker the text has not, to close a style or a code block at its end)."""
+    marker the text has not, to close a style or a code block at its end). ``private``: the answer is for its
+    command's user alone, which no file can be (`plan_tail`)."""
     why = ", and too large to send here as a file" if too_large else ""
-    return (f"The answer is too long for this chat ({human_size(len(data))}){why}; the rest of it (about "
-            f"{human_size(_left(len(data), shown))}) was left out.")
+    left = f"The answer is too long for this chat ({human_size(len(data))}){why}; the rest of it (about " \
+           f"{human_size(_left(len(data), shown))})"
+    if private:
+        return f"{left} was not sent: this answer is for you alone, and no file can go to you alone here."
+    return f"{left} was left out."
 
 
 def file_missing_text(size: int | None, shown: Sequence[str], why: str, *, unsure: bool = False) -> str:

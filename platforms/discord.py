@@ -88,6 +88,7 @@ from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     LAST_CALLS_FLOOR,
     Attachment,
+    BadRequest,
     CommandSpec,
     DisplayTier,
     Inbound,
@@ -645,7 +646,13 @@ class DiscordAdapter:
         return guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
-        """Post the file in the message's channel or thread, with the part's nonce (`platforms.discord_posts`)."""
+        """Post the file in the message's channel or thread, with the part's nonce (`platforms.discord_posts`).
+        Refused for an answer to its command's user alone (``private``), which the channel must not see: the outbox
+        gives such an answer no ``answer.md`` (`gateway.long_messages`), but may learn that it is private after
+        making the file, and a refusal's or a failed command's answer in the channel names its user to everyone."""
+        if message.private:
+            raise BadRequest("a file for a command's user alone is not posted in the channel",
+                             method=discord_posts.ROUTE, chat_id=message.chat_id, platform=self.name)
         return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
                                             message, file)
 

@@ -47,7 +47,8 @@ Slash commands are acked empty, as events are: once the gateway has recorded the
 sends a command again, nor keeps it in a history), or ``sink_timeout`` after it came; they are answered
 ephemerally through the command's ``response_url``, falling back to ``chat.postEphemeral``
 (`platforms.slack_commands`). One the gateway failed on before the ack is told so in the ack itself.
-Ephemeral messages cannot be edited.
+Ephemeral messages cannot be edited, nor carry a file: each answer is journaled as for its user alone
+(`answers_privately`), and a long one's rest is left out with a note, not shared in the channel.
 
 Progress: Slack bots have no typing indicator; a placeholder message per chat/thread stands in
 for one, deleted when the turn ends (`platforms.slack_placeholders`).
@@ -95,6 +96,7 @@ from platforms import (
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
+    BadRequest,
     CommandSpec,
     DisplayTier,
     Inbound,
@@ -612,6 +614,13 @@ class SlackAdapter:
             return await slack_commands.answer(message, self._session, self._web.formatted, self._message_limit)
         return await slack_posts.post(self._web, self._metadata, message, self._remember, self._message_limit)
 
+    def answers_privately(self, reply_token: str) -> bool:
+        """Every answer through a reply token, a slash command's, is ephemeral (`platforms.slack_commands`): the
+        outbox journals it as for the command's user alone (`platforms.base.Outbound.private`), so a long one
+        ends in a note rather than an ``answer.md`` shared in the channel (`gateway.long_messages`), and a note
+        ahead of it goes to that user alone too (`gateway.part_notes.late_note`)."""
+        return True
+
     async def find_sent(self, message: Outbound, since: float) -> str | None:
         """The ``ts`` of the message posted with this key since ``since`` (`platforms.slack_history.find_sent`)."""
         pages = 0
@@ -638,7 +647,12 @@ class SlackAdapter:
         """Share the file in the channel or thread (`platforms.slack_uploads`), the caption rendered
         as mrkdwn like a post; the message id is the file's id. A failed upload step answering
         5xx or 429 is retried like a post; one refused for the bot token makes the platform ``down``
-        as a post does (`WebApi.share`)."""
+        as a post does (`WebApi.share`). Refused for a slash command's answer (``reply_token``), which is for its
+        user alone, as a shared file is not: the outbox journals none (`answers_privately`), but one an older
+        version journaled may still wait."""
+        if message.reply_token:
+            raise BadRequest("a file answering a slash command would be shared with the whole channel",
+                             method=slack_uploads.METHOD, chat_id=message.chat_id, platform=self.name)
         with (self._message_limit.posting(slack_uploads.METHOD, message.chat_id),
               slack_posts.posting_in(message, self._remember)):
             return await self._web.share(message, file)
