@@ -22,7 +22,8 @@ Routes (see docs/platforms/web.md):
   leave a gap; a page that reconnects gets a fresh ``history``. ``after`` (or ``Last-Event-ID``: each
   ``history``, ``user`` and ``message`` event carries its newest message's id) names the newest message the
   page holds: the history then reaches back to it, up to `RESUME_LIMIT` messages, so a page away for more
-  than ``history_limit`` messages misses none; one away for longer gets ``"gap": true`` (`_resumed`).
+  than ``history_limit`` messages misses none; one away for longer gets ``"gap": true`` (`_resumed`). A user
+  with `platforms.web_events.STREAMS_PER_USER` streams open is refused one more: 429 (`STREAMS_REFUSED`).
 - ``GET /chat/api/files/<id>?chat=``: a file the agent sent to that chat, as a download
   (`platforms.web_files`). Its message carries ``file``: ``{"id", "name", "size"}``, or
   ``{"expired": true}`` once the file is no longer kept.
@@ -60,8 +61,8 @@ from platforms.base import (
 from platforms.json_body import load_json_body
 from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
-from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response
-from platforms.web_events import ORDER_HOLD_SECONDS, ChatStreams, serve_events
+from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response, stream_owner
+from platforms.web_events import ORDER_HOLD_SECONDS, STREAMS_PER_USER, ChatStreams, serve_events
 from platforms.web_files import WebFiles, download_headers
 from platforms.web_pages import page_response, static_route
 
@@ -85,6 +86,9 @@ UPLOAD_LIMIT = 100 * 1000 * 1000
 KEEP_FILES_SECONDS = 7 * 24 * 3600.0
 """How long a sent file stays downloadable: as long as the gateway keeps the chat's messages."""
 SWEEP_SECONDS = 3600.0
+STREAMS_REFUSED = (f"too many event streams open for this user ({STREAMS_PER_USER}): close some of the chat's tabs"
+                   " or windows")
+"""The page shows it after "not connected: " and connects by itself once a stream of the user's ends."""
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
@@ -268,20 +272,27 @@ class WebChatAdapter:
         return web.json_response(body, status=202)
 
     async def _get_history(self, request: web.Request) -> web.Response:
-        chat_id = self._queried_chat(request)
-        if isinstance(chat_id, web.Response):
-            return chat_id
+        queried = self._queried_chat(request)
+        if isinstance(queried, web.Response):
+            return queried
+        _, chat_id = queried
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
         return web.json_response({"messages": history})
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
-        chat_id = self._queried_chat(request)
-        if isinstance(chat_id, web.Response):
-            return chat_id
+        queried = self._queried_chat(request)
+        if isinstance(queried, web.Response):
+            return queried
+        user, chat_id = queried
         if self._sink is None:
             return error_response(503, "not serving right now; retry later")
+        owner = stream_owner(user if self.access.user_header else None, request.remote)
+        if self._streams.full(owner):  # before the history is read: a script asking again and again reads no store
+            response = error_response(429, STREAMS_REFUSED)
+            response.headers["Retry-After"] = "10"  # as the page does, whatever it is told
+            return response
         after = request.query.get("after") or request.headers.get("Last-Event-ID") or None
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
@@ -292,21 +303,23 @@ class WebChatAdapter:
             if isinstance(resumed, web.Response):
                 return resumed
             first["messages"], first["gap"] = resumed
-        sub = self._streams.subscribe(chat_id)  # with no await since the reads: nothing was sent in between
+        # With no await since the reads: nothing was sent in between, and the owner still has room.
+        sub = self._streams.subscribe(chat_id, owner, lambda: _connected(request))
         return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive)
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
-        chat_id = self._queried_chat(request)
-        if isinstance(chat_id, web.Response):
-            return chat_id
+        queried = self._queried_chat(request)
+        if isinstance(queried, web.Response):
+            return queried
+        _, chat_id = queried
         kept = self.files.find(chat_id, request.match_info["file_id"])
         if kept is None:  # another chat's file answers the same: a link tells nothing about other chats
             days = self.files.keep_seconds / 86400
             return error_response(404, f"no such file in this chat (sent files are kept {days:g} days)")
         return web.FileResponse(kept.path, headers=download_headers(kept.name))
 
-    def _queried_chat(self, request: web.Request) -> str | web.Response:
-        """The gateway's chat id a GET names in ``?chat=``, or the answer refusing it: 401/403 from
+    def _queried_chat(self, request: web.Request) -> tuple[str, str] | web.Response:
+        """``(user, chat id)`` for the chat a GET names in ``?chat=``, or the answer refusing it: 401/403 from
         the access check first, then 400 for a malformed name."""
         user = self.access.check(request)
         if isinstance(user, Refusal):
@@ -314,7 +327,7 @@ class WebChatAdapter:
         chat = request.query.get("chat", "")
         if not _CHAT.fullmatch(chat):
             return error_response(400, _CHAT_RULE)
-        return _chat_id(user, chat)
+        return user, _chat_id(user, chat)
 
     def _resumed(self, chat_id: str, history: list[dict[str, Any]], after: str,
                  ) -> tuple[list[dict[str, Any]], bool] | web.Response:
@@ -375,6 +388,11 @@ def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 def _refused(request: web.Request, refusal: Refusal) -> web.Response:
     return refusal_response(request, refusal, realm="switchboard", what="web chat")
+
+
+def _connected(request: web.Request) -> bool:
+    """Whether the connection ``request`` came on is still open; aiohttp lets its handler run on once it closed."""
+    return request.transport is not None and not request.transport.is_closing()
 
 
 def _chat_id(user: str, chat: str) -> str:

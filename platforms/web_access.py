@@ -121,6 +121,23 @@ def _peer_in(remote: str | None, networks: tuple[Network, ...]) -> bool:
     return any(address in network for network in networks)
 
 
+def stream_owner(user: str | None, remote: str | None) -> str:
+    """Whose event stream a request opens, for the cap on each one's streams, in the log's words: the ``user``
+    the proxy's header names, or without one (everyone is then `ANONYMOUS`) the address the connection comes
+    from, the only thing that tells one client from another. An IPv6 host is given a whole network of 64 bits
+    and picks its addresses in it at will: that network is one owner, or one client had a cap per address."""
+    if user is not None:
+        return f"user {user!r}"  # quoted: never the words of an address
+    try:
+        address = ipaddress.ip_address(remote or "")
+    except ValueError:
+        return "the client on a socket without an address"  # a Unix socket's peer
+    address = getattr(address, "ipv4_mapped", None) or address
+    if address.version == 6:
+        return f"the client at {ipaddress.ip_network((address, 64), strict=False)}"
+    return f"the client at {address}"
+
+
 def is_loopback(host: str | None) -> bool:
     """Whether a listening address or a ``Host`` name (port and brackets allowed) is loopback only."""
     if not host:

@@ -7,6 +7,11 @@ durable history, so a slow page never holds the gateway up and never misses a
 message. Memory holds only what is in flight to open pages; what a page shows after
 a reconnect comes from the store.
 
+Each user (`platforms.web_access.stream_owner`) has `STREAMS_PER_USER` streams open at most, so one user's script
+or loop of tabs cannot fill the server's connections (``server.max_connections``) and cut everyone else's pages
+off. One more is refused (`ChatStreams.full`), never made room for: ending an open stream had its page reconnect
+and end another in turn, for as long as the user kept more tabs than that open.
+
 `ChatStreams.in_order` keeps a place among a chat's events for one that is not known yet
 (whether a person's message is recorded): what the chat publishes meanwhile waits behind it, for
 ``hold_seconds`` at most (`ORDER_HOLD_SECONDS`).
@@ -16,13 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from aiohttp import web
 
+from platforms.repeated_warnings import RepeatedWarnings
+
+log = logging.getLogger(__name__)
+
 MAX_QUEUED = 1000
+STREAMS_PER_USER = 20
+"""Event streams one user may have open at once, in all their chats: a page holds one per tab, and a browser holds 6
+connections to one server at most over HTTP/1.1 (more through an HTTP/2 proxy). Well above what a person keeps
+open: the page of one more is refused, says why, and tries again every 10 s (live.js)."""
 ORDER_HOLD_SECONDS = 2.0
 """How long a place kept by `ChatStreams.in_order` may hold the chat's later events back. The gateway takes a
 message in milliseconds, but a /stop returns once the chat's subagents have stopped (their plugins' hooks
@@ -39,8 +53,12 @@ _END: Event = ("end", {})
 class Subscription:
     """One open page's queue of events. Iterate `next` until it returns None (the stream ended)."""
 
-    def __init__(self, chat_id: str, max_queued: int) -> None:
+    def __init__(self, chat_id: str, max_queued: int, owner: str | None = None,
+                 connected: Callable[[], bool] = lambda: True) -> None:
         self.chat_id = chat_id
+        self.owner = owner
+        self.connected = connected
+        """Whether the page's connection is still open: the stream itself notices a closed one at its next write."""
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._max = max_queued
         self.ended = False
@@ -85,12 +103,35 @@ class ChatStreams:
     def __init__(self, max_queued: int = MAX_QUEUED, hold_seconds: float = ORDER_HOLD_SECONDS) -> None:
         self._chats: dict[str, set[Subscription]] = {}
         self._max = max_queued
+        self._owned: dict[str, set[Subscription]] = {}
+        self._refused = RepeatedWarnings(log, level=logging.INFO)  # a page refused tries again every 10 s
         self._hold = hold_seconds
         self._held: dict[str, list[Place | Event]] = {}
         """Per chat with a `Place` unsettled: it, and everything published after it, in order."""
 
-    def subscribe(self, chat_id: str) -> Subscription:
-        sub = Subscription(chat_id, self._max)
+    def full(self, owner: str) -> bool:
+        """Whether ``owner`` has `STREAMS_PER_USER` streams open already: their next one is refused (logged once per
+        owner, then counted), and none of those open is touched. One that has ended, or whose page's connection has
+        closed (a tab closed), counts no longer: it makes room at once, not at its next write (a keep-alive later)."""
+        owned = self._owned.get(owner)
+        if owned is None:
+            return False
+        for gone in [s for s in owned if s.ended or not s.connected()]:
+            owned.discard(gone)
+            gone.end()  # its stream stops waiting for an event to write
+        if len(owned) < STREAMS_PER_USER:
+            return False
+        self._refused.warning(owner, "web chat: %s has %d event streams open, the most one user may; refused"
+                              " another (its page tries again every 10 s)", owner, STREAMS_PER_USER)
+        return True
+
+    def subscribe(self, chat_id: str, owner: str | None = None,
+                  connected: Callable[[], bool] = lambda: True) -> Subscription:
+        """A new subscription to the chat, counted among ``owner``'s (None: no owner, no cap), whether or not they
+        have room (ask `full` first). ``connected``: whether its page's connection is still open."""
+        sub = Subscription(chat_id, self._max, owner, connected)
+        if owner is not None:
+            self._owned.setdefault(owner, set()).add(sub)
         self._chats.setdefault(chat_id, set()).add(sub)
         return sub
 
@@ -100,6 +141,11 @@ class ChatStreams:
             subs.discard(sub)
             if not subs:
                 del self._chats[sub.chat_id]
+        owned = self._owned.get(sub.owner) if sub.owner is not None else None
+        if owned is not None:
+            owned.discard(sub)
+            if not owned:
+                del self._owned[sub.owner]
 
     def publish(self, chat_id: str, kind: str, data: dict[str, Any]) -> None:
         held = self._held.get(chat_id)
