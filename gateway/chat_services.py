@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from agent import ToolError
 from gateway.outbox import Outbox
+from gateway.owed_ends import answered_before
 from gateway.session_registry import SessionRegistry
 from platforms.formatting.blank import is_blank
 
@@ -30,6 +31,10 @@ class ChatServices:
         session, running = calling
         key = f"{running.turn_id}:message:{running.sent}"
         running.sent += 1  # now: a call made while this one is split gets the next key
+        sent = "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
+        if answered_before(self._outbox, running):  # the chat has the turn's answer: a new message came after it
+            running.said += 1
+            return sent
         taken: list[str | None] = []
 
         def quote() -> str | None:  # taken as its first part is journaled
@@ -43,7 +48,7 @@ class ChatServices:
                 running.give_back_quote(taken[0])
             raise
         running.said += 1
-        return "sent to this chat" if target is None else "sent to this chat (other targets are not supported)"
+        return sent
 
     def note_key(self) -> str | None:
         """The memory tool's key for the note the calling turn adds now: by turn and count, so a

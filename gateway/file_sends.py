@@ -24,6 +24,7 @@ from agent import ToolError
 from agent.tools.send_file import FileToSend, human_size
 from gateway.outbox import Outbox
 from gateway.outbox_files import FileChanged, OutboxFiles, sent_name
+from gateway.owed_ends import answered_before
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn
 from gateway.splitting import safe_measure
@@ -88,8 +89,10 @@ class FileSends:
                     calls: _Calls) -> str:
         key = f"{running.turn_id}:file:{running.files}:0"
         name = sent_name(file.path.name)
-        if self._outbox.journaled(key):  # a run before a restart journaled it: sent from its copy, quoting
-            running.take_quote()  # what it took then, as a `send_message` run again does
+        # A run before a restart journaled it: sent from its copy, quoting what it took then, as a `send_message`
+        # run again does. Or that run journaled the turn's answer: a file it did not send came after the answer.
+        if self._outbox.journaled(key) or answered_before(self._outbox, running):
+            running.take_quote()
         else:
             caption = file.caption or ""
             if isinstance(adapter, CapsSpans) and (spans := adapter.spans(caption)) > adapter.max_spans:

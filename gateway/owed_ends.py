@@ -31,8 +31,16 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from gateway.outbox import Outbox
     from gateway.session_registry import SessionRegistry
-    from gateway.sessions import GatewaySession, OwedEnd
+    from gateway.sessions import GatewaySession, OwedEnd, RunningTurn
     from gateway.store import Inbox
+
+
+def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
+    """Whether ``running`` runs again a turn whose answer an earlier run journaled (it died while the turn's end
+    was owed): the chat has that answer, which the outbox keeps under its key, so this run shows nothing more of
+    the turn there (`gateway.turn_runner`, and the chat services its model calls)."""
+    kind = "completion" if running.kind == "completion" else "reply"
+    return running.replay and outbox.journaled(f"{running.turn_id}:{kind}:0")
 
 
 class Unpaid(NamedTuple):

@@ -37,6 +37,7 @@ from agent import Clock, ToolError
 from gateway import senders
 from gateway.late_notes import age_text
 from gateway.outbox import Outbox
+from gateway.owed_ends import answered_before
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, RunningTurn, WorkItem
 from gateway.store import OutboxRow
@@ -240,6 +241,10 @@ class Questions:
         number = running.asked
         key = f"{running.turn_id}:ask:{running.run_id}:{number}"
         running.asked += 1
+        if answered_before(self._outbox, running):
+            # A run of a turn the chat has the answer of (`gateway.owed_ends`): asked after it, the question came
+            # under the answer, and the chat's next message, a new request, was taken for its answer.
+            raise ToolError(NOT_NOW)
         if session.platform in self._deaf:
             # Shown all the same: what the model wanted to know explains what it did without it,
             # whether the input ended before the question or while it waited.

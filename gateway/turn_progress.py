@@ -9,7 +9,7 @@ the turn's picture in the chat.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agent import Clock, TurnObserver, new_id
@@ -85,9 +85,10 @@ def finish_left(outbox: Outbox, chat: ChatKey, turn_id: str, display: TurnDispla
 
 
 class Observer(TurnObserver):
-    """``send(session, text, **outbox_kw)``: the runner's, which interim text goes out through."""
+    """``await send(session, text, **outbox_kw)``: the runner's, which interim text goes out through (journaled
+    before the turn goes on)."""
 
-    def __init__(self, send: Callable[..., None], session: GatewaySession, running: RunningTurn,
+    def __init__(self, send: Callable[..., Awaitable[None]], session: GatewaySession, running: RunningTurn,
                  display: TurnDisplay, progress: Notifier | ProgressCard):
         self.send = send
         self.session = session
@@ -98,9 +99,9 @@ class Observer(TurnObserver):
 
     async def on_interim(self, text: str) -> None:
         if self.display.interim_assistant_messages and not self.running.suppressed:
-            self.send(self.session, text, kind="interim", key=f"{self.running.turn_id}:interim:{self.interim}",
-                      turn_id=self.running.turn_id, reply_to=self.running.take_quote())
+            key = f"{self.running.turn_id}:interim:{self.interim}"
             self.interim += 1
+            await self.send(self.session, text, kind="interim", key=key, turn_id=self.running.turn_id)
 
     async def on_tool_start(self, name: str, args: Mapping[str, Any]) -> None:
         self.running.current_tool = name

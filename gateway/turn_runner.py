@@ -31,7 +31,7 @@ from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier
 from gateway.outbox import Outbox
-from gateway.owed_ends import OwedEnds
+from gateway.owed_ends import OwedEnds, answered_before
 from gateway.progress_card import ProgressCard
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
@@ -437,7 +437,7 @@ class TurnRunner:
         # chat has that answer, which the outbox keeps under its key. This run rebuilds what the death lost (its
         # transcript, what it delegated) and shows nothing: its words beside its tools, "typing…" or its card
         # working again came after the answer. Its card is only finalised (a death may have left it "⏳").
-        quiet = running.replay and self._outbox.journaled(f"{item.turn_id}:{kind}:0")
+        quiet = answered_before(self._outbox, running)
         self._events.turn_started(session, item, running)
         under_way.started = True
         if not quiet:
@@ -490,7 +490,7 @@ class TurnRunner:
         def finish_progress() -> None:
             with refused.noting("its progress message", holds=False):
                 shown = progress.sent or self._progress.message(session, running).exists
-                if shown and not running.suppressed:
+                if shown and not running.suppressed and not (quiet and self._finished_before(session, running)):
                     self._progress.finish(session, running, display, ended, self._clock.monotonic() - started,
                                           progress.subagents, progress.endings())
 
@@ -703,22 +703,46 @@ class TurnRunner:
             running.give_back_quote(note.reply_to)
         return (None if content is None else senders.content_for_model(content, item.event)), None
 
+    def _finished_before(self, session: GatewaySession, running: RunningTurn) -> bool:
+        """Whether an earlier run of the turn finalised its progress message (`ProgressMessage.finish` keys that
+        ``<message key>-final-<run>``): a run that answered did so with its answer, and a quiet run again (``quiet``
+        in `_turn`) finalising it anew turned its line to this run's outcome, "Failed" above that answer."""
+        final = f"{running.turn_id}:notice-final-"
+        return any(m["key"].startswith(final) for m in self._outbox.turn_messages(session.platform, running.turn_id))
+
     def _send(self, session: GatewaySession, text: str, **kw: Any) -> None:
         self._outbox.enqueue(*session.chat, text, **kw)
 
     @staticmethod
-    def _withheld(refused: Refusals, running: RunningTurn, session: GatewaySession, text: str, **kw: Any) -> None:
-        """`_interim` of a run whose answer the chat has (``quiet`` in `_turn`): nothing is sent."""
-        running.give_back_quote(kw.get("reply_to"))
+    async def _withheld(refused: Refusals, running: RunningTurn, session: GatewaySession, text: str,
+                        **kw: Any) -> None:
+        """`_interim` of a run whose answer the chat has (``quiet`` in `_turn`): nothing is sent, and no quote
+        taken."""
 
-    def _interim(self, refused: Refusals, running: RunningTurn, session: GatewaySession, text: str, **kw: Any) -> None:
-        """`_send` of the model's text beside its tool calls. Refused (a full disk, another process's write lock),
-        it is left out, and the message it quoted goes to the reply: raised, it crashed the turn, whose chat got an
-        apology in place of its answer."""
+    async def _interim(self, refused: Refusals, running: RunningTurn, session: GatewaySession, text: str,
+                       **kw: Any) -> None:
+        """Journal the model's text beside its tool calls, split in a worker thread (`Outbox.enqueue_long`: 1 MB
+        heavy with formatting held every chat 0.3-0.7 s on the loop); the turn goes on once it is journaled, so
+        it keeps its place before the turn's later messages and reply. Not journaled once the turn was stopped
+        meanwhile: it would follow the stop's note. Refused (a full disk, another process's write lock), it is left
+        out, and the message it quoted goes to the reply: raised, it crashed the turn, whose chat got an apology in
+        place of its answer."""
+        taken: list[str | None] = []
+
+        def quote() -> str | None:  # taken as its first part is journaled
+            taken.append(running.take_quote())
+            return taken[-1]
+
+        def unless_stopped() -> None:
+            if running.suppressed:
+                raise _StoppedMeanwhile
+
         with refused.noting("an interim message", holds=False):
-            self._send(session, text, **kw)
+            with contextlib.suppress(_StoppedMeanwhile):
+                await self._outbox.enqueue_long(*session.chat, text, first=unless_stopped, reply_to=quote, **kw)
             return
-        running.give_back_quote(kw.get("reply_to"))
+        if taken:
+            running.give_back_quote(taken[0])
 
 
 def _stop_note(platform: str, running: RunningTurn, answered: bool) -> str | None:
@@ -745,6 +769,10 @@ class _UnderWay:
     def wind_down(self) -> None:
         if self.progress is not None:
             self.progress.disarm()
+
+
+class _StoppedMeanwhile(Exception):
+    """Raised from `Outbox.enqueue_long`'s ``first``: the turn was stopped while its interim text was split."""
 
 
 class _InputCancelled(RuntimeError):
