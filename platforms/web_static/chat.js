@@ -129,6 +129,30 @@
   // Printed, the page is every message: rendered first, or they would print as typed.
   addEventListener("beforeprint", () => plain.forEach(renderNow));
 
+  // Tab goes to the next link in the page, and a message shown as typed has none yet: Tab went past its links, from
+  // an answer read at the top of the history to the newest ones or the input. Before the browser moves the focus, the
+  // messages it passes, in the way it goes, are rendered up to the first one with something to focus.
+  addEventListener("keydown", (event) => {
+    if (event.key !== "Tab" || !plain.size) return;
+    const back = event.shiftKey;
+    const at = document.activeElement;
+    let el;
+    if (at && at !== list && list.contains(at)) {
+      const from = at.closest(".msg");
+      el = from && (back ? from.previousElementSibling : from.nextElementSibling);
+    } else {
+      const after = !at || at === document.body ? back
+        : Boolean(list.compareDocumentPosition(at) & Node.DOCUMENT_POSITION_FOLLOWING);
+      if (after === back) el = back ? list.lastElementChild : list.firstElementChild; // Tab goes into the list
+    }
+    steady(() => {
+      for (; el; el = back ? el.previousElementSibling : el.nextElementSibling) {
+        renderNow(el);
+        if (el.querySelector("a[href], button, input, textarea, select, [tabindex]")) break;
+      }
+    });
+  });
+
   // `later`: a history's message, rendered once it comes near (a message shown rendered stays so).
   function place(message, later = false) {
     let el = shown.get(message.id);

@@ -1,0 +1,56 @@
+"""The web chat page (chat.js) opening a history whose older answers show as typed until scrolled near
+(`test_web_chat_history_rendered_near`), in a real headless chromium: a keyboard's Tab still goes from one
+answer's link to the next answer's, however far below it is, not past it to the newest answers or the input."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from platforms.web import WebChatAdapter
+from tests.web_client import Intake, open_chat, serve
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
+
+LOG = "\n".join(f"line {n} of a long log, nothing to follow in it" for n in range(60))
+NEWER = "A later answer, words only. " * 200  # past the characters rendered at once, with the ones after it
+FOCUSED_HREF = "() => document.activeElement.getAttribute('href')"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def base(tmp_path) -> AsyncIterator[str]:
+    intake = Intake()
+    # Logs enough that, laid out or still estimated (chat.css), they reach past two windows' height.
+    texts = ["See [the first guide](https://example.com/first).", *[LOG] * 8,
+             "Then [the second guide](https://example.com/second).", *[NEWER] * 6]
+    intake.messages = [{"id": f"m{n}", "role": "assistant", "kind": "reply", "text": text, "time": float(n),
+                        "edited": False} for n, text in enumerate(texts)]
+    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
+    await adapter.start(intake.take)
+    runner, url = await serve(adapter)
+    yield url
+    await adapter.stop()
+    await runner.cleanup()
+
+
+async def test_tab_from_a_link_reaches_the_next_answers_link_shown_as_typed(base, page) -> None:
+    await open_chat(page, f"{base}/chat?chat=c1")
+    await page.evaluate("() => { document.getElementById('messages').scrollTop = 0; }")
+    link = page.get_by_role("link", name="the first guide")
+    await link.focus()
+
+    await page.keyboard.press("Tab")
+    assert await page.evaluate(FOCUSED_HREF) == "https://example.com/second"
+
+    await page.keyboard.press("Shift+Tab")
+    assert await page.evaluate(FOCUSED_HREF) == "https://example.com/first"
+
+
+async def test_tab_from_the_commands_reaches_the_oldest_answers_link_first(base, page) -> None:
+    await open_chat(page, f"{base}/chat?chat=c1")
+    await page.get_by_role("button", name="New session").focus()
+
+    await page.keyboard.press("Tab")
+    assert await page.evaluate(FOCUSED_HREF) == "https://example.com/first"
