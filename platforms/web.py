@@ -62,7 +62,7 @@ from platforms.json_body import load_json_body
 from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response, stream_owner
-from platforms.web_events import ORDER_HOLD_SECONDS, STREAMS_PER_USER, ChatStreams, serve_events
+from platforms.web_events import ORDER_HOLD_SECONDS, STREAMS_PER_USER, ChatStreams, connection_open, serve_events
 from platforms.web_files import WebFiles, download_headers
 from platforms.web_pages import page_response, static_route
 
@@ -304,7 +304,7 @@ class WebChatAdapter:
                 return resumed
             first["messages"], first["gap"] = resumed
         # With no await since the reads: nothing was sent in between, and the owner still has room.
-        sub = self._streams.subscribe(chat_id, owner, lambda: _connected(request))
+        sub = self._streams.subscribe(chat_id, owner, lambda: connection_open(request))
         return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive)
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
@@ -388,11 +388,6 @@ def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 def _refused(request: web.Request, refusal: Refusal) -> web.Response:
     return refusal_response(request, refusal, realm="switchboard", what="web chat")
-
-
-def _connected(request: web.Request) -> bool:
-    """Whether the connection ``request`` came on is still open; aiohttp lets its handler run on once it closed."""
-    return request.transport is not None and not request.transport.is_closing()
 
 
 def _chat_id(user: str, chat: str) -> str:

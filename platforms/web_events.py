@@ -100,7 +100,10 @@ class Place:
 
 
 class ChatStreams:
-    def __init__(self, max_queued: int = MAX_QUEUED, hold_seconds: float = ORDER_HOLD_SECONDS) -> None:
+    def __init__(self, max_queued: int = MAX_QUEUED, hold_seconds: float = ORDER_HOLD_SECONDS, *,
+                 name: str = "web chat") -> None:
+        """``name``: whose streams they are, in the log (the web chat's, the console's)."""
+        self._name = name
         self._chats: dict[str, set[Subscription]] = {}
         self._max = max_queued
         self._owned: dict[str, set[Subscription]] = {}
@@ -121,8 +124,8 @@ class ChatStreams:
             gone.end()  # its stream stops waiting for an event to write
         if len(owned) < STREAMS_PER_USER:
             return False
-        self._refused.warning(owner, "web chat: %s has %d event streams open, the most one user may; refused"
-                              " another (its page tries again every 10 s)", owner, STREAMS_PER_USER)
+        self._refused.warning(owner, "%s: %s has %d event streams open, the most one user may; refused another"
+                              " (its page tries again every 10 s)", self._name, owner, STREAMS_PER_USER)
         return True
 
     def subscribe(self, chat_id: str, owner: str | None = None,
@@ -272,3 +275,9 @@ async def serve_events(request: web.Request, streams: ChatStreams, sub: Subscrip
     finally:
         streams.unsubscribe(sub)
     return response
+
+
+def connection_open(request: web.Request) -> bool:
+    """Whether the connection ``request`` came on is still open; aiohttp lets its handler run on once it closed
+    (a stream's `ChatStreams.subscribe` ``connected``)."""
+    return request.transport is not None and not request.transport.is_closing()

@@ -7,7 +7,9 @@ Routes (see docs/console.md):
 - ``GET /console/api/state``: one snapshot (`gateway.console.snapshot`) as JSON.
 - ``GET /console/api/events``: Server-Sent Events, a ``state`` event with a fresh snapshot at
   once and again whenever it changes: at most every `MIN_GAP` seconds after something happened
-  (a turn, a child, a delivery), and at least every `INTERVAL` seconds looked at.
+  (a turn, a child, a delivery), and at least every `INTERVAL` seconds looked at. One address (an IPv6
+  network of 64 bits) has `platforms.web_events.STREAMS_PER_USER` streams open at most: one more is 429
+  (`STREAMS_REFUSED`).
 - ``POST /console/api/turns/{id}/stop``: stop a running turn (its chat is told) and every
   live child it launched, or, for a turn that has ended, its children still running.
 - ``POST /console/api/children/{id}/stop``: interrupt one child through the lifecycle's host view.
@@ -41,8 +43,8 @@ from gateway.store import row_id
 from gateway.store.dead_letters import DamagedLetter
 from gateway.unconfigured import TERMINAL
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
-from platforms.web_access import Access, Refusal, error_response, refusal_response
-from platforms.web_events import ChatStreams, serve_events
+from platforms.web_access import Access, Refusal, error_response, refusal_response, stream_owner
+from platforms.web_events import STREAMS_PER_USER, ChatStreams, connection_open, serve_events
 from platforms.web_pages import page_response, static_route
 
 if TYPE_CHECKING:
@@ -65,6 +67,11 @@ one): each is the whole state, hundreds of kilobytes at the console's caps, and 
 STOP_REASON = "stopped from the operator console"
 STOP_NOT_SAVED = ("the subagents are being stopped, but the stop is not saved yet (the state database cannot be "
                   "written): if the gateway restarts before it is, they may run again")
+STREAMS_REFUSED = (f"too many console streams open from this address ({STREAMS_PER_USER}): close some of the"
+                   " console's tabs or windows")
+"""Uncapped, one client (a script, a loop of tabs) filled ``server.max_connections`` with streams, and every other
+page, the web chat's too, was closed to make room. The page shows it after "not connected: " and connects by itself
+(it tries every 10 s) once one of that address's streams is closed."""
 LOOPBACK_ONLY = ("the operator console answers on localhost only; set server.console_token to serve other hosts")
 _STREAM = "console"
 NOT_FOUND, CONFLICT, UNAVAILABLE = 404, 409, 503
@@ -90,7 +97,7 @@ class Console(GatewayListener):
         self.view = ConsoleView(gateway, gateway.recent_errors)
         self._interval = interval
         self._keep_alive = keep_alive
-        self._streams = ChatStreams(max_queued=BEHIND)
+        self._streams = ChatStreams(max_queued=BEHIND, name="console")
         self._nudged = asyncio.Event()
         self._last: str | None = None
         self._last_heard: dict[str, float] = {}
@@ -177,9 +184,15 @@ class Console(GatewayListener):
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         if isinstance(refusal := self.access.check(request), Refusal):
             return refused(request, refusal)
+        # One token, one operator: what tells one client from another is the address it connects from.
+        owner = stream_owner(None, request.remote)
+        if self._streams.full(owner):  # before the snapshot: a script asking again and again reads no store
+            return _too_many_streams()
         # Every event is a whole snapshot, so one taken before subscribing misses nothing the next won't show.
         state = await self.view.snapshot()
-        sub = self._streams.subscribe(_STREAM)
+        if self._streams.full(owner):  # again: its reads may wait (async), and requests meanwhile found the room too
+            return _too_many_streams()
+        sub = self._streams.subscribe(_STREAM, owner, lambda: connection_open(request))
         if _comparable(state) != self._last:
             # The last state published is not this page's (kept from before every page went, or older than this
             # snapshot): a state going back to it would be sent to no one, and this page show this one for good.
@@ -321,6 +334,12 @@ def _api(method: str, path: str, handler: Callable[[web.Request], Awaitable[web.
     # HEAD too is refused on a GET path, as before: it would run the handler (a whole snapshot, an event stream).
     taken = web.get(path, handler, allow_head=False) if method == "GET" else web.route(method, path, handler)
     return [taken, web.route("*", path, refuse)]
+
+
+def _too_many_streams() -> web.Response:
+    response = error_response(429, STREAMS_REFUSED)
+    response.headers["Retry-After"] = "10"  # as the page does, whatever it is told
+    return response
 
 
 def _comparable(state: dict[str, Any]) -> str:
