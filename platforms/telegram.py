@@ -429,7 +429,8 @@ class TelegramAdapter:
         """A user edited the text or caption of their message (``edited_message``): the gateway answers the new
         one if the message still waits for its turn. Read as the message was (`telegram_inbound.to_inbound`), so
         its chat, thread and message id are those it was handed over with; one the gateway did not take is kept in
-        case the message comes after it (`telegram_webhook.EarlyEdits`). An album's item is not handed over:
+        case the message comes after it, and one older than an edit of the message already heard is passed over
+        (`telegram_webhook.EarlyEdits`). An album's item is not handed over:
         the album is one message, its text the captions of several items. Confirmed to Telegram, as a message
         is, only once the gateway has recorded it (`_until_recorded`)."""
         if (edited := self._edits) is None or message.media_group_id is not None:
@@ -443,7 +444,11 @@ class TelegramAdapter:
                       message.message_id, message.chat.id, event_update.update_id)
             return
         update_id = event_update.update_id
-        self._early_edits.keep(message, update_id, inbound)  # the message may come only now (a webhook's)
+        # Kept: the message may come only now (a webhook's). Passed over: a later edit came first.
+        if not self._early_edits.keep(message, update_id, inbound):
+            log.info("telegram: an edit of message %s in chat %s (update %s) came after a later edit of it; passed"
+                     " over", message.message_id, message.chat.id, update_id)
+            return
 
         async def record(_: InboundSink) -> None:
             if await edited("telegram", inbound.chat_id, inbound.thread_id, inbound.message_id or "", inbound.text):

@@ -38,6 +38,7 @@ from platforms import telegram_updates
 from platforms.base import Inbound, SeenLookup, SeenRecorder
 from platforms.not_recorded import storage_refusal
 from platforms.repeated_warnings import RepeatedWarnings
+from platforms.telegram_edits import EditOrder, LatestEdits, order_of
 
 log = logging.getLogger("platforms.telegram")
 
@@ -113,10 +114,14 @@ class WebhookEndpoint:
 class EarlyEdits:
     """Users' edits kept for the message each edits, in case Telegram delivers the message after it: the gateway,
     finding no message to change, left the edit unused, and the message came as first written. The message, when it
-    comes, says what its latest edit (by update id) says, as it would had it come first and waited for its turn;
-    not when either is a command (an edit makes no command, nor changes one: `gateway.message_edits`). An edit is
-    kept from before it is handed to the gateway until the gateway took it (`taken`), so a message handed over
-    meanwhile says it too. Polling hands updates over in order: there the message comes first.
+    comes, says what its latest edit says, as it would had it come first and waited for its turn; not when either is
+    a command (an edit makes no command, nor changes one: `gateway.message_edits`). An edit is kept from before it
+    is handed to the gateway until the gateway took it (`taken`), so a message handed over meanwhile says it too.
+    Polling hands updates over in order: there the message comes first.
+
+    An edit older than one of the same message heard already (`telegram_edits`) is passed over (`keep`), whether
+    its message waits for its turn or is still to come: it would change the message back to what the user had
+    corrected. Heard in this process lately (`telegram_edits.LatestEdits`), or recorded in the gateway's store.
 
     At most `EARLY_EDITS` in memory. Once bound to the gateway's store (`bind`), an edit the gateway left unused is
     also recorded there (`left`), before Telegram is answered for it: a restart before its message came forgot it,
@@ -124,10 +129,13 @@ class EarlyEdits:
     it. Not an edit of a message this process handed over (`handed`), the everyday edit of a message answered
     already: Telegram never delivers that message as new again (a redelivery the gateway drops as a repeat whatever it
     says), and its text stayed in the store for a month, past the inbox's week and ``/new``. One of a message handed
-    over before a restart is recorded, and changes nothing."""
+    over before a restart is recorded, and changes nothing. An edit that changed a waiting message (`taken`) is
+    recorded under the same key without its text, which the inbox holds with the message: only its place, so that
+    an older edit delivered to a later process, which replays the message, is passed over too."""
 
     def __init__(self, limit: int = EARLY_EDITS) -> None:
         self._limit = limit
+        self._latest = LatestEdits()
         self._edits: dict[tuple[int, int], tuple[int, Inbound]] = {}
         self._handed: dict[tuple[int, int], None] = {}
         self._record: SeenRecorder | None = None
@@ -139,24 +147,30 @@ class EarlyEdits:
         ``stored`` reads one back, also one an earlier process kept."""
         self._record, self._stored = record, stored
 
-    def keep(self, message: Message, update_id: int, edit: Inbound) -> None:
-        """The edit ``message`` (of update ``update_id``), read as ``edit``; an older one than kept is left out, also
-        than one an earlier process kept in the store (Telegram numbers a bot's updates in order across restarts)."""
-        key = (message.chat.id, message.message_id)
-        if (kept := self._edits.pop(key, None)) is not None and kept[0] > update_id:
-            self._edits[key] = kept
-            return
-        if kept is None and (stored := self._stored_for(message)[0]) is not None and stored > update_id:
-            return  # kept, it would overwrite the newer edit in the store (`left`) and be taken before it (`apply`)
+    def keep(self, message: Message, update_id: int, edit: Inbound) -> bool:
+        """The edit ``message`` (of update ``update_id``), read as ``edit``, unless it is older than an edit of the
+        message heard in this process lately or recorded in the store (Telegram was answered for that one): then
+        False, and it is not to be handed over either. From now on an older one is passed over."""
+        key, order = (message.chat.id, message.message_id), order_of(message, update_id)
+        latest = self._latest.latest(key) or self._stored_for(message, order)[0]
+        if latest is not None and order < latest:
+            return False
+        self._latest.heard(key, order)
+        self._edits.pop(key, None)
         self._edits[key] = (update_id, edit)
         while len(self._edits) > self._limit:
             del self._edits[next(iter(self._edits))]
+        return True
 
     def taken(self, message: Message, update_id: int) -> None:
-        """The gateway changed the waiting message with the edit of update ``update_id``: it is not kept."""
-        key = (message.chat.id, message.message_id)
+        """The gateway changed the waiting message with the edit of update ``update_id``: it is not kept, and its
+        place is recorded in the store, unless a later edit was heard meanwhile. Raises what the store raises (the
+        edit is then not confirmed to Telegram, which delivers it again: the gateway takes it again, unchanged)."""
+        key, order = (message.chat.id, message.message_id), order_of(message, update_id)
         if (kept := self._edits.get(key)) is not None and kept[0] == update_id:
             del self._edits[key]
+        if self._record is not None and self._latest.latest(key) in (None, order):
+            self._record(_key(message), json.dumps({"update_id": update_id, "edit_date": order[0]}))
 
     def left(self, message: Message, update_id: int) -> None:
         """The gateway left the edit of update ``update_id`` unused: recorded in the store, if it is still the
@@ -166,8 +180,8 @@ class EarlyEdits:
         kept = self._edits.get(key)
         if self._record is None or kept is None or kept[0] != update_id or key in self._handed:
             return
-        self._record(_key(message), json.dumps({"update_id": update_id, "text": kept[1].text,
-                                                "command": kept[1].is_command}))
+        self._record(_key(message), json.dumps({"update_id": update_id, "edit_date": order_of(message, update_id)[0],
+                                                "text": kept[1].text, "command": kept[1].is_command}))
 
     def handed(self, message: Message) -> None:
         """The gateway recorded ``message`` (or dropped it for good): its edits from now on are recorded nowhere."""
@@ -179,26 +193,34 @@ class EarlyEdits:
         """``inbound``, read from ``message``, with the text of the edit kept for it, which is used up (in memory:
         the store's copy stays for the message delivered again)."""
         kept = self._edits.pop((message.chat.id, message.message_id), None)
-        update_id, text, command = (kept[0], kept[1].text, kept[1].is_command) if kept else self._stored_for(message)
-        if update_id is None or inbound.is_command or command or text == inbound.text:
+        if kept is not None:
+            update_id, text, command = kept[0], kept[1].text, kept[1].is_command
+        else:
+            order, text, command = self._stored_for(message)
+            update_id = None if order is None else order[1]
+        if update_id is None or text is None or inbound.is_command or command or text == inbound.text:
             return inbound
         log.info("telegram: message %s in chat %s came after its edit (update %s); it is read as edited",
                  message.message_id, message.chat.id, update_id)
         return dataclasses.replace(inbound, text=text)
 
-    def _stored_for(self, message: Message) -> tuple[int | None, str, bool]:
-        """The edit the store keeps for ``message``: its update id (None if none), text and whether it is a
-        command. One the store cannot read back is none: the message comes as written, as before a restart."""
+    def _stored_for(self, message: Message, edit: EditOrder = (0, 0)) -> tuple[EditOrder | None, str | None, bool]:
+        """The edit the store keeps for ``message``: its place (None if none), its text (None for one the gateway
+        took) and whether it is a command. A record made before edits were placed by date is placed as if made in
+        the second of ``edit``, by update id alone. One the store cannot read back is none: the message comes as
+        written, as before a restart."""
         try:
             stored = self._stored(_key(message))
             if stored is None:
-                return None, "", False
-            edit = json.loads(stored)
-            return int(edit["update_id"]), str(edit["text"]), bool(edit["command"])
+                return None, None, False
+            record = json.loads(stored)
+            text = record.get("text")
+            return ((int(record.get("edit_date", edit[0])), int(record["update_id"])),
+                    None if text is None else str(text), bool(record.get("command")))
         except Exception:
             log.exception("telegram: could not read the edit kept for message %s in chat %s", message.message_id,
                           message.chat.id)
-            return None, "", False
+            return None, None, False
 
 
 def _key(message: Message) -> str:

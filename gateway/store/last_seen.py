@@ -15,8 +15,9 @@ so it only ever records a newer position than the one it was given or recorded b
 Beside the conversations, under keys no conversation has (``edited:…``), the Slack adapter keeps the
 latest edit of a message handed over (`platforms.slack_edits.edit_key`), so that an older edit Slack sends a
 later process is passed over, and the Telegram adapter an edit a webhook delivered before its message
-(`platforms.telegram_webhook.EarlyEdits`), so that the message comes as edited after a restart too; forgotten
-after the same month.
+(`platforms.telegram_webhook.EarlyEdits`), so that the message comes as edited after a restart too, or the place
+of the latest edit handed over, so that an older one delivered later is passed over; forgotten after the same
+month.
 """
 
 from __future__ import annotations

@@ -123,10 +123,10 @@ async def test_a_webhook_edit_delivered_before_its_message_is_what_the_message_s
         adapter.bind_edits(edited)
         prod, other, plain = (fake.message_update(42, text) for text in ("deploy to prod", "hi", "as written"))
         assert await fake.deliver_webhook(edit_of(fake, prod, "deploy to staging", after=5)) == 200
-        assert await fake.deliver_webhook(edit_of(fake, prod, "deploy to dev", after=3)) == 200  # an older edit
+        assert await fake.deliver_webhook(edit_of(fake, prod, "deploy to dev", after=3)) == 200  # older: passed over
         assert await fake.deliver_webhook(edit_of(fake, other, "/new")) == 200  # into a command: not applied
         for update in (prod, other, plain):
             assert await fake.deliver_webhook(update) == 200
         assert await fake.deliver_webhook(prod) == 200  # delivered again: the edit was used up
-    assert [m for m, _ in heard] == [str(prod["message"]["message_id"])] * 2 + [str(other["message"]["message_id"])]
+    assert [m for m, _ in heard] == [str(prod["message"]["message_id"]), str(other["message"]["message_id"])]
     assert [i.text for i in sink.inbound] == ["deploy to staging", "hi", "as written", "deploy to prod"]
