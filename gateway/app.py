@@ -211,6 +211,10 @@ class Gateway:
         # The last gateway died: that counts as an attempt of each event whose turn had begun; one still
         # waiting for its turn (queued behind a slow one) had no part in it.
         before_stopped_cleanly = self.store.begin_run()
+        if before_stopped_cleanly:
+            # The completion turns the stop cut short keep their place (`resume_first`), but this process dying
+            # before one begins again is no fault of it. Made durable with the run's begin, before any platform.
+            self.store.delegations.carry_over_deliveries()
         self._run_begun = True
         replayed = opened if before_stopped_cleanly else [
             (event, turn_id) for event, turn_id in opened
@@ -254,7 +258,7 @@ class Gateway:
         # As for the events above: a completion turn that died with the process is charged an attempt, so one
         # that brings it down is not replayed into every start; given up on, its results go out as they are.
         gave_up: set[str] = set()
-        # Read before `cut_short` lifts their marks. A clean stop leaves the mark of the completion turn it cut short.
+        # Read before `cut_short` lifts their marks. Those a clean stop cut short, carried over above, run still.
         begun_deliveries = self.store.delegations.deliveries_begun()
         running_deliveries = self.store.delegations.deliveries_running()  # those waiting for an answer too
         if not before_stopped_cleanly:

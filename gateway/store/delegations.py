@@ -9,8 +9,9 @@ outbox; reason ``DELIVERY_FAILED``: that turn failed ``inbox.max_attempts`` time
 themselves were journaled instead), ``suppressed`` (``reason``: ``NO_REPLY``, ``/stop`` or ``/new``) or ``reported``
 (the chat was told its children were interrupted by a restart). While a row runs, its completion
 turn's failed attempts are counted (`DelegationTable.delivery_failed`) and the turn is marked begun
-while it runs (not while it waits for the answer to a question: `mark_delivery`), so that a process that
-dies in it charges it an attempt at the next start. A settled row
+while it runs (not while it waits for the answer to a question: `mark_delivery`, nor after a clean stop
+cut it short until it begins again: `carry_over_deliveries`), so that a process that dies in it charges it
+an attempt at the next start. A settled row
 also says whether its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
 in the commit that journals that edit), so a restart finishes a card the process before it could
 not (`gateway.delegation_cards`).
@@ -180,8 +181,15 @@ class DelegationTable:
         charged to none of it (`deliveries_begun`), but it still runs (`deliveries_running`)."""
         self._db.write("UPDATE gateway_delivery_attempts SET begun=2 WHERE delegation_id=?", (delegation_id,))
 
+    def carry_over_deliveries(self) -> None:
+        """At a start after a clean stop: the completion turns it cut short still run (`deliveries_running`: they
+        run again first in their chats), but a death is charged to none of them (`deliveries_begun`) until each
+        begins again (`begin_delivery`). Killed before that, the process did not die of it."""
+        self._db.write("UPDATE gateway_delivery_attempts SET begun=2 WHERE begun=1")
+
     def deliveries_running(self) -> set[str]:
-        """Delegations not settled whose completion turn had begun and not ended, running or waiting for an answer."""
+        """Delegations not settled whose completion turn had begun and not ended: running, waiting for an answer, or
+        cut short by a clean stop and not begun again since."""
         return {r[0] for r in self._db.read(
             "SELECT a.delegation_id FROM gateway_delivery_attempts a JOIN gateway_delegations d"
             " ON d.delegation_id = a.delegation_id WHERE a.begun IN (1, 2) AND d.status='running'")}
