@@ -84,14 +84,14 @@ async def test_a_completion_turn_whose_giving_up_fails_for_a_bug_is_kept_and_the
     died(tmp_path)
 
     def break_results_as_they_are(gateway):
-        enqueue = gateway.outbox.enqueue
+        enqueue_long = gateway.outbox.enqueue_long  # results sent as they are are split off the loop
 
-        def failing(*args, **kw):
+        async def failing(*args, **kw):
             if str(kw.get("key", "")).endswith(":undelivered"):
                 a_bug()
-            return enqueue(*args, **kw)
+            return await enqueue_long(*args, **kw)
 
-        gateway.outbox.enqueue = failing
+        gateway.outbox.enqueue_long = failing
 
     caplog.set_level(logging.ERROR, logger="gateway.ledger")
     chat, asked = RecordingAdapter(), []
