@@ -78,7 +78,8 @@ class DisplaySettings:
     max_message_parts: int = setting(
         16, "Parts a message is sent in at most: one that splits into more (a looping answer, a dump of a large"
         " file) is sent as its first parts up to this, then the whole of it as a file, answer.md, or where the"
-        " platform takes no file that large, a note saying how much was left out. 0: no bound.", min=0
+        " platform takes no file that large (or the answer is for one user alone, as a Slack slash command's), a"
+        " note saying how much was left out. 0: no bound.", min=0
     )
     platforms: Mapping[str, DisplayOverrides] = field(
         default_factory=empty_mapping,
