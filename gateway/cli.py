@@ -98,30 +98,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    ask = commands.add_parser("ask", parents=[common], help="run one agent turn and print the reply")
+    ask = _add(commands, "ask", common, "run one agent turn and print the reply")
     ask.add_argument("message", nargs="+", help="what to ask")
-    chat = commands.add_parser("chat", parents=[common],
-                               help="talk to the agent in this terminal (the gateway with the local platform)")
+    chat = _add(commands, "chat", common, "talk to the agent in this terminal (the gateway with the local platform)")
     chat.add_argument("--verbose", action="store_true",
                       help=f"print the log here instead of writing it to <state_dir>/{CHAT_LOG}")
-    commands.add_parser("run", parents=[common], help="run the gateway: HTTP server and every enabled platform")
-    commands.add_parser("worker", parents=[common],
-                        help="run children for a gateway with lifecycle.engine: temporal (docs/scale-out.md)")
-    config = commands.add_parser("config", parents=[common], help="configuration tools")
+    _add(commands, "run", common, "run the gateway: HTTP server and every enabled platform")
+    _add(commands, "worker", common, "run children for a gateway with lifecycle.engine: temporal (docs/scale-out.md)")
+    config = _add(commands, "config", common, "configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
-    check = config_commands.add_parser("check", parents=[common_inner],
-                                       help="validate a config file and print the effective configuration")
-    check.add_argument("path", nargs="?", type=_named_path, help="file to check (default: the usual lookup)")
-    inbox = commands.add_parser("inbox", parents=[common], help="events the gateway could not handle")
+    check = _add(config_commands, "check", common_inner, "validate a config file and print the effective configuration")
+    # PATH, as the README and the usage error naming two files (`_checked_path`) call it.
+    check.add_argument("path", nargs="?", type=_named_path, metavar="PATH",
+                       help="file to check (default: the usual lookup)")
+    inbox = _add(commands, "inbox", common, "events the gateway could not handle")
     inbox_commands = inbox.add_subparsers(dest="inbox_command", required=True, metavar="SUBCOMMAND")
-    inbox_commands.add_parser("dead", parents=[common_inner], help="list the dead letters")
-    retry = inbox_commands.add_parser("retry", parents=[common_inner], help="hand a dead letter back to the gateway")
-    dismiss = inbox_commands.add_parser("dismiss", parents=[common_inner],
-                                        help="forget a dead letter: its event will not be handled")
+    _add(inbox_commands, "dead", common_inner, "list the dead letters")
+    retry = _add(inbox_commands, "retry", common_inner, "hand a dead letter back to the gateway")
+    dismiss = _add(inbox_commands, "dismiss", common_inner, "forget a dead letter: its event will not be handled")
     for letter_command in (retry, dismiss):
         letter_command.add_argument("letter_id", type=_letter_id, metavar="ID",
                                     help="the dead letter's id, as `inbox dead` lists it")
     return parser
+
+
+def _add(commands: Any, name: str, common: argparse.ArgumentParser, what: str) -> argparse.ArgumentParser:
+    """A command whose own ``--help`` says what it does, as the list of commands does: with ``help`` alone,
+    `switchboard run --help` showed its options and not a word of what it runs."""
+    return commands.add_parser(name, parents=[common], help=what, description=f"{what[0].upper()}{what[1:]}.")
 
 
 def _letter_id(text: str) -> int:
