@@ -183,7 +183,8 @@ class PluginHost:
             try:
                 await self._load_one(module, lifecycle, config)
             except PluginError as exc:
-                log.error("%s", exc, exc_info=exc.__cause__)  # the plugin's own traceback, when it raised
+                # The plugin's own traceback, when it raised; not importlib's, for a plugin that is not there.
+                log.error("%s", exc, exc_info=None if _not_there(exc) else exc.__cause__)
                 self.failures.append(exc)
             else:
                 self.loaded.append(module)
@@ -249,6 +250,15 @@ def _import(module: str) -> Any:
         if isinstance(exc, ModuleNotFoundError) and exc.name:
             failure += _not_found_hint(module, exc.name)
         raise PluginError(module, failure) from exc
+
+
+def _not_there(failure: PluginError) -> bool:
+    """The plugin's module itself, or a package on its way to it, was not found: the failure's one line says so
+    and where Python looked. A module the plugin's own code imports that is not there is not this: its
+    traceback leads to the line that imports it."""
+    cause = failure.__cause__
+    return (isinstance(cause, ModuleNotFoundError) and cause.name is not None
+            and (failure.module == cause.name or failure.module.startswith(cause.name + ".")))
 
 
 def _not_found_hint(module: str, missing: str) -> str:

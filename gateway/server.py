@@ -33,6 +33,7 @@ from gateway.store import checkpointer, write_lock
 from lifecycle import SqliteDatabase
 from platforms.base import Streaming
 from platforms.web_access import Refusal, error_response
+from platforms.web_pages import PAGE_HEADERS
 
 log = logging.getLogger("gateway.server")
 
@@ -43,6 +44,11 @@ under them that names nothing is answered 404 by `json_not_found`, not with aioh
 SERVER_NAME = "switchboard"
 """Every answer's ``Server`` header. aiohttp's default names its version and Python's (``Python/3.11
 aiohttp/3.14.5``): a scanner's list of what to try."""
+
+WEB_CHAT_OFF = ("The web chat is not enabled on this gateway. To serve it here, set platforms.web.enabled: true"
+                " in the gateway's configuration and restart it.\n")
+"""The 404 of ``/chat`` and the paths under it while the web chat is off: whoever opens the page in a browser
+reads this, not the start log that says the same."""
 
 CUT_OFF_SECONDS = 1.0
 """What the requests still running when a stop cuts them off get to end before their connections are
@@ -70,8 +76,10 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     # Not a response signal: aiohttp answers a request it cannot parse (400) before any app sees it, and reads
     # this default as each answer goes out. It has no setting for it (aio-libs/aiohttp#3607).
     web_response.SERVER_SOFTWARE = SERVER_NAME
-    app = web.Application(client_max_size=2 * 1024 * 1024,
-                          middlewares=[body_guard(limits.body_timeout, arrived, pending, answered), json_not_found])
+    middlewares = [body_guard(limits.body_timeout, arrived, pending, answered), json_not_found]
+    if "web" not in gateway.adapters:
+        middlewares.append(web_chat_off)
+    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=middlewares)
     app.on_response_prepare.append(security_headers)
 
     async def healthz(request: web.Request) -> web.Response:
@@ -139,9 +147,27 @@ async def json_not_found(request: web.Request, handler: Handler) -> web.StreamRe
     try:
         return await handler(request)
     except web.HTTPNotFound:
-        if not any(request.path == p or request.path.startswith(p + "/") for p in API_PREFIXES):
+        if not _under(request.path, API_PREFIXES):
             raise
         return error_response(404, "no such path in this API")
+
+
+@web.middleware
+async def web_chat_off(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """`WEB_CHAT_OFF` as the 404 of a page under ``/chat`` (the gateway serves none of them while the web chat is
+    off); its API paths keep `json_not_found`'s answer. With `PAGE_HEADERS`: no-cache, so that once the chat is
+    enabled the browser asks again rather than showing this."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        if request.method not in ("GET", "HEAD") or not _under(request.path, ("/chat",)) or _under(
+                request.path, API_PREFIXES):
+            raise
+        return web.Response(status=404, text=WEB_CHAT_OFF, headers=PAGE_HEADERS)
+
+
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
 
 
 class Server:
