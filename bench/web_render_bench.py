@@ -5,7 +5,8 @@ The adapter alone serves a history of `ANSWERS` replies of `SIZE` characters eac
 (bench/split_bench.py's `reply`: headings, lists, code, tables, links); each run opens the page in a fresh context
 and waits for it to show the newest answer's end at the bottom. Prints, per run and as the median: the milliseconds
 from opening to that, Chromium's own milliseconds of layout, of style and of the Markdown rendering, and how many
-answers it laid out (the others' content is skipped while out of sight).
+answers it laid out (the others' content is skipped while out of sight), all as they stood then; and the milliseconds
+from opening until every answer's Markdown was rendered (the page renders the rest when idle, after it opened).
 
 Needs chromium and Playwright, as the browser tests do (tests/browser.py).
 Run: .venv/bin/python bench/web_render_bench.py [runs] [answers] [size]
@@ -44,11 +45,29 @@ TIMED_RENDER = """
     } };
   } });
 """
-SETTLED = """() => new Promise((done) => {
+# From the page's start, frames are asked for until it has opened and the bench has read what it measures then (the
+# page renders the rest when idle: not before), as when the bench asked after the page connected. Resolves with the
+# time (Date.now()) and the Markdown rendering as they stood then.
+SETTLED = """
+  window.measured = false;
+  window.settled = new Promise((done) => {
+    const busy = () => measured || requestAnimationFrame(busy);
+    const opened = () => done({ at: Date.now(), ...rendering }) || busy();
+    const check = () => {
+      const list = document.getElementById("messages");
+      list && list.children.length && list.scrollHeight - list.scrollTop - list.clientHeight < 2
+        ? requestAnimationFrame(() => requestAnimationFrame(opened)) : requestAnimationFrame(check);
+    };
+    requestAnimationFrame(check);
+  });
+"""
+# Watched, not polled: asking at each frame, the page was never idle long enough to render the rest.
+ALL_RENDERED = """() => new Promise((done) => {
   const list = document.getElementById("messages");
-  const check = () => list.scrollHeight - list.scrollTop - list.clientHeight < 2 && list.children.length
-    ? requestAnimationFrame(() => requestAnimationFrame(done)) : requestAnimationFrame(check);
-  check();
+  const all = () => [...list.querySelectorAll(":scope > article > .text")].every((text) => text.childElementCount);
+  if (all()) return done();
+  const watch = new MutationObserver(() => all() && (watch.disconnect(), done()));
+  watch.observe(list, { childList: true, subtree: true });
 })"""
 LAID_OUT = """() => [...document.querySelectorAll("#messages > article > .text")]
   .filter((text) => text.checkVisibility({ contentVisibilityAuto: true })).length"""
@@ -58,19 +77,21 @@ async def open_once(browser, url: str) -> dict[str, float]:
     context = await browser.new_context(viewport={"width": 900, "height": 700})
     try:
         page = await context.new_page()
-        await page.add_init_script(TIMED_RENDER)
+        await page.add_init_script(TIMED_RENDER + SETTLED)
         cdp = await context.new_cdp_session(page)
         await cdp.send("Performance.enable")
-        started = time.perf_counter()
+        started = time.time()  # the page's Date.now() is the same clock
         await page.goto(url)
         await page.wait_for_selector("body[data-state=connected]", timeout=120_000)
-        await page.evaluate(SETTLED)
-        elapsed = time.perf_counter() - started
+        opened = await page.evaluate("settled")
         metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
-        rendering = await page.evaluate("rendering")
-        return {"open": elapsed * 1000, "layout": metrics["LayoutDuration"] * 1000,
-                "style": metrics["RecalcStyleDuration"] * 1000, "markdown": rendering["ms"],
-                "renders": rendering["calls"], "laid out": await page.evaluate(LAID_OUT)}
+        laid_out = await page.evaluate(LAID_OUT)
+        await page.evaluate("measured = true")
+        await page.evaluate(ALL_RENDERED)
+        all_rendered = time.time() - started
+        return {"open": opened["at"] - started * 1000, "layout": metrics["LayoutDuration"] * 1000,
+                "style": metrics["RecalcStyleDuration"] * 1000, "markdown": opened["ms"],
+                "renders": opened["calls"], "laid out": laid_out, "all rendered": all_rendered * 1000}
     finally:
         await context.close()
 
@@ -98,11 +119,12 @@ async def main() -> None:
         finally:
             await adapter.stop()
             await runner.cleanup()
-    columns = list(results[0])
-    print(f"{'run':<7}" + "".join(f"{name:>10}" for name in columns))
+    width = {name: max(10, len(name) + 2) for name in results[0]}
+    print(f"{'run':<7}" + "".join(f"{name:>{w}}" for name, w in width.items()))
     for i, result in enumerate(results, 1):
-        print(f"{i:<7}" + "".join(f"{result[name]:>10.0f}" for name in columns))
-    print(f"{'median':<7}" + "".join(f"{statistics.median(r[name] for r in results):>10.0f}" for name in columns))
+        print(f"{i:<7}" + "".join(f"{result[name]:>{w}.0f}" for name, w in width.items()))
+    print(f"{'median':<7}" + "".join(f"{statistics.median(r[name] for r in results):>{w}.0f}"
+                                     for name, w in width.items()))
 
 
 if __name__ == "__main__":

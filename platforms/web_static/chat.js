@@ -88,9 +88,9 @@
 
   // Rendering the Markdown of every message a history brings was most of the time the page took to open (fifty
   // answers of 50 KB: fifty renders, 1.1 s of 1.7 s). Such a message shows its text as typed, in its bubble, until it
-  // comes within two screens of the window; the newest render at once, and what arrives live or is edited. Its words
-  // are there all along, for find-in-page and a screen reader. Rendered before it comes near enough to be laid out
-  // (chat.css), it takes its real height once, as before.
+  // comes within two screens of the window or the page is idle; the newest render at once, and what arrives live or
+  // is edited. Its words are there all along, for find-in-page and a screen reader. Rendered before it comes near
+  // enough to be laid out (chat.css), it takes its real height once, as before.
   const RENDER_AT_ONCE = 20000; // characters of the newest messages of a history: a window's worth and more
   const plain = new Set(); // the messages whose text shows as typed, waiting to be rendered
   const unrendered = new IntersectionObserver((entries) => {
@@ -124,6 +124,54 @@
     if (!plain.delete(el)) return;
     unrendered.unobserve(el);
     render(el.dataset.text, textOf(el));
+  }
+
+  // Rendered only as they came near, the messages further up had no headings or links for a screen reader moving by
+  // them (NVDA's H and K keys, its list of links). Once the page has painted what a history brought, the rest are
+  // rendered while the browser has nothing else to do, the newest first (nearest the window), without moving what is
+  // read: as many as an idle moment has time for, going by how long the last took for its length. The first, and one
+  // longer than any moment between two frames (a long answer), waits for a long idle moment, with no frame to draw:
+  // rendered between two frames, they held the page's frames as it opened. A page drawing frame after frame (an
+  // animation, a scroll) has none: after a while, one goes in the next moment all the same.
+  const LONG_IDLE_MS = 30; // more than a frame's time (16 ms) left: no frame waits
+  const IDLE_WAIT_MS = 1000; // with no long idle moment since the last render, or since they began: one all the same
+  const whenIdle = window.requestIdleCallback || ((work) => setTimeout(() => { // Safari: moments of 50 ms
+    const end = performance.now() + 50;
+    work({ timeRemaining: () => Math.max(0, end - performance.now()) });
+  }, 50));
+  let toRender = null; // the messages to render when idle, the newest last; null while none are
+  let msPerChar = Infinity; // how long rendering took, per character of the last message rendered when idle
+  let renderedAt = 0; // when the last was, or the waiting began
+  function renderRestWhenIdle() {
+    const underWay = toRender !== null;
+    toRender = [...list.children].filter((el) => plain.has(el)); // with those a reconnect brought
+    if (underWay) return;
+    renderedAt = performance.now();
+    requestAnimationFrame(() => whenIdle(renderWhileIdle)); // once what opened is painted
+  }
+  function renderWhileIdle(deadline) {
+    let rendered = false;
+    steady(() => {
+      while (toRender.length) {
+        const el = toRender[toRender.length - 1];
+        if (!plain.has(el)) { // rendered meanwhile (come near, Tab), or gone
+          toRender.pop();
+          continue;
+        }
+        const length = Math.max(el.dataset.text.length, 1);
+        const waitedLong = performance.now() - renderedAt > IDLE_WAIT_MS;
+        if (!waitedLong && deadline.timeRemaining() < Math.min(length * msPerChar, LONG_IDLE_MS)) break;
+        toRender.pop();
+        const started = performance.now();
+        renderNow(el);
+        renderedAt = performance.now();
+        msPerChar = (renderedAt - started) / length;
+        rendered = true;
+      }
+    });
+    if (!toRender.length) toRender = null;
+    else if (rendered) whenIdle(renderWhileIdle);
+    else setTimeout(() => whenIdle(renderWhileIdle), LONG_IDLE_MS); // busy: asked again later, not at each frame
   }
 
   // Printed, the page is every message: rendered first, or they would print as typed.
@@ -350,6 +398,7 @@
     const before = new Set(shown.keys());
     merge(messages, gap);
     renderNewest();
+    renderRestWhenIdle();
     const added = [...shown.keys()].filter((id) => !before.has(id));
     if (reconnect && added.length <= MISSED_READ_OUT) { // read out: rendered, as they would have been live
       added.forEach((id) => renderNow(shown.get(id)));

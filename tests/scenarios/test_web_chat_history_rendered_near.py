@@ -28,6 +28,8 @@ READ_FROM_WITHIN = """(id) => {
   list.scrollTop += 200;
   return el.getBoundingClientRect().top - list.getBoundingClientRect().top;
 }"""
+# A page never idle: what it renders when idle (`test_web_chat_history_rendered_when_idle`) does not come.
+NEVER_IDLE = "window.requestIdleCallback = () => 0;"
 TOP = """(id) => document.querySelector(`[data-id=${id}]`).getBoundingClientRect().top
   - document.getElementById("messages").getBoundingClientRect().top"""
 
@@ -53,6 +55,7 @@ async def base(tmp_path) -> AsyncIterator[str]:
 
 
 async def test_an_answer_out_of_sight_shows_as_typed_until_scrolled_near_then_renders_in_place(base, page) -> None:
+    await page.add_init_script(NEVER_IDLE)
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.wait_for_function(f"() => ({AT_BOTTOM})(document.getElementById('messages'))")
     await page.evaluate(FRAMES)
@@ -72,6 +75,7 @@ async def test_an_answer_out_of_sight_shows_as_typed_until_scrolled_near_then_re
 
 
 async def test_printing_renders_every_answer(base, page) -> None:
+    await page.add_init_script(NEVER_IDLE)
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.pdf()
 

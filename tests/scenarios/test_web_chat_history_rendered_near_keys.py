@@ -1,6 +1,7 @@
 """The web chat page (chat.js) opening a history whose older answers show as typed until scrolled near
-(`test_web_chat_history_rendered_near`), in a real headless chromium: a keyboard's Tab still goes from one
-answer's link to the next answer's, however far below it is, not past it to the newest answers or the input."""
+(`test_web_chat_history_rendered_near`; the page never idle, they stay so), in a real headless chromium: a keyboard's
+Tab still goes from one answer's link to the next answer's, however far below it is, not past it to the newest
+answers or the input."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from platforms.web import WebChatAdapter
+from tests.scenarios.test_web_chat_history_rendered_near import NEVER_IDLE
 from tests.web_client import Intake, open_chat, serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
@@ -36,6 +38,7 @@ async def base(tmp_path) -> AsyncIterator[str]:
 
 
 async def test_tab_from_a_link_reaches_the_next_answers_link_shown_as_typed(base, page) -> None:
+    await page.add_init_script(NEVER_IDLE)
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.evaluate("() => { document.getElementById('messages').scrollTop = 0; }")
     link = page.get_by_role("link", name="the first guide")
@@ -49,6 +52,7 @@ async def test_tab_from_a_link_reaches_the_next_answers_link_shown_as_typed(base
 
 
 async def test_tab_from_the_commands_reaches_the_oldest_answers_link_first(base, page) -> None:
+    await page.add_init_script(NEVER_IDLE)
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.get_by_role("button", name="New session").focus()
 
