@@ -19,7 +19,7 @@ import yaml
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
 from gateway.config.home import NoHome, expand_user, home, xdg_directory
 from gateway.config.interpolate import Expanded, bad_references, expand_tree, name_empty_variables
-from gateway.config.overrides import apply_overrides
+from gateway.config.overrides import apply_overrides, set_problems
 from gateway.config.rules import check_rules
 from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
@@ -47,7 +47,8 @@ def load_config(
     ``env`` replaces ``os.environ`` for the lookup, ``${VAR}`` expansion and the
     state directory (tests pass a dict). A file that was named (argument or
     ``$SWITCHBOARD_CONFIG``) must exist; the implicit locations are optional.
-    ``overrides`` are ``KEY=VALUE`` pairs set over the file (``--set``).
+    ``overrides`` are ``KEY=VALUE`` pairs set over the file (``--set``): an unknown key among them is an
+    error, and a secret set by one a warning (`gateway.config.overrides.set_problems`).
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
@@ -56,7 +57,17 @@ def load_config(
         raw = apply_overrides(raw, overrides)
     except ConfigError as exc:
         raise ConfigError(exc.errors, source=source) from None
-    return config_from_mapping(raw, source=source, env=env)
+    if not overrides:
+        return config_from_mapping(raw, source=source, env=env)
+    try:
+        config, warnings = config_from_mapping(raw, source=source, env=env)
+    except ConfigError as exc:
+        errors, warnings = set_problems(overrides, exc.errors, exc.warnings, Config)
+        raise ConfigError(errors, warnings, exc.source) from None
+    errors, warnings = set_problems(overrides, [], warnings, Config)
+    if errors:
+        raise ConfigError(errors, warnings, source)
+    return LoadedConfig(config, warnings)
 
 
 def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | None:

@@ -4,24 +4,34 @@
 number, boolean or null when YAML reads it as one (``1``, ``2.5``, ``true``, ``null``,
 read as the file is: `gateway.config.strict_yaml`), the text inside the quotes when it
 is quoted, and else a string as written (``Be brief: one line``, ``my model #2``). The
-result is validated like the file, with the same messages. Meant for trying things
-(``make run`` uses it), not for secrets: a command line is visible to every user of
-the machine.
+result is validated like the file, with the same messages, but for an unknown key: the
+file's is a warning, so that a file written for a newer version still loads, while a key
+typed on the command line was typed for this version, and a misspelt one would leave its
+setting silently as it was (`set_problems`). Meant for trying things (``make run`` uses
+it), not for secrets: a command line is visible to every user of the machine, so a
+secret set there is warned about.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import yaml
 
+from gateway.config.secret_values import secret_values
 from gateway.config.strict_yaml import StrictLoader
 from gateway.errors import ConfigError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 _KEY_CHARS = re.compile(r"[\w.-]*")
+_ONLY_VARIABLES = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
+_UNKNOWN_KEY = "unknown key"
+"""How the validator's message about an unknown key goes on, after the key and its colon."""
+_ENV_FALLBACK = {"model.api_key": "OPENAI_API_KEY", "model.transcription.api_key": "OPENAI_API_KEY"}
+"""The variable each secret setting falls back to, unset (`gateway.config.secret_values.ENV_SECRETS`)."""
+_MARK = "--set-secret-mark--"
 
 
 def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
@@ -54,6 +64,60 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
     if errors:
         raise ConfigError(errors)
     return tree
+
+
+def set_problems(pairs: Sequence[str], errors: Sequence[str], warnings: Sequence[str],
+                 schema: type) -> tuple[list[str], list[str]]:
+    """``errors`` and ``warnings`` of a configuration ``pairs`` were set over, as the command line makes them.
+    An unknown key that a pair names, or that its key goes through (``servre`` of ``servre.port``), is an
+    error naming the pair, and comes first: it was typed now, for this version. A pair setting a secret field
+    of ``schema`` adds a warning, naming its key alone, unless its value is only ``${VAR}`` or unset."""
+    keys = list(dict.fromkeys(key for key, _ in _pairs(pairs)))
+    from_set, rest_errors, rest_warnings = [], [], []
+    for messages, rest in ((errors, rest_errors), (warnings, rest_warnings)):
+        for message in messages:
+            key, _, detail = message.partition(": ")
+            setters = [k for k in keys if k == key or k.startswith(f"{key}.")]
+            if setters and detail.startswith(_UNKNOWN_KEY):
+                named = detail if setters == [key] else detail.replace(_UNKNOWN_KEY, f'{_UNKNOWN_KEY} "{key}"', 1)
+                from_set.append(f"--set {' and --set '.join(setters)}: {named}")
+            else:
+                rest.append(message)
+    return from_set + rest_errors, rest_warnings + _secret_warnings(pairs, schema)
+
+
+def _secret_warnings(pairs: Sequence[str], schema: type) -> list[str]:
+    warned, out = set(), []
+    for key, text in _pairs(pairs):
+        try:
+            value = _value(text)
+        except yaml.constructor.ConstructorError:
+            continue
+        if key in warned or value in (None, "") or (isinstance(value, str) and _ONLY_VARIABLES.fullmatch(value)):
+            continue
+        # The schema's own walk finds secret fields, through sections, unions and mappings of routes alike.
+        tree: dict = {}
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = _MARK
+        if _MARK not in secret_values(schema, tree):
+            continue
+        warned.add(key)
+        variable = f", or leave it unset and set ${_ENV_FALLBACK[key]}" if key in _ENV_FALLBACK else ""
+        out.append(f"--set {key}: a secret on the command line can be read by every user of this machine (in ps)"
+                   f" and stays in the shell's history; put it in the config file, or there as ${{VAR}} read from"
+                   f" the environment{variable}")
+    return out
+
+
+def _pairs(pairs: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """The key and value text of each pair that is ``KEY=VALUE``."""
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if sep and _KEY.fullmatch(key := key.strip()):
+            yield key, text
 
 
 def _value(text: str) -> object:
