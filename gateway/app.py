@@ -258,10 +258,10 @@ class Gateway:
         # As for the events above: a completion turn that died with the process is charged an attempt, so one
         # that brings it down is not replayed into every start; given up on, its results go out as they are.
         gave_up: set[str] = set()
-        # Read before `cut_short` lifts their marks. Those a clean stop cut short, carried over above, run still.
-        begun_deliveries = self.store.delegations.deliveries_begun()
-        running_deliveries = self.store.delegations.deliveries_running()  # those waiting for an answer too
+        # Read before `cut_short` lifts their marks: waiting for an answer, or carried over from a clean stop, too.
+        running_deliveries = self.store.delegations.deliveries_running()
         if not before_stopped_cleanly:
+            begun_deliveries = self.store.delegations.deliveries_begun()
             for row in undelivered:
                 if row.delegation_id in begun_deliveries and not await self.ledger.cut_short(row):
                     gave_up.add(row.completion_turn_id)
