@@ -817,6 +817,22 @@ async def render_times(page, texts: list[tuple[str, str, str]]) -> list[list[Any
     }""", texts)
 
 
+async def render_growth(page, texts: list[tuple[str, str, str]], tries: int = 3) -> list[list[Any]]:
+    """`render_times`, each case whose long text took 10x its short one or more measured again, up to ``tries``
+    times in all, keeping its best: a render in time growing as the square of the text's length takes 16x for four
+    times the text, however often it is measured, while a burst of load on the machine (another test's browser)
+    slows one measurement, not three."""
+    best = {name: [name, short, long] for name, short, long in await render_times(page, texts)}
+    for _ in range(tries - 1):
+        again = [case for case in texts if best[case[0]][2] >= 10 * best[case[0]][1]]
+        if not again:
+            break
+        for name, short, long in await render_times(page, again):
+            if long / short < best[name][2] / best[name][1]:
+                best[name] = [name, short, long]
+    return [best[case[0]] for case in texts]
+
+
 async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_length(chat, page) -> None:
     # The link patterns are tried at each [ of a message, and a link's address is unescaped: none may read a
     # long run again at each of its characters, in time growing as its square.
@@ -834,7 +850,7 @@ async def test_a_message_of_long_link_like_runs_renders_in_time_growing_as_its_l
             return worst[name].replace("{}", "".join(f"&n{i + 1_000_000};" for i in range(chars // 8)))
         return worst[name].replace("{}", runs[name] * (chars // len(runs[name])))
 
-    per_render = await render_times(page, [(name, text(name, 7_800), text(name, 31_200)) for name in worst])
+    per_render = await render_growth(page, [(name, text(name, 7_800), text(name, 31_200)) for name in worst])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
@@ -851,7 +867,7 @@ async def test_a_message_of_long_entity_like_runs_renders_in_time_growing_as_its
             return "".join(f"&n{i + 1_000_000};" for i in range(chars // 10))
         return runs[name] * (chars // len(runs[name]))
 
-    per_render = await render_times(page, [(name, text(name, 7_800), text(name, 31_200)) for name in runs])
+    per_render = await render_growth(page, [(name, text(name, 7_800), text(name, 31_200)) for name in runs])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
@@ -867,7 +883,7 @@ async def test_a_message_of_long_emphasis_like_runs_renders_in_time_growing_as_i
     def text(run: str, chars: int) -> str:
         return (run * -(-chars // len(run)))[:chars]
 
-    per_render = await render_times(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs])
+    per_render = await render_growth(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
@@ -889,7 +905,7 @@ async def test_a_message_of_long_backtick_runs_renders_in_time_growing_as_its_le
             return grown + "a" * (chars - len(grown))
         return (run * -(-chars // len(run)))[:chars]
 
-    per_render = await render_times(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs + ["growing"]])
+    per_render = await render_growth(page, [(run, text(run, 7_800), text(run, 31_200)) for run in runs + ["growing"]])
     # Four times the text, four times the time (a little more for the browser): sixteen were it its square.
     assert all(long < 10 * short for _, short, long in per_render), per_render
 
