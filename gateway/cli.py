@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ask = _add(commands, "ask", common, "run one agent turn and print the reply")
-    ask.add_argument("message", nargs="+", help="what to ask")
+    ask.add_argument("message", nargs="+", action=_Message, help="what to ask")
     chat = _add(commands, "chat", common, "talk to the agent in this terminal (the gateway with the local platform)")
     chat.add_argument("--verbose", action="store_true",
                       help=f"print the log here instead of writing it to <state_dir>/{CHAT_LOG}")
@@ -126,6 +126,17 @@ def _add(commands: Any, name: str, common: argparse.ArgumentParser, what: str) -
     """A command whose own ``--help`` says what it does, as the list of commands does: with ``help`` alone,
     `switchboard run --help` showed its options and not a word of what it runs."""
     return commands.add_parser(name, parents=[common], help=what, description=f"{what[0].upper()}{what[1:]}.")
+
+
+class _Message(argparse.Action):
+    """`ask`'s message, refused when blank as ask's own usage mistake, with ask's usage line, as a message left
+    out is: `switchboard ask "$QUESTION"` with the variable unset sent the model (a call paid for) nothing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if not " ".join(values).strip():
+            parser.error("the message is empty")
+        setattr(namespace, self.dest, values)
 
 
 def _letter_id(text: str) -> int:
@@ -196,9 +207,6 @@ def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.config = _config_path(parser, args)
-    if args.command == "ask" and not " ".join(args.message).strip():
-        # `switchboard ask "$QUESTION"` with the variable unset: a model call (paid for) would answer nothing.
-        parser.error("ask: the message is empty")
     if sys.stdout is None:  # started with it closed (`>&-`)
         if args.command in ("ask", "chat"):  # what they print is the point: nothing is sent unseen
             print(f"switchboard: {args.command} needs its standard output, which is closed", file=_STDERR)

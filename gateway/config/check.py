@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from gateway.config.loader import load_config
+from gateway.config.overrides import from_set
 from gateway.config.render import render_effective_config
 from gateway.errors import ConfigError
 
@@ -22,7 +23,7 @@ def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str
         config, warnings = load_config(path, env=env, overrides=overrides)
     except ConfigError as exc:
         write_problems(exc, err)
-        where = f" in {exc.source}" if exc.source is not None else ""
+        where = _where(exc, overrides)
         count = len(exc.errors)
         err.write(f"{count} error{'s' if count != 1 else ''}{where}; the gateway would not start\n")
         return 1
@@ -32,6 +33,17 @@ def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str
     out.write(f"# effective configuration from {origin}\n")
     out.write(render_effective_config(config, env))
     return 0
+
+
+def _where(exc: ConfigError, overrides: Sequence[str]) -> str:
+    """Where ``exc``'s errors are, as the summary says it: the file, or with none there, ``--set`` (a bad
+    --set alone ended "1 error in <file>", the file blamed for a value typed on the command line)."""
+    in_set = sum(from_set(error, overrides) for error in exc.errors)
+    in_file = len(exc.errors) - in_set
+    if in_file and exc.source is None:  # no file: those come of the environment or the defaults
+        return ""
+    places = ([str(exc.source)] if in_file else []) + (["--set"] if in_set else [])
+    return f" in {' and '.join(places)}" if places else ""
 
 
 def write_problems(exc: ConfigError, err: TextIO) -> None:

@@ -9,24 +9,28 @@ file's is a warning, so that a file written for a newer version still loads, whi
 typed on the command line was typed for this version, and a misspelt one would leave its
 setting silently as it was (`set_problems`). Meant for trying things (``make run`` uses
 it), not for secrets: a command line is visible to every user of the machine, so a
-secret set there is warned about.
+secret set there, or a URL with a password or token, is warned about.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import urllib.parse
 from collections.abc import Iterator, Sequence
 
 import yaml
 
-from gateway.config.secret_values import secret_values
+from gateway.config.secret_values import CREDENTIAL_NAMES, secret_values
 from gateway.config.strict_yaml import StrictLoader
 from gateway.errors import ConfigError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 _KEY_CHARS = re.compile(r"[\w.-]*")
-_ONLY_VARIABLES = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
+_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_ONLY_VARIABLES = re.compile(f"({_VARIABLE.pattern})+")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+_CREDENTIAL_NAME = re.compile(CREDENTIAL_NAMES, re.IGNORECASE)
 _UNKNOWN_KEY = "unknown key"
 """How the validator's message about an unknown key goes on, after the key and its colon."""
 _ENV_FALLBACK = {"model.api_key": "OPENAI_API_KEY", "model.transcription.api_key": "OPENAI_API_KEY"}
@@ -71,7 +75,8 @@ def set_problems(pairs: Sequence[str], errors: Sequence[str], warnings: Sequence
     """``errors`` and ``warnings`` of a configuration ``pairs`` were set over, as the command line makes them.
     An unknown key that a pair names, or that its key goes through (``servre`` of ``servre.port``), is an
     error naming the pair, and comes first: it was typed now, for this version. A pair setting a secret field
-    of ``schema`` adds a warning, naming its key alone, unless its value is only ``${VAR}`` or unset."""
+    of ``schema``, or a URL with credentials (`_url_credentials`), adds a warning, naming its key alone, unless
+    its value (or the credential) is only ``${VAR}`` or unset."""
     keys = list(dict.fromkeys(key for key, _ in _pairs(pairs)))
     from_set, rest_errors, rest_warnings = [], [], []
     for messages, rest in ((errors, rest_errors), (warnings, rest_warnings)):
@@ -84,6 +89,12 @@ def set_problems(pairs: Sequence[str], errors: Sequence[str], warnings: Sequence
             else:
                 rest.append(message)
     return from_set + rest_errors, rest_warnings + _secret_warnings(pairs, schema)
+
+
+def from_set(error: str, pairs: Sequence[str]) -> bool:
+    """Whether ``error``, of a configuration ``pairs`` were set over, is the command line's: it names a
+    ``--set`` (`set_problems`, `apply_overrides`), or the key a pair set, whose value it refuses."""
+    return error.startswith("--set ") or error.partition(": ")[0] in {key for key, _ in _pairs(pairs)}
 
 
 def _secret_warnings(pairs: Sequence[str], schema: type) -> list[str]:
@@ -102,14 +113,38 @@ def _secret_warnings(pairs: Sequence[str], schema: type) -> list[str]:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = _MARK
-        if _MARK not in secret_values(schema, tree):
+        if _MARK in secret_values(schema, tree):
+            what = "a secret"
+        elif isinstance(value, str) and _url_credentials(value):
+            what = "a URL with a password or token"
+        else:
             continue
         warned.add(key)
         variable = f", or leave it unset and set ${_ENV_FALLBACK[key]}" if key in _ENV_FALLBACK else ""
-        out.append(f"--set {key}: a secret on the command line can be read by every user of this machine (in ps)"
+        out.append(f"--set {key}: {what} on the command line can be read by every user of this machine (in ps)"
                    f" and stays in the shell's history; put it in the config file, or there as ${{VAR}} read from"
                    f" the environment{variable}")
     return out
+
+
+def _url_credentials(text: str) -> bool:
+    """Whether a URL in ``text`` holds a credential, as the log's redaction and `config check` take one
+    (`gateway.config.secret_values.url_credentials`): a password, a user name standing alone (a token,
+    ``https://tk-…@proxy/v1``), a query or fragment parameter named like one; short ones too (that limit is
+    the redaction's, for fear of mangling words), but not one that is only a ``${VAR}``."""
+    for url in _URL.findall(text):
+        try:
+            parts = urllib.parse.urlsplit(_VARIABLE.sub("", url))
+        except ValueError:  # a bracketed host left open: no user info to read
+            continue
+        given = [parts.password if parts.password is not None else parts.username]
+        for part in f"{parts.query}&{parts.fragment}".split("&"):
+            name, _, value = part.partition("=")
+            if _CREDENTIAL_NAME.search(urllib.parse.unquote_plus(name)):
+                given.append(value)
+        if any(given):
+            return True
+    return False
 
 
 def _pairs(pairs: Sequence[str]) -> Iterator[tuple[str, str]]:

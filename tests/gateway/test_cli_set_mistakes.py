@@ -98,8 +98,38 @@ def test_each_kind_of_secret_set_is_warned_about(pair):
     assert not [line for line in warnings if "secretpart" in line]
 
 
+@pytest.mark.parametrize("pair", ["model.base_url=https://user:pw@host/v1",
+                                  "model.base_url=https://sk-secretpart0123@proxy.example/v1",
+                                  "telemetry.otlp_endpoint=https://otlp.example/v1?api_key=secretpart0123"])
+def test_a_url_with_credentials_set_is_warned_about_by_key_only(pair):
+    # The log's redaction and `config check` take a URL's password or token for a secret: in ps it is one too.
+    _, warnings = problems([pair])
+    key, _, value = pair.partition("=")
+    [warning] = [line for line in warnings if line.startswith("--set")]
+    assert warning.startswith(f"--set {key}: a URL with a password or token on the command line"), warning
+    assert "ps" in warning and "${VAR}" in warning and value not in warning and "secretpart" not in warning
+
+
 @pytest.mark.parametrize("pair", ["model.api_key=${MY_KEY}", "model.api_key=null", "model.api_key=",
-                                  "model.name=gpt-secret"])
+                                  "model.name=gpt-secret", "model.base_url=https://host.example/v1",
+                                  "model.base_url=https://user:${MY_KEY}@host.example/v1",
+                                  "agent.system_prompt=Write to bob@example.com: user:pw"])
 def test_a_secret_read_from_the_environment_or_left_unset_is_not_warned_about(pair):
     _, warnings = problems([pair], env={"MY_KEY": "sk-secretpart0123"})
     assert not [line for line in warnings if "--set" in line], warnings
+
+
+def test_the_summary_of_config_check_says_the_errors_are_in_the_set(tmp_path, capsys):
+    # It ended "1 error in <file>", sending the operator to look for a mistake in a file that has none.
+    path = tmp_path / "c.yaml"
+    path.write_text("server:\n  port: 9000\n")
+    for pair in ("server.prot=9001", "server.port=70000"):
+        assert main(["config", "check", str(path), "--set", pair]) == 1
+        assert capsys.readouterr().err.endswith("\n1 error in --set; the gateway would not start\n")
+    assert main(["config", "check", "--set", "server.port=70000"]) == 1  # no file at all
+    assert capsys.readouterr().err.endswith("\n1 error in --set; the gateway would not start\n")
+    path.write_text("server:\n  port: 70000\n")
+    assert main(["config", "check", str(path), "--set", "server.prot=9001"]) == 1
+    assert capsys.readouterr().err.endswith(f"\n2 errors in {path} and --set; the gateway would not start\n")
+    assert main(["config", "check", str(path), "--set", "server.host=127.0.0.1"]) == 1  # the file's form as it was
+    assert capsys.readouterr().err.endswith(f"\n1 error in {path}; the gateway would not start\n")

@@ -212,4 +212,6 @@ def test_ask_refuses_an_empty_message_as_a_usage_mistake(tmp_path):
     for message in ("", " \n"):
         result = run(tmp_path, "ask", message)
         assert result.returncode == 2 and result.stdout == "", result
-        assert result.stderr.splitlines()[-1] == "switchboard: error: ask: the message is empty"
+        # ask's own usage, as for a message left out, not the top level's, which lists every command instead
+        assert result.stderr.splitlines()[-1] == "switchboard ask: error: the message is empty"
+        assert result.stderr.startswith("usage: switchboard ask "), result.stderr
