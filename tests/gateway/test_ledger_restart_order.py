@@ -4,31 +4,10 @@ the results first; one given up on is sent as it is, first, and each message is 
 
 import pytest
 
-from agent import ModelRequest
-from agent.models.scripted import ScriptedModel
 from gateway.ledger import COMPLETION_PREFIX
 from gateway.ledger_failures import UNDELIVERABLE
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.test_dead_letters import killed_now
-
-RESULTS = "[Background delegation results]"
-
-
-def parent(stuck: bool, read: dict[str, list[str]] | None = None):
-    """``read``: what the model had read when it was asked each message, by the message."""
-    def script(request: ModelRequest) -> dict:
-        last = request.messages[-1]
-        content = str(last.get("content"))
-        if read is not None:
-            read[content] = [str(m.get("content")) for m in request.messages[:-1]]
-        if last["role"] == "user" and content.startswith(RESULTS):
-            return {"wait": "completion", "text": "results"} if stuck else {"text": "results"}
-        if last["role"] == "user" and "delegate" in content:
-            return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "dig"}}]}
-        if last["role"] == "tool":
-            return {"text": "on it"}
-        return {"text": f"re: {content}"}
-    return script
+from gateway.testing import make_config
+from tests.gateway.ledger_restarts import RESULTS, delegating, started_again, stopped
 
 
 async def restarted_with_two_waiting(tmp_path, gateways, *, crash: bool, **config):
@@ -36,23 +15,11 @@ async def restarted_with_two_waiting(tmp_path, gateways, *, crash: bool, **confi
     and ``third`` queued behind it; its chat, and what its model read when it was asked each message."""
     config = make_config(tmp_path, display={"busy_input_mode": "queue", "interim_assistant_messages": True},
                          **config)
-    chat, model = RecordingAdapter(), ScriptedModel({"parent": parent(True), "leaf": [[{"text": "found it"}]]})
-    gateway = await gateways(config, [chat], model=model)
-    await chat.say("please delegate")
-    await model.reached("completion")
+    gateway, chat, _ = await delegating(gateways, config)
     await chat.say("second")
     await chat.say("third")
-    await gateway.store.durable()
-    restore = killed_now(tmp_path) if crash else (lambda: None)
-    await gateway.stop(grace=0)
-    restore()
-    chat = RecordingAdapter()
-    read: dict[str, list[str]] = {}
-    model = ScriptedModel({"parent": parent(False, read), "leaf": [[{"text": "found it"}]]})
-    gateway = await gateways(config, [chat], model=model)
-    await chat.wait_for(lambda: len(chat.messages) >= 3)
-    await settled(gateway)
-    return gateway, chat, read
+    await stopped(gateway, tmp_path, crash=crash)
+    return await started_again(gateways, config, 3, leaf=[[{"text": "found it"}]])
 
 
 @pytest.mark.parametrize("crash", [True, False])

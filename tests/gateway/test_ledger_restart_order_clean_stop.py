@@ -6,9 +6,9 @@ the model."""
 from agent.models.scripted import ScriptedModel
 from gateway.ledger import COMPLETION_PREFIX
 from gateway.ledger_failures import UNDELIVERABLE
-from gateway.testing import RecordingAdapter, make_config, settled
+from gateway.testing import RecordingAdapter, make_config
+from tests.gateway.ledger_restarts import delegating, parent, started_again, stopped
 from tests.gateway.test_dead_letters import killed_now
-from tests.gateway.test_ledger_restart_order import parent
 
 
 class KilledAtStart(RecordingAdapter):
@@ -30,23 +30,15 @@ async def cut_short_by_a_clean_stop(tmp_path, gateways):
     1: one death charged to the turn gives it up)."""
     config = make_config(tmp_path, display={"busy_input_mode": "queue", "interim_assistant_messages": True},
                          inbox={"max_attempts": 1})
-    chat, model = RecordingAdapter(), ScriptedModel({"parent": parent(True), "leaf": [[{"text": "found it"}]]})
-    gateway = await gateways(config, [chat], model=model)
-    await chat.say("please delegate")
-    await model.reached("completion")
+    gateway, chat, _ = await delegating(gateways, config)
     await chat.say("second")
-    await gateway.store.durable()
-    await gateway.stop(grace=0)  # the completion turn is cut short, its mark left for the next start
+    await stopped(gateway, tmp_path, crash=False)  # the completion turn is cut short, its mark left for the next start
     return config
 
 
 async def restarted(tmp_path, gateways, config):
     """Started once more: its chat, and what its model had read when it was asked each message."""
-    chat = RecordingAdapter()
-    read: dict[str, list[str]] = {}
-    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": parent(False, read)}))
-    await chat.wait_for(lambda: len(chat.messages) >= 2)
-    await settled(gateway)
+    gateway, chat, read = await started_again(gateways, config, 2)
     [row] = gateway.store.delegations.recent(1)
     assert row.status == "delivered"
     return chat, read
@@ -71,10 +63,7 @@ async def test_a_completion_turn_cut_short_by_a_clean_stop_is_charged_a_death_on
     model = ScriptedModel({"parent": parent(True)})
     gateway = await gateways(config, [RecordingAdapter()], model=model)
     await model.reached("completion")  # begun again
-    await gateway.store.durable()
-    restore = killed_now(tmp_path)
-    await gateway.stop(grace=0)
-    restore()
+    await stopped(gateway, tmp_path, crash=True)
 
     chat, read = await restarted(tmp_path, gateways, config)
     texts = chat.texts()

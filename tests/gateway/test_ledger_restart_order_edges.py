@@ -5,11 +5,9 @@ behind one that had asked the chat a question (idle, not marked begun) when the 
 import pytest
 
 from agent import ModelRequest
-from agent.models.scripted import ScriptedModel
 from gateway.ledger import COMPLETION_PREFIX
-from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.test_dead_letters import killed_now
-from tests.gateway.test_ledger_restart_order import RESULTS, parent
+from gateway.testing import make_config
+from tests.gateway.ledger_restarts import RESULTS, delegating, started_again, stopped
 
 QUESTION = "Which environment?"
 
@@ -29,26 +27,15 @@ async def restarted(tmp_path, gateways, *, crash: bool, mode: str = "queue", ask
     for the answer to its question), "second" and "third" waiting behind it: its chat, the delegation's row, and
     what the model had read when it was asked each message."""
     config = make_config(tmp_path, display={"busy_input_mode": mode, "interim_assistant_messages": True})
-    chat = RecordingAdapter()
-    model = ScriptedModel({"parent": asking if asks else parent(True), "leaf": [[{"text": "found it"}]]})
-    gateway = await gateways(config, [chat], model=model)
-    await chat.say("please delegate")
-    await model.reached("completion")
+    gateway, chat, model = await delegating(gateways, config, asking if asks else None)
     await chat.say("second")
     await chat.say("third")
     if asks:  # sent before the question was asked, "second" and "third" answer nothing: they wait behind the turn
         model.release("completion")
         await chat.wait_for(lambda: any(QUESTION in text for text in chat.texts()))
-    await gateway.store.durable()
-    restore = killed_now(tmp_path) if crash else (lambda: None)
-    await gateway.stop(grace=0)
-    restore()
+    await stopped(gateway, tmp_path, crash=crash)
 
-    chat = RecordingAdapter()
-    read: dict[str, list[str]] = {}
-    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": parent(False, read)}))
-    await chat.wait_for(lambda: len(chat.messages) >= 3)
-    await settled(gateway)
+    gateway, chat, read = await started_again(gateways, config, 3)
     [row] = gateway.store.delegations.recent(1)
     return chat, row, read
 

@@ -5,33 +5,16 @@ SlackAdapter against the loopback FakeSlack."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from agent.testing import FakeClock
 from gateway.outbox import Outbox
 from gateway.store import GatewayStore
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.gateway.test_platform_rate_limited_metric import Limits
-from tests.platforms.sink import Sink
-from tests.platforms.slack_client import fake_slack, slack_on
+from tests.platforms.slack_client import clocked_slack, fake_slack
 
 fake = fake_slack()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(autojump=False)
-
-
-@pytest.fixture
-async def clocked(fake: FakeSlack, clock: FakeClock) -> AsyncIterator[SlackAdapter]:
-    adapter = slack_on(fake, monotonic=clock.monotonic)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+clock, clocked = clocked_slack()
 
 
 def posts(fake: FakeSlack) -> int:

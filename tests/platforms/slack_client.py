@@ -1,6 +1,6 @@
 """The real slack-sdk and slack-bolt against `FakeSlack`, for tests: the fake as a fixture, an adapter
-connected to it over Socket Mode as another, adapters started one per simulated process as a third, and what
-the bot posted."""
+connected to it over Socket Mode as another (also one whose waits run on a fake clock), adapters started one per
+simulated process, and what the bot posted."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent.testing import FakeClock
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from tests.platforms.sink import Sink
@@ -44,6 +45,25 @@ def running_slack() -> Any:
         await adapter.stop()
 
     return slack
+
+
+def clocked_slack() -> tuple[Any, Any]:
+    """``clock`` and ``clocked`` fixtures for a test module (``clock, clocked = clocked_slack()``): a `FakeClock`
+    only the test moves, and `slack_on` the module's ``fake`` measuring its waits on it, started with a `Sink`,
+    stopped after the test."""
+
+    @pytest.fixture
+    def clock() -> FakeClock:
+        return FakeClock(autojump=False)
+
+    @pytest.fixture
+    async def clocked(fake: FakeSlack, clock: FakeClock) -> AsyncIterator[SlackAdapter]:
+        adapter = slack_on(fake, monotonic=clock.monotonic)
+        await adapter.start(Sink())
+        yield adapter
+        await adapter.stop()
+
+    return clock, clocked
 
 
 def started_slacks() -> Any:

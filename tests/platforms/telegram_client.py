@@ -1,4 +1,5 @@
-"""Real aiogram against `FakeTelegram`, for tests: the fake as a fixture, and an adapter polling it as another."""
+"""Real aiogram against `FakeTelegram`, for tests: the fake as a fixture, an adapter polling it as another, and
+`edit_of`, Telegram's update for a user's edit."""
 
 from __future__ import annotations
 
@@ -35,3 +36,10 @@ def running_telegram() -> Any:
         await adapter.stop()
 
     return adapter
+
+
+def edit_of(update: dict[str, Any], text: str, after: int = 1) -> dict[str, Any]:
+    """Telegram's ``edited_message`` for the message of ``update``, ``after`` updates (and seconds) after it."""
+    message = {**update["message"], "text": text, "edit_date": update["message"]["date"] + after}
+    message.pop("entities", None)
+    return {"update_id": update["update_id"] + after, "edited_message": message}

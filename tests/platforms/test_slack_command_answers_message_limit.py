@@ -4,7 +4,6 @@ passed, never dropped. The real slack-sdk against the loopback FakeSlack, time o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,23 +15,10 @@ from platforms.base import Inbound, Outbound, RateLimited
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_commands import inbound_of
-from tests.platforms.sink import Sink
-from tests.platforms.slack_client import fake_slack, slack_on
+from tests.platforms.slack_client import clocked_slack, fake_slack
 
 fake = fake_slack()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(autojump=False)
-
-
-@pytest.fixture
-async def clocked(fake: FakeSlack, clock: FakeClock) -> AsyncIterator[SlackAdapter]:
-    adapter = slack_on(fake, monotonic=clock.monotonic)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+clock, clocked = clocked_slack()
 
 
 def command(fake: FakeSlack, channel: str = "C1") -> Inbound:

@@ -6,7 +6,6 @@ placeholders' waits on a ``Retry-After`` (``delivery.max_retry_after`` at most, 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -19,27 +18,14 @@ from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
 from platforms.slack_catchup import Limits
 from tests.platforms.sink import Sink
-from tests.platforms.slack_client import fake_slack, running_slack, slack_on
+from tests.platforms.slack_client import clocked_slack, fake_slack, running_slack, slack_on
 from tests.platforms.test_slack_placeholders_left_behind import PLACEHOLDER, texts
 
 A_DAY = 86400.0
 
 fake = fake_slack()
 slack = running_slack()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(autojump=False)
-
-
-@pytest.fixture
-async def clocked(fake: FakeSlack, clock: FakeClock) -> AsyncIterator[SlackAdapter]:
-    """An adapter measuring its waits on ``clock``."""
-    adapter = slack_on(fake, monotonic=clock.monotonic)
-    await adapter.start(Sink())
-    yield adapter
-    await adapter.stop()
+clock, clocked = clocked_slack()
 
 
 def posts(fake: FakeSlack) -> int:

@@ -7,60 +7,15 @@ webhook-mode `TelegramAdapter`s against `FakeTelegram`, the gateway's real store
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-from typing import Any
-
-import pytest
 
 from gateway.store import GatewayStore
 from platforms.fakes.telegram import FakeTelegram
-from platforms.telegram import TelegramAdapter
-from tests.platforms.sink import Sink
-from tests.platforms.telegram_webhook import webhook_adapter
+from tests.platforms.telegram_client import edit_of, fake_telegram
+from tests.platforms.telegram_store import gateway_store, process
 
-
-def edit_of(update: dict[str, Any], text: str, after: int) -> dict[str, Any]:
-    """Telegram's ``edited_message`` for the message of ``update``, ``after`` updates after it."""
-    message = {**update["message"], "text": text, "edit_date": update["message"]["date"] + after}
-    message.pop("entities", None)
-    return {"update_id": update["update_id"] + after, "edited_message": message}
-
-
-async def unused(platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
-    return False  # as the gateway answers an edit of a message it has not been handed
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[GatewayStore]:
-    store = GatewayStore(tmp_path / "state.db")
-    yield store
-    store.close()
-
-
-@contextlib.asynccontextmanager
-async def process(fake: FakeTelegram, store: GatewayStore, sink: Sink | None = None,
-                  record: Any = None) -> AsyncIterator[Sink]:
-    """One gateway process's webhook adapter, bound to the store as the gateway binds it."""
-    async with webhook_adapter(fake, sink) as (adapter, sink):
-        bind(adapter, store, record)
-        yield sink
-
-
-def bind(adapter: TelegramAdapter, store: GatewayStore, record: Any = None) -> None:
-    adapter.bind_last_seen(store.last_seen.of("telegram"),
-                           record or functools.partial(store.last_seen.record, "telegram"),
-                           functools.partial(store.last_seen.at, "telegram"))
-    adapter.bind_edits(unused)
+fake = fake_telegram()
+store = gateway_store()
 
 
 async def test_the_newer_of_two_edits_straddling_a_restart_wins_when_they_come_newest_first(

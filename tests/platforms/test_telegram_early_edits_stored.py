@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from gateway.store import GatewayStore
 from platforms.base import Inbound
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
-from tests.platforms.telegram_webhook import webhook_adapter
-from tests.scenarios.test_telegram_edit_before_message import edit_of
+from tests.platforms.telegram_client import edit_of, fake_telegram
+from tests.platforms.telegram_store import gateway_store, process
+
+fake = fake_telegram()
+store = gateway_store()
 
 
 class RefusesFirst(Sink):
@@ -38,30 +37,10 @@ class RefusesFirst(Sink):
         await super().__call__(inbound)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> AsyncIterator[GatewayStore]:
-    store = GatewayStore(tmp_path / "state.db")
-    yield store
-    store.close()
-
-
-async def unused(platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
-    return False  # as the gateway answers an edit of a message it has not been handed
-
-
 async def test_a_message_delivered_again_after_a_refusal_still_comes_as_edited(fake: FakeTelegram,
                                                                                store: GatewayStore) -> None:
     sink = RefusesFirst()
-    async with webhook_adapter(fake, sink) as (adapter, _):
-        adapter.bind_last_seen(store.last_seen.of("telegram"), functools.partial(store.last_seen.record, "telegram"),
-                               functools.partial(store.last_seen.at, "telegram"))
-        adapter.bind_edits(unused)
+    async with process(fake, store, sink):
         prod = fake.message_update(42, "deploy to prod")
         assert await fake.deliver_webhook(edit_of(prod, "deploy to staging")) == 200
         assert await fake.deliver_webhook(prod) == 500  # not recorded: Telegram delivers it again

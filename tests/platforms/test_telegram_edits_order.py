@@ -7,17 +7,16 @@ injected clock."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gateway.store import GatewayStore
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram_edits import LatestEdits
-from tests.platforms.telegram_webhook import webhook_adapter
-from tests.platforms.test_telegram_early_edits_order import bind, edit_of
+from tests.platforms.telegram_client import edit_of, fake_telegram
+from tests.platforms.telegram_store import gateway_store, process
+
+fake = fake_telegram()
+store = gateway_store()
 
 
 class Waiting:
@@ -31,25 +30,10 @@ class Waiting:
         return True
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[GatewayStore]:
-    store = GatewayStore(tmp_path / "state.db")
-    yield store
-    store.close()
-
-
 async def deliver_in_turn(fake: FakeTelegram, store: GatewayStore, *updates: dict[str, Any]) -> list[str]:
     """The texts a waiting message was changed to by ``updates``, each delivered after the one before."""
     waiting = Waiting()
-    async with webhook_adapter(fake) as (adapter, _):
-        bind(adapter, store)
-        adapter.bind_edits(waiting)
+    async with process(fake, store, edits=waiting):
         for update in updates:
             assert await fake.deliver_webhook(update) == 200
     return waiting.texts

@@ -6,35 +6,9 @@ directory for both processes."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-
-from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.host import AgentHost
-from gateway.server import Server
-from platforms.telegram import TelegramAdapter
-from tests.scenarios.test_telegram_chat import EVERYONE, Gateways, fake, gateways, texts  # noqa: F401  (fixtures)
-from tests.scenarios.test_telegram_edit_before_message import edit_of
-
-
-@contextlib.asynccontextmanager
-async def webhook_gateway(gateways: Gateways) -> AsyncIterator[TelegramAdapter]:  # noqa: F811
-    """One process: a gateway whose Telegram adapter takes updates over a webhook on the gateway's server."""
-    model = ScriptedModel({"parent": lambda request: {"text": f"echo: {request.messages[-1]['content']}"}})
-    adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram", webhook_secret="s3cret")
-    gateway = Gateway(AgentHost(gateways.config(platforms=EVERYONE), model=model), [adapter])
-    server = Server(gateway, "127.0.0.1", 0)
-    await server.start()
-    adapter.webhook_url = f"{server.url}/telegram"
-    try:
-        await gateway.start()
-        gateways.running.append(gateway)
-        yield adapter
-    finally:
-        await server.stop()
-        if gateway in gateways.running:
-            await gateways.stop(gateway)
+from tests.platforms.telegram_client import edit_of
+from tests.scenarios.telegram_webhook_gateway import webhook_gateway
+from tests.scenarios.test_telegram_chat import fake, gateways, texts  # noqa: F401  (fixtures)
 
 
 async def test_an_edit_delivered_before_its_message_outlives_a_restart(fake, gateways):  # noqa: F811

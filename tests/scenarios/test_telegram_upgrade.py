@@ -14,11 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.host import AgentHost
-from gateway.server import Server
 from platforms.fakes._waiting import wait_until
 from platforms.fakes.telegram import FakeTelegram
+from tests.scenarios.telegram_webhook_gateway import webhook_gateway
 from tests.scenarios.test_telegram_chat import BOT, EVERYONE, Gateways, texts
 
 GROUP = -4001
@@ -98,16 +96,7 @@ async def test_in_webhook_mode_a_supergroup_message_delivered_before_the_upgrade
         fake, gateways):
     # A webhook gets updates over several connections at once: the supergroup's first message may
     # come before the service messages of the upgrade (polling serves them in order).
-    config = gateways.config(platforms=EVERYONE)
-    model = ScriptedModel({"parent": remembers_the_word})
-    adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram", webhook_secret="s3cret")
-    gateway = Gateway(AgentHost(config, model=model), [adapter])
-    server = Server(gateway, "127.0.0.1", 0)
-    await server.start()
-    adapter.webhook_url = f"{server.url}/telegram"
-    try:
-        await gateway.start()
-        gateways.running.append(gateway)
+    async with webhook_gateway(gateways, ScriptedModel({"parent": remembers_the_word})) as (gateway, adapter):
         told = fake.message_update(GROUP, f"@{BOT} the word is teal", chat_type="group", user_id=5, username="bob")
         assert await fake.deliver_webhook(told) == 200
         await fake.wait_for(lambda: texts(fake, GROUP) == ["noted"])
@@ -131,8 +120,6 @@ async def test_in_webhook_mode_a_supergroup_message_delivered_before_the_upgrade
         # Written in the supergroup, handed over under the group's id: still quoted there.
         assert [m["reply_to"] for m in fake.messages[str(supergroup)]] == [asked["message"]["message_id"]]
         assert gateway.sessions.find("telegram", str(supergroup), None) is None  # no conversation of its own
-    finally:
-        await server.stop()
 
 
 async def test_an_answer_to_a_message_written_before_the_upgrade_quotes_no_message_of_the_supergroup(fake, gateways):

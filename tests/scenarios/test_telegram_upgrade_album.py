@@ -5,48 +5,19 @@ waits for them and goes on with the group's conversation (`platforms.telegram_mo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.host import AgentHost
-from gateway.server import Server
 from platforms.fakes._waiting import wait_until
-from platforms.fakes.telegram import FakeTelegram
 from tests.platforms.test_telegram_files import PNG
-from tests.scenarios.test_telegram_chat import BOT, EVERYONE, Gateways, texts
+from tests.scenarios.telegram_webhook_gateway import webhook_gateway
+from tests.scenarios.test_telegram_chat import BOT, fake, gateways, texts  # noqa: F401  (fixtures)
 from tests.scenarios.test_telegram_upgrade import GROUP, PACED, remembers_the_word
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(username=BOT) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def gateways(fake: FakeTelegram, tmp_path) -> AsyncIterator[Gateways]:
-    started = Gateways(fake, tmp_path)
-    yield started
-    for gateway in list(started.running):
-        await started.stop(gateway)
-
-
-async def test_an_album_delivered_before_the_upgrade_goes_on_with_the_group(fake, gateways):
+async def test_an_album_delivered_before_the_upgrade_goes_on_with_the_group(fake, gateways):  # noqa: F811
     # It started a conversation of its own under the supergroup's id: the album's hand-over never
     # waited for the upgrade, as a single message does.
-    config = gateways.config(platforms=EVERYONE)
-    model = ScriptedModel({"parent": remembers_the_word})
-    adapter = gateways.adapter(mode="webhook", webhook_url="http://127.0.0.1/telegram", webhook_secret="s3cret")
-    gateway = Gateway(AgentHost(config, model=model), [adapter])
-    server = Server(gateway, "127.0.0.1", 0)
-    await server.start()
-    adapter.webhook_url = f"{server.url}/telegram"
-    try:
-        await gateway.start()
-        gateways.running.append(gateway)
+    async with webhook_gateway(gateways, ScriptedModel({"parent": remembers_the_word})) as (gateway, adapter):
         told = fake.message_update(GROUP, f"@{BOT} the word is teal", chat_type="group", user_id=5, username="bob")
         assert await fake.deliver_webhook(told) == 200
         await fake.wait_for(lambda: texts(fake, GROUP) == ["noted"])
@@ -70,5 +41,3 @@ async def test_an_album_delivered_before_the_upgrade_goes_on_with_the_group(fake
         # Written in the supergroup, handed over under the group's id: its captioned item is quoted there.
         assert [m["reply_to"] for m in fake.messages[str(supergroup)]] == [album[0]["message"]["message_id"]]
         assert gateway.sessions.find("telegram", str(supergroup), None) is None  # no conversation of its own
-    finally:
-        await server.stop()
