@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from gateway.app import Gateway
 from gateway.config import config_from_mapping
@@ -94,6 +95,12 @@ async def serve(adapter: WebChatAdapter | WebhookAdapter) -> tuple[web.AppRunner
     return await serve_routes(adapter.web_routes())
 
 
+def replies(texts: Iterable[str]) -> list[dict[str, Any]]:
+    """A history of the agent's replies ``texts``, as the store reads it back: ids m0, m1, …, in order."""
+    return [{"id": f"m{n}", "role": "assistant", "kind": "reply", "text": text, "time": float(n), "edited": False}
+            for n, text in enumerate(texts)]
+
+
 @contextlib.asynccontextmanager
 async def chat_alone(intake: Intake, files_dir: Path) -> AsyncIterator[tuple[WebChatAdapter, str]]:
     """A web chat adapter handing what it takes to ``intake``, its routes served alone (`serve`): (adapter, base
@@ -108,9 +115,20 @@ async def chat_alone(intake: Intake, files_dir: Path) -> AsyncIterator[tuple[Web
         await runner.cleanup()
 
 
-async def serve_routes(routes: Iterable[web.AbstractRouteDef]) -> tuple[web.AppRunner, str]:
+async def serve_from(adapter: WebChatAdapter, peer: list[str]) -> tuple[web.AppRunner, str]:
+    """`serve`, each request seen as coming from ``peer[0]`` (as one from another machine is: by its socket's
+    address, which a test on loopback cannot make any other way)."""
+    @web.middleware
+    async def from_peer(request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await handler(request.clone(remote=peer[0]))
+
+    return await serve_routes(adapter.web_routes(), middlewares=[from_peer])
+
+
+async def serve_routes(routes: Iterable[web.AbstractRouteDef], *,
+                       middlewares: Iterable[Any] = ()) -> tuple[web.AppRunner, str]:
     """``routes`` on a loopback port: (runner, base url)."""
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.add_routes(routes)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()

@@ -38,6 +38,11 @@ CASES += [pytest.param(["--config", "a.yaml", "config", "--config", "./a.yaml", 
 
 @pytest.mark.parametrize("argv", CASES)
 def test_config_before_and_after_a_command_naming_different_files_is_a_usage_error_naming_both(argv, capsys):
+    refused_naming_both(argv, capsys)
+
+
+def refused_naming_both(argv, capsys) -> None:
+    """``argv`` is refused as a usage mistake naming a.yaml and b.yaml, before anything is read."""
     with pytest.raises(SystemExit) as stopped:
         main(argv)
     assert stopped.value.code == 2

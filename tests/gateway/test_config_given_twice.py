@@ -5,6 +5,7 @@ another typed before the command)."""
 import pytest
 
 from gateway.cli import EXIT_CONFIG, main
+from tests.gateway.test_config_at_two_levels import refused_naming_both
 
 
 @pytest.fixture(autouse=True)
@@ -27,14 +28,7 @@ ARGVS = {
 
 @pytest.mark.parametrize("argv", ARGVS.values(), ids=ARGVS.keys())
 def test_config_twice_at_one_level_naming_different_files_is_a_usage_error_naming_both(argv, capsys):
-    with pytest.raises(SystemExit) as stopped:
-        main(argv)
-    assert stopped.value.code == 2
-    err = capsys.readouterr()
-    assert err.out == ""
-    assert err.err.startswith("usage: switchboard")
-    assert err.err.splitlines()[-1] == ("switchboard: error: --config a.yaml and --config b.yaml name different files;"
-                                        " give one of them")
+    refused_naming_both(argv, capsys)
 
 
 @pytest.mark.parametrize("argv, status", [

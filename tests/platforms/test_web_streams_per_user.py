@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from aiohttp import web
-from aiohttp.typedefs import Handler
 
 from gateway.app import Gateway
 from gateway.config import config_from_mapping
@@ -25,7 +24,7 @@ from platforms.web import WebChatAdapter
 from platforms.web_access import stream_owner
 from platforms.web_events import STREAMS_PER_USER
 from tests.polling import until
-from tests.web_client import EventStream, Intake
+from tests.web_client import EventStream, Intake, serve_from
 
 USER = "X-Forwarded-User"
 REFUSED = (f"too many event streams open for this user ({STREAMS_PER_USER}): close some of the chat's tabs"
@@ -88,17 +87,9 @@ async def test_one_user_opening_many_streams_cuts_off_no_stream_at_all(tmp_path,
 @contextlib.asynccontextmanager
 async def served(adapter: WebChatAdapter, peer: list[str]) -> AsyncIterator[tuple[web.AppRunner, str]]:
     """The adapter's routes on a loopback port, each request seen as coming from ``peer[0]``: (runner, base url)."""
-    @web.middleware
-    async def from_peer(request: web.Request, handler: Handler) -> web.StreamResponse:
-        return await handler(request.clone(remote=peer[0]))
-
-    app = web.Application(middlewares=[from_peer])
-    app.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    runner, base = await serve_from(adapter, peer)
     try:
-        yield runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+        yield runner, base
     finally:
         await adapter.stop()
         await runner.cleanup()

@@ -5,31 +5,14 @@ whatever forwarding headers it adds; unset, the header is taken from anyone, as 
 from __future__ import annotations
 
 import aiohttp
-from aiohttp import web
-from aiohttp.typedefs import Handler
 
 from platforms.web import WebChatAdapter
-from tests.web_client import EventStream, Intake, WebChat, post_message
+from tests.web_client import EventStream, Intake, WebChat, post_message, serve_from
 
 PROXY = "10.0.0.5"
 AROUND = "203.0.113.7"
 REFUSED = ("no user: the X-Forwarded-User header is read only from the signing-in proxy"
            " (platforms.web.trusted_proxies)")
-
-
-async def _served(adapter: WebChatAdapter, peer: list[str]) -> tuple[web.AppRunner, str]:
-    """The adapter's routes on a loopback port, each connection seen as coming from ``peer[0]`` (as one from
-    another machine is: by its socket's address, which a test on loopback cannot make any other way)."""
-    @web.middleware
-    async def from_peer(request: web.Request, handler: Handler) -> web.StreamResponse:
-        return await handler(request.clone(remote=peer[0]))
-
-    app = web.Application(middlewares=[from_peer])
-    app.add_routes(adapter.web_routes())
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
 
 
 async def _answers(http: aiohttp.ClientSession, base: str, headers: dict[str, str], key: str) -> list[int]:
@@ -48,7 +31,7 @@ async def test_the_user_header_is_read_only_from_a_trusted_proxy(tmp_path) -> No
     adapter = WebChatAdapter(user_header="X-Forwarded-User", allowed_users=["alice"], history_reader=intake.history,
                              trusted_proxies=[PROXY, "fd00::/8"], files_dir=tmp_path, keep_alive=60)
     await adapter.start(intake.take)
-    runner, base = await _served(adapter, peer)
+    runner, base = await serve_from(adapter, peer)
     alice = {"X-Forwarded-User": "alice"}
     try:
         async with aiohttp.ClientSession() as http:
@@ -72,7 +55,7 @@ async def test_without_trusted_proxies_the_header_is_taken_from_anyone_as_before
     adapter = WebChatAdapter(user_header="X-Forwarded-User", allowed_users=["alice"], history_reader=intake.history,
                              files_dir=tmp_path)
     await adapter.start(intake.take)
-    runner, base = await _served(adapter, [AROUND])
+    runner, base = await serve_from(adapter, [AROUND])
     try:
         async with aiohttp.ClientSession() as http:
             status, _ = await post_message(http, base, "c1", "hi", key="key-anyone-01",

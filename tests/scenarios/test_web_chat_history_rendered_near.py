@@ -11,8 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from platforms.web import WebChatAdapter
-from tests.web_client import Intake, open_chat, serve
+from tests.web_client import Intake, chat_alone, open_chat, replies
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -44,14 +43,9 @@ def long_answer(n: int) -> str:
 @pytest_asyncio.fixture(loop_scope="session")
 async def base(tmp_path) -> AsyncIterator[str]:
     intake = Intake()
-    intake.messages = [{"id": f"m{n}", "role": "assistant", "kind": "reply", "text": long_answer(n),
-                        "time": float(n), "edited": False} for n in range(ANSWERS)]
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, url = await serve(adapter)
-    yield url
-    await adapter.stop()
-    await runner.cleanup()
+    intake.messages = replies(long_answer(n) for n in range(ANSWERS))
+    async with chat_alone(intake, tmp_path / "files") as (_, url):
+        yield url
 
 
 async def test_an_answer_out_of_sight_shows_as_typed_until_scrolled_near_then_renders_in_place(base, page) -> None:

@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from platforms.web import WebChatAdapter
 from tests.scenarios.test_web_chat_history_rendered_near import NEVER_IDLE
-from tests.web_client import Intake, open_chat, serve
+from tests.web_client import Intake, chat_alone, open_chat, replies
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -27,14 +26,9 @@ async def base(tmp_path) -> AsyncIterator[str]:
     # Logs enough that, laid out or still estimated (chat.css), they reach past two windows' height.
     texts = ["See [the first guide](https://example.com/first).", *[LOG] * 8,
              "Then [the second guide](https://example.com/second).", *[NEWER] * 6]
-    intake.messages = [{"id": f"m{n}", "role": "assistant", "kind": "reply", "text": text, "time": float(n),
-                        "edited": False} for n, text in enumerate(texts)]
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, url = await serve(adapter)
-    yield url
-    await adapter.stop()
-    await runner.cleanup()
+    intake.messages = replies(texts)
+    async with chat_alone(intake, tmp_path / "files") as (_, url):
+        yield url
 
 
 async def test_tab_from_a_link_reaches_the_next_answers_link_shown_as_typed(base, page) -> None:
