@@ -411,8 +411,11 @@ class _Splitter(InLists):
     def _before_marker(self, start: int, end: int, cut: int) -> int:
         """The last position before ``end`` that is a valid end, else ``cut`` itself."""
         atom = self.structure.atom_at(end)
-        if atom is not None and atom[0] > start:
-            return atom[0]
+        if atom is not None:
+            # Before the atom; or, one the part starts with, after it: a shorter guess (`next_part` cuts earlier
+            # by what a part is over, which the link definitions it carries need not shrink with) cut it, shown
+            # as typed. One longer than a part is over again, and the part given up on as plain text.
+            return atom[0] if atom[0] > start else atom[1]
         for p in range(end - 1, max(start, end - 16), -1):
             if self.valid_end(start, p) and _whole(self.text, p):
                 return p
@@ -539,7 +542,9 @@ class _Splitter(InLists):
                 return self._kept(part, start, cut), self.next_start(start, cut, fence, styles)
             # Closing markers (or a measure that is not monotone) pushed it over: cut earlier.
             end = max(start + 1, min(end, cut) - over)
-            cut = self.choose_cut(start, end)
+            cut, tried = self.choose_cut(start, end), cut
+            if cut == tried:
+                break  # an atom the part starts with, longer than a part
         # Give up on structure for this part: plain text, as much as fits, at least one character.
         end = self.max_end("", start, "")
         end = _character_start(text, start, end)

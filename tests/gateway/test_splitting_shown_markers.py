@@ -87,6 +87,14 @@ def test_a_reference_link_is_never_cut_in_its_label():
         assert links == ["https://example.com/docs"] * 3
 
 
+def test_a_reference_link_a_part_starts_with_is_kept_whole_when_it_fits_with_its_definition():
+    # Drawn by the property below: the first guess held a definition cut short ("[r1]: https:/"), which measured
+    # short; cut earlier by what the part was over, the part ended inside the link it starts with ("...*][r1").
+    text = " [**00000** *00000000*][r1]  [0][r1]  [0][r1] 0 0 [00000000][r1] \n\n[r1]: https://e.co/ref"
+    parts = _split(text, 80, "discord")
+    assert parts[0] == "[**00000** *00000000*][r1]\n\n[R1]: <https://e.co/ref>"
+
+
 def test_a_table_in_a_quote_repeats_its_header_rows_with_their_quote_markers():
     # Only a top-level table was known: a part starting inside a quoted one got its rows alone, shown as typed.
     rows = "".join(f"> | r{i} | [link {i}](https://example.com/{i}) |\n" for i in range(12))
