@@ -39,6 +39,7 @@ from agent._clock import SYSTEM_CLOCK, Clock
 from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
+from agent.models._error_pages import is_web_page, page_text, refuses_the_network
 from agent.models._retry_budget import CALL, GAVE_UP, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
 from agent.settings import ModelSettings, api_key_problem, base_url_of
@@ -293,9 +294,10 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         kind = "connection"
     elif isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         # A 403 is also how OpenAI refuses a country it does not serve, and how a firewall in front of a
-        # provider (Cloudflare's block page) refuses a network: no key cures either.
+        # provider (Cloudflare's block page) refuses a network: no key cures either. Another web page is a
+        # proxy's in front of the server, refusing a wrong or missing key.
         kind = "blocked" if exc.status_code == 403 and (
-            exc.code in _REGION_CODES or _is_web_page(exc.body)) else "auth"
+            exc.code in _REGION_CODES or refuses_the_network(exc.body, exc.response.headers)) else "auth"
     elif isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
         kind = _permanent_kind(exc.status_code, exc.code) or (
@@ -318,9 +320,11 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         cause, said = exc.__cause__, str(exc.__cause__)[:_WORDS_KEPT]
         text = f"{text} ({type(cause).__name__}{': ' + said if said else ''})"
     if isinstance(exc, openai.APIStatusError):
-        words = _server_words(exc.body)
+        words = _server_words(exc.body, secrets)
         if words:
             text = f"{text} - {words[:_WORDS_KEPT]}"
+        if kind == "auth" and is_web_page(exc.body):  # else the operator reads a page and no reason
+            text = f"{text} (the server, or a proxy in front of it, refused the key with this page)"
         # Groq words such a refusal without saying so ("Please reduce the length of the messages"):
         # the code goes into the text, which is all that outlives the error (`exceeds_context`).
         if exc.code == "context_length_exceeded" and not exceeds_context(text):
@@ -338,19 +342,24 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
 
 
 _WORDS_KEPT = 1000
-"""Characters of a server's error text kept: a plain-text body may be a whole HTML page."""
+"""Characters of a server's error text kept: a plain-text body may be long (a web page is cut shorter, `_sent`)."""
 
 _TOLD_CAUSES = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 """Failures under a connection error whose text says what went wrong (refused, reset, closed mid-answer, a
 proxy's refusal), and holds no request header: a `httpx.LocalProtocolError` may quote the key's header."""
 
 
-def _server_words(body: object) -> str | None:
+def _server_words(body: object, secrets: tuple[str, ...] = ()) -> str | None:
     """What a server said in an error body that the SDK leaves out of its message, which takes only
     ``error.message``: a bare string (LM Studio's ``{"error": "…"}``), a list of errors (Gemini's
-    OpenAI-compatible endpoint), or a body that is not JSON."""
+    OpenAI-compatible endpoint), or a body that is not JSON (a web page's title and the start of its text).
+    ``secrets`` are scrubbed before any of it is cut: a key cut in two is matched by no mask."""
     if isinstance(body, str):
-        return body.strip() or None
+        if is_web_page(body):
+            title, words = page_text(_scrub(body, secrets))
+            title = f"a web page titled '{_sent(title, secrets)}'" if title else "a web page"
+            return f"{title}: {_sent(words, secrets)}" if words else title
+        return _scrub(body.strip(), secrets) or None
     if not isinstance(body, list):
         return None
     words = []
@@ -359,7 +368,7 @@ def _server_words(body: object) -> str | None:
         message = error.get("message") if isinstance(error, Mapping) else error
         if isinstance(message, str) and message:
             words.append(message)
-    return "; ".join(words) or None
+    return _scrub("; ".join(words), secrets) or None
 
 
 def _error_in_body(error: Any, secrets: tuple[str, ...], named: str | None = None) -> ModelError | None:
@@ -410,12 +419,6 @@ def _asked_again(exc: openai.APIStatusError) -> bool:
     ``x-should-retry: true``. Still failing once the retries are spent, it is the server's passing state, not a
     request the model cannot take (``bad_request``: "trying again will not help")."""
     return exc.status_code == 409 or exc.response.headers.get("x-should-retry") == "true"
-
-
-def _is_web_page(body: object) -> bool:
-    """An error body that is an HTML page: an API answers in JSON, a firewall or proxy in front of it
-    (Cloudflare's "Sorry, you have been blocked", nginx's deny) with a page."""
-    return isinstance(body, str) and body.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
 
 
 _UNREADABLE_PICTURE = re.compile(
