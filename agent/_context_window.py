@@ -34,17 +34,24 @@ conversation, and the answer's share is the server's to choose (we send no ``max
 kept is what the conversation had room for: the bound less the ``max_new_tokens`` given (the bound itself
 when a proxy cut the text short of them)."""
 
+_LEAST_WINDOW = 1024
+"""The least window believed, the least ``model.context_window`` takes. A smaller one is a garbled text's, or
+text-generation-inference's bound less a ``max_new_tokens`` almost as large (``<= 4096 … 4095 `max_new_tokens```):
+kept, it would have every later request of every session compacted towards nothing."""
+
 _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def stated_window(error_text: str) -> int | None:
     """The window, in tokens, that a refusal's text names (where it bounds the conversation and the answer
-    together, the conversation's share); None when it names none."""
+    together, the conversation's share); None when it names none, or one under `_LEAST_WINDOW`."""
     if total := _TOTAL_BOUND.search(error_text):
-        bound, answer = int(total[1]), int(total[2] or 0)
-        return bound - answer if answer < bound else None  # an answer as long as the bound leaves no room at all
-    stated = _STATED_WINDOW.search(error_text)
-    return int(next(n for n in stated.groups() if n)) if stated else None
+        window = int(total[1]) - int(total[2] or 0)  # an answer as long as the bound leaves no room at all
+    elif stated := _STATED_WINDOW.search(error_text):
+        window = int(next(n for n in stated.groups() if n))
+    else:
+        return None
+    return window if window >= _LEAST_WINDOW else None
 
 
 def remember_window(model: Any, error_text: str) -> None:
