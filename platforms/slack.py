@@ -222,7 +222,7 @@ class SlackAdapter:
         self._bot_token_state = BotToken()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
         self._reads = slack_history.PacedReads(self._page)
-        self._under_way = UnderWay(self.send)
+        self._under_way = UnderWay(self._word)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
         self._background = self._under_way.background
         # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
@@ -408,7 +408,7 @@ class SlackAdapter:
         ends = loop.time() + last_calls_time(deadline, loop.time())
         listening = under_way.other_listeners()
         await asyncio.gather(self._progress.stop(ends - loop.time()),
-                             under_way.tell_not_taken(self.send, listening, ends))  # a command's answer: `send`
+                             under_way.tell_not_taken(self._word, listening, ends))
         self._app = None  # HTTP mode: no new listener; those started meanwhile refuse their work (`Delivery.deliver`)
         await asyncio.gather(*under_way.other_listeners(), return_exceptions=True)
         self._sink = None
@@ -610,9 +610,20 @@ class SlackAdapter:
 
     async def send(self, message: Outbound) -> Sent:
         if message.reply_token:
-            self._under_way.answering(message.reply_token)  # a stop cutting its hand-over off says no more
-            return await slack_commands.answer(message, self._session, self._web.formatted, self._message_limit)
+            return await self._answer(message)
         return await slack_posts.post(self._web, self._metadata, message, self._remember, self._message_limit)
+
+    async def _answer(self, message: Outbound, *, once: bool = False) -> Sent:
+        if message.reply_token:  # a stop cutting the command's hand-over off says no more
+            self._under_way.answering(message.reply_token)
+        return await slack_commands.answer(message, self._session, self._web.formatted, self._message_limit,
+                                           once=once)
+
+    async def _word(self, message: Outbound) -> Sent:
+        """The adapter's own word to a slash command (`slack_commands.tell`: not taken, may be answered, could not
+        be handled), which nothing journals nor sends again: tried while the workspace's message limit holds the
+        posts (`MessageLimit.posting`), or its user would never hear what became of the command."""
+        return await self._answer(message, once=True)
 
     def answers_privately(self, reply_token: str) -> bool:
         """Every answer through a reply token, a slash command's, is ephemeral (`platforms.slack_commands`): the

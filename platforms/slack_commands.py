@@ -51,10 +51,11 @@ def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
 
 
 async def answer(message: Outbound, session: aiohttp.ClientSession | None,
-                 formatted: Callable[..., Awaitable[Any]], limit: MessageLimit) -> Sent:
+                 formatted: Callable[..., Awaitable[Any]], limit: MessageLimit, *, once: bool = False) -> Sent:
     """Answer through the command's ``response_url`` while Slack takes it, else with ``chat.postEphemeral``
     through ``formatted`` (the adapter's call with the Markdown rendered); either, as a post, only while the
-    workspace's message ``limit`` lets posts go, and one that meets it holds every channel's posts.
+    workspace's message ``limit`` lets posts go (but ``once``: a word nothing sends again, `tell`), and one that
+    meets it holds every channel's posts.
 
     Only a URL Slack refuses (a 4xx: expired, used up) falls back. A 5xx or no answer at all raises
     `NetworkError`: Slack may have shown the answer all the same, and posting it at once the other way
@@ -72,7 +73,7 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
         hook.proxy = proxy_for(token["response_url"])
         # Held as a post is: chat.postEphemeral documents message_limit_exceeded, and a URL answering a 429 that
         # reads so (its body is the error) is the same limit; the URL stays valid 30 minutes, the hold a minute.
-        with limit.posting("response_url", channel):
+        with limit.posting("response_url", channel, once=once):
             try:
                 resp = await hook.send(text=slack_mrkdwn.render(scalar_text(message.text)),
                                        response_type="ephemeral")
@@ -85,7 +86,7 @@ async def answer(message: Outbound, session: aiohttp.ClientSession | None,
             if isinstance(error, RateLimited | NetworkError):
                 raise error
         # Refused (expired or used up): not shown, so chat.postEphemeral cannot show it twice.
-    with limit.posting("chat.postEphemeral", channel):
+    with limit.posting("chat.postEphemeral", channel, once=once):
         resp = await formatted("chat.postEphemeral", channel, message.text, channel=channel, user=token.get("user"))
     return Sent(message_id=f"{EPHEMERAL}{resp.get('message_ts', '')}")
 
@@ -116,8 +117,9 @@ def not_handled(command: Inbound) -> str:
 
 async def tell(command: Inbound, text: Callable[[Inbound], str],
                answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
-    """Answer ``command`` with ``text(command)`` through ``answer`` (the adapter's `answer` of a command), ephemerally
-    as every answer to a command. Never raises: a failure is logged."""
+    """Answer ``command`` with ``text(command)`` through ``answer`` (the adapter's `answer` of a command, with ``once``:
+    nothing journals such a word, nor sends it again, so the workspace's message limit does not hold it back),
+    ephemerally as every answer to a command. Never raises: a failure is logged."""
     name = command.text.split(maxsplit=1)[0]
     try:
         await answer(Outbound(chat_id=command.chat_id, thread_id=None, text=text(command), kind="command",

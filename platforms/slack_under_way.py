@@ -27,7 +27,8 @@ class UnderWay:
     """Every task a stop must end or wait for, and the commands it must answer."""
 
     def __init__(self, answer: Callable[[Outbound], Awaitable[Sent]]) -> None:
-        """``answer``: the adapter's answer to a command (through its reply token)."""
+        """``answer``: the adapter's own word to a command (through its reply token), which nothing sends again:
+        tried while the workspace's message limit holds (`platforms.slack_message_limit.MessageLimit.posting`)."""
         self._answer = answer
         self._replied: OrderedDict[str, None] = OrderedDict()
         """Reply tokens of the commands this process began to answer (`answering`), sent or not."""
