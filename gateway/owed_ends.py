@@ -18,7 +18,7 @@ first outcome stands, settling twice is settling once, and the transcript is sto
 stored one ends (`GatewaySession.unsaved_from`). An end still owed when the gateway has stopped
 leaves its messages unsettled and nothing of its turn in the stored transcript: the next start runs
 the turn again, as after a crash; one whose answer was journaled runs showing nothing in the chat, which
-has that answer (`gateway.turn_runner`).
+has that answer, and stores that answer as the turn's reply (`answer_shown`, `gateway.turn_runner`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,22 @@ def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
     """Whether ``running`` runs again a turn whose answer an earlier run journaled (it died while the turn's end
     was owed): the chat has that answer, which the outbox keeps under its key, so this run shows nothing more of
     the turn there (`gateway.turn_runner`, and the chat services its model calls)."""
-    kind = "completion" if running.kind == "completion" else "reply"
-    return running.replay and outbox.journaled(f"{running.turn_id}:{kind}:0")
+    return running.replay and outbox.journaled(f"{_answer_key(running)}:0")
+
+
+def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | None:
+    """The answer an earlier run of ``running``'s turn journaled (`answered_before`), as the chat has it: the texts
+    of its parts, and of the pieces of one the platform refused as too long, in order (a tail past the parts'
+    bound, ``answer.md`` or a note, left out). The turn's reply in the conversation that its run again stores, in
+    place of what that run's model wrote: the model of the turns after reads what the chat read. None if none."""
+    prefix = f"{_answer_key(running)}:"
+    parts = [message["text"] for message in outbox.turn_messages(platform, running.turn_id)
+             if message["key"].startswith(prefix) and message["key"][len(prefix):].partition("/")[0].isdigit()]
+    return "\n\n".join(parts) or None
+
+
+def _answer_key(running: RunningTurn) -> str:
+    return f"{running.turn_id}:{'completion' if running.kind == 'completion' else 'reply'}"
 
 
 class Unpaid(NamedTuple):

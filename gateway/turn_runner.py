@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from agent import Clock, TurnResult
+from agent import AgentSession, Clock, TurnResult
 from agent.settings import ModelSettings
 from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
@@ -31,7 +31,7 @@ from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier
 from gateway.outbox import Outbox
-from gateway.owed_ends import OwedEnds, answered_before
+from gateway.owed_ends import OwedEnds, answer_shown, answered_before
 from gateway.progress_card import ProgressCard
 from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
 from gateway.session_registry import SessionRegistry
@@ -436,7 +436,8 @@ class TurnRunner:
         # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then: the
         # chat has that answer, which the outbox keeps under its key. This run rebuilds what the death lost (its
         # transcript, what it delegated) and shows nothing: its words beside its tools, "typing…" or its card
-        # working again came after the answer. Its card is only finalised (a death may have left it "⏳").
+        # working again came after the answer. Its card is only finalised (a death may have left it "⏳"). Its
+        # transcript holds that answer as the turn's reply, not what this run's model wrote (`_reply_as_shown`).
         quiet = answered_before(self._outbox, running)
         self._events.turn_started(session, item, running)
         under_way.started = True
@@ -462,7 +463,11 @@ class TurnRunner:
                 if content is not None and not running.suppressed and not running.shutdown:
                     interim = functools.partial(self._withheld if quiet else self._interim, refused, running)
                     observer = Observer(interim, session, running, display, progress)
-                    result = await session.agent.run_turn(content, observer=observer, turn_id=item.turn_id)
+                    agent = session.agent
+                    version = agent.history_version
+                    result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
+                    if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
+                        _reply_as_shown(agent, version, result, shown)
         except Exception:
             crashed = True
             log.exception("turn %s crashed", item.turn_id)
@@ -794,6 +799,21 @@ async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T | None:
         # Taken for a stop's, the turn ended with no answer for its chat, and counted done.
         raise _InputCancelled("the turn's input was cancelled, though the turn was not stopped")
     return None if doing.cancelled() else doing.result()
+
+
+def _reply_as_shown(agent: AgentSession, version: int, result: TurnResult, shown: str) -> None:
+    """Make ``shown``, the answer the chat has (`answer_shown`), the reply of the quiet run that ended with ``result``
+    in its agent's conversation, which the transcript stores and the next turns' model reads: in place of its final
+    answer's words, or after its last message where it ended without one (a failed model call, a stop). Its tool
+    calls and their results stay: what they did (a delegation) was done again. ``version``: the conversation's
+    `history_version` as the run began; one that changed since without a final answer may have taken the run's
+    message out (a content filter's refusal), and an answer after it would answer nothing there: none is added."""
+    messages = agent.messages
+    last = messages[-1] if messages else {}
+    if result.exit_reason == "completed" and last.get("role") == "assistant" and not last.get("tool_calls"):
+        messages[-1] = {**last, "content": shown}
+    elif agent.history_version == version:
+        messages.append({"role": "assistant", "content": shown})
 
 
 def _shows_typing(adapter: Adapter | None) -> bool:
