@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from gateway.config.loader import load_config
-from gateway.config.overrides import from_set
+from gateway.config.overrides import from_set, only_with_set
 from gateway.config.render import render_effective_config
 from gateway.errors import ConfigError
 
@@ -36,14 +36,16 @@ def config_check(path: str | None, out: TextIO, err: TextIO, *, env: Mapping[str
 
 
 def _where(exc: ConfigError, overrides: Sequence[str]) -> str:
-    """Where ``exc``'s errors are, as the summary says it: the file, or with none there, ``--set`` (a bad
-    --set alone ended "1 error in <file>", the file blamed for a value typed on the command line)."""
-    in_set = sum(from_set(error, overrides) for error in exc.errors)
-    in_file = len(exc.errors) - in_set
-    if in_file and exc.source is None:  # no file: those come of the environment or the defaults
+    """Where ``exc``'s errors are, as the summary says it: the file, ``--set``, or both. An error a ``--set``
+    brought about with the file's other keys is in both (`only_with_set`): it ended "1 error in <file>", and its
+    operator searched a file that the same command without the --set found nothing wrong in."""
+    places = {"set" if from_set(error, overrides) else "both" if only_with_set(error) else "file"
+              for error in exc.errors}
+    if "file" in places and exc.source is None:  # no file: those come of the environment or the defaults
         return ""
-    places = ([str(exc.source)] if in_file else []) + (["--set"] if in_set else [])
-    return f" in {' and '.join(places)}" if places else ""
+    where = ([str(exc.source)] if exc.source is not None and places & {"file", "both"} else []) + (
+        ["--set"] if places & {"set", "both"} else [])
+    return f" in {' and '.join(where)}" if where else ""
 
 
 def write_problems(exc: ConfigError, err: TextIO) -> None:

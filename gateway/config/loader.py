@@ -19,7 +19,7 @@ import yaml
 from gateway.config.delegation_rules import absolute_context_files, delegation_rules
 from gateway.config.home import NoHome, expand_user, home, xdg_directory
 from gateway.config.interpolate import Expanded, bad_references, expand_tree, name_empty_variables
-from gateway.config.overrides import apply_overrides, set_problems
+from gateway.config.overrides import apply_overrides, name_setters, set_problems
 from gateway.config.rules import check_rules
 from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
@@ -48,13 +48,14 @@ def load_config(
     state directory (tests pass a dict). A file that was named (argument or
     ``$SWITCHBOARD_CONFIG``) must exist; the implicit locations are optional.
     ``overrides`` are ``KEY=VALUE`` pairs set over the file (``--set``): an unknown key among them is an
-    error, and a secret set by one a warning (`gateway.config.overrides.set_problems`).
+    error, and a secret set by one a warning (`gateway.config.overrides.set_problems`); an error the file
+    alone has not names the ``--set`` that brought it (`gateway.config.overrides.name_setters`).
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
-    raw = None if source is None else read_yaml(source)
+    document = None if source is None else read_yaml(source)
     try:
-        raw = apply_overrides(raw, overrides)
+        raw = apply_overrides(document, overrides)
     except ConfigError as exc:
         raise ConfigError(exc.errors, source=source) from None
     if not overrides:
@@ -63,7 +64,15 @@ def load_config(
         config, warnings = config_from_mapping(raw, source=source, env=env)
     except ConfigError as exc:
         errors, warnings = set_problems(overrides, exc.errors, exc.warnings, Config)
-        raise ConfigError(errors, warnings, exc.source) from None
+
+        def errors_of(pairs: Sequence[str]) -> set[str]:
+            try:
+                config_from_mapping(apply_overrides(document, pairs), source=source, env=env)
+            except ConfigError as without:
+                return set(without.errors)
+            return set()
+
+        raise ConfigError(name_setters(errors, overrides, errors_of), warnings, exc.source) from None
     errors, warnings = set_problems(overrides, [], warnings, Config)
     if errors:
         raise ConfigError(errors, warnings, source)

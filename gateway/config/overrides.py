@@ -7,7 +7,9 @@ is quoted, and else a string as written (``Be brief: one line``, ``my model #2``
 result is validated like the file, with the same messages, but for an unknown key: the
 file's is a warning, so that a file written for a newer version still loads, while a key
 typed on the command line was typed for this version, and a misspelt one would leave its
-setting silently as it was (`set_problems`). Meant for trying things (``make run`` uses
+setting silently as it was (`set_problems`). An error that the file alone does not have, which a
+pair brings about with the file's other keys (``platforms.telegram.enabled=true`` and no token in the
+file), ends with the ``--set`` that brought it (`name_setters`). Meant for trying things (``make run`` uses
 it), not for secrets: a command line is visible to every user of the machine, so a
 secret set there, or a URL with a password or token, is warned about.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import copy
 import re
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import yaml
 
@@ -33,6 +35,10 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _CREDENTIAL_NAME = re.compile(CREDENTIAL_NAMES, re.IGNORECASE)
 _UNKNOWN_KEY = "unknown key"
 """How the validator's message about an unknown key goes on, after the key and its colon."""
+_NOT_KEYS = re.compile(r"expected (.+), got a mapping")
+"""The validator's message about a setting given keys under it (``--set server.port.x=1``)."""
+_ONLY_WITH = re.compile(r" \(only with --set [\w.-]+(?: (?:and|or) --set [\w.-]+)*\)\Z")
+"""How `name_setters` ends an error that a pair brought about with the file's other keys."""
 _ENV_FALLBACK = {"model.api_key": "OPENAI_API_KEY", "model.transcription.api_key": "OPENAI_API_KEY"}
 """The variable each secret setting falls back to, unset (`gateway.config.secret_values.ENV_SECRETS`)."""
 _MARK = "--set-secret-mark--"
@@ -49,7 +55,8 @@ def apply_overrides(raw: object, pairs: Sequence[str]) -> object:
         key, sep, text = pair.partition("=")
         key = key.strip()
         if not sep or not _KEY.fullmatch(key):
-            errors.append(f"--set {_key_part(pair)}: expected KEY=VALUE with a dotted key, e.g. server.port=9000")
+            errors.append(f"--set {_key_part(pair)}: expected KEY=VALUE with a dotted key, e.g. server.port=9000"
+                          f"{_key_fault(key) if sep else ''}")
             continue
         try:
             value = _value(text)
@@ -74,7 +81,8 @@ def set_problems(pairs: Sequence[str], errors: Sequence[str], warnings: Sequence
                  schema: type) -> tuple[list[str], list[str]]:
     """``errors`` and ``warnings`` of a configuration ``pairs`` were set over, as the command line makes them.
     An unknown key that a pair names, or that its key goes through (``servre`` of ``servre.port``), is an
-    error naming the pair, and comes first: it was typed now, for this version. A pair setting a secret field
+    error naming the pair, and comes first: it was typed now, for this version; so is a setting that a pair's key
+    goes through (``server.port`` of ``server.port.x``), which the pair made a mapping. A pair setting a secret field
     of ``schema``, or a URL with credentials (`_url_credentials`), adds a warning, naming its key alone, unless
     its value (or the credential) is only ``${VAR}`` or unset."""
     keys = list(dict.fromkeys(key for key, _ in _pairs(pairs)))
@@ -86,6 +94,9 @@ def set_problems(pairs: Sequence[str], errors: Sequence[str], warnings: Sequence
             if setters and detail.startswith(_UNKNOWN_KEY):
                 named = detail if setters == [key] else detail.replace(_UNKNOWN_KEY, f'{_UNKNOWN_KEY} "{key}"', 1)
                 from_set.append(f"--set {' and --set '.join(setters)}: {named}")
+            elif (through := [k for k in setters if k != key]) and (expected := _NOT_KEYS.fullmatch(detail)):
+                # It read "server.port: expected an integer …, got a mapping", counted as the file's.
+                from_set.append(f"--set {' and --set '.join(through)}: {key} takes {expected[1]}, not keys under it")
             else:
                 rest.append(message)
     return from_set + rest_errors, rest_warnings + _secret_warnings(pairs, schema)
@@ -95,6 +106,44 @@ def from_set(error: str, pairs: Sequence[str]) -> bool:
     """Whether ``error``, of a configuration ``pairs`` were set over, is the command line's: it names a
     ``--set`` (`set_problems`, `apply_overrides`), or the key a pair set, whose value it refuses."""
     return error.startswith("--set ") or error.partition(": ")[0] in {key for key, _ in _pairs(pairs)}
+
+
+def only_with_set(error: str) -> bool:
+    """Whether ``error`` is one a pair brought about with the file's other keys (`name_setters`): the file's
+    and the command line's both, neither alone."""
+    return _ONLY_WITH.search(error) is not None
+
+
+def name_setters(errors: Sequence[str], pairs: Sequence[str],
+                 errors_of: Callable[[Sequence[str]], set[str]]) -> list[str]:
+    """``errors`` of a configuration ``pairs`` were set over; each that is not the command line's own
+    (`from_set`), and that the configuration without the pairs has not, ends with the ``--set`` of the keys
+    that bring it about: ``platforms.telegram.token: required when platforms.telegram.enabled is true (only
+    with --set platforms.telegram.enabled)``. Without it, such an error read as the file's, and its operator
+    searched the file for a mistake the command line made. ``errors_of`` gives the errors of
+    the configuration with only the pairs it is given set (all of them are ``KEY=VALUE``). The keys named are
+    those without whose pairs the error goes; where none is (two bring it, each alone), those whose pairs alone
+    bring it, with "or"."""
+    made = [error for error in errors if not from_set(error, pairs)]
+    if not made or not (made := set(made) - errors_of([])):
+        return list(errors)
+    keys = list(dict.fromkeys(key for key, _ in _pairs(pairs)))
+
+    def of_key(key: str) -> list[str]:
+        return [pair for pair in pairs if pair.partition("=")[0].strip() == key]
+
+    # One key needs no second look: without it there are no pairs, as errors_of([]) was.
+    without = {key: errors_of([pair for pair in pairs if pair not in of_key(key)])
+               for key in keys} if len(keys) > 1 else {}
+    out = []
+    for error in errors:
+        if error in made:
+            needed, joint = [key for key in keys if error not in without.get(key, ())], " and --set "
+            if not needed:
+                needed, joint = [key for key in keys if error in errors_of(of_key(key))] or keys, " or --set "
+            error = f"{error} (only with --set {joint.join(needed)})"
+        out.append(error)
+    return out
 
 
 def _secret_warnings(pairs: Sequence[str], schema: type) -> list[str]:
@@ -173,7 +222,18 @@ def _value(text: str) -> object:
 
 
 def _key_part(pair: str) -> str:
-    """The start of ``pair`` that could be a key, then "…" if more follows: what follows may be a
-    value (``token:…``, the file's habit, or a space before ``=``), and values may be secrets."""
+    """The start of ``pair`` that could be a key, with the ``=`` that ends it, then "…" if more follows:
+    what follows may be a value (``token:…``, the file's habit, or a space before ``=``), and values may
+    be secrets."""
     end = _KEY_CHARS.match(pair).end()
+    end += pair.startswith("=", end)  # the key's end shown: "server.=…", not "server.…"
     return pair[:end] + ("…" if end < len(pair) else "")
+
+
+def _key_fault(key: str) -> str:
+    """What is wrong with ``key``, typed before an ``=``, in parentheses, where it is a slip of the dots; else ""."""
+    if not key:
+        return " (the key is missing)"
+    if key.startswith(".") or key.endswith("."):
+        return f" (the key {'starts' if key.startswith('.') else 'ends'} with a dot)"
+    return " (the key has two dots in a row)" if ".." in key else ""
