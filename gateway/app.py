@@ -276,17 +276,24 @@ class Gateway:
         # Their children stopped before the turns launch new ones; those of completion turns given up on too.
         await self.ledger.forget_replayed(replays | gave_up)
         self.runner.replaying(replays)
-        # A completion turn that was running runs again first in its chat, ahead of the messages that waited
-        # behind it: their turns read its results, as they would have before the restart.
-        replayed_chats = {session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished}
-        await self.ledger.resume_first([row for row in undelivered if row.delegation_id in running_deliveries
-                                        and row.completion_turn_id not in gave_up
-                                        and row.session_key in replayed_chats])
-        for inbound, turn_id in unfinished:
+        # A completion turn that was running, or queued, in a chat replayed here runs again where it was: ahead of
+        # the messages that came after its results (all of them, for one that was running), whose turns read its
+        # results, as they would have before the restart.
+        last = {session_key(event.platform, event.chat_id, event.thread_id): n
+                for n, (event, _) in enumerate(unfinished)}
+        in_place = self.ledger.places([row for row in undelivered if row.completion_turn_id not in gave_up
+                                       and row.session_key in last], running_deliveries)
+        for n, (inbound, turn_id) in enumerate(unfinished):
+            key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
+            if key in in_place:
+                await self.ledger.resume_first(
+                    in_place.before(key, self.store.inbox.arrival(inbound.platform, inbound.event_id)))
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             # Never raises: no stored event can stop a start.
             await self._handle_accepted(self.edits.replayed(inbound), turn_id)
-            await self._replays.queued(session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
+            if n == last[key]:  # ahead of the chat's new events, which wait behind its replayed ones
+                await self.ledger.resume_first(in_place.rest(key))
+            await self._replays.queued(key)
         await self.ledger.resume(self.adapters)
         self._background += [asyncio.ensure_future(self.retention.run_forever()),
                              asyncio.ensure_future(self.dead_letters.watch_requeued())]

@@ -7,8 +7,8 @@ When its children have finished, their results become a completion turn of the
 session that delegated; the turn runner settles the row when that turn's reply is
 journaled (or the model answered ``NO_REPLY``), in the same commit. ``/stop`` and
 ``/new`` settle the rows they make moot. After a restart, `Ledger.resume` finds
-every row not settled (one whose completion turn was running, before the chat's messages:
-`resume_first`): results that ran but were not delivered are delivered (the
+every row not settled (one whose completion turn was running or queued, where it was among the chat's replayed
+messages: `places`, `resume_first`): results that ran but were not delivered are delivered (the
 completion turn keeps its id, so nothing is sent twice); children the restart
 interrupted are reported to their chat, one message per delegation, or relaunched
 with ``lifecycle.on_restart: resume``. Children launched again (that relaunch, ``/retry``,
@@ -40,6 +40,7 @@ from gateway.delegation_cards import DelegationCards, outcome
 from gateway.excerpt import at_word
 from gateway.ledger_failures import CompletionFailures, _short
 from gateway.outbox import Outbox
+from gateway.queue_places import RUNNING, QueuePlaces
 from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
@@ -320,12 +321,27 @@ class Ledger(CompletionFailures):
             except Exception:
                 log.exception("resuming background delegation %s failed", row.delegation_id)
 
+    def places(self, rows: Sequence[DelegationRow], running: Collection[str]) -> QueuePlaces:
+        """Where the completion turns of ``rows`` were in their chats' queues when the last process ended: ahead
+        of every event for one that was running (``running``: `DelegationTable.deliveries_running`), else behind
+        the events the inbox had recorded when it was queued (`DelegationTable.queue_delivery`). Kept through
+        every start that takes them up there (`resume_first`), until they run again. One never queued is left
+        out: `resume` takes it up after the replayed events."""
+        queued = self._table.delivery_places()
+        chats: dict[str, list[tuple[int, DelegationRow]]] = {}
+        for row in rows:
+            place = RUNNING if row.delegation_id in running else queued.get(row.delegation_id)
+            if place is not None:
+                chats.setdefault(row.session_key, []).append((place, row))
+        return QueuePlaces({key: sorted(placed, key=lambda p: p[0]) for key, placed in chats.items()})
+
     async def resume_first(self, rows: Sequence[DelegationRow]) -> None:
-        """Take up, before the start replays their chats' messages, the delegations (``rows``) whose completion
-        turn was running when the last process ended: their results are queued at once, so that each runs again
-        first in its chat, where it ran, not after the messages that waited behind it (whose turns would answer
-        without having read the results). `resume` then leaves them be. As `resume`, a row that fails is logged
-        and kept, unsettled, for the next start."""
+        """Take up, before the start replays the next of their chats' messages, the delegations (``rows``) whose
+        completion turn was running or queued ahead of it when the last process ended (`places`): their results
+        are queued at once, so that each runs again where it was, not after the messages that waited behind it
+        (whose turns would answer without having read the results), keeping that place for a start after this
+        process dies too. `resume` then leaves them be. As `resume`, a row that fails is logged and kept,
+        unsettled, for the next start."""
         for row in rows:
             if row.delegation_id in self._held or row.delegation_id in self._taken_up:
                 continue
@@ -336,7 +352,8 @@ class Ledger(CompletionFailures):
                 log.exception("resuming background delegation %s failed", row.delegation_id)
 
     async def _resume(self, row: DelegationRow, *, at_once: bool = False) -> None:
-        """``at_once``: its results are queued before this returns, when its children have all finished."""
+        """``at_once``: its results are queued before this returns, in the place they had, when its children have
+        all finished."""
         found = await self._children.lookup([t.subagent_id for t in row.tasks])
         if not found:
             # Its children were never journaled: the launch's commit failed and a later one wrote the row
@@ -351,7 +368,7 @@ class Ledger(CompletionFailures):
         lost = [t for t in row.tasks if _lost_to_restart(found.get(t.subagent_id))]
         if not lost and at_once and all(child.state.terminal for child in found.values()):
             try:
-                await self._deliver(row)
+                await self._deliver(row, in_place=True)
             except Exception:  # a store that fails meanwhile: tried again, backing off, as `_watch` does
                 log.error("delegation %s: handing its results on failed; trying again in %.1fs", row.delegation_id,
                           BACKOFF_FIRST, exc_info=True)
@@ -446,7 +463,10 @@ class Ledger(CompletionFailures):
             await self._clock.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
-    async def _deliver(self, row: DelegationRow) -> None:
+    async def _deliver(self, row: DelegationRow, *, in_place: bool = False) -> None:
+        """Hand the delegation's results on as a completion turn queued in its chat, its place there recorded for a
+        start after a death (`DelegationTable.queue_delivery`); ``in_place``: a start takes it up where the last
+        process had it (`resume_first`), which stays its place."""
         ids = [t.subagent_id for t in row.tasks]
         agent = self._registry.get(*split_session_key(row.session_key)).agent
         scope = agent.services.get(FILE_SCOPE)  # a full summary is kept in the chat's own folder
@@ -471,9 +491,21 @@ class Ledger(CompletionFailures):
         # Only a completion turn submitted here is delivered (after a restart too: `resume` hands the
         # results on again, looking the children up in the journal), so its card's tally is known by then.
         self._endings[current.delegation_id] = child_states.endings(found.get(t.subagent_id) for t in current.tasks)
+        if not in_place:
+            self._queued(current.delegation_id)
         self._runner.submit(session, WorkItem("completion", text, current.completion_turn_id,
                                               delegation_id=current.delegation_id, notes=notes,
                                               quote=self._asked(session.platform, current)))
+
+    def _queued(self, delegation_id: str) -> None:
+        """Record where the delegation's completion turn is queued. What the store refuses of it is logged, and the
+        results are handed on all the same: the place only orders a start after a death."""
+        try:
+            self._table.queue_delivery(delegation_id)
+        except sqlite3.Error as exc:
+            log.warning("delegation %s: could not record where its results wait in the chat (%s: %s); should the "
+                        "gateway die before they are answered, they are answered after the chat's messages replayed",
+                        delegation_id, type(exc).__name__, exc)
 
     def _asked(self, platform: str, row: DelegationRow) -> str | None:
         """The message that asked for the delegation, for its results to quote (`quote_of`), while the
@@ -683,8 +715,6 @@ RETRY_NOT_RECORDED = (
     "Nothing was retried: the state database cannot be written right now, so the retry could not be recorded, "
     "and nothing of it runs. Send {command} again later."
 )
-
-
 def _not_retried(exc: SubagentLifecycleError, command: str) -> str:
     """What a retry that launched nothing answers. A launch whose commit the state database refused (a full disk:
     the journal's error, SQLite's as its cause) is told as a record it refused is, not in the journal's words."""

@@ -109,6 +109,8 @@ class CompletionFailures:
         """At a start after a death: the delegation's completion turn was running when the process died,
         which counts as a failed attempt. True if it may be delivered again; False once its results were sent
         as they are, or when the store refuses to count it (then it waits, unsettled, for the next start).
+        Counted, it keeps its place ahead of its chat's messages, and is charged no other death until it begins
+        again: a start that dies before then did not die of it.
 
         Never raises but on cancellation: called for each such row in the start, whose failure (a bug meeting
         an odd row, an engine that cannot look its children up) would stop the gateway for every chat. Such a
@@ -125,7 +127,7 @@ class CompletionFailures:
 
     async def _cut_short(self, row: DelegationRow) -> bool:
         try:
-            attempts = self._table.delivery_failed(row.delegation_id, CUT_SHORT)
+            attempts = self._table.delivery_failed(row.delegation_id, CUT_SHORT, keeps_place=True)
         except sqlite3.Error as exc:
             self._held.add(row.delegation_id)
             log.error("delegation %s: the state database refused to record that the gateway died in its completion"

@@ -10,8 +10,9 @@ themselves were journaled instead), ``suppressed`` (``reason``: ``NO_REPLY``, ``
 (the chat was told its children were interrupted by a restart). While a row runs, its completion
 turn's failed attempts are counted (`DelegationTable.delivery_failed`) and the turn is marked begun
 while it runs (not while it waits for the answer to a question: `mark_delivery`, nor after a clean stop
-cut it short until it begins again: `carry_over_deliveries`), so that a process that dies in it charges it
-an attempt at the next start. A settled row
+cut it short, or a start charged it a death, until it begins again: `carry_over_deliveries`, `delivery_failed`),
+so that a process that dies in it charges it an attempt at the next start. Its place in its chat's queue is
+kept too (`queue_delivery`), for the next start to run it again there. A settled row
 also says whether its progress card still owes its final edit (``card_owed``, set by the settle itself and cleared
 in the commit that journals that edit), so a restart finishes a card the process before it could
 not (`gateway.delegation_cards`).
@@ -53,6 +54,9 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_delivery_attempts (
         delegation_id TEXT PRIMARY KEY, attempts INTEGER NOT NULL DEFAULT 0, begun INTEGER NOT NULL DEFAULT 0,
         last_error TEXT)""",
+    # Likewise: a build before it queues a delegation's completion turn after its chat's replayed messages.
+    """CREATE TABLE IF NOT EXISTS gateway_delivery_places (
+        delegation_id TEXT PRIMARY KEY, after_arrival INTEGER NOT NULL)""",
 )
 OWED_CARD_TURN = ("(substr(turn_id, 1, 3) = 'tc-' AND EXISTS (SELECT 1 FROM gateway_delegations"
                   " WHERE delegation_id = substr(turn_id, 4) AND card_owed = 1))")
@@ -132,7 +136,7 @@ class DelegationTable:
         """Forget a delegation not settled whose children were never recorded (the commit of their launch,
         which carried its row, failed); whether there was one. Nothing of it ran, and no card or turn of it began."""
         with self._db.transaction():
-            self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id=?", (delegation_id,))
+            self._forget_delivery(delegation_id)
             return self._db.write("DELETE FROM gateway_delegations WHERE delegation_id=? AND status='running'",
                                   (delegation_id,)).rowcount == 1
 
@@ -161,8 +165,29 @@ class DelegationTable:
                              (status, reason, self._clock.time(), delegation_id))
         if cur.rowcount != 1:
             return False
-        self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id=?", (delegation_id,))
+        self._forget_delivery(delegation_id)
         return True
+
+    def _forget_delivery(self, delegation_id: str) -> None:
+        self._db.write("DELETE FROM gateway_delivery_attempts WHERE delegation_id=?", (delegation_id,))
+        self._db.write("DELETE FROM gateway_delivery_places WHERE delegation_id=?", (delegation_id,))
+
+    def queue_delivery(self, delegation_id: str) -> None:
+        """The delegation's completion turn is queued in its chat now: behind the events the inbox holds, ahead of
+        those it receives from now on (`delivery_places`). A turn queued again (tried again after a failure, taken
+        up by a start at the end of its chat's queue) takes its new place."""
+        # In the one statement: no event is recorded between the look and the write.
+        self._db.write("INSERT INTO gateway_delivery_places (delegation_id, after_arrival)"
+                       " VALUES (?, (SELECT COALESCE(MAX(rowid), 0) FROM gateway_inbox))"
+                       " ON CONFLICT(delegation_id) DO UPDATE SET after_arrival=excluded.after_arrival",
+                       (delegation_id,))
+
+    def delivery_places(self) -> dict[str, int]:
+        """Delegations not settled whose completion turn was queued: delegation id -> the `Inbox.arrival` of the
+        latest event the inbox had recorded then. An event whose arrival is higher came after the turn was queued."""
+        return {r[0]: r[1] for r in self._db.read(
+            "SELECT p.delegation_id, p.after_arrival FROM gateway_delivery_places p JOIN gateway_delegations d"
+            " ON d.delegation_id = p.delegation_id WHERE d.status='running'")}
 
     def begin_delivery(self, delegation_id: str) -> None:
         """The delegation's completion turn begins: a death from now on is charged to it (`deliveries_begun`)."""
@@ -194,11 +219,18 @@ class DelegationTable:
             "SELECT a.delegation_id FROM gateway_delivery_attempts a JOIN gateway_delegations d"
             " ON d.delegation_id = a.delegation_id WHERE a.begun IN (1, 2) AND d.status='running'")}
 
-    def delivery_failed(self, delegation_id: str, error: str) -> int:
-        """Count a failed attempt of the delegation's completion turn (no longer begun); returns the count."""
-        self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, attempts, last_error) VALUES (?, 1, ?)"
-                       " ON CONFLICT(delegation_id) DO UPDATE SET attempts=attempts+1, begun=0, last_error=?",
-                       (delegation_id, error, error))
+    def delivery_failed(self, delegation_id: str, error: str, *, keeps_place: bool = False) -> int:
+        """Count a failed attempt of the delegation's completion turn, no longer begun; returns the count.
+        ``keeps_place``: a start charges it the death of the process before (`Ledger.cut_short`): it still runs, and
+        runs again first in its chat (`deliveries_running`), charged no death until it begins again, as after a
+        clean stop (`carry_over_deliveries`). Else it failed in the gateway: tried again later, behind what its
+        chat queued meanwhile, it has no place in the queue until then (`queue_delivery`)."""
+        begun = 2 if keeps_place else 0
+        self._db.write("INSERT INTO gateway_delivery_attempts (delegation_id, attempts, begun, last_error)"
+                       " VALUES (?, 1, ?, ?) ON CONFLICT(delegation_id) DO UPDATE SET attempts=attempts+1,"
+                       " begun=excluded.begun, last_error=excluded.last_error", (delegation_id, begun, error))
+        if not keeps_place:
+            self._db.write("DELETE FROM gateway_delivery_places WHERE delegation_id=?", (delegation_id,))
         row = self._db.read_one("SELECT attempts FROM gateway_delivery_attempts WHERE delegation_id=?",
                                 (delegation_id,))
         return int(row[0]) if row else 0
@@ -271,20 +303,20 @@ class DelegationTable:
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget settled delegations settled before the epoch time ``older_than``, with their completion
-        turns' attempts: at most ``limit``, oldest first (all by default). Returns the count.
+        turns' attempts and places: at most ``limit``, oldest first (all by default). Returns the count.
 
         One whose card still owes its final edit is kept however old (a platform no longer configured, a
         store that refused the edit until the process stopped): forgotten, the next start would find no card
         owed (`DelegationCards.finish_owed`), and the card would read as running for good."""
-        # Both statements pick the same rows: the first changes no delegation, and the order is total. The
-        # attempts go with their rows (a settle forgets them; one counted after it is forgotten here), never the
-        # whole table at each batch: the write holds the database's lock, every other writer waiting.
+        # The statements pick the same rows: the first two change no delegation, and the order is total. The
+        # attempts and places go with their rows (a settle forgets them; one written after it is forgotten here),
+        # never the whole table at each batch: the write holds the database's lock, every other writer waiting.
         forgotten = ("FROM gateway_delegations WHERE status != 'running' AND settled_at < ? AND card_owed = 0"
                      " ORDER BY settled_at, rowid LIMIT ?")
         args = (older_than, -1 if limit is None else limit)
         with self._db.transaction():
-            self._db.write(f"DELETE FROM gateway_delivery_attempts WHERE delegation_id IN"
-                           f" (SELECT delegation_id {forgotten})", args)
+            for table in ("gateway_delivery_attempts", "gateway_delivery_places"):
+                self._db.write(f"DELETE FROM {table} WHERE delegation_id IN (SELECT delegation_id {forgotten})", args)
             return self._db.write(f"DELETE FROM gateway_delegations WHERE rowid IN (SELECT rowid {forgotten})",
                                   args).rowcount
 
