@@ -15,10 +15,10 @@ from agent import Clock, PluginCommand, PluginThreads
 from gateway.agents_command import AgentsCommand
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
-from gateway.session_registry import Drops, SessionRegistry, unread_steered
+from gateway.session_registry import Drops, SessionRegistry, every, unread_steered
 from gateway.sessions import GatewaySession, Heard
 from lifecycle import HostView, Routing
-from platforms.base import Adapter, CommandSpec, Inbound, OwnCommands
+from platforms.base import Adapter, CommandSpec, Inbound, LosesChats, OwnCommands
 
 log = logging.getLogger("gateway.commands")
 
@@ -142,6 +142,9 @@ class Commands:
         self._agents = AgentsCommand(children, ledger, clock)
         self._delegation = DelegationCommand(registry, routing or Routing())
         self._threads = PluginThreads(PLUGIN_COMMAND_THREADS, "plugin-command", per_key=PLUGIN_COMMAND_THREADS_PER_CHAT)
+        for adapter in adapters.values():
+            if isinstance(adapter, LosesChats):
+                adapter.bind_chat_lost(functools.partial(self.chat_lost, adapter.name))
 
     def specs(self) -> list[CommandSpec]:
         plugins = [CommandSpec(name, c.description or f"plugin command from {c.plugin}")
@@ -237,6 +240,34 @@ class Commands:
         if finished:
             said.append(_undelivered(finished) + ": /agents lists them.")
         return " ".join([*said, *went_on, *_dropped(stopped.dropped), *kept, *note])
+
+    async def chat_lost(self, platform: str, chat_id: str, why: str) -> None:
+        """The bot can no longer write to the chat (`platforms.base.ChatLost`): in each of its sessions in memory
+        (its threads too) the running turn and the children are stopped and the background results not delivered
+        yet dropped, as ``/stop`` stops them, and every message waiting for its turn is dropped, any member's:
+        answered, each would be refused, after a model call spent on it. Nothing is said in the chat, which takes
+        nothing; one line of the log says what was stopped. Raises what the store refuses of a stop (a full disk),
+        before it changed that session: asked again, it stops what is left."""
+        turns = children = dropped = finished = 0
+        for session in self._registry:
+            if session.platform != platform or session.chat_id != chat_id:
+                continue
+            delivering = _delivering(session)
+            stopped = self._registry.stop(session, why, drops=every)
+            finished += self._ledger.suppress(session.session_id, why, delivering=delivering,
+                                              ended=_owed_outcomes(session))
+            children += await self._children.interrupt_children(session.session_id, why)
+            turns, dropped = turns + stopped.turn, dropped + stopped.dropped
+        if children:
+            await self._children.stops_committed()  # logs a failure itself; the journal writes the stops once it can
+        ended = [*(["the running turn"] if turns == 1 else [_count(turns, "running turn")] if turns else []),
+                 *([_count(children, "subagent")] if children else [])]
+        left = [*([_count(dropped, "waiting message")] if dropped else []),
+                *([_count(finished, "finished background task")] if finished else [])]
+        done = "; ".join([*([f"stopped {' and '.join(ended)}"] if ended else []),
+                          *([f"dropped {' and '.join(left)}"] if left else [])])
+        log.info("%s chat %s can no longer be written to (%s): %s", platform, chat_id, why,
+                 done or "nothing was under way there")
 
     async def _new(self, session: GatewaySession, inbound: Inbound) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its

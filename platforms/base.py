@@ -36,7 +36,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
-to their message: Telegram, Slack, Discord), `StopsWithin` (a stop whose waits are
+to their message: Telegram, Slack, Discord), `LosesChats` (is told the bot can no longer write to a chat:
+removed from it, blocked by its user; Telegram), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
 gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
@@ -501,6 +502,26 @@ class HearsEdits(Protocol):
     def bind_edits(self, edited: MessageEdited) -> None:
         """Called once, before `Adapter.start`, with ``edited``, which the adapter awaits for each edit of a
         user's message, in the order of the chat's events, before it confirms the edit to its platform."""
+
+
+ChatLost = Callable[[str, str], Awaitable[None]]
+"""``lost(chat_id, why)``: the bot can no longer write to the chat the gateway knows as ``chat_id`` (it was
+removed from it, its user blocked it, the chat was deleted); ``why`` says so in a few plain words that name no one
+("the bot was blocked by the user"). The gateway stops what is under way there, in every thread of the chat, as
+``/stop`` would, but says nothing in the chat, and drops the messages waiting there for their turns. Returns once
+that is done; raises as `InboundSink` does when the store refuses it (the adapter hands it over again). Nothing
+needs undoing when the bot may write there again: the chat's next message is answered as any."""
+
+
+@runtime_checkable
+class LosesChats(Protocol):
+    """An adapter told when the bot can no longer write to a chat (Telegram's ``my_chat_member``, or a message
+    refused as the bot's blocked or removed; Slack's ``channel_left`` and Discord's guild removal could be): the
+    chat's work, which nobody would read, stops instead of spending model calls on answers refused one by one."""
+
+    def bind_chat_lost(self, lost: ChatLost) -> None:
+        """Called once, before `Adapter.start`, with ``lost``, which the adapter awaits once for each chat it
+        learns it can no longer write to (again after it could meanwhile), in the order of the chat's events."""
 
 
 @runtime_checkable

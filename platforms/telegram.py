@@ -21,6 +21,9 @@ waiting for its turn is answered as edited; any other edit changes nothing and s
 webhook delivers after its edit comes as edited (`platforms.telegram_webhook.EarlyEdits`), also after a restart
 between the two: the edit is kept in the gateway's store (`bind_last_seen`), which Telegram's adapter uses for
 nothing else (Telegram serves what came while the gateway was down: there is no catch-up to make).
+The bot blocked by a user or removed from a group (``my_chat_member``, also asked for), or a write Telegram refuses
+as such, tells the gateway once that it can no longer write to the chat (`LosesChats`,
+`platforms.telegram_membership`): it stops the chat's work.
 
 Receiving, and what happens around restarts:
 
@@ -91,7 +94,7 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import ClientDecodeError
 from aiogram.methods import EditMessageText, GetUpdates, SendDocument, SendMessage, SendPhoto, TelegramMethod
-from aiogram.types import BotCommand, FSInputFile, Message, ReplyParameters, Update
+from aiogram.types import BotCommand, ChatMemberUpdated, FSInputFile, Message, ReplyParameters, Update
 from aiohttp import web
 
 from platforms import telegram_files, telegram_inbound, telegram_updates, telegram_webhook
@@ -99,6 +102,7 @@ from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
     BadRequest,
+    ChatLost,
     ChatMoved,
     CommandSpec,
     DeliveryError,
@@ -123,6 +127,7 @@ from platforms.repeated_warnings import RepeatedWarnings
 from platforms.telegram_albums import Album, AlbumGather, AlbumHold, captions_of
 from platforms.telegram_calls import BotCalls
 from platforms.telegram_errors import BotApiSession, GroupUpgraded
+from platforms.telegram_membership import Membership, gone
 from platforms.telegram_moves import UpgradeWait
 from platforms.telegram_polling import PollWatch
 from platforms.telegram_supergroups import Supergroups, quotable_in, upgrade_of, written_in
@@ -224,6 +229,8 @@ class TelegramAdapter:
         self._dp = Dispatcher(disable_fsm=True)
         self._dp.message.register(self._on_message)
         self._dp.edited_message.register(self._on_edited)
+        self._dp.my_chat_member.register(self._on_membership)
+        self._membership = Membership()
         self._edits: MessageEdited | None = None
         self._early_edits = EarlyEdits()
         self._dp.startup.register(self._on_polling_started)
@@ -241,7 +248,7 @@ class TelegramAdapter:
         self._poll_watch = PollWatch(self.bot.token, polling_timeout, self._dp.stop_polling)
         self._token_watch = TokenWatch("telegram", "Telegram", TOKEN_FIX)
         """Calls refused 401: a webhook has no connection to show it, and polling may not have met it yet."""
-        self._calls = BotCalls(self.bot, parse_mode, self._token_watch)
+        self._calls = BotCalls(self.bot, parse_mode, self._token_watch, refused=self._refused_in)
         # A send Telegram made, but whose answer aiogram cannot read, would be made again at every retry.
         self.bot.session.middleware(telegram_updates.read_answers)
         self._bot_rate = bot_rate or AccountRate(BOT_WRITES_PER_SECOND, 1.0)
@@ -288,6 +295,10 @@ class TelegramAdapter:
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a user's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
+
+    def bind_chat_lost(self, lost: ChatLost) -> None:
+        """Where the chats the bot can no longer write to go (`LosesChats`, `platforms.telegram_membership`)."""
+        self._membership.bind(lost)
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         """`CatchesUp`'s store, for the edits a webhook delivers before their messages (`EarlyEdits`): recorded in
@@ -396,6 +407,7 @@ class TelegramAdapter:
     async def close(self) -> None:
         """Close the bot's HTTP session, after `stop_within` (aiogram would open another for a later call:
         the gateway makes none). Idempotent."""
+        await self._membership.close()
         await self.bot.session.close()
 
     # -- receiving -----------------------------------------------------------------
@@ -457,6 +469,26 @@ class TelegramAdapter:
                 self._early_edits.left(message, update_id)
 
         await self._until_recorded(f"the edit of message {inbound.message_id} (update {inbound.event_id})", record)
+
+    async def _on_membership(self, update: ChatMemberUpdated, event_update: Update) -> None:
+        """The bot's status in a chat changed (``my_chat_member``): removed or blocked, the gateway stops the chat's
+        work (`LosesChats`), once that is recorded confirmed to Telegram as a message is (`_until_recorded`); added
+        back or unblocked, the chat's next message is answered as any. By the chat's id as the gateway knows it
+        (a supergroup's, the group's it was)."""
+        here = str(update.chat.id)
+        chat = self._moves.moved_from.get(here, here)
+        if (why := gone(update)) is None:
+            if self._membership.back(chat):
+                log.info("telegram: the bot may write to chat %s again (%s there)", chat, update.new_chat_member.status)
+            return
+        log.debug("telegram: update %s: the bot is %s in chat %s", event_update.update_id,
+                  update.new_chat_member.status, chat)
+        await self._until_recorded(f"the bot's removal from chat {chat} (update {event_update.update_id})",
+                                   lambda _: self._membership.lost(chat, why))
+
+    def _refused_in(self, chat_id: str, error: DeliveryError) -> None:
+        """A call for ``chat_id`` failed: one refused as the bot's blocked or removed is told (`Membership`)."""
+        self._membership.refused(self._moves.moved_from.get(chat_id, chat_id), error)
 
     async def _paced(self, make_request: Any, bot: Bot, method: TelegramMethod[Any]) -> Any:
         """A request middleware: each message sent or edited waits its turn in the bot's overall rate. The
@@ -530,6 +562,8 @@ class TelegramAdapter:
                                    message_id=written_in(str(message.chat.id), group, message.message_id))
 
     async def _hand_over(self, inbound: Inbound) -> None:
+        self._membership.back(inbound.chat_id)  # someone writes there: the bot is in the chat
+
         async def record(sink: InboundSink) -> None:
             self._comments.handed(inbound, await sink(inbound))
 

@@ -38,8 +38,12 @@ T = TypeVar("T")
 class BotCalls:
     """The adapter's Bot API calls, through ``bot``, rendered for ``parse_mode`` (None: plain text)."""
 
-    def __init__(self, bot: Bot, parse_mode: Literal["HTML"] | None, token_watch: TokenWatch) -> None:
+    def __init__(self, bot: Bot, parse_mode: Literal["HTML"] | None, token_watch: TokenWatch,
+                 refused: Callable[[str, DeliveryError], None] = lambda chat_id, error: None) -> None:
+        """``refused(chat_id, error)``: a call for that chat failed so (the adapter learns a chat it can no
+        longer write to: `platforms.telegram_membership`)."""
         self._bot = bot
+        self._refused = refused
         self._parse_mode = parse_mode
         self._token_watch = token_watch
         self._shared = RepeatedWarnings(log)
@@ -104,6 +108,8 @@ class BotCalls:
         and end the outbox says at INFO). A refused token is said where it is noticed (polling's
         state, the outbox's hold), a chat's move is no failure: neither is logged here."""
         error = translate(exc, method, chat_id, self._bot.token)
+        if chat_id is not None:
+            self._refused(chat_id, error)
         if isinstance(error, (GroupUpgraded, Unauthorized)):
             return error
         # A call for the bot itself (getMe, setMyCommands at start) concerns no chat.

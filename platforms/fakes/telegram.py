@@ -72,6 +72,11 @@ What a test reads and drives:
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
   it (`platforms.fakes._telegram_upgrades`).
+- ``remove_bot(chat_id)``: the chat's user blocks the bot, or its group removes it: Telegram's
+  ``my_chat_member`` update is queued (status ``kicked``; with ``update=False`` none is, as one missed
+  while the bot was down), and every write there (sending, editing, deleting, typing) is refused 403 with
+  Telegram's words ("Forbidden: bot was blocked by the user", "Forbidden: bot was kicked from the
+  supergroup chat") until ``add_bot(chat_id)``, which queues the update of a member again; ``removed``.
 - ``wait_for(predicate)`` waits (10 ms steps) until a condition holds.
 
 Run it standalone with ``python -m platforms.fakes.telegram --port 8081``; it prints
@@ -185,6 +190,8 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         self.downloads: list[str] = []
         """The ``file_path`` of every file downloaded, in order."""
         self.upgraded: dict[str, int] = {}
+        self.removed: dict[str, str] = {}
+        """Chats the bot was blocked in or removed from (`remove_bot`): chat id -> how Telegram refuses writes there."""
         self.closed_topics: set[tuple[str, int]] = set()
         """Forum topics an admin closed (`close_topic`): (chat id, thread id)."""
         self.deleted_topics: set[tuple[str, int]] = set()
@@ -379,6 +386,29 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             await resp.read()
             return resp.status
 
+    def remove_bot(self, chat_id: int | str, *, update: bool = True) -> int | None:
+        """The user of the private chat ``chat_id`` blocks the bot, or the group removes it: writes there are refused
+        403 until `add_bot`. With ``update``, queues the ``my_chat_member`` update Telegram sends (returns its id)."""
+        chat = self._chat(int(chat_id))
+        self.removed[str(chat_id)] = ("Forbidden: bot was blocked by the user" if chat["type"] == "private"
+                                      else f"Forbidden: bot was kicked from the {chat['type']} chat")
+        return self._membership_update(chat, {"status": "kicked", "user": self.bot_user, "until_date": 0}) \
+            if update else None
+
+    def add_bot(self, chat_id: int | str, *, update: bool = True) -> int | None:
+        """The user unblocks the bot, or the group adds it back: writes there work again. With ``update``, queues
+        the ``my_chat_member`` update of a member (returns its id)."""
+        self.removed.pop(str(chat_id), None)
+        return self._membership_update(self._chat(int(chat_id)), {"status": "member", "user": self.bot_user}) \
+            if update else None
+
+    def _membership_update(self, chat: dict[str, Any], member: dict[str, Any]) -> int:
+        old = {"status": "member", "user": self.bot_user} if member["status"] != "member" else \
+            {"status": "kicked", "user": self.bot_user, "until_date": 0}
+        someone = {"id": chat["id"] if chat["type"] == "private" else 1, "is_bot": False, "first_name": "User"}
+        return self.push_update({"my_chat_member": {"chat": chat, "from": someone, "date": int(time.time()),
+                                                    "old_chat_member": old, "new_chat_member": member}})
+
     def fail_next(
         self,
         method: str,
@@ -541,6 +571,19 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             **self._thread_fields(int_param(params, "chat_id"), record["thread_id"]),
         }
         return message
+
+    def _writable_chat(self, params: dict[str, Any]) -> int:
+        chat_id = super()._writable_chat(params)
+        self._check_member(chat_id)
+        return chat_id
+
+    def _check_editable(self, params: dict[str, Any]) -> None:
+        super()._check_editable(params)
+        self._check_member(int_param(params, "chat_id"))
+
+    def _check_member(self, chat_id: int) -> None:
+        if (refusal := self.removed.get(str(chat_id))) is not None:
+            raise ApiError(403, refusal)
 
     def _find(self, params: dict[str, Any]) -> dict[str, Any] | None:
         chat, message_id = str(int_param(params, "chat_id")), int_param(params, "message_id")

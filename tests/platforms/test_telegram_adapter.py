@@ -643,7 +643,7 @@ async def test_webhook_registers_url_and_secret(fake: FakeTelegram, webhook: tup
     adapter, _ = webhook
     assert fake.webhook_url == adapter.webhook_url and fake.webhook_url.endswith("/telegram")
     assert fake.webhook_secret == "s3cret_token-1"
-    assert fake.calls_to("setWebhook")[0]["allowed_updates"] == '["edited_message", "message"]'
+    assert fake.calls_to("setWebhook")[0]["allowed_updates"] == '["edited_message", "message", "my_chat_member"]'
     assert fake.commands and not fake.calls_to("getUpdates")
 
 

@@ -43,7 +43,8 @@ def edit(telegram: FakeTelegram, message: dict[str, Any], text: str) -> None:
 async def test_edits_change_only_a_message_waiting_for_its_turn(fake, chat):  # noqa: F811  (the fixtures imported)
     model = gated_echo()
     gateway = await chat(model, display={"busy_input_mode": "queue"})
-    assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["edited_message", "message"]
+    asked = ["edited_message", "message", "my_chat_member"]
+    assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == asked
     first = write(fake, "first")
     await model.reached("first")
     prod = write(fake, "deploy to prod")

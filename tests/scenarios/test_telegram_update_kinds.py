@@ -1,9 +1,10 @@
 """The update kinds the gateway does not serve, end to end: the real aiogram client in `TelegramAdapter` against
-the loopback `FakeTelegram`, with the real `Gateway`. It asks Telegram for ``message`` and ``edited_message``
-updates only, so a channel's posts (also one mentioning the bot), business messages, reactions, button presses,
-inline queries, join requests and the bot's own membership changes (removed from a group, blocked by a user) never
-come. One Telegram still serves (those queued before a changed ``allowed_updates`` took effect) is confirmed,
-unanswered, with no warning, and the messages after it are answered as usual (docs/platforms/telegram.md)."""
+the loopback `FakeTelegram`, with the real `Gateway`. It asks Telegram for ``message``, ``edited_message`` and
+``my_chat_member`` updates only (the last: the bot removed or blocked, `tests/gateway/test_stop_when_chat_lost.py`),
+so a channel's posts (also one mentioning the bot), business messages, reactions, button presses, inline queries
+and join requests never come. One Telegram still serves (those queued before a changed ``allowed_updates`` took
+effect) is confirmed, unanswered, with no warning, and the messages after it are answered as usual
+(docs/platforms/telegram.md)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,10 @@ CHANNEL = {"id": -1009, "type": "channel", "title": "News"}
 GROUP = {"id": -1005, "type": "supergroup", "title": "Team"}
 
 
-def others(bot: dict) -> list[dict]:
+def others() -> list[dict]:
     now = int(time.time())
     post = {"message_id": 5, "date": now, "chat": CHANNEL, "sender_chat": CHANNEL, "text": "@switchboard_bot hi",
             "entities": [{"type": "mention", "offset": 0, "length": 16}]}
-    member = {"status": "member", "user": bot}
     return [
         {"channel_post": post},
         {"edited_channel_post": {**post, "edit_date": now}},
@@ -37,11 +37,6 @@ def others(bot: dict) -> list[dict]:
         {"callback_query": {"id": "1", "from": USER, "chat_instance": "x", "data": "yes"}},
         {"inline_query": {"id": "2", "from": USER, "query": "weather", "offset": ""}},
         {"chat_join_request": {"chat": GROUP, "from": USER, "user_chat_id": 42, "date": now}},
-        {"my_chat_member": {"chat": GROUP, "from": USER, "date": now, "old_chat_member": member,
-                            "new_chat_member": {"status": "left", "user": bot}}},
-        {"my_chat_member": {"chat": {"id": 42, "type": "private", "first_name": "Alice"}, "from": USER, "date": now,
-                            "old_chat_member": member, "new_chat_member": {"status": "kicked", "user": bot,
-                                                                           "until_date": 0}}},
     ]
 
 
@@ -49,8 +44,9 @@ async def test_update_kinds_not_asked_for_are_confirmed_unanswered_and_quietly(t
     caplog.set_level(logging.WARNING)
     async with FakeTelegram() as fake:
         gateway = await telegram_gateways(fake, ScriptedModel({"parent": [[{"text": "hello back"}]]}), progress="off")
-        assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == ["edited_message", "message"]
-        for update in others(fake.bot_user):
+        asked = ["edited_message", "message", "my_chat_member"]
+        assert json.loads(fake.calls_to("getUpdates")[0]["allowed_updates"]) == asked
+        for update in others():
             fake.push_update(update)
         fake.push_message(42, "hi")
         await fake.wait_for(lambda: fake.messages["42"])
