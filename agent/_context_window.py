@@ -40,24 +40,32 @@ text-generation-inference's bound less a ``max_new_tokens`` almost as large (``<
 kept, it would have every later request of every session compacted towards nothing."""
 
 _named: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_disbelieved: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Models whose server named a window under `_LEAST_WINDOW`, said once: a server's window that small is real too
+(llama.cpp's ``-c 2048`` shared by ``--parallel 4`` slots leaves each 512), and its operator, told to set
+``model.context_window`` to it, would not learn it, nor that the setting cannot go that low."""
 
 
 def stated_window(error_text: str) -> int | None:
     """The window, in tokens, that a refusal's text names (where it bounds the conversation and the answer
     together, the conversation's share); None when it names none, or one under `_LEAST_WINDOW`."""
+    window = _named_in(error_text)
+    return window if window is not None and window >= _LEAST_WINDOW else None
+
+
+def _named_in(error_text: str) -> int | None:
     if total := _TOTAL_BOUND.search(error_text):
-        window = int(total[1]) - int(total[2] or 0)  # an answer as long as the bound leaves no room at all
-    elif stated := _STATED_WINDOW.search(error_text):
-        window = int(next(n for n in stated.groups() if n))
-    else:
-        return None
-    return window if window >= _LEAST_WINDOW else None
+        return int(total[1]) - int(total[2] or 0)  # an answer as long as the bound leaves no room at all
+    stated = _STATED_WINDOW.search(error_text)
+    return int(next(n for n in stated.groups() if n)) if stated else None
 
 
 def remember_window(model: Any, error_text: str) -> None:
     """Keep the window ``error_text`` names as ``model``'s when it is less than the one known,
     and say so once per window learned."""
     window = stated_window(error_text)
+    if window is None and (named := _named_in(error_text)) is not None:
+        _say_disbelieved(model, named)
     if window is None or window >= context_window(model):
         return
     try:
@@ -67,6 +75,20 @@ def remember_window(model: Any, error_text: str) -> None:
     log.info("model %s: its server's context window is %d tokens (named when it refused a request), not the %d of "
              "model.context_window; conversations are compacted to fit %d from now on",
              getattr(model, "name", "?"), window, model.context_window, window)
+
+
+def _say_disbelieved(model: Any, named: int) -> None:
+    try:
+        if model in _disbelieved:
+            return
+        _disbelieved.add(model)
+    except TypeError:  # cannot be weakly referenced: said each time, as its refusals are one-offs
+        pass
+    log.warning("model %s: its server's refusal of a request leaves a conversation room for %d tokens, by its words; "
+                "under %d, the least model.context_window takes, that is not believed, and conversations are still "
+                "compacted to the %d of model.context_window: if the server's window is that small, give the server "
+                "a larger one (llama.cpp's -c is shared among its --parallel slots)",
+                getattr(model, "name", "?"), named, _LEAST_WINDOW, model.context_window)
 
 
 def context_window(model: Any) -> int:

@@ -13,7 +13,10 @@ _READ = 32_000
 """Characters of a page read: a block page says what it is near its top, and a page of megabytes must not
 cost the event loop more than that."""
 
-_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+# A title is found by two searches, each once through the page: one pattern for both sought a closing from
+# every opening, and a page of openings alone (4,500 on 32,000 characters) held the event loop for 8 s.
+_TITLE_OPENS = re.compile(r"<title\b[^<>]*>", re.IGNORECASE)
+_TITLE_CLOSES = re.compile(r"</title\s*>", re.IGNORECASE)
 # Unclosed, either runs to the end of the page: a page of openings alone is read once, not once for each.
 _UNSEEN = re.compile(r"<(head|script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[!/?a-z][^>]*(?:>|$)", re.IGNORECASE)
@@ -39,8 +42,9 @@ def page_text(page: str) -> tuple[str, str]:
     """``page``'s title and its visible text (without its head, scripts and styles), tags stripped, entities
     decoded, each on one line; either may be empty."""
     page = page[:_READ]
-    title = _TITLE.search(page)
-    return _line(title[1] if title else ""), _line(_UNSEEN.sub(" ", page))
+    opens = _TITLE_OPENS.search(page)
+    closes = opens and _TITLE_CLOSES.search(page, opens.end())
+    return _line(page[opens.end():closes.start()] if closes else ""), _line(_UNSEEN.sub(" ", page))
 
 
 def refuses_the_network(body: object, headers: Mapping[str, str]) -> bool:

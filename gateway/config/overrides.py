@@ -117,15 +117,18 @@ def only_with_set(error: str) -> bool:
 def name_setters(errors: Sequence[str], pairs: Sequence[str],
                  errors_of: Callable[[Sequence[str]], set[str]]) -> list[str]:
     """``errors`` of a configuration ``pairs`` were set over; each that is not the command line's own
-    (`from_set`), and that the configuration without the pairs has not, ends with the ``--set`` of the keys
-    that bring it about: ``platforms.telegram.token: required when platforms.telegram.enabled is true (only
-    with --set platforms.telegram.enabled)``. Without it, such an error read as the file's, and its operator
-    searched the file for a mistake the command line made. ``errors_of`` gives the errors of
-    the configuration with only the pairs it is given set (all of them are ``KEY=VALUE``). The keys named are
-    those without whose pairs the error goes; where none is (two bring it, each alone), those whose pairs alone
-    bring it, with "or"."""
+    (`from_set`), about a setting (`_about`) the configuration without the pairs has none about, ends with the
+    ``--set`` of the keys that bring it about: ``platforms.telegram.token: required when
+    platforms.telegram.enabled is true (only with --set platforms.telegram.enabled)``. Without it, such an error
+    read as the file's, and its operator searched the file for a mistake the command line made. ``errors_of``
+    gives the errors of the configuration with only the pairs it is given set (all of them are ``KEY=VALUE``).
+    The keys named are those without whose pairs the error goes; where none is (two bring it, each alone), those
+    whose pairs alone bring it, with "or"."""
+    def settings_of(pairs: Sequence[str]) -> set[str]:
+        return {_about(error) for error in errors_of(pairs)}
+
     made = [error for error in errors if not from_set(error, pairs)]
-    if not made or not (made := set(made) - errors_of([])):
+    if not made or not (made := {error for error in made if _about(error) not in settings_of([])}):
         return list(errors)
     keys = list(dict.fromkeys(key for key, _ in _pairs(pairs)))
 
@@ -133,17 +136,24 @@ def name_setters(errors: Sequence[str], pairs: Sequence[str],
         return [pair for pair in pairs if pair.partition("=")[0].strip() == key]
 
     # One key needs no second look: without it there are no pairs, as errors_of([]) was.
-    without = {key: errors_of([pair for pair in pairs if pair not in of_key(key)])
+    without = {key: settings_of([pair for pair in pairs if pair not in of_key(key)])
                for key in keys} if len(keys) > 1 else {}
     out = []
     for error in errors:
         if error in made:
-            needed, joint = [key for key in keys if error not in without.get(key, ())], " and --set "
+            needed, joint = [key for key in keys if _about(error) not in without.get(key, ())], " and --set "
             if not needed:
-                needed, joint = [key for key in keys if error in errors_of(of_key(key))] or keys, " or --set "
+                needed, joint = [key for key in keys if _about(error) in settings_of(of_key(key))] or keys, " or --set "
             error = f"{error} (only with --set {joint.join(needed)})"
         out.append(error)
     return out
+
+
+def _about(error: str) -> str:
+    """The setting ``error`` is about, the text before its first ": ". Errors are told apart by it, not by all their
+    text: a value they quote may be a pair's (``server.host ("10.0.0.5")``) where the file's own error about the same
+    setting quotes the file's, and that one was told "only with --set server.host", which removed, still failed."""
+    return error.partition(": ")[0]
 
 
 def _secret_warnings(pairs: Sequence[str], schema: type) -> list[str]:

@@ -25,3 +25,16 @@ def test_the_least_window_a_setting_takes_is_believed():
     model = ScriptedModel({}, context_window=8192)
     remember_window(model, "request (4476 tokens) exceeds the available context size (1024 tokens)")
     assert context_window(model) == 1024
+
+
+def test_a_window_too_small_to_believe_is_named_to_the_operator_once(caplog):
+    # A real one is llama.cpp's -c 2048 shared by --parallel 4 slots: it was dropped unsaid, and the operator, told
+    # to set model.context_window to the server's window, learned neither it nor that the setting cannot go so low.
+    model = ScriptedModel({}, context_window=8192)
+    for _ in range(3):
+        remember_window(model, "request (4476 tokens) exceeds the available context size (512 tokens)")
+    said = [r.getMessage() for r in caplog.records if r.name == "agent.context_window"]
+    assert len(said) == 1 and caplog.records[0].levelname == "WARNING"
+    assert "room for 512 tokens" in said[0] and "under 1024, the least model.context_window takes" in said[0]
+    assert "still compacted to the 8192 of model.context_window" in said[0] and "give the server a larger" in said[0]
+    assert context_window(model) == 8192

@@ -5,6 +5,8 @@ HTML, and never a secret it echoes. The real SDK over loopback sockets."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agent import ModelError
@@ -94,3 +96,14 @@ async def test_a_key_a_server_echoes_where_its_words_are_cut_is_not_half_kept():
     error, _ = await refused(401, "x" * 990 + " " + KEY)
     assert error.kind == "auth"
     assert KEY[:8] not in str(error)
+
+
+@pytest.mark.parametrize("page", ["<!DOCTYPE html>" + "<title>" * 4600, "<html>" + "<title>x</title " * 2000],
+                         ids=["openings", "closings-unended"])
+async def test_a_page_crafted_of_title_openings_costs_the_event_loop_little(page):
+    # One pattern sought a title's closing from every opening: 8 s of the event loop for each of the two reads
+    # of a 403's page (what it says, its title quoted), every other chat waiting.
+    started = time.process_time()  # CPU: the fake server's and the SDK's work count too, a few milliseconds
+    error, _ = await refused(403, page)
+    assert time.process_time() - started < 1.0
+    assert error.kind == "auth" and "a web page" in str(error)

@@ -62,6 +62,16 @@ def test_only_the_sets_that_bring_the_error_are_named(write):
     assert errors == [f"{TOKEN_REQUIRED} (only with --set platforms.telegram.enabled)"]
 
 
+def test_an_error_the_file_has_anyway_quoting_the_sets_value_stays_the_files(write):
+    # The error quotes the --set's host, the file's own the file's: told apart by all their text, it read "(only
+    # with --set server.host)", and the same command without the --set failed the same way.
+    path = write("server:\n  host: 0.0.0.0\n  console: false\nplatforms:\n  web:\n    enabled: true\n")
+    status, lines = check(path, "server.host=192.168.1.5", "server.port=9001")
+    assert lines == ['error: platforms.web.token: required when server.host ("192.168.1.5") is not a loopback address'
+                     " (or set platforms.web.user_header with allowed_users)",
+                     f"1 error in {path}; the gateway would not start"]
+
+
 def test_sets_that_each_bring_the_error_alone_are_named_with_or():
     pairs = ["a.b=1", "a.c=1", "d.e=1"]
 
