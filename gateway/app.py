@@ -236,8 +236,14 @@ class Gateway:
         self._accepting = True
         specs = self.command_specs()
         # A newer event of the chats replayed below that a platform started first hands over meanwhile, a command
-        # too, is queued after them (`Replays`): handled first, it was answered before them.
-        self._replays.due(session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished)
+        # too, is queued after them (`Replays`): handled first, it was answered before them. So is one of a chat
+        # replaying none whose completion turn was running or queued (`ahead`): sent while the gateway was down,
+        # it came after those results.
+        replayed_chats = [session_key(event.platform, event.chat_id, event.thread_id) for event, _ in unfinished]
+        placed = self.store.delegations.deliveries_running() | self.store.delegations.delivery_places().keys()
+        ahead = {row.session_key for row in running
+                 if row.delegation_id in placed and configured(row, self.adapters)}.difference(replayed_chats)
+        self._replays.due([*replayed_chats, *ahead])
         for adapter in self.adapters.values():
             if isinstance(adapter, ThreadMemory):
                 adapter.remember_threads(self.store.sessions.recent_threads(adapter.name, REMEMBERED_THREADS))
@@ -282,7 +288,10 @@ class Gateway:
         last = {session_key(event.platform, event.chat_id, event.thread_id): n
                 for n, (event, _) in enumerate(unfinished)}
         in_place = self.ledger.places([row for row in undelivered if row.completion_turn_id not in gave_up
-                                       and row.session_key in last], running_deliveries)
+                                       and (row.session_key in last or row.session_key in ahead)], running_deliveries)
+        for key in ahead:
+            await self.ledger.resume_first(in_place.rest(key))
+            await self._replays.queued(key)
         for n, (inbound, turn_id) in enumerate(unfinished):
             key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
             if key in in_place:

@@ -715,6 +715,8 @@ RETRY_NOT_RECORDED = (
     "Nothing was retried: the state database cannot be written right now, so the retry could not be recorded, "
     "and nothing of it runs. Send {command} again later."
 )
+
+
 def _not_retried(exc: SubagentLifecycleError, command: str) -> str:
     """What a retry that launched nothing answers. A launch whose commit the state database refused (a full disk:
     the journal's error, SQLite's as its cause) is told as a record it refused is, not in the journal's words."""

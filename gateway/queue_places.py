@@ -11,12 +11,13 @@ if TYPE_CHECKING:
     from gateway.store.delegations import DelegationRow
 
 RUNNING = -1
-"""The place of a completion turn that was running (`gateway.ledger.Ledger.places`): ahead of every event of its chat."""
+"""The place of a completion turn that was running (`gateway.ledger.Ledger.places`): ahead of every event of its
+chat."""
 
 
 class QueuePlaces:
-    """The completion turns a start takes up where they were in their chats' queues (`gateway.ledger.Ledger.places`), by chat,
-    in the order they were queued, each with its place (an `Inbox.arrival`, or `RUNNING`)."""
+    """The completion turns a start takes up where they were in their chats' queues (`gateway.ledger.Ledger.places`),
+    by chat, in the order they were queued, each with its place (an `Inbox.arrival`, or `RUNNING`)."""
 
     def __init__(self, chats: dict[str, list[tuple[int, DelegationRow]]]) -> None:
         self._chats = chats

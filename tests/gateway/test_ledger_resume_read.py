@@ -1,6 +1,8 @@
 """A start whose read of the delegations left running fails when the ledger resumes them (an I/O
 error) goes on serving: by then turns have begun (replayed events, new messages), which a raise
-would cut short. Nothing is resumed in that run; the rows stay unsettled for the next start."""
+would cut short. Nothing is resumed in that run; the rows stay unsettled for the next start.
+(A delegation whose results were queued, or whose completion turn ran, is taken up before that read, where it
+was in its chat: `tests/gateway/test_ledger_restart_order_unreplayed.py`; this one's children still ran.)"""
 
 from __future__ import annotations
 
@@ -19,12 +21,12 @@ def found(request) -> dict:
 
 async def test_a_delegations_read_refused_at_resume_is_logged_and_the_rows_wait_for_the_next_start(
         tmp_path, gateways, caplog, monkeypatch):
-    config = make_config(tmp_path, **BACKGROUND)
+    config = make_config(tmp_path, **BACKGROUND, lifecycle={"on_restart": "resume"})
     chat = RecordingAdapter()
-    model = ScriptedModel({"parent": parent(completion={"wait": "completion turn"}), "leaf": found})
+    model = ScriptedModel({"parent": parent(), "leaf": lambda request: {"wait": "leaf", "text": "unused"}})
     gateway = await gateways(config, [chat], model=model)
     await chat.say("please delegate")
-    await model.reached("completion turn")  # the children ran; their results are not delivered
+    await model.reached("leaf")  # its child runs: the stop interrupts it, and the next start relaunches it
     await gateway.stop(grace=0)
 
     resume = Ledger.resume
