@@ -6,7 +6,9 @@ The adapter alone serves a history of `ANSWERS` replies of `SIZE` characters eac
 and waits for it to show the newest answer's end at the bottom. Prints, per run and as the median: the milliseconds
 from opening to that, Chromium's own milliseconds of layout, of style and of the Markdown rendering, and how many
 answers it laid out (the others' content is skipped while out of sight), all as they stood then; and the milliseconds
-from opening until every answer's Markdown was rendered (the page renders the rest when idle, after it opened).
+from opening until every answer's Markdown was rendered (the page renders the rest when idle, after it opened), and
+the longest task the page's main thread ran meanwhile (Chromium's long tasks, over 50 ms; 0 if none was): a key typed
+in the box while that one runs waits for its end.
 
 Needs chromium and Playwright, as the browser tests do (tests/browser.py).
 Run: .venv/bin/python bench/web_render_bench.py [runs] [answers] [size]
@@ -32,12 +34,13 @@ from tests.web_client import Intake, serve  # noqa: E402
 ANSWERS = 50
 SIZE = 50_000
 
-# The Markdown renderer timed as chat.js calls it (it reads `SwitchboardMarkdown.render` once, at its start).
+# The Markdown renderer timed as chat.js calls it to render a message at one go (it reads `SwitchboardMarkdown.render`
+# once, at its start); not what it renders a piece at a time when idle (`renderer`), after the page opened.
 TIMED_RENDER = """
   let markdown;
   window.rendering = { calls: 0, ms: 0 };
   Object.defineProperty(window, "SwitchboardMarkdown", { configurable: true, get: () => markdown, set: (value) => {
-    markdown = { render: (text, into) => {
+    markdown = { ...value, render: (text, into) => {
       const started = performance.now();
       value.render(text, into);
       rendering.ms += performance.now() - started;
@@ -61,6 +64,14 @@ SETTLED = """
     requestAnimationFrame(check);
   });
 """
+# The long tasks (over 50 ms) that began once the page had opened (`measured`, the time): the renders when idle.
+LONG_TASKS = """
+  window.longTasks = [];
+  new PerformanceObserver((found) => {
+    longTasks.push(...found.getEntries().filter((task) => measured && task.startTime >= measured)
+      .map((task) => task.duration));
+  }).observe({ type: "longtask" });
+"""
 # Watched, not polled: asking at each frame, the page was never idle long enough to render the rest.
 ALL_RENDERED = """() => new Promise((done) => {
   const list = document.getElementById("messages");
@@ -69,6 +80,7 @@ ALL_RENDERED = """() => new Promise((done) => {
   const watch = new MutationObserver(() => all() && (watch.disconnect(), done()));
   watch.observe(list, { childList: true, subtree: true });
 })"""
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 LAID_OUT = """() => [...document.querySelectorAll("#messages > article > .text")]
   .filter((text) => text.checkVisibility({ contentVisibilityAuto: true })).length"""
 
@@ -77,7 +89,7 @@ async def open_once(browser, url: str) -> dict[str, float]:
     context = await browser.new_context(viewport={"width": 900, "height": 700})
     try:
         page = await context.new_page()
-        await page.add_init_script(TIMED_RENDER + SETTLED)
+        await page.add_init_script(TIMED_RENDER + SETTLED + LONG_TASKS)
         cdp = await context.new_cdp_session(page)
         await cdp.send("Performance.enable")
         started = time.time()  # the page's Date.now() is the same clock
@@ -86,12 +98,15 @@ async def open_once(browser, url: str) -> dict[str, float]:
         opened = await page.evaluate("settled")
         metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
         laid_out = await page.evaluate(LAID_OUT)
-        await page.evaluate("measured = true")
+        await page.evaluate("measured = performance.now()")
         await page.evaluate(ALL_RENDERED)
         all_rendered = time.time() - started
+        await page.evaluate(FRAMES)  # the last render's long task reported
+        longest = await page.evaluate("Math.max(0, ...longTasks)")
         return {"open": opened["at"] - started * 1000, "layout": metrics["LayoutDuration"] * 1000,
                 "style": metrics["RecalcStyleDuration"] * 1000, "markdown": opened["ms"],
-                "renders": opened["calls"], "laid out": laid_out, "all rendered": all_rendered * 1000}
+                "renders": opened["calls"], "laid out": laid_out, "all rendered": all_rendered * 1000,
+                "longest task": longest}
     finally:
         await context.close()
 

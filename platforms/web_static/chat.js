@@ -60,7 +60,7 @@
 
   // -- showing messages ---------------------------------------------------------------
 
-  const render = SwitchboardMarkdown.render; // markdown.js: the text as DOM nodes, never as HTML
+  const { render, renderer } = SwitchboardMarkdown; // markdown.js: the text as DOM nodes, never as HTML
 
   // One reading at the bottom follows what grows there (a reply, the progress card's new lines, the working line
   // taking room); one reading further up stays where they are. Asked once per change (a whole history is one), not
@@ -121,57 +121,63 @@
   }
 
   function renderNow(el) {
-    if (!plain.delete(el)) return;
+    if (plain.has(el)) show(el, (text) => render(el.dataset.text, text));
+  }
+
+  // `el` rendered, `fill` putting the nodes into its text: it waits as typed no longer. The browser finds the text's
+  // direction itself (dir="auto"), and looked for it again at each node added: adding the nodes of a 50 KB answer took
+  // from 10 to 170 ms, as long as rendering them or longer, and of a 400 KB one five seconds. Added while it is off,
+  // it is looked for once.
+  function show(el, fill) {
+    plain.delete(el);
     unrendered.unobserve(el);
-    render(el.dataset.text, textOf(el));
+    const text = textOf(el);
+    text.removeAttribute("dir");
+    fill(text);
+    text.dir = "auto";
   }
 
   // Rendered only as they came near, the messages further up had no headings or links for a screen reader moving by
   // them (NVDA's H and K keys, its list of links). Once the page has painted what a history brought, the rest are
   // rendered while the browser has nothing else to do, the newest first (nearest the window), without moving what is
-  // read: as many as an idle moment has time for, going by how long the last took for its length. The first, and one
-  // longer than any moment between two frames (a long answer), waits for a long idle moment, with no frame to draw:
-  // rendered between two frames, they held the page's frames as it opened. A page drawing frame after frame (an
-  // animation, a scroll) has none: after a while, one goes in the next moment all the same.
-  const LONG_IDLE_MS = 30; // more than a frame's time (16 ms) left: no frame waits
-  const IDLE_WAIT_MS = 1000; // with no long idle moment since the last render, or since they began: one all the same
+  // read, each a piece at a time (markdown.js's `renderer`: a line read, a block built), shown as typed until its
+  // last piece is done. Rendered at one go, an answer of 50 KB was one task of 80 ms, and a key typed in the box
+  // meanwhile waited for its end (bench/web_render_bench.py, "longest task"). The pieces of an idle moment stop at its
+  // deadline (before the next frame is due), at once when a key waits (Chromium's timeRemaining() says 0 then), and
+  // after SLICE_MS at most.
+  const SLICE_MS = 30; // well under a long task's 50 ms; the browser gives one idle moment per 50 ms, no more
   const whenIdle = window.requestIdleCallback || ((work) => setTimeout(() => { // Safari: moments of 50 ms
     const end = performance.now() + 50;
     work({ timeRemaining: () => Math.max(0, end - performance.now()) });
   }, 50));
   let toRender = null; // the messages to render when idle, the newest last; null while none are
-  let msPerChar = Infinity; // how long rendering took, per character of the last message rendered when idle
-  let renderedAt = 0; // when the last was, or the waiting began
+  let rendering = null; // { el, text, piece } while one is half rendered: `piece` does its next piece
   function renderRestWhenIdle() {
     const underWay = toRender !== null;
     toRender = [...list.children].filter((el) => plain.has(el)); // with those a reconnect brought
     if (underWay) return;
-    renderedAt = performance.now();
     requestAnimationFrame(() => whenIdle(renderWhileIdle)); // once what opened is painted
   }
   function renderWhileIdle(deadline) {
-    let rendered = false;
-    steady(() => {
-      while (toRender.length) {
-        const el = toRender[toRender.length - 1];
-        if (!plain.has(el)) { // rendered meanwhile (come near, Tab), or gone
-          toRender.pop();
-          continue;
-        }
-        const length = Math.max(el.dataset.text.length, 1);
-        const waitedLong = performance.now() - renderedAt > IDLE_WAIT_MS;
-        if (!waitedLong && deadline.timeRemaining() < Math.min(length * msPerChar, LONG_IDLE_MS)) break;
+    const end = performance.now() + SLICE_MS;
+    while (toRender.length && deadline.timeRemaining() > 0 && performance.now() < end) {
+      const el = toRender[toRender.length - 1];
+      if (!plain.has(el)) { // rendered meanwhile (come near, Tab), or gone
         toRender.pop();
-        const started = performance.now();
-        renderNow(el);
-        renderedAt = performance.now();
-        msPerChar = (renderedAt - started) / length;
-        rendered = true;
+        continue;
       }
-    });
-    if (!toRender.length) toRender = null;
-    else if (rendered) whenIdle(renderWhileIdle);
-    else setTimeout(() => whenIdle(renderWhileIdle), LONG_IDLE_MS); // busy: asked again later, not at each frame
+      if (!rendering || rendering.el !== el || rendering.text !== el.dataset.text) { // not begun, or edited since
+        rendering = { el, text: el.dataset.text, piece: renderer(el.dataset.text) };
+      }
+      const built = rendering.piece();
+      if (built) {
+        rendering = null;
+        toRender.pop();
+        steady(() => show(el, (text) => text.replaceChildren(built)));
+      }
+    }
+    if (toRender.length) whenIdle(renderWhileIdle);
+    else toRender = rendering = null;
   }
 
   // Printed, the page is every message: rendered first, or they would print as typed.

@@ -1,58 +1,80 @@
 // The Markdown the web chat page shows: a small, safe subset, built as DOM nodes from text, never
 // as HTML, so nothing the model writes can run here. Plain JavaScript, no build step, no third-party
-// code; loaded before chat.js, it defines `SwitchboardMarkdown.render(text, into)`.
+// code; loaded before chat.js, it defines `SwitchboardMarkdown.render(text, into)` and
+// `SwitchboardMarkdown.renderer(text)`.
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
   // Code blocks, lists, quotes, headings, rules, tables, inline code, bold, italics, strikethrough, links
   // (reference links and addresses between <> too), backslash escapes, entity references: `text` into `into`.
   function render(text, into) {
-    into.replaceChildren();
-    characters = named([...text.matchAll(NAME)].map((m) => m[1]));
-    const { root, refs } = parse(text);
-    blocks(root.children, into, refs);
+    const piece = renderer(text);
+    let built;
+    while (!(built = piece()));
+    into.replaceChildren(built);
   }
 
-  function blocks(children, into, refs) {
-    children.forEach((node, i) => {
+  // `render`, a piece at a time, for a page to render while it has nothing else to do and answer a key between two
+  // pieces: at one go, an answer of 50 KB held the page for 80 ms. Each call of the function returned reads a line
+  // of `text` or builds one of its blocks (a paragraph, a heading, a code block, a list item's block, a table's row),
+  // and returns null, then at the last the whole text's nodes (a DocumentFragment), nothing shown before. A line
+  // read later may define the label of a link above it: nothing is built until every line is read.
+  function renderer(text) {
+    const own = named([...text.matchAll(NAME)].map((m) => m[1]));
+    const pieces = (function* () {
+      const { root, refs } = yield* parse(text);
+      const built = document.createDocumentFragment();
+      yield* blocks(root.children, built, refs);
+      return built;
+    })();
+    return () => {
+      characters = own; // the entity references of this text, whatever another text rendered in between
+      const { done, value } = pieces.next();
+      return done ? value : null;
+    };
+  }
+
+  function* blocks(children, into, refs) {
+    for (const [i, node] of children.entries()) {
       if (node.code) {
         const code = node.code.join("\n");
         block(node.indented ? code.replace(/(?:\n[ \t]*)+$/, "") : code, into); // blank lines end it, not its code
-      } else if (node.items) into.append(list(node, refs));
+      } else if (node.items) into.append(yield* list(node, refs));
       else if (node.quote) {
         const quote = document.createElement("blockquote");
-        blocks(node.children, quote, refs);
+        yield* blocks(node.children, quote, refs);
         into.append(quote);
       } else if (node.heading) {
         const heading = document.createElement("h" + node.heading);
         inline(node.text, heading, INLINE, refs);
         into.append(heading);
       } else if (node.rule) into.append(document.createElement("hr"));
-      else if (node.rows) into.append(table(node, refs));
+      else if (node.rows) into.append(yield* table(node, refs));
       else {
         // Each paragraph (a run of lines without a blank one) loses what markdown-it trims off its ends.
         const prose = node.prose.join("\n").replace(/[^\n]+(?:\n[^\n]+)*/g, (run) => trim(run));
         // A line break ends the text before a block; the text's own blank lines show, as typed.
         if (prose) inline(i + 1 < children.length ? prose + "\n" : prose.replace(/\n+$/, ""), into, INLINE, refs);
       }
-    });
+      yield;
+    }
   }
 
-  function list(node, refs) {
+  function* list(node, refs) {
     const el = document.createElement(node.ordered ? "ol" : "ul");
     if (node.ordered && node.start !== 1) el.start = node.start;
     if (node.loose) el.className = "loose";
     for (const item of node.items) {
       const li = document.createElement("li");
-      blocks(item.children, li, refs);
+      yield* blocks(item.children, li, refs);
       el.append(li);
     }
     return el;
   }
 
-  function table(node, refs) {
+  function* table(node, refs) {
     const el = document.createElement("table");
-    node.rows.forEach((cells, r) => {
+    for (const [r, cells] of node.rows.entries()) {
       const row = (r ? el.tBodies[0] || el.createTBody() : el.createTHead()).insertRow();
       node.aligns.forEach((align, k) => {
         const cell = document.createElement(r ? "td" : "th");
@@ -60,7 +82,8 @@ window.SwitchboardMarkdown = (() => {
         inline(cells[k] ?? "", cell, INLINE, refs); // a short row's missing cells are empty
         row.append(cell);
       });
-    });
+      yield;
+    }
     return el;
   }
 
@@ -97,11 +120,12 @@ window.SwitchboardMarkdown = (() => {
   // - A definition is a line of its own (`[label]: address`, not within a paragraph nor a code
   //   block); it shows as nothing, unless its address is not a web or mail one: then no link uses it
   //   and it shows as typed.
-  function parse(text) {
+  function* parse(text) {
     const refs = new Map();
     const root = { children: [], col: 0, blanks: 0, paragraph: false };
     const open = [root]; // the text, then each list item or quote open within the one before
     for (let line of text.split(/\r\n?|\n/)) { // a CR, a LF or both end a line, as in CommonMark
+      yield; // a piece of `renderer`'s
       let at = 0; // the column `line` starts at, in the line as typed: a tab's width depends on it
       let matched = 1; // how many of the open containers the line continues
       for (; matched < open.length; matched++) {
@@ -801,5 +825,5 @@ window.SwitchboardMarkdown = (() => {
     if (last < text.length) into.append(shown(text.slice(last)));
   }
 
-  return { render };
+  return { render, renderer };
 })();
