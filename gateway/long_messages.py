@@ -7,9 +7,11 @@ splits into more parts than its platform's bound (``display.max_message_parts``,
 settings are: `max_parts`; 0: none) is journaled as its first parts up to the bound and one more: the whole
 text as ``answer.md``, its caption a note saying so, where the adapter takes files (`platforms.base.SendsFiles`)
 within its upload limit; elsewhere a note saying how much was left out. An answer for a command's user alone
-(`platforms.base.Outbound.private`: every answer to a Slack slash command) gets the note, saying why: a file goes
-to the whole channel, where no platform here can upload one for a single user. The outbox journals them in one
-statement, as parts of one message (`gateway.outbox.Outbox`): each sent once, in order, across restarts too.
+(`platforms.base.Outbound.private`: every answer to a Slack slash command, a Discord command's refusal) gets the
+file only where the adapter uploads one for that user alone (``sends_files_privately``: Discord's ephemeral
+follow-up), journaled as private as its parts; elsewhere the note, saying why: there a file goes to the whole
+channel. The outbox journals them in one statement, as parts of one message (`gateway.outbox.Outbox`): each sent
+once, in order, across restarts too.
 """
 
 from __future__ import annotations
@@ -128,14 +130,16 @@ class Tail:
 def plan_tail(first: NewMessage, key: str, text: str, shown: Sequence[str], adapter: Adapter,
               files: OutboxFiles | None) -> Tail:
     """The `Tail` of ``text``, the message ``key`` shown as its first parts ``shown`` (its first part ``first``):
-    a file where the platform takes files and shows this message to all who see the chat, else a note
+    a file where the platform takes files and shows it to whom this message is for, else a note
     (`NO_INTERIM`: dropped with the parts). Writes nothing."""
     note = dataclasses.replace(first, reply_to=None, tried=False, sequence=None if first.turn_id else len(shown))
     # Where no interim message shows, its adapter drops its parts, and would deliver its ``answer.md`` (a file it
     # cannot tell from one the agent sends): it gets the note, dropped with them. An answer for its command's user
-    # alone gets the note too: Slack's ephemeral messages carry no file, and an adapter shares a file in the chat.
+    # alone gets the note too where the adapter shares every file in the chat (Slack's ephemeral messages carry
+    # none); Discord's ephemeral follow-up carries one to that user alone (``sends_files_privately``).
     shown_here = first.kind != "interim" or first.platform not in NO_INTERIM
-    if files is not None and isinstance(adapter, SendsFiles) and shown_here and not first.private:
+    to_whom = not first.private or getattr(adapter, "sends_files_privately", False)
+    if files is not None and isinstance(adapter, SendsFiles) and shown_here and to_whom:
         return Tail(note, key, text, shown, files, adapter.upload_limit(first.chat_id))
     return Tail(note, key, text, shown, None, 0)
 
@@ -148,7 +152,7 @@ def in_file_text(size: int) -> str:
 def left_out_text(data: bytes, shown: Sequence[str], *, too_large: bool = False, private: bool = False) -> str:
     """The note where the whole cannot go as a file; how much was left out is about right (a part may hold a
     marker the text has not, to close a style or a code block at its end). ``private``: the answer is for its
-    command's user alone, which no file can be (`plan_tail`)."""
+    command's user alone, which no file can be on its platform (`plan_tail`)."""
     why = ", and too large to send here as a file" if too_large else ""
     left = f"The answer is too long for this chat ({human_size(len(data))}){why}; the rest of it (about " \
            f"{human_size(_left(len(data), shown))})"

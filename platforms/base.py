@@ -539,7 +539,11 @@ class SupportsDownload(Protocol):
 
 @runtime_checkable
 class SendsFiles(Protocol):
-    """An adapter that uploads files the agent sends (the ``send_file`` tool) into the chat."""
+    """An adapter that uploads files the agent sends (the ``send_file`` tool) into the chat.
+
+    Such an adapter may also say ``sends_files_privately = True``: a file for a command's user alone
+    (`Outbound.private`) goes to that user alone (Discord's ephemeral follow-up), so a long answer for them ends in
+    ``answer.md`` (`gateway.long_messages`); without it, such an answer ends in a note, and such a file is refused."""
 
     caption_limit: int
     """Longest caption the platform takes with a file, in the adapter's `measure` units."""

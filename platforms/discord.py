@@ -58,7 +58,9 @@ Every SDK error is translated in `platforms.discord_errors`, the one place that 
 Files the agent sends go as a message with the file attached (``files[0]``), the caption as its
 content, with the same nonce, so a repeated upload is dropped too (within those minutes: the outbox
 looks up no file); at most the guild's upload limit as discord.py knows it from the guild's boost
-level (10 MiB without boosts, and in DMs).
+level (10 MiB without boosts, and in DMs). A file for a command's user alone (the ``answer.md`` of a long private
+answer) goes through the interaction as an ephemeral follow-up, as the answer's parts do, and nowhere once the
+interaction's token is gone.
 """
 
 from __future__ import annotations
@@ -155,6 +157,8 @@ class DiscordAdapter:
     text_limit = 2000
     caption_limit = text_limit
     """A file's caption is the message's content."""
+    sends_files_privately = True
+    """A file for a command's user alone goes as an ephemeral follow-up (`send_file`)."""
     typing_interval = 8.0
     """Discord's indicator lasts about 10 s."""
     typing_lapses = True
@@ -586,15 +590,18 @@ class DiscordAdapter:
             try:
                 return await self._interactions.answer(message)
             except NotFound as exc:
-                acknowledged = self._interactions.acknowledged(message.reply_token)
                 if message.private:
-                    # Its user alone was to see it: in the channel, a stranger's refusal names them to everyone.
-                    why = "the interaction expired" if acknowledged else UNACKNOWLEDGED
-                    raise NotFound(f"{why}: an answer for its user alone is not posted in the channel instead",
-                                   method=exc.method, chat_id=exc.chat_id, platform=self.name) from exc
-                if acknowledged:  # else said once, as the command came (`discord_commands.received`)
+                    raise self._not_in_channel(message.reply_token, exc) from exc
+                if self._interactions.acknowledged(message.reply_token):  # else said once (`discord_commands.received`)
                     log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
+
+    def _not_in_channel(self, reply_token: str, exc: NotFound) -> NotFound:
+        """The failure of an answer for its command's user alone whose interaction is gone (``exc``): in the
+        channel, a stranger's refusal would name them to everyone, so it is not posted there instead."""
+        why = "the interaction expired" if self._interactions.acknowledged(reply_token) else UNACKNOWLEDGED
+        return NotFound(f"{why}: an answer for its user alone is not posted in the channel instead",
+                        method=exc.method, chat_id=exc.chat_id, platform=self.name)
 
     async def _send_privately(self, message: Outbound) -> Sent:
         """`send`, a slash command's answer to its user alone (`discord_interactions.Interactions.private`); in the
@@ -647,12 +654,19 @@ class DiscordAdapter:
 
     async def send_file(self, message: Outbound, file: OutboundFile) -> Sent:
         """Post the file in the message's channel or thread, with the part's nonce (`platforms.discord_posts`).
-        Refused for an answer to its command's user alone (``private``), which the channel must not see: the outbox
-        gives such an answer no ``answer.md`` (`gateway.long_messages`), but may learn that it is private after
-        making the file, and a refusal's or a failed command's answer in the channel names its user to everyone."""
+        One for its command's user alone (``private``: the ``answer.md`` of a long private answer,
+        `gateway.long_messages`) goes to them alone, as an ephemeral follow-up of the interaction, as its parts
+        do; never in the channel, where a refusal's or a failed command's answer names its user to everyone: past
+        the interaction's 15 minutes it is not sent at all (`NotFound`, as `send` says)."""
         if message.private:
-            raise BadRequest("a file for a command's user alone is not posted in the channel",
-                             method=discord_posts.ROUTE, chat_id=message.chat_id, platform=self.name)
+            message = replace(message, text=scalar_text(message.text))  # a lone surrogate cannot be encoded
+            if message.reply_token is None:  # no interaction to carry it: nothing reaches its user alone
+                raise BadRequest("a file for a command's user alone is not posted in the channel",
+                                 method=discord_posts.ROUTE, chat_id=message.chat_id, platform=self.name)
+            try:
+                return await self._interactions.answer(message, file)
+            except NotFound as exc:
+                raise self._not_in_channel(message.reply_token, exc) from exc
         return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
                                             message, file)
 

@@ -26,11 +26,11 @@ from typing import TypeVar
 
 import aiohttp
 
-from platforms.base import NotFound, Outbound, Sent
+from platforms.base import NotFound, Outbound, OutboundFile, Sent
 from platforms.discord_answers import INTERACTION_WINDOW
 from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.formatting import discord_markdown
+from platforms.formatting import blank, discord_markdown
 from platforms.recent import remember
 
 # What the bot posts is the model's text, which may copy mentions from what users wrote or a page it
@@ -153,13 +153,15 @@ class Interactions:
         """The reply token of the interaction that posted ``message_id``, if it was an answer."""
         return self._webhook_messages.get(message_id)
 
-    async def answer(self, message: Outbound) -> Sent:
-        """Send ``message`` through its interaction, for its user alone if it is ``private``. Raises `NotFound` for
-        an interaction Discord did not acknowledge (`unacknowledged`), and what the calls raise, translated."""
+    async def answer(self, message: Outbound, file: OutboundFile | None = None) -> Sent:
+        """Send ``message`` through its interaction, for its user alone if it is ``private``; with ``file``, that
+        file attached, ``message.text`` its caption, as a follow-up (a private one's is ephemeral, as its parts
+        are: `DiscordAdapter.send_file`). Raises `NotFound` for an interaction Discord did not acknowledge
+        (`unacknowledged`), and what the calls raise, translated."""
         assert message.reply_token is not None
         self._usable(message.reply_token, message.chat_id)
         route = "GET /webhooks/{application_id}/{token}/messages/@original"
-        content = discord_markdown.render(message.text)
+        content = discord_markdown.render(message.text if file is None else blank.caption(message.text))
         remember(self._replying, message.reply_token, None, _REMEMBERED)  # before the call: a stop may come during it
         # As journaled, not as the interaction now is: a part journaled for all before the command's "could not
         # handle" made the interaction private stays for all, here as after a restart, which has only the journal.
@@ -175,15 +177,14 @@ class Interactions:
                 if first and private:  # what replaces "thinking…" is seen by all: it goes first
                     route = f"DELETE {base}/messages/@original"
                     await delete_thinking(webhook)
-                edits = first and not private
+                edits = first and not private and file is None
                 route = f"PATCH {base}/messages/@original" if edits else f"POST {base}"
                 sending = True
                 if edits:  # replace the "thinking…" placeholder of the deferred response
                     sent = (await webhook.edit_message("@original", content=content,  # type: ignore[arg-type]
                                                        allowed_mentions=MENTIONS)).id
                 else:
-                    sent = (await webhook.send(content, wait=True, silent=message.silent, ephemeral=private,
-                                               allowed_mentions=MENTIONS)).id
+                    sent = await _follow_up(webhook, content, message.silent, private, file)
             except Exception as exc:
                 made = made_all_the_same(exc, answer, route=route, chat_id=message.chat_id) if sending else None
                 if made is None:
@@ -227,6 +228,21 @@ class Interactions:
         client = self._client()
         assert self.session is not None  # opened with the client
         return application_webhook(reply_token, self.session, client)
+
+
+async def _follow_up(webhook: discord.Webhook, content: str, silent: bool, private: bool,
+                     file: OutboundFile | None) -> int:
+    """Post a follow-up (ephemeral if ``private``), with ``file`` attached if given: opened in a worker thread,
+    closed once the call is over."""
+    if file is None:
+        return (await webhook.send(content, wait=True, silent=silent, ephemeral=private,
+                                   allowed_mentions=MENTIONS)).id
+    upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+    try:
+        return (await webhook.send(content or discord.utils.MISSING, wait=True, silent=silent, ephemeral=private,
+                                   file=upload, allowed_mentions=MENTIONS)).id
+    finally:
+        upload.close()
 
 
 def application_webhook(reply_token: str, session: aiohttp.ClientSession,

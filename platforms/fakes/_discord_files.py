@@ -1,7 +1,7 @@
 """Files in the fake Discord: what a test's users attach to a message (`Upload`), served from
 attachment URLs under ``/attachments/<channel>/<id>/<filename>`` like Discord's CDN (no token),
-and what the bot uploads: a message create sent as ``multipart/form-data`` with the message as
-JSON in ``payload_json`` and each file in a part ``files[n]`` (discord.py's form), each at most
+and what the bot uploads: a message create or an interaction's follow-up sent as ``multipart/form-data`` with
+the message as JSON in ``payload_json`` and each file in a part ``files[n]`` (discord.py's form), each at most
 the guild's upload limit (10 MiB, 50 MB from boost tier 2, 100 MB at tier 3; 10 MiB in DMs),
 else 413 with code 40005 "Request entity too large"."""
 
@@ -41,7 +41,7 @@ class DiscordFiles:
     downloads: list[str]
 
     def _attachments(self, channel: str, uploads: Sequence[Upload]) -> list[dict[str, Any]]:
-        """The attachment objects of a user's message, their bytes kept for the CDN route."""
+        """The attachment objects of a message's files (a user's or the bot's), their bytes kept for the CDN route."""
         out = []
         for upload in uploads:
             attachment_id = self.new_id()  # type: ignore[attr-defined]
@@ -79,7 +79,7 @@ class DiscordFiles:
 
 
 def parse_multipart(content_type: str, raw: bytes) -> tuple[dict[str, Any], list[Upload]]:
-    """A message create sent as multipart: its ``payload_json`` and its ``files[n]`` parts, in order."""
+    """A message create (or follow-up) sent as multipart: its ``payload_json`` and its ``files[n]`` parts, in order."""
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
         f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
     payload: dict[str, Any] = {}

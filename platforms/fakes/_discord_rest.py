@@ -366,18 +366,26 @@ class DiscordRest:
         interaction_id, record = found
         if not record["responses"]:
             return _error(404, 10015, "Unknown Webhook")
-        body = await request.json()
+        # Files come as a channel's message create brings them: multipart, ``payload_json`` + ``files[n]``.
+        body, uploads = request.get(_MULTIPART) or (await request.json(), [])
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged
-        original = self._find(record["channel_id"], record["original"] or "")
+        channel = record["channel_id"]
+        if not body.get("content") and not uploads:
+            return _error(400, 50006, "Cannot send an empty message")
+        if any(len(u.data) > self._upload_limit(channel) for u in uploads):
+            return _error(413, 40005, "Request entity too large")
+        original = self._find(channel, record["original"] or "")
         if original is not None and original.flags & FLAG_LOADING:
             # Discord's rule: a follow-up while "thinking…" shows is that response's answer, seen by whom the
             # deferral chose, whatever its own flags say; only a later one (or one after the deferred response
             # was deleted) is ephemeral by its flag 64.
+            original.attachments = self._attachments(channel, uploads)
             response = self._apply_edit(original, body)
             return response if request.query.get("wait") in ("true", "1", "True") else web.Response(status=204)
-        message = self._store(record["channel_id"], self.bot_id, body.get("content") or "", from_bot=True,
-                              flags=int(body.get("flags") or 0), interaction_id=interaction_id, pings=pinged)
+        message = self._store(channel, self.bot_id, body.get("content") or "", from_bot=True,
+                              flags=int(body.get("flags") or 0), interaction_id=interaction_id, pings=pinged,
+                              attachments=self._attachments(channel, uploads))
         # Not over the gateway when ephemeral: Discord shows it to the interaction's user alone.
         data = self._message_json(message, guild=self._channel_guild.get(message.channel_id)) \
             if message.flags & FLAG_EPHEMERAL else self._echo(message)

@@ -26,7 +26,8 @@ on `push_dm` and `push_guild_message`) are served from attachment URLs under
 ``sticker_items``, as Discord sends them with or without the Message Content intent; a poll (``poll=``) as
 ``poll``, and embeds (``embeds=``, a bot's card a user forwards), withheld with the content. A reply where the bot
 lacks Read Message History (`deny`) is refused with Discord's 403 160002. Files the bot uploads (a
-message create as multipart, ``payload_json`` + ``files[n]``) are kept the same way, each at
+message create or an interaction's follow-up as multipart, ``payload_json`` + ``files[n]``; an ephemeral
+follow-up's, flag 64, for its user alone) are kept the same way, each at
 most the guild's upload limit (10 MiB; more once `boost` raises its boost level), else 413 40005.
 Every response is exactly ``application/json``: discord.py compares the content type for equality.
 Channel kinds (`add_channel`): voice and stage text chats, announcement channels (type 10 threads), forum and
