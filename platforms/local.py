@@ -38,7 +38,11 @@ wrapped it anew); otherwise an update is printed anew. A redraw goes up over eve
 took, wrapped at the terminal's width (wide characters take two columns), so a notice wider than
 the window leaves no stale rows behind. Output that is no terminal (a pipe, a file) keeps a notice
 as first printed: its updates, one a second with `make run`'s settings, would be so many lines for
-whatever reads it.
+whatever reads it. So does a dumb terminal (``TERM=dumb``: Emacs's shell buffer; or ``TERM`` unset), which
+shows the escape sequences that move a cursor as garbage: it gets none (`platforms.local_screen.moves_cursor`),
+and a reply that arrives while a line is typed goes on the next row, the prompt and the line drawn again under it.
+Readline still reads there (it draws without them), so Ctrl-C is a key there too. No colours are used anywhere:
+``NO_COLOR`` has nothing to turn off, and ``FORCE_COLOR`` nothing to force.
 
 What the agent sends is printed as written (Markdown and all), except control
 characters, which are shown (ESC as ␛) and never obeyed: a reply cannot drive the
@@ -92,7 +96,7 @@ from platforms.base import (
 from platforms.local_files import UPLOAD_LIMIT, keep
 from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
 from platforms.local_reader import Lines, PromptDraw
-from platforms.local_screen import height, printable, prompt_again, prompt_start, rows, shown, width
+from platforms.local_screen import height, moves_cursor, printable, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
     cursor_after,
     ended_in_line_mode,
@@ -166,7 +170,10 @@ class LocalAdapter:
         # message on more rows or fewer, and a redraw by the old count left stale rows or erased the message above.
         self._last_width = 0
         self._reader: asyncio.Task | None = None
-        self._ansi = _isatty(self._output)
+        self._terminal = _isatty(self._output)
+        # Escapes that move the cursor: not on a dumb terminal (`moves_cursor`), which $TERM names for the process's
+        # own output; one handed in (a test's screen) is taken to draw as a VT100 does.
+        self._ansi = self._terminal and (output is not None or moves_cursor(os.environ.get("TERM")))
         self._encoding: str | None = getattr(self._output, "encoding", None)  # what it can print (`printable`)
         # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
         self._interactive = _isatty(self._input)
@@ -188,7 +195,7 @@ class LocalAdapter:
         if reconfigure is not None:
             # Strict decoding would kill the reader at the first stray byte (a paste in Latin-1).
             reconfigure(errors="replace")
-        if self._input is sys.stdin and _isatty(self._input) and self._ansi:
+        if self._input is sys.stdin and _isatty(self._input) and self._terminal:  # a dumb one too: no escapes
             self._readline = line_editing()
             self._saved_tty = tty_state(self._input)
             if self._readline is not None:
@@ -420,7 +427,7 @@ class LocalAdapter:
         self._last_id = None
         with self._prompt_draw.after():
             if self._prompting:  # from the start of its row: there after `fg`, and where it was after a bare SIGCONT
-                self._emit(self._prompt_start() + "\x1b[J" + self._prompt_again())
+                self._emit((self._prompt_start() + "\x1b[J" if self._ansi else "\n") + self._prompt_again())
 
     async def _next_message(self, lines: Lines) -> str | TooLong | None:
         """One message (`platforms.local_messages.next_message`); None at end of input."""

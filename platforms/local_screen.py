@@ -3,7 +3,8 @@ characters shown, never obeyed (`shown`); the rows a message takes, wrapped at t
 (`rows`, `width`, `height`), which an in-place redraw goes up over; and the line being typed at readline's
 prompt, gone over before a message is printed above it (`prompt_start`) and drawn again under it,
 readline's cursor where it was (`prompt_again`); and every character of it as a terminal that is not UTF-8
-can show it (`printable`). The drawing itself is `platforms.local_tty`'s.
+can show it (`printable`); and whether the terminal takes the cursor movements all that is drawn with
+(`moves_cursor`). The drawing itself is `platforms.local_tty`'s.
 """
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ def _in(codec: str, c: str) -> str:
     if "\u2400" <= c <= "\u241f":
         return "^" + chr(ord(c) - 0x2400 + 0x40)  # as `shown` drew a C0 control, in readline's notation
     return "^?" if c == "\u2421" else "?"
+
+
+def moves_cursor(term: str | None) -> bool:
+    """Whether a terminal of type ``term`` (``$TERM``) takes the escape sequences that move its cursor and erase:
+    not a dumb one (``dumb``, Emacs's ``dumb-emacs-ansi``: Emacs's shell buffer, a CI job's log), nor one
+    unnamed. They showed there as garbage, ``you> ␛[1A␛[J⏳ Working``, at every update of a progress line."""
+    return bool(term) and term.split("-")[0] != "dumb"
 
 
 def rows(text: str, columns: int) -> int:
