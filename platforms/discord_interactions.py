@@ -27,7 +27,8 @@ from typing import TypeVar
 import aiohttp
 
 from platforms.base import NotFound, Outbound, OutboundFile, Sent
-from platforms.discord_answers import INTERACTION_WINDOW
+from platforms.discord_answers import INTERACTION_WINDOW, open_session
+from platforms.discord_calls import CALL_TIMEOUT, SLOWEST_UPLOAD
 from platforms.discord_errors import answered, made_all_the_same, translate
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import blank, discord_markdown
@@ -233,16 +234,22 @@ class Interactions:
 async def _follow_up(webhook: discord.Webhook, content: str, silent: bool, private: bool,
                      file: OutboundFile | None) -> int:
     """Post a follow-up (ephemeral if ``private``), with ``file`` attached if given: opened in a worker thread,
-    closed once the call is over."""
+    closed once the call is over, and given its bytes' time on a session of its own."""
     if file is None:
         return (await webhook.send(content, wait=True, silent=silent, ephemeral=private,
                                    allowed_mentions=MENTIONS)).id
-    upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+    # The answers' session gives a call its bound whole; an upload has a second more for every SLOWEST_UPLOAD bytes,
+    # as a channel's has (`discord_calls.bound`): a 10 MiB answer.md on a slow line was cut off at 30 s every try.
+    webhook.session = open_session((webhook.session.timeout.total or CALL_TIMEOUT) + file.size / SLOWEST_UPLOAD)
     try:
-        return (await webhook.send(content or discord.utils.MISSING, wait=True, silent=silent, ephemeral=private,
-                                   file=upload, allowed_mentions=MENTIONS)).id
+        upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+        try:
+            return (await webhook.send(content or discord.utils.MISSING, wait=True, silent=silent,
+                                       ephemeral=private, file=upload, allowed_mentions=MENTIONS)).id
+        finally:
+            upload.close()
     finally:
-        upload.close()
+        await webhook.session.close()
 
 
 def application_webhook(reply_token: str, session: aiohttp.ClientSession,
