@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import codecs
 import contextlib
+import dataclasses
 import logging
 import os
 import shlex
@@ -19,11 +20,13 @@ import sqlite3
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TextIO
 
 from gateway import left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
+from gateway.config.sections import DisplayOverrides
 from gateway.early_signals import lost_stop
 from gateway.errors import StartupError
 from gateway.host import STATE_DB, AgentHost
@@ -321,9 +324,31 @@ def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> i
         runner = _ask(config, scalar_text(" ".join(args.message)))
     elif args.command == "worker":
         runner = _worker(config)
+    elif args.command == "chat" and not _typed_at(sys.stdin):
+        runner = _serve(_queued_chat(config), local=True)
     else:
         runner = _serve(config, local=args.command == "chat")
     return _run_to_end(runner, config)
+
+
+def _typed_at(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal, which a person types at: not a pipe, a file, or closed."""
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def _queued_chat(config: Config) -> Config:
+    """``config`` for a chat whose input is a pipe or a file: each of its messages waits for the turn before it
+    (``busy_input_mode: queue``), whatever ``display.busy_input_mode`` says. Nobody at a pipe means a line as
+    "stop that, answer this" (``interrupt``) or as more for the running turn (``steer``): a script of questions,
+    a slow generator, ``tail -f``, expects each line answered, in order. Interrupted, the turn before was stopped
+    and its answer lost without a word; steered, a line got no answer of its own. ``/stop`` still stops."""
+    local = config.display.platforms.get("local") or DisplayOverrides()
+    queued = dataclasses.replace(local, busy_input_mode="queue")
+    platforms = MappingProxyType({**config.display.platforms, "local": queued})
+    return dataclasses.replace(config, display=dataclasses.replace(config.display, platforms=platforms))
 
 
 def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
