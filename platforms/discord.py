@@ -24,7 +24,10 @@ the bot posted in are remembered across restarts: the gateway hands them over
 again, is asked for at each new session (`platforms.discord_catch_up`): the last message seen in each
 channel is kept in the gateway's store (`bind_last_seen`, `platforms.discord_seen`). A forward is heard as the message it forwards (Discord sends it empty,
 with a snapshot of that message). Attached files arrive as `Attachment`s (`platforms.discord_files`);
-`download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. Guild messages
+`download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. The bot removed from
+a server (``GUILD_DELETE``, not an outage's), a channel deleted, or a write Discord refuses as the chat closed to the
+bot (a missed event's) tells the gateway once that it can no longer write to the chat (`LosesChats`,
+`platforms.discord_membership`): it stops the chat's work. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
@@ -91,6 +94,7 @@ from platforms.base import (
     LAST_CALLS_FLOOR,
     Attachment,
     BadRequest,
+    ChatLost,
     CommandSpec,
     DisplayTier,
     Inbound,
@@ -121,6 +125,7 @@ from platforms.discord_connection import (
 from platforms.discord_errors import PORTAL_HINT, ended_because
 from platforms.discord_handover import until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
+from platforms.discord_membership import Access, Membership
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
@@ -212,8 +217,9 @@ class DiscordAdapter:
         self._catch_up_timer = catch_up_timer
         self._max_retry_after = max_retry_after
         self._acknowledge_timeout = acknowledge_timeout
-        self._queue: asyncio.Queue[Item | Edit] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item | Edit | Access] = asyncio.Queue()
         self._edits: MessageEdited | None = None
+        self._membership = Membership(lambda access: self._queue.put_nowait(access))
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
         """Clear from a new session's READY until its catch-up is done: live events wait, behind older ones."""
@@ -270,18 +276,25 @@ class DiscordAdapter:
     def remember_threads(self, threads: Iterable[tuple[str, str]]) -> None:
         """The gateway's stored thread sessions: after a restart the bot still hears every
         message in a thread it had posted in, which Discord's data alone does not tell."""
-        for _chat, thread in threads:
+        for chat, thread in threads:
             remember(self._posted_in, int(thread), None, REMEMBERED_CHANNELS)
+            self._membership.knows(chat)
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`).
         ``stored`` goes unused: Discord sends a channel's messages in order, one at a time, so a channel
         no longer in memory is only ever recorded past what is stored."""
         self._last_seen.bind(last_seen, seen)
+        for channel in last_seen:  # a thread's too, which names no chat: harmless
+            self._membership.knows(channel)
 
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a member's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
+
+    def bind_chat_lost(self, lost: ChatLost) -> None:
+        """Where the chats the bot can no longer write to go (`LosesChats`, `platforms.discord_membership`)."""
+        self._membership.bind(lost)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -294,6 +307,7 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is already started")
         self._stopping = False
         self._queue, self._connected, self._stop_asked = asyncio.Queue(), asyncio.Event(), asyncio.Event()
+        self._membership.queue_dropped()
         self._unrecorded, self._swept = Unrecorded(), False
         self._caught_up = asyncio.Event()
         self._caught_up.set()
@@ -309,6 +323,9 @@ class DiscordAdapter:
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
             client.on_raw_message_edit = self._on_edit  # type: ignore[attr-defined]
+            client.on_guild_remove = self._on_guild_remove  # type: ignore[attr-defined]
+            client.on_guild_channel_delete = self._on_channel_delete  # type: ignore[attr-defined]
+            client.on_guild_join = client.on_guild_available = self._on_guild_back  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
             tree = discord_commands.command_tree(client, commands, self._command_guilds, self._on_command)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
@@ -487,11 +504,16 @@ class DiscordAdapter:
             finally:
                 self._queue.task_done()
 
-    async def _hand_over(self, sink: InboundSink, item: Item | Edit) -> None:
+    async def _hand_over(self, sink: InboundSink, item: Item | Edit | Access) -> None:
         if isinstance(item, Edit):
             await self._hand_over_edit(item.message)
             return
+        if isinstance(item, Access):
+            await self._membership.tell(item)
+            return
         inbound, channel_id, message_id = item
+        if inbound is not None:
+            self._membership.handed_over(inbound.chat_id)  # someone writes there: the bot may too
         outcome = "left" if channel_id in self._unrecorded.held_back else \
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
         # Else a slash command shows "thinking…" until its token expires, and a text command (!stop) nothing.
@@ -540,6 +562,18 @@ class DiscordAdapter:
         message = self._inbound_of(payload.message)
         if message is not None:
             self._queue.put_nowait(Edit(message))
+
+    async def _on_guild_remove(self, guild: discord.Guild) -> None:
+        """``GUILD_DELETE`` without ``unavailable``: the bot was removed from the server, whose chats' work the
+        gateway stops (`platforms.discord_membership`). An outage is ``on_guild_unavailable``: nothing stops."""
+        self._membership.removed(guild)
+
+    async def _on_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        self._membership.deleted(channel)
+
+    async def _on_guild_back(self, guild: discord.Guild) -> None:
+        """The bot added to a server (back), or the server's outage over: its chats may be written to again."""
+        self._membership.back(guild)
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
@@ -594,7 +628,9 @@ class DiscordAdapter:
                     raise self._not_in_channel(message.reply_token, exc) from exc
                 if self._interactions.acknowledged(message.reply_token):  # else said once (`discord_commands.received`)
                     log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
-        return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies, message)
+        with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
+            return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies,
+                                            message)
 
     def _not_in_channel(self, reply_token: str, exc: NotFound) -> NotFound:
         """The failure of an answer for its command's user alone whose interaction is gone (``exc``): in the
@@ -667,17 +703,20 @@ class DiscordAdapter:
                 return await self._interactions.answer(message, file)
             except NotFound as exc:
                 raise self._not_in_channel(message.reply_token, exc) from exc
-        return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
-                                            message, file)
+        with self._membership.writing(message.chat_id, message.thread_id):
+            return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
+                                                message, file)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""
-        await discord_edits.edit(self._interactions, self._channel, chat_id, thread_id, message_id, text)
+        with self._membership.writing(chat_id, thread_id):
+            await discord_edits.edit(self._interactions, self._channel, chat_id, thread_id, message_id, text)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Refreshed every few seconds while a turn runs, warned of once per channel and reason
         (`platforms.discord_typing`)."""
-        await self._typing.show(chat_id, thread_id)
+        with self._membership.writing(chat_id, thread_id):
+            await self._typing.show(chat_id, thread_id)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Nothing to clear: Discord ends the typing indicator when the bot posts, or after ~10 s."""

@@ -139,13 +139,13 @@ class DiscordGateway:
         session = _Session(id=f"session-{self.new_id()}")
         self._sessions[session.id] = session
         self._session, conn.session, session.conn = session, session, conn
-        guilds = [{"id": g, "unavailable": True} for g in self._guilds]
+        guilds = [{"id": g, "unavailable": True} for g in self._member_guilds()]
         self._dispatch("READY", {
             "v": 10, "user": _user(self.bot_id, self.bot_name, bot=True), "guilds": guilds,
             "session_id": session.id, "resume_gateway_url": self.gateway_url, "private_channels": [],
             "application": {"id": self.application_id, "flags": self._app_flags()},
         }, only=session)
-        for guild in self._guilds:
+        for guild in self._member_guilds():
             self._dispatch("GUILD_CREATE", self._guild_json(guild), only=session)
 
     async def _resume(self, conn: _Conn, session: _Session, seq: int) -> None:

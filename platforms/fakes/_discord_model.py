@@ -236,7 +236,8 @@ class DiscordModel:
         refuses them (403, 50013 Missing Permissions): ``"send_messages"`` (in a thread, Discord's Send Messages
         in Threads) any post or typing, ``"attach_files"`` a post with a file; ``"read_message_history"`` a post
         that replies to a message, with Discord's own code for that (403, 160002 Cannot reply without permission
-        to read message history)."""
+        to read message history); ``"view_channel"``, the channel hidden from the bot, every call naming it (403,
+        50001 Missing Access: `platforms.fakes._discord_membership`)."""
         self.denied[str(channel)].update(permissions)
 
     def allow(self, channel: str | int, *permissions: str) -> None:

@@ -219,7 +219,9 @@ class DiscordRest:
 
     async def _get_channel(self, request: web.Request) -> web.Response:
         channel = self._channel_json(request.match_info["channel_id"])
-        return _error(404, 10003, "Unknown Channel") if channel is None else _json(channel)
+        if channel is None:
+            return _error(404, 10003, "Unknown Channel")
+        return self._closed(request.match_info["channel_id"]) or _json(channel)
 
     async def _get_messages(self, request: web.Request) -> web.Response:
         """Discord's paging: ``after`` gives the oldest ``limit`` messages after that id, ``before`` (or
@@ -228,6 +230,8 @@ class DiscordRest:
         channel = request.match_info["channel_id"]
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
+        if (closed := self._closed(channel)) is not None:
+            return closed
         try:
             limit = int(request.query.get("limit", 50))
             after, before = (int(request.query[k]) if k in request.query else None for k in ("after", "before"))
@@ -246,6 +250,8 @@ class DiscordRest:
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
         body, uploads = request.get(_MULTIPART) or (await request.json(), [])
+        if (closed := self._closed(channel, post=True)) is not None:
+            return closed
         if self._thread_only(channel):
             return _error(400, 50008, "Cannot send messages in a non-text channel")
         denied = self.denied[channel]
@@ -284,6 +290,8 @@ class DiscordRest:
         channel, message_id = request.match_info["channel_id"], request.match_info["message_id"]
         if channel not in self._channels:
             return _error(404, 10003, "Unknown Channel")
+        if (closed := self._closed(channel)) is not None:
+            return closed
         message = self._find(channel, message_id)
         if message is None:
             return _error(404, 10008, "Unknown Message")
@@ -303,6 +311,8 @@ class DiscordRest:
         return _json(self._message_json(message))
 
     async def _delete_message(self, request: web.Request) -> web.Response:
+        if (closed := self._closed(request.match_info["channel_id"])) is not None:
+            return closed
         message = self._find(request.match_info["channel_id"], request.match_info["message_id"])
         if message is None:
             return _error(404, 10008, "Unknown Message")
@@ -312,6 +322,8 @@ class DiscordRest:
     async def _typing(self, request: web.Request) -> web.Response:
         if request.match_info["channel_id"] not in self._channels:
             return _error(404, 10003, "Unknown Channel")
+        if (closed := self._closed(request.match_info["channel_id"])) is not None:
+            return closed
         if self._thread_only(request.match_info["channel_id"]):
             return _error(400, 50008, "Cannot send messages in a non-text channel")
         if "send_messages" in self.denied[request.match_info["channel_id"]]:

@@ -35,6 +35,10 @@ media channels (a post is a thread whose first message has its id; a message in 
 50008); private threads (`push_guild_message(private_thread=True)`: heard once a mention adds the bot, with
 THREAD_CREATE first) and archived ones (`archive_thread`: not in a guild's threads; a message unarchives it,
 THREAD_UPDATE first).
+Where the bot may write (`platforms.fakes._discord_membership`): `remove_bot` (``GUILD_DELETE``; every call naming
+the guild's channels refused 403 Missing Access, 50001, until `add_bot`), `outage` (``GUILD_DELETE`` with
+``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), and ``deny(channel,
+"view_channel")`` (50001 there).
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
@@ -77,6 +81,7 @@ from platforms.fakes._discord_gateway import (  # noqa: F401
     _Session,
 )
 from platforms.fakes._discord_limits import GLOBAL, PER_CHANNEL_ROUTE, Clock, DiscordRateLimits, Window
+from platforms.fakes._discord_membership import DiscordMembership
 from platforms.fakes._discord_mentions import Pings, pings  # noqa: F401
 from platforms.fakes._discord_model import (  # noqa: F401
     ANNOUNCEMENT,
@@ -99,7 +104,7 @@ from platforms.fakes._waiting import wait_until
 _DISCORD_EPOCH_MS = 1_420_070_400_000
 """2015-01-01 UTC, the zero of Discord's snowflake ids."""
 
-class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
+class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, DiscordMembership):
     """Discord's REST API and gateway on 127.0.0.1; see the module docstring."""
 
     def __init__(
@@ -149,6 +154,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles):
         self._failures: list[_Failure] = []
         self.denied: defaultdict[str, set[str]] = defaultdict(set)
         """Permissions the bot lacks, by channel or thread (`deny`)."""
+        self.removed_guilds: set[str] = set()
+        """Guilds the bot was removed from (`remove_bot`)."""
+        self.blocked_dms: set[str] = set()
+        """DM channels whose user blocked the bot (`block_dm`)."""
         self._holds: list[tuple[str, asyncio.Event]] = []
         self.rate_limits: DiscordRateLimits | None = None
         """Discord's rate limits, once `enforce_rate_limits` turned them on."""

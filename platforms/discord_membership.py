@@ -1,0 +1,139 @@
+"""Which Discord chats the bot can no longer write to, for `platforms.base.LosesChats`.
+
+Discord says so on the gateway: ``GUILD_DELETE`` without ``unavailable`` when the bot was removed from a server
+(kicked, banned, or the server deleted; with ``unavailable: true`` it is an outage, which stops nothing), and
+``CHANNEL_DELETE`` when a channel was deleted. A write Discord refuses as such says the same when the event was
+missed (sent while the gateway was down, or while its session was invalid): 403 Missing Access (50001: the bot
+removed from the server, or the channel hidden from it), 404 Unknown Channel (10003), and in a DM 403 Cannot send
+messages to this user (50007: the user blocked the bot, closed their direct messages, or shares no server with it
+any more, each until they change it). The gateway is told once per chat, until the bot may write there again
+(added back to the server, or a message of the chat handed over), so the refusals of the parts still queued there
+are not each one more stop.
+
+A session is keyed by its channel, a thread's by its parent channel and the thread (`platforms.discord_inbound`),
+and the gateway is told of chats: a loss is told of a channel or a DM, never of a thread alone (a deleted thread,
+a private one the bot was removed from), which would stop the work of its channel and of every other thread of
+it. A server's chats are its channels the gateway has talked in, as far as the adapter knows (`knows`): telling
+each of a server's hundreds of channels would be as many lines in the log.
+
+Apart from the adapter (`platforms.discord`) because it is one concept, the bot's access to each chat. The changes
+are queued with the adapter's other events (`Access`), so that one is told in the order of the chat's events: a
+message sent before the bot's removal, handed over after it, does not make the chat writable again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from platforms.base import ChatLost, DeliveryError
+from platforms.discord_seen import REMEMBERED_CHANNELS
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.recent import remember
+
+log = logging.getLogger("platforms.discord")
+
+REMOVED = "the bot was removed from the server"
+DELETED = "the channel was deleted"
+REFUSED = {
+    50001: "the bot has no access to the channel",
+    10003: DELETED,
+    50007: "the user takes no direct messages from the bot",
+}
+"""Discord's codes for a write refused because the chat itself is closed to the bot, and what each says."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """A queued change of the bot's access to ``chats`` (as the gateway knows them): ``lost`` says why it can no
+    longer write there; None, it may again."""
+
+    chats: tuple[str, ...]
+    lost: str | None
+
+
+class Membership:
+    """The chats the gateway knows and those it was told the bot can no longer write to, for one adapter whose
+    events queue takes the changes (``queue``)."""
+
+    def __init__(self, queue: Callable[[Access], None]) -> None:
+        self._queue = queue
+        self._lost: ChatLost | None = None
+        self._known: OrderedDict[str, None] = OrderedDict()
+        self._gone: OrderedDict[str, None] = OrderedDict()
+        self._pending: set[str] = set()
+        """Chats whose loss is queued, not told yet: their refusals meanwhile queue nothing more."""
+
+    def bind(self, lost: ChatLost) -> None:
+        self._lost = lost
+
+    def knows(self, chat_id: str) -> None:
+        """The gateway has a session in the chat (its message handed over, its answer written, its thread stored)."""
+        remember(self._known, chat_id, None, REMEMBERED_CHANNELS)
+
+    def removed(self, guild: discord.Guild) -> None:
+        """The bot was removed from ``guild``: each of its channels the gateway knows is lost."""
+        self._losing([str(c.id) for c in guild.channels if str(c.id) in self._known], REMOVED)
+
+    def deleted(self, channel: discord.abc.GuildChannel) -> None:
+        if str(channel.id) in self._known:
+            self._losing([str(channel.id)], DELETED)
+
+    def back(self, guild: discord.Guild) -> None:
+        """The bot may write in ``guild`` again (added back, or its outage over): a later loss is told."""
+        if chats := tuple(str(c.id) for c in guild.channels if str(c.id) in self._known):
+            self._queue(Access(chats, None))
+
+    def queue_dropped(self) -> None:
+        """The adapter's events queue was dropped (a new start): the losses it held are no longer pending."""
+        self._pending.clear()
+
+    @contextlib.contextmanager
+    def writing(self, chat_id: str, thread_id: str | None) -> Iterator[None]:
+        """Around a write to the chat (in ``thread_id``, if any): the chat is known, and a write Discord refuses as
+        the chat closed to the bot (`REFUSED`) queues its loss, unless told or queued already. Not in a thread."""
+        self.knows(chat_id)
+        try:
+            yield
+        except DeliveryError as error:
+            cause = error.__cause__
+            why = REFUSED.get(cause.code) if isinstance(cause, discord.HTTPException) else None
+            if why is not None and thread_id is None and chat_id not in self._gone:
+                self._losing([chat_id], why)
+            raise
+
+    def handed_over(self, chat_id: str) -> bool:
+        """A message of the chat was handed over, in the order of the events: someone writes there, the bot may
+        too. Whether it was told lost."""
+        self.knows(chat_id)
+        if chat_id not in self._gone:
+            return False
+        del self._gone[chat_id]
+        return True
+
+    async def tell(self, access: Access) -> None:
+        """Tell the gateway of ``access``, in the order of the events; a chat lost already is not told again. What
+        the gateway fails on (its store refused the stop) is logged, and the chat is told at its next refusal."""
+        if access.lost is None:
+            if again := [chat for chat in access.chats if self.handed_over(chat)]:
+                log.info("discord: the bot may write to chat(s) %s again", ", ".join(again))
+            return
+        for chat in access.chats:
+            self._pending.discard(chat)
+            if self._lost is None or chat in self._gone:
+                continue
+            try:
+                await self._lost(chat, access.lost)
+            except Exception:
+                log.warning("discord: could not stop the work of chat %s, which the bot can no longer write to (%s)",
+                            chat, access.lost, exc_info=True)
+                continue
+            remember(self._gone, chat, None, REMEMBERED_CHANNELS)
+
+    def _losing(self, chats: Iterable[str], why: str) -> None:
+        if lost := tuple(c for c in chats if c not in self._pending):
+            self._pending.update(lost)
+            self._queue(Access(lost, why))

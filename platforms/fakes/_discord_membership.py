@@ -1,0 +1,64 @@
+"""The fake Discord's account of where the bot may still write: servers it was removed from, DMs whose user blocked
+it, and servers in an outage, announced on the gateway as Discord announces them, and their writes refused with
+Discord's codes."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from platforms.fakes._discord_rest import _error
+
+MISSING_ACCESS = 50001
+CANNOT_MESSAGE_USER = 50007
+
+
+class DiscordMembership:
+    """The membership half of `FakeDiscord`, which holds the state (``removed_guilds``, ``blocked_dms``, the
+    ``denied`` permissions) and mixes this in."""
+
+    def remove_bot(self, guild: str | int, *, update: bool = True) -> None:
+        """The bot is kicked or banned from ``guild`` (or the server deleted): every call naming one of its channels
+        or threads is refused 403 Missing Access (50001) until `add_bot`, a new session hears nothing of it, and
+        the gateway sends ``GUILD_DELETE`` without ``unavailable``, as Discord does; with ``update`` False it does
+        not, as for a removal while no session was valid (the gateway down, or re-identifying)."""
+        guild = str(guild)
+        self.removed_guilds.add(guild)
+        if update:
+            self._dispatch("GUILD_DELETE", {"id": guild})
+
+    def add_bot(self, guild: str | int) -> None:
+        """The bot is invited back to ``guild``: its channels take writes again, and the gateway sends the guild
+        (``GUILD_CREATE``)."""
+        guild = str(guild)
+        self.removed_guilds.discard(guild)
+        self._dispatch("GUILD_CREATE", self._guild_json(guild))
+
+    def outage(self, guild: str | int) -> None:
+        """``guild`` becomes unavailable (a Discord outage): ``GUILD_DELETE`` with ``unavailable: true``. The bot is
+        still in it: nothing is refused (`outage_over` ends it)."""
+        self._dispatch("GUILD_DELETE", {"id": str(guild), "unavailable": True})
+
+    def outage_over(self, guild: str | int) -> None:
+        """``guild`` is available again: ``GUILD_CREATE`` with ``unavailable: false``."""
+        self._dispatch("GUILD_CREATE", self._guild_json(str(guild)))
+
+    def block_dm(self, user: str | int) -> None:
+        """``user`` blocks the bot (or closes their DMs): the bot's posts in their DM are refused 403 Cannot send
+        messages to this user (50007) until `unblock_dm`. Discord tells the bot nothing of it."""
+        self.blocked_dms.add(self.dm_channel(user))
+
+    def unblock_dm(self, user: str | int) -> None:
+        self.blocked_dms.discard(self.dm_channel(user))
+
+    def _closed(self, channel: str, *, post: bool = False) -> web.Response | None:
+        """Discord's refusal of a call naming ``channel`` that the bot may no longer reach: a channel of a server it
+        was removed from, or one it may not see (`deny` ``"view_channel"``); ``post``: a post in a blocked DM."""
+        if self._channel_guild.get(channel) in self.removed_guilds or "view_channel" in self.denied[channel]:
+            return _error(403, MISSING_ACCESS, "Missing Access")
+        if post and channel in self.blocked_dms:
+            return _error(403, CANNOT_MESSAGE_USER, "Cannot send messages to this user")
+        return None
+
+    def _member_guilds(self) -> list[str]:
+        """The guilds the bot is in, which a new session is told of."""
+        return [g for g in self._guilds if g not in self.removed_guilds]
