@@ -266,8 +266,10 @@ class Commands:
                 *([_count(finished, "finished background task")] if finished else [])]
         done = "; ".join([*([f"stopped {' and '.join(ended)}"] if ended else []),
                           *([f"dropped {' and '.join(left)}"] if left else [])])
-        log.info("%s chat %s can no longer be written to (%s): %s", platform, chat_id, why,
-                 done or "nothing was under way there")
+        # Nothing under way is the usual case of a channel the bot never talked in (Slack tells of every public
+        # channel archived): not a line at INFO each.
+        log.log(logging.INFO if done else logging.DEBUG, "%s chat %s can no longer be written to (%s): %s",
+                platform, chat_id, why, done or "nothing was under way there")
 
     async def _new(self, session: GatewaySession, inbound: Inbound) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its

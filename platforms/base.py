@@ -37,7 +37,7 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
 to their message: Telegram, Slack, Discord), `LosesChats` (is told the bot can no longer write to a chat:
-removed from it, blocked by its user; Telegram), `StopsWithin` (a stop whose waits are
+removed from it, blocked by its user, the channel archived or deleted: Telegram, Slack, Discord), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
 gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
 holds a connection to its platform reports its state: `platforms.connection.Connects`. One
@@ -515,9 +515,10 @@ needs undoing when the bot may write there again: the chat's next message is ans
 
 @runtime_checkable
 class LosesChats(Protocol):
-    """An adapter told when the bot can no longer write to a chat (Telegram's ``my_chat_member``, or a message
-    refused as the bot's blocked or removed; Slack's ``channel_left`` and Discord's guild removal could be): the
-    chat's work, which nobody would read, stops instead of spending model calls on answers refused one by one."""
+    """An adapter told when the bot can no longer write to a chat (Telegram's ``my_chat_member``, Slack's
+    ``channel_left`` or ``channel_archive``, Discord's ``GUILD_DELETE``, or a write refused so when the event was
+    missed): the chat's work, which nobody would read, stops instead of spending model calls on answers refused
+    one by one."""
 
     def bind_chat_lost(self, lost: ChatLost) -> None:
         """Called once, before `Adapter.start`, with ``lost``, which the adapter awaits once for each chat it

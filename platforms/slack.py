@@ -16,10 +16,13 @@ them, followed by the messages forwarded with it (`platforms.slack_text`). Share
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
 (scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
-Events come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
+Messages come from ``message.*`` subscriptions only; ``app_mention`` events are acked and
 ignored, so a mention seen through both subscriptions becomes one `Inbound`. ``tokens_revoked``
 (for the bot) and ``app_uninstalled``, like a Web API call refused for the bot token, make the
-platform ``down`` (`platforms.slack_connection.BotToken`). Messages
+platform ``down`` (`platforms.slack_connection.BotToken`). The bot removed from a channel, or the channel archived
+or deleted (``channel_left``, ``member_left_channel``, ``channel_archive``, …), or a write Slack refuses so, tells
+the gateway once that it can no longer write there (`LosesChats`, `platforms.slack_membership`): it stops the
+channel's work. Messages
 with a subtype other than ``file_share``/``thread_broadcast`` (deletions, joins) and
 messages from bots, this one included, are ignored. A user's edit (``message_changed``) goes to the gateway
 (`HearsEdits`), read as the message is (`platforms.slack_edits`): a message still waiting for its turn is
@@ -87,6 +90,7 @@ from platforms import (
     slack_edits,
     slack_files,
     slack_history,
+    slack_membership,
     slack_posts,
     slack_scopes,
     slack_socket,
@@ -97,6 +101,7 @@ from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     Attachment,
     BadRequest,
+    ChatLost,
     CommandSpec,
     DisplayTier,
     Inbound,
@@ -125,6 +130,7 @@ from platforms.slack_delivery import Delivery
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
 from platforms.slack_inbound import Taken, conversations_of, taken_of, text_of
+from platforms.slack_membership import Membership
 from platforms.slack_message_limit import MessageLimit
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
@@ -220,7 +226,9 @@ class SlackAdapter:
         stored session's), else the users whose mentions brought it in, until the gateway refuses them."""
         self._metadata = slack_history.Metadata()
         self._bot_token_state = BotToken()
-        self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted())
+        self._membership = Membership()
+        self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted(),
+                           failed=self._membership.refused)
         self._reads = slack_history.PacedReads(self._page)
         self._under_way = UnderWay(self._word)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
@@ -298,6 +306,8 @@ class SlackAdapter:
             app.command(re.compile(r"^/.+"))(self._on_command)
             app.event("tokens_revoked")(self._on_tokens_revoked)
             app.event("app_uninstalled")(self._on_app_uninstalled)
+            for kind in slack_membership.EVENTS:
+                app.event(kind)(self._on_membership)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`Delivery.deliver`)
@@ -417,6 +427,7 @@ class SlackAdapter:
         """Close the Web API client and the HTTP session `stop_within` left open for sending: every call
         from now on raises `NetworkError` ("slack adapter not started"). Idempotent."""
         self._client = None
+        await self._membership.close()
         # The stop ended the background tasks and starts none: any left ends before its session, as does an
         # answer the stop waited for in vain (or that no stop came before: `UnderWay.telling`).
         await self._under_way.cancel_background(answers=True)
@@ -446,6 +457,7 @@ class SlackAdapter:
                 self._taken_in.not_taken(conversations, ts, told=True)
                 raise Stopping(f"slack adapter stopping: {event['channel']}:{ts} left for Slack to send again")
             arrived = _arrived()
+            self._membership.back(event["channel"])  # someone writes there, to the bot: it is in the channel
             self._taken_in.handing_on(conversations, ts)
             try:
                 attachments = await self._attachments(event)
@@ -534,6 +546,11 @@ class SlackAdapter:
     async def _on_app_uninstalled(self) -> None:
         self._bot_token_state.refused("Slack's app_uninstalled event: the app was removed from the workspace")
 
+    async def _on_membership(self, event: dict[str, Any]) -> None:
+        """The bot removed from a channel, or the channel archived or deleted, stops the channel's work; added
+        back or unarchived, the channel's next message is answered as any (`platforms.slack_membership`)."""
+        self._membership.heard(event, self.bot_user_id)
+
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
         arrived, inbound = _arrived(), slack_commands.inbound_of(self.name, body)
         with self._under_way.listener():
@@ -565,6 +582,10 @@ class SlackAdapter:
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a user's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
+
+    def bind_chat_lost(self, lost: ChatLost) -> None:
+        """Where the channels the bot can no longer write to go (`LosesChats`, `platforms.slack_membership`)."""
+        self._membership.bind(lost)
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been, until the gateway has

@@ -17,7 +17,16 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from platforms import slack_uploads
-from platforms.base import BadRequest, NetworkError, Outbound, OutboundFile, Sent, Unauthorized, scalar_text
+from platforms.base import (
+    BadRequest,
+    DeliveryError,
+    NetworkError,
+    Outbound,
+    OutboundFile,
+    Sent,
+    Unauthorized,
+    scalar_text,
+)
 from platforms.formatting import slack_mrkdwn
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.slack_connection import REFUSED, BotToken
@@ -36,10 +45,15 @@ class WebApi:
     starts and once it stops). ``accepted()`` follows every call Slack answered for the bot token."""
 
     def __init__(self, client: Callable[[], AsyncWebClient | None], bot_token_state: BotToken,
-                 accepted: Callable[[], None]) -> None:
+                 accepted: Callable[[], None],
+                 failed: Callable[[str, str | None, str | None], None] = lambda method, channel, error: None) -> None:
+        """``failed(method, channel, error)``: a call for that channel failed with Slack's ``error`` code (None:
+        no code, a connection's failure), an upload's steps as one `slack_uploads.METHOD` (the adapter learns a
+        channel it can no longer write to: `platforms.slack_membership`)."""
         self._client = client
         self._bot_token_state = bot_token_state
         self._accepted = accepted
+        self._failed = failed
         self._warn = RepeatedWarnings(log)
 
     async def call(self, method: str, chat_id: str | None, /, *, caller_logs: bool = False, **kw: Any) -> Any:
@@ -52,7 +66,9 @@ class WebApi:
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if method not in _NOT_BOT_TOKEN:
                 self._refused(method, exc)
-            raise translate_exception(exc, method, chat_id, self._warn, caller_logs=caller_logs) from exc
+            translated = translate_exception(exc, method, chat_id, self._warn, caller_logs=caller_logs)
+            self._failed(method, chat_id, error_code(exc) if isinstance(exc, SlackApiError) else None)
+            raise translated from exc
         if method not in _NOT_BOT_TOKEN:
             self._taken()
         return answer
@@ -63,8 +79,12 @@ class WebApi:
         client = self._started(slack_uploads.METHOD, message.chat_id)
         try:
             sent = await slack_uploads.share(client, message, file)
-        except Unauthorized as exc:
-            self._refused(slack_uploads.METHOD, exc.__cause__)
+        except DeliveryError as exc:
+            if isinstance(exc, Unauthorized):
+                self._refused(slack_uploads.METHOD, exc.__cause__)
+            cause = exc.__cause__
+            self._failed(slack_uploads.METHOD, message.chat_id,
+                         error_code(cause) if isinstance(cause, SlackApiError) else None)
             raise
         self._taken()
         return sent

@@ -28,6 +28,10 @@ NEEDED = {
     "channels:history": "messages in public channels, mentions included, will never arrive",
     "groups:history": "messages in private channels, mentions included, will never arrive",
     "mpim:history": "messages in group DMs, mentions included, will never arrive",
+    "channels:read": "the bot removed from a public channel, or the channel archived, stops the work there only"
+                     " once Slack refuses a reply",
+    "groups:read": "the bot removed from a private channel, or the channel archived, stops the work there only"
+                   " once Slack refuses a reply",
 }
 """What stops working without each scope but `ANSWERS`: an operator may leave one out on purpose (no DMs)."""
 _CLASSIC = "bot"

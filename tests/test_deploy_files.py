@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from gateway.cli import SERVICE_ENVIRONMENT
-from platforms import slack_scopes
+from platforms import slack_membership, slack_scopes
 from platforms.fakes._slack_web_api import BOT_SCOPES
 from tests.test_deploy import switchboard, unit_setting
 
@@ -37,6 +37,8 @@ NEEDS = {
     "files.completeUploadExternal": {"files:write"},
 }
 SLASH_COMMANDS = "commands"
+MEMBERSHIP = {"channels:read", "groups:read"}
+"""What Slack's events about the bot's channels (`platforms.slack_membership.EVENTS`) need, public and private."""
 _FAMILIES = ("apps|assistant|auth|bookmarks|bots|chat|conversations|dnd|emoji|files|pins|reactions|reminders|search"
              "|stars|team|usergroups|users|views")
 
@@ -60,7 +62,7 @@ def test_the_manifest_grants_each_scope_the_adapters_calls_need_and_no_other():
     called = methods_called()
     assert called - NEEDS.keys() == set(), "the adapter calls these: add the scopes they need to NEEDS and the manifest"
     assert NEEDS.keys() - called == set(), "the adapter no longer calls these"
-    needed = set().union(*NEEDS.values()) | {SLASH_COMMANDS}
+    needed = set().union(*NEEDS.values()) | {SLASH_COMMANDS} | MEMBERSHIP
     assert MANIFEST["features"]["slash_commands"], "the manifest declares no slash command: nothing needs commands"
     assert needed - granted() == set(), "the manifest lacks these"
     assert granted() - needed == set(), "the manifest grants these, which nothing uses"
@@ -75,6 +77,8 @@ def test_the_manifest_subscribes_to_each_event_the_adapter_handles_and_it_may_re
     adapter = (ROOT / "platforms" / "slack.py").read_text(encoding="utf-8")
     handled = set(re.findall(r"app\.event\(\"(\w+)\"\)", adapter))
     assert handled == {"message", "tokens_revoked", "app_uninstalled"}, "a handler this test does not know"
+    assert "slack_membership.EVENTS" in adapter
+    handled |= set(slack_membership.EVENTS)  # registered in a loop (`SlackAdapter.start`)
     subscribed = MANIFEST["settings"]["event_subscriptions"]["bot_events"]
     # message.<kind> arrive as `message`, each kind of conversation with its own <kind>:history scope.
     kinds = {event.removeprefix("message.") for event in subscribed if event.startswith("message.")}

@@ -32,7 +32,7 @@ def _between(ts: str, p: dict[str, Any]) -> bool:
 MESSAGE_METHODS = frozenset({"chat.postMessage", "files.completeUploadExternal"})
 """What a free workspace's limit on messages (`FakeSlack.exceed_message_limit`) refuses: posts and file shares."""
 BOT_SCOPES = ("chat:write", "commands", "files:read", "files:write", "im:history", "channels:history",
-              "groups:history", "mpim:history")
+              "groups:history", "mpim:history", "channels:read", "groups:read")
 """The bot scopes of ``deploy/slack-app-manifest.yaml``: what `FakeSlack.bot_scopes` lists by default."""
 
 
@@ -76,6 +76,8 @@ class SlackWebApi:
         handler = self._methods.get(method)
         if handler is None:
             return _json({"ok": False, "error": "unknown_method"})
+        if (refusal := self._refusal(method, params)) is not None:  # a channel the bot was removed from, say
+            return _json({"ok": False, "error": refusal})
         if method in MESSAGE_METHODS and self.message_limit is not None:
             clock, until = self.message_limit
             if clock.monotonic() < until:  # whichever channel: the workspace's limit

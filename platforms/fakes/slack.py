@@ -38,6 +38,10 @@ What it does:
 - Files the bot uploads as slack-sdk's ``files_upload_v2`` does: ``files.getUploadURLExternal``,
   the bytes to the upload URL, ``files.completeUploadExternal`` (`platforms.fakes._slack_uploads`).
 - A revoked bot token (`bot_token_revoked`): ``token_revoked`` for every bot-token call.
+- Channels the bot cannot write to (`platforms.fakes._slack_membership`): removed from one (`remove_bot`,
+  ``member_left_channel`` and ``channel_left`` sent; its writes and reads refused ``not_in_channel``), one
+  archived (`archive`, ``channel_archive``; writes refused ``is_archived``) or deleted (`delete_channel`,
+  ``channel_deleted``; ``channel_not_found``), and back (`add_bot`, ``member_joined_channel``; `unarchive`).
 - Slack's rate limits, off until `enforce_rate_limits` turns them on: ``chat.postMessage`` past
   one a second per channel, ``chat.update`` / ``chat.delete`` past Tier 3 (50 a minute) and the
   upload methods past Tier 4 (100 a minute) are refused with HTTP 429, ``Retry-After`` and
@@ -74,6 +78,7 @@ from aiohttp import web
 from platforms.fakes._slack_files import SharedFile, SlackFiles
 from platforms.fakes._slack_http import HttpResult, SlackHttpDelivery, sign  # noqa: F401
 from platforms.fakes._slack_limits import PER_CHANNEL, TIERS, MonotonicClock, SlackRateLimits, Window
+from platforms.fakes._slack_membership import SlackMembership
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
 from platforms.fakes._slack_uploads import MAX_UPLOAD, SlackUploads, _Pending
@@ -81,7 +86,7 @@ from platforms.fakes._slack_web_api import BOT_SCOPES, SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
 
-class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, SlackUploads):
+class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, SlackUploads, SlackMembership):
     _methods = {**SlackWebApi._methods, "files.info": SlackFiles._files_info,
                 "files.getUploadURLExternal": SlackUploads._get_upload_url,
                 "files.completeUploadExternal": SlackUploads._complete_upload}
@@ -108,6 +113,9 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.bot_scopes: list[str] | None = list(BOT_SCOPES)
         """The bot token's scopes, listed in each of its Web API answers' ``x-oauth-scopes`` header (None: no
         header, as behind a proxy that strips it). Only listed: a call a scope left out would need still works."""
+        self.refusals: dict[str, str] = {}
+        """Channels the bot cannot write to, and Slack's error for it there (`remove_bot`, `archive`,
+        `delete_channel`)."""
         self.bot_token_revoked = False
         """While True, every Web API call made with the bot token is answered ``token_revoked``, as
         Slack answers once the token is revoked or the app uninstalled (set it False again: the

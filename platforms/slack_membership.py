@@ -1,0 +1,142 @@
+"""The channels the Slack bot can no longer write to, for `platforms.base.LosesChats`.
+
+Slack says so in an event, to an app subscribed to it: the bot removed from a channel (``channel_left`` or
+``group_left`` to the bot itself, ``member_left_channel`` naming its user; Slack sends either, or both, and now and
+then withholds ``channel_left``), the channel archived (``channel_archive``, ``group_archive``) or deleted
+(``channel_deleted``, ``group_deleted``). They need the ``channels:read`` scope (public channels) or
+``groups:read`` (private ones). A write Slack refuses so (``not_in_channel``, ``is_archived``,
+``channel_not_found``) says the same when no such event came: not subscribed to, or sent while the gateway was
+down. A direct message is left alone: its user cannot remove the app, and no event says they did.
+
+The gateway is told once per channel, until the bot may write there again: added back (``member_joined_channel``
+naming its user), the channel unarchived (``channel_unarchive``, ``group_unarchive``), or a message of the
+channel handed over. So the refusals of the parts still queued there are not each one more stop. Slack is
+acknowledged for the event at once: the telling is the adapter's to finish, a store that refuses it asked again
+until it takes it or the adapter closes. Logged under ``platforms.slack``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from platforms import slack_uploads
+from platforms.base import ChatLost
+from platforms.not_recorded import storage_refusal
+from platforms.slack_handover import SINK_RETRY_FIRST, SINK_RETRY_MAX
+
+log = logging.getLogger("platforms.slack")
+
+REMOVED = "the bot was removed from the channel"
+GONE = {"channel_left": REMOVED, "group_left": REMOVED, "member_left_channel": REMOVED,
+        "channel_archive": "the channel was archived", "group_archive": "the channel was archived",
+        "channel_deleted": "the channel was deleted", "group_deleted": "the channel was deleted"}
+"""The events that say the bot can no longer write to their channel, and why, in words that name no one."""
+BACK = frozenset({"member_joined_channel", "channel_unarchive", "group_unarchive"})
+OF_A_MEMBER = frozenset({"member_left_channel", "member_joined_channel"})
+"""Events about any member, sent for every channel the bot is in: only those naming the bot count."""
+EVENTS = (*GONE, *BACK)
+REFUSED = {"not_in_channel": "the bot is not in the channel", "is_archived": "the channel is archived",
+           "channel_not_found": "the channel was not found"}
+"""Slack's errors for a channel the bot cannot write to at all, not for a right it lacks there."""
+WRITES = frozenset({"chat.postMessage", "chat.update", "chat.delete", "chat.postEphemeral", slack_uploads.METHOD})
+REMEMBERED = 10_000
+"""Channels kept as lost, the latest: one forgotten is told again at its next refusal, nothing worse."""
+
+
+def change(event: dict[str, Any], bot_user_id: str | None) -> tuple[str, str | None] | None:
+    """What ``event`` (one of `EVENTS`) says of the bot's place in its channel: (channel, why it can no longer
+    write there), or (channel, None) when it may again; None when it says nothing of the bot."""
+    kind, channel = event.get("type"), event.get("channel")
+    if not isinstance(channel, str) or not channel or (kind in OF_A_MEMBER and event.get("user") != bot_user_id):
+        return None
+    return channel, GONE.get(str(kind))
+
+
+def _direct(channel: str) -> bool:
+    return channel.startswith("D")
+
+
+class Membership:
+    """The channels the gateway was told the bot can no longer write to (`LosesChats`)."""
+
+    def __init__(self) -> None:
+        self._lost: ChatLost | None = None
+        self._gone: OrderedDict[str, None] = OrderedDict()
+        self._telling: set[asyncio.Task[None]] = set()
+
+    def bind(self, lost: ChatLost) -> None:
+        self._lost = lost
+
+    def heard(self, event: dict[str, Any], bot_user_id: str | None) -> None:
+        """One of `EVENTS` came: the gateway is told of a channel lost (`lost`); one the bot may write to again
+        is forgotten (`back`)."""
+        said = change(event, bot_user_id)
+        if said is None:
+            return
+        channel, why = said
+        if why is None:
+            if self.back(channel):
+                log.info("slack: the bot may write to channel %s again (%s)", channel, event.get("type"))
+            return
+        log.debug("slack: %s in channel %s", event.get("type"), channel)
+        self.lost(channel, why)
+
+    def refused(self, method: str, channel: str | None, error: str | None) -> None:
+        """A call failed with Slack's ``error`` code: a write to a channel refused as one the bot cannot write to
+        tells the gateway, once."""
+        if method in WRITES and channel and not _direct(channel) and error in REFUSED:
+            self.lost(channel, REFUSED[error])
+
+    def lost(self, channel: str, why: str) -> None:
+        """Tell the gateway, in a task of its own, that the bot can no longer write to ``channel``, unless told
+        already: the write refused may be a turn's placeholder, which the stop ends. A store that refuses the stop
+        is asked again, from `SINK_RETRY_FIRST` on, until it takes it or `close`; anything else it raises is
+        logged, and the channel's next loss told again."""
+        if self._lost is None or channel in self._gone:
+            return
+        self._remember(channel)  # now: the channel's next parts, refused meanwhile, tell nothing more
+        task = asyncio.ensure_future(self._tell(self._lost, channel, why))
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    def back(self, channel: str) -> bool:
+        """The bot may write to ``channel`` again (added back, unarchived, or a message of it handed over): a
+        later loss is told. Whether it was told lost."""
+        if channel not in self._gone:
+            return False
+        del self._gone[channel]
+        return True
+
+    async def close(self) -> None:
+        """Cancel the tellings under way: the gateway is stopping, which stops every chat's work anyway."""
+        for task in list(self._telling):
+            task.cancel()
+        if self._telling:
+            await asyncio.wait(list(self._telling))
+
+    async def _tell(self, lost: ChatLost, channel: str, why: str) -> None:
+        delay = SINK_RETRY_FIRST
+        while True:
+            try:
+                await lost(channel, why)
+                return
+            except Exception as exc:
+                if not storage_refusal(exc):
+                    self._gone.pop(channel, None)  # the channel's next refusal tells it again
+                    log.exception("slack: could not stop the work of channel %s, which the bot can no longer write to"
+                                  " (%s)", channel, why)
+                    return
+                log.log(logging.WARNING if delay == SINK_RETRY_FIRST else logging.DEBUG,
+                        "slack: the stop of channel %s's work (%s) was not recorded (%s: %s); asking again in %.1f s,"
+                        " and until it is", channel, why, type(exc).__name__, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, SINK_RETRY_MAX)
+
+    def _remember(self, channel: str) -> None:
+        self._gone[channel] = None
+        self._gone.move_to_end(channel)
+        while len(self._gone) > REMEMBERED:
+            self._gone.popitem(last=False)
