@@ -28,6 +28,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple
 
+from gateway.long_messages import CUT_PART, FILE_PART
+
 if TYPE_CHECKING:
     from gateway.outbox import Outbox
     from gateway.session_registry import SessionRegistry
@@ -44,12 +46,16 @@ def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
 
 def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | None:
     """The answer an earlier run of ``running``'s turn journaled (`answered_before`), as the chat has it: the texts
-    of its parts, and of the pieces of one the platform refused as too long, in order (a tail past the parts'
-    bound, ``answer.md`` or a note, left out). The turn's reply in the conversation that its run again stores, in
-    place of what that run's model wrote: the model of the turns after reads what the chat read. None if none."""
-    prefix = f"{_answer_key(running)}:"
+    of its parts, and of the pieces of one the platform refused as too long, in order, then the note of a tail past
+    the parts' bound (``answer.md``'s caption, or what was left out: `gateway.long_messages`), whose text is lost
+    with the run that wrote it. The turn's reply in the conversation that its run again stores, in place of what
+    that run's model wrote: the model of the turns after reads what the chat read, an answer that goes on past its
+    parts too. None if none."""
+    key = _answer_key(running)
+    prefix, tails = f"{key}:", (key + CUT_PART, key + FILE_PART)
     parts = [message["text"] for message in outbox.turn_messages(platform, running.turn_id)
-             if message["key"].startswith(prefix) and message["key"][len(prefix):].partition("/")[0].isdigit()]
+             if message["key"] in tails
+             or (message["key"].startswith(prefix) and message["key"][len(prefix):].partition("/")[0].isdigit())]
     return "\n\n".join(parts) or None
 
 

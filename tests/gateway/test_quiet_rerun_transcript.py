@@ -9,11 +9,12 @@ from gateway.testing import RecordingAdapter, make_config, settled
 from tests.gateway.test_owed_end_after_death import died_with_its_end_owed
 
 
-async def read_after_quiet_rerun(tmp_path, gateways, chat: RecordingAdapter, answer: str, again: dict) -> list[str]:
+async def read_after_quiet_rerun(tmp_path, gateways, chat: RecordingAdapter, answer: str, again: dict,
+                                 **sections) -> list[str]:
     """What the model of the turn after the quiet rerun reads as the assistant's words, and the stored transcript
     holds: "hello" was answered ``answer``, its end owed at a death; run again after the start, the model does
-    ``again``."""
-    config = make_config(tmp_path)
+    ``again``. ``sections``: the configuration's."""
+    config = make_config(tmp_path, **sections)
     await died_with_its_end_owed(tmp_path, gateways, config, chat, ScriptedModel({"parent": [[{"text": answer}]]}))
     shown = chat.texts()
     read: list[list[str]] = []
@@ -58,3 +59,15 @@ async def test_an_answer_sent_in_parts_is_read_whole(tmp_path, gateways):
     read = await read_after_quiet_rerun(tmp_path, gateways, chat, answer, {"text": "short"})
     assert len(chat.texts()) == 3  # two parts, then the second answer
     assert read == [answer]
+
+
+async def test_an_answer_past_the_parts_bound_is_read_with_the_note_on_what_was_left_out(tmp_path, gateways):
+    chat = RecordingAdapter(text_limit=30)
+    answer = "answer after 1\n\nparagraph number two\n\nparagraph number three"
+    read = await read_after_quiet_rerun(tmp_path, gateways, chat, answer, {"text": "short"},
+                                        display={"max_message_parts": 1})
+    [shown, note, _] = chat.texts()
+    assert shown == "answer after 1" and note.startswith("The answer is too long for this chat")
+    # Before, the model read "answer after 1" alone, as the whole of its answer: the chat read that the rest was left
+    # out (or is in answer.md), and the model, unaware its answer went on, would deny what the user read there.
+    assert read == [f"{shown}\n\n{note}"]
