@@ -24,14 +24,15 @@ one from the moment that message is handed on) waits until what was read there i
 (`CatchUp.hand_on_after`), so that it comes after the older ones, as they were sent, and that
 conversation is read next. It waits `Limits.live_wait` at most: should Slack not answer a read, it
 is handed on all the same, before the older ones, rather than held for good, and the later ones there
-do not wait any more. What came after the catch-up began came live: a read stops there (with a
-minute's margin for the clocks), so that the messages missed are the ones read, however busy the
-conversation was since. A live message in a channel's thread new to the catch-up, whose parent came after
-what was taken in at the channel's top level, is recorded only once that top level is read
-(`CatchUp.record_now`): a mention read back there opens the thread, which is then read from it; recorded at
-once, the live message passed the replies missed there, and a crash before that read lost them for good.
-Meanwhile the thread is recorded just after its parent, so that a stop or a crash before then leaves it to the
-next start, which reads it right after its channel.
+do not wait any more. What came after the catch-up began came live: a read stops there (by Slack's
+clock, which its first answer tells ours apart from, with a minute's margin), so that the messages
+missed are the ones read, however busy the conversation was since. A live message in a channel's
+thread new to the catch-up, whose parent came after what was taken in at the channel's top level, is
+recorded only once that top level is read (`CatchUp.record_now`): a mention read back there opens the
+thread, which is then read from it; recorded at once, the live message passed the replies missed
+there, and a crash before that read lost them for good. Meanwhile the thread is recorded just after its
+parent, so that a stop or a crash before then leaves it to the next start, which reads it right after
+its channel.
 
 A read that fails for a reason that passes (Slack failing or unreachable, a 429 waited out
 `RATE_LIMITED_TRIES` times, the bot token refused) is tried again while the adapter runs, after a
@@ -43,12 +44,12 @@ skipped comes at their end: so a warning says how far the first pass got when so
 (it is over once each conversation was tried, or at a read that failed for all of Slack,
 `Rereads.down`: the others wait with it), and an INFO line says when none waits any more.
 
-Bounds: messages older than `Limits.max_age` and all but the newest `Limits.max_messages` for the
-bot in a conversation are skipped, and only the `Limits.max_conversations` most recently active
-conversations are read; one warning says what was skipped. Both methods are Slack's Tier 3 (about
-50 calls a minute, shared with the placeholder clean-up): calls are `Limits.pace` seconds apart,
-and a 429 is waited out (``Retry-After``, a minute at most: `Limits.max_retry_after`) a few times before the
-read counts as failed.
+Bounds: messages older than `Limits.max_age` (by Slack's clock, as above) and all but the newest
+`Limits.max_messages` for the bot in a conversation are skipped, and only the
+`Limits.max_conversations` most recently active conversations are read; one warning says what was
+skipped. Both methods are Slack's Tier 3 (about 50 calls a minute, shared with the placeholder
+clean-up): calls are `Limits.pace` seconds apart, and a 429 is waited out (``Retry-After``, a minute
+at most: `Limits.max_retry_after`) a few times before the read counts as failed.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ PAGES = 5
 """Pages read per conversation at most (of the adapter's page size)."""
 RATE_LIMITED_TRIES = 3
 CLOCK_SKEW = 60.0
-"""Seconds past the catch-up's start that its reads still ask for: Slack's clock and ours may differ."""
+"""Seconds past the catch-up's start that its reads still ask for: Slack's servers' clocks may differ from one
+another, and the ``Date`` its answers are timed by (`Messages.answered_at`) is in whole seconds."""
 
 
 def conversation_key(where: Where) -> str:
@@ -141,7 +143,8 @@ class CatchUp:
     hands it on and returns once the gateway has it (handing it over again while the gateway's
     store refuses it, the catch-up waiting) with the conversations it is now the newest message of;
     ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``token`` watches the
-    bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read.
+    bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read, corrected by
+    how far Slack's first answer says it is off (`_slack_clock`).
     Made before live events can come, so that from the first one on `holds` knows what is still to
     be read."""
 
@@ -157,9 +160,12 @@ class CatchUp:
         self._limits, self._clock, self._after = limits, clock, after
         self._reads = 0
         self._handed_on = 0
-        started = clock()
+        self._started = started = clock()
         self._latest = f"{started + CLOCK_SKEW:.6f}"
-        """The newest ``ts`` a read asks for: what came later came live."""
+        """The newest ``ts`` a read asks for: what came later came live. On Slack's clock once its first answer
+        tells how far ours is off (`_slack_clock`)."""
+        self._ahead: float | None = None
+        """Seconds Slack's clock is ahead of ``clock`` (behind, below 0), from its first answer; None until then."""
         self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
                                 first=limits.first_retry, most=limits.max_retry, max_retry_after=limits.max_retry_after)
         self._last_seen = last_seen
@@ -356,7 +362,7 @@ class CatchUp:
         done, complete, handed = last, False, 0
         opened: list[tuple[Where, str]] = []
         try:
-            cutoff = self._clock() - self._limits.max_age
+            cutoff = self._clock() + (self._ahead or 0.0) - self._limits.max_age
             mine = [m for m in messages if self._addressed(m)]
             fresh = [m for m in mine if float(m["ts"]) >= cutoff]
             kept = fresh[-self._limits.max_messages:]
@@ -450,16 +456,33 @@ class CatchUp:
         and whether more were left unread (a thread's newest, or a top level's oldest:
         `conversations.history` pages from the newest)."""
         channel, thread = where
-        messages: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(PAGES):
-            page, cursor = await self._paced(channel, thread, last, cursor)
-            messages += [m for m in page if ts_key(str(m.get("ts") or "0")) > ts_key(last)]
-            if not cursor:
-                break
+        while True:
+            asked, messages, cursor = self._latest, [], None
+            for _ in range(PAGES):
+                page, cursor = await self._paced(channel, thread, last, cursor)
+                self._slack_clock(page)
+                messages += [m for m in page if ts_key(str(m.get("ts") or "0")) > ts_key(last)]
+                if not cursor:
+                    break
+            if ts_key(self._latest) <= ts_key(asked):
+                break  # else asked up to a time our clock set too early: read again, up to Slack's (once)
         if thread is None:
             messages.reverse()
         return [_as_event(m, channel, thread) for m in messages], cursor is not None
+
+    def _slack_clock(self, page: list[dict[str, Any]]) -> None:
+        """Learn from Slack's first answer how far our clock is off, and bound the reads and ages by Slack's clock
+        from then on: the messages' ts are on it. On ours, a clock behind (a VM resumed, a board that booted with a
+        stale time, before NTP stepped it) asked for none of the messages sent while the gateway was down, and a
+        live one recorded past them lost them for good; one ahead by a day skipped them all as too old."""
+        answered_at = getattr(page, "answered_at", None)
+        if self._ahead is not None or answered_at is None:
+            return
+        self._ahead = answered_at - self._clock()
+        if abs(self._ahead) > CLOCK_SKEW:
+            log.warning("slack: this host's clock is %.0f s %s Slack's; catching up on Slack's", abs(self._ahead),
+                        "behind" if self._ahead > 0 else "ahead of")
+        self._latest = f"{self._started + self._ahead + CLOCK_SKEW:.6f}"
 
     async def _paced(self, channel: str, thread: str | None, last: str,
                      cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from platforms.base import BadRequest, Outbound, RateLimited
@@ -65,7 +66,24 @@ async def page(
         resp = await api("conversations.replies", chat_id, ts=thread_id, **kw)
     else:
         resp = await api("conversations.history", chat_id, **kw)
-    return resp.get("messages") or [], (resp.get("response_metadata") or {}).get("next_cursor") or None
+    messages = Messages(resp.get("messages") or [])
+    messages.answered_at = _date(getattr(resp, "headers", None) or {})
+    return messages, (resp.get("response_metadata") or {}).get("next_cursor") or None
+
+
+class Messages(list[dict[str, Any]]):
+    """A page of messages, and when Slack answered it by its own clock: what the catch-up reads the time on,
+    the host's clock being possibly wrong by minutes or days (a drifted VM, a board without a battery clock)."""
+
+    answered_at: float | None = None
+    """Epoch seconds, from the answer's ``Date`` header (whole seconds); None without one."""
+
+
+def _date(headers: Any) -> float | None:
+    try:
+        return parsedate_to_datetime(headers.get("Date") or headers.get("date")).timestamp()
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 class PacedReads:

@@ -144,25 +144,6 @@ async def test_the_newest_messages_within_the_bounds_are_handed_over_and_one_war
     assert summary == f"slack: caught up on {DM}: 3 message(s) for the bot handed on, 2 skipped"
 
 
-async def test_the_age_bound_is_read_on_the_adapters_clock(fake, caplog):
-    # Back a day and an hour later by the adapter's clock: what was sent "while down" is too old.
-    gateway = Gateway()
-    adapter = await gateway.start(fake)
-    await fake.push_dm("U1", "first")
-    await fake.wait_for(lambda: gateway.last_seen)
-    await down(fake, adapter)
-
-    await fake.push_dm("U1", "while down")
-    caplog.set_level(logging.WARNING, logger="platforms.slack")
-    adapter = await gateway.start(fake, clock=lambda: time.time() + 25 * 3600)
-    try:
-        await fake.wait_for(lambda: [r for r in caplog.records if "catching up" in r.getMessage()])
-    finally:
-        await adapter.stop()
-    assert gateway.texts() == ["first"]
-    assert "skipped 1 older than 24 h and 0 over 20 per conversation" in caplog.records[-1].getMessage()
-
-
 async def test_what_the_store_had_is_let_go_once_caught_up_only_the_newest_10000_kept(fake, caplog):
     """Every conversation recorded in 30 days stayed in memory for the life of the process, though the
     catch-up reads 100 at most and the docs bound what is kept at 10,000."""

@@ -176,28 +176,6 @@ async def test_a_read_refused_for_good_is_left_for_the_next_start_as_before(fake
         await down(fake, adapter)
 
 
-async def test_a_read_stops_where_the_catch_up_began_so_chatter_since_does_not_push_the_missed_ones_out(
-        fake, caplog):
-    # A read takes the newest 1,000 messages of a channel's top level (five pages): in a busy channel
-    # the chatter of a long outage crowded the messages missed while the gateway was down out of them.
-    gateway = Gateway()
-    now = time.time()
-    gateway.last_seen[("C1", None)] = f"{now - 300:.6f}"
-    fake.messages[("C1", None)].append({"type": "message", "channel": "C1", "user": "U1", "ts": f"{now - 200:.6f}",
-                                        "text": f"<@{fake.bot_user_id}> sent while it was down"})
-    for n in range(1000):  # while the reads failed: each came live
-        fake._store("C1", None, {"user": "U2", "text": f"people talking {n}"})
-    fake.fail_next("conversations.history", "internal_error", status=500)
-    # Started two minutes ago by its clock: what came after that (the clocks' minute of margin aside) came live.
-    adapter = await gateway.start(fake, QUICK, clock=lambda: time.time() - 120)
-    try:
-        await fake.wait_for(lambda: gateway.texts() == ["sent while it was down"])
-        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
-    finally:
-        await down(fake, adapter)
-    assert len(fake.calls_to("conversations.history")) == 2
-
-
 OUTAGE = {"error": "internal_error", "status": 500}
 FIRST_PASS = {  # the reads' failures in turn -> what the first pass counts; read in all, and after the first pass
     "Slack failing for all": ([OUTAGE], "0 conversation(s) read, 3 waiting", 3, 3),  # the other reads wait with it
