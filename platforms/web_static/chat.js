@@ -133,8 +133,11 @@
     unrendered.unobserve(el);
     const text = textOf(el);
     text.removeAttribute("dir");
-    fill(text);
-    text.dir = "auto";
+    try {
+      fill(text);
+    } finally {
+      text.dir = "auto"; // also when rendering failed: right-to-left text shows so, as typed
+    }
   }
 
   // Rendered only as they came near, the messages further up had no headings or links for a screen reader moving by
