@@ -169,10 +169,20 @@
         toRender.pop();
         continue;
       }
-      if (!rendering || rendering.el !== el || rendering.text !== el.dataset.text) { // not begun, or edited since
-        rendering = { el, text: el.dataset.text, piece: renderer(el.dataset.text) };
+      let built;
+      try {
+        if (!rendering || rendering.el !== el || rendering.text !== el.dataset.text) { // not begun, or edited since
+          rendering = { el, text: el.dataset.text, piece: renderer(el.dataset.text) };
+        }
+        built = rendering.piece();
+      } catch (error) {
+        // A text the renderer fails on stays as typed, and the rest go on rendering: thrown out of here, it ended
+        // the idle renders of this history and of every one a reconnect brought. Still reported, as a page error.
+        rendering = null;
+        toRender.pop();
+        setTimeout(() => { throw error; });
+        continue;
       }
-      const built = rendering.piece();
       if (built) {
         rendering = null;
         toRender.pop();
