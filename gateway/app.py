@@ -39,6 +39,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
+from gateway.owed_ends import ended_unanswered
 from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
@@ -281,7 +282,11 @@ class Gateway:
         await self._cards.finish_owed()  # those the processes before could not finish
         # Their children stopped before the turns launch new ones; those of completion turns given up on too.
         await self.ledger.forget_replayed(replays | gave_up)
-        self.runner.replaying(replays)
+        # Not marked begun, yet their turns sent messages or files: ended with no answer, their ends owed at the death.
+        ended = {turn_id for event, turn_id in replayed if turn_id is not None
+                 and (event.platform, event.event_id) not in begun
+                 and ended_unanswered(self.outbox, event.platform, turn_id)}
+        self.runner.replaying(replays, ended=ended)
         # A completion turn that was running, or queued, in a chat replayed here runs again where it was: ahead of
         # the messages that came after its results (all of them, for one that was running), whose turns read its
         # results, as they would have before the restart.
@@ -670,7 +675,7 @@ class Gateway:
         # Nor is a message sent after one of its sender's still waiting for its turn (one with files; maybe held
         # in the store): it is answered after it; another member's waiting message is no reason for it to wait (a
         # request of its own). Nor is another group member's message: a request of its own (as with interrupt below).
-        if listening is not None and busy_mode == "steer" and not inbound.attachments \
+        if listening is not None and busy_mode == "steer" and not inbound.attachments and not listening.quiet \
                 and listening.kind != "completion" and session.platform not in TRACKS_TURN_IDS \
                 and _from_its_asker(inbound, listening) \
                 and not self.sessions.waits_from(session, inbound.user_id):  # last: it may read the store
@@ -684,8 +689,9 @@ class Gateway:
         # message was sent (both sent while the gateway was down, handed over back to back after the
         # restart): the user never saw it working. Nor a turn whose model has answered
         # and which only winds down (its hooks): its answer is sent, then this message runs. Nor, in a
-        # group, the turn of another member's message: that member would never get their answer.
-        if running is not None and busy_mode == "interrupt" and running.kind != "completion" \
+        # group, the turn of another member's message: that member would never get their answer. Nor a quiet run
+        # (`RunningTurn.quiet`): the chat saw its turn end.
+        if running is not None and busy_mode == "interrupt" and running.kind != "completion" and not running.quiet \
                 and _from_its_asker(inbound, running) and not session.agent.activity.answered \
                 and not self._sent_before(inbound, running.event) \
                 and not self.store.inbox.sent_before(inbound, self._began_at(running)):

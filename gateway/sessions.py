@@ -88,6 +88,14 @@ class RunningTurn:
     replay: bool = False
     """An earlier run of the turn may have begun (before a restart, or before its event was handed
     back): only then may the chat have seen a question it asked (`gateway.questions`)."""
+    ended_before: bool = False
+    """A replay of a turn an earlier run ended with no answer of its own, its end owed when that process died
+    (`gateway.owed_ends.ended_unanswered`): this run journals no answer."""
+    quiet: bool = False
+    """This run shows nothing in the chat, which saw an earlier run end the turn (`gateway.owed_ends.answered_before`).
+    No message is steered into it, nor interrupts it: it is a request of its own, answered after it. Steered in, its
+    answer was lost (the turn's reply is the earlier run's); interrupting, it turned the card of the turn the chat
+    saw end to "Stopped", and cut short what the run rebuilds (a delegation that answer promised)."""
     steered: list[WorkItem] = field(default_factory=list)
     """Messages steered into this turn: their events are settled when it ends, or they are queued
     as the next turns if it ended before reading them, each under the turn id it was accepted with

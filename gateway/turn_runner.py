@@ -108,6 +108,8 @@ class TurnRunner:
         self._stop_began = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
+        self._ended: set[str] = set()
+        """Of those, the turns an earlier run ended with no answer of its own (`RunningTurn.ended_before`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
         self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
                                        stopping=lambda: self._stopping)
@@ -131,10 +133,12 @@ class TurnRunner:
         """The chats' indicators being cleared behind the turns' ends (`_idle_soon`): the stop waits for them
         (`idled`)."""
 
-    def replaying(self, turn_ids: set[str]) -> None:
+    def replaying(self, turn_ids: set[str], *, ended: set[str] | frozenset[str] = frozenset()) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
-        handed back, a delivery a stopped process left): each is a replay when it begins."""
+        handed back, a delivery a stopped process left): each is a replay when it begins. ``ended``: those of
+        them an earlier run ended with no answer of its own (`gateway.owed_ends.ended_unanswered`)."""
         self._replays |= turn_ids
+        self._ended |= ended & turn_ids
 
     async def reply_journaled(self, turn_id: str) -> None:
         """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
@@ -152,14 +156,22 @@ class TurnRunner:
 
     def not_beginning(self, turn_id: str) -> None:
         """The turn of ``turn_id`` will not begin (its event was set aside): no replay to wait for."""
+        self._forget_replay(turn_id)
+
+    def _forget_replay(self, turn_id: str) -> bool:
+        """Whether ``turn_id`` is a replay's, forgotten as one now (it begins, or never will)."""
+        self._ended.discard(turn_id)
+        if turn_id not in self._replays:
+            return False
         self._replays.discard(turn_id)
+        return True
 
     def submit(self, session: GatewaySession, item: WorkItem) -> None:
         """Queue ``item``; it runs after everything queued before it. Not one of a platform that is not
         configured (taken out of the configuration since): nothing could answer it, so it is not run (nor
         its model paid), and what it answers stays as it is in the store for a start that configures it."""
         if session.platform not in self._adapters:
-            self._replays.discard(item.turn_id)
+            self._forget_replay(item.turn_id)
             log.warning("%s is not configured: turn %s of chat %s is not run, and what it answers is kept until"
                         " it is configured again", session.platform, item.turn_id, session.chat_id)
             return
@@ -250,7 +262,7 @@ class TurnRunner:
                 self._progress.finish(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
-            self._replays.discard(turn_id)  # it never begins now
+            self._forget_replay(turn_id)  # it never begins now
             if running is None or turn_id != running.turn_id:  # a steered message's is the running turn's
                 notes.setdefault(turn_id, ("reply", quote_of(event)))
             with refused.noting("the waiting messages' settling"):
@@ -302,9 +314,8 @@ class TurnRunner:
                                                                UNSETTLED)
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 item, running = taken
-                if item.turn_id in self._replays:
-                    self._replays.discard(item.turn_id)
-                    running.replay = True
+                running.ended_before = item.turn_id in self._ended
+                running.replay = self._forget_replay(item.turn_id)
                 await self._run(session, item, running)
         finally:
             self._workers.pop(session, None)
@@ -429,16 +440,18 @@ class TurnRunner:
         # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
         # to go on; its messages are settled only with what answers them, else a restart runs it again.
         refused = Refusals()
-        if self._late_after:
+        # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then (or it
+        # ended with none: `RunningTurn.ended_before`): the chat has that answer, which the outbox keeps under its
+        # key. This run rebuilds what the death lost (its transcript, what it delegated) and shows nothing: its
+        # words beside its tools, "typing…" or its card working again came after the answer. Its card is only
+        # finalised (a death may have left it "⏳"). Its transcript holds that answer as the turn's reply, not what
+        # this run's model wrote (`_reply_as_shown`). Known before anything awaits: a message sent from then on is
+        # steered into the turn, or interrupts it, unless it is quiet (`gateway.app`).
+        quiet = running.quiet = answered_before(self._outbox, running)
+        if self._late_after and not quiet:  # a note would follow the answer
             with refused.noting("its late note", holds=False):
                 self._note_waited(session, item)
         kind = "completion" if item.kind == "completion" else "reply"
-        # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then: the
-        # chat has that answer, which the outbox keeps under its key. This run rebuilds what the death lost (its
-        # transcript, what it delegated) and shows nothing: its words beside its tools, "typing…" or its card
-        # working again came after the answer. Its card is only finalised (a death may have left it "⏳"). Its
-        # transcript holds that answer as the turn's reply, not what this run's model wrote (`_reply_as_shown`).
-        quiet = answered_before(self._outbox, running)
         self._events.turn_started(session, item, running)
         under_way.started = True
         if not quiet:
@@ -466,8 +479,10 @@ class TurnRunner:
                     agent = session.agent
                     version = agent.history_version
                     result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
-                    if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
-                        _reply_as_shown(agent, version, result, shown)
+                    if quiet:
+                        shown = answer_shown(self._outbox, session.platform, running)
+                        if shown is not None or running.ended_before:  # that one: what it sent said it all
+                            _reply_as_shown(agent, version, result, shown or "")
         except Exception:
             crashed = True
             log.exception("turn %s crashed", item.turn_id)
@@ -500,7 +515,7 @@ class TurnRunner:
                                           progress.subagents, progress.endings())
 
         text = None
-        if not running.suppressed and not answered and not running.shutdown:
+        if not running.suppressed and not answered and not running.shutdown and not running.ended_before:
             reply = reply_text(item.kind, result, spoke=running.said + running.files > 0)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
@@ -640,9 +655,9 @@ class TurnRunner:
         """Open the turn of a message that waited `_late_after` or more for it (the gateway was
         down, or the message was set aside and handed back), or precede the reply of a turn the
         machine slept through as long, with a note of its age (`gateway.late_notes`); once per
-        turn, also when it runs again after a restart, but not once its answer was journaled. In a group it
-        quotes the message, as the answer after it does: the note leaves the answer its own quote
-        (`RunningTurn.take_quote`)."""
+        turn, also when it runs again after a restart, but not once its answer was journaled (nor in a quiet run,
+        `RunningTurn.quiet`). In a group it quotes the message, as the answer after it does: the note leaves the
+        answer its own quote (`RunningTurn.take_quote`)."""
         event = item.event
         if event is None or session.platform in late_notes.WITHOUT_NOTES:
             return
