@@ -325,7 +325,8 @@ class DiscordAdapter:
             client.on_raw_message_edit = self._on_edit  # type: ignore[attr-defined]
             client.on_guild_remove = self._on_guild_remove  # type: ignore[attr-defined]
             client.on_guild_channel_delete = self._on_channel_delete  # type: ignore[attr-defined]
-            client.on_guild_join = client.on_guild_available = self._on_guild_back  # type: ignore[attr-defined]
+            # Not on_guild_available: an outage's end, or a new session's GUILD_CREATE, gives back no chat it took.
+            client.on_guild_join = self._on_guild_back  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
             tree = discord_commands.command_tree(client, commands, self._command_guilds, self._on_command)
             self._consumer = asyncio.create_task(self._deliver(sink), name="discord-inbound")
@@ -572,7 +573,7 @@ class DiscordAdapter:
         self._membership.deleted(channel)
 
     async def _on_guild_back(self, guild: discord.Guild) -> None:
-        """The bot added to a server (back), or the server's outage over: its chats may be written to again."""
+        """The bot added to a server (back): its chats may be written to again."""
         self._membership.back(guild)
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:

@@ -83,7 +83,8 @@ class Membership:
             self._losing([str(channel.id)], DELETED)
 
     def back(self, guild: discord.Guild) -> None:
-        """The bot may write in ``guild`` again (added back, or its outage over): a later loss is told."""
+        """The bot was added to ``guild`` (back): a later loss is told. Not when an outage of it ends: a channel
+        hidden from the bot stays so (its next message handed over says when it is not)."""
         if chats := tuple(str(c.id) for c in guild.channels if str(c.id) in self._known):
             self._queue(Access(chats, None))
 

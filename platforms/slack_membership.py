@@ -12,7 +12,7 @@ The gateway is told once per channel, until the bot may write there again: added
 naming its user), the channel unarchived (``channel_unarchive``, ``group_unarchive``), or a message of the
 channel handed over. So the refusals of the parts still queued there are not each one more stop. Slack is
 acknowledged for the event at once: the telling is the adapter's to finish, a store that refuses it asked again
-until it takes it or the adapter closes. Logged under ``platforms.slack``.
+until it takes it, the bot is back there or the adapter closes. Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,9 @@ class Membership:
 
     def __init__(self) -> None:
         self._lost: ChatLost | None = None
-        self._gone: OrderedDict[str, None] = OrderedDict()
+        self._gone: OrderedDict[str, object] = OrderedDict()
+        """Each channel told lost, with a token of that loss: a telling still asking a refusing store gives up once
+        the channel is back (or lost anew, told by a telling of its own), else it would stop the channel's new work."""
         self._telling: set[asyncio.Task[None]] = set()
 
     def bind(self, lost: ChatLost) -> None:
@@ -93,12 +95,12 @@ class Membership:
     def lost(self, channel: str, why: str) -> None:
         """Tell the gateway, in a task of its own, that the bot can no longer write to ``channel``, unless told
         already: the write refused may be a turn's placeholder, which the stop ends. A store that refuses the stop
-        is asked again, from `SINK_RETRY_FIRST` on, until it takes it or `close`; anything else it raises is
-        logged, and the channel's next loss told again."""
+        is asked again, from `SINK_RETRY_FIRST` on, until it takes it, the bot may write there again (`back`) or
+        `close`; anything else it raises is logged, and the channel's next loss told again."""
         if self._lost is None or channel in self._gone:
             return
-        self._remember(channel)  # now: the channel's next parts, refused meanwhile, tell nothing more
-        task = asyncio.ensure_future(self._tell(self._lost, channel, why))
+        loss = self._remember(channel)  # now: the channel's next parts, refused meanwhile, tell nothing more
+        task = asyncio.ensure_future(self._tell(self._lost, channel, why, loss))
         self._telling.add(task)
         task.add_done_callback(self._telling.discard)
 
@@ -117,15 +119,16 @@ class Membership:
         if self._telling:
             await asyncio.wait(list(self._telling))
 
-    async def _tell(self, lost: ChatLost, channel: str, why: str) -> None:
+    async def _tell(self, lost: ChatLost, channel: str, why: str, loss: object) -> None:
         delay = SINK_RETRY_FIRST
-        while True:
+        while self._gone.get(channel) is loss:
             try:
                 await lost(channel, why)
                 return
             except Exception as exc:
                 if not storage_refusal(exc):
-                    self._gone.pop(channel, None)  # the channel's next refusal tells it again
+                    if self._gone.get(channel) is loss:
+                        del self._gone[channel]  # the channel's next refusal tells it again
                     log.exception("slack: could not stop the work of channel %s, which the bot can no longer write to"
                                   " (%s)", channel, why)
                     return
@@ -135,8 +138,9 @@ class Membership:
             await asyncio.sleep(delay)
             delay = min(delay * 2, SINK_RETRY_MAX)
 
-    def _remember(self, channel: str) -> None:
-        self._gone[channel] = None
+    def _remember(self, channel: str) -> object:
+        self._gone[channel] = loss = object()
         self._gone.move_to_end(channel)
         while len(self._gone) > REMEMBERED:
             self._gone.popitem(last=False)
+        return loss

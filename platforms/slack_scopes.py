@@ -28,10 +28,13 @@ NEEDED = {
     "channels:history": "messages in public channels, mentions included, will never arrive",
     "groups:history": "messages in private channels, mentions included, will never arrive",
     "mpim:history": "messages in group DMs, mentions included, will never arrive",
+    # Alone the scope brings nothing: the events it allows must be subscribed to as well.
     "channels:read": "the bot removed from a public channel, or the channel archived, stops the work there only"
-                     " once Slack refuses a reply",
+                     " once Slack refuses a reply (subscribe the app to the events it allows too: member_left_channel,"
+                     " channel_left, channel_archive and the rest listed in deploy/slack-app-manifest.yaml)",
     "groups:read": "the bot removed from a private channel, or the channel archived, stops the work there only"
-                   " once Slack refuses a reply",
+                   " once Slack refuses a reply (subscribe the app to the events it allows too: member_left_channel,"
+                   " group_left, group_archive and the rest listed in deploy/slack-app-manifest.yaml)",
 }
 """What stops working without each scope but `ANSWERS`: an operator may leave one out on purpose (no DMs)."""
 _CLASSIC = "bot"

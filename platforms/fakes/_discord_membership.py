@@ -28,10 +28,13 @@ class DiscordMembership:
 
     def add_bot(self, guild: str | int) -> None:
         """The bot is invited back to ``guild``: its channels take writes again, and the gateway sends the guild
-        (``GUILD_CREATE``)."""
+        (``GUILD_CREATE`` without ``unavailable``, as Discord sends a guild joined: discord.py's ``on_guild_join``;
+        with it, the end of an outage: ``on_guild_available``)."""
         guild = str(guild)
         self.removed_guilds.discard(guild)
-        self._dispatch("GUILD_CREATE", self._guild_json(guild))
+        joined = self._guild_json(guild)
+        del joined["unavailable"]
+        self._dispatch("GUILD_CREATE", joined)
 
     def outage(self, guild: str | int) -> None:
         """``guild`` becomes unavailable (a Discord outage): ``GUILD_DELETE`` with ``unavailable: true``. The bot is

@@ -184,3 +184,23 @@ async def test_a_removal_the_store_refused_is_told_at_the_next_refusal(fake, sta
         await adapter.send(reply(ELSEWHERE))
     await fake.wait_for(lambda: lost.told)
     assert lost.told == [(str(ELSEWHERE), NO_ACCESS)]
+
+
+async def test_a_hidden_channel_stays_lost_through_an_outage_of_its_server(fake, started, caplog):
+    adapter, lost, sink = started
+    caplog.set_level(logging.INFO, logger="platforms.discord")
+    fake.deny(TALKED, "view_channel")
+    with pytest.raises(Forbidden):
+        await adapter.send(reply(TALKED))
+    await fake.wait_for(lambda: lost.told)
+    fake.outage(GUILD)  # then GUILD_CREATE, as at every new session: the channel is no more writable for it
+    client = adapter._client
+    await fake.wait_for(lambda: client.get_guild(GUILD) is not None and client.get_guild(GUILD).unavailable)
+    fake.outage_over(GUILD)
+    await fake.wait_for(lambda: not client.get_guild(GUILD).unavailable)
+    await settled(fake, sink)
+    with pytest.raises(Forbidden):
+        await adapter.send(reply(TALKED, "a later part"))
+    await settled(fake, sink)
+    assert lost.told == [(str(TALKED), NO_ACCESS)]
+    assert not [r for r in caplog.records if "may write to chat" in r.getMessage()]

@@ -85,7 +85,9 @@ async def test_another_members_leaving_says_nothing_and_the_bot_back_is_told_aga
     assert (await adapter.send(reply("C1"))).message_id
     await fake.remove_bot("C1", events=("member_left_channel",))
     await fake.archive("C2")
+    await fake.wait_for(lambda: len(lost.told) == 3)  # unarchived before it was told, there would be nothing to stop
     await fake.unarchive("C2")
+    await settled(fake)
     await fake.archive("C2")
     await fake.wait_for(lambda: len(lost.told) == 4)
     assert lost.told == [("C1", "the bot was removed from the channel")] * 2 + [("C2", "the channel was archived")] * 2
@@ -149,3 +151,16 @@ async def test_over_http_the_events_are_told_as_over_socket_mode(fake: FakeSlack
             assert lost.told == [("C1", "the channel was archived")]
         finally:
             await adapter.stop()
+
+
+async def test_a_loss_the_store_refused_is_not_told_once_the_bot_is_back_meanwhile(fake, started):
+    adapter, lost, sink = started
+    lost.refuse = 2
+    await fake.remove_bot("C1")
+    await fake.wait_for(lambda: lost.refuse == 1)  # refused: asked again in a moment
+    await fake.remove_bot("C2", events=("channel_left",))  # refused too, a moment after C1: asked again after it
+    await fake.wait_for(lambda: lost.refuse == 0)
+    await fake.add_bot("C1")  # back before the store takes the stop, which would stop its new work
+    await settled(fake)
+    await fake.wait_for(lambda: lost.told, timeout=5)  # C2's retry, due after C1's
+    assert lost.told == [("C2", "the bot was removed from the channel")]
