@@ -143,29 +143,31 @@ class CatchUp:
     hands it on and returns once the gateway has it (handing it over again while the gateway's
     store refuses it, the catch-up waiting) with the conversations it is now the newest message of;
     ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``token`` watches the
-    bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read, corrected by
-    how far Slack's first answer says it is off (`_slack_clock`).
+    bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read until Slack's
+    first answer tells its time, counted on from then on ``monotonic`` (`_slack_clock`).
     Made before live events can come, so that from the first one on `holds` knows what is still to
     be read."""
 
     def __init__(self, page: Page, last_seen: dict[Where, str], *, addressed: Callable[[dict[str, Any]], bool],
                  take: Callable[[dict[str, Any]], Awaitable[Sequence[Where]]],
                  seen: Callable[[str, str | None, str], None], token: TokenWatch, limits: Limits = Limits(),
-                 clock: Callable[[], float] = time.time, after: str | None = None,
-                 behind: set[Where] | frozenset[Where] = frozenset()) -> None:
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 after: str | None = None, behind: set[Where] | frozenset[Where] = frozenset()) -> None:
         """``after``: what the catch-up follows when not a start (an outage of Socket Mode), named in the
         line that counts what it read; ``behind``: the conversations an earlier catch-up left unread, which
         stay `behind` unless this one reads them."""
         self._page, self._addressed, self._take, self._seen = page, addressed, take, seen
-        self._limits, self._clock, self._after = limits, clock, after
+        self._limits, self._clock, self._monotonic, self._after = limits, clock, monotonic, after
         self._reads = 0
         self._handed_on = 0
-        self._started = started = clock()
+        started = clock()
+        self._started = monotonic()
         self._latest = f"{started + CLOCK_SKEW:.6f}"
         """The newest ``ts`` a read asks for: what came later came live. On Slack's clock once its first answer
-        tells how far ours is off (`_slack_clock`)."""
-        self._ahead: float | None = None
-        """Seconds Slack's clock is ahead of ``clock`` (behind, below 0), from its first answer; None until then."""
+        tells its time (`_slack_clock`)."""
+        self._slack_ahead: float | None = None
+        """Slack's time less ``monotonic``'s, from its first answer; None until then. Not ``clock``'s: NTP
+        stepping a stale clock right during the catch-up, as it soon does, would put Slack's time off by as much."""
         self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
                                 first=limits.first_retry, most=limits.max_retry, max_retry_after=limits.max_retry_after)
         self._last_seen = last_seen
@@ -362,7 +364,7 @@ class CatchUp:
         done, complete, handed = last, False, 0
         opened: list[tuple[Where, str]] = []
         try:
-            cutoff = self._clock() + (self._ahead or 0.0) - self._limits.max_age
+            cutoff = self._now() - self._limits.max_age
             mine = [m for m in messages if self._addressed(m)]
             fresh = [m for m in mine if float(m["ts"]) >= cutoff]
             kept = fresh[-self._limits.max_messages:]
@@ -464,8 +466,8 @@ class CatchUp:
                 messages += [m for m in page if ts_key(str(m.get("ts") or "0")) > ts_key(last)]
                 if not cursor:
                     break
-            if ts_key(self._latest) <= ts_key(asked):
-                break  # else asked up to a time our clock set too early: read again, up to Slack's (once)
+            if self._slack_ahead is None or float(asked) >= self._started + self._slack_ahead:
+                break  # else asked up to before the catch-up began, by Slack's clock: read again, up to it (once)
         if thread is None:
             messages.reverse()
         return [_as_event(m, channel, thread) for m in messages], cursor is not None
@@ -476,13 +478,17 @@ class CatchUp:
         stale time, before NTP stepped it) asked for none of the messages sent while the gateway was down, and a
         live one recorded past them lost them for good; one ahead by a day skipped them all as too old."""
         answered_at = getattr(page, "answered_at", None)
-        if self._ahead is not None or answered_at is None:
+        if self._slack_ahead is not None or answered_at is None:
             return
-        self._ahead = answered_at - self._clock()
-        if abs(self._ahead) > CLOCK_SKEW:
-            log.warning("slack: this host's clock is %.0f s %s Slack's; catching up on Slack's", abs(self._ahead),
-                        "behind" if self._ahead > 0 else "ahead of")
-        self._latest = f"{self._started + self._ahead + CLOCK_SKEW:.6f}"
+        self._slack_ahead = answered_at - self._monotonic()
+        if abs(ahead := answered_at - self._clock()) > CLOCK_SKEW:
+            log.warning("slack: this host's clock is %.0f s %s Slack's; catching up on Slack's", abs(ahead),
+                        "behind" if ahead > 0 else "ahead of")
+        self._latest = f"{self._started + self._slack_ahead + CLOCK_SKEW:.6f}"
+
+    def _now(self) -> float:
+        """Now on Slack's clock, once its first answer told it (`_slack_clock`); on ours until then."""
+        return self._clock() if self._slack_ahead is None else self._monotonic() + self._slack_ahead
 
     async def _paced(self, channel: str, thread: str | None, last: str,
                      cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:

@@ -9,7 +9,9 @@ the adapter's lookups share: `find_sent`, the placeholders left behind
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -81,9 +83,12 @@ class Messages(list[dict[str, Any]]):
 
 def _date(headers: Any) -> float | None:
     try:
-        return parsedate_to_datetime(headers.get("Date") or headers.get("date")).timestamp()
+        answered = parsedate_to_datetime(headers.get("Date") or headers.get("date"))
     except (TypeError, ValueError, AttributeError):
         return None
+    # An HTTP date is in GMT, the asctime form that RFC 9110 still has recipients take included, which names
+    # no zone: read as the host's local time, it put Slack's clock off by the host's time zone.
+    return answered.replace(tzinfo=answered.tzinfo or timezone.utc).timestamp()
 
 
 class PacedReads:
@@ -125,20 +130,31 @@ def findable(message: Outbound) -> bool:
     return not message.reply_token and bool(message.idempotency_key)
 
 
-async def find_sent(read: Page, message: Outbound, since: float) -> str | None:
+async def find_sent(read: Page, message: Outbound, since: float, clock: Callable[[], float] = time.time) -> str | None:
     """The ``ts`` of the message posted with this idempotency key in its conversation (the
-    thread's replies, or the channel's history) since ``since``, reading at most
-    `LOOKUP_PAGES` pages through ``read``; None, reading nothing, for one it cannot find (`findable`)."""
+    thread's replies, or the channel's history) since ``since`` (on ``clock``), reading at most
+    `LOOKUP_PAGES` pages through ``read``; None, reading nothing, for one it cannot find (`findable`).
+    Read again once, from further back, when Slack's first answer (`Messages.answered_at`) says ``clock``
+    is ahead of Slack's by more than the margin: the ts are on Slack's clock, and a post was missed, so sent
+    twice."""
     if not findable(message):
         return None
-    oldest, cursor = f"{max(0.0, since - _CLOCK_SKEW):.6f}", None
-    for _ in range(LOOKUP_PAGES):
-        page, cursor = await read(message.chat_id, message.thread_id, oldest=oldest, cursor=cursor)
-        for found in page:
-            metadata = found.get("metadata") or {}
-            if metadata.get("event_type") == SENT_EVENT and \
-                    (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
-                return str(found["ts"])
-        if not cursor:
-            break
+    oldest, ahead = since - _CLOCK_SKEW, None
+    for _ in range(2):
+        cursor = None
+        for _ in range(LOOKUP_PAGES):
+            page, cursor = await read(message.chat_id, message.thread_id, oldest=f"{max(0.0, oldest):.6f}",
+                                      cursor=cursor)
+            for found in page:
+                metadata = found.get("metadata") or {}
+                if metadata.get("event_type") == SENT_EVENT and \
+                        (metadata.get("event_payload") or {}).get("key") == message.idempotency_key:
+                    return str(found["ts"])
+            if ahead is None and (answered_at := getattr(page, "answered_at", None)) is not None:
+                ahead = clock() - answered_at
+            if not cursor:
+                break
+        if ahead is None or ahead <= _CLOCK_SKEW:
+            return None
+        oldest = since - ahead - _CLOCK_SKEW
     return None

@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from platforms import slack_history
+from platforms.base import Outbound
 from platforms.fakes.slack import FakeSlack
-from tests.platforms.test_slack_catchup import DM, Gateway, down
+from platforms.slack_catchup import Limits
+from tests.platforms.test_slack_catchup import DM, Gateway, down, seen_once_then_down
 
 HOUR = 3600.0
 
@@ -95,4 +97,93 @@ async def test_a_read_still_stops_where_the_catch_up_began_by_slacks_clock(fake)
         await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
     finally:
         await down(fake, adapter)
+    assert len(fake.calls_to("conversations.history")) == 1
+
+
+async def test_a_clock_stepped_right_during_the_catch_up_skips_nothing_as_too_old(fake, caplog):
+    # Twenty hours behind (a board booted stale), NTP steps the clock right just after the first conversation is
+    # handed on. Aged by our clock plus the offset learned before the step, the second conversation's message of
+    # five hours ago was a day "older" than it is: skipped as too old, and recorded as read, lost for good.
+    gateway = Gateway()
+    now = time.time()
+    gateway.last_seen.update({("DU2", None): f"{now - HOUR:.6f}", (DM, None): f"{now - 6 * HOUR:.6f}"})
+    for channel, user, age in (("DU2", "U2", HOUR / 2), (DM, "U1", 5 * HOUR)):
+        fake.messages[(channel, None)].append({"type": "message", "channel": channel, "user": user,
+                                               "ts": f"{now - age:.6f}", "text": f"{age / HOUR:g} h ago"})
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    adapter = await gateway.start(fake, clock=lambda: time.time() - (0.0 if gateway.items else 20 * HOUR))
+    try:
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert gateway.texts() == ["0.5 h ago", "5 h ago"]
+    assert not [r for r in caplog.records if "skipped" in r.getMessage()]
+
+
+async def test_a_clock_stepped_right_before_slacks_first_answer_still_reads_up_to_where_the_catch_up_began(fake):
+    # Behind by an hour when the catch-up began, stepped right while its first read failed: the offset learned
+    # from the answer to the read again, taken from our stepped clock, put the catch-up's start an hour early, so
+    # the read asked for none of what was sent while the gateway was down.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    fake.fail_next("conversations.history", "internal_error", status=500)
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.05),
+                                  clock=lambda: time.time() - (0.0 if fake.calls_to("conversations.history") else HOUR))
+    try:
+        await fake.wait_for(lambda: len(fake.calls_to("conversations.history")) == 2)
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert gateway.texts() == ["first from U1", "while down"]
+
+
+async def test_a_page_dated_in_the_asctime_form_is_read_as_gmt_whatever_the_hosts_time_zone(monkeypatch):
+    # RFC 9110 has recipients take the asctime form, which names no zone: read as local time, it put Slack's
+    # clock off by the host's time zone, five hours here.
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+
+    class Answer(dict):
+        headers = {"Date": "Sat Dec  6 20:16:00 2025"}
+
+    async def api(method: str, chat_id: str, **kw: object) -> Answer:
+        return Answer(messages=[])
+
+    try:
+        assert (await slack_history.page(api, DM, None))[0].answered_at == 1765052160.0
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+async def test_a_post_is_found_by_a_host_clock_ahead_of_slacks_by_more_than_the_margin(fake):
+    # Journaled five minutes "later" than Slack posted it, by a host clock five minutes ahead: looked up from a
+    # minute before that, the post was not found, and the outbox sent it again.
+    gateway = Gateway()
+    adapter = await gateway.start(fake)
+    try:
+        ahead = 300.0
+        since = time.time() + ahead
+        part = Outbound("C1", None, "the answer", idempotency_key="t1:reply:0")
+        sent = await adapter.send(part)
+        found = await slack_history.find_sent(adapter._page, part, since, clock=lambda: time.time() + ahead)
+        assert found == sent.message_id
+        assert len(fake.calls_to("conversations.history")) == 2  # once more, from where Slack's clock puts it
+    finally:
+        await adapter.stop()
+
+
+async def test_a_clock_behind_slacks_by_less_than_the_margin_reads_each_conversation_once(fake):
+    # The margin past the start covers it: read again each time the host's clock was a few seconds behind, or
+    # Slack's Date (in whole seconds) just a fraction ahead, the first conversation cost one more read.
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1")
+    await fake.push_dm("U1", "while down")
+    adapter = await gateway.start(fake, clock=lambda: time.time() - 5)
+    try:
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert gateway.texts() == ["first from U1", "while down"]
     assert len(fake.calls_to("conversations.history")) == 1
