@@ -15,6 +15,15 @@ statement for them all held every send, heartbeat and turn for a second or more.
 Each step (the owed turn ends, each table, the eviction) goes on when another fails: a full disk
 refuses the deletes, and memory would otherwise grow with every chat until there was room again. A
 step that fails says so once, not at every sweep, and once more when it goes through again.
+
+Ages are read on the wall clock, which dates the rows. Moved ahead at once (NTP correcting a clock that ran
+slow, a board booted with a stale date, a suspend), it would make the rows of the last minutes days old: the
+duplicate check of messages just handled forgotten (a redelivery answered twice), every conversation's last
+message too (the next start catching up on nothing). So each sweep compares how far the wall clock went since
+the last one (or since the start) with how far the monotonic clock did: more than `STEP_SECONDS` ahead is taken
+for a step, said once, and, for each table, added to its retention until that retention has passed on the
+monotonic clock since: a row dated before the step is forgotten when its retention has passed on the monotonic
+clock, one dated after it as usual. A step while the gateway was stopped cannot be told from a long stop, and is not looked for.
 """
 
 from __future__ import annotations
@@ -39,6 +48,9 @@ PRUNE_BATCH = 1000
 """Rows one statement forgets: some milliseconds of the event loop, which SQLite's statements run on
 (`lifecycle.SqliteDatabase`), where 200,000 outbox rows at once held it for over a second. Each batch
 commits on its own: smaller ones would take a backlog longer to forget."""
+STEP_SECONDS = 3600.0
+"""How far the wall clock may go ahead of the monotonic one between two sweeps before it is taken for a step
+(see the module's docstring): NTP slews a clock that drifted by less, a fraction of a second each sweep."""
 COPY_GRACE_SECONDS = 24 * 3600.0
 """Age past which a copy of a file the agent sent (`gateway.outbox_files`) that no pending or failed send names
 is removed: one being made, or made and its send not journaled yet, is younger."""
@@ -65,6 +77,10 @@ class Retention:
         self.forget_sessions_after = forget_sessions_after
         self._failing: dict[str, tuple[str, str]] = {}
         """The steps whose latest try failed -> how (exception type and text): said again only if it changes."""
+        self._read_at = (clock.time(), clock.monotonic())
+        """The wall and monotonic clocks at the last sweep (at first, at the start): to see a step between."""
+        self._steps: list[tuple[float, float]] = []
+        """The wall clock's steps ahead: (monotonic time it was seen, seconds), while a retention may still span it."""
 
     def sweep(self) -> tuple[int, int, int]:
         """One round, at once; returns (inbox rows, outbox rows, sessions) forgotten. It holds the
@@ -101,6 +117,7 @@ class Retention:
         step yields what one forgot. A table whose prune raises is left until the next sweep, the tables after
         it forgotten all the same."""
         now = self._clock.time()
+        self._note_step(now)
         store = self._store
         for table, prune, kept_for in (("inbox", store.inbox.prune, inbox.RETENTION_SECONDS),
                                        ("outbox", store.outbox.prune, outbox_rows.RETENTION_SECONDS),
@@ -110,7 +127,7 @@ class Retention:
             step = f"forgetting old {table} rows"
             while True:
                 try:
-                    count = prune(now - kept_for, self.batch)
+                    count = prune(self._before(now, kept_for), self.batch)
                 except Exception as exc:
                     self._failed(step, exc)
                     break
@@ -122,7 +139,7 @@ class Retention:
             step = "forgetting sessions no turn was taken in"
             while True:
                 try:
-                    count, more = self._forget_sessions(now - self.forget_sessions_after)
+                    count, more = self._forget_sessions(self._before(now, self.forget_sessions_after))
                 except Exception as exc:
                     self._failed(step, exc)
                     break
@@ -135,12 +152,35 @@ class Retention:
         step = "removing the copies of files no send names"
         if self._files is not None:
             try:
-                removed = self._files.sweep(store.outbox.kept_files(), made_before=now - COPY_GRACE_SECONDS)
+                removed = self._files.sweep(store.outbox.kept_files(),
+                                            made_before=self._before(now, COPY_GRACE_SECONDS))
             except Exception as exc:
                 self._failed(step, exc)
             else:
                 self._went_through(step)
                 yield "copies", removed
+
+    def _note_step(self, now: float) -> None:
+        """Note how far the wall clock went ahead of the monotonic one since the last sweep, past `STEP_SECONDS`
+        (a step back only keeps rows longer: none is noted)."""
+        mono = self._clock.monotonic()
+        wall_then, mono_then = self._read_at
+        self._read_at = (now, mono)
+        longest = max(inbox.RETENTION_SECONDS, outbox_rows.RETENTION_SECONDS, delegations.RETENTION_SECONDS,
+                      last_seen.RETENTION_SECONDS, COPY_GRACE_SECONDS, self.forget_sessions_after)
+        self._steps = [(seen, ahead) for seen, ahead in self._steps if mono - seen < longest]
+        ahead = (now - wall_then) - (mono - mono_then)
+        if ahead > STEP_SECONDS:
+            self._steps.append((mono, ahead))
+            log.warning("retention: the wall clock moved %.1f hours ahead of the monotonic clock since the last"
+                        " sweep (a clock step, or a suspend); the rows dated before are kept that much longer,"
+                        " so that none is forgotten early", ahead / 3600)
+
+    def _before(self, now: float, kept_for: float) -> float:
+        """The wall time before which a row is older than ``kept_for``: the steps ahead seen less than
+        ``kept_for`` ago (monotonic) added to its age, since the rows dated before them are that much younger."""
+        mono = self._clock.monotonic()
+        return now - kept_for - sum(ahead for seen, ahead in self._steps if mono - seen < kept_for)
 
     def _forget_held(self, _: float, batch: int) -> int:
         """Messages an earlier process held in the store (`gateway.session_registry.QUEUED`): handed over anew."""

@@ -63,6 +63,11 @@ WAIT_CLOSED = "CLOSED"
 """`SubagentTerminalState.diagnostic` of a wait that ended unfinished because the service closed."""
 _ASK_JOURNAL = object()
 """`_issued` cannot answer without verifying the handle and perhaps reading the journal."""
+DISPATCH_MARGIN_SECONDS = 24 * 3600.0
+"""How long before the dispatch of the oldest delegation whose results the host still needs a finished child's
+record is kept too (`AsyncSubagentLifecycle.sweep`): a clock set back while the gateway was stopped (NTP correcting
+one that ran fast) dates the ends of the children interrupted at the start before their dispatch, and no process saw
+the step."""
 ON_OTHER_LOOP = (
     "The asyncio subagent lifecycle API was called on an event loop that is not the service's; "
     "from a thread running an event loop of its own, use the synchronous facade (ctx.subagent_lifecycle)."
@@ -107,6 +112,10 @@ class AsyncSubagentLifecycle(KeyRotation):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         """The thread `loop` runs in: the plugin API's calls are made there (`_off_loop`)."""
+        self._clocks_read: tuple[float, float] | None = None
+        """The wall and monotonic clocks at the last sweep (at first, the sweeper's start): see `_set_back_since`."""
+        self._set_back = 0.0
+        """Seconds this process saw the wall clock go back while results were needed (`_set_back_since`)."""
 
     @property
     def host(self) -> ChildHost:
@@ -536,6 +545,7 @@ class AsyncSubagentLifecycle(KeyRotation):
         return found if found.handle == handle else None
 
     async def _sweep_forever(self) -> None:
+        self._set_back_since(self.clock.time(), None)  # the clocks at the start: a step before the first sweep counts
         while True:
             await asyncio.sleep(self.settings.sweep_interval_seconds)
             try:
@@ -546,11 +556,31 @@ class AsyncSubagentLifecycle(KeyRotation):
     async def sweep(self) -> int:
         """Forget terminal records older than the retention window, in memory and in the journal;
         in the journal, not those of children that finished since the host's results are needed
-        (`HostView.keep_results_since`), whatever their age."""
-        cutoff = self.clock.time() - self.settings.retention_seconds
-        self._supervisor.tallies.sweep(cutoff, self.clock.time())
+        (`HostView.keep_results_since`), whatever their age, nor any that finished up to
+        `DISPATCH_MARGIN_SECONDS` before that (and as far again as this process saw the wall clock step back
+        meanwhile): set back while a child ran, the clock dates its end before its dispatch."""
+        now = self.clock.time()
+        cutoff = now - self.settings.retention_seconds
+        self._supervisor.tallies.sweep(cutoff, now)
         needed = self._supervisor.results_needed_since()
-        return await self.journal.sweep(cutoff if needed is None else min(cutoff, needed))
+        set_back = self._set_back_since(now, needed)
+        if needed is not None:
+            cutoff = min(cutoff, needed - DISPATCH_MARGIN_SECONDS - set_back)
+        return await self.journal.sweep(cutoff)
+
+    def _set_back_since(self, now: float, needed: float | None) -> float:
+        """How far the wall clock went back (against the monotonic one) in this process while results were needed:
+        each step since the last reading added, the sum forgotten once none is (``needed`` None). A step ahead
+        subtracts nothing: the ends dated before it stay that far back."""
+        mono = self.clock.monotonic()
+        if self._clocks_read is not None:
+            back = (mono - self._clocks_read[1]) - (now - self._clocks_read[0])
+            if back > 1.0:  # not the fractions of a second NTP's slewing and the reads between add
+                self._set_back += back
+        self._clocks_read = (now, mono)
+        if needed is None:
+            self._set_back = 0.0
+        return self._set_back
 
     def _off_loop(self) -> None:
         """A call from a thread other than the service loop's: refused, before it touches anything, when that

@@ -46,11 +46,11 @@ async def test_failed_files_copies_go_with_their_forgotten_rows_and_no_sooner(tm
     assert len(gateway.store.outbox.with_status("failed", 10)) == FILES
     assert len(list(copies.iterdir())) == FILES
 
-    clock.jump(RETENTION_SECONDS - 60)  # kept for a retry while the rows are
+    clock.advance(RETENTION_SECONDS - 60)  # kept for a retry while the rows are
     gateway.retention.sweep()
     assert len(list(copies.iterdir())) == FILES
 
-    clock.jump(120)
+    clock.advance(120)
     gateway.retention.sweep()
     assert gateway.store.outbox.kept_files() == []
     assert list(copies.iterdir()) == []
@@ -66,6 +66,6 @@ async def test_a_copy_no_send_names_yet_is_spared_while_it_may_be_journaled(tmp_
     (made / "a.csv").write_text("x")
     gateway.retention.sweep()
     assert made.exists()
-    clock.jump(COPY_GRACE_SECONDS + 60)  # no send named it for a day: its turn stopped with the journal unreadable
+    clock.advance(COPY_GRACE_SECONDS + 60)  # no send named it for a day: its turn stopped with the journal unreadable
     gateway.retention.sweep()
     assert not made.exists()

@@ -159,11 +159,11 @@ async def test_a_chat_whose_session_was_forgotten_starts_anew_as_after_new(tmp_p
     key = session_key("chat", "c1", None)
     first = gateway.store.sessions.load(key)
 
-    clock.jump(KEPT_FOR - DAY)
+    clock.advance(KEPT_FOR - DAY)
     await gateway.retention.sweep_in_batches()  # the session leaves memory, idle for an hour and more
     await gateway.retention.sweep_in_batches()
     assert key not in gateway.sessions and gateway.store.sessions.load(key) is not None  # within the 30 days
-    clock.jump(2 * DAY)
+    clock.advance(2 * DAY)
     await gateway.retention.sweep_in_batches()
     assert gateway.store.sessions.load(key) is None
 
