@@ -250,16 +250,19 @@ class TurnRunner:
             # follow-up superseded: the chat waits for that one's answer.
             if why != "superseded" and (typing := self._typing.get(stopped.run_id)) is not None:
                 self._stop_typing(stopped.turn_id, typing)
-            notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
+            if not stopped.quiet:  # the chat saw that turn end (`RunningTurn.quiet`): no note of a stop under it
+                notes[stopped.turn_id] = ("completion" if stopped.kind == "completion" else "reply", stopped.answers)
             if stopped.event is not None:
                 with refused.noting("its message's settling"):
                     self._inbox.settle(stopped.event.platform, stopped.event.event_id)
             if stopped.delegation_id is not None:
                 with refused.noting("its delegation's outcome"):
                     self._completion_ended(stopped.delegation_id, "suppressed", SUPPRESSED_REASONS[why])
-            # Now, not when the turn winds down: after a crash in between nothing runs it again.
+            # Now, not when the turn winds down: after a crash in between nothing runs it again. Not a quiet run's
+            # card the first run finalised: the chat saw that turn end, and "Stopped" stood above its answer.
             with refused.noting("its progress message", holds=False):
-                self._progress.finish(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
+                if not (stopped.quiet and self._finished_before(session, stopped)):
+                    self._progress.finish(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
         running = session.running
         for turn_id, event in waiting:
             self._forget_replay(turn_id)  # it never begins now
@@ -272,7 +275,8 @@ class TurnRunner:
                 with refused.noting("its notes"):
                     self._send(session, SUPPRESSED_NOTES[why], kind=kind, key=f"{turn_id}:{kind}", turn_id=turn_id,
                                reply_to=quote)
-        elif stopped is not None and stopped.stop_note is not None:  # the stopper alone reads the command's answer
+        elif stopped is not None and stopped.stop_note is not None and stopped.turn_id in notes:
+            # The stopper alone reads the command's answer.
             kind, quote = notes[stopped.turn_id]
             with refused.noting("its note"):
                 self._send(session, stopped.stop_note, kind=kind, key=f"{stopped.turn_id}:{kind}",
@@ -574,7 +578,7 @@ class TurnRunner:
                 journaled.set()
         elif untold is not None:
             message = untold  # owed as a reply is (`_input`)
-        elif (note := _stop_note(session.platform, running, answered)) is not None:
+        elif not quiet and (note := _stop_note(session.platform, running, answered)) is not None:
             message = EndMessage(note, kind, f"{item.turn_id}:{kind}", item.turn_id, running.answers, note=True)
             with refused.noting("its note"):
                 self._send(session, message.text, kind=kind, key=message.key, turn_id=item.turn_id,
