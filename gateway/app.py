@@ -39,7 +39,6 @@ from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
-from gateway.owed_ends import ended_unanswered
 from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
@@ -282,11 +281,7 @@ class Gateway:
         await self._cards.finish_owed()  # those the processes before could not finish
         # Their children stopped before the turns launch new ones; those of completion turns given up on too.
         await self.ledger.forget_replayed(replays | gave_up)
-        # Not marked begun, yet their turns sent messages or files: ended with no answer, their ends owed at the death.
-        ended = {turn_id for event, turn_id in replayed if turn_id is not None
-                 and (event.platform, event.event_id) not in begun
-                 and ended_unanswered(self.outbox, event.platform, turn_id)}
-        self.runner.replaying(replays, ended=ended)
+        self.runner.replaying(replays)
         # A completion turn that was running, or queued, in a chat replayed here runs again where it was: ahead of
         # the messages that came after its results (all of them, for one that was running), whose turns read its
         # results, as they would have before the restart.

@@ -18,9 +18,7 @@ first outcome stands, settling twice is settling once, and the transcript is sto
 stored one ends (`GatewaySession.unsaved_from`). An end still owed when the gateway has stopped
 leaves its messages unsettled and nothing of its turn in the stored transcript: the next start runs
 the turn again, as after a crash; one whose answer was journaled runs showing nothing in the chat, which
-has that answer, and stores that answer as the turn's reply (`answer_shown`, `gateway.turn_runner`). So does one
-that ended with no answer of its own, having said what it had to with ``send_message`` or ``send_file``
-(`ended_unanswered`): its rerun journals no answer either.
+has that answer, and stores that answer as the turn's reply (`answer_shown`, `gateway.turn_runner`).
 """
 
 from __future__ import annotations
@@ -42,24 +40,8 @@ if TYPE_CHECKING:
 def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
     """Whether ``running`` runs again a turn whose answer an earlier run journaled (it died while the turn's end
     was owed): the chat has that answer, which the outbox keeps under its key, so this run shows nothing more of
-    the turn there (`gateway.turn_runner`, and the chat services its model calls). So does one whose earlier run
-    ended it with no answer of its own (`RunningTurn.ended_before`)."""
-    return running.replay and (running.ended_before or outbox.journaled(f"{_answer_key(running)}:0"))
-
-
-def ended_unanswered(outbox: Outbox, platform: str, turn_id: str) -> bool:
-    """At a start, of the turn ``turn_id`` of a message replayed that was not marked begun: whether an earlier run
-    ended it with no answer of its own, having said what it had to with ``send_message`` or ``send_file``, and the
-    process died while its end was owed (`OwedEnds.pay` unmarks the messages of such a turn). Run again as any other,
-    it sent after those the messages and files its model sent anew, and its answer. The journal tells it from a turn
-    that never began (it sent nothing), not from one that died waiting for the chat's answer to a question (unmarked
-    meanwhile: `gateway.questions`): a turn that asked one runs again as any other, its question asked again."""
-    if outbox.journaled(f"{turn_id}:reply:0"):
-        return False  # `answered_before` as it is
-    if not (outbox.journaled(f"{turn_id}:message:0:0") or outbox.journaled(f"{turn_id}:file:0:0")):
-        return False
-    asked = f"{turn_id}:ask:"
-    return not any(message["key"].startswith(asked) for message in outbox.turn_messages(platform, turn_id))
+    the turn there (`gateway.turn_runner`, and the chat services its model calls)."""
+    return running.replay and outbox.journaled(f"{_answer_key(running)}:0")
 
 
 def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | None:

@@ -88,9 +88,6 @@ class RunningTurn:
     replay: bool = False
     """An earlier run of the turn may have begun (before a restart, or before its event was handed
     back): only then may the chat have seen a question it asked (`gateway.questions`)."""
-    ended_before: bool = False
-    """A replay of a turn an earlier run ended with no answer of its own, its end owed when that process died
-    (`gateway.owed_ends.ended_unanswered`): this run journals no answer."""
     quiet: bool = False
     """This run shows nothing in the chat, which saw an earlier run end the turn (`gateway.owed_ends.answered_before`).
     No message is steered into it, nor interrupts it: it is a request of its own, answered after it. Steered in, its

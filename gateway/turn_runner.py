@@ -108,8 +108,6 @@ class TurnRunner:
         self._stop_began = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
-        self._ended: set[str] = set()
-        """Of those, the turns an earlier run ended with no answer of its own (`RunningTurn.ended_before`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
         self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
                                        stopping=lambda: self._stopping)
@@ -133,12 +131,10 @@ class TurnRunner:
         """The chats' indicators being cleared behind the turns' ends (`_idle_soon`): the stop waits for them
         (`idled`)."""
 
-    def replaying(self, turn_ids: set[str], *, ended: set[str] | frozenset[str] = frozenset()) -> None:
+    def replaying(self, turn_ids: set[str]) -> None:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
-        handed back, a delivery a stopped process left): each is a replay when it begins. ``ended``: those of
-        them an earlier run ended with no answer of its own (`gateway.owed_ends.ended_unanswered`)."""
+        handed back, a delivery a stopped process left): each is a replay when it begins."""
         self._replays |= turn_ids
-        self._ended |= ended & turn_ids
 
     async def reply_journaled(self, turn_id: str) -> None:
         """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
@@ -160,7 +156,6 @@ class TurnRunner:
 
     def _forget_replay(self, turn_id: str) -> bool:
         """Whether ``turn_id`` is a replay's, forgotten as one now (it begins, or never will)."""
-        self._ended.discard(turn_id)
         if turn_id not in self._replays:
             return False
         self._replays.discard(turn_id)
@@ -318,7 +313,6 @@ class TurnRunner:
                                                                UNSETTLED)
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 item, running = taken
-                running.ended_before = item.turn_id in self._ended
                 running.replay = self._forget_replay(item.turn_id)
                 await self._run(session, item, running)
         finally:
@@ -444,8 +438,8 @@ class TurnRunner:
         # What of the turn the store refused (a full disk): the turn runs and ends all the same, for its chat
         # to go on; its messages are settled only with what answers them, else a restart runs it again.
         refused = Refusals()
-        # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then (or it
-        # ended with none: `RunningTurn.ended_before`): the chat has that answer, which the outbox keeps under its
+        # Run again after a death while its end was owed (`gateway.owed_ends`), its answer journaled then: the
+        # chat has that answer, which the outbox keeps under its
         # key. This run rebuilds what the death lost (its transcript, what it delegated) and shows nothing: its
         # words beside its tools, "typing…" or its card working again came after the answer. Its card is only
         # finalised (a death may have left it "⏳"). Its transcript holds that answer as the turn's reply, not what
@@ -483,10 +477,8 @@ class TurnRunner:
                     agent = session.agent
                     version = agent.history_version
                     result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
-                    if quiet:
-                        shown = answer_shown(self._outbox, session.platform, running)
-                        if shown is not None or running.ended_before:  # that one: what it sent said it all
-                            _reply_as_shown(agent, version, result, shown or "")
+                    if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
+                        _reply_as_shown(agent, version, result, shown)
         except Exception:
             crashed = True
             log.exception("turn %s crashed", item.turn_id)
@@ -519,7 +511,7 @@ class TurnRunner:
                                           progress.subagents, progress.endings())
 
         text = None
-        if not running.suppressed and not answered and not running.shutdown and not running.ended_before:
+        if not running.suppressed and not answered and not running.shutdown:
             reply = reply_text(item.kind, result, spoke=running.said + running.files > 0)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:

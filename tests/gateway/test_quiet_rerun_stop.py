@@ -6,13 +6,7 @@ from __future__ import annotations
 
 from agent.models.scripted import ScriptedModel
 from gateway.testing import RecordingAdapter, make_config, settled
-from tests.gateway.ledger_restarts import stopped
-from tests.gateway.test_dead_letters import execute
 from tests.gateway.test_owed_end_after_death import TOOL, died_with_its_end_owed, looking
-from tests.gateway.test_refused_end_marks import REFUSE_SETTLE
-from tests.polling import until
-
-SAID = {"tool_calls": [{"name": "send_message", "arguments": {"text": "on it"}}]}
 
 
 def again(request) -> dict:
@@ -35,25 +29,3 @@ async def test_a_stop_during_a_quiet_rerun_leaves_the_card_the_chat_saw_end(tmp_
     # Before, it turned to "⏹ Stopped" above the answer the chat had read.
     assert card.edits == ["✓ Done in 0 s"]
     assert gateway2.store.inbox.settled("chat", "ev-1")
-
-
-async def test_a_members_stop_during_a_quiet_rerun_of_a_turn_that_ended_with_its_message_sends_no_note(
-        tmp_path, gateways):
-    config, chat = make_config(tmp_path), RecordingAdapter()
-    gateway = await gateways(config, [chat], model=ScriptedModel({"parent": [[SAID, {"text": ""}]]}))
-    gateway.store.db.write(REFUSE_SETTLE["message"])
-    await chat.say("hello", event_id="ev-1", private=False)
-    session = await until(lambda: gateway.sessions.get("chat", "c1", None))
-    await until(lambda: not session.running and session.owed)
-    await stopped(gateway, tmp_path, crash=True)
-    execute(tmp_path, "DROP TRIGGER refuse")
-    assert chat.texts() == ["on it"]
-
-    model = ScriptedModel({"parent": [[{"wait": "again", **SAID}, {"text": "answer again"}]]})
-    gateway2 = await gateways(config, [chat], model=model)
-    await model.reached("again")
-    await chat.say("/stop", event_id="ev-2", user="u2", name="bob", private=False)
-    model.release("again")
-    await settled(gateway2)
-    # Before, alice read "(Stopped by @bob's /stop.)" under a turn she had seen end.
-    assert chat.texts() == ["on it", "Stopped the running turn."]
