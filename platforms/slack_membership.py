@@ -10,22 +10,18 @@ down. A direct message is left alone: its user cannot remove the app, and no eve
 
 The gateway is told once per channel, until the bot may write there again: added back (``member_joined_channel``
 naming its user), the channel unarchived (``channel_unarchive``, ``group_unarchive``), or a message of the
-channel handed over. So the refusals of the parts still queued there are not each one more stop. Slack is
-acknowledged for the event at once: the telling is the adapter's to finish, a store that refuses it asked again
-until it takes it, the bot is back there or the adapter closes. Logged under ``platforms.slack``.
+channel handed over (`platforms.chat_losses`). Slack is acknowledged for the event at once: the telling is the
+adapter's to finish, a store that refuses it asked again until it takes it, the bot is back there or the adapter
+closes. Logged under ``platforms.slack``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import OrderedDict
 from typing import Any
 
 from platforms import slack_uploads
-from platforms.base import ChatLost
-from platforms.not_recorded import storage_refusal
-from platforms.slack_handover import SINK_RETRY_FIRST, SINK_RETRY_MAX
+from platforms.chat_losses import LostChats
 
 log = logging.getLogger("platforms.slack")
 
@@ -42,8 +38,6 @@ REFUSED = {"not_in_channel": "the bot is not in the channel", "is_archived": "th
            "channel_not_found": "the channel was not found"}
 """Slack's errors for a channel the bot cannot write to at all, not for a right it lacks there."""
 WRITES = frozenset({"chat.postMessage", "chat.update", "chat.delete", "chat.postEphemeral", slack_uploads.METHOD})
-REMEMBERED = 10_000
-"""Channels kept as lost, the latest: one forgotten is told again at its next refusal, nothing worse."""
 
 
 def change(event: dict[str, Any], bot_user_id: str | None) -> tuple[str, str | None] | None:
@@ -59,18 +53,12 @@ def _direct(channel: str) -> bool:
     return channel.startswith("D")
 
 
-class Membership:
-    """The channels the gateway was told the bot can no longer write to (`LosesChats`)."""
+class Membership(LostChats):
+    """The channels the gateway was told the bot can no longer write to (`LosesChats`), by Slack's events and
+    refusals."""
 
     def __init__(self) -> None:
-        self._lost: ChatLost | None = None
-        self._gone: OrderedDict[str, object] = OrderedDict()
-        """Each channel told lost, with a token of that loss: a telling still asking a refusing store gives up once
-        the channel is back (or lost anew, told by a telling of its own), else it would stop the channel's new work."""
-        self._telling: set[asyncio.Task[None]] = set()
-
-    def bind(self, lost: ChatLost) -> None:
-        self._lost = lost
+        super().__init__("slack", "channel")
 
     def heard(self, event: dict[str, Any], bot_user_id: str | None) -> None:
         """One of `EVENTS` came: the gateway is told of a channel lost (`lost`); one the bot may write to again
@@ -91,56 +79,3 @@ class Membership:
         tells the gateway, once."""
         if method in WRITES and channel and not _direct(channel) and error in REFUSED:
             self.lost(channel, REFUSED[error])
-
-    def lost(self, channel: str, why: str) -> None:
-        """Tell the gateway, in a task of its own, that the bot can no longer write to ``channel``, unless told
-        already: the write refused may be a turn's placeholder, which the stop ends. A store that refuses the stop
-        is asked again, from `SINK_RETRY_FIRST` on, until it takes it, the bot may write there again (`back`) or
-        `close`; anything else it raises is logged, and the channel's next loss told again."""
-        if self._lost is None or channel in self._gone:
-            return
-        loss = self._remember(channel)  # now: the channel's next parts, refused meanwhile, tell nothing more
-        task = asyncio.ensure_future(self._tell(self._lost, channel, why, loss))
-        self._telling.add(task)
-        task.add_done_callback(self._telling.discard)
-
-    def back(self, channel: str) -> bool:
-        """The bot may write to ``channel`` again (added back, unarchived, or a message of it handed over): a
-        later loss is told. Whether it was told lost."""
-        if channel not in self._gone:
-            return False
-        del self._gone[channel]
-        return True
-
-    async def close(self) -> None:
-        """Cancel the tellings under way: the gateway is stopping, which stops every chat's work anyway."""
-        for task in list(self._telling):
-            task.cancel()
-        if self._telling:
-            await asyncio.wait(list(self._telling))
-
-    async def _tell(self, lost: ChatLost, channel: str, why: str, loss: object) -> None:
-        delay = SINK_RETRY_FIRST
-        while self._gone.get(channel) is loss:
-            try:
-                await lost(channel, why)
-                return
-            except Exception as exc:
-                if not storage_refusal(exc):
-                    if self._gone.get(channel) is loss:
-                        del self._gone[channel]  # the channel's next refusal tells it again
-                    log.exception("slack: could not stop the work of channel %s, which the bot can no longer write to"
-                                  " (%s)", channel, why)
-                    return
-                log.log(logging.WARNING if delay == SINK_RETRY_FIRST else logging.DEBUG,
-                        "slack: the stop of channel %s's work (%s) was not recorded (%s: %s); asking again in %.1f s,"
-                        " and until it is", channel, why, type(exc).__name__, exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, SINK_RETRY_MAX)
-
-    def _remember(self, channel: str) -> object:
-        self._gone[channel] = loss = object()
-        self._gone.move_to_end(channel)
-        while len(self._gone) > REMEMBERED:
-            self._gone.popitem(last=False)
-        return loss

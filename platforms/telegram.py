@@ -484,7 +484,7 @@ class TelegramAdapter:
         log.debug("telegram: update %s: the bot is %s in chat %s", event_update.update_id,
                   update.new_chat_member.status, chat)
         await self._until_recorded(f"the bot's removal from chat {chat} (update {event_update.update_id})",
-                                   lambda _: self._membership.lost(chat, why))
+                                   lambda _: self._membership.tell(chat, why))
 
     def _refused_in(self, chat_id: str, error: DeliveryError) -> None:
         """A call for ``chat_id`` failed: one refused as the bot's blocked or removed is told (`Membership`)."""

@@ -6,18 +6,15 @@ none) and with one log line naming the chat; unblocked, the chat is answered as 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.testing import make_config, settled, start_gateway
+from gateway.testing import settled
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
-from tests.hanging_children import children_hanging, delegating_parent, hanging_child
-
-LOST = "can no longer be written to"
+from tests.gateway.chat_lost import LOST, hanging_gateways, lines
+from tests.hanging_children import children_hanging
 
 
 @pytest.fixture
@@ -26,27 +23,9 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-@pytest.fixture
-async def gateways(fake, tmp_path) -> AsyncIterator[Callable[..., Awaitable[tuple[Gateway, ScriptedModel]]]]:
-    """``start(**display)``: a gateway whose parent delegates two children that hang (`tests.hanging_children`)."""
-    running: list[Gateway] = []
-
-    async def start(**display: object) -> tuple[Gateway, ScriptedModel]:
-        config = make_config(tmp_path, platforms={"telegram": {"allow_all": True}},
-                             display={"progress": "off", **display})
-        model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
-        adapter = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10)
-        running.append(await start_gateway(config, [adapter], model=model))
-        await fake.wait_for(lambda: fake.calls_to("getUpdates"))
-        return running[-1], model
-
-    yield start
-    for gateway in running:
-        await gateway.stop(grace=0)
-
-
-def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if LOST in r.getMessage()]
+gateways = hanging_gateways(
+    "telegram", lambda fake: TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=10),
+    lambda fake: fake.calls_to("getUpdates"))
 
 
 async def test_a_user_who_blocks_the_bot_stops_the_chats_work_without_a_word(fake, gateways, caplog):

@@ -7,18 +7,15 @@ always. When Slack's event never came, the first write it refuses there does the
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from agent.models.scripted import ScriptedModel
-from gateway.app import Gateway
-from gateway.testing import make_config, settled, start_gateway
+from gateway.testing import settled
 from platforms.fakes.slack import FakeSlack
-from tests.hanging_children import children_hanging, delegating_parent, hanging_child
+from tests.gateway.chat_lost import LOST, hanging_gateways, lines
+from tests.hanging_children import children_hanging
 from tests.platforms.slack_client import bot_posts, slack_on
-
-LOST = "can no longer be written to"
 
 
 @pytest.fixture
@@ -27,25 +24,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
         yield fake
 
 
-@pytest.fixture
-async def gateways(fake, tmp_path) -> AsyncIterator[Callable[..., Awaitable[tuple[Gateway, ScriptedModel]]]]:
-    """``start(**display)``: a gateway whose parent delegates two children that hang (`tests.hanging_children`)."""
-    running: list[Gateway] = []
-
-    async def start(**display: object) -> tuple[Gateway, ScriptedModel]:
-        config = make_config(tmp_path, platforms={"slack": {"allow_all": True}}, display={"progress": "off", **display})
-        model = ScriptedModel({"parent": delegating_parent, "leaf": hanging_child})
-        running.append(await start_gateway(config, [slack_on(fake)], model=model))
-        await fake.wait_for(lambda: fake.open_connections)
-        return running[-1], model
-
-    yield start
-    for gateway in running:
-        await gateway.stop(grace=0)
-
-
-def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if LOST in r.getMessage()]
+gateways = hanging_gateways("slack", slack_on, lambda fake: fake.open_connections)
 
 
 def posted_after(fake: FakeSlack, calls: int) -> list[str]:

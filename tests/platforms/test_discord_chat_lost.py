@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import Forbidden, LosesChats, NotFound, Outbound
+from platforms.base import Forbidden, NotFound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.discord_membership import DELETED, REFUSED, REMOVED
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.platforms.chat_lost import Lost, losing
 from tests.platforms.sink import Sink
-from tests.sqlite_errors import full_disk
 
 GUILD, TALKED, THREADED, QUIET, THREAD = 500, 600, 601, 602, 800
 OTHER_GUILD, ELSEWHERE = 700, 701
@@ -27,36 +27,18 @@ NO_ACCESS, NO_DMS = REFUSED[50001], REFUSED[50007]
 fake = fake_discord()
 
 
-class Lost:
-    """The gateway's side of `LosesChats`: what it was told, and a store that may refuse it."""
-
-    def __init__(self) -> None:
-        self.told: list[tuple[str, str]] = []
-        self.refuse = 0
-
-    async def __call__(self, chat_id: str, why: str) -> None:
-        if self.refuse:
-            self.refuse -= 1
-            raise full_disk()
-        self.told.append((chat_id, why))
-
-
 @pytest.fixture
 async def started(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Lost, Sink]]:
     """An adapter that has heard a mention in two channels of ``GUILD`` (one in a thread) and one of another."""
-    adapter, lost, sink = adapter_for(fake), Lost(), Sink()
-    assert isinstance(adapter, LosesChats)
-    adapter.bind_chat_lost(lost)
     fake.add_channel(GUILD, QUIET)
-    await adapter.start(sink)
     try:
-        fake.push_guild_message(GUILD, TALKED, USER, "hi", mention_bot=True)
-        fake.push_guild_message(GUILD, THREADED, USER, "in a thread", mention_bot=True, thread_id=THREAD)
-        fake.push_guild_message(OTHER_GUILD, ELSEWHERE, USER, "hello", mention_bot=True)
-        await fake.wait_for(lambda: len(sink.inbound) == 3)
-        yield adapter, lost, sink
+        async with losing(adapter_for(fake)) as (adapter, lost, sink):
+            fake.push_guild_message(GUILD, TALKED, USER, "hi", mention_bot=True)
+            fake.push_guild_message(GUILD, THREADED, USER, "in a thread", mention_bot=True, thread_id=THREAD)
+            fake.push_guild_message(OTHER_GUILD, ELSEWHERE, USER, "hello", mention_bot=True)
+            await fake.wait_for(lambda: len(sink.inbound) == 3)
+            yield adapter, lost, sink
     finally:
-        await adapter.stop()
         await join_heartbeat_threads()
 
 

@@ -9,41 +9,21 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import Forbidden, LosesChats, NotFound, Outbound, OutboundFile
+from platforms.base import Forbidden, NotFound, Outbound, OutboundFile
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from tests.platforms.chat_lost import Lost, losing
 from tests.platforms.sink import Sink
 from tests.platforms.slack_client import fake_slack, slack_on
 from tests.platforms.test_slack_adapter import SECRET, mounted, settled
-from tests.sqlite_errors import full_disk
 
 fake = fake_slack()
 
 
-class Lost:
-    """The gateway's side of `LosesChats`: what it was told, and a store that may refuse it."""
-
-    def __init__(self) -> None:
-        self.told: list[tuple[str, str]] = []
-        self.refuse = 0
-
-    async def __call__(self, chat_id: str, why: str) -> None:
-        if self.refuse:
-            self.refuse -= 1
-            raise full_disk()
-        self.told.append((chat_id, why))
-
-
 @pytest.fixture
 async def started(fake) -> AsyncIterator[tuple[SlackAdapter, Lost, Sink]]:
-    adapter, lost, sink = slack_on(fake), Lost(), Sink()
-    assert isinstance(adapter, LosesChats)
-    adapter.bind_chat_lost(lost)
-    await adapter.start(sink)
-    try:
-        yield adapter, lost, sink
-    finally:
-        await adapter.stop()
+    async with losing(slack_on(fake)) as started:
+        yield started
 
 
 def reply(channel: str, text: str = "an answer", thread: str | None = None) -> Outbound:

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from platforms.base import Forbidden, LosesChats, Outbound
+from platforms.base import Forbidden, Outbound
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
+from tests.platforms.chat_lost import Lost, losing
 from tests.platforms.sink import Sink
-from tests.sqlite_errors import full_disk
 
 GROUP = -1005
 
@@ -24,30 +24,10 @@ async def fake() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
-class Lost:
-    """The gateway's side of `LosesChats`: what it was told, and a store that may refuse it once."""
-
-    def __init__(self) -> None:
-        self.told: list[tuple[str, str]] = []
-        self.refuse = 0
-
-    async def __call__(self, chat_id: str, why: str) -> None:
-        if self.refuse:
-            self.refuse -= 1
-            raise full_disk()
-        self.told.append((chat_id, why))
-
-
 @pytest.fixture
 async def started(fake) -> AsyncIterator[tuple[TelegramAdapter, Lost, Sink]]:
-    adapter, lost, sink = TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=1), Lost(), Sink()
-    assert isinstance(adapter, LosesChats)
-    adapter.bind_chat_lost(lost)
-    await adapter.start(sink)
-    try:
-        yield adapter, lost, sink
-    finally:
-        await adapter.stop()
+    async with losing(TelegramAdapter(fake.token, api_base=fake.base_url, polling_timeout=1)) as started:
+        yield started
 
 
 def reply(chat: int, text: str = "an answer") -> Outbound:
@@ -104,3 +84,13 @@ async def test_a_removal_the_store_refused_is_handed_over_again(fake, started):
     await fake.wait_for(lambda: lost.told, timeout=5)
     assert lost.told == [(str(GROUP), "the bot was removed from the chat")]
     await fake.wait_for(lambda: not fake.pending)
+
+
+async def test_a_refusal_whose_stop_the_store_refused_is_told_again_until_it_takes_it(fake, started):
+    adapter, lost, sink = started
+    lost.refuse = 1
+    fake.remove_bot(42, update=False)
+    with pytest.raises(Forbidden):
+        await adapter.send(reply(42))  # the chat's last part: no later refusal would tell it
+    await fake.wait_for(lambda: lost.told, timeout=5)
+    assert lost.told == [("42", "bot was blocked by the user")]

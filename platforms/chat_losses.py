@@ -1,0 +1,104 @@
+"""The chats an adapter told the gateway the bot can no longer write to, for `platforms.base.LosesChats`.
+
+Each chat is told once, until the bot may write there again (`LostChats.back`: added back, unblocked, unarchived,
+or a message of the chat handed over), so the refusals of the parts still queued for the chat are not each one
+more stop. What says a chat is lost, and in which words, is the platform's own (`platforms.slack_membership`,
+`platforms.telegram_membership`).
+
+A telling in a task of its own (`LostChats.lost`) is the adapter's to finish: a store that refuses it is asked
+again, from `RETRY_FIRST` on, until it takes it, the chat is back, or the adapter closes. Back meanwhile, the stop
+is not told: it would end the chat's new work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+
+from platforms.base import ChatLost
+from platforms.not_recorded import storage_refusal
+
+RETRY_FIRST, RETRY_MAX = 0.5, 5.0
+"""Seconds before a stop the store refused is asked again, doubling: as an event it refused is handed over."""
+REMEMBERED = 10_000
+"""Chats kept as lost, the latest: one forgotten is told again at its next refusal, nothing worse."""
+
+
+class LostChats:
+    """The chats the gateway was told the bot can no longer write to, on ``platform`` (logged under
+    ``platforms.<platform>``), each a ``kind`` there ("chat", "channel") in the log's words."""
+
+    def __init__(self, platform: str, kind: str) -> None:
+        self._platform, self._kind = platform, kind
+        self._log = logging.getLogger(f"platforms.{platform}")
+        self._lost: ChatLost | None = None
+        self._gone: OrderedDict[str, object] = OrderedDict()
+        """Each chat told lost, with a token of that loss: a telling still asking a refusing store gives up once
+        the chat is back (or lost anew, told by a telling of its own), else it would stop the chat's new work."""
+        self._telling: set[asyncio.Task[None]] = set()
+
+    def bind(self, lost: ChatLost) -> None:
+        self._lost = lost
+
+    async def tell(self, chat_id: str, why: str) -> None:
+        """Tell the gateway now that the bot can no longer write to ``chat_id``, unless told already. Raises what
+        the gateway raises (its store refused the stop): nothing is remembered, the chat is told when asked again."""
+        if self._lost is None or chat_id in self._gone:
+            return
+        await self._lost(chat_id, why)
+        self._remember(chat_id)
+
+    def lost(self, chat_id: str, why: str) -> None:
+        """Tell the gateway, in a task of its own, that the bot can no longer write to ``chat_id``, unless told
+        already: the write refused may be a turn's placeholder or typing, which the stop ends. A store that refuses
+        the stop is asked again until it takes it, the bot may write there again (`back`) or `close`; anything else
+        it raises is logged, and the chat's next loss told again."""
+        if self._lost is None or chat_id in self._gone:
+            return
+        loss = self._remember(chat_id)  # now: the chat's next parts, refused meanwhile, tell nothing more
+        task = asyncio.create_task(self._tell(self._lost, chat_id, why, loss),
+                                   name=f"{self._platform}-chat-lost-{chat_id}")
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    def back(self, chat_id: str) -> bool:
+        """The bot may write to ``chat_id`` again: a later loss is told. Whether it was told lost."""
+        if chat_id not in self._gone:
+            return False
+        del self._gone[chat_id]
+        return True
+
+    async def close(self) -> None:
+        """Cancel the tellings under way: the gateway is stopping, which stops every chat's work anyway."""
+        for task in list(self._telling):
+            task.cancel()
+        if self._telling:
+            await asyncio.wait(list(self._telling))
+
+    async def _tell(self, lost: ChatLost, chat_id: str, why: str, loss: object) -> None:
+        delay = RETRY_FIRST
+        while self._gone.get(chat_id) is loss:
+            try:
+                await lost(chat_id, why)
+                return
+            except Exception as exc:
+                if not storage_refusal(exc):
+                    if self._gone.get(chat_id) is loss:
+                        del self._gone[chat_id]  # the chat's next refusal tells it again
+                    self._log.exception("%s: could not stop the work of %s %s, which the bot can no longer write to"
+                                        " (%s)", self._platform, self._kind, chat_id, why)
+                    return
+                self._log.log(logging.WARNING if delay == RETRY_FIRST else logging.DEBUG,
+                              "%s: the stop of %s %s's work (%s) was not recorded (%s: %s); asking again in %.1f s,"
+                              " and until it is", self._platform, self._kind, chat_id, why, type(exc).__name__, exc,
+                              delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX)
+
+    def _remember(self, chat_id: str) -> object:
+        self._gone[chat_id] = loss = object()
+        self._gone.move_to_end(chat_id)
+        while len(self._gone) > REMEMBERED:
+            self._gone.popitem(last=False)
+        return loss
