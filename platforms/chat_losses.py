@@ -46,8 +46,14 @@ class LostChats:
         the gateway raises (its store refused the stop): nothing is remembered, the chat is told when asked again."""
         if self._lost is None or chat_id in self._gone:
             return
-        await self._lost(chat_id, why)
-        self._remember(chat_id)
+        # Remembered before it is told: a write refused meanwhile tells nothing more, and a chat back meanwhile
+        # (`back`) is not taken for lost again once it is told.
+        loss = self._remember(chat_id)
+        try:
+            await self._lost(chat_id, why)
+        except BaseException:
+            self._forget(chat_id, loss)
+            raise
 
     def lost(self, chat_id: str, why: str) -> None:
         """Tell the gateway, in a task of its own, that the bot can no longer write to ``chat_id``, unless told
@@ -70,13 +76,21 @@ class LostChats:
         return True
 
     async def close(self) -> None:
-        """Cancel the tellings under way: the gateway is stopping, which stops every chat's work anyway."""
+        """Cancel the tellings under way: the gateway is stopping, which stops every chat's work anyway. Their chats
+        are not remembered as told: started again, the adapter tells each at its next refusal."""
         for task in list(self._telling):
             task.cancel()
         if self._telling:
             await asyncio.wait(list(self._telling))
 
     async def _tell(self, lost: ChatLost, chat_id: str, why: str, loss: object) -> None:
+        try:
+            await self._until_told(lost, chat_id, why, loss)
+        except asyncio.CancelledError:
+            self._forget(chat_id, loss)  # closed before the store took it: started again, its next refusal tells it
+            raise
+
+    async def _until_told(self, lost: ChatLost, chat_id: str, why: str, loss: object) -> None:
         delay = RETRY_FIRST
         while self._gone.get(chat_id) is loss:
             try:
@@ -84,8 +98,7 @@ class LostChats:
                 return
             except Exception as exc:
                 if not storage_refusal(exc):
-                    if self._gone.get(chat_id) is loss:
-                        del self._gone[chat_id]  # the chat's next refusal tells it again
+                    self._forget(chat_id, loss)  # the chat's next refusal tells it again
                     self._log.exception("%s: could not stop the work of %s %s, which the bot can no longer write to"
                                         " (%s)", self._platform, self._kind, chat_id, why)
                     return
@@ -102,3 +115,8 @@ class LostChats:
         while len(self._gone) > REMEMBERED:
             self._gone.popitem(last=False)
         return loss
+
+    def _forget(self, chat_id: str, loss: object) -> None:
+        """``loss`` of ``chat_id`` was not told: its next refusal tells it, unless the chat was lost anew since."""
+        if self._gone.get(chat_id) is loss:
+            del self._gone[chat_id]
