@@ -121,7 +121,12 @@
   }
 
   function renderNow(el) {
-    if (plain.has(el)) show(el, (text) => render(el.dataset.text, text));
+    if (!plain.has(el)) return;
+    try {
+      show(el, (text) => render(el.dataset.text, text));
+    } catch (error) { // it stays as typed; thrown from here, it cut off what its caller had left to do (a history)
+      setTimeout(() => { throw error; });
+    }
   }
 
   // `el` rendered, `fill` putting the nodes into its text: it waits as typed no longer. The browser finds the text's

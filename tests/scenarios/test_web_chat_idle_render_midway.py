@@ -232,3 +232,20 @@ async def test_an_answer_whose_idle_render_throws_stays_as_typed_and_the_others_
         assert "boom" in str(await thrown.value)
         assert await page.evaluate(RENDERED, "m0")  # the answer above it, rendered all the same
         assert await page.text_content("[data-id=b0] > .text") == failing  # as typed
+
+
+async def test_a_newest_answer_whose_render_throws_leaves_the_rest_of_the_history_rendered(tmp_path, page) -> None:
+    # Rendered at once as the page opens, its throw cut the history's handling off: nothing above it was ever
+    # rendered while idle.
+    intake = Intake()
+    failing = "## Failing\n\nhere &boom; it is."
+    intake.messages = [answer("m0", OLD), answer("b0", failing)]
+    async with chat_alone(intake, tmp_path / "files") as (_, base):
+        await page.add_init_script(HELD_IDLE + BOOM)
+        async with page.expect_event("pageerror") as thrown:
+            await open_chat(page, f"{base}/chat?chat=c1")
+        assert "boom" in str(await thrown.value)
+        await page.wait_for_function("() => idle.length")
+        await page.evaluate(IDLE_UNTIL_DONE)
+        assert await page.evaluate(RENDERED, "m0")
+        assert await page.text_content("[data-id=b0] > .text") == failing  # as typed
