@@ -241,16 +241,19 @@ class Commands:
             said.append(_undelivered(finished) + ": /agents lists them.")
         return " ".join([*said, *went_on, *_dropped(stopped.dropped), *kept, *note])
 
-    async def chat_lost(self, platform: str, chat_id: str, why: str) -> None:
+    async def chat_lost(self, platform: str, chat_id: str, why: str, thread_id: str | None = None) -> None:
         """The bot can no longer write to the chat (`platforms.base.ChatLost`): in each of its sessions in memory
-        (its threads too) the running turn and the children are stopped and the background results not delivered
-        yet dropped, as ``/stop`` stops them, and every message waiting for its turn is dropped, any member's:
-        answered, each would be refused, after a model call spent on it. Nothing is said in the chat, which takes
-        nothing; one line of the log says what was stopped. Raises what the store refuses of a stop (a full disk),
-        before it changed that session: asked again, it stops what is left."""
+        (its threads too; with ``thread_id``, that thread's session alone) the running turn and the children are
+        stopped and the background results not delivered yet dropped, as ``/stop`` stops them, and every message
+        waiting for its turn is dropped, any member's: answered, each would be refused, after a model call spent on
+        it. Nothing is said in the chat, which takes nothing; one line of the log says what was stopped. Raises what
+        the store refuses of a stop (a full disk), before it changed that session: asked again, it stops what is
+        left."""
         turns = children = dropped = finished = 0
         for session in self._registry:
             if session.platform != platform or session.chat_id != chat_id:
+                continue
+            if thread_id is not None and session.thread_id != thread_id:
                 continue
             delivering = _delivering(session)
             stopped = self._registry.stop(session, why, drops=every)
@@ -268,8 +271,9 @@ class Commands:
                           *([f"dropped {' and '.join(left)}"] if left else [])])
         # Nothing under way is the usual case of a channel the bot never talked in (Slack tells of every public
         # channel archived): not a line at INFO each.
+        where = chat_id if thread_id is None else f"{chat_id} thread {thread_id}"
         log.log(logging.INFO if done else logging.DEBUG, "%s chat %s can no longer be written to (%s): %s",
-                platform, chat_id, why, done or "nothing was under way there")
+                platform, where, why, done or "nothing was under way there")
 
     async def _new(self, session: GatewaySession, inbound: Inbound) -> str:
         """A new generation with its mode re-resolved; the old one's work ends and none of its

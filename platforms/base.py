@@ -504,25 +504,30 @@ class HearsEdits(Protocol):
         user's message, in the order of the chat's events, before it confirms the edit to its platform."""
 
 
-ChatLost = Callable[[str, str], Awaitable[None]]
-"""``lost(chat_id, why)``: the bot can no longer write to the chat the gateway knows as ``chat_id`` (it was
-removed from it, its user blocked it, the chat was deleted); ``why`` says so in a few plain words that name no one
-("the bot was blocked by the user"). The gateway stops what is under way there, in every thread of the chat, as
-``/stop`` would, but says nothing in the chat, and drops the messages waiting there for their turns. Returns once
-that is done; raises as `InboundSink` does when the store refuses it (the adapter hands it over again). Nothing
-needs undoing when the bot may write there again: the chat's next message is answered as any."""
+class ChatLost(Protocol):
+    """``lost(chat_id, why)``: the bot can no longer write to the chat the gateway knows as ``chat_id`` (it was
+    removed from it, its user blocked it, the chat was deleted); ``why`` says so in a few plain words that name no
+    one ("the bot was blocked by the user"). The gateway stops what is under way there, in every thread of the chat,
+    as ``/stop`` would, but says nothing in the chat, and drops the messages waiting there for their turns.
+    ``lost(chat_id, why, thread_id=thread)``: the same for that thread of the chat alone (a Discord thread deleted,
+    or a private one the bot was removed from): the chat's own session and its other threads' go on. Returns once
+    that is done; raises as `InboundSink` does when the store refuses it (the adapter hands it over again). Nothing
+    needs undoing when the bot may write there again: the chat's next message is answered as any."""
+
+    async def __call__(self, chat_id: str, why: str, thread_id: str | None = None) -> None: ...
 
 
 @runtime_checkable
 class LosesChats(Protocol):
     """An adapter told when the bot can no longer write to a chat (Telegram's ``my_chat_member``, Slack's
-    ``channel_left`` or ``channel_archive``, Discord's ``GUILD_DELETE``, or a write refused so when the event was
-    missed): the chat's work, which nobody would read, stops instead of spending model calls on answers refused
-    one by one."""
+    ``channel_left`` or ``channel_archive``, Discord's ``GUILD_DELETE``, ``THREAD_DELETE`` for one thread, or a write
+    refused so when the event was missed): the chat's work (or the thread's), which nobody would read, stops instead
+    of spending model calls on answers refused one by one."""
 
     def bind_chat_lost(self, lost: ChatLost) -> None:
-        """Called once, before `Adapter.start`, with ``lost``, which the adapter awaits once for each chat it
-        learns it can no longer write to (again after it could meanwhile), in the order of the chat's events."""
+        """Called once, before `Adapter.start`, with ``lost``, which the adapter awaits once for each chat (or
+        thread, passing ``thread_id``) it learns it can no longer write to (again after it could meanwhile), in the
+        order of the chat's events."""
 
 
 @runtime_checkable

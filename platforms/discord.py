@@ -27,7 +27,8 @@ with a snapshot of that message). Attached files arrive as `Attachment`s (`platf
 `download` fetches one from its attachment URL, refusing files over ``max_attachment_bytes``. The bot removed from
 a server (``GUILD_DELETE``, not an outage's), a channel deleted, or a write Discord refuses as the chat closed to the
 bot (a missed event's) tells the gateway once that it can no longer write to the chat (`LosesChats`,
-`platforms.discord_membership`): it stops the chat's work. Guild messages
+`platforms.discord_membership`): it stops the chat's work; a thread deleted, or a private one the bot was removed
+from, that thread's alone. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
@@ -125,7 +126,7 @@ from platforms.discord_connection import (
 from platforms.discord_errors import PORTAL_HINT, ended_because
 from platforms.discord_handover import until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
-from platforms.discord_membership import Access, Membership
+from platforms.discord_membership import THREAD_DELETED, THREAD_LEFT, Access, Membership
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
@@ -279,6 +280,7 @@ class DiscordAdapter:
         for chat, thread in threads:
             remember(self._posted_in, int(thread), None, REMEMBERED_CHANNELS)
             self._membership.knows(chat)
+            self._membership.knows(thread)
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`).
@@ -325,6 +327,8 @@ class DiscordAdapter:
             client.on_raw_message_edit = self._on_edit  # type: ignore[attr-defined]
             client.on_guild_remove = self._on_guild_remove  # type: ignore[attr-defined]
             client.on_guild_channel_delete = self._on_channel_delete  # type: ignore[attr-defined]
+            client.on_raw_thread_delete = self._on_thread_delete  # type: ignore[attr-defined]
+            client.on_thread_remove = self._on_thread_remove  # type: ignore[attr-defined]
             # Not on_guild_available: an outage's end, or a new session's GUILD_CREATE, gives back no chat it took.
             client.on_guild_join = self._on_guild_back  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
@@ -514,7 +518,7 @@ class DiscordAdapter:
             return
         inbound, channel_id, message_id = item
         if inbound is not None:
-            self._membership.handed_over(inbound.chat_id)  # someone writes there: the bot may too
+            self._membership.handed_over(inbound.chat_id, inbound.thread_id)  # someone writes there: the bot may too
         outcome = "left" if channel_id in self._unrecorded.held_back else \
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
         # Else a slash command shows "thinking…" until its token expires, and a text command (!stop) nothing.
@@ -571,6 +575,16 @@ class DiscordAdapter:
 
     async def _on_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         self._membership.deleted(channel)
+
+    async def _on_thread_delete(self, event: discord.RawThreadDeleteEvent) -> None:
+        """``THREAD_DELETE``, raw: a thread discord.py no longer holds (archived, or from before a restart) too."""
+        self._membership.thread_lost(str(event.parent_id), str(event.thread_id), THREAD_DELETED)
+
+    async def _on_thread_remove(self, thread: discord.Thread) -> None:
+        """The bot removed from a thread (``THREAD_MEMBERS_UPDATE``): a private one it may no longer write to; to a
+        public one it may still post, which joins it again."""
+        if thread.type is discord.ChannelType.private_thread and thread.parent_id is not None:
+            self._membership.thread_lost(str(thread.parent_id), str(thread.id), THREAD_LEFT)
 
     async def _on_guild_back(self, guild: discord.Guild) -> None:
         """The bot added to a server (back): its chats may be written to again."""

@@ -10,11 +10,13 @@ any more, each until they change it). The gateway is told once per chat, until t
 (added back to the server, or a message of the chat handed over), so the refusals of the parts still queued there
 are not each one more stop.
 
-A session is keyed by its channel, a thread's by its parent channel and the thread (`platforms.discord_inbound`),
-and the gateway is told of chats: a loss is told of a channel or a DM, never of a thread alone (a deleted thread,
-a private one the bot was removed from), which would stop the work of its channel and of every other thread of
-it. A server's chats are its channels the gateway has talked in, as far as the adapter knows (`knows`): telling
-each of a server's hundreds of channels would be as many lines in the log.
+A session is keyed by its channel, a thread's by its parent channel and the thread (`platforms.discord_inbound`).
+A thread lost alone is told with its thread (``lost(chat, why, thread_id=thread)``), which stops that thread's work
+and no other: deleted (``THREAD_DELETE``), a private one the bot was removed from (``THREAD_MEMBERS_UPDATE``; from a
+public one it may still write), or a write there refused 50001 or 10003. Told of its channel, the loss would stop
+the work of the channel and of every other thread of it. A server's chats are its channels (and threads) the
+gateway has talked in, as far as the adapter knows (`knows`): telling each of a server's hundreds of channels would
+be as many lines in the log.
 
 Apart from the adapter (`platforms.discord`) because it is one concept, the bot's access to each chat. The changes
 are queued with the adapter's other events (`Access`), so that one is told in the order of the chat's events: a
@@ -44,15 +46,20 @@ REFUSED = {
     50007: "the user takes no direct messages from the bot",
 }
 """Discord's codes for a write refused because the chat itself is closed to the bot, and what each says."""
+THREAD_DELETED = "the thread was deleted"
+THREAD_LEFT = "the bot was removed from the private thread"
+REFUSED_IN_THREAD = {50001: "the bot has no access to the thread", 10003: THREAD_DELETED}
+"""The same refused in a thread: that thread alone is lost (its channel's other threads may be written to)."""
 
 
 @dataclass(frozen=True)
 class Access:
     """A queued change of the bot's access to ``chats`` (as the gateway knows them): ``lost`` says why it can no
-    longer write there; None, it may again."""
+    longer write there; None, it may again. With ``thread``, the loss is that thread's alone, of the one chat."""
 
     chats: tuple[str, ...]
     lost: str | None
+    thread: str | None = None
 
 
 class Membership:
@@ -64,14 +71,16 @@ class Membership:
         self._lost: ChatLost | None = None
         self._known: OrderedDict[str, None] = OrderedDict()
         self._gone: OrderedDict[str, None] = OrderedDict()
+        """Chats and threads (by the thread's own id) told lost."""
         self._pending: set[str] = set()
-        """Chats whose loss is queued, not told yet: their refusals meanwhile queue nothing more."""
+        """Chats and threads whose loss is queued, not told yet: their refusals meanwhile queue nothing more."""
 
     def bind(self, lost: ChatLost) -> None:
         self._lost = lost
 
     def knows(self, chat_id: str) -> None:
-        """The gateway has a session in the chat (its message handed over, its answer written, its thread stored)."""
+        """The gateway has a session in the chat or thread (its message handed over, its answer written, its
+        thread stored)."""
         remember(self._known, chat_id, None, REMEMBERED_CHANNELS)
 
     def removed(self, guild: discord.Guild) -> None:
@@ -81,6 +90,12 @@ class Membership:
     def deleted(self, channel: discord.abc.GuildChannel) -> None:
         if str(channel.id) in self._known:
             self._losing([str(channel.id)], DELETED)
+
+    def thread_lost(self, chat_id: str, thread_id: str, why: str) -> None:
+        """The bot can no longer write in thread ``thread_id`` of ``chat_id`` (deleted, or the bot removed from
+        it): its work alone is lost, if the gateway knows it."""
+        if thread_id in self._known:
+            self._losing_thread(chat_id, thread_id, why)
 
     def back(self, guild: discord.Guild) -> None:
         """The bot was added to ``guild`` (back): a later loss is told. Not when an outage of it ends: a channel
@@ -95,21 +110,31 @@ class Membership:
     @contextlib.contextmanager
     def writing(self, chat_id: str, thread_id: str | None) -> Iterator[None]:
         """Around a write to the chat (in ``thread_id``, if any): the chat is known, and a write Discord refuses as
-        the chat closed to the bot (`REFUSED`) queues its loss, unless told or queued already. Not in a thread."""
+        the chat closed to the bot (`REFUSED`) queues its loss, unless told or queued already; in a thread, the
+        thread's alone (`REFUSED_IN_THREAD`), unless its chat was told lost, which stopped its threads too."""
         self.knows(chat_id)
+        if thread_id is not None:
+            self.knows(thread_id)
         try:
             yield
         except DeliveryError as error:
             cause = error.__cause__
-            why = REFUSED.get(cause.code) if isinstance(cause, discord.HTTPException) else None
-            if why is not None and thread_id is None and chat_id not in self._gone:
+            code = cause.code if isinstance(cause, discord.HTTPException) else None
+            if chat_id in self._gone:
+                raise
+            if thread_id is None and (why := REFUSED.get(code)) is not None:
                 self._losing([chat_id], why)
+            elif thread_id is not None and (why := REFUSED_IN_THREAD.get(code)) is not None:
+                self._losing_thread(chat_id, thread_id, why)
             raise
 
-    def handed_over(self, chat_id: str) -> bool:
-        """A message of the chat was handed over, in the order of the events: someone writes there, the bot may
-        too. Whether it was told lost."""
+    def handed_over(self, chat_id: str, thread_id: str | None = None) -> bool:
+        """A message of the chat (in ``thread_id``, if any) was handed over, in the order of the events: someone
+        writes there, the bot may too. Whether the chat was told lost."""
         self.knows(chat_id)
+        if thread_id is not None:
+            self.knows(thread_id)
+            self._gone.pop(thread_id, None)  # a private thread the bot was added back to
         if chat_id not in self._gone:
             return False
         del self._gone[chat_id]
@@ -123,18 +148,25 @@ class Membership:
                 log.info("discord: the bot may write to chat(s) %s again", ", ".join(again))
             return
         for chat in access.chats:
-            self._pending.discard(chat)
-            if self._lost is None or chat in self._gone:
+            gone = chat if access.thread is None else access.thread
+            self._pending.discard(gone)
+            if self._lost is None or gone in self._gone or chat in self._gone:
                 continue
             try:
-                await self._lost(chat, access.lost)
+                await self._lost(chat, access.lost, thread_id=access.thread)
             except Exception:
+                where = chat if access.thread is None else f"{chat} thread {access.thread}"
                 log.warning("discord: could not stop the work of chat %s, which the bot can no longer write to (%s)",
-                            chat, access.lost, exc_info=True)
+                            where, access.lost, exc_info=True)
                 continue
-            remember(self._gone, chat, None, REMEMBERED_CHANNELS)
+            remember(self._gone, gone, None, REMEMBERED_CHANNELS)
 
     def _losing(self, chats: Iterable[str], why: str) -> None:
         if lost := tuple(c for c in chats if c not in self._pending):
             self._pending.update(lost)
             self._queue(Access(lost, why))
+
+    def _losing_thread(self, chat_id: str, thread_id: str, why: str) -> None:
+        if thread_id not in self._pending and thread_id not in self._gone:
+            self._pending.add(thread_id)
+            self._queue(Access((chat_id,), why, thread_id))

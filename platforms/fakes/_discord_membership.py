@@ -1,6 +1,6 @@
 """The fake Discord's account of where the bot may still write: servers it was removed from, DMs whose user blocked
-it, and servers in an outage, announced on the gateway as Discord announces them, and their writes refused with
-Discord's codes."""
+it, private threads it was removed from, and servers in an outage, announced on the gateway as Discord announces
+them, and their writes refused with Discord's codes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ CANNOT_MESSAGE_USER = 50007
 
 
 class DiscordMembership:
-    """The membership half of `FakeDiscord`, which holds the state (``removed_guilds``, ``blocked_dms``, the
-    ``denied`` permissions) and mixes this in."""
+    """The membership half of `FakeDiscord`, which holds the state (``removed_guilds``, ``blocked_dms``,
+    ``left_threads``, the ``denied`` permissions) and mixes this in."""
 
     def remove_bot(self, guild: str | int, *, update: bool = True) -> None:
         """The bot is kicked or banned from ``guild`` (or the server deleted): every call naming one of its channels
@@ -45,6 +45,20 @@ class DiscordMembership:
         """``guild`` is available again: ``GUILD_CREATE`` with ``unavailable: false``."""
         self._dispatch("GUILD_CREATE", self._guild_json(str(guild)))
 
+    def remove_from_thread(self, thread: str | int, *, update: bool = True) -> None:
+        """Someone removes the bot from ``thread`` (``THREAD_MEMBERS_UPDATE`` naming it among the removed, unless
+        ``update`` is False, as for one missed). From a private thread, every call naming it is refused 403 Missing
+        Access (50001) until a mention adds the bot again (`push_guild_message`); a public one it may still post in."""
+        thread = str(thread)
+        guild = self._channel_guild[thread]
+        data = self._guilds[guild]["threads"][thread]
+        data.pop("member", None)
+        if data["type"] == 12:
+            self.left_threads.add(thread)
+        if update:
+            self._dispatch("THREAD_MEMBERS_UPDATE", {"id": thread, "guild_id": guild, "member_count": 1,
+                                                     "removed_member_ids": [self.bot_id]})
+
     def block_dm(self, user: str | int) -> None:
         """``user`` blocks the bot (or closes their DMs): the bot's posts in their DM are refused 403 Cannot send
         messages to this user (50007) until `unblock_dm`. Discord tells the bot nothing of it."""
@@ -55,8 +69,10 @@ class DiscordMembership:
 
     def _closed(self, channel: str, *, post: bool = False) -> web.Response | None:
         """Discord's refusal of a call naming ``channel`` that the bot may no longer reach: a channel of a server it
-        was removed from, or one it may not see (`deny` ``"view_channel"``); ``post``: a post in a blocked DM."""
-        if self._channel_guild.get(channel) in self.removed_guilds or "view_channel" in self.denied[channel]:
+        was removed from, one it may not see (`deny` ``"view_channel"``), a private thread it was removed from
+        (`remove_from_thread`); ``post``: a post in a blocked DM."""
+        if self._channel_guild.get(channel) in self.removed_guilds or "view_channel" in self.denied[channel] \
+                or channel in self.left_threads:
             return _error(403, MISSING_ACCESS, "Missing Access")
         if post and channel in self.blocked_dms:
             return _error(403, CANNOT_MESSAGE_USER, "Cannot send messages to this user")

@@ -302,6 +302,7 @@ class DiscordModel:
         bot's thread member, before anything said there, so that the client knows the thread."""
         data = self._guilds[guild]["threads"][thread]
         data["member"] = {"id": thread, "user_id": self.bot_id, "join_timestamp": ISO, "flags": 0}
+        self.left_threads.discard(thread)
         self._dispatch("THREAD_CREATE", data)
 
     def archive_thread(self, thread: str | int) -> None:

@@ -37,8 +37,9 @@ THREAD_CREATE first) and archived ones (`archive_thread`: not in a guild's threa
 THREAD_UPDATE first).
 Where the bot may write (`platforms.fakes._discord_membership`): `remove_bot` (``GUILD_DELETE``; every call naming
 the guild's channels refused 403 Missing Access, 50001, until `add_bot`), `outage` (``GUILD_DELETE`` with
-``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), and ``deny(channel,
-"view_channel")`` (50001 there).
+``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), `remove_from_thread`
+(``THREAD_MEMBERS_UPDATE``; a private thread then refuses calls 403, 50001), and ``deny(channel, "view_channel")``
+(50001 there). A deleted thread (`delete_channel`: ``THREAD_DELETE``) answers 404 Unknown Channel, 10003.
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
@@ -158,6 +159,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         """Guilds the bot was removed from (`remove_bot`)."""
         self.blocked_dms: set[str] = set()
         """DM channels whose user blocked the bot (`block_dm`)."""
+        self.left_threads: set[str] = set()
+        """Private threads the bot was removed from (`remove_from_thread`), until a mention adds it again."""
         self._holds: list[tuple[str, asyncio.Event]] = []
         self.rate_limits: DiscordRateLimits | None = None
         """Discord's rate limits, once `enforce_rate_limits` turned them on."""

@@ -18,14 +18,15 @@ class Lost:
     """The gateway's side of `base.LosesChats`: what it was told, and a store that may refuse it (``refuse`` times)."""
 
     def __init__(self) -> None:
-        self.told: list[tuple[str, str]] = []
+        self.told: list[tuple[str, ...]] = []
+        """(chat, why) for a chat, (chat, why, thread) for one thread of it."""
         self.refuse = 0
 
-    async def __call__(self, chat_id: str, why: str) -> None:
+    async def __call__(self, chat_id: str, why: str, thread_id: str | None = None) -> None:
         if self.refuse:
             self.refuse -= 1
             raise full_disk()
-        self.told.append((chat_id, why))
+        self.told.append((chat_id, why) if thread_id is None else (chat_id, why, thread_id))
 
 
 @contextlib.asynccontextmanager

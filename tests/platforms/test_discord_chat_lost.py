@@ -1,7 +1,8 @@
 """The bot removed from a server, a channel deleted, a DM's user blocking the bot: `DiscordAdapter` (real discord.py
 against the loopback `FakeDiscord`) tells the gateway once that it can no longer write to the chat
 (`platforms.base.LosesChats`), by Discord's gateway event or, when that was missed, by a write Discord refuses so;
-a server's outage (``GUILD_DELETE`` with ``unavailable``) and a deleted thread tell nothing."""
+a server's outage (``GUILD_DELETE`` with ``unavailable``) tells nothing, and a deleted thread that thread alone
+(`tests.platforms.test_discord_thread_lost`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from platforms.base import Forbidden, NotFound, Outbound
 from platforms.discord import DiscordAdapter
-from platforms.discord_membership import DELETED, REFUSED, REMOVED
+from platforms.discord_membership import DELETED, REFUSED, REFUSED_IN_THREAD, REMOVED, THREAD_DELETED
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.platforms.chat_lost import Lost, losing
@@ -89,19 +90,19 @@ async def test_an_outage_of_a_server_stops_nothing(fake, started):
     assert (await adapter.send(reply(TALKED))).message_id
 
 
-async def test_a_deleted_channel_is_told_and_a_deleted_thread_is_not(fake, started):
+async def test_a_deleted_channel_is_told_and_a_deleted_thread_with_its_thread(fake, started):
     adapter, lost, sink = started
-    # A thread's session is told by its channel, which would stop the channel's and every other thread's work.
+    # A thread is told with its thread: told by its channel alone, it would stop every other thread's work too.
     fake.delete_channel(THREAD)
     fake.delete_channel(QUIET)  # no chat of the gateway's
     fake.delete_channel(TALKED)
-    await fake.wait_for(lambda: lost.told)
+    await fake.wait_for(lambda: len(lost.told) == 2)
     await settled(fake, sink)
-    assert lost.told == [(str(TALKED), DELETED)]
+    assert lost.told == [(str(THREADED), THREAD_DELETED, str(THREAD)), (str(TALKED), DELETED)]
     with pytest.raises(NotFound, match="10003"):
         await adapter.send(reply(TALKED))
     await settled(fake, sink)
-    assert lost.told == [(str(TALKED), DELETED)]
+    assert len(lost.told) == 2
 
 
 async def test_a_write_refused_as_the_chat_closed_tells_it_once_when_the_event_was_missed(fake, started):
@@ -117,7 +118,7 @@ async def test_a_write_refused_as_the_chat_closed_tells_it_once_when_the_event_w
         await adapter.send(reply(ELSEWHERE))
     await fake.wait_for(lambda: len(lost.told) == 2)
     assert lost.told == [(str(TALKED), NO_ACCESS), (str(ELSEWHERE), DELETED)]
-    # Refusals that are no loss of the chat: a thread's (its channel's other threads go on), a lacking right.
+    # A thread's is the loss of that thread alone (its channel's other threads go on); a lacking right is none.
     fake.deny(THREAD, "view_channel")
     fake.deny(THREADED, "send_messages")
     with pytest.raises(Forbidden):
@@ -125,7 +126,7 @@ async def test_a_write_refused_as_the_chat_closed_tells_it_once_when_the_event_w
     with pytest.raises(Forbidden, match="50013"):
         await adapter.send(reply(THREADED))
     await settled(fake, sink)
-    assert len(lost.told) == 2
+    assert lost.told[2:] == [(str(THREADED), REFUSED_IN_THREAD[50001], str(THREAD))]
     # Someone writes there (the channel shown again), then it is hidden again: told again.
     fake.allow(TALKED, "view_channel")
     fake.push_guild_message(GUILD, TALKED, USER, "back?", mention_bot=True)
@@ -133,8 +134,8 @@ async def test_a_write_refused_as_the_chat_closed_tells_it_once_when_the_event_w
     fake.deny(TALKED, "view_channel")
     with pytest.raises(Forbidden):
         await adapter.edit(str(TALKED), None, "1", "edited")
-    await fake.wait_for(lambda: len(lost.told) == 3)
-    assert lost.told[2] == (str(TALKED), NO_ACCESS)
+    await fake.wait_for(lambda: len(lost.told) == 4)
+    assert lost.told[3] == (str(TALKED), NO_ACCESS)
 
 
 async def test_a_user_who_blocks_the_bot_in_a_dm(fake, started):
