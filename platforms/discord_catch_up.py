@@ -114,10 +114,13 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     within ``deadline`` seconds (Discord not answering, or discord.py waiting out a 429) is given up
     with a warning naming the channels left, since live events wait for the catch-up, and read again
     too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds),
-    ``token`` the bot token's watch, ``timer`` the time the waits before reads again take, ``max_retry_after``
-    the longest a 429's ``retry_after`` holds the next read (``delivery.max_retry_after``, as the outbox waits it)."""
-    left = Left([], [], Rereads(token, log, platform="discord", give_up_at=now + MAX_AGE, clock=clock,
-                                first=FIRST_RETRY, most=MAX_RETRY, max_retry_after=max_retry_after, timer=timer),
+    ``token`` the bot token's watch, ``timer`` the time the waits before reads again take and that their giving
+    up, a day after the start, is counted on (`Rereads`: monotonic, so NTP stepping ``clock`` does not bring it
+    on), ``max_retry_after`` the longest a 429's ``retry_after`` holds the next read (``delivery.max_retry_after``,
+    as the outbox waits it)."""
+    left = Left([], [], Rereads(token, log, platform="discord", give_up_at=timer.monotonic() + MAX_AGE,
+                                clock=timer.monotonic, first=FIRST_RETRY, most=MAX_RETRY,
+                                max_retry_after=max_retry_after, timer=timer),
                 _snowflake(now + CLOCK_SKEW))
     order = sorted(last_seen, key=last_seen.__getitem__, reverse=True)
     chosen, quiet = order[:MAX_CHANNELS], order[MAX_CHANNELS:]

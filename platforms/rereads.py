@@ -23,6 +23,9 @@ outage costs a read a minute, not one per conversation; a read that succeeds end
 reads still take their turns at the adapter's pace. Bounded: once all that was said while the
 gateway was down is past the catch-up's age bound (``give_up_at``), nothing left to read could be
 answered, and `turn` says to give up: the conversations are left for the next start, as at a stop.
+That bound is counted on a monotonic clock from the catch-up's start, never on the host's wall clock:
+NTP stepping a clock that was days stale forward during the catch-up, as it soon does after a boot, gave
+up at once on reads that had not even failed.
 
 A read that failed for the platform as a whole (an outage, the token refused: `Rereads.down`) says
 that the conversations not read yet would fail alike: the catch-ups read no more of them before the
@@ -75,8 +78,9 @@ LOOP_TIMER: Timer = _LoopTimer()
 
 class Rereads:
     """When a catch-up's next read may go, after reads that failed. ``token`` watches the bot token;
-    ``give_up_at`` is when, on ``clock`` (epoch seconds, the adapter's), nothing missed is young
-    enough to answer any more; ``max_retry_after`` caps a 429's wait; ``timer`` is the time the waits take."""
+    ``give_up_at`` is when, on ``clock`` (monotonic seconds: not the wall clock, which NTP may step), nothing
+    missed is young enough to answer any more; ``max_retry_after`` caps a 429's wait; ``timer`` is the time the
+    waits take."""
 
     def __init__(self, token: TokenWatch, logger: logging.Logger, *, platform: str, give_up_at: float,
                  clock: Callable[[], float], first: float = FIRST_WAIT, most: float = MAX_WAIT,

@@ -144,7 +144,8 @@ class CatchUp:
     store refuses it, the catch-up waiting) with the conversations it is now the newest message of;
     ``seen(channel, thread_ts, ts)`` records how far a conversation was read; ``token`` watches the
     bot token, which a refused read waits for; ``clock`` (epoch seconds) ages the messages read until Slack's
-    first answer tells its time, counted on from then on ``monotonic`` (`_slack_clock`).
+    first answer tells its time, counted on from then on ``monotonic`` (`_slack_clock`), which also counts when
+    reads failing are given up (`Rereads`: a day after the start, not when a stepped wall clock says so).
     Made before live events can come, so that from the first one on `holds` knows what is still to
     be read."""
 
@@ -168,8 +169,9 @@ class CatchUp:
         self._slack_ahead: float | None = None
         """Slack's time less ``monotonic``'s, from its first answer; None until then. Not ``clock``'s: NTP
         stepping a stale clock right during the catch-up, as it soon does, would put Slack's time off by as much."""
-        self._rereads = Rereads(token, log, platform="slack", give_up_at=started + limits.max_age, clock=clock,
-                                first=limits.first_retry, most=limits.max_retry, max_retry_after=limits.max_retry_after)
+        self._rereads = Rereads(token, log, platform="slack", give_up_at=self._started + limits.max_age,
+                                clock=monotonic, first=limits.first_retry, most=limits.max_retry,
+                                max_retry_after=limits.max_retry_after)
         self._last_seen = last_seen
         order = sorted(last_seen.items(), key=lambda item: _read_at(item, last_seen), reverse=True)
         self._queue = deque(order[:limits.max_conversations])

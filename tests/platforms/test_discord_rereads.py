@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -198,18 +197,17 @@ async def test_a_channel_the_deadline_came_first_for_is_read_again_while_live_me
 
 
 async def test_reads_failing_until_what_was_missed_is_too_old_to_answer_are_given_up_for_the_next_start(
-        fake: FakeDiscord, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("platforms.discord_catch_up.FIRST_RETRY", 0.2)
+        fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     store, sink = await dm_seen_once(fake)
     seen_before = dict(store.seen)
     fake.push_dm(USER, "while down")
     fake.fail_next(HISTORY, 503)
-    later = [0.0]
-    adapter = await run(fake, store, sink, clock=lambda: time.time() + later[0])
+    timer = Timer()
+    adapter = await run(fake, store, sink, catch_up_timer=timer)
     dm = fake.dm_channel(USER)
     try:
-        await fake.wait_for(lambda: lines(caplog, f"discord: catching up on channel {dm}: the read failed"))
-        later[0] = 24 * 3600.0  # a day on, Discord failing all along
+        await fake.wait_for(lambda: timer.asked)  # the read failed: waiting to read it again
+        timer.advance(24 * 3600.0)  # a day on, Discord failing all along
         await fake.wait_for(lambda: lines(caplog, f"discord: channel(s) {dm} not caught up"))
     finally:
         await stop(adapter)

@@ -142,7 +142,8 @@ async def test_reads_failing_until_what_was_missed_is_too_old_to_answer_are_give
     fake.fail_next("conversations.history", "internal_error", status=500)
     later = [0.0]
     caplog.set_level(logging.WARNING, logger="platforms.slack")
-    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.2), clock=lambda: time.time() + later[0])
+    adapter = await gateway.start(fake, Limits(pace=0.0, first_retry=0.2),
+                                  monotonic=lambda: time.monotonic() + later[0])
     try:
         await fake.wait_for(lambda: lines(caplog, FAILED))
         later[0] = 24 * 3600.0  # a day on, Slack failing all along
@@ -153,6 +154,25 @@ async def test_reads_failing_until_what_was_missed_is_too_old_to_answer_are_give
     assert lines(caplog, "slack: catching up on")[-1].getMessage().endswith(
         "; not read: DU1: reads failed until what was missed there was older than 24 h")
     assert gateway.last_seen == seen_before and gateway.texts() == ["first from U1"]
+
+
+async def test_a_wall_clock_stepped_days_forward_during_the_catch_up_gives_up_no_read(fake, caplog):
+    # Two days stale (a board booted without its time), NTP steps the clock right once the first conversation
+    # is handed on: the give-up, counted on that clock, came at once, and the second conversation, whose read had
+    # not even failed, was left to the next start with "reads failed until ... older than 24 h".
+    gateway = Gateway()
+    await seen_once_then_down(fake, gateway, "U1", "U2")
+    await fake.push_dm("U1", "while down")
+    await fake.push_dm("U2", "while down too")
+    caplog.set_level(logging.WARNING, logger="platforms.slack")
+    stale = 2 * 24 * 3600.0
+    adapter = await gateway.start(fake, clock=lambda: time.time() - (stale if len(gateway.items) < 3 else 0.0))
+    try:
+        await fake.wait_for(lambda: adapter._catch_up is not None and not adapter._catch_up.reading)
+    finally:
+        await down(fake, adapter)
+    assert sorted(gateway.texts()[2:]) == ["while down", "while down too"]
+    assert not [r for r in caplog.records if "not read" in r.getMessage()]
 
 
 async def test_a_read_refused_for_good_is_left_for_the_next_start_as_before(fake, caplog):
