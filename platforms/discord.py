@@ -192,8 +192,9 @@ class DiscordAdapter:
         is the test seam (default `discord.Client`); ``login_timeout`` bounds the login at start (`LOGIN_TIMEOUT`),
         ``ready_timeout`` the wait for READY after it, ``call_timeout`` each REST call (`platforms.discord_calls`,
         an upload more by its size); ``clock`` (epoch seconds) ages the messages
-        caught up at start, which is given up after ``catch_up_timeout`` seconds, and the channels remembered
-        as refusing replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
+        caught up at start until Discord's first answer tells its time (`discord_catch_up.DiscordTime`), the
+        catch-up being given up after ``catch_up_timeout`` seconds, and the channels remembered as refusing
+        replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`), a 429's ``retry_after``
         holding such a read ``max_retry_after`` seconds at most (``delivery.max_retry_after``);
         ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
@@ -214,6 +215,7 @@ class DiscordAdapter:
         self._connect_task: asyncio.Task[None] | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._clock = clock
+        self._discord_time = discord_catch_up.DiscordTime(clock)
         self._catch_up_timeout = catch_up_timeout
         self._catch_up_timer = catch_up_timer
         self._max_retry_after = max_retry_after
@@ -319,6 +321,7 @@ class DiscordAdapter:
             self._urls = discord_urls.claim(self._api_base)
             client = self._client = new_client(self._client_factory, self._token_watch, self._api_base,
                                                self._call_timeout)
+            self._discord_time.watch(client.http.http_trace)  # the catch-up's clock, from the login's answers on
             self._interactions.session = discord_answers.open_session(self._call_timeout)
             client.on_connect = self._on_connect  # type: ignore[attr-defined]
             client.on_resumed = self._on_resumed  # type: ignore[attr-defined]
@@ -465,8 +468,8 @@ class DiscordAdapter:
             client = self._require_client()
             seen = self._last_seen
             seen.not_caught_up(())  # each read again from where it was left; live events wait meanwhile
-            left = await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen, now=self._clock(),
-                                                   token=self._token_watch, clock=self._clock,
+            left = await discord_catch_up.catch_up(client, dict(seen.last_seen), deliver, seen.seen,
+                                                   now=self._discord_time.began(), token=self._token_watch,
                                                    deadline=self._catch_up_timeout, timer=self._catch_up_timer,
                                                    max_retry_after=self._max_retry_after)
             seen.not_caught_up(left.channels)
@@ -475,7 +478,7 @@ class DiscordAdapter:
                 self._caught_up.set()
         # Where each was left: it stays there until read again (a channel behind is not recorded further).
         await discord_catch_up.reread(client, left, dict(seen.last_seen), deliver, seen.seen, self._read_again,
-                                      clock=self._clock)
+                                      clock=self._discord_time.now)
 
     def _read_again(self, channel_id: int) -> None:
         """A channel behind is read again (`discord_catch_up.reread`): what was missed there is handed over, and

@@ -21,7 +21,11 @@ Discord gives a bot no list of its DMs: each costs a request however little happ
 round trip after another while the channels after them wait. What they find is handed over one
 channel at a time, as live events are. Live events wait for the catch-up, so it is given up after
 `DEADLINE`, naming the channels it did not get to. A read looks no further than the moment the
-catch-up began (`CLOCK_SKEW` later, for the clocks): what came after came live.
+catch-up began (`CLOCK_SKEW` later, for the clocks): what came after came live. That moment, and the
+messages' ages, are on Discord's clock (`DiscordTime`: the ``Date`` of its latest answer), which the
+snowflakes are on: on the host's, a clock days behind (a VM resumed, a board without a battery clock,
+before NTP sets it) asked for none of what was sent while the gateway was down, and a live message
+recorded past it lost it for good; one a day ahead skipped it all as too old.
 
 A channel whose read failed for a reason that passes (Discord failing or unreachable, a 429 longer
 than discord.py waits out, the bot token refused), and one the deadline came first for, is read
@@ -48,15 +52,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from types import SimpleNamespace
 from typing import Any, Literal
+
+import aiohttp
 
 from platforms.connection import TokenWatch
 from platforms.discord_errors import delivery_error
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.http_dates import date_of
 from platforms.rereads import FIRST_WAIT, LOOP_TIMER, MAX_RETRY_AFTER, MAX_WAIT, Rereads, Timer
 
 log = logging.getLogger("platforms.discord")
@@ -73,7 +82,8 @@ to 50 a second, which five round trips at once stay well under."""
 DEADLINE = 60.0
 """Seconds the whole catch-up may take: live events wait for it, so it must end."""
 CLOCK_SKEW = 60.0
-"""Seconds past the catch-up's start that its reads still look: Discord's clock and ours may differ."""
+"""Seconds past the catch-up's start that its reads still look: Discord's servers' clocks may differ from one
+another, and the ``Date`` its answers are timed by (`DiscordTime`) is in whole seconds."""
 FIRST_RETRY, MAX_RETRY = FIRST_WAIT, MAX_WAIT
 """Seconds before a channel whose read failed for an outage is read again, doubling up to `MAX_RETRY`."""
 HISTORY = "GET /channels/{channel_id}/messages"
@@ -82,6 +92,49 @@ Deliver = Callable[[discord.Message], Awaitable[None]]
 """Hands one message over as a live one is (if it is for the bot), then records it as seen."""
 Seen = Callable[[int, int], None]
 """``seen(channel_id, message_id)``: record a message as seen without handing it over."""
+
+
+class DiscordTime:
+    """Now on Discord's clock, which a message's snowflake is on: the ``Date`` of Discord's latest REST answer,
+    counted on from then on ``monotonic``; on ``clock`` (the host's, epoch seconds) until one came. The login's
+    answers come before READY, so a catch-up begins on Discord's clock; from the latest answer, not the first,
+    since the monotonic clock may not count the time a host was suspended. Not on ``clock`` from then on: NTP
+    stepping a stale clock right, as it soon does after a boot, would put Discord's time off by as much."""
+
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._clock, self._monotonic = clock, monotonic
+        self._ahead: float | None = None
+        """Discord's time less ``monotonic``'s, from its latest answer; None until one came."""
+
+    def watch(self, trace: aiohttp.TraceConfig) -> None:
+        """Learn Discord's time from each answer to the client whose ``http_trace`` is ``trace`` (before its login,
+        which freezes it)."""
+
+        async def answered(_: aiohttp.ClientSession, __: SimpleNamespace,
+                           params: aiohttp.TraceRequestEndParams) -> None:
+            self.answered(params.response.headers)
+
+        trace.on_request_end.append(answered)
+
+    def answered(self, headers: Mapping[str, str]) -> None:
+        """Discord answered with ``headers``: its time is their ``Date`` (kept as it was without one)."""
+        if (told := date_of(headers.get("Date"))) is None:
+            return
+        # In whole seconds: Discord's time was within the second after it. Ours, when within, is taken as it is, so
+        # that a clock that is right changes nothing (a read asks for no less).
+        self._ahead = min(max(self._clock(), told), told + 1.0) - self._monotonic()
+
+    def now(self) -> float:
+        return self._clock() if self._ahead is None else self._monotonic() + self._ahead
+
+    def began(self) -> float:
+        """`now`, for a catch-up beginning; a warning when the host's clock is off by more than `CLOCK_SKEW`."""
+        now = self.now()
+        if abs(ahead := now - self._clock()) > CLOCK_SKEW:
+            log.warning("discord: this host's clock is %.0f s %s Discord's; catching up on Discord's", abs(ahead),
+                        "behind" if ahead > 0 else "ahead of")
+        return now
 
 
 @dataclass
@@ -104,7 +157,7 @@ class Left:
 
 
 async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver: Deliver, seen: Seen, *,
-                   now: float, token: TokenWatch, clock: Callable[[], float], deadline: float = DEADLINE,
+                   now: float, token: TokenWatch, deadline: float = DEADLINE,
                    timer: Timer = LOOP_TIMER, max_retry_after: float = MAX_RETRY_AFTER) -> Left:
     """Look in each channel of ``last_seen`` (channel id -> last message id seen) for what came
     after, `LOOKUPS` channels at once, handing over what each found one channel at a time. A
@@ -113,10 +166,10 @@ async def catch_up(client: discord.Client, last_seen: Mapping[int, int], deliver
     (`Rereads.down`) ends the catch-up, the channels not looked at yet read again; what is not done
     within ``deadline`` seconds (Discord not answering, or discord.py waiting out a 429) is given up
     with a warning naming the channels left, since live events wait for the catch-up, and read again
-    too. Never raises but for a cancellation. ``now`` is when it began on ``clock`` (epoch seconds),
+    too. Never raises but for a cancellation. ``now`` is when it began on Discord's clock (`DiscordTime.began`),
     ``token`` the bot token's watch, ``timer`` the time the waits before reads again take and that their giving
-    up, a day after the start, is counted on (`Rereads`: monotonic, so NTP stepping ``clock`` does not bring it
-    on), ``max_retry_after`` the longest a 429's ``retry_after`` holds the next read (``delivery.max_retry_after``,
+    up, a day after the start, is counted on (`Rereads`: monotonic, so NTP stepping the host's clock does not bring
+    it on), ``max_retry_after`` the longest a 429's ``retry_after`` holds the next read (``delivery.max_retry_after``,
     as the outbox waits it)."""
     left = Left([], [], Rereads(token, log, platform="discord", give_up_at=timer.monotonic() + MAX_AGE,
                                 clock=timer.monotonic, first=FIRST_RETRY, most=MAX_RETRY,
@@ -165,7 +218,8 @@ async def reread(client: discord.Client, left: Left, after: Mapping[int, int], d
     the message ``after[channel_id]`` (its last one seen) and no later than the catch-up looked; each
     read is `caught_up`. One whose read fails again goes after the others; one refused for good, or
     all of them once what was missed is too old to answer, are left for the next start with a warning.
-    Live events flow meanwhile. Never raises but for a cancellation (a stop, a new session)."""
+    Live events flow meanwhile; ``clock`` (Discord's, `DiscordTime.now`) ages what is read. Never raises but for
+    a cancellation (a stop, a new session)."""
     queue: deque[int] = deque(left.again)
     while queue:
         if not await left.rereads.turn():

@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from platforms.base import BadRequest, Outbound, RateLimited
+from platforms.http_dates import date_of
 
 log = logging.getLogger("platforms.slack")
 
@@ -82,13 +81,7 @@ class Messages(list[dict[str, Any]]):
 
 
 def _date(headers: Any) -> float | None:
-    try:
-        answered = parsedate_to_datetime(headers.get("Date") or headers.get("date"))
-    except (TypeError, ValueError, AttributeError):
-        return None
-    # An HTTP date is in GMT, the asctime form that RFC 9110 still has recipients take included, which names
-    # no zone: read as the host's local time, it put Slack's clock off by the host's time zone.
-    return answered.replace(tzinfo=answered.tzinfo or timezone.utc).timestamp()
+    return date_of(headers.get("Date") or headers.get("date")) if hasattr(headers, "get") else None
 
 
 class PacedReads:

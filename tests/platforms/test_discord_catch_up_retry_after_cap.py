@@ -32,7 +32,7 @@ async def test_a_429_asking_for_a_day_holds_the_read_again_for_the_cap_given() -
             client, timer = adapter._require_client(), Timer()
             fake.fail_next(HISTORY, 429, retry_after=A_DAY)  # past the 30 s discord.py waits out: raised
             left = await discord_catch_up.catch_up(client, {dm: store.seen[str(dm)]}, deliver, lambda c, m: None,
-                                                   now=time.time(), token=adapter._token_watch, clock=time.time,
+                                                   now=time.time(), token=adapter._token_watch,
                                                    timer=timer, max_retry_after=5.0)
             assert left.again == [dm]
             reread = asyncio.ensure_future(discord_catch_up.reread(client, left, {dm: store.seen[str(dm)]}, deliver,
