@@ -693,6 +693,9 @@ class DiscordAdapter:
         message = replace(message, text=scalar_text(message.text))  # as `send` posted it
         if message.reply_token:
             channel = self._channel(message.thread_id or message.chat_id)
+            # ``since`` is on the host's clock, the history's snowflakes on Discord's: a host ahead of Discord by more
+            # than the margin looked after the post, missed it, and it was posted twice.
+            since += self._discord_time.now() - self._clock()
             try:
                 return await discord_sent.find_answer(self._interactions, channel, message, since)
             except NotFound:

@@ -277,3 +277,25 @@ async def test_a_part_after_a_follow_up_is_never_taken_for_the_first_answer_in_i
     finally:
         await later.stop()
         await join_heartbeat_threads()
+
+
+async def test_a_follow_up_is_found_by_a_host_clock_ahead_of_discords_by_more_than_the_margin(
+        fake: FakeDiscord) -> None:
+    # The journal's time is on the host's clock, the history's snowflakes on Discord's: ten minutes ahead, the lookup
+    # asked for what came after the follow-up, missed it, and it was posted twice.
+    ahead = 600.0
+    adapter, command = await _commanded(fake)
+    part = Outbound(command.chat_id, None, "Stopped.", idempotency_key="c1:0", reply_token=command.reply_token)
+    try:
+        await adapter.send(part)
+        since = time.time() + ahead
+        follow_up = await adapter.send(replace(part, text="More.", idempotency_key="c2:0"))
+    finally:
+        await adapter.stop()
+    later = adapter_for(fake, clock=lambda: time.time() + ahead)
+    await later.start(_ignore)
+    try:
+        assert await later.find_sent(replace(part, text="More.", idempotency_key="c2:0"), since) == follow_up.message_id
+    finally:
+        await later.stop()
+        await join_heartbeat_threads()
