@@ -45,10 +45,15 @@ points). What a cut never breaks:
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
   fence, a link definition) starts with a backslash before it, so the rest stays text.
+- **quotes**: a part starting within a quoted line's text starts with the line's quote markers
+  (``> > ``; an item's marker left out, as above), so the rest of the line stays in the quote; one
+  starting at a quoted line's ``>`` reopens the styles (and link label) open there after its quote
+  markers, where they still open them: before them, ``~~> more`` is no quote and shows its ``>``.
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
-kept); so is a list item's lines', and a blank line or that backslash may be added, and
-list markers and links too long for a part rewritten, as said; nothing else is added or removed.
+kept); so is a list item's lines', and a quoted line's before the styles reopened on it, and a
+blank line, that backslash or a quote's markers may be added, and list markers and links too long
+for a part rewritten, as said; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -96,6 +101,8 @@ _OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]
                           re.MULTILINE)
 # What stands before a line's text: quote markers, list item markers, indentation.
 _LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
+# A quoted line's markers from a part's start (the ">"s up to the last), and the whitespace to its text.
+_QUOTE_MARKERS = re.compile(r"([ \t>]*>)[ \t]*")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -211,27 +218,49 @@ class _Splitter(InLists):
 
     # -- what a part starting or ending somewhere needs --------------------------------------
 
-    def head(self, start: int) -> str:
+    def head(self, start: int) -> tuple[str, int]:
         """What a part starting at ``start`` repeats: a fence's opening line, a table's header
-        rows, or the markers of the styles open there; else a backslash it may need (`_escape`)."""
+        rows, or the markers of the styles open there; else a backslash it may need (`_escape`);
+        after a quote's markers (`_quoted`). And where the part's text goes on from: past the quote
+        markers the part starts with, when the head repeats them before the styles it reopens."""
         if start == 0:
-            return ""
+            return "", start
         fence = self.inside(start)
         if fence is not None:
             if fence.contained and ">" in fence.indent and self.text[start - 1] != "\n":
                 # Cut inside a line of a quote's code: the rest of the line is code only in the quote.
-                return fence.reopen() + (fence.outermost if fence.nested else fence.indent)
-            return fence.reopen()
+                return fence.reopen() + (fence.outermost if fence.nested else fence.indent), start
+            return fence.reopen(), start
         if self.in_code(start):
-            return ""
+            return "", start
         if self.indented_code_at(start) is not None and self.text[start - 1] != "\n":
             # Cut inside a line of indented code: the rest of it is code only indented as code.
-            return _CODE_INDENT
+            return _CODE_INDENT, start
         table = self.structure.table_at(start)
         if table is not None and start >= table.head_end:
-            return self.text[table.start:table.head_end]
+            return self.text[table.start:table.head_end], start
         styles = self.with_cut_link(start, self.structure.styles_open_at(start))
-        return self._carried("".join(s.opener for s in styles if start < s.close_start)) or self._escape(start)
+        markers = self._carried("".join(s.opener for s in styles if start < s.close_start))
+        quote, text_from = self._quoted(start, bool(markers))
+        return quote + (markers or self._escape(start)), text_from
+
+    def _quoted(self, start: int, reopens: bool) -> tuple[str, int]:
+        """The quote markers a part starting at ``start`` in a quoted line begins with, and where its text
+        goes on from: within the line's text, the line's quotes (``> > ``), else the rest of the line would
+        be no quote; at the line's ``>``, when the part reopens styles there, those markers as written,
+        then the styles, and the text past the line's prefix (styles first, ``~~> more`` is no quote and
+        shows its ``>``). Any list item's marker is left out, as a part starting inside an item has none."""
+        text, line = self.text, self.text.rfind("\n", 0, start) + 1
+        prefix_end = _LINE_PREFIX.match(text, line).end()  # type: ignore[union-attr]
+        depth = text.count(">", line, prefix_end)
+        if depth == 0:
+            return "", start
+        if start >= prefix_end:
+            return "> " * depth, start
+        written = _QUOTE_MARKERS.match(text, start)
+        if not reopens or written is None:
+            return "", start
+        return written.group(1) + " ", written.end()
 
     def _escape(self, start: int) -> str:
         """A backslash, for a part starting within a line's text with what would open a block at its start
@@ -511,7 +540,8 @@ class _Splitter(InLists):
         """The part starting at ``start`` (None when it would hold only whitespace and markers) and
         where the one after it starts."""
         text, n = self.text, len(self.text)
-        head = self.head(start)
+        first = start  # where the part starts when it gives up on structure, its head and all
+        head, start = self.head(start)
         tail = self.reserve(start)
         end = self.max_end(head, start, tail)
         self._last_window = max(end - start, 1)
@@ -521,7 +551,7 @@ class _Splitter(InLists):
             end = n
         markers = True
         if end < n and (end <= start or (end == start + 1 and _is_pair(text, end))):
-            head, markers = "", False  # the limit cannot hold the markers: plain text it is
+            head, markers, start = "", False, first  # the limit cannot hold the markers: plain text it is
             end = self.max_end("", start, "")
             if end <= start or (end == start + 1 and _is_pair(text, end)):
                 raise ValueError(f"limit {self.limit} cannot hold the character at {start}")
@@ -546,6 +576,7 @@ class _Splitter(InLists):
             if cut == tried:
                 break  # an atom the part starts with, longer than a part
         # Give up on structure for this part: plain text, as much as fits, at least one character.
+        start = first
         end = self.max_end("", start, "")
         end = _character_start(text, start, end)
         end = end if end > start else start + (2 if _is_pair(text, start + 1) else 1)
@@ -564,9 +595,10 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     two is indented again) and in the list items a part starts in, the markers added to close and
     reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
     address too long to repeat), a backslash keeping a part that starts within a line from opening a
-    block there (a quote, a list...), and the list markers rewritten to go on with a list's
-    numbers (see the module docstring); a text with link reference definitions has those a part uses
-    at its end (up to half the limit), and no part of definitions only (`gateway.link_references`).
+    block there (a quote, a list...), a quote's markers before the rest of a quoted line, and the list
+    markers rewritten to go on with a list's numbers (see the module docstring); a text with link
+    reference definitions has those a part uses at its end (up to half the limit), and no part of
+    definitions only (`gateway.link_references`).
     Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
     markers plus a character splits that stretch without them.
     """
