@@ -194,9 +194,10 @@ class SlackAdapter:
         call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         """``catch_up`` bounds the catch-up at start (`platforms.slack_catchup`); ``clock`` (epoch
-        seconds) ages the messages it reads; ``monotonic`` measures Socket Mode's outages with it
-        (`_reconnected`) and how long edits are remembered (`slack_edits.LatestEdits`); ``call_timeout``
-        bounds each Web API call (`CALL_TIMEOUT`)."""
+        seconds) ages the messages it reads until Slack's first answer tells its time; ``monotonic`` counts on
+        from then, and when its retries give up, measures Socket Mode's outages with ``clock`` (`_reconnected`)
+        and how long edits are remembered (`slack_edits.LatestEdits`); ``call_timeout`` bounds each Web API call
+        (`CALL_TIMEOUT`)."""
         if mode not in ("socket", "http"):
             raise ValueError(f"slack mode must be 'socket' or 'http', not {mode!r}")
         if mode == "socket" and not app_token:
