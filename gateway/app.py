@@ -39,6 +39,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.outbox import Outbox
 from gateway.outbox_files import FOLDER as OUTBOX_FILES
 from gateway.outbox_files import OutboxFiles
+from gateway.owed_ends import reply_journaled
 from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
@@ -292,14 +293,21 @@ class Gateway:
         for key in ahead:
             await self.ledger.resume_first(in_place.rest(key))
             await self._replays.queued(key)
+        replayed_turns: set[tuple[str, str]] = set()
         for n, (inbound, turn_id) in enumerate(unfinished):
             key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
             if key in in_place:
                 await self.ledger.resume_first(
                     in_place.before(key, self.store.inbox.arrival(inbound.platform, inbound.event_id)))
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            # Never raises: no stored event can stop a start.
-            await self._handle_accepted(self.edits.replayed(inbound), turn_id)
+            inbound = self.edits.replayed(inbound)
+            if turn_id and (key, turn_id) in replayed_turns and reply_journaled(self.outbox, turn_id):
+                # Steered into that turn, whose answer (in the chat) read it (`Inbox.read_into`): read by its run again.
+                self.runner.read_on_replay(turn_id, WorkItem("message", inbound.text, turn_id, inbound))
+            else:
+                await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
+            if turn_id:
+                replayed_turns.add((key, turn_id))
             if n == last[key]:  # ahead of the chat's new events, which wait behind its replayed ones
                 await self.ledger.resume_first(in_place.rest(key))
             await self._replays.queued(key)

@@ -44,6 +44,11 @@ def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
     return running.replay and outbox.journaled(f"{_answer_key(running)}:0")
 
 
+def reply_journaled(outbox: Outbox, turn_id: str) -> bool:
+    """Whether an earlier run of the message turn ``turn_id`` journaled its answer (`answered_before`)."""
+    return outbox.journaled(f"{turn_id}:reply:0")
+
+
 def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | None:
     """The answer an earlier run of ``running``'s turn journaled (`answered_before`), as the chat has it: the texts
     of its parts, and of the pieces of one the platform refused as too long, in order, then the note of a tail past
@@ -111,13 +116,16 @@ class OwedEnds:
         (`gateway.dead_letters`), as a completion turn's results would be sent twice once its outcome is
         refused (`gateway.ledger_failures.CompletionFailures.completion_over`). A turn whose answer is owed
         too keeps its marks, as a completion turn does: a death then loses that answer, and is charged; so is
-        one should the store refuse this too."""
+        one should the store refuse this too. The messages steered into a turn whose answer is journaled are
+        marked as read within it (`Inbox.read_into`): a restart runs them within its run again, which that
+        answer answers, not as turns of their own, answered twice."""
         unpaid = self._pay(session)
         if unpaid is not None:
             try:
                 for end in session.owed:
                     for event in end.events if end.message is None else ():
                         self._inbox.reopen(event.platform, event.event_id)
+                        self._inbox.read_into(event.platform, event.event_id, end.turn_id)
             except sqlite3.Error:
                 pass  # refused as the end was, which the turn's one line about it names
         return unpaid

@@ -108,6 +108,9 @@ class TurnRunner:
         self._stop_began = False
         self._replays: set[str] = set()
         """Ids of turns an earlier run may have begun, not begun again yet (`RunningTurn.replay`)."""
+        self._read_on_replay: dict[str, list[WorkItem]] = {}
+        """By turn id: messages an earlier run of the turn read, steered in, to steer into it again
+        (`read_on_replay`)."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
         self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
                                        stopping=lambda: self._stopping)
@@ -135,6 +138,12 @@ class TurnRunner:
         """The turns of ``turn_ids`` may have run before (an event replayed after a restart or
         handed back, a delivery a stopped process left): each is a replay when it begins."""
         self._replays |= turn_ids
+
+    def read_on_replay(self, turn_id: str, item: WorkItem) -> None:
+        """``item``'s message was steered into the turn ``turn_id`` and read by an earlier run of it, whose answer the
+        chat has (`gateway.owed_ends`): steered into its run again as it begins, settled with its end. Unsettled until
+        then: a turn that never begins leaves it to the next start."""
+        self._read_on_replay.setdefault(turn_id, []).append(item)
 
     async def reply_journaled(self, turn_id: str) -> None:
         """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
@@ -314,6 +323,9 @@ class TurnRunner:
             while not self._stopping and (taken := self._registry.begin(session)) is not None:
                 item, running = taken
                 running.replay = self._forget_replay(item.turn_id)
+                for steered in self._read_on_replay.pop(item.turn_id, ()):
+                    if steered.event is not None:
+                        self._registry.steer(session, steered.event, steered.turn_id)
                 await self._run(session, item, running)
         finally:
             self._workers.pop(session, None)

@@ -181,6 +181,13 @@ class Inbox:
         self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=? AND status='begun'",
                        (_text(platform), _text(event_id)))
 
+    def read_into(self, platform: str, event_id: str, turn_id: str) -> None:
+        """The event, steered into the turn ``turn_id``, was read by it, whose answer the chat has while its end
+        is owed (`gateway.owed_ends`): a restart runs it within that turn run again, not as a turn of its own
+        answered twice. The id `accept` gave it was never used, as for an answer to a question (`settle`)."""
+        self._db.write(f"UPDATE gateway_inbox SET turn_id=? WHERE platform=? AND event_id=? AND {OPEN}",
+                       (turn_id, _text(platform), _text(event_id)))
+
     def failed(self, platform: str, event_id: str, error: str) -> int:
         """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""
         key = (_text(platform), _text(event_id))

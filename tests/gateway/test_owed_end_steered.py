@@ -1,0 +1,50 @@
+"""A message steered into a turn whose end was owed (`gateway.owed_ends`) when the process died: the turn read it
+and answered it within its reply, which the chat has. The next start runs the turn again quietly; the steered
+message is not a turn of its own there, answered a second time."""
+
+from __future__ import annotations
+
+from agent.models.scripted import ScriptedModel
+from gateway.testing import RecordingAdapter, make_config, settled
+from tests.gateway.test_dead_letters import execute, killed_now
+from tests.gateway.test_refused_end_marks import REFUSE_SETTLE
+from tests.polling import until
+
+
+async def test_a_message_steered_into_a_turn_that_died_owing_its_end_is_not_answered_again(tmp_path, gateways):
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    chat = RecordingAdapter()
+
+    def parent(request) -> dict:
+        said = [str(m["content"]) for m in request.messages]
+        if not any("metric" in s for s in said):
+            return {"wait": "steer", "tool_calls": [{"name": "memory", "arguments": "{}"}]}
+        return {"text": "42 km"}
+
+    model = ScriptedModel({"parent": parent})
+    gateway = await gateways(config, [chat], model=model)
+    gateway.store.db.write(REFUSE_SETTLE["message"])
+    await chat.say("how far?", event_id="ev-1")
+    await model.reached("steer")
+    await chat.say("use metric units", event_id="ev-2")
+    model.release("steer")
+    await chat.wait_for(lambda: "42 km" in chat.texts())
+    await until(lambda: not gateway.sessions.get("chat", "c1", None).running)
+    assert gateway.sessions.get("chat", "c1", None).owed
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)  # the end still owed
+    await gateway.stop(grace=0)
+    restore()
+    execute(tmp_path, "DROP TRIGGER refuse")
+    assert chat.texts() == ["42 km"]
+
+    again = ScriptedModel({"parent": parent})
+    again.release("steer")
+    gateway2 = await gateways(config, [chat], model=again)
+    await settled(gateway2)
+    # Before, "use metric units" ran as a turn of its own after the quiet rerun, and was answered again.
+    assert chat.texts() == ["42 km"], chat.texts()
+    # Read within the turn run again, as the first run read it: the conversation holds it, before that answer.
+    assert len(again.requests) == 1
+    assert any("use metric units" in str(m["content"]) for m in again.requests[0].messages)
+    assert gateway2.store.inbox.settled("chat", "ev-1") and gateway2.store.inbox.settled("chat", "ev-2")
