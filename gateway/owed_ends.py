@@ -123,9 +123,14 @@ class OwedEnds:
         if unpaid is not None:
             try:
                 for end in session.owed:
+                    # No message is also a turn with no answer of its own (its sends said it all): that one runs
+                    # again as any other, and the messages steered into it keep their own turns. Given its id, each
+                    # was answered under the rerun's key, which the outbox took for the rerun's answer: never sent.
+                    answered = end.message is None and reply_journaled(self._outbox, end.turn_id)
                     for event in end.events if end.message is None else ():
                         self._inbox.reopen(event.platform, event.event_id)
-                        self._inbox.read_into(event.platform, event.event_id, end.turn_id)
+                        if answered:
+                            self._inbox.read_into(event.platform, event.event_id, end.turn_id)
             except sqlite3.Error:
                 pass  # refused as the end was, which the turn's one line about it names
         return unpaid

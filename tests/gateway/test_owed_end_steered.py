@@ -48,3 +48,45 @@ async def test_a_message_steered_into_a_turn_that_died_owing_its_end_is_not_answ
     assert len(again.requests) == 1
     assert any("use metric units" in str(m["content"]) for m in again.requests[0].messages)
     assert gateway2.store.inbox.settled("chat", "ev-1") and gateway2.store.inbox.settled("chat", "ev-2")
+
+
+def _answers_steered_in_its_sends(request) -> dict:
+    """The first run: told "use metric units" while it waits, it says so with ``send_message`` alone."""
+    said = [str(m["content"]) for m in request.messages]
+    if not any("metric" in s for s in said):
+        return {"wait": "steer", "tool_calls": [{"name": "memory", "arguments": "{}"}]}
+    if not any(m.get("role") == "tool" and "sent" in str(m["content"]) for m in request.messages):
+        return {"tool_calls": [{"name": "send_message", "arguments": {"text": "in km, then"}}]}
+    return {"text": ""}
+
+
+async def test_a_message_steered_into_a_turn_that_died_owing_its_end_with_no_answer_is_answered(tmp_path, gateways):
+    config = make_config(tmp_path, display={"busy_input_mode": "steer"})
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": _answers_steered_in_its_sends})
+    gateway = await gateways(config, [chat], model=model)
+    gateway.store.db.write(REFUSE_SETTLE["message"])
+    await chat.say("how far?", event_id="ev-1")
+    await model.reached("steer")
+    await chat.say("use metric units", event_id="ev-2")
+    model.release("steer")
+    await chat.wait_for(lambda: "in km, then" in chat.texts())
+    await until(lambda: not gateway.sessions.get("chat", "c1", None).running)
+    assert gateway.sessions.get("chat", "c1", None).owed
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)
+    await gateway.stop(grace=0)
+    restore()
+    execute(tmp_path, "DROP TRIGGER refuse")
+
+    def again(request) -> dict:
+        last = [str(m["content"]) for m in request.messages if m.get("role") == "user"][-1]
+        return {"text": "metric it is" if "metric" in last else "42 km"}
+
+    gateway2 = await gateways(config, [chat], model=ScriptedModel({"parent": again}))
+    await settled(gateway2)
+    # No answer of the turn was journaled: the turn runs again as any other (`docs/gateway.md`), and the message
+    # steered into it is a turn of its own. Before, it was given the turn's id, and its answer, keyed by it, was
+    # taken for the rerun's, which the outbox had: it never went out.
+    assert chat.texts() == ["in km, then", "42 km", "metric it is"], chat.texts()
+    assert gateway2.store.inbox.settled("chat", "ev-1") and gateway2.store.inbox.settled("chat", "ev-2")
