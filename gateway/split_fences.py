@@ -31,6 +31,7 @@ from functools import lru_cache
 from markdown_it.token import Token
 
 from platforms.formatting import markdown
+from platforms.formatting.blank import is_blank
 
 # CommonMark fences: up to three spaces of indent, three or more backticks (an info string without
 # backticks) or tildes. A closing fence has at least as many of the same character and nothing else.
@@ -44,6 +45,8 @@ _CONTAINER_PREFIX = re.compile(r"[ >]*(?:(?:[-+*]|\d{1,9}[.)]) +[ >]*)*")
 _PREFIX_MARKER = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?= )")
 _LINE = re.compile(r"( *)(`{3,}|~{3,})([^\n]*)")
 _NEWLINE = re.compile("\n")
+# A line that shows nothing in a part of empty code blocks: a fence line or a blank one, in a quote perhaps.
+_FENCE_OR_BLANK_LINE = re.compile(r"[ \t>]*(?:(?:`{3,}|~{3,})[^\n]*)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +118,8 @@ def _block_fences(text: str, tokens: Callable[[], list[Token]]) -> list[Fence]:
 
     fences = []
     for tok in tokens():
-        if tok.type != "fence" or tok.map is None or tok.content.count("\n") != tok.map[1] - tok.map[0] - 2:
-            continue  # not closed by a fence line of its own (its container ended it, or the text did)
+        if tok.type != "fence" or tok.map is None or not _closed(tok):
+            continue
         first, last = tok.map[0], tok.map[1] - 1
         opening = _LINE.fullmatch(text, starts[first], line_end(first))
         if opening is not None:  # only spaces before it: in the first four columns, `_top_fences` finds it
@@ -196,6 +199,22 @@ def _top_fences(text: str, block: list[Fence]) -> list[Fence]:
 def outdented(lines: str, spaces: int) -> str:
     return re.sub(rf"^ {{1,{spaces}}}", "", lines, flags=re.MULTILINE)
 
+
+def only_empty_code(part: str) -> bool:
+    """``part`` holds code blocks with no code in them (in a quote, perhaps) and nothing else: rendered, it shows
+    nothing, and a renderer sends such a part as written, its fences shown as typed (`markdown.Renderer.render`)."""
+    if not all(_FENCE_OR_BLANK_LINE.fullmatch(line) for line in part.split("\n")):
+        return False  # a line of text or code: parsed only for a part of fence lines and blank ones
+    tokens = markdown.block_tokens(part)
+    return any(t.type == "fence" for t in tokens) and all(
+        t.type in ("blockquote_open", "blockquote_close") or (t.type == "fence" and is_blank(t.content) and _closed(t))
+        for t in tokens)
+
+
+def _closed(fence: Token) -> bool:
+    """``fence`` ends at a closing fence line of its own, not where its container or the text ends (a line of
+    struck tildes, ``~~~~a~~~~``, is such an unclosed fence to markdown-it)."""
+    return fence.map is not None and fence.content.count("\n") == fence.map[1] - fence.map[0] - 2
 
 
 def leaves_code_open(part: str) -> bool:

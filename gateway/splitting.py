@@ -18,7 +18,9 @@ points). What a cut never breaks:
   the part and reopens it, with the same info string (the language) and
   indentation, at the start of the next, so every part renders as code on its own;
   one in a quote, or opened on a list item's marker line, is reopened there, one in
-  a nested list item in the first column (`gateway.split_fences`);
+  a nested list item in the first column (`gateway.split_fences`); a part of only empty
+  code blocks (one the part before had no room for, or a block's blank last lines and its
+  close) is left out: it shows nothing, and alone a renderer sends it as typed;
 - **indented code** (four spaces in, at the top level): a part starting inside it starts
   at its line's indentation, and one cut inside a line is indented as code again, so the
   rest stays code rather than becoming a paragraph;
@@ -42,6 +44,8 @@ points). What a cut never breaks:
   there with the number it is shown with (``4.`` for the fourth of ``1.``, ``1.``, ...), so
   every platform numbers on from it (`gateway.split_items`). A list in a quote keeps its
   numbers as written.
+- **headings**: no cut right after a word of ``#`` in one (``C #`` of ``## C # and F #``): the part's
+  heading would end with it, read as its closing sequence, not shown;
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
   fence, a link definition) starts with a backslash before it, so the rest stays text.
@@ -53,7 +57,8 @@ points). What a cut never breaks:
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a quoted line's before the styles reopened on it, and a
 blank line, that backslash or a quote's markers may be added, and list markers and links too long
-for a part rewritten, as said; nothing else is added or removed.
+for a part rewritten, as said, and a part of only empty code blocks left out; nothing else is added
+or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -83,7 +88,7 @@ from markdown_it.token import Token
 from gateway import link_references
 from gateway.graphemes import is_boundary
 from gateway.markdown_structure import Structure, Style
-from gateway.split_fences import Fence, indented_code, leaves_code_open, outdented, scan_fences
+from gateway.split_fences import Fence, indented_code, leaves_code_open, only_empty_code, outdented, scan_fences
 from gateway.split_in_lists import InLists
 from gateway.split_items import Item
 from platforms.base import Adapter
@@ -99,6 +104,8 @@ _CODE_INDENT = "    "
 # a fence (a backtick one with no backtick after it, else a code span).
 _OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|`{3,}[^`\n]*$|~{3}",
                           re.MULTILINE)
+# A heading line ending in a run of "#" after a space: CommonMark drops it as the heading's closing sequence.
+_HEADING_CLOSED = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*#{1,6}[ \t](?:.*[ \t])?#+")
 # What stands before a line's text: quote markers, list item markers, indentation.
 _LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
 # A quoted line's markers from a part's start (the ">"s up to the last), and the whitespace to its text.
@@ -306,7 +313,8 @@ class _Splitter(InLists):
 
     def valid_end(self, start: int, end: int) -> bool:
         """An end that is not inside a fence line, nor just after an opening line (an empty block),
-        nor inside a style marker, a link or a table row, nor just after a style opened."""
+        nor inside a style marker, a link or a table row, nor just after a style opened, nor after
+        a heading's word of ``#`` (the part would end the heading with it, read as its closing sequence)."""
         if end <= start:
             return False
         f = self.fence_before(end)
@@ -315,7 +323,19 @@ class _Splitter(InLists):
         if f is not None and f.open_start < end <= f.close_end:
             # Code: no inline structure to respect; but in a quote, not between a line's ">" and its code.
             return not (f.contained and ">" in f.indent and self.in_prefix(end))
+        if self.text[end - 1] == "#" and self.ends_heading_closed(start, end):
+            return False
         return not self.structure.splits_marker(end)
+
+    def ends_heading_closed(self, start: int, end: int) -> bool:
+        """A part from ``start`` to ``end`` would end a heading with a word of ``#`` the heading goes on after
+        (``## About C #`` cut before ``and F #``): CommonMark reads it as the heading's closing sequence, not shown."""
+        text, line, line_end = self.text, self.text.rfind("\n", 0, end) + 1, self.text.find("\n", end)
+        if not text[end:line_end if line_end != -1 else len(text)].strip():
+            return False  # the heading's own end: the original closes it so too
+        if line < start and not _LINE_PREFIX.fullmatch(text, line, start):
+            return False  # the part starts within the line's text: no heading (`_escape`)
+        return _HEADING_CLOSED.fullmatch(text, line, end) is not None
 
     def in_prefix(self, end: int) -> bool:
         """``end`` falls between a line's start and its text, the line going on after it."""
@@ -583,14 +603,18 @@ class _Splitter(InLists):
         return self._kept(text[start:end], start, end), end
 
     def _kept(self, part: str, start: int, end: int) -> str | None:
-        return None if is_blank(self.text[start:end]) else part
+        """``part``, unless it shows nothing: its text blank, or only empty code blocks (a fence's close, the rest
+        of its lines blank, or a reply's empty ```` ```py ```` block the part before had no room for), which a
+        renderer would send as written, its fences shown as typed; within the text they show nothing."""
+        return None if is_blank(self.text[start:end]) or only_empty_code(part) else part
 
 
 def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     """Cut the Markdown ``text`` into parts with ``measure(part) <= limit``, in order.
 
     Blank text (empty, or only whitespace and invisible characters: `platforms.formatting.blank`)
-    gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped. Joined,
+    gives ``[]``; text that fits is returned whole and unchanged. Blank parts are dropped, and so are
+    parts of only empty code blocks (they show nothing either). Joined,
     the parts give back the text except for the whitespace at the cuts (an indented code line cut in
     two is indented again) and in the list items a part starts in, the markers added to close and
     reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
