@@ -11,6 +11,26 @@ from tests.gateway.test_refused_end_marks import REFUSE_SETTLE
 from tests.polling import until
 
 
+async def died_with_a_steered_message(tmp_path, gateways, config, chat: RecordingAdapter, parent, shown: str) -> None:
+    """"how far?" answered by ``parent`` with "use metric units" steered into its turn while it waits, the settling
+    refused, then the state a SIGKILL leaves once ``shown`` is in the chat, the store taking writes."""
+    model = ScriptedModel({"parent": parent})
+    gateway = await gateways(config, [chat], model=model)
+    gateway.store.db.write(REFUSE_SETTLE["message"])
+    await chat.say("how far?", event_id="ev-1")
+    await model.reached("steer")
+    await chat.say("use metric units", event_id="ev-2")
+    model.release("steer")
+    await chat.wait_for(lambda: shown in chat.texts())
+    await until(lambda: not gateway.sessions.get("chat", "c1", None).running)
+    assert gateway.sessions.get("chat", "c1", None).owed
+    await gateway.store.durable()
+    restore = killed_now(tmp_path)  # the end still owed
+    await gateway.stop(grace=0)
+    restore()
+    execute(tmp_path, "DROP TRIGGER refuse")
+
+
 async def test_a_message_steered_into_a_turn_that_died_owing_its_end_is_not_answered_again(tmp_path, gateways):
     config = make_config(tmp_path, display={"busy_input_mode": "steer"})
     chat = RecordingAdapter()
@@ -21,21 +41,7 @@ async def test_a_message_steered_into_a_turn_that_died_owing_its_end_is_not_answ
             return {"wait": "steer", "tool_calls": [{"name": "memory", "arguments": "{}"}]}
         return {"text": "42 km"}
 
-    model = ScriptedModel({"parent": parent})
-    gateway = await gateways(config, [chat], model=model)
-    gateway.store.db.write(REFUSE_SETTLE["message"])
-    await chat.say("how far?", event_id="ev-1")
-    await model.reached("steer")
-    await chat.say("use metric units", event_id="ev-2")
-    model.release("steer")
-    await chat.wait_for(lambda: "42 km" in chat.texts())
-    await until(lambda: not gateway.sessions.get("chat", "c1", None).running)
-    assert gateway.sessions.get("chat", "c1", None).owed
-    await gateway.store.durable()
-    restore = killed_now(tmp_path)  # the end still owed
-    await gateway.stop(grace=0)
-    restore()
-    execute(tmp_path, "DROP TRIGGER refuse")
+    await died_with_a_steered_message(tmp_path, gateways, config, chat, parent, "42 km")
     assert chat.texts() == ["42 km"]
 
     again = ScriptedModel({"parent": parent})
@@ -63,21 +69,7 @@ def _answers_steered_in_its_sends(request) -> dict:
 async def test_a_message_steered_into_a_turn_that_died_owing_its_end_with_no_answer_is_answered(tmp_path, gateways):
     config = make_config(tmp_path, display={"busy_input_mode": "steer"})
     chat = RecordingAdapter()
-    model = ScriptedModel({"parent": _answers_steered_in_its_sends})
-    gateway = await gateways(config, [chat], model=model)
-    gateway.store.db.write(REFUSE_SETTLE["message"])
-    await chat.say("how far?", event_id="ev-1")
-    await model.reached("steer")
-    await chat.say("use metric units", event_id="ev-2")
-    model.release("steer")
-    await chat.wait_for(lambda: "in km, then" in chat.texts())
-    await until(lambda: not gateway.sessions.get("chat", "c1", None).running)
-    assert gateway.sessions.get("chat", "c1", None).owed
-    await gateway.store.durable()
-    restore = killed_now(tmp_path)
-    await gateway.stop(grace=0)
-    restore()
-    execute(tmp_path, "DROP TRIGGER refuse")
+    await died_with_a_steered_message(tmp_path, gateways, config, chat, _answers_steered_in_its_sends, "in km, then")
 
     def again(request) -> dict:
         last = [str(m["content"]) for m in request.messages if m.get("role") == "user"][-1]
