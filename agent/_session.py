@@ -308,10 +308,13 @@ class AgentSession:
                     await self._run_hook("turn_start", turn_id=turn.turn_id, role=self.role)
             exit_reason, error, error_kind = await self._loop(turn, observer)
             # The turn's own picture is at fault only when no answer of the turn read it: one that did was
-            # readable, and no longer is (a child's image URL that expired while it worked), like an earlier one.
-            if error_kind == "bad_image" and not (
-                    asked is not None and _holds_picture(asked["content"]) and not turn.iterations):
-                exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error)
+            # readable, and no longer is (a child's image URL that expired while it worked), like an earlier one;
+            # nor when the server names an earlier message's picture ("Timeout while downloading <its URL>").
+            if error_kind == "bad_image":
+                own = asked is not None and _holds_picture(asked["content"]) and not turn.iterations
+                named = _pictures_named(error, self.messages, asked) if own else frozenset()
+                if named or not own:
+                    exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error, named)
             if error_kind in ("content_filter", "bad_image") and asked is not None:  # bad_image: its own picture's
                 self._forget_from(asked)
             if hooks is not None and "turn_end" in hooks.registered:
@@ -354,20 +357,25 @@ class AgentSession:
                 self.history_version += 1  # a saver stores it all again, without them
                 return
 
-    async def _ask_without_pictures(self, turn: _TurnState, observer: TurnObserver,
-                                    error: str | None) -> tuple[str, str | None, str | None]:
+    async def _ask_without_pictures(self, turn: _TurnState, observer: TurnObserver, error: str | None,
+                                    named: frozenset[str] = frozenset()) -> tuple[str, str | None, str | None]:
         """The turn's end after the server refused a picture it read before (a URL it can no longer fetch, a
         format the model now configured does not read): an earlier message's, or the turn's own read for an
         answer of this turn. Each picture of the conversation is left out, a note (`PICTURE_LEFT_OUT`) in its
         place, and the model asked once more.
         The server names no picture; kept, the one at fault would fail this turn and every later one, and
-        leaving the turn's message out instead (background results, say) would cure nothing."""
-        left_out = 0
+        leaving the turn's message out instead (background results, say) would cure nothing.
+        Where it names some (``named``, the URLs of earlier messages' pictures its error quotes), only those are
+        left out (`NAMED_PICTURE_LEFT_OUT`), and a refusal met then is the turn's own picture's (``bad_image``)."""
+        left_out, note = 0, NAMED_PICTURE_LEFT_OUT if named else PICTURE_LEFT_OUT
         for index, message in enumerate(self.messages):
             content = message.get("content")
-            if _holds_picture(content):
-                told = [{"type": "text", "text": PICTURE_LEFT_OUT} if _is_picture(part) else part for part in content]
-                left_out += sum(map(_is_picture, content))
+            pictures = content if _holds_picture(content) else ()
+            out = [_is_picture(part) and (not named or _url_of(part) in named) for part in pictures]
+            if any(out):
+                told = [{"type": "text", "text": note} if gone else part
+                        for part, gone in zip(pictures, out, strict=True)]
+                left_out += sum(out)
                 if all(isinstance(part, Mapping) and part.get("type") == "text" for part in told):
                     told = "\n\n".join(text for part in told if (text := str(part.get("text") or "")))
                 self.messages[index] = {**message, "content": told}
@@ -375,9 +383,10 @@ class AgentSession:
             return "error", error, "bad_request"
         self.history_version += 1  # a saver stores it all again, without them
         log.warning("session %s: the model server could not read a picture it was sent before; the %d "
-                    "picture(s) of the conversation are left out and the model asked again", self.session_id, left_out)
+                    "picture(s) %s are left out and the model asked again", self.session_id, left_out,
+                    "of earlier messages its error names" if named else "of the conversation")
         exit_reason, error, error_kind = await self._loop(turn, observer)
-        return exit_reason, error, "bad_request" if error_kind == "bad_image" else error_kind
+        return exit_reason, error, "bad_request" if error_kind == "bad_image" and not named else error_kind
 
     def _mend_loaded(self) -> None:
         """Mend a conversation this session did not write (`_mend_history`) before any of it is sent:
@@ -722,6 +731,23 @@ def _is_picture(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") == "image_url"
 
 
+def _url_of(picture: Mapping[str, Any]) -> str | None:
+    image = picture.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    return url if isinstance(url, str) else None
+
+
+def _pictures_named(error: str | None, messages: list[dict[str, Any]], asked: dict[str, Any]) -> frozenset[str]:
+    """The http(s) URLs of pictures of ``messages`` other than ``asked`` that a server's ``error`` quotes: OpenAI
+    names a picture it could not fetch ("Timeout while downloading <URL>"), an earlier message's that expired."""
+    return frozenset(
+        url for message in messages if message is not asked and _holds_picture(content := message.get("content"))
+        for part in content if _is_picture(part) and (url := _url_of(part)) and url[:4].lower() == "http"
+        and url in (error or ""))
+
+
 PICTURE_LEFT_OUT = ("[a picture, left out: the model server could not read one of the pictures of this conversation, "
                     "so none of them is sent any more]")
 """What the model reads in place of each picture left out after the server refused one of an earlier message."""
+NAMED_PICTURE_LEFT_OUT = "[a picture, left out: the model server could no longer read it]"
+"""What the model reads in place of an earlier message's picture the server's error named (`_pictures_named`)."""

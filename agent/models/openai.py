@@ -356,7 +356,7 @@ def _server_words(body: object, secrets: tuple[str, ...] = ()) -> str | None:
     ``secrets`` are scrubbed before any of it is cut: a key cut in two is matched by no mask."""
     if isinstance(body, str):
         if is_web_page(body):
-            title, words = page_text(_scrub(body, secrets))
+            title, words = (_scrub_quoted(part, secrets) for part in page_text(_scrub(body, secrets)))
             title = f"a web page titled '{_sent(title, secrets)}'" if title else "a web page"
             return f"{title}: {_sent(words, secrets)}" if words else title
         return _scrub(body.strip(), secrets) or None
@@ -461,6 +461,16 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
     return text
+
+
+def _scrub_quoted(words: str, secrets: tuple[str, ...]) -> str:
+    """``words``, a web page's as quoted (`page_text`), with ``secrets`` masked where the page's tags split one:
+    each tag stripped became a space (``sk-abc<b>def</b>`` reads ``sk-abc def``), which no mask of the page
+    itself matched, so a secret is matched here with spaces anywhere in it."""
+    for secret in secrets:
+        if spaced := r"\s*".join(re.escape(char) for char in secret if not char.isspace()):
+            words = re.sub(spaced, "[redacted]", words)
+    return words
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

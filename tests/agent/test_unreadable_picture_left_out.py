@@ -12,7 +12,7 @@ import base64
 import contextlib
 
 from agent import AgentSession, ToolRegistry
-from agent._session import PICTURE_LEFT_OUT
+from agent._session import NAMED_PICTURE_LEFT_OUT, PICTURE_LEFT_OUT
 from agent.models import OpenAIModel
 from agent.settings import ModelSettings
 from agent.testing import FakeOpenAIServer
@@ -96,3 +96,35 @@ async def test_a_picture_read_earlier_in_the_turn_and_refused_later_leaves_the_p
         assert said(session) == [f"what is this?\n\n{PICTURE_LEFT_OUT}"]
         assert [m["content"] for m in session.messages if m["role"] == "tool"] == ["a tabby"]
         assert "image_url" not in str(server.requests[-1]["messages"])
+
+
+EXPIRED = "https://cdn.example.com/cat.png?Expires=1700000000&Signature=abc"
+LINKED = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": EXPIRED}}]
+NOT_FETCHED = {"error": {"message": f"Timeout while downloading {EXPIRED}.", "type": "invalid_request_error",
+                         "param": None, "code": "invalid_image_url"}}
+
+
+async def test_an_earlier_picture_the_server_names_is_left_out_not_the_turns_own():
+    # The server named the earlier message's URL, which had expired; the turn's own picture, fine, was blamed: its
+    # message left out, the user told their picture could not be read, and each picture they sent again refused.
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_error(400, NOT_FETCHED)
+        server.push_text("a dog")
+        await session.run_turn(LINKED)
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.text) == ("completed", "a dog")
+        assert said(session) == [f"look\n\n{NAMED_PICTURE_LEFT_OUT}", PHOTO]
+        asked_again = server.requests[-1]["messages"]
+        assert EXPIRED not in str(asked_again) and asked_again[-1] == {"role": "user", "content": PHOTO}
+
+
+async def test_the_turns_own_picture_refused_once_the_named_one_is_left_out_leaves_its_message_out():
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_error(400, NOT_FETCHED)
+        server.push_error(400, UNREADABLE)
+        await session.run_turn(LINKED)
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.error_kind) == ("error", "bad_image")
+        assert said(session) == [f"look\n\n{NAMED_PICTURE_LEFT_OUT}"]

@@ -98,6 +98,20 @@ async def test_a_key_a_server_echoes_where_its_words_are_cut_is_not_half_kept():
     assert KEY[:8] not in str(error)
 
 
+@pytest.mark.parametrize("page", [
+    "<html><body><p>Invalid key sk-test-very<b>-secret-0123456789</b></p></body></html>",
+    "<html><body><p>Invalid key <span>sk-</span><span>test-very-secret-0123456789</span></p></body></html>",
+    "<html><body><p>Invalid key sk-test-<wbr>very-&#115;ecret-<wbr>0123456789</p></body></html>",
+    "<html><head><title>Invalid key sk-test-<i>very</i>-secret-0123456789</title></head><body>x</body></html>",
+], ids=["bold", "spans", "wbr-and-entity", "title"])
+async def test_a_key_the_pages_tags_split_is_masked_in_the_words_quoted(page):
+    # The page was masked before its tags were stripped, each of which became a space: the key, split by them in
+    # the page, was quoted whole but for a space ("sk-test-very -secret-0123456789").
+    error, _ = await refused(403, page)
+    assert error.kind == "auth" and "[redacted]" in str(error)
+    assert KEY[:12] not in str(error) and KEY[-12:] not in str(error)
+
+
 @pytest.mark.parametrize("page", ["<!DOCTYPE html>" + "<title>" * 4600, "<html>" + "<title>x</title " * 2000],
                          ids=["openings", "closings-unended"])
 async def test_a_page_crafted_of_title_openings_costs_the_event_loop_little(page):
