@@ -7,12 +7,15 @@ more stop. What says a chat is lost, and in which words, is the platform's own (
 
 A telling in a task of its own (`LostChats.lost`) is the adapter's to finish: a store that refuses it is asked
 again, from `RETRY_FIRST` on, until it takes it, the chat is back, or the adapter closes. Back meanwhile, the stop
-is not told: it would end the chat's new work.
+is not told: it would end the chat's new work. A chat's tellings are told one after another, and a message of the
+chat is handed over once the one under way has ended (`LostChats.settled`): a stop taking effect after it would
+end the message's turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 
@@ -33,10 +36,13 @@ class LostChats:
         self._platform, self._kind = platform, kind
         self._log = logging.getLogger(f"platforms.{platform}")
         self._lost: ChatLost | None = None
-        self._gone: OrderedDict[str, object] = OrderedDict()
-        """Each chat told lost, with a token of that loss: a telling still asking a refusing store gives up once
-        the chat is back (or lost anew, told by a telling of its own), else it would stop the chat's new work."""
+        self._gone: OrderedDict[str, asyncio.Event] = OrderedDict()
+        """Each chat told lost, with a token of that loss, set once the chat is no longer lost by it: a telling still
+        asking a refusing store gives up once the chat is back (or lost anew, told by a telling of its own), else
+        it would stop the chat's new work."""
         self._telling: set[asyncio.Task[None]] = set()
+        self._latest: dict[str, asyncio.Task[None]] = {}
+        """Each chat's latest telling under way, which waits for the chat's earlier ones."""
 
     def bind(self, lost: ChatLost) -> None:
         self._lost = lost
@@ -63,16 +69,24 @@ class LostChats:
         if self._lost is None or chat_id in self._gone:
             return
         loss = self._remember(chat_id)  # now: the chat's next parts, refused meanwhile, tell nothing more
-        task = asyncio.create_task(self._tell(self._lost, chat_id, why, loss),
+        task = asyncio.create_task(self._tell(self._lost, chat_id, why, loss, self._latest.get(chat_id)),
                                    name=f"{self._platform}-chat-lost-{chat_id}")
         self._telling.add(task)
-        task.add_done_callback(self._telling.discard)
+        self._latest[chat_id] = task
+        task.add_done_callback(lambda _: self._ended(chat_id, task))
+
+    async def settled(self, chat_id: str) -> None:
+        """Wait until the tellings of ``chat_id`` under way (`lost`) have ended: told, given up, or cut off by
+        `close`. Call it after `back`, before handing over a message of the chat: a telling asking a refusing
+        store again then gives up at once, and one the gateway is taking ends before the message's turn begins."""
+        if (task := self._latest.get(chat_id)) is not None:
+            await asyncio.wait((task,))
 
     def back(self, chat_id: str) -> bool:
         """The bot may write to ``chat_id`` again: a later loss is told. Whether it was told lost."""
-        if chat_id not in self._gone:
+        if (loss := self._gone.pop(chat_id, None)) is None:
             return False
-        del self._gone[chat_id]
+        loss.set()
         return True
 
     async def close(self) -> None:
@@ -83,14 +97,17 @@ class LostChats:
         if self._telling:
             await asyncio.wait(list(self._telling))
 
-    async def _tell(self, lost: ChatLost, chat_id: str, why: str, loss: object) -> None:
+    async def _tell(self, lost: ChatLost, chat_id: str, why: str, loss: asyncio.Event,
+                    after: asyncio.Task[None] | None) -> None:
         try:
+            if after is not None:
+                await asyncio.wait((after,))
             await self._until_told(lost, chat_id, why, loss)
         except asyncio.CancelledError:
             self._forget(chat_id, loss)  # closed before the store took it: started again, its next refusal tells it
             raise
 
-    async def _until_told(self, lost: ChatLost, chat_id: str, why: str, loss: object) -> None:
+    async def _until_told(self, lost: ChatLost, chat_id: str, why: str, loss: asyncio.Event) -> None:
         delay = RETRY_FIRST
         while self._gone.get(chat_id) is loss:
             try:
@@ -106,17 +123,23 @@ class LostChats:
                               "%s: the stop of %s %s's work (%s) was not recorded (%s: %s); asking again in %.1f s,"
                               " and until it is", self._platform, self._kind, chat_id, why, type(exc).__name__, exc,
                               delay)
-            await asyncio.sleep(delay)
+            with contextlib.suppress(TimeoutError):  # the chat back meanwhile ends the wait: nothing more to tell
+                await asyncio.wait_for(loss.wait(), delay)
             delay = min(delay * 2, RETRY_MAX)
 
-    def _remember(self, chat_id: str) -> object:
-        self._gone[chat_id] = loss = object()
+    def _ended(self, chat_id: str, task: asyncio.Task[None]) -> None:
+        self._telling.discard(task)
+        if self._latest.get(chat_id) is task:
+            del self._latest[chat_id]
+
+    def _remember(self, chat_id: str) -> asyncio.Event:
+        self._gone[chat_id] = loss = asyncio.Event()
         self._gone.move_to_end(chat_id)
         while len(self._gone) > REMEMBERED:
-            self._gone.popitem(last=False)
+            self._gone.popitem(last=False)[1].set()
         return loss
 
-    def _forget(self, chat_id: str, loss: object) -> None:
+    def _forget(self, chat_id: str, loss: asyncio.Event) -> None:
         """``loss`` of ``chat_id`` was not told: its next refusal tells it, unless the chat was lost anew since."""
         if self._gone.get(chat_id) is loss:
             del self._gone[chat_id]

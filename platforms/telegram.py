@@ -23,15 +23,15 @@ between the two: the edit is kept in the gateway's store (`bind_last_seen`), whi
 nothing else (Telegram serves what came while the gateway was down: there is no catch-up to make).
 The bot blocked by a user or removed from a group (``my_chat_member``, also asked for), or a write Telegram refuses
 as such, tells the gateway once that it can no longer write to the chat (`LosesChats`,
-`platforms.telegram_membership`): it stops the chat's work.
+`platforms.telegram_membership`): it stops the chat's work. While polling, beside the later updates (`_on_membership`).
 
 Receiving, and what happens around restarts:
 
 - polling (default): aiogram's ``Dispatcher`` long-polls ``getUpdates``. It confirms an
   update only with the ``offset`` of its *next* getUpdates call, and we run it with
   ``handle_as_tasks=False``, so that next call is made only after the sink has returned
-  for every update of the batch. An update the gateway has not recorded is therefore
-  never confirmed: when the sink raises, the update is handed over again (after 0.5 s,
+  for every update of the batch (but a ``my_chat_member``'s stop: `_on_membership`). An update the gateway has
+  not recorded is therefore never confirmed: when the sink raises, the update is handed over again (after 0.5 s,
   doubling to 5 s) until it is recorded, and polling waits meanwhile. One that was
   recorded but not yet confirmed when the process stopped is served again after a
   restart (at-least-once; the inbox dedups it). Errors while
@@ -472,9 +472,14 @@ class TelegramAdapter:
 
     async def _on_membership(self, update: ChatMemberUpdated, event_update: Update) -> None:
         """The bot's status in a chat changed (``my_chat_member``): removed or blocked, the gateway stops the chat's
-        work (`LosesChats`), once that is recorded confirmed to Telegram as a message is (`_until_recorded`); added
-        back or unblocked, the chat's next message is answered as any. By the chat's id as the gateway knows it
-        (a supergroup's, the group's it was)."""
+        work (`LosesChats`); added back or unblocked, the chat's next message is answered as any. By the chat's id
+        as the gateway knows it (a supergroup's, the group's it was).
+
+        Polling hands updates over one after another: the stop (a journal commit, longer on a distributed engine)
+        runs in a task of its own (`Membership.lost`, asked again while the store refuses it), or every other
+        chat's messages would wait for it; a message of the chat waits for it (`_hand_over`). A webhook's requests
+        run side by side: there the stop is confirmed to Telegram, as a message is, once it is recorded
+        (`_until_recorded`)."""
         here = str(update.chat.id)
         chat = self._moves.moved_from.get(here, here)
         if (why := gone(update)) is None:
@@ -483,6 +488,9 @@ class TelegramAdapter:
             return
         log.debug("telegram: update %s: the bot is %s in chat %s", event_update.update_id,
                   update.new_chat_member.status, chat)
+        if self.mode == "polling":
+            self._membership.lost(chat, why)
+            return
         await self._until_recorded(f"the bot's removal from chat {chat} (update {event_update.update_id})",
                                    lambda _: self._membership.tell(chat, why))
 
@@ -563,6 +571,8 @@ class TelegramAdapter:
 
     async def _hand_over(self, inbound: Inbound) -> None:
         self._membership.back(inbound.chat_id)  # someone writes there: the bot is in the chat
+        # The chat's stop under way (`_on_membership`) first: taking effect after it, it would end its turn.
+        await self._membership.settled(inbound.chat_id)
 
         async def record(sink: InboundSink) -> None:
             self._comments.handed(inbound, await sink(inbound))

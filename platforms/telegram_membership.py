@@ -5,9 +5,10 @@ private chat, a group that removes it ``left`` or ``kicked`` there (``restricted
 been restricted); unblocked or added back, it is a member again. A write Telegram refuses as the bot's blocked or
 removed says the same when that update never came: sent while the gateway was down for over a day (Telegram keeps
 updates 24 h), or before the gateway asked for it. The gateway is told once per chat, until the bot may write
-there again (a member once more, or a message of the chat handed over: `platforms.chat_losses`). The update is
-confirmed to Telegram once the gateway took the stop (`tell`); a refused write tells it in a task of its own, a
-store that refuses it asked again until it takes it, the bot is back there or the adapter closes.
+there again (a member once more, or a message of the chat handed over: `platforms.chat_losses`). A webhook's update
+is confirmed to Telegram once the gateway took the stop (`tell`); polling's, and a refused write, tell it in a task
+of its own (`lost`), a store that refuses it asked again until it takes it, the bot is back there or the adapter
+closes.
 """
 
 from __future__ import annotations
