@@ -204,8 +204,10 @@ def _message(r: OutboxRow) -> dict[str, Any]:
 
 
 def _letter(d: Any) -> dict[str, Any]:
+    # A damaged letter (`DeadLetter.damaged`) names no platform, chat or event: the page names it by its id.
     return {"id": d.id, "platform": d.platform, "chat_id": d.chat_id, "event_id": d.event_id,
-            "attempts": d.attempts, "error": _error(d.error), "dead_at": d.dead_at, "text": _preview(d.text)}
+            "attempts": d.attempts, "error": _error(d.error), "dead_at": d.dead_at, "text": _preview(d.text),
+            "damaged": d.damaged is not None}
 
 
 def _error(error: str | None) -> str | None:

@@ -186,7 +186,9 @@
   // What a row's buttons act on, in their names: a screen reader's list of the page's buttons read
   // "Stop, Stop, Dismiss, Dismiss…", the same for every chat and message.
   const message = (m) => "the message to " + chat(m.platform, m.chat_id) + " " + quoted(m.text);
-  const letter = (d) => "the event from " + chat(d.platform, d.chat_id) + " " + quoted(d.text);
+  // One that does not read back names no chat: by its id, as `switchboard inbox dead` lists it (its text says why).
+  const letter = (d) => d.damaged ? "dead letter " + d.id + " " + d.text
+    : "the event from " + chat(d.platform, d.chat_id) + " " + quoted(d.text);
 
   function drawOutbox(outbox) {
     $("outbox-counts").textContent = outbox.pending === null ? "could not be read" : outbox.pending + " pending · " + outbox.failed + " failed · " + outbox.dead + " dead letters";
@@ -202,12 +204,14 @@
         action("Dismiss", message(m), "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it",
           "Give up on this message to " + chat(m.platform, m.chat_id) + " for good? It is never sent.")))));
     $("dead").replaceChildren(...outbox.dead_letters.map((d) => el("tr", { "data-letter-id": d.id },
-      td(chat(d.platform, d.chat_id)), td(d.event_id, "id"), el("td", {}, since(d.dead_at, null, " ago")),
+      td(d.damaged ? "" : chat(d.platform, d.chat_id)), td(d.event_id, "id"),
+      el("td", {}, since(d.dead_at, null, " ago")),
       td(d.attempts), td(d.error, "error"), td(d.text, "text"),
       el("td", {}, action("Retry", letter(d), "/console/api/dead-letters/" + d.id + "/retry", "",
         "Hand it back to the gateway (as switchboard inbox retry does)"),
         action("Dismiss", letter(d), "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it",
-          "Forget this event from " + chat(d.platform, d.chat_id) + " for good? It is never handled.")))));
+          "Forget " + (d.damaged ? "dead letter " + d.id : "this event from " + chat(d.platform, d.chat_id))
+            + " for good? It is never handled.")))));
     $("pending").replaceChildren(...outbox.pending_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind + (m.op !== "send" ? " (" + m.op + ")" : "")),
       el("td", {}, since(m.created_at, null, " ago")), td(m.attempts), td(m.error, "error"), td(m.text, "text"),
