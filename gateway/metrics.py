@@ -20,6 +20,9 @@ database is down could never be read at the moment it is.
 Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
 user, session or message id. A model's name is what the provider answered as, so it is
 bounded too: the first `MAX_MODELS` names seen, then ``other`` (`GatewayMetrics.model_label`).
+The turns and deliveries of each platform are on the page at zero from the start, each kind
+and outcome: Prometheus sees no increase in a series that first appears at 1, so an alert on
+``increase(...{outcome="failed"}[…]) > 0`` missed the first failure of each process.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ provider's reply gives (``gpt-4o-2024-08-06`` for ``gpt-4o``, a router's pick): 
 puts a new one in each reply would otherwise add series without end, until Prometheus chokes."""
 MAX_MODEL_NAME = 100
 OTHER_MODEL = "other"
+TURN_KINDS = ("message", "completion")
+TURN_OUTCOMES = ("done", "stopped", "superseded", "shutdown", "failed")
+"""As `gateway.replies.outcome` tells them."""
+DELIVERY_KINDS = ("reply", "completion", "notice", "interim", "command")
+DELIVERY_OUTCOMES = ("sent", "failed")
 
 
 class GatewayMetrics(GatewayListener):
@@ -110,11 +118,17 @@ class GatewayMetrics(GatewayListener):
             self.inbound_events.labels(platform)
             self.duplicates.labels(platform)
             self.limited.labels(platform)
+            for kind in TURN_KINDS:
+                for outcome in TURN_OUTCOMES:
+                    self._child(self.turns, platform, kind, outcome)
+            for kind in DELIVERY_KINDS:
+                for outcome in DELIVERY_OUTCOMES:
+                    self._child(self.deliveries, platform, kind, outcome)
         r.register(_Live(self, store, sessions, children, connections))
 
     def exposition(self) -> bytes:
-        """The registry in Prometheus' text format (`CONTENT_TYPE`)."""
-        return generate_latest(self.registry)
+        """The registry in Prometheus' text format (`CONTENT_TYPE`), without the ``_created`` series."""
+        return generate_latest(_WithoutCreated(self.registry))
 
     def hooks(self, hooks: HookRegistry) -> None:
         hooks.register("subagent_stop", self._child_stopped)
@@ -211,6 +225,22 @@ class GatewayMetrics(GatewayListener):
             self._odd_cost_logged = True
             log.warning("metrics: model %r reported a cost of %r US dollars; switchboard_model_cost_usd leaves out"
                         " every such cost", model, cost_usd)
+
+
+class _WithoutCreated(Collector):
+    """``registry`` less the ``<name>_created`` sample prometheus_client adds to each series of a counter or
+    histogram. The classic text format has no place for it: Prometheus stores it as a gauge family of its own,
+    one more series per series, named nowhere in the docs. Left out here, not by the process-wide switch
+    (`prometheus_client.disable_created_metrics`), which would change an embedding application's own page."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Any]:
+        for family in self._registry.collect():
+            created = f"{family.name}_created"
+            family.samples = [s for s in family.samples if s.name != created]
+            yield family
 
 
 class _Live(Collector):
