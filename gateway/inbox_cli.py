@@ -163,8 +163,9 @@ def _list(letters: list[DeadLetter], out: TextIO) -> int:
             continue
         preview = redacted_cut(letter.text, PREVIEW_CHARS, _cut, read=2 * PREVIEW_CHARS)
         error = " ".join(redact(letter.error or "").split())
+        tries = "(attempts unreadable)" if letter.attempts is None else f"{letter.attempts} attempts"
         print(f"{letter.id}  {dead}  {_inert(letter.platform)} chat {_inert(letter.chat_id)}"
-              f"  event {_inert(letter.event_id)}  {letter.attempts} attempts  {_inert(error)}", file=out)
+              f"  event {_inert(letter.event_id)}  {tries}  {_inert(error)}", file=out)
         print(f"    {preview!r}", file=out)
     print(f"`switchboard inbox retry ID` hands one back to the gateway, `switchboard inbox dismiss ID` drops it"
           f" ({len(letters)} dead letters)", file=out)

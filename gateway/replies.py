@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from typing import Any
 
 from agent import TurnResult, exceeds_context, model_failure_kind
 from gateway.logging import redact
@@ -45,6 +46,11 @@ REFUSED = ("Sorry — the model provider refused the request as one the model th
            "changes the model or its settings.")
 PICTURE_UNREADABLE = ("Sorry — the model provider could not read the picture you sent, so I have left that message "
                       "out of our conversation. Please send the picture in another format, or describe it in words.")
+PICTURES_UNREADABLE = ("Sorry — the model provider could not read one of the pictures you sent, so I have left that "
+                       "message out of our conversation. Please send the pictures in another format, or describe them "
+                       "in words.")
+"""`PICTURE_UNREADABLE` for a message of several pictures (an album): the provider refuses the request for any one
+of them, and does not say which."""
 REGION_REFUSED = ("Sorry — the model provider refuses requests from where this gateway runs (its country or its "
                   "network), so I cannot answer until the operator fixes that.")
 SUMMARY_FAILED = ("(Our conversation had grown long, and the model could not summarise its earlier part just now: "
@@ -89,10 +95,11 @@ def _wait(seconds: float) -> str:
     return f"{round(seconds / 86400)} days"
 
 
-def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> str | None:
+def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pictures: int = 0) -> str | None:
     """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
     None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``, ``send_file``),
-    so a completed turn without a final answer has said what it had to."""
+    so a completed turn without a final answer has said what it had to. ``pictures``: how many the turn's
+    message held (`pictures_in`), for the news of one the provider could not read."""
     if result is None:
         text = CRASHED
     elif result.exit_reason == "error":
@@ -100,7 +107,9 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
         log.warning("turn %s ended early: the model call failed: %s%s", result.turn_id, result.error or "no detail",
                     operator_hint(result.error_kind))
         filtered_results = kind == "completion" and result.error_kind == "content_filter"
-        text = RESULTS_FILTERED if filtered_results else _PERMANENT.get(result.error_kind or "") or (
+        several = result.error_kind == "bad_image" and pictures > 1  # an album: which one, the provider does not say
+        permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
+        text = RESULTS_FILTERED if filtered_results else permanent or (
             TOO_LONG if exceeds_context(result.error or "")
             else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after))
         if result.text:
@@ -118,6 +127,11 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False) -> 
     if not text or (kind == "completion" and is_silence(text)):
         return None
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
+
+
+def pictures_in(content: str | list[dict[str, Any]] | None) -> int:
+    """How many pictures a turn's input holds: its ``image_url`` parts (`gateway.attachments.turn_input`)."""
+    return 0 if not isinstance(content, list) else sum(part.get("type") == "image_url" for part in content)
 
 
 def is_silence(text: str) -> bool:

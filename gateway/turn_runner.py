@@ -33,7 +33,15 @@ from gateway.notices import Notifier
 from gateway.outbox import Outbox
 from gateway.owed_ends import OwedEnds, answer_shown, answered_before
 from gateway.progress_card import ProgressCard
-from gateway.replies import SILENCE, SUPPRESSED_NOTES, SUPPRESSED_REASONS, UNASKED_STOPS, outcome, reply_text
+from gateway.replies import (
+    SILENCE,
+    SUPPRESSED_NOTES,
+    SUPPRESSED_REASONS,
+    UNASKED_STOPS,
+    outcome,
+    pictures_in,
+    reply_text,
+)
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
@@ -468,6 +476,7 @@ class TurnRunner:
             progress.start()
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
+        pictures = 0  # its input's: one the provider cannot read is "one of" an album's
         untold: EndMessage | None = None  # those notes, the store refused: the answer to owe
         crashed = False
         stop = self._stops[running.run_id] = asyncio.Event()
@@ -481,7 +490,7 @@ class TurnRunner:
                 elif item.delegation_id is not None:
                     await self._begin_delivery(item.delegation_id)
                 content, untold = await self._input(session, item, running, stop, refused)
-                answered = content is None
+                answered, pictures = content is None, pictures_in(content)
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
                     interim = functools.partial(self._withheld if quiet else self._interim, refused, running)
@@ -524,7 +533,7 @@ class TurnRunner:
 
         text = None
         if not running.suppressed and not answered and not running.shutdown:
-            reply = reply_text(item.kind, result, spoke=running.said + running.files > 0)
+            reply = reply_text(item.kind, result, spoke=running.said + running.files > 0, pictures=pictures)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()

@@ -22,8 +22,10 @@ SCHEMA = (
         id INTEGER PRIMARY KEY AUTOINCREMENT, platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL,
         turn_id TEXT, attempts INTEGER NOT NULL, error TEXT, received_at REAL NOT NULL, dead_at REAL NOT NULL)""",
 )
-_COLUMNS = f"id, {as_bytes('platform', 'event_id', 'payload', 'turn_id', 'error')}, attempts, received_at, dead_at"
-"""Its text read as bytes (`gateway.store.unreadable_rows`): one letter of no UTF-8 failed every read of many."""
+_COLUMNS = "id, " + as_bytes("platform", "event_id", "payload", "turn_id", "error", "attempts", "received_at",
+                             "dead_at")
+"""Read as bytes where they hold text (`gateway.store.unreadable_rows`), its numbers too: one letter of no UTF-8 in
+any column failed every read of many."""
 _DAMAGED_TEXT = "(could not be read back: a hand edit, a damaged write; kept as it is)"
 
 
@@ -35,14 +37,16 @@ class DeadLetter:
     payload: str
     """The event as the inbox stored it (JSON of its `platforms.base.Inbound` fields)."""
     turn_id: str | None
-    attempts: int
+    attempts: int | None
+    """None where the store holds no whole number there (a hand edit, a damaged write)."""
     error: str | None
     """The error of the last attempt, as logged (never the message text)."""
     received_at: float
     dead_at: float
     damaged: str | None = None
-    """Why the row does not read back (its text no UTF-8, its payload no JSON object: an exception's type, never
-    its text), None when it does. A damaged letter holds only its id, attempts and times, and `text` says so."""
+    """Why the row does not read back (a column of no UTF-8, its payload no JSON object: an exception's type, never
+    its text), None when it does. A damaged letter holds only its id, attempts and times (None where they are no
+    number), and `text` says so."""
 
     @property
     def chat_id(self) -> str:
@@ -110,13 +114,22 @@ class DeadLetters:
 def _letter(r: tuple) -> DeadLetter:
     """The letter of a `_COLUMNS` row; one that does not read back as a `DeadLetter.damaged` one: raised, it
     failed every list of them (`switchboard inbox dead`, the console's), and SQLite's error quoted its text."""
-    letter_id, *columns, attempts, received_at, dead_at = r
+    letter_id, *columns = r
     try:
-        platform, event_id, payload, turn_id, error = map(text, columns)
+        platform, event_id, payload, turn_id, error, attempts, received_at, dead_at = map(text, columns)
         json.loads(payload).get("chat_id")  # what `DeadLetter.chat_id` and `text` read
     except UNREADABLE as exc:
-        return DeadLetter(letter_id, "", "", "", None, attempts, None, received_at, dead_at, type(exc).__name__)
-    return DeadLetter(letter_id, platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)
+        attempts, received_at, dead_at = (v if isinstance(v, int | float) else None for v in columns[-3:])
+        return DeadLetter(letter_id, "", "", "", None, _count(attempts), None, received_at, dead_at,
+                          type(exc).__name__)
+    # A time that is no number is kept as it is: the listing says so, and the next start mends it (`damaged_times`).
+    return DeadLetter(letter_id, platform, event_id, payload, turn_id, _count(attempts), error, received_at, dead_at)
+
+
+def _count(attempts: object) -> int | None:
+    """A letter's attempts, None for what is no whole number (a text, a blob): printed, a hand edit's text could
+    hold a terminal's control sequences."""
+    return attempts if isinstance(attempts, int) else None
 
 
 def _no_event(payload: str) -> str | None:
