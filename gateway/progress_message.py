@@ -80,13 +80,16 @@ class ProgressMessage:
         if rest:
             self._outbox.drop(*self._chat, lambda row: row.key in rest)
 
-    def finish(self, final: str | None, *, delete: bool) -> None:
+    def finish(self, final: str | None, *, delete: bool) -> bool:
         """The work is over: delete the message (where the platform can; else it reads
         ``final``), or edit it to ``final``; with ``final`` None (a platform that cannot change
         it), leave it as it is. One that has not reached the chat yet never will, nor its final line,
-        also where its send failed for good (`Outbox.withdraw`): after the answer it would be news of nothing."""
-        if not self.exists or self._outbox.withdraw(*self._chat, self.target) or final is None:
-            return
+        also where its send failed for good (`Outbox.withdraw`): after the answer it would be news of nothing.
+        False when so, or when there was none: the chat was never shown the work."""
+        if not self.exists or self._outbox.withdraw(*self._chat, self.target):
+            return False
+        if final is None:
+            return True
         key = f"{self._key}-final-{self._run_id}"
         if delete:
             self._outbox.enqueue_delete(*self._chat, self.target, final, key=key)
@@ -97,6 +100,7 @@ class ProgressMessage:
         for extra in self._outbox.extra_messages(self._key):
             name = extra.removeprefix(self._key).translate(_PLAIN)  # no ':' or '/': a key of its own, not a part's
             self._outbox.enqueue_delete(*self._chat, extra, final, key=f"{key}-extra{name}")
+        return True
 
 
 def covered_by(own: ProgressMessage, other: ProgressMessage) -> Callable[[], bool]:

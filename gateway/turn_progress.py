@@ -57,11 +57,12 @@ class TurnProgress:
         return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.parent_turn_id == turn]
 
     def finish(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
-               elapsed: float, subagents: int, endings: str = "") -> None:
+               elapsed: float, subagents: int, endings: str = "") -> bool:
+        """False when the chat was never shown the turn's progress message (`ProgressMessage.finish`)."""
         # An earlier run's notice, finished by a run whose notices are off (interval 0): timed to the second.
         interval = display.notify_interval if display.progress != "card" and display.notify_interval > 0 else 1.0
         final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
-        self.message(session, running).finish(final, delete=display.progress_final == "delete")
+        return self.message(session, running).finish(final, delete=display.progress_final == "delete")
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
         if running.question is not None:

@@ -29,7 +29,7 @@ from gateway.events import GatewayEvents
 from gateway.idle_owed_ends import PAY_AGAIN_FIRST, PAY_AGAIN_MAX, IdleOwedEnds
 from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within
 from gateway.logging import log_context
-from gateway.notices import Notifier
+from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
 from gateway.owed_ends import OwedEnds, answer_shown, answered_before
 from gateway.progress_card import ProgressCard
@@ -59,6 +59,10 @@ CompletionEnded = Callable[[str, str, str | None], None]
 delivered, or silenced (``NO_REPLY``, ``/stop``, ``/new``). Called in the commit of its reply."""
 TRACKS_TURN_IDS = frozenset({"webhook"})
 """Platforms whose callers follow each turn id: a turn cut short still ends with a short note."""
+SAYS_SUPERSEDED = frozenset({"local"})
+"""Platforms where a turn stopped for the next message says so even when its progress message never showed (the
+terminal: no typing indicator, nothing else of the turn on screen). Stopped before its first notice, it vanished
+without a line: lost, stopped or still running, the screen could not tell."""
 Failed = Callable[[Inbound, str | None, BaseException], object]
 """``failed(event, turn_id, error)``: handling ``event`` failed (`gateway.dead_letters`: tried again, or set aside)."""
 CompletionFailed = Callable[[str, BaseException], None]
@@ -274,7 +278,13 @@ class TurnRunner:
             # card the first run finalised: the chat saw that turn end, and "Stopped" stood above its answer.
             with refused.noting("its progress message", holds=False):
                 if not (stopped.quiet and self._finished_before(session, stopped)):
-                    self._progress.finish(session, stopped, self._display(session.platform), outcome(None, why), 0.0, 0)
+                    how = outcome(None, why)
+                    shown = self._progress.finish(session, stopped, self._display(session.platform), how, 0.0, 0)
+                    if not shown and why == "superseded" and session.platform in SAYS_SUPERSEDED:
+                        # What its progress message would have come to read. Not a notice: notices yield to every
+                        # other part (`PROGRESS_KINDS`), and this one could follow the next message's answer.
+                        self._send(session, final_text(how, 0.0), kind="command", key=f"{stopped.turn_id}:stopped",
+                                   turn_id=stopped.turn_id)
         running = session.running
         for turn_id, event in waiting:
             self._forget_replay(turn_id)  # it never begins now

@@ -10,7 +10,9 @@ arrow keys, Home/End, Ctrl-R and this session's history work, and a reply that
 arrives while you type is printed above the prompt with your half-typed line
 redrawn as readline drew it, every row of it, readline's cursor where it was (read from
 the library: `platforms.local_tty.typed_line`). Keys typed while the chat still handles the
-line before are shown once, by the next read (the terminal's echo is off between reads).
+line before are shown once, by the next read (the terminal's echo is off between reads). A terminal that did
+not echo when the chat began is not made to (Emacs's shell buffer, which shows what is typed itself: each line
+typed showed twice there), and readline draws no keys on it.
 The terminal's settings are restored when the chat ends, however it ends, and taken again when
 the chat runs on after a stop (Ctrl-Z, then the shell's ``fg``: `_resumed`). Bytes that are
 not valid in the terminal's encoding become U+FFFD.
@@ -19,7 +21,9 @@ Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off whi
 chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
-whole chat instead, printing nothing and waiting out the running turn's shutdown grace.
+whole chat instead, printing nothing and waiting out the running turn's shutdown grace. A turn that a line
+typed next stops (``display.busy_input_mode: interrupt``) says so too, ``⏹ Stopped for your next message``,
+also before its first notice showed (`gateway.turn_runner.SAYS_SUPERSEDED`).
 A reader that fails (the gateway could not record a message for want of storage, or the terminal could not
 be read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more. A message the
 gateway fails on otherwise (a fault it trips) is answered that it could not be handled, and the chat goes on.
@@ -99,6 +103,7 @@ from platforms.local_reader import Lines, PromptDraw
 from platforms.local_screen import height, moves_cursor, printable, prompt_again, prompt_start, rows, shown, width
 from platforms.local_tty import (
     cursor_after,
+    echoes,
     ended_in_line_mode,
     keys_for_the_chat,
     line_editing,
@@ -181,6 +186,7 @@ class LocalAdapter:
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._ended_early = False  # Ctrl-D was pressed before the chat took the terminal (`start`)
         self._saved_tty: Any = None
+        self._echoes = False  # the terminal showed what was typed when the chat took it (`platforms.local_tty.echoes`)
         self._retake = False  # resumed after a stop: the read under way ends in the shell's modes (`_resumed`)
         self._on_resume: asyncio.AbstractEventLoop | None = None  # the loop handling SIGCONT, until `stop`
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
@@ -198,6 +204,7 @@ class LocalAdapter:
         if self._input is sys.stdin and _isatty(self._input) and self._terminal:  # a dumb one too: no escapes
             self._readline = line_editing()
             self._saved_tty = tty_state(self._input)
+            self._echoes = echoes(self._saved_tty)
             if self._readline is not None:
                 self._ended_early = ended_in_line_mode(self._input)  # Ctrl-D pressed as the gateway started
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
@@ -363,7 +370,7 @@ class LocalAdapter:
             self._prompt_draw.drawing()
             set_hook(self._prompt_draw.drawn)
         self._prompting = not leaving
-        self._echo(True)  # readline draws what it reads only on a terminal it finds echoing
+        self._echo(self._echoes)  # readline draws what it reads only on a terminal it finds echoing
         try:
             line = input("" if leaving else PROMPT)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
@@ -431,7 +438,7 @@ class LocalAdapter:
 
     async def _next_message(self, lines: Lines) -> str | TooLong | None:
         """One message (`platforms.local_messages.next_message`); None at end of input."""
-        return await next_message(lines.next, lines.keep_end, self._input, editing=self._readline is not None)
+        return await next_message(lines.next, lines.keep, self._input, editing=self._readline is not None)
 
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the

@@ -6,8 +6,8 @@ line, in order (`commands_alone`). Pasted at once: with line editing, lines alre
 within `PASTE_WINDOW`, when one ends; from a pipe, a file or a terminal without line editing, the lines
 readable at once when the reader looks, however late its thread runs (`platforms.local_input`), never a
 timer between lines. Ctrl-C pressed at readline's prompt (`CTRL_C`) is a message of its own, never
-joined with the lines after it. A message over `MAX_TEXT` characters, the web chat's limit, is `TooLong`:
-none of it is sent.
+joined with the lines after it, nor with those entered just before it. A message over `MAX_TEXT` characters,
+the web chat's limit, is `TooLong`: none of it is sent.
 
 Apart from `platforms.local`: what a message is does not depend on how the lines were read (the reader
 thread, `platforms.local_reader`) nor on what the chat does with it (the adapter).
@@ -52,7 +52,7 @@ def pressed_ctrl_c(text: str, *, editing: bool) -> bool:
     return editing and CTRL_C in text
 
 
-async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep_end: Callable[[], None],
+async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep: Callable[[str], None],
                        stream: TextIO, *, editing: bool) -> str | TooLong | None:
     """One message: a line, plus lines pasted with it (they arrive together: with line editing,
     typed ahead within `PASTE_WINDOW`; else read at once, `platforms.local_input.reader_of`) or continued
@@ -61,7 +61,8 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
     (`platforms.local_input.Cut`: the reader drops its rest itself).
 
     ``next_line(timeout)`` is the next line read ("" at the end of input; TimeoutError after ``timeout``);
-    ``keep_end`` puts an end of input back for the next read, when it ends a message begun."""
+    ``keep(line)`` puts a line read back for the next read: an end of input ("") that ends a message begun, or
+    a Ctrl-C pressed within `PASTE_WINDOW` of the message's last line."""
     read = await next_line(None)
     if not read:
         return None
@@ -87,7 +88,14 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
         except TimeoutError:
             break
         if not read:
-            keep_end()  # keep the EOF for the next read
+            keep(read)  # keep the EOF for the next read
+            break
+        if not continued and pressed_ctrl_c(read, editing=editing):
+            # Lines entered, then Ctrl-C (arriving together over a slow ssh link): joined, the message held the key,
+            # and the chat dropped every line of it as typed at an idle prompt, silently. They are sent, and the
+            # key, read next, stops their turn ("Stopped the running turn."). One ending a line continued with a
+            # backslash drops that line, as a shell's Ctrl-C drops a command continued so.
+            keep(read)
             break
     return "\n".join(parts) if size <= MAX_TEXT else TooLong()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
@@ -35,6 +36,7 @@ class Lines:
         # and, the chat ending on it, the shell's line is left with a stray "you> ".
         self._wanted = threading.Semaphore(0)
         self._asked = False  # a read has been asked for and its line has not arrived yet
+        self._kept: deque[str] = deque()  # lines put back (`keep`), taken before any read
 
     def read_on(self) -> None:
         """Start a reader thread (again, once one ended at a terminal's Ctrl-D: Ctrl-C is still read)."""
@@ -45,6 +47,8 @@ class Lines:
     async def next(self, timeout: float | None = None) -> str:
         """The next line read, asking the reader for one when none is waiting; TimeoutError after
         ``timeout``; what the reader raised, when reading failed (`LocalAdapter._read_ended` ends the chat)."""
+        if self._kept:
+            return self._kept.popleft()
         if self._edit_line is not None and self._queue.empty() and not self._asked:  # else it reads ahead, unasked
             self._asked = True
             self._wanted.release()
@@ -53,9 +57,9 @@ class Lines:
             raise line
         return line
 
-    def keep_end(self) -> None:
-        """Put an end of input back, for the next `next`."""
-        self._queue.put_nowait("")
+    def keep(self, line: str) -> None:
+        """Put ``line`` back (an end of input, ""), for the next `next`."""
+        self._kept.append(line)
 
     def _arrived(self, line: str | Exception) -> None:
         self._asked = False

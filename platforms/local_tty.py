@@ -2,7 +2,8 @@
 
 `platforms.local` turns readline on (`line_editing`), takes the terminal's settings as the chat
 starts (`tty_state`) and a Ctrl-D pressed while it started (`ended_in_line_mode`), hands the keys
-to the chat (`keys_for_the_chat`), turns echo on for each readline read only (`set_echo`), and
+to the chat (`keys_for_the_chat`), turns echo on for each readline read only (`set_echo`), where the terminal
+echoed (`echoes`), and
 gives the settings back as they were when the chat ends, however it ends (`restore_tty`).
 
 A message printed while a line is typed goes from the start of the line's first row
@@ -93,6 +94,17 @@ def ended_in_line_mode(stream: TextIO) -> bool:
         waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
         return waiting == 0 and os.read(fd, 1) == b""
     return False
+
+
+def echoes(state: Any) -> bool:
+    """Whether a terminal in ``state`` (`tty_state`) showed the keys typed. Not Emacs's shell buffer: Emacs turns
+    its subprocesses' echo off, as it shows what is typed itself and sends a line once it is entered (nor one set
+    ``stty -echo``)."""
+    if state is None:
+        return False
+    import termios  # noqa: PLC0415
+
+    return bool(state[3] & termios.ECHO)
 
 
 def set_echo(stream: TextIO, on: bool) -> None:
