@@ -47,14 +47,10 @@ class DeadLetter:
     """Why the row does not read back (a column of no UTF-8, its payload no JSON object: an exception's type, never
     its text), None when it does. A damaged letter holds only its id, attempts and times (None where they are no
     number), and `text` says so."""
-
-    @property
-    def chat_id(self) -> str:
-        return "" if self.damaged else str(json.loads(self.payload).get("chat_id", ""))
-
-    @property
-    def text(self) -> str:
-        return _DAMAGED_TEXT if self.damaged else str(json.loads(self.payload).get("text", ""))
+    chat_id: str = ""
+    text: str = _DAMAGED_TEXT
+    """The event's chat and text, read from ``payload`` once, as the row is (the console lists fifty letters at
+    each refresh, and a payload can be 400 KB: read as properties, each was decoded three times)."""
 
 
 class DamagedLetter(GatewayError):
@@ -117,13 +113,15 @@ def _letter(r: tuple) -> DeadLetter:
     letter_id, *columns = r
     try:
         platform, event_id, payload, turn_id, error, attempts, received_at, dead_at = map(text, columns)
-        json.loads(payload).get("chat_id")  # what `DeadLetter.chat_id` and `text` read
+        event = json.loads(payload)
+        chat_id, shown = str(event.get("chat_id", "")), str(event.get("text", ""))
     except UNREADABLE as exc:
         attempts, received_at, dead_at = (v if isinstance(v, int | float) else None for v in columns[-3:])
         return DeadLetter(letter_id, "", "", "", None, _count(attempts), None, received_at, dead_at,
                           type(exc).__name__)
     # A time that is no number is kept as it is: the listing says so, and the next start mends it (`damaged_times`).
-    return DeadLetter(letter_id, platform, event_id, payload, turn_id, _count(attempts), error, received_at, dead_at)
+    return DeadLetter(letter_id, platform, event_id, payload, turn_id, _count(attempts), error, received_at, dead_at,
+                      chat_id=chat_id, text=shown)
 
 
 def _count(attempts: object) -> int | None:
