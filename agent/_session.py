@@ -314,7 +314,8 @@ class AgentSession:
                 own = asked is not None and _holds_picture(asked["content"]) and not turn.iterations
                 named = _pictures_named(error, self.messages, asked) if own else frozenset()
                 if named or not own:
-                    exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error, named)
+                    exit_reason, error, error_kind = await self._ask_without_pictures(turn, observer, error, named,
+                                                                                      asked)
             if error_kind in ("content_filter", "bad_image") and asked is not None:  # bad_image: its own picture's
                 self._forget_from(asked)
             if hooks is not None and "turn_end" in hooks.registered:
@@ -358,7 +359,8 @@ class AgentSession:
                 return
 
     async def _ask_without_pictures(self, turn: _TurnState, observer: TurnObserver, error: str | None,
-                                    named: frozenset[str] = frozenset()) -> tuple[str, str | None, str | None]:
+                                    named: frozenset[str] = frozenset(), asked: dict[str, Any] | None = None,
+                                    ) -> tuple[str, str | None, str | None]:
         """The turn's end after the server refused a picture it read before (a URL it can no longer fetch, a
         format the model now configured does not read): an earlier message's, or the turn's own read for an
         answer of this turn. Each picture of the conversation is left out, a note (`PICTURE_LEFT_OUT`) in its
@@ -366,10 +368,23 @@ class AgentSession:
         The server names no picture; kept, the one at fault would fail this turn and every later one, and
         leaving the turn's message out instead (background results, say) would cure nothing.
         Where it names some (``named``, the URLs of earlier messages' pictures its error quotes), only those are
-        left out (`NAMED_PICTURE_LEFT_OUT`), and a refusal met then is the turn's own picture's (``bad_image``)."""
+        left out (`NAMED_PICTURE_LEFT_OUT`), never the turn's own (``asked``'s), and the model asked again while
+        each refusal names another earlier one (expired together, the server names one a request): fewer each
+        time, so at most once per earlier picture. A refusal naming none then is the turn's own picture's
+        (``bad_image``)."""
+        while True:
+            exit_reason, error, error_kind = await self._ask_leaving_out(turn, observer, error, named, asked)
+            if not named or error_kind != "bad_image" or not (named := _pictures_named(error, self.messages, asked)):
+                return exit_reason, error, error_kind
+
+    async def _ask_leaving_out(self, turn: _TurnState, observer: TurnObserver, error: str | None,
+                               named: frozenset[str], asked: dict[str, Any] | None,
+                               ) -> tuple[str, str | None, str | None]:
         left_out, note = 0, NAMED_PICTURE_LEFT_OUT if named else PICTURE_LEFT_OUT
         for index, message in enumerate(self.messages):
             content = message.get("content")
+            if named and message is asked:
+                continue
             pictures = content if _holds_picture(content) else ()
             out = [_is_picture(part) and (not named or _url_of(part) in named) for part in pictures]
             if any(out):
@@ -737,13 +752,25 @@ def _url_of(picture: Mapping[str, Any]) -> str | None:
     return url if isinstance(url, str) else None
 
 
-def _pictures_named(error: str | None, messages: list[dict[str, Any]], asked: dict[str, Any]) -> frozenset[str]:
+def _pictures_named(error: str | None, messages: list[dict[str, Any]],
+                    asked: dict[str, Any] | None) -> frozenset[str]:
     """The http(s) URLs of pictures of ``messages`` other than ``asked`` that a server's ``error`` quotes: OpenAI
-    names a picture it could not fetch ("Timeout while downloading <URL>"), an earlier message's that expired."""
-    return frozenset(
-        url for message in messages if message is not asked and _holds_picture(content := message.get("content"))
-        for part in content if _is_picture(part) and (url := _url_of(part)) and url[:4].lower() == "http"
-        and url in (error or ""))
+    names a picture it could not fetch ("Timeout while downloading <URL>"), an earlier message's that expired.
+    Not one quoted only as the start of a longer picture URL (``https://x/a.png`` in ``https://x/a.png?sig=…``),
+    ``asked``'s too: each is looked for, longest first, in what the longer ones left of the error."""
+    earlier: dict[str, bool] = {}  # each URL: whether a message other than ``asked`` holds it
+    for message in messages:
+        if _holds_picture(content := message.get("content")):
+            for part in content:
+                if _is_picture(part) and (url := _url_of(part)) and url[:4].lower() == "http":
+                    earlier[url] = earlier.get(url, False) or message is not asked
+    named, rest = set(), error or ""
+    for url in sorted(earlier, key=len, reverse=True):
+        if url in rest:
+            rest = rest.replace(url, "\0")
+            if earlier[url]:
+                named.add(url)
+    return frozenset(named)
 
 
 PICTURE_LEFT_OUT = ("[a picture, left out: the model server could not read one of the pictures of this conversation, "

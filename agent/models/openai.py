@@ -463,12 +463,17 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+_BREAKS = "[\\s\u00ad\u200b-\u200d\u2060\ufeff]*"
+"""What may stand between two characters of a secret quoted from a web page (`_scrub_quoted`)."""
+
+
 def _scrub_quoted(words: str, secrets: tuple[str, ...]) -> str:
     """``words``, a web page's as quoted (`page_text`), with ``secrets`` masked where the page's tags split one:
     each tag stripped became a space (``sk-abc<b>def</b>`` reads ``sk-abc def``), which no mask of the page
-    itself matched, so a secret is matched here with spaces anywhere in it."""
+    itself matched, so a secret is matched here with spaces anywhere in it, and the invisible marks a page breaks
+    a long word with (``&shy;``, a zero-width space or joiner: no whitespace), which a reader of the log misses."""
     for secret in secrets:
-        if spaced := r"\s*".join(re.escape(char) for char in secret if not char.isspace()):
+        if spaced := _BREAKS.join(re.escape(char) for char in secret if not char.isspace()):
             words = re.sub(spaced, "[redacted]", words)
     return words
 

@@ -128,3 +128,72 @@ async def test_the_turns_own_picture_refused_once_the_named_one_is_left_out_leav
         result = await session.run_turn(PHOTO)
         assert (result.exit_reason, result.error_kind) == ("error", "bad_image")
         assert said(session) == [f"look\n\n{NAMED_PICTURE_LEFT_OUT}"]
+
+
+def not_fetched(url: str) -> dict:
+    return {"error": {"message": f"Timeout while downloading {url}.", "type": "invalid_request_error",
+                      "param": None, "code": "invalid_image_url"}}
+
+
+def linked(url: str, text: str = "look") -> list:
+    return [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]
+
+
+async def test_each_earlier_picture_the_server_names_in_turn_is_left_out_not_the_turns_own():
+    # Two earlier pictures expired (signed URLs of one lifetime): the server names one a request, the first, then
+    # the second once the first is left out. The new picture was blamed for the second: its message left out, the
+    # user told it could not be read, and so at each of their next pictures while an expired one was left.
+    first, second = EXPIRED, EXPIRED.replace("cat", "dog")
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_text("a dog")
+        server.push_error(400, not_fetched(first))
+        server.push_error(400, not_fetched(second))
+        server.push_text("a bird")
+        await session.run_turn(linked(first))
+        await session.run_turn(linked(second))
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.text) == ("completed", "a bird")
+        assert said(session) == [f"look\n\n{NAMED_PICTURE_LEFT_OUT}"] * 2 + [PHOTO]
+        assert len(server.requests) == 5
+
+
+async def test_a_picture_whose_url_starts_the_one_the_server_names_is_kept():
+    # ".../cat.png" is the start of the expired ".../cat.png?Expires=…": only the one the server quoted is left out.
+    plain = EXPIRED.split("?")[0]
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_text("the same cat")
+        server.push_error(400, NOT_FETCHED)
+        server.push_text("a dog")
+        await session.run_turn(linked(plain))
+        await session.run_turn(linked(EXPIRED))
+        result = await session.run_turn(PHOTO)
+        assert (result.exit_reason, result.text) == ("completed", "a dog")
+        assert said(session) == [linked(plain), f"look\n\n{NAMED_PICTURE_LEFT_OUT}", PHOTO]
+
+
+async def test_an_earlier_picture_whose_url_starts_the_turns_own_is_kept_when_the_server_names_that():
+    plain = EXPIRED.split("?")[0]
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_error(400, NOT_FETCHED)
+        server.push_error(400, NOT_FETCHED)
+        await session.run_turn(linked(plain))
+        result = await session.run_turn(linked(EXPIRED, "and this?"))
+        assert (result.exit_reason, result.error_kind) == ("error", "bad_image")
+        assert said(session) == [linked(plain)] and len(server.requests) == 2
+
+
+async def test_the_turns_own_picture_at_an_earlier_ones_url_is_not_left_out_with_it():
+    # The user sent the expired link again: the earlier one is left out and the turn's own asked again, refused, its
+    # message left out as any picture the server cannot read (it was replaced by a note too, the user never told).
+    async with FakeOpenAIServer() as server, session_on(server) as session:
+        server.push_text("a cat")
+        server.push_error(400, NOT_FETCHED)
+        server.push_error(400, NOT_FETCHED)
+        await session.run_turn(LINKED)
+        result = await session.run_turn(linked(EXPIRED, "again"))
+        assert server.requests[-1]["messages"][-1] == {"role": "user", "content": linked(EXPIRED, "again")}
+        assert (result.exit_reason, result.error_kind) == ("error", "bad_image")
+        assert said(session) == [f"look\n\n{NAMED_PICTURE_LEFT_OUT}"]

@@ -112,6 +112,17 @@ async def test_a_key_the_pages_tags_split_is_masked_in_the_words_quoted(page):
     assert KEY[:12] not in str(error) and KEY[-12:] not in str(error)
 
 
+@pytest.mark.parametrize("mark", ["&shy;", "&#8203;", "&zwj;", "&#x2060;"], ids=["soft-hyphen", "zero-width-space",
+                                                                              "zero-width-joiner", "word-joiner"])
+async def test_a_key_a_page_breaks_with_an_invisible_mark_is_masked(mark):
+    # A page that lets a long word wrap breaks it with a soft hyphen or a zero-width space, which are no whitespace:
+    # the key was quoted with the mark in it, which no reader of the log sees.
+    page = f"<html><body><p>Invalid key sk-test-very{mark}-secret-{mark}0123456789</p></body></html>"
+    error, _ = await refused(403, page)
+    assert "[redacted]" in str(error)
+    assert KEY[:12] not in str(error) and KEY[-10:] not in str(error)
+
+
 @pytest.mark.parametrize("page", ["<!DOCTYPE html>" + "<title>" * 4600, "<html>" + "<title>x</title " * 2000],
                          ids=["openings", "closings-unended"])
 async def test_a_page_crafted_of_title_openings_costs_the_event_loop_little(page):
