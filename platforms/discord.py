@@ -9,7 +9,7 @@ Which messages are for the bot, and which session they belong to:
 - **Thread**: the same, plus every message in a thread the bot owns or has posted
   in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
   thread is its own session (the gateway keys sessions by platform, chat, thread);
-  replies go into the thread.
+  replies go into the thread. A thread discord.py does not hold keeps that key (`_in_thread`).
 - Text commands (``!stop``, ``!new``, ``!<any registered command or alias>``) are also heard
   without a mention in a channel where the bot has posted; they pass through as
   plain text for the gateway to route.
@@ -28,7 +28,7 @@ with a snapshot of that message). Attached files arrive as `Attachment`s (`platf
 a server (``GUILD_DELETE``, not an outage's), a channel deleted, or a write Discord refuses as the chat closed to the
 bot (a missed event's) tells the gateway once that it can no longer write to the chat (`LosesChats`,
 `platforms.discord_membership`): it stops the chat's work; a thread deleted, or a private one the bot was removed
-from, that thread's alone. Guild messages
+from (unless it manages threads there), that thread's alone. Guild messages
 carry text only with the privileged Message Content intent; a missing intent is
 reported at start (application flags, close code 4014) naming the Developer
 Portal switch.
@@ -123,10 +123,10 @@ from platforms.discord_connection import (
     new_client,
     wait_connected,
 )
-from platforms.discord_errors import PORTAL_HINT, ended_because
+from platforms.discord_errors import PORTAL_HINT, described, ended_because
 from platforms.discord_handover import until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
-from platforms.discord_membership import THREAD_DELETED, THREAD_LEFT, Access, Membership
+from platforms.discord_membership import THREAD_DELETED, THREAD_LEFT, Access, Membership, kept_out
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
 from platforms.discord_twins import Twins
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
@@ -281,8 +281,7 @@ class DiscordAdapter:
         message in a thread it had posted in, which Discord's data alone does not tell."""
         for chat, thread in threads:
             remember(self._posted_in, int(thread), None, REMEMBERED_CHANNELS)
-            self._membership.knows(chat)
-            self._membership.knows(thread)
+            self._membership.knows_thread(chat, thread)
 
     def bind_last_seen(self, last_seen: Mapping[str, str], seen: SeenRecorder, stored: SeenLookup) -> None:
         """The channels seen by earlier processes, caught up on at start (`platforms.discord_catch_up`).
@@ -521,6 +520,7 @@ class DiscordAdapter:
             return
         inbound, channel_id, message_id = item
         if inbound is not None:
+            inbound = await self._in_thread(inbound)
             self._membership.handed_over(inbound.chat_id, inbound.thread_id)  # someone writes there: the bot may too
         outcome = "left" if channel_id in self._unrecorded.held_back else \
             "recorded" if inbound is None else await until_recorded(sink, inbound, self._stop_asked)
@@ -541,11 +541,33 @@ class DiscordAdapter:
         edited, message_id = self._edits, message.message_id
         if edited is None or message_id is None:
             return
+        message = await self._in_thread(message)
 
         async def hand_over(_: Inbound) -> None:
             await edited(self.name, message.chat_id, message.thread_id, message_id, message.text)
 
         await until_recorded(hand_over, message, self._stop_asked)
+
+    async def _in_thread(self, message: Inbound) -> Inbound:
+        """``message`` in its thread's conversation, (parent channel, thread), when discord.py handed it over without
+        the thread, which the gateway did not know either (`discord_inbound.chat_of`): by the thread discord.py
+        holds by now, else by the one Discord sends (``GET /channels/{id}``). Asked for here, in the order of the
+        events, so that nothing said after it overtakes it. A channel's own message, as it was, and so is one whose
+        thread Discord did not send (logged): heard, in a conversation of its own."""
+        client = self._client
+        if client is None or message.is_private or message.is_command or message.thread_id is not None:
+            return message
+        channel_id = int(message.chat_id)
+        channel: Any = client.get_channel(channel_id)
+        if channel is None:
+            try:
+                channel = await client.fetch_channel(channel_id)
+            except Exception as exc:
+                log.warning("discord: could not ask Discord whether channel %s is a thread (%s); its message %s is "
+                            "answered as the channel's own", channel_id, described(exc), message.message_id)
+                return message
+        chat_id, thread_id = discord_inbound.chat_of(channel, channel_id)
+        return replace(message, chat_id=chat_id, thread_id=thread_id)
 
     # ---- inbound -----------------------------------------------------------------------------
 
@@ -584,9 +606,9 @@ class DiscordAdapter:
         self._membership.thread_lost(str(event.parent_id), str(event.thread_id), THREAD_DELETED)
 
     async def _on_thread_remove(self, thread: discord.Thread) -> None:
-        """The bot removed from a thread (``THREAD_MEMBERS_UPDATE``): a private one it may no longer write to; to a
-        public one it may still post, which joins it again."""
-        if thread.type is discord.ChannelType.private_thread and thread.parent_id is not None:
+        """The bot removed from a thread (``THREAD_MEMBERS_UPDATE``): a private one it may no longer write to, unless
+        it manages threads there (`kept_out`); to a public one it may still post, which joins it again."""
+        if thread.type is discord.ChannelType.private_thread and thread.parent_id is not None and kept_out(thread):
             self._membership.thread_lost(str(thread.parent_id), str(thread.id), THREAD_LEFT)
 
     async def _on_guild_back(self, guild: discord.Guild) -> None:
@@ -597,7 +619,7 @@ class DiscordAdapter:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
         me = self._client.user if self._client is not None else None
         return discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
-                                          no_content=self._no_content)
+                                          no_content=self._no_content, thread_chat=self._membership.thread_chat)
 
     def _no_content(self) -> None:
         if not self._content_warned:

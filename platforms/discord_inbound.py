@@ -2,7 +2,7 @@
 
 Apart from the adapter (`platforms.discord`) because it is pure translation, the same for a live
 message and one a catch-up finds; the adapter keeps what it needs to know (the bot's user, the
-channels it posted in, the text commands) and hands it in.
+channels it posted in, the text commands, the chat of each thread the gateway knows) and hands it in.
 """
 
 from __future__ import annotations
@@ -18,14 +18,23 @@ from platforms.discord_urls import discord  # discord.py, imported there without
 
 log = logging.getLogger("platforms.discord")
 
+ThreadChat = Callable[[int], str | None]
+"""The chat (parent channel) of a thread the gateway knows, by the thread's id; None for any other channel."""
+
+
+def _no_thread(_: int) -> str | None:
+    return None
+
 
 def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
-               text_commands: Container[str], no_content: Callable[[], None]) -> Inbound | None:
+               text_commands: Container[str], no_content: Callable[[], None],
+               thread_chat: ThreadChat = _no_thread) -> Inbound | None:
     """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
     One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`); one that
     said only the bot's mention is heard as that mention (``@Switchboard``); components alone are passed over
     (logged at DEBUG), and ``no_content`` is told of a guild message for the bot that came with nothing at all,
-    its content withheld."""
+    its content withheld. A message in a thread discord.py does not hold is read as in that thread when
+    ``thread_chat`` knows it (`chat_of`)."""
     if me is None or message.author.bot or message.author.id == me.id:
         return None
     if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -33,7 +42,8 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
     own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
     mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
-    if message.guild is not None and not (mentioned or addressed(message, me.id, posted_in, text_commands)):
+    if message.guild is not None and not (mentioned or addressed(message, me.id, posted_in, text_commands,
+                                                                 thread_chat)):
         return None
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
     text = re.sub(own, "", message.content).strip()
@@ -53,7 +63,7 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         elif message.guild is not None and not mentioned:
             no_content()
         return None
-    chat_id, thread_id = chat_of(message.channel, message.channel.id)
+    chat_id, thread_id = chat_of(message.channel, message.channel.id, thread_chat)
     return Inbound(
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
         user_name=handle(message.author), text=text, event_id=str(message.id),
@@ -100,14 +110,18 @@ def _other_content(message: discord.Message) -> str:
     return ", ".join(kind for kind, present in kinds.items() if present)
 
 
-def addressed(message: discord.Message, me: int, posted_in: Container[int], text_commands: Container[str]) -> bool:
-    """A guild message for the bot without a mention: a reply to it, or in a thread it owns or posted in, or a
-    text command in a channel it posted in."""
+def addressed(message: discord.Message, me: int, posted_in: Container[int], text_commands: Container[str],
+              thread_chat: ThreadChat = _no_thread) -> bool:
+    """A guild message for the bot without a mention: a reply to it, or in a thread it owns or posted in (one
+    discord.py does not hold, if ``thread_chat`` knows it: its owner unknown), or a text command in a channel it
+    posted in."""
     resolved = message.reference.resolved if message.reference is not None else None
     if isinstance(resolved, discord.Message) and resolved.author.id == me:
         return True
     channel = message.channel
     if isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in posted_in):
+        return True
+    if thread_chat(channel.id) is not None and channel.id in posted_in:
         return True
     words = message.content.split(maxsplit=1)
     return channel.id in posted_in and bool(words) and words[0].lower() in text_commands
@@ -130,8 +144,14 @@ def handle(user: discord.abc.User) -> str | None:
     return user.name if user.discriminator == "0" else None
 
 
-def chat_of(channel: Any, channel_id: int | None) -> tuple[str, str | None]:
-    """(chat_id, thread_id): a thread is a session inside its parent channel."""
+def chat_of(channel: Any, channel_id: int | None, thread_chat: ThreadChat = _no_thread) -> tuple[str, str | None]:
+    """(chat_id, thread_id): a thread is a session inside its parent channel. A thread discord.py does not hold (its
+    message's channel a PartialMessageable, which names no parent: nor does Discord's message) by ``thread_chat``,
+    so that its messages stay in the thread's one conversation; one it does not know either is keyed as a channel
+    here, and the adapter asks Discord for the thread before handing the message over
+    (`platforms.discord.DiscordAdapter`)."""
     if isinstance(channel, discord.Thread) and channel.parent_id is not None:
         return str(channel.parent_id), str(channel.id)
+    if channel_id is not None and (chat := thread_chat(channel_id)) is not None:
+        return chat, str(channel_id)
     return str(channel_id), None

@@ -10,11 +10,14 @@ any more, each until they change it). The gateway is told once per chat, until t
 (added back to the server, or a message of the chat handed over), so the refusals of the parts still queued there
 are not each one more stop.
 
-A session is keyed by its channel, a thread's by its parent channel and the thread (`platforms.discord_inbound`).
+A session is keyed by its channel, a thread's by its parent channel and the thread (`platforms.discord_inbound`):
+the chat of each thread the gateway knows is kept here too (`Membership.thread_chat`), for a message in a thread
+discord.py does not hold, which names no parent.
 A thread lost alone is told with its thread (``lost(chat, why, thread_id=thread)``), which stops that thread's work
 and no other: deleted (``THREAD_DELETE``), a private one the bot was removed from (``THREAD_MEMBERS_UPDATE``; from a
-public one it may still write), or a write there refused 50001 or 10003. Told of its channel, the loss would stop
-the work of the channel and of every other thread of it. A server's chats are its channels (and threads) the
+public one it may still write, and from a private one too while it manages threads in its channel: `kept_out`), or a
+write there refused 50001 or 10003. Told of its channel, the loss would stop the work of the channel and of every
+other thread of it. A server's chats are its channels (and threads) the
 gateway has talked in, as far as the adapter knows (`knows`): telling each of a server's hundreds of channels would
 be as many lines in the log.
 
@@ -52,6 +55,21 @@ REFUSED_IN_THREAD = {50001: "the bot has no access to the thread", 10003: THREAD
 """The same refused in a thread: that thread alone is lost (its channel's other threads may be written to)."""
 
 
+def kept_out(thread: discord.Thread) -> bool:
+    """Whether the bot, removed from the private ``thread``, can no longer read or write there: not if it manages
+    threads in the thread's channel (Manage Threads there, or Administrator), which lets it into every private
+    thread, member or not. Nor when that cannot be known (discord.py holds not the thread's channel, or not the
+    bot's member): the work goes on, and its first write Discord refuses tells the loss (`Membership.writing`), where
+    stopping it would lose work the bot may still finish."""
+    me = thread.guild.me
+    if me is None:
+        return False
+    try:
+        return not thread.permissions_for(me).manage_threads
+    except discord.ClientException:  # the thread's channel is not held
+        return False
+
+
 @dataclass(frozen=True)
 class Access:
     """A queued change of the bot's access to ``chats`` (as the gateway knows them): ``lost`` says why it can no
@@ -70,6 +88,8 @@ class Membership:
         self._queue = queue
         self._lost: ChatLost | None = None
         self._known: OrderedDict[str, None] = OrderedDict()
+        self._threads: OrderedDict[str, str] = OrderedDict()
+        """The chat of each thread the gateway knows, by the thread's id (`discord_inbound.chat_of`)."""
         self._gone: OrderedDict[str, None] = OrderedDict()
         """Chats and threads (by the thread's own id) told lost."""
         self._pending: set[str] = set()
@@ -82,6 +102,17 @@ class Membership:
         """The gateway has a session in the chat or thread (its message handed over, its answer written, its
         thread stored)."""
         remember(self._known, chat_id, None, REMEMBERED_CHANNELS)
+
+    def knows_thread(self, chat_id: str, thread_id: str) -> None:
+        """The gateway has a session in thread ``thread_id`` of ``chat_id``: both are known, and the thread's chat
+        (`thread_chat`)."""
+        self.knows(chat_id)
+        self.knows(thread_id)
+        remember(self._threads, thread_id, chat_id, REMEMBERED_CHANNELS)
+
+    def thread_chat(self, thread_id: int) -> str | None:
+        """The chat of thread ``thread_id``, if the gateway knows it (`knows_thread`); None for any other channel."""
+        return self._threads.get(str(thread_id))
 
     def removed(self, guild: discord.Guild) -> None:
         """The bot was removed from ``guild``: each of its channels the gateway knows is lost."""
@@ -114,7 +145,7 @@ class Membership:
         thread's alone (`REFUSED_IN_THREAD`), unless its chat was told lost, which stopped its threads too."""
         self.knows(chat_id)
         if thread_id is not None:
-            self.knows(thread_id)
+            self.knows_thread(chat_id, thread_id)
         try:
             yield
         except DeliveryError as error:
@@ -133,7 +164,7 @@ class Membership:
         writes there, the bot may too. Whether the chat was told lost."""
         self.knows(chat_id)
         if thread_id is not None:
-            self.knows(thread_id)
+            self.knows_thread(chat_id, thread_id)
             self._gone.pop(thread_id, None)  # a private thread the bot was added back to
         if chat_id not in self._gone:
             return False

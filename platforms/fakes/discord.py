@@ -38,8 +38,10 @@ THREAD_UPDATE first).
 Where the bot may write (`platforms.fakes._discord_membership`): `remove_bot` (``GUILD_DELETE``; every call naming
 the guild's channels refused 403 Missing Access, 50001, until `add_bot`), `outage` (``GUILD_DELETE`` with
 ``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), `remove_from_thread`
-(``THREAD_MEMBERS_UPDATE``; a private thread then refuses calls 403, 50001), and ``deny(channel, "view_channel")``
-(50001 there). A deleted thread (`delete_channel`: ``THREAD_DELETE``) answers 404 Unknown Channel, 10003.
+(``THREAD_MEMBERS_UPDATE``; a private thread then refuses calls 403, 50001, unless the bot manages threads in its
+channel: `manage_threads`, ``CHANNEL_UPDATE``, or `make_admin`, ``GUILD_ROLE_UPDATE``), and
+``deny(channel, "view_channel")`` (50001 there). A deleted thread (`delete_channel`: ``THREAD_DELETE``) answers 404
+Unknown Channel, 10003.
 
 The gateway (``/gateway``) speaks HELLO, heartbeat ACK, IDENTIFY → READY (then
 GUILD_CREATE per known guild), RESUME → replay → RESUMED, and on demand op 7
