@@ -22,7 +22,9 @@ ignored, so a mention seen through both subscriptions becomes one `Inbound`. ``t
 platform ``down`` (`platforms.slack_connection.BotToken`). The bot removed from a channel, or the channel archived
 or deleted (``channel_left``, ``member_left_channel``, ``channel_archive``, …), or a write Slack refuses so, tells
 the gateway once that it can no longer write there (`LosesChats`, `platforms.slack_membership`): it stops the
-channel's work. Messages
+channel's work. A private channel shared with another organization gets a new id (``channel_id_changed``): the
+gateway goes on knowing it by the old one, its session and what is under way there with it (`MovesChats`,
+`platforms.slack_moves`). Messages
 with a subtype other than ``file_share``/``thread_broadcast`` (deletions, joins) and
 messages from bots, this one included, are ignored. A user's edit (``message_changed``) goes to the gateway
 (`HearsEdits`), read as the message is (`platforms.slack_edits`): a message still waiting for its turn is
@@ -102,6 +104,7 @@ from platforms.base import (
     Attachment,
     BadRequest,
     ChatLost,
+    ChatMoved,
     CommandSpec,
     DisplayTier,
     Inbound,
@@ -132,6 +135,7 @@ from platforms.slack_http import SignedEvents
 from platforms.slack_inbound import Taken, conversations_of, taken_of, text_of
 from platforms.slack_membership import Membership
 from platforms.slack_message_limit import MessageLimit
+from platforms.slack_moves import ChannelMoves
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
@@ -228,8 +232,9 @@ class SlackAdapter:
         self._metadata = slack_history.Metadata()
         self._bot_token_state = BotToken()
         self._membership = Membership()
+        self._moves = ChannelMoves()
         self._web = WebApi(lambda: self._client, self._bot_token_state, lambda: self._progress.accepted(),
-                           failed=self._membership.refused)
+                           failed=self._membership.refused, where=self._moves.now)
         self._reads = slack_history.PacedReads(self._page)
         self._under_way = UnderWay(self._word)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
@@ -309,6 +314,7 @@ class SlackAdapter:
             app.event("app_uninstalled")(self._on_app_uninstalled)
             for kind in slack_membership.EVENTS:
                 app.event(kind)(self._on_membership)
+            app.event("channel_id_changed")(self._on_channel_id_changed)
             app.event(re.compile(".*"))(_ignore)  # app_mention and the rest: ack, or Slack redelivers
             app.error(listener_failed)
             if self._taken_in.last_seen:  # before the first live event, which waits for it (`Delivery.deliver`)
@@ -449,6 +455,7 @@ class SlackAdapter:
         must not be recorded past it, or a stop or a crash before it is taken would leave it behind the
         record, lost to the next start's catch-up once Slack gives up sending it again."""
         with self._under_way.listener():
+            event = self._moves.inbound(event)
             addressed = self._addressed(event)
             if addressed is None:
                 return
@@ -484,6 +491,7 @@ class SlackAdapter:
         would not be, nor is one older than an edit heard already (sent again by Slack after it). Not acked during
         a stop: Slack sends it again, to the next process."""
         with self._under_way.listener():
+            event = self._moves.inbound(event)
             message, edited = slack_edits.edited_message(event), self._edits
             if message is None or edited is None:
                 return
@@ -550,10 +558,17 @@ class SlackAdapter:
     async def _on_membership(self, event: dict[str, Any]) -> None:
         """The bot removed from a channel, or the channel archived or deleted, stops the channel's work; added
         back or unarchived, the channel's next message is answered as any (`platforms.slack_membership`)."""
-        self._membership.heard(event, self.bot_user_id)
+        self._membership.heard(self._moves.inbound(event), self.bot_user_id)
+
+    async def _on_channel_id_changed(self, event: dict[str, Any]) -> None:
+        """A channel got a new id: stored by the gateway, then used (`platforms.slack_moves`); unacknowledged if
+        the store refuses it, for Slack to send it again."""
+        with self._under_way.listener():
+            await self._moves.changed(event)
 
     async def _on_command(self, ack: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> None:
-        arrived, inbound = _arrived(), slack_commands.inbound_of(self.name, body)
+        arrived = _arrived()
+        inbound = slack_commands.inbound_of(self.name, self._moves.inbound(body, "channel_id"))
         with self._under_way.listener():
             if self._turning_away and self.mode == "http":
                 # Told in the acknowledgement itself: no Web API call (the stop may have closed its client
@@ -587,6 +602,11 @@ class SlackAdapter:
     def bind_chat_lost(self, lost: ChatLost) -> None:
         """Where the channels the bot can no longer write to go (`LosesChats`, `platforms.slack_membership`)."""
         self._membership.bind(lost)
+
+    def bind_chat_moves(self, moves: Mapping[str, str], moved: ChatMoved) -> None:
+        """The channels given a new id so far, and where to store the next moves (`MovesChats`,
+        `platforms.slack_moves`)."""
+        self._moves.bind(moves, moved)
 
     async def _take(self, event: dict[str, Any]) -> Sequence[Where]:
         """Hand on a message the catch-up read, as its live event would have been, until the gateway has

@@ -8,6 +8,7 @@ should Slack answer a formatting error. Logged under ``platforms.slack``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -46,11 +47,15 @@ class WebApi:
 
     def __init__(self, client: Callable[[], AsyncWebClient | None], bot_token_state: BotToken,
                  accepted: Callable[[], None],
-                 failed: Callable[[str, str | None, str | None], None] = lambda method, channel, error: None) -> None:
+                 failed: Callable[[str, str | None, str | None], None] = lambda method, channel, error: None,
+                 where: Callable[[str], str] = lambda channel: channel) -> None:
         """``failed(method, channel, error)``: a call for that channel failed with Slack's ``error`` code (None:
         no code, a connection's failure), an upload's steps as one `slack_uploads.METHOD` (the adapter learns a
-        channel it can no longer write to: `platforms.slack_membership`)."""
+        channel it can no longer write to: `platforms.slack_membership`). ``where(channel)``: the id Slack knows
+        the adapter's channel by now (`platforms.slack_moves`), which each call is made with; ``failed`` is told
+        the adapter's id."""
         self._client = client
+        self._where = where
         self._bot_token_state = bot_token_state
         self._accepted = accepted
         self._failed = failed
@@ -61,6 +66,8 @@ class WebApi:
         ``caller_logs``: the caller logs what becomes of the call, so a channel's own refusal is not warned
         of here (`platforms.slack_errors.translate`)."""
         client = self._started(method, chat_id)
+        if isinstance(kw.get("channel"), str):
+            kw["channel"] = self._where(kw["channel"])
         try:
             answer = await getattr(client, method.replace(".", "_"))(**kw)
         except (SlackClientError, aiohttp.ClientError, TimeoutError, OSError) as exc:
@@ -78,7 +85,8 @@ class WebApi:
         bot token watched as in `call`: its steps are Web API calls with it too."""
         client = self._started(slack_uploads.METHOD, message.chat_id)
         try:
-            sent = await slack_uploads.share(client, message, file)
+            sent = await slack_uploads.share(client, dataclasses.replace(message, chat_id=self._where(message.chat_id)),
+                                             file)
         except DeliveryError as exc:
             if isinstance(exc, Unauthorized):
                 self._refused(slack_uploads.METHOD, exc.__cause__)

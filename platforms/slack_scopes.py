@@ -33,8 +33,9 @@ NEEDED = {
                      " once Slack refuses a reply (subscribe the app to the events it allows too: member_left_channel,"
                      " channel_left, channel_archive and the rest listed in deploy/slack-app-manifest.yaml)",
     "groups:read": "the bot removed from a private channel, or the channel archived, stops the work there only"
-                   " once Slack refuses a reply (subscribe the app to the events it allows too: member_left_channel,"
-                   " group_left, group_archive and the rest listed in deploy/slack-app-manifest.yaml)",
+                   " once Slack refuses a reply, and a private channel shared with another organization loses its"
+                   " conversations (subscribe the app to the events it allows too: member_left_channel, group_left,"
+                   " group_archive, channel_id_changed and the rest listed in deploy/slack-app-manifest.yaml)",
 }
 """What stops working without each scope but `ANSWERS`: an operator may leave one out on purpose (no DMs)."""
 _CLASSIC = "bot"

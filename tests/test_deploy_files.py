@@ -76,7 +76,8 @@ def test_the_scopes_the_start_checks_are_the_manifests():
 def test_the_manifest_subscribes_to_each_event_the_adapter_handles_and_it_may_read():
     adapter = (ROOT / "platforms" / "slack.py").read_text(encoding="utf-8")
     handled = set(re.findall(r"app\.event\(\"(\w+)\"\)", adapter))
-    assert handled == {"message", "tokens_revoked", "app_uninstalled"}, "a handler this test does not know"
+    assert handled == {"message", "tokens_revoked", "app_uninstalled", "channel_id_changed"}, \
+        "a handler this test does not know"
     assert "slack_membership.EVENTS" in adapter
     handled |= set(slack_membership.EVENTS)  # registered in a loop (`SlackAdapter.start`)
     subscribed = MANIFEST["settings"]["event_subscriptions"]["bot_events"]

@@ -1,4 +1,5 @@
-"""Chats a platform gave a new id: a Telegram group upgraded to a supergroup.
+"""Chats a platform gave a new id: a Telegram group upgraded to a supergroup, a Slack private channel shared with
+another organization.
 
 The gateway keeps knowing such a chat by the id it had, which keys its session, events
 and messages; the adapter maps the new id to it (`platforms.base.MovesChats`). A move is

@@ -1,5 +1,6 @@
-"""The fake Slack's channels the bot cannot write to: removed from them, archived or deleted, with the events Slack
-sends about each (over Socket Mode, or HTTP, as messages go) and the errors it answers the bot's writes there."""
+"""The fake Slack's channels the bot cannot write to: removed from them, archived or deleted, or given a new id,
+with the events Slack sends about each (over Socket Mode, or HTTP, as messages go) and the errors it answers the bot's
+writes there."""
 
 from __future__ import annotations
 
@@ -64,6 +65,20 @@ class SlackMembership:
         self.refusals[channel] = "channel_not_found"
         if event:
             await self.push_event({"type": "group_deleted" if private else "channel_deleted", "channel": channel,
+                                   "event_ts": self._next_ts()})
+
+    async def change_channel_id(self, old: str, new: str, *, event: bool = True) -> None:
+        """The channel ``old`` is ``new`` from now on, as when a private channel is shared with another organization
+        (Slack Connect): its messages, threads and all, are under ``new``, and everything addressed to ``old`` is
+        refused ``channel_not_found``. With ``event``, Slack's ``channel_id_changed`` is sent."""
+        for (channel, thread_ts) in [key for key in self.messages if key[0] == old]:
+            moved = self.messages.pop((channel, thread_ts))
+            for message in moved:
+                message["channel"] = new
+            self.messages[(new, thread_ts)].extend(moved)
+        self.refusals[old] = "channel_not_found"
+        if event:
+            await self.push_event({"type": "channel_id_changed", "old_channel_id": old, "new_channel_id": new,
                                    "event_ts": self._next_ts()})
 
     def _refusal(self, method: str, params: dict[str, Any]) -> str | None:

@@ -41,7 +41,8 @@ What it does:
 - Channels the bot cannot write to (`platforms.fakes._slack_membership`): removed from one (`remove_bot`,
   ``member_left_channel`` and ``channel_left`` sent; its writes and reads refused ``not_in_channel``), one
   archived (`archive`, ``channel_archive``; writes refused ``is_archived``) or deleted (`delete_channel`,
-  ``channel_deleted``; ``channel_not_found``), and back (`add_bot`, ``member_joined_channel``; `unarchive`).
+  ``channel_deleted``; ``channel_not_found``), and back (`add_bot`, ``member_joined_channel``; `unarchive`); a
+  channel given a new id (`change_channel_id`, ``channel_id_changed``; the old one ``channel_not_found``).
 - Slack's rate limits, off until `enforce_rate_limits` turns them on: ``chat.postMessage`` past
   one a second per channel, ``chat.update`` / ``chat.delete`` past Tier 3 (50 a minute) and the
   upload methods past Tier 4 (100 a minute) are refused with HTTP 429, ``Retry-After`` and
