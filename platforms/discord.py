@@ -551,22 +551,24 @@ class DiscordAdapter:
     async def _in_thread(self, message: Inbound) -> Inbound:
         """``message`` in its thread's conversation, (parent channel, thread), when discord.py handed it over without
         the thread, which the gateway did not know either (`discord_inbound.chat_of`): by the thread discord.py
-        holds by now, else by the one Discord sends (``GET /channels/{id}``). Asked for here, in the order of the
+        holds by now, or the gateway knows by now (an earlier message there handed over: those queued behind it ask
+        no more), else by the one Discord sends (``GET /channels/{id}``). Asked for here, in the order of the
         events, so that nothing said after it overtakes it. A channel's own message, as it was, and so is one whose
         thread Discord did not send (logged): heard, in a conversation of its own."""
         client = self._client
         if client is None or message.is_private or message.is_command or message.thread_id is not None:
             return message
         channel_id = int(message.chat_id)
+        thread_chat = self._membership.thread_chat
         channel: Any = client.get_channel(channel_id)
-        if channel is None:
+        if channel is None and thread_chat(channel_id) is None:
             try:
                 channel = await client.fetch_channel(channel_id)
             except Exception as exc:
                 log.warning("discord: could not ask Discord whether channel %s is a thread (%s); its message %s is "
                             "answered as the channel's own", channel_id, described(exc), message.message_id)
                 return message
-        chat_id, thread_id = discord_inbound.chat_of(channel, channel_id)
+        chat_id, thread_id = discord_inbound.chat_of(channel, channel_id, thread_chat)
         return replace(message, chat_id=chat_id, thread_id=thread_id)
 
     # ---- inbound -----------------------------------------------------------------------------

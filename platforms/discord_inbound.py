@@ -42,8 +42,8 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     # Discord's picker offers the bot's own role (its name, tags.bot_id) beside the bot: either addresses it.
     own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
     mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
-    if message.guild is not None and not (mentioned or addressed(message, me.id, posted_in, text_commands,
-                                                                 thread_chat)):
+    guild = in_guild(message)
+    if guild and not (mentioned or addressed(message, me.id, posted_in, text_commands, thread_chat)):
         return None
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
     text = re.sub(own, "", message.content).strip()
@@ -60,16 +60,23 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     if not text and not attachments:
         if not_text := _other_content(message):
             log.debug("discord: message %s holds %s only: not answered", message.id, not_text)
-        elif message.guild is not None and not mentioned:
+        elif guild and not mentioned:
             no_content()
         return None
     chat_id, thread_id = chat_of(message.channel, message.channel.id, thread_chat)
     return Inbound(
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
         user_name=handle(message.author), text=text, event_id=str(message.id),
-        is_private=message.guild is None, attachments=attachments, sent_at=message.created_at.timestamp(),
+        is_private=not guild, attachments=attachments, sent_at=message.created_at.timestamp(),
         message_id=str(message.id), forwarded=bool(message.message_snapshots),
     )
+
+
+def in_guild(message: discord.Message) -> bool:
+    """Whether ``message`` was said in a server, as its payload's ``guild_id`` says: discord.py gives one of a server
+    it does not hold (never announced to it with ``GUILD_CREATE``, or forgotten) no ``guild``, only a channel that
+    names the server, and read by that the message was a DM, answered unmentioned and private."""
+    return message.guild is not None or getattr(message.channel, "guild_id", None) is not None
 
 
 def content_as_text(message: discord.Message) -> str:
