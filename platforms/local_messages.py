@@ -70,10 +70,14 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
         return read.rstrip("\n")
     parts: list[str] = []
     size = -1  # the message's characters so far: its lines, and a newline between each two
+    continued = False
+    begun = 0  # where in ``parts`` the line being entered began (more than one, continued with backslashes)
     while True:
         if isinstance(read, Cut):
             return TooLong()
         got = read.removesuffix("\n").split("\n")
+        if not continued:
+            begun = len(parts) + len(got) - 1
         continued = got[-1].endswith("\\")
         got = [line.removesuffix("\\") for line in got]
         size += sum(len(line) + 1 for line in got)
@@ -90,11 +94,18 @@ async def next_message(next_line: Callable[[float | None], Awaitable[str]], keep
         if not read:
             keep(read)  # keep the EOF for the next read
             break
-        if not continued and pressed_ctrl_c(read, editing=editing):
+        if pressed_ctrl_c(read, editing=editing):
             # Lines entered, then Ctrl-C (arriving together over a slow ssh link): joined, the message held the key,
             # and the chat dropped every line of it as typed at an idle prompt, silently. They are sent, and the
             # key, read next, stops their turn ("Stopped the running turn."). One ending a line continued with a
-            # backslash drops that line, as a shell's Ctrl-C drops a command continued so.
+            # backslash drops that line alone, as a shell's Ctrl-C drops a command continued so: it goes with the
+            # key, as typed before it (joined with the key, the lines entered before it were dropped too).
+            if continued and size <= MAX_TEXT:
+                read = "\n".join(parts[begun:]) + read
+                del parts[begun:]
+                size = sum(len(line) + 1 for line in parts) - 1
+                if not parts:
+                    return read.rstrip("\n")  # the key, at the message's start
             keep(read)
             break
     return "\n".join(parts) if size <= MAX_TEXT else TooLong()
