@@ -47,10 +47,19 @@ class DeadLetter:
     """Why the row does not read back (a column of no UTF-8, its payload no JSON object: an exception's type, never
     its text), None when it does. A damaged letter holds only its id, attempts and times (None where they are no
     number), and `text` says so."""
-    chat_id: str = ""
-    text: str = _DAMAGED_TEXT
+    chat_id: str = None  # type: ignore[assignment]  # filled in by `__post_init__` when not given
+    text: str = None  # type: ignore[assignment]
     """The event's chat and text, read from ``payload`` once, as the row is (the console lists fifty letters at
-    each refresh, and a payload can be 400 KB: read as properties, each was decoded three times)."""
+    each refresh, and a payload can be 400 KB: read as properties, each was decoded three times); from ``payload``
+    when a letter is built without them."""
+
+    def __post_init__(self) -> None:
+        if self.chat_id is None or self.text is None:
+            event = {} if self.damaged else json.loads(self.payload)
+            if self.chat_id is None:
+                object.__setattr__(self, "chat_id", "" if self.damaged else str(event.get("chat_id", "")))
+            if self.text is None:
+                object.__setattr__(self, "text", _DAMAGED_TEXT if self.damaged else str(event.get("text", "")))
 
 
 class DamagedLetter(GatewayError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.cli import main
+from gateway.store import DeadLetter
 from gateway.testing import RecordingAdapter, make_config
 from tests.gateway.observing import served
 from tests.gateway.test_console import post, state
@@ -61,3 +62,11 @@ async def test_the_console_lists_a_letter_whose_count_is_no_utf8_beside_the_othe
         assert shown[1]["damaged"] and shown[1]["attempts"] is None and shown[2]["text"] == "message 2", shown
         assert await post(server.url, "/console/api/dead-letters/1/dismiss") == (200, {"ok": True})
         assert [d["id"] for d in (await state(server.url))["outbox"]["dead_letters"]] == [2]
+
+
+def test_a_letter_built_by_hand_reads_its_chat_and_text_from_its_payload():
+    # `DeadLetter` is public (`gateway.store`): one built without the fields the store fills in is not "damaged".
+    letter = DeadLetter(1, "telegram", "e1", '{"chat_id": 42, "text": "hi"}', None, 3, None, 1.0, 2.0)
+    assert (letter.chat_id, letter.text) == ("42", "hi")
+    damaged = DeadLetter(2, "", "", "", None, 3, None, 1.0, 2.0, "UnicodeDecodeError")
+    assert damaged.chat_id == "" and damaged.text.startswith("(could not be read back")
