@@ -228,7 +228,8 @@ class Commands:
             went_on.append(stop_spared(going_on))
         kept = _kept(self._others(inbound, stopped.kept))
         if not stopped.turn and not children and not stopped.dropped and not finished:
-            return " ".join([*(went_on or ["Nothing was running."]), *kept, *note])
+            elsewhere = _at_work_in_threads(session.platform, self._threads_at_work(session))
+            return " ".join([*(went_on or ["Nothing was running.", *elsewhere]), *kept, *note])
         parts = ["the running turn"] if stopped.turn else []
         if children and saved:
             parts.append(_count(children, "subagent"))
@@ -310,6 +311,17 @@ class Commands:
         return " ".join([f"Started a new session{extra}.", *unsaved, *results, f"Delegation here is {session.mode}.",
                          *_dropped(stopped.dropped), *kept])
 
+    def _threads_at_work(self, session: GatewaySession) -> int:
+        """At a chat's top level, how many of its threads (or topics) have a turn or subagents at work: a stop
+        there reaches none of them, and a Slack slash command can only be typed there, never in a thread."""
+        if session.thread_id is not None:
+            return 0
+        return sum(1 for other in self._registry
+                   if other.platform == session.platform and other.chat_id == session.chat_id
+                   and other.thread_id is not None
+                   and ((other.running is not None and not other.running.suppressed)
+                        or self._children.children(other.session_id)))
+
     def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:
         """The running turn's id if it answers a message sent after ``command``: a command sent while
         the gateway was down and handed over after the restart behind newer messages (Slack's and
@@ -384,6 +396,20 @@ def _dropped(n: int) -> list[str]:
     if n == 1:
         return ["Dropped 1 message that was waiting for its turn: send it again to have it answered."]
     return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]
+
+
+def _at_work_in_threads(platform: str, n: int) -> list[str]:
+    """What a ``/stop`` that found nothing at a chat's top level says of the ``n`` threads at work there: else
+    "Nothing was running." read as false while a colleague's turn visibly goes on in a thread."""
+    if not n:
+        return []
+    thread = "topic" if platform == "telegram" else "thread"
+    stop = "!stop" if platform == "slack" else "/stop"  # Slack takes no slash command in a thread
+    if n == 1:
+        return [f"Work goes on in 1 {thread} of this chat, which a stop here does not reach: send {stop} in that "
+                f"{thread} to stop it."]
+    return [f"Work goes on in {n} {thread}s of this chat, which a stop here does not reach: send {stop} in a "
+            f"{thread} to stop its work."]
 
 
 def _kept(n: int, where: str = "") -> list[str]:
