@@ -13,6 +13,10 @@ came from, so the answers are positions in the text:
   never cut (unless one alone is longer than a part). A region is read with the text's link
   reference definitions, wherever they are, so a reference link (``[the docs][d1]``) is one too:
   cut at a space in its label, each part showed half of it as typed, brackets and all.
+- literal markers: the ``*``, ``_`` and ``~`` that could mark a style but that no style pairs (the ``** **``
+  of ``**a - ** ** b**``, the ``_``s of ``_i_https://…``), shown as typed: a part starting or ending with
+  them escapes them (`gateway.splitting`), as beside the markers it adds, or at a cut within a word, they
+  could pair with those, or with each other.
 - `Table`: a GFM table at the top level or in a quote (not in a list item); it is cut only
   between body rows, and a part that starts inside it repeats its header rows (a quote's with
   their ``>``: without them, the rows of a quoted table showed as typed, pipes and all).
@@ -78,6 +82,8 @@ class Table:
 class _Region:
     styles: list[Style] = field(default_factory=list)
     atoms: list[tuple[int, int]] = field(default_factory=list)
+    literal: list[int] = field(default_factory=list)
+    """Where the literal markers are, one position per character, in order."""
     tables: list[Table] = field(default_factory=list)
 
 
@@ -130,6 +136,7 @@ def _bare_url(state: StateInline, silent: bool) -> bool:
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.disable("text_join")  # it would merge escapes and entities into text, and drop their ranges
+    md.disable("fragments_join")  # it would merge the markers no style pairs into text, and drop their positions
     md.inline.ruler.at("emphasis", _delimiters(emphasis.tokenize))
     md.inline.ruler.at("strikethrough", _delimiters(strikethrough.tokenize))
     for name, rule in (("backticks", backtick), ("link", link), ("image", image), ("autolink", autolink),
@@ -167,6 +174,24 @@ class Structure:
             return True
         table = self.table_at(pos)
         return table is not None and pos not in table.row_ends
+
+    def literal_run(self, pos: int) -> int:
+        """The end of the run of literal markers starting at ``pos``; ``pos`` when none does."""
+        literal = self._region(pos).literal
+        i, end = bisect.bisect_left(literal, pos), pos
+        while i < len(literal) and literal[i] == end:
+            i, end = i + 1, end + 1
+        return end
+
+    def literal_run_to(self, end: int) -> int:
+        """The start of the run of literal markers ending at ``end``; ``end`` when none does."""
+        if end <= 0:
+            return end
+        literal = self._region(end - 1).literal
+        i, start = bisect.bisect_left(literal, end) - 1, end
+        while i >= 0 and literal[i] == start - 1:
+            i, start = i - 1, start - 1
+        return start
 
     def atom_at(self, pos: int) -> tuple[int, int] | None:
         return next(((a, b) for a, b in self._region(pos).atoms if a < pos < b), None)
@@ -208,6 +233,7 @@ def _parse_region(text: str, start: int, end: int, references: dict[str, dict[st
             if where is not None:
                 _collect(tok.children or [], where, text, region)
     region.atoms.sort()  # by start, for `Structure.atoms_starting_in`
+    region.literal.sort()
     return region
 
 
@@ -263,6 +289,9 @@ def _collect(children: list[Token], locate: Callable[[int], int], text: str, reg
                 _add_style(region, text, a, a + k, b - k, b, tok.markup)
             elif b > a:
                 region.atoms.append((a, b))
+        elif tok.type == "text" and "pos" in tok.meta:  # a marker run's piece left as text: no style pairs it
+            at = locate(tok.meta["pos"])
+            region.literal.extend(range(at, at + len(tok.content)))
         elif tok.type in _CLOSE_OF and "pos" in tok.meta:
             close = children[closes[i]] if i in closes else None
             if close is None or "pos" not in close.meta:

@@ -20,7 +20,8 @@ points). What a cut never breaks:
   one in a quote, or opened on a list item's marker line, is reopened there, one in
   a nested list item in the first column (`gateway.split_fences`); a part of only empty
   code blocks (one the part before had no room for, or a block's blank last lines and its
-  close) is left out: it shows nothing, and alone a renderer sends it as typed;
+  close) is left out: it shows nothing, and alone a renderer sends it as typed (a text of
+  nothing else is sent so, in parts, as a renderer sends one that fits: left out, it vanished);
 - **indented code** (four spaces in, at the top level): a part starting inside it starts
   at its line's indentation, and one cut inside a line is indented as code again, so the
   rest stays code rather than becoming a paragraph;
@@ -28,7 +29,10 @@ points). What a cut never breaks:
   cut is closed at the end of the part and reopened at the start of the next, and
   no cut falls inside a marker; unless the markers to close (or to reopen) would
   take more than a quarter of the limit (hundreds of styles open at once): then
-  the part closes (or reopens) none, so every part keeps most of the limit for text;
+  the part closes (or reopens) none, so every part keeps most of the limit for text; the ``*``, ``_``
+  and ``~`` the text shows as typed (no style pairs them) that a part starts or ends with are escaped
+  where they would join the markers reopened (or closed) there, or the cut falls within a word:
+  ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic;
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
   link or image longer than a part is cut in its label (at a space where it can) into links (images)
   to the same address, like a style, and one whose address takes more than a quarter of the limit
@@ -56,9 +60,9 @@ points). What a cut never breaks:
 
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a quoted line's before the styles reopened on it, and a
-blank line, that backslash or a quote's markers may be added, and list markers and links too long
-for a part rewritten, as said, and a part of only empty code blocks left out; nothing else is added
-or removed.
+blank line, that backslash or a quote's markers may be added, backslashes before markers shown as
+typed, and list markers and links too long for a part rewritten, as said, and a part of only empty
+code blocks left out; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -92,7 +96,7 @@ from gateway.split_fences import Fence, indented_code, leaves_code_open, only_em
 from gateway.split_in_lists import InLists
 from gateway.split_items import Item
 from platforms.base import Adapter
-from platforms.formatting import markdown
+from platforms.formatting import bare_urls, markdown
 from platforms.formatting.blank import is_blank
 
 Measure = Callable[[str], int]
@@ -249,6 +253,11 @@ class _Splitter(InLists):
         styles = self.with_cut_link(start, self.structure.styles_open_at(start))
         markers = self._carried("".join(s.opener for s in styles if start < s.close_start))
         quote, text_from = self._quoted(start, bool(markers))
+        literal = self.structure.literal_run(text_from)
+        if literal > text_from and (markers[-1:] == self.text[text_from] or not self.text[text_from - 1].isspace()):
+            # Shown as typed in the text, they would join the markers reopened, or, no longer after a character
+            # (``_https`` cut from ``_i_https``), may pair with one of their own: escaped (a ``* `` opens no list).
+            return quote + markers + _escaped(self.text[text_from:literal]), literal
         return quote + (markers or self._escape(start)), text_from
 
     def _quoted(self, start: int, reopens: bool) -> tuple[str, int]:
@@ -502,6 +511,13 @@ class _Splitter(InLists):
             body += self.out_of_items(items, numbers, placed, body_end)
         else:
             body += self.text[placed:body_end]
+        if markers and cut < len(self.text) and (tail[:1] == self.text[body_end - 1] or
+                                                 not self.text[body_end].isspace()):
+            # Literal markers it ends with would join those closing it, or, no longer before a character
+            # (``_i_`` cut from ``_i_https``), may pair with one of their own: escaped.
+            literal = max(self.structure.literal_run_to(body_end), start)
+            if literal < body_end and body.endswith(self.text[literal:body_end]):
+                body = body[:literal - body_end] + _escaped(self.text[literal:body_end])
         if (items or numbers) and fence is not None and fence is not outside and fence.open_end >= placed:
             # Its lines were taken out (or in) as far: so goes its close.
             columns = self.taken_out(items, fence.open_end + 1, numbers)
@@ -578,7 +594,7 @@ class _Splitter(InLists):
         if end >= n:
             part = self.assemble(head, start, n, markers=markers)[0]
             if self.measure(part) <= self.limit:
-                return self._kept(part, start, n), n
+                return self._kept(part, first, n), n
             # Measured with room for a closing fence it does not get, the rest was read otherwise (a fence
             # there makes what follows code, link definitions too): cut it as any other part.
             end = n - 1
@@ -589,7 +605,7 @@ class _Splitter(InLists):
             part, fence, styles = self.assemble(head, start, cut, markers=markers)
             over = self.measure(part) - self.limit
             if over <= 0:
-                return self._kept(part, start, cut), self.next_start(start, cut, fence, styles)
+                return self._kept(part, first, cut), self.next_start(start, cut, fence, styles)
             # Closing markers (or a measure that is not monotone) pushed it over: cut earlier.
             end = max(start + 1, min(end, cut) - over)
             cut, tried = self.choose_cut(start, end), cut
@@ -600,13 +616,18 @@ class _Splitter(InLists):
         end = self.max_end("", start, "")
         end = _character_start(text, start, end)
         end = end if end > start else start + (2 if _is_pair(text, start + 1) else 1)
-        return self._kept(text[start:end], start, end), end
+        # Of the styles open at its start, which it does not reopen, a closer in its later half, alone, would show
+        # as typed: the part ends before it, and the next starts past it (a few such styles, that a part would
+        # carry; thousands open at once show their markers anyway).
+        open_here = self.structure.styles_open_at(start)
+        if self._carried("".join(s.closer for s in open_here)):
+            end = min((s.close_start for s in open_here if start + (end - start) // 2 < s.close_start < end),
+                      default=end)
+        return self._kept(text[start:end], start, end), self.next_start(start, end, None, self.styles_left_open(end))
 
     def _kept(self, part: str, start: int, end: int) -> str | None:
-        """``part``, unless it shows nothing: its text blank, or only empty code blocks (a fence's close, the rest
-        of its lines blank, or a reply's empty ```` ```py ```` block the part before had no room for), which a
-        renderer would send as written, its fences shown as typed; within the text they show nothing."""
-        return None if is_blank(self.text[start:end]) or only_empty_code(part) else part
+        """``part``, unless its text from ``start`` to ``end`` is blank (it holds only markers)."""
+        return None if is_blank(self.text[start:end]) else part
 
 
 def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
@@ -619,8 +640,10 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     two is indented again) and in the list items a part starts in, the markers added to close and
     reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
     address too long to repeat), a backslash keeping a part that starts within a line from opening a
-    block there (a quote, a list...), a quote's markers before the rest of a quoted line, and the list
-    markers rewritten to go on with a list's numbers (see the module docstring); a text with link
+    block there (a quote, a list...) or markers shown as typed from marking a style, a quote's markers
+    before the rest of a quoted line, and the list markers rewritten to go on with a list's numbers (see
+    the module docstring); a text of only empty code blocks or link definitions gives its parts as
+    written, as a renderer sends such a text that fits (they show nothing); a text with link
     reference definitions has those a part uses at its end (up to half the limit), and no part of
     definitions only (`gateway.link_references`).
     Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
@@ -642,20 +665,30 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         part, start = splitter.next_part(start)
         if part is not None:
             parts.append(part)
+    # Parts of only empty code blocks (a fence's close, the rest of its lines blank, or a reply's empty ```py block
+    # the part before had no room for) or of link definitions show nothing within the text; alone, a renderer
+    # would send them as written, fences and all.
+    shown = [p for p in parts if not only_empty_code(p)]
     if references:
         # Not after a fence the original leaves open: there they would be code, shown as written.
-        return [p if leaves_code_open(p) else p + references.for_part(p)
-                for p in parts if not link_references.shows_nothing(p)]
-    return parts
+        shown = [p if leaves_code_open(p) else p + references.for_part(p)
+                 for p in shown if not link_references.shows_nothing(p)]
+    # A text of nothing else is sent as written, as a renderer sends one that fits: left out, it would vanish.
+    return shown or parts
+
+
+def _escaped(markers: str) -> str:
+    return "".join("\\" + c for c in markers)
 
 
 def _unlinked(text: str, limit: int, measure: Measure) -> str:
     """``text`` with every link or image that no part can hold, nor carry the target of (``](href)``, see
     `_carried`), written out as its label (alt text) and its address: cut as a link, a part would show its
-    Markdown. A space goes after the address unless whitespace follows (glued, the next word would be linked
-    with it); a title (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its
-    first quarter of the limit (or a ``(``, ``<`` or backslash before it, where a ``)`` may not end it) is looked
-    at, so the text is parsed only where one may be that long."""
+    Markdown. A space goes after the address unless whitespace follows, or only punctuation an address leaves out
+    (glued, the next word would be linked with it; spaced off, the ``*`` closing an italic would close nothing); a
+    title (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its first quarter
+    of the limit (or a ``(``, ``<`` or backslash before it, where a ``)`` may not end it) is looked at, so the
+    text is parsed only where one may be that long."""
     marker_room = limit // _MARKER_SHARE
     targets = list(re.finditer(r"\]\((?=[^)]{%d}|[^)]*[(<\\])" % max(marker_room - 2, 0), text))
     if not targets:
@@ -672,7 +705,7 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
             href = body[:destination.pos]
             if "\\" in href and not href.startswith("<"):
                 href = f"<{destination.str}>"  # its escapes would show as typed; an autolink has none
-            gap = " " if text[link.close_end:link.close_end + 1].strip() else ""
+            gap = "" if bare_urls.ends_before(href, text, link.close_end) else " "
             text = f"{text[:link.open_start]}{text[link.open_end:q]} {href}{gap}{text[link.close_end:]}"
     return text
 

@@ -44,7 +44,9 @@ _SCHEME_TAIL = len("xhttps")
 """Enough of the text before a colon to tell a scheme and the character before it."""
 # CJK text puts no space after an address: its punctuation (ideographic, and the full-width forms of
 # ASCII's, not their letters or digits) ends one, or "https://x.org，然后点击" would link the sentence.
-_REST = re.compile(r"//[^\s<>`\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
+_TAKEN = r"[^\s<>`\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+"
+_REST = re.compile("//" + _TAKEN)
+_TAKEN_ON = re.compile(_TAKEN)
 _TRAILING = ".,:;!?*_~'\"…”’"
 _PAIRS = {")": "(", "]": "["}
 
@@ -57,6 +59,13 @@ def _trimmed(url: str) -> str:
         else:
             break
     return url
+
+
+def ends_before(address: str, text: str, pos: int) -> bool:
+    """Whether ``address`` written right before ``text[pos:]`` is read as ending where it does: what follows is
+    whitespace, or only punctuation an address leaves out (the ``*`` closing ``*see https://x.org*``)."""
+    taken = _TAKEN_ON.match(text, pos)
+    return taken is None or _trimmed(address + taken.group()) == _trimmed(address)
 
 
 def spans(line: str) -> Iterator[tuple[int, int, bool]]:
