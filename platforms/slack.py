@@ -333,9 +333,9 @@ class SlackAdapter:
             self._catch_up_run = self._background(self._catch_up.run())
 
     def _new_catch_up(self, last_seen: dict[Where, str], **options: Any) -> CatchUp:
-        return CatchUp(self._reads, last_seen, take=self._take, seen=self._taken_in.mark, token=self._bot_token_state,
-                       addressed=lambda event: self._addressed(event) is not None, limits=self._catch_up_limits,
-                       clock=self._clock, monotonic=self._monotonic, **options)
+        return CatchUp(self._reads, self._moves.conversations(last_seen), take=self._take, seen=self._taken_in.mark,
+                       token=self._bot_token_state, addressed=lambda event: self._addressed(event) is not None,
+                       limits=self._catch_up_limits, clock=self._clock, monotonic=self._monotonic, **options)
 
     def _alive(self) -> None:
         self._alive_ahead = self._clock() - self._monotonic()
