@@ -207,11 +207,14 @@ class Commands:
         ended = self._later_ended_turns(session, inbound, {*origins.values()})
         later = ended | {spared} if spared is not None else ended
         going_on = sum(1 for c in self._children.children(session.session_id) if c.parent_turn_id in ended)
+        # Another member's results that are ready wait for a turn as their messages do: kept, as those are.
+        theirs = self._ledger.ready_for_others(session, inbound)
         stopped = self._registry.stop(session, "stopped by /stop", drops=self._drops(inbound), turn=spared is None,
-                                      keeps={d for d, turn in origins.items() if turn in later}, by=inbound)
+                                      keeps={*theirs, *(d for d, turn in origins.items() if turn in later)},
+                                      by=inbound)
         # Their results will not be delivered.
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later,
-                                         ended=_owed_outcomes(session))
+                                         ended=_owed_outcomes(session), sparing=theirs, by=inbound)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
                                                            sparing_turns=later)
         # Answered once their stop is committed: "Stopped" while it was only queued, a crash right after left the
@@ -226,7 +229,7 @@ class Commands:
         went_on = [STOP_SENT_BEFORE] if spared is not None else []
         if going_on:
             went_on.append(stop_spared(going_on))
-        kept = _kept(self._others(inbound, stopped.kept))
+        kept = [*_kept(self._others(inbound, stopped.kept)), *_kept_results(len(theirs))]
         if not stopped.turn and not children and not stopped.dropped and not finished:
             elsewhere = _at_work_in_threads(session.platform, self._threads_at_work(session))
             return " ".join([*(went_on or ["Nothing was running.", *elsewhere]), *kept, *note])
@@ -294,7 +297,7 @@ class Commands:
         # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`); else stopped.
         running = session.running.turn_id if session.running is not None else None
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound), by=inbound)
-        finished = self._ledger.suppress(old_id, "/new", delivering=delivering)
+        finished = self._ledger.suppress(old_id, "/new", delivering=delivering, by=inbound)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         # Answered once their stop is committed, as /stop's: "ended" while it was only queued, a crash right after
         # left the old session's children running in the journal, lost to the restart, and on_restart: resume ran
@@ -419,6 +422,15 @@ def _kept(n: int, where: str = "") -> list[str]:
     if n == 1:
         return [f"1 message from another member still waits for its turn: it is answered next{where}."]
     return [f"{n} messages from other members still wait for their turn: they are answered next{where}."]
+
+
+def _kept_results(n: int) -> list[str]:
+    """What to tell a group whose other members' ready background results a ``/stop`` left to be delivered."""
+    if not n:
+        return []
+    if n == 1:
+        return ["The results of 1 finished background task another member asked for are delivered as usual."]
+    return [f"The results of {n} finished background tasks other members asked for are delivered as usual."]
 
 
 def _owed_outcomes(session: GatewaySession) -> set[str]:

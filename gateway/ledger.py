@@ -41,12 +41,12 @@ from gateway.excerpt import at_word
 from gateway.ledger_failures import CompletionFailures, _short
 from gateway.outbox import Outbox
 from gateway.queue_places import RUNNING, QueuePlaces
-from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason
+from gateway.replies import SILENCE, SUPPRESSED_REASONS, child_failure_reason, stopped_by_member
 from gateway.sender import BACKOFF_FIRST, BACKOFF_MAX
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession, WorkItem, quote_of
 from gateway.store import DelegationRow, GatewayStore, LedgerTask, split_session_key
-from gateway.store.delegations import Status
+from gateway.store.delegations import COMPLETION_TURN_PREFIX, Status
 from gateway.turn_runner import TurnRunner
 from lifecycle import (
     PROCESS_EXIT,
@@ -58,6 +58,7 @@ from lifecycle import (
     SubagentState,
 )
 from lifecycle.settings import LifecycleSettings
+from platforms.base import Inbound
 
 log = logging.getLogger("gateway.ledger")
 
@@ -185,24 +186,76 @@ class Ledger(CompletionFailures):
                 delay = min(delay * 2, BACKOFF_MAX)
 
     def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None,
-                 sparing_turns: Collection[str] = (), ended: Collection[str] = ()) -> int:
+                 sparing_turns: Collection[str] = (), ended: Collection[str] = (), sparing: Collection[str] = (),
+                 by: Inbound | None = None) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing, but ``delivering``, whose results' reply is being journaled (past any
         stop), those whose completion turns ended, their outcome not recorded yet (``ended``: owed,
-        `gateway.owed_ends`; their results went out, or were silenced), and those dispatched by the
-        turns of ``sparing_turns`` (a stop sent before the messages they answer). Returns how many of
+        `gateway.owed_ends`; their results went out, or were silenced), those dispatched by the
+        turns of ``sparing_turns`` (a stop sent before the messages they answer), and those ``sparing``
+        names (another member's ready results, `ready_for_others`). Returns how many of
         them had no child left at work: their results were ready (or being answered) and are dropped,
-        which the chat must be told, as the stop reaches no child of theirs. Call it before the
-        session's children are interrupted."""
+        which the chat must be told, as the stop reaches no child of theirs. ``by``: the command's message; in a
+        group, each member whose delegation it ends is told who ended it (`_tell_stopped`), as a member whose turn
+        it stops is. Call it before the session's children are interrupted."""
         running = [row for row in self._table.running_of(agent_session_id)
                    if row.delegation_id != delivering and row.delegation_id not in ended
-                   and row.origin_turn_id not in sparing_turns]
-        # A finishing child is past any stop (its activity says so): its results are as good as ready.
-        live = {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
+                   and row.origin_turn_id not in sparing_turns and row.delegation_id not in sparing]
+        live = self._live(agent_session_id)
         for row in running:
-            self._settle(row, "suppressed", reason)
+            if self._settle(row, "suppressed", reason) and by is not None:
+                self._tell_stopped(row, reason, by)
         stopped = self._stopped_deliveries.pop(agent_session_id, 0)
         return stopped + sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
+
+    def _tell_stopped(self, row: DelegationRow, reason: str, by: Inbound) -> None:
+        """Tell the member who asked for ``row``'s delegation that another member's ``/stop`` or ``/new``
+        (``reason``) ended it, quoting their request: only the stopper reads the command's answer, and the card,
+        where there is one, reads "Stopped" without a name. Nothing for the stopper's own, in a private chat, or
+        when the asker is no longer known. What the store refuses of the note is logged: the stop stands."""
+        platform, chat_id, thread_id = split_session_key(row.session_key)
+        if by.is_private or self.asked_by(platform, row) in (None, by.user_id):
+            return
+        try:
+            self._outbox.enqueue(platform, chat_id, thread_id, stopped_by_member(reason.lstrip("/"), by),
+                                 kind="completion", key=f"{row.completion_turn_id}:stopped",
+                                 turn_id=row.completion_turn_id, reply_to=self._asked(platform, row))
+        except sqlite3.Error as exc:
+            log.warning("delegation %s: could not tell its asker who stopped it (%s: %s)", row.delegation_id,
+                        type(exc).__name__, exc)
+
+    def _live(self, agent_session_id: str) -> set[str]:
+        """The session generation's children still at work. A finishing child is past any stop (its activity says
+        so): its results are as good as ready."""
+        return {c.subagent_id for c in self._children.children(agent_session_id) if c.activity != "finishing"}
+
+    def ready_for_others(self, session: GatewaySession, stopper: Inbound) -> set[str]:
+        """In a group, the session generation's delegations whose results are ready (no child left at work) and not
+        delivered yet, which another member than ``stopper`` asked for (`asked_by`): they wait for a turn as that
+        member's messages do, which a stop from ``stopper`` spares; none in a private chat. Not the one the running
+        turn answers (a stop ends that turn, whoever asked). One whose asker is no longer known is not among them."""
+        if stopper.is_private:
+            return set()
+        answering = session.running.delegation_id if session.running is not None else None
+        live = self._live(session.session_id)
+        return {row.delegation_id for row in self._table.running_of(session.session_id)
+                if row.delegation_id != answering and not any(t.subagent_id in live for t in row.tasks)
+                and self.asked_by(session.platform, row) not in (None, stopper.user_id)}
+
+    def asked_by(self, platform: str, row: DelegationRow) -> str | None:
+        """The user id of whoever sent the message that asked for ``row``'s delegation, while the inbox remembers
+        it (a week). One a completion turn dispatched (its results answered) was asked for by whoever asked for the
+        delegation that turn answered; ``/retry``'s by whoever asked for the delegation it runs again."""
+        seen: set[str] = set()
+        turn = row.origin_turn_id
+        while turn.startswith(COMPLETION_TURN_PREFIX) and turn not in seen:
+            seen.add(turn)
+            answered = self._table.get(turn.removeprefix(COMPLETION_TURN_PREFIX))
+            if answered is None:
+                return None
+            turn = answered.origin_turn_id
+        event = self._inbox.event_of_turn(platform, turn)
+        return event.user_id if event is not None else None
 
     def running_origins(self, agent_session_id: str) -> dict[str, str]:
         """The session generation's delegations not settled yet: delegation id -> the turn that dispatched it."""
