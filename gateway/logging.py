@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Literal, TextIO
+from urllib.parse import quote
 
 from agent import active_turn
 from gateway.log_repeats import DEFAULT_WINDOW, RepeatFilter
@@ -49,7 +50,8 @@ _PATTERNS = [
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
     # A Telegram bot token stands alone or follows /bot; a number at the end of an id (an outbox key's
     # ``tc-<turn id>:card-…``) is no bot id.
-    (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+:[A-Za-z0-9_-]{30,}"), MASK),
+    # A URL's path may hold it percent-encoded, its colon as %3A (an error page quoting the request).
+    (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%3[Aa])[A-Za-z0-9_-]{30,}"), MASK),
     (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
 ]
 MAX_TEXT_CHARS = 16_000
@@ -101,7 +103,8 @@ def register_secret(value: str | None) -> None:
         if value in _secrets:
             return
         _secrets.add(value)
-        _longest = max(_longest, len(value))
+        _secrets.add(quote(value, safe=""))  # as a URL's path or query quotes it (an error quoting the request)
+        _longest = max(_longest, len(quote(value, safe="")))
         # Longest first, so a secret containing another is masked whole.
         ordered = sorted(_secrets, key=len, reverse=True)
         _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))

@@ -3,6 +3,8 @@ shows a piece of a secret that masking the whole text first would have hidden.""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,3 +81,12 @@ def test_no_piece_of_a_secret_crossing_what_a_cut_summary_reads_shows(pieces: li
     text = "w \n\t " * shift + "".join(pieces) + " y  z\n" * 2_000
     got = redacted_cut(text, read // 2, _cut, read=read)
     assert not _leaks(got, _cut(redact(" ".join(text.split())), read // 2))
+
+
+def test_a_token_percent_encoded_in_a_url_is_masked():
+    # An error page quoting the request's URL quotes the token as the URL does: its colon as %3A.
+    token = "7012345678:AAH9abcdefghijklmnopqrstuvwxyz01234"
+    register_secret(token)
+    assert token.split(":")[1] not in redact(f"GET /bot{quote(token, safe='')}/getMe refused")
+    shaped = "7098765432%3AAAG1abcdefghijklmnopqrstuvwxyz56789"  # not registered: its shape alone
+    assert "AAG1abcdefghijklmnopqrstuvwxyz56789" not in redact(f"GET /bot{shaped}/getMe refused")
