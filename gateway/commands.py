@@ -214,7 +214,8 @@ class Commands:
                                       by=inbound)
         # Their results will not be delivered.
         finished = self._ledger.suppress(session.session_id, "/stop", delivering=delivering, sparing_turns=later,
-                                         ended=_owed_outcomes(session), sparing=theirs, by=inbound)
+                                         ended=_owed_outcomes(session), sparing=theirs, by=inbound,
+                                         stopped_turn=running if stopped.turn else None)
         children = await self._children.interrupt_children(session.session_id, "stopped by /stop",
                                                            sparing_turns=later)
         # Answered once their stop is committed: "Stopped" while it was only queued, a crash right after left the
@@ -297,7 +298,8 @@ class Commands:
         # Its reply is being journaled (split first): no stop reaches it (`SessionRegistry.stop_turn`); else stopped.
         running = session.running.turn_id if session.running is not None else None
         old_id, stopped = self._registry.new_generation(session, drops=self._drops(inbound), by=inbound)
-        finished = self._ledger.suppress(old_id, "/new", delivering=delivering, by=inbound)
+        finished = self._ledger.suppress(old_id, "/new", delivering=delivering, by=inbound,
+                                         stopped_turn=running if stopped.turn else None)
         ended = await self._children.interrupt_children(old_id, "session reset by /new")
         # Answered once their stop is committed, as /stop's: "ended" while it was only queued, a crash right after
         # left the old session's children running in the journal, lost to the restart, and on_restart: resume ran

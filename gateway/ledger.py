@@ -187,7 +187,7 @@ class Ledger(CompletionFailures):
 
     def suppress(self, agent_session_id: str, reason: str, *, delivering: str | None = None,
                  sparing_turns: Collection[str] = (), ended: Collection[str] = (), sparing: Collection[str] = (),
-                 by: Inbound | None = None) -> int:
+                 by: Inbound | None = None, stopped_turn: str | None = None) -> int:
         """``/stop`` or ``/new``: the session generation's delegations dispatched so far will
         deliver nothing, but ``delivering``, whose results' reply is being journaled (past any
         stop), those whose completion turns ended, their outcome not recorded yet (``ended``: owed,
@@ -197,13 +197,19 @@ class Ledger(CompletionFailures):
         them had no child left at work: their results were ready (or being answered) and are dropped,
         which the chat must be told, as the stop reaches no child of theirs. ``by``: the command's message; in a
         group, each member whose delegation it ends is told who ended it (`_tell_stopped`), as a member whose turn
-        it stops is. Call it before the session's children are interrupted."""
+        it stops is. ``stopped_turn``: the turn the command stopped. Its asker reads its own note
+        (`RunningTurn.stop_note`), not another for each delegation it dispatched; a completion turn has none, and
+        the asker of the results it was answering (settled as it ended) is told here. Call it before the session's
+        children are interrupted."""
+        if by is not None and stopped_turn is not None and stopped_turn.startswith(COMPLETION_TURN_PREFIX):
+            if (answered := self._table.get(stopped_turn.removeprefix(COMPLETION_TURN_PREFIX))) is not None:
+                self._tell_stopped(answered, reason, by)
         running = [row for row in self._table.running_of(agent_session_id)
                    if row.delegation_id != delivering and row.delegation_id not in ended
                    and row.origin_turn_id not in sparing_turns and row.delegation_id not in sparing]
         live = self._live(agent_session_id)
         for row in running:
-            if self._settle(row, "suppressed", reason) and by is not None:
+            if self._settle(row, "suppressed", reason) and by is not None and row.origin_turn_id != stopped_turn:
                 self._tell_stopped(row, reason, by)
         stopped = self._stopped_deliveries.pop(agent_session_id, 0)
         return stopped + sum(1 for row in running if not any(t.subagent_id in live for t in row.tasks))
@@ -214,12 +220,12 @@ class Ledger(CompletionFailures):
         where there is one, reads "Stopped" without a name. Nothing for the stopper's own, in a private chat, or
         when the asker is no longer known. What the store refuses of the note is logged: the stop stands."""
         platform, chat_id, thread_id = split_session_key(row.session_key)
-        if by.is_private or self.asked_by(platform, row) in (None, by.user_id):
+        if by.is_private or (asking := self._asking(platform, row)) is None or asking.user_id == by.user_id:
             return
         try:
             self._outbox.enqueue(platform, chat_id, thread_id, stopped_by_member(reason.lstrip("/"), by),
                                  kind="completion", key=f"{row.completion_turn_id}:stopped",
-                                 turn_id=row.completion_turn_id, reply_to=self._asked(platform, row))
+                                 turn_id=row.completion_turn_id, reply_to=quote_of(asking))
         except sqlite3.Error as exc:
             log.warning("delegation %s: could not tell its asker who stopped it (%s: %s)", row.delegation_id,
                         type(exc).__name__, exc)
@@ -243,9 +249,14 @@ class Ledger(CompletionFailures):
                 and self.asked_by(session.platform, row) not in (None, stopper.user_id)}
 
     def asked_by(self, platform: str, row: DelegationRow) -> str | None:
-        """The user id of whoever sent the message that asked for ``row``'s delegation, while the inbox remembers
-        it (a week). One a completion turn dispatched (its results answered) was asked for by whoever asked for the
-        delegation that turn answered; ``/retry``'s by whoever asked for the delegation it runs again."""
+        """The user id of whoever sent the message that asked for ``row``'s delegation (`_asking`)."""
+        event = self._asking(platform, row)
+        return event.user_id if event is not None else None
+
+    def _asking(self, platform: str, row: DelegationRow) -> Inbound | None:
+        """The message that asked for ``row``'s delegation, while the inbox remembers it (a week). One a completion
+        turn dispatched (its results answered) was asked for by the message that asked for the delegation that turn
+        answered; ``/retry``'s by the one that asked for the delegation it runs again."""
         seen: set[str] = set()
         turn = row.origin_turn_id
         while turn.startswith(COMPLETION_TURN_PREFIX) and turn not in seen:
@@ -254,8 +265,7 @@ class Ledger(CompletionFailures):
             if answered is None:
                 return None
             turn = answered.origin_turn_id
-        event = self._inbox.event_of_turn(platform, turn)
-        return event.user_id if event is not None else None
+        return self._inbox.event_of_turn(platform, turn)
 
     def running_origins(self, agent_session_id: str) -> dict[str, str]:
         """The session generation's delegations not settled yet: delegation id -> the turn that dispatched it."""

@@ -105,3 +105,78 @@ async def test_another_members_results_a_stop_spared_are_delivered_after_a_crash
     await settled(gateway)
     assert [(m.text, m.outbound.reply_to) for m in again.messages if m.kind == "completion"] == [
         ("here are the results", "m-bob")]
+
+
+
+@pytest.mark.parametrize(("command", "note", "answer"), [
+    ("/stop", "(Stopped by @carol's /stop.)",
+     "Stopped the running turn. The results of 1 finished background task will not be delivered: /agents lists them."),
+    ("/new", "(Ended by @carol's /new.)", "Started a new session. The results of 1 finished background task will not "
+     "be delivered. Delegation here is background."),
+])
+async def test_a_members_stop_tells_another_member_whose_results_it_stopped_being_answered(
+        tmp_path, gateways, command, note, answer):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": parent(stuck=True), "leaf": lambda request: {"text": "found"}})
+    gateway = await gateways(make_config(tmp_path, **CONFIG), [chat], model=model)
+    await chat.say("please delegate", user="u-bob", name="bob", private=False, message_id="m-bob")
+    await model.reached("answering")  # Bob's results are being answered: the stop ends that turn, not a delegation
+    await chat.say(command, user="u-carol", name="carol", private=False, message_id="m-carol-stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert [(m.text, m.outbound.reply_to) for m in chat.messages[1:]] == [(note, "m-bob"), (answer, "m-carol-stop")]
+
+
+def delegates_then_writes(request: ModelRequest) -> dict:
+    """Delegates on "delegate", then holds at ``after`` before its brief reply."""
+    last = request.messages[-1]
+    if last["role"] == "user" and "delegate" in str(last.get("content")):
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "dig"}}]}
+    return {"wait": "after", "text": "on it"}
+
+
+async def test_a_members_stop_of_another_members_turn_and_its_background_work_tells_them_once(tmp_path, gateways):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": delegates_then_writes, "leaf": lambda request: {"wait": "dig", "text": "found"}})
+    gateway = await gateways(make_config(tmp_path, **CONFIG), [chat], model=model)
+    await chat.say("please delegate", user="u-bob", name="bob", private=False, message_id="m-bob")
+    await model.reached("after")  # Bob's turn has dispatched its subagent, and goes on
+    await chat.say("/stop", user="u-carol", name="carol", private=False, message_id="m-carol-stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    model.release("dig")
+    model.release("after")
+    await settled(gateway)
+    assert [(m.text, m.outbound.reply_to) for m in chat.messages] == [
+        ("(Stopped by @carol's /stop.)", "m-bob"),
+        ("Stopped the running turn and 1 subagent. Their partial results are listed by /agents.", "m-carol-stop")]
+
+
+def follows_up(request: ModelRequest) -> dict:
+    """Delegates on "delegate", and again on the results ("deeper"), which the note's quote must trace back."""
+    last = request.messages[-1]
+    content = str(last.get("content"))
+    if last["role"] == "user" and content.startswith(RESULTS):
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "deeper"}}]}
+    if last["role"] == "user":
+        return {"tool_calls": [{"name": "delegate_task", "arguments": {"goal": "dig"}}]}
+    return {"text": "on it"}
+
+
+def leaf(request: ModelRequest) -> dict:
+    return {"wait": "deeper", "text": "deep"} if "deeper" in str(request.messages) else {"text": "found"}
+
+
+async def test_the_note_of_a_stopped_follow_up_delegation_quotes_the_message_that_asked_for_the_first(
+        tmp_path, gateways):
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": follows_up, "leaf": leaf})
+    gateway = await gateways(make_config(tmp_path, **CONFIG), [chat], model=model)
+    await chat.say("please delegate", user="u-bob", name="bob", private=False, message_id="m-bob")
+    await model.reached("deeper")  # Bob's results were answered by delegating further
+    await chat.wait_for(lambda: chat.texts("completion") == ["on it"])
+    await chat.say("/stop", user="u-carol", name="carol", private=False, message_id="m-carol-stop")
+    await chat.wait_for(lambda: "command" in chat.kinds())
+    await settled(gateway)
+    assert [(m.text, m.outbound.reply_to) for m in chat.messages[2:]] == [
+        ("(Stopped by @carol's /stop.)", "m-bob"),
+        ("Stopped 1 subagent. Their partial results are listed by /agents.", "m-carol-stop")]
