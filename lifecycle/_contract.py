@@ -33,6 +33,8 @@ CONTRACT_VERSION = 1
 MAX_GOAL_CHARS = 16_000
 MAX_CONTEXT_CHARS = 32_000
 MAX_METADATA_BYTES = 8_192
+MAX_METADATA_DEPTH = 100
+"""Lists and mappings within each other, the metadata itself the first."""
 MAX_RESULT_CHARS = 32_000
 MAX_CORRELATION_ID_CHARS = 256
 
@@ -177,26 +179,64 @@ def grace_seconds(grace: object) -> float | None:
 
 def _check_json_shape(metadata: Mapping[str, Any]) -> None:
     """Refuse what JSON would change: an in-process child gets the metadata as given, a child on
-    Temporal as JSON made it (a key 1 as '1', a tuple as a list), and the two must read the same."""
-    pending: list[tuple[str, Any]] = [("metadata", metadata)]
-    # Each item takes a byte of JSON at least: past the size limit in items (or round a cycle), the
-    # size or serializability check after this one refuses it. A loop, not recursion, for deep nesting.
-    for _ in range(MAX_METADATA_BYTES):
-        if not pending:
-            return
-        where, value = pending.pop()
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise _invalid(f"{where} has a key {key!r} of type {type(key).__name__}: metadata keys must be"
-                                   " strings (a child on Temporal gets its metadata through JSON, which makes every"
-                                   " key one).")
-                pending.append((f"{where}[{key!r}]", item))
+    Temporal as JSON made it (a key 1 as '1', a tuple as a list), and the two must read the same.
+
+    In work bounded by the size limit, not by the metadata: what it has read so far would take at least
+    ``size`` bytes of JSON, and past the limit it is refused at once (a list of ten million ids held the
+    event loop for 7 s, walked whole, then encoded whole, only to be refused). A loop is not JSON; nesting
+    deeper than `MAX_METADATA_DEPTH` is refused before `json.dumps` runs out of recursion, which happens at a
+    depth that depends on how deep in the stack the launch is made (walked with a list, not recursion)."""
+    size = 1  # the metadata's first byte: every value is counted so, as its container's item, before it is read
+    inside: set[int] = set()  # the containers on the way to the item at hand: meeting one of them again is a loop
+    pending: list[tuple[Any, Any, Any, int]] = [(None, "metadata", metadata, 1)]  # (parent path, key, value, depth)
+    while pending:
+        parent, key, value, depth = pending.pop()
+        if depth == 0:  # the marker left when a container was entered: its items are done
+            inside.discard(value)
+            continue
+        if isinstance(value, str):
+            size += len(value) + 1  # quoted; an escaped character takes more
+        elif isinstance(value, Mapping | list):
+            if id(value) in inside:
+                raise _invalid("metadata must be JSON-serializable.")
+            if depth > MAX_METADATA_DEPTH:
+                raise _invalid(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels.")
+            inside.add(id(value))
+            pending.append((None, None, id(value), 0))
+            path = (parent, key)
+            size += 1  # its brackets
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    size += 3 if index else 1  # ", " before all but the first, which takes a byte at least
+                    if size > MAX_METADATA_BYTES:
+                        raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+                    pending.append((path, index, item, depth + 1))
+                continue
+            for index, (name, item) in enumerate(value.items()):
+                if not isinstance(name, str):
+                    raise _invalid(f"{_path(path)} has a key {name!r} of type {type(name).__name__}: metadata keys"
+                                   " must be strings (a child on Temporal gets its metadata through JSON, which makes"
+                                   " every key one).")
+                size += len(name) + (7 if index else 5)  # '"name": ' and its value's first byte, ", " before it
+                if size > MAX_METADATA_BYTES:
+                    raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+                pending.append((path, name, item, depth + 1))
+            continue
         elif isinstance(value, tuple):
-            raise _invalid(f"{where} is a tuple: use a list (a child on Temporal gets its metadata through JSON,"
-                           " which makes it one).")
-        elif isinstance(value, list):
-            pending.extend((f"{where}[{index}]", item) for index, item in enumerate(value))
+            raise _invalid(f"{_path((parent, key))} is a tuple: use a list (a child on Temporal gets its metadata"
+                           " through JSON, which makes it one).")
+        # Anything else was counted as its container's item; one that is no JSON, `json.dumps` refuses next.
+        if size > MAX_METADATA_BYTES:
+            raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+
+
+def _path(path: tuple[Any, Any]) -> str:
+    """``metadata['opts'][0]`` for the path `_check_json_shape` keeps, made only for an error."""
+    keys = []
+    while path[0] is not None:
+        path, key = path
+        keys.append(f"[{key!r}]" if isinstance(key, str) else f"[{key}]")
+    return "metadata" + "".join(reversed(keys))
 
 
 @fast_init
