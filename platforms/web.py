@@ -13,8 +13,9 @@ Routes (see docs/platforms/web.md):
   with the text the gateway took (a key sent again with another text shows the first). One it could not
   record for want of storage is 500 (the page posts it again); one it failed on otherwise (a fault the
   message trips, which would fail alike at every try) is a final 422 (`platforms.not_recorded.NOT_HANDLED_STATUS`).
-- ``GET /chat/api/history?chat=``: ``{"messages": [...]}``, the chat's last
-  ``history_limit`` messages from the durable store.
+- ``GET /chat/api/history?chat=[&before=]``: ``{"messages": [...], "more"}``, the chat's last
+  ``history_limit`` messages from the durable store (``more``: older ones are kept), or with ``before`` the
+  ``history_limit`` messages before that one, for a page scrolled up to its oldest (`_older`).
 - ``GET /chat/api/events?chat=[&after=]``: Server-Sent Events. First ``history`` (the same
   messages, plus the chat commands and whether a turn is running), then live ``user``,
   ``message``, ``edit``, ``delete``, ``typing`` and ``idle`` events. The history is read right after the
@@ -276,10 +277,13 @@ class WebChatAdapter:
         if isinstance(queried, web.Response):
             return queried
         _, chat_id = queried
+        before = request.query.get("before")
+        if before is not None:
+            return self._older(chat_id, before)
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
-        return web.json_response({"messages": history})
+        return web.json_response(_paged(history, len(history) >= self.history_limit))
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         queried = self._queried_chat(request)
@@ -297,12 +301,15 @@ class WebChatAdapter:
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
+        more = len(history) >= self.history_limit
         first = {"messages": history, "commands": self._commands, "working": chat_id in self._working}
         if after is not None:
             resumed = self._resumed(chat_id, history, after)
             if isinstance(resumed, web.Response):
                 return resumed
-            first["messages"], first["gap"] = resumed
+            history, first["gap"], reached = resumed
+            more = more if reached is None else reached > 0
+        first.update(_paged(history, more))
         # With no await since the reads: nothing was sent in between, and the owner still has room.
         sub = self._streams.subscribe(chat_id, owner, lambda: connection_open(request))
         return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive)
@@ -330,21 +337,36 @@ class WebChatAdapter:
         return user, _chat_id(user, chat)
 
     def _resumed(self, chat_id: str, history: list[dict[str, Any]], after: str,
-                 ) -> tuple[list[dict[str, Any]], bool] | web.Response:
-        """``(messages, gap)`` for a page that holds the chat up to the message ``after``: the last ``history_limit``
-        messages, or, when ``after`` is older than those, every message from it on (up to `RESUME_LIMIT`). Only
-        the last ones, a page away for longer kept what it showed above them with nothing between: the replies
-        in between were missing without a sign. ``gap``: ``after`` is not among the last `RESUME_LIMIT` (or was
-        deleted), so what the page holds may not reach these; it replaces it with them, as a reload would."""
+                 ) -> tuple[list[dict[str, Any]], bool, int | None] | web.Response:
+        """``(messages, gap, at)`` for a page that holds the chat up to the message ``after``: the last
+        ``history_limit`` messages, or, when ``after`` is older than those, every message from it on (up to
+        `RESUME_LIMIT`; ``at``: how many of those are older than it, else None). Only the last ones, a page away for
+        longer kept what it showed above them with nothing between: the replies in between were missing without a
+        sign. ``gap``: ``after`` is not among the last `RESUME_LIMIT` (or was deleted), so what the page holds may not
+        reach these; it replaces it with them, as a reload would."""
         if len(history) < self.history_limit or any(m["id"] == after for m in history):
-            return history, False  # all the store has, or it reaches back to the page's newest
+            return history, False, None  # all the store has, or it reaches back to the page's newest
         longer = self._read_history(chat_id, RESUME_LIMIT)
         if isinstance(longer, web.Response):
             return longer
         at = next((i for i, m in enumerate(longer) if m["id"] == after), None)
         if at is None:
-            return history, True
-        return longer[at:], False
+            return history, True, None
+        return longer[at:], False, at
+
+    def _older(self, chat_id: str, before: str) -> web.Response:
+        """``GET /chat/api/history?before=``: the ``history_limit`` messages before the message ``before``, for a page
+        whose reader scrolled up to it, and ``more``: whether older ones are there to ask for. Found among the chat's
+        last `RESUME_LIMIT` messages, as far as a reconnect reaches back: 404 for one not among them (deleted, or older
+        than the gateway keeps)."""
+        longer = self._read_history(chat_id, RESUME_LIMIT)
+        if isinstance(longer, web.Response):
+            return longer
+        at = next((i for i, m in enumerate(longer) if m["id"] == before), None)
+        if at is None:
+            return error_response(404, f"no such message among the chat's last {RESUME_LIMIT:,} messages")
+        start = max(0, at - self.history_limit)
+        return web.json_response(_paged(longer[start:at], start > 0))
 
     def _taken(self, chat_id: str, page_id: str) -> dict[str, Any] | None:
         """The person's message ``page_id`` as the gateway recorded it, from the history; None when the
@@ -374,6 +396,12 @@ class WebChatAdapter:
                 kept = self.files.find(chat_id, message["id"])
                 message["file"] = kept.shown() if kept is not None else {"expired": True}
         return messages
+
+
+def _paged(messages: list[dict[str, Any]], more: bool) -> dict[str, Any]:
+    """A history's ``messages``, with ``"more": true`` when the gateway may keep older ones for a page to ask for
+    (`_older`): a history as long as its limit may have stopped short of the first. Left out otherwise, as before."""
+    return {"messages": messages, "more": True} if more else {"messages": messages}
 
 
 def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:

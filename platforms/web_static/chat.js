@@ -765,6 +765,94 @@
   }
   $("stop").addEventListener("click", once("/stop"));
 
+  // -- older messages, as the reader scrolls up ------------------------------------------
+
+  // A history holds the chat's last history_limit messages (200): scrolled up to the first of them, the reader took it
+  // for the conversation's start, with no sign that it went on above. Scrolling up near the top, the page asks for the
+  // messages before its oldest, a history's worth at a time, for as long as the gateway says it may keep more
+  // ("more"). Only the reader's going up asks. What it could not fetch is said above the messages, with a button: at
+  // the very top, no scroll comes to try again.
+  const OLDER_WITHIN_PX = 400; // asked for before the reader gets to the top, so they are there when they do
+  const olderLine = $("older");
+  let olderMore = false; // the gateway keeps messages older than the oldest shown
+  let fetchingOlder = false;
+
+  // The oldest message shown that the gateway has (not one this page sent that it has not confirmed, or refused).
+  function oldestKept() {
+    const own = ownIds();
+    return [...list.children].find((el) => !own.has(el.dataset.id) && !unplaced.has(el.dataset.id)) || null;
+  }
+
+  function sayOlder(text, failed = false) {
+    olderLine.hidden = !text;
+    olderLine.classList.toggle("failed", failed);
+    olderLine.querySelector("span").textContent = text;
+  }
+
+  const nearTop = () => list.scrollTop < OLDER_WITHIN_PX && fetchOlder();
+
+  async function fetchOlder() {
+    const oldest = oldestKept();
+    if (fetchingOlder || !olderMore || !oldest) return;
+    fetchingOlder = true;
+    sayOlder("Loading older messages…");
+    let failed = null;
+    let response = null;
+    try {
+      response = await fetch("/chat/api/history?chat=" + encodeURIComponent(chat) + "&before="
+        + encodeURIComponent(oldest.dataset.id), { headers: auth.headers(), cache: "no-store" });
+      const body = await response.json().catch(() => ({}));
+      if (!response.ok) failed = body.error || "HTTP " + response.status;
+      else if (oldestKept() === oldest) showOlder(body.messages || [], Boolean(body.more)); // not replaced (a gap)
+    } catch {
+      failed = "the gateway cannot be reached";
+    } finally {
+      fetchingOlder = false;
+    }
+    if (response && auth.asksForToken(response)) {
+      await auth.askForToken(true);
+      return fetchOlder();
+    }
+    if (failed) return sayOlder("Older messages could not be loaded: " + failed, true);
+    sayOlder("");
+    nearTop(); // a short history's worth may leave the reader at the top still
+  }
+
+  // Above what shows, with the reader kept where they are: the message they read does not move.
+  function showOlder(messages, more) {
+    const first = list.firstElementChild;
+    const before = first.getBoundingClientRect().top;
+    for (const message of messages) {
+      if (shown.has(message.id)) continue;
+      place(message, true);
+      const el = shown.get(message.id);
+      el.setAttribute("aria-live", "off"); // the conversation's past, asked for: not news to read out
+      list.insertBefore(el, first);
+    }
+    list.scrollTop += first.getBoundingClientRect().top - before;
+    olderMore = more;
+    renderRestWhenIdle();
+  }
+
+  // What a history says of older messages holds where it reaches the oldest shown: on opening, after a gap, or a
+  // reconnect of a page that had loaded none older. A page that had keeps them, and what it knew of those before.
+  function historyReaches(messages, more) {
+    const oldest = oldestKept();
+    if (oldest && messages.length && oldest.dataset.id !== messages[0].id) return;
+    olderMore = more;
+    if (!fetchingOlder) sayOlder("");
+  }
+
+  // Up, and not to the bottom: the page's own scrolls go down, and a scroll offset cut back because the messages got
+  // shorter (their real heights in place of the estimates, chat.css) leaves the page at its bottom.
+  let lastTop = 0;
+  list.addEventListener("scroll", () => {
+    const up = list.scrollTop < lastTop && list.scrollHeight - list.scrollTop - list.clientHeight >= 2;
+    lastTop = list.scrollTop;
+    if (up) nearTop();
+  }, { passive: true });
+  olderLine.querySelector("button").addEventListener("click", fetchOlder);
+
   // -- receiving ----------------------------------------------------------------------
 
   // What this page sent stays marked pending until its own POST is answered, whatever the stream says.
@@ -775,6 +863,7 @@
   const handlers = {
     history: (data) => {
       showHistory(data.messages, Boolean(data.gap), opened);
+      historyReaches(data.messages, Boolean(data.more));
       setWorking(Boolean(data.working));
       // At the first, what a reload left unsent has just been posted, alongside the stream: no cause to doubt it.
       sendWaitingNow(opened);
