@@ -15,22 +15,9 @@ from platforms.slack import SlackAdapter
 from tests.platforms.sink import Sink
 from tests.platforms.slack_client import bot_posts, fake_slack, slack_on
 from tests.platforms.test_slack_adapter import settled
+from tests.platforms.test_telegram_adapter import Moves  # the gateway's store of moves, as Telegram's tests have it
 
 fake = fake_slack()
-
-
-class Moves:
-    """The gateway's store of moves, refusing the first ``refusals`` (a full disk)."""
-
-    def __init__(self, refusals: int = 0) -> None:
-        self.stored: list[tuple[str, str]] = []
-        self.refusals = refusals
-
-    async def __call__(self, old: str, new: str) -> None:
-        if self.refusals:
-            self.refusals -= 1
-            raise OSError("database or disk is full")
-        self.stored.append((old, new))
 
 
 @pytest.fixture
