@@ -37,6 +37,9 @@ MAX_METADATA_DEPTH = 100
 """Lists and mappings within each other, the metadata itself the first."""
 MAX_RESULT_CHARS = 32_000
 MAX_CORRELATION_ID_CHARS = 256
+MAX_ALLOWED_TOOLSETS = 256
+"""Names in ``allowed_toolsets``: far more than there are toolsets, few enough that checking them costs nothing
+(a million held the event loop for seconds, sorted only to be refused)."""
 
 # Diagnostics and error classifications the service reports instead of raising.
 UNKNOWN_HANDLE = "UNKNOWN_HANDLE"
@@ -99,7 +102,7 @@ class SubagentLaunchRequest:
     model: str | None = None
     """Rejected when set: children run on ``delegation.model`` (or the parent's model)."""
     allowed_toolsets: tuple[str, ...] | None = None
-    """Narrows the parent's toolsets; None or empty inherits them. Never broadens."""
+    """Narrows the parent's toolsets; None or empty inherits them. Never broadens. At most 256 names."""
     blocked_tools: tuple[str, ...] = ()
     """Rejected when non-empty: unsafe child tools are always blocked anyway."""
     working_directory: str | None = None
@@ -157,6 +160,8 @@ def validate_request(req: SubagentLaunchRequest) -> None:
     if cid is not None and not (isinstance(cid, str) and 0 < len(cid) <= MAX_CORRELATION_ID_CHARS):
         raise _invalid(f"correlation_id must be a non-empty string of at most {MAX_CORRELATION_ID_CHARS} characters.")
     names = req.allowed_toolsets
+    if isinstance(names, tuple | list) and len(names) > MAX_ALLOWED_TOOLSETS:  # before a name is read, or sorted
+        raise _invalid(f"allowed_toolsets lists {len(names)} names; at most {MAX_ALLOWED_TOOLSETS} are allowed.")
     if names is not None and not (isinstance(names, tuple | list) and all(isinstance(n, str) and n for n in names)):
         raise _invalid("allowed_toolsets must be a list of toolset names.")
     if req.model is not None and not isinstance(req.model, str):

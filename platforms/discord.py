@@ -152,6 +152,11 @@ ClientFactory = Callable[..., discord.Client]
 DRAIN_SECONDS = 5.0
 """How long a stop not given its time by the gateway (`DiscordAdapter.stop`) hands over the events queued."""
 
+THREAD_LOOKUP_TIMEOUT = 5.0
+"""How long Discord is given to say which thread a message's channel is (`DiscordAdapter._in_thread`): every chat's
+events wait behind that one call, which a slow Discord (or its 5xx and 429 that discord.py retries) would stretch to
+the 30 s of `CALL_TIMEOUT` and more."""
+
 REMEMBERED_COMMANDS = 1000
 """Slash commands whose interaction ids are kept to drop a repeat: a RESUME replays only what a reconnect missed."""
 
@@ -187,6 +192,7 @@ class DiscordAdapter:
         max_retry_after: float = discord_catch_up.MAX_RETRY_AFTER,
         acknowledge_timeout: float = discord_commands.ACKNOWLEDGE_TIMEOUT,
         interaction_window: float = discord_answers.INTERACTION_WINDOW,
+        thread_lookup_timeout: float = THREAD_LOOKUP_TIMEOUT,
     ) -> None:
         """``gateway_url`` None asks the REST API (``GET /gateway/bot``). ``client_factory``
         is the test seam (default `discord.Client`); ``login_timeout`` bounds the login at start (`LOGIN_TIMEOUT`),
@@ -199,7 +205,8 @@ class DiscordAdapter:
         holding such a read ``max_retry_after`` seconds at most (``delivery.max_retry_after``);
         ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
         ``interaction_window`` how long after the command Discord may still take one given up on
-        (`discord_interactions.Interactions.unsure`).
+        (`discord_interactions.Interactions.unsure`), ``thread_lookup_timeout`` how long Discord is given to name a
+        message's thread (`THREAD_LOOKUP_TIMEOUT`).
         Only one api_base per process: see `platforms.discord_urls`."""
         self._token = token
         self._api_base = api_base
@@ -220,6 +227,7 @@ class DiscordAdapter:
         self._catch_up_timer = catch_up_timer
         self._max_retry_after = max_retry_after
         self._acknowledge_timeout = acknowledge_timeout
+        self._thread_lookup_timeout = thread_lookup_timeout
         self._queue: asyncio.Queue[Item | Edit | Access] = asyncio.Queue()
         self._edits: MessageEdited | None = None
         self._membership = Membership(lambda access: self._queue.put_nowait(access))
@@ -553,8 +561,9 @@ class DiscordAdapter:
         the thread, which the gateway did not know either (`discord_inbound.chat_of`): by the thread discord.py
         holds by now, or the gateway knows by now (an earlier message there handed over: those queued behind it ask
         no more), else by the one Discord sends (``GET /channels/{id}``). Asked for here, in the order of the
-        events, so that nothing said after it overtakes it. A channel's own message, as it was, and so is one whose
-        thread Discord did not send (logged): heard, in a conversation of its own."""
+        events, so that nothing said after it overtakes it, within `THREAD_LOOKUP_TIMEOUT`: every chat's events wait
+        for it. A channel's own message, as it was, and so is one whose thread Discord did not send in time (logged):
+        heard, in a conversation of its own."""
         client = self._client
         if client is None or message.is_private or message.is_command or message.thread_id is not None:
             return message
@@ -563,7 +572,12 @@ class DiscordAdapter:
         channel: Any = client.get_channel(channel_id)
         if channel is None and thread_chat(channel_id) is None:
             try:
-                channel = await client.fetch_channel(channel_id)
+                channel = await asyncio.wait_for(client.fetch_channel(channel_id), self._thread_lookup_timeout)
+            except TimeoutError:
+                log.warning("discord: Discord did not say within %g s whether channel %s is a thread; its message %s "
+                            "is answered as the channel's own", self._thread_lookup_timeout, channel_id,
+                            message.message_id)
+                return message
             except Exception as exc:
                 log.warning("discord: could not ask Discord whether channel %s is a thread (%s); its message %s is "
                             "answered as the channel's own", channel_id, described(exc), message.message_id)
