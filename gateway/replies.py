@@ -41,6 +41,14 @@ RESULTS_FILTERED = ("Sorry — the model provider's content filter blocked the r
                     "cannot report on them here; /agents lists the subagents and how each ended.")
 """`FILTERED` for a completion turn: nobody asked anything to put another way, and the results are left out of the
 conversation as a blocked message is (`agent.AgentSession.run_turn`)."""
+RESULTS_UNREPORTED = ("Sorry — the background work has finished, but I could not get an answer from the model just "
+                      "now to report on it. Ask me about it again in a moment; /agents lists the subagents and how "
+                      "each ended.")
+RESULTS_UNREPORTED_BUSY = ("Sorry — the background work has finished, but I could not get an answer from the model to "
+                           "report on it, and its provider asked me to wait. Ask me about it again in about {wait}; "
+                           "/agents lists the subagents and how each ended.")
+"""`MODEL_FAILED` and `MODEL_BUSY` for a completion turn: nobody asked anything to try again, and the chat, told
+the work was under way, would not learn it had finished. Its results stay in the conversation, for the next turn."""
 REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
            "take (a setting or a feature it does not support), so trying again will not help until the operator "
            "changes the model or its settings.")
@@ -76,12 +84,14 @@ def operator_hint(kind: str | None) -> str:
     return f"; check {settings}" if settings else ""
 
 
-def _model_failed(retry_after: float | None) -> str:
+def _model_failed(retry_after: float | None, kind: str) -> str:
     """`MODEL_FAILED`, or `MODEL_BUSY` where the provider asked for a wait of a minute or more: a 429 asking
-    for an hour fails at once (the SDK waits two minutes at most), and "in a moment" would be wrong advice."""
+    for an hour fails at once (the SDK waits two minutes at most), and "in a moment" would be wrong advice.
+    Their `RESULTS_UNREPORTED` forms for a turn of ``kind`` ``completion``."""
+    completion = kind == "completion"
     if retry_after is None or not math.isfinite(retry_after) or retry_after < 60:
-        return MODEL_FAILED
-    return MODEL_BUSY.format(wait=_wait(retry_after))
+        return RESULTS_UNREPORTED if completion else MODEL_FAILED
+    return (RESULTS_UNREPORTED_BUSY if completion else MODEL_BUSY).format(wait=_wait(retry_after))
 
 
 def _wait(seconds: float) -> str:
@@ -111,7 +121,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
         permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
         text = RESULTS_FILTERED if filtered_results else permanent or (
             TOO_LONG if exceeds_context(result.error or "")
-            else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after))
+            else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after, kind))
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":

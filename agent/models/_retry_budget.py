@@ -12,6 +12,7 @@ by default), whatever ``model.max_retries``.
 from __future__ import annotations
 
 import contextvars
+import random
 from collections.abc import Mapping
 
 from agent._clock import Clock
@@ -22,6 +23,9 @@ RETRY_SECONDS = 120.0
 _FIRST_BACKOFF, _MOST_BACKOFF, _MOST_RETRY_AFTER = 0.5, 8.0, 120.0
 """The SDK's waits: 0.5 s doubled per retry up to 8 s (less up to a quarter, at random), or a server's
 ``Retry-After`` up to two minutes; a longer one it does not wait for, nor ask again."""
+
+_SPREAD = 0.25
+"""A server's ``Retry-After`` is waited up to this much longer, at random (`RetryBudget.spread`)."""
 
 
 class RetryBudget:
@@ -48,6 +52,22 @@ class RetryBudget:
             return False
         self.spent = True
         return True
+
+    def spread(self, headers: Mapping[str, str], retry_after: float | None, clock: Clock,
+               max_retries: int) -> float | None:
+        """The wait to have the SDK make before it asks again the request sent with ``headers``, in place of
+        ``retry_after``, the server's (`stops` having let it): up to `_SPREAD` longer, at random, but within two
+        minutes (a longer one the SDK does not wait for, but fails the call) and the budget. None where the SDK
+        asks no more (its last failure, raised with the server's own hint) or waits its own backoff, which it
+        spreads itself.
+
+        The SDK waits a ``Retry-After`` to the millisecond: the calls a busy provider refused together (a batch
+        of subagents, chats that wrote at once) all asked again at the same moment, and met it busy again."""
+        if (self.until is None or retry_after is None or not 0 < retry_after <= _MOST_RETRY_AFTER
+                or _retries_taken(headers) >= max_retries):
+            return None
+        longest = min(retry_after * (1 + _SPREAD), _MOST_RETRY_AFTER, self.until - clock.monotonic())
+        return retry_after + max(0.0, longest - retry_after) * random.random()
 
 
 CALL: contextvars.ContextVar[RetryBudget | None] = contextvars.ContextVar("model_call_retry_budget", default=None)

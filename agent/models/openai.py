@@ -3,7 +3,8 @@
 Works with api.openai.com, OpenRouter, vLLM, llama.cpp and Ollama (set
 ``model.base_url``). Retries with backoff are the SDK's job: it retries 408, 409,
 429, 5xx, connect timeouts and connection errors ``max_retries`` times, honouring
-``retry-after-ms`` / ``retry-after`` (up to 120 s) and ``x-should-retry``, for as long as
+``retry-after-ms`` / ``retry-after`` (up to 120 s; waited up to a quarter longer, at random, so calls refused
+together do not all come back together) and ``x-should-retry``, for as long as
 a call's retry budget lasts (`_retry_budget`); an answer that does not come in time (also
 when a proxy between says so: 408, 504, 524), and a 429 for an account out of credit, are
 not asked for again, and a request the machine slept through is given up as a connection
@@ -189,7 +190,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
 
     Within a model call (`_retry_budget.CALL`), a failure the SDK would ask again after a wait that ends past
     the call's retry budget is not asked again: a response is marked ``x-should-retry: false``, a connection
-    error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try)."""
+    error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try).
+    A ``Retry-After`` it asks again after is made up to a quarter longer, at random (`RetryBudget.spread`)."""
 
     def __init__(self, *, timeout: httpx.Timeout, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None,
                  max_retries: int = 0) -> None:
@@ -214,9 +216,12 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             response.headers["x-should-retry"] = "false"
         elif response.status_code in _GAVE_UP_WAITING and "x-should-retry" not in response.headers:
             response.headers["x-should-retry"] = "false"
-        elif (budget is not None and response.status_code >= 400 and _sdk_asks_again(response)
-              and budget.stops(request.headers, _retry_after(response.headers), self._clock, self._max_retries)):
-            response.headers["x-should-retry"] = "false"
+        elif budget is not None and response.status_code >= 400 and _sdk_asks_again(response):
+            wait = _retry_after(response.headers)
+            if budget.stops(request.headers, wait, self._clock, self._max_retries):
+                response.headers["x-should-retry"] = "false"
+            elif (spread := budget.spread(request.headers, wait, self._clock, self._max_retries)) is not None:
+                response.headers["retry-after-ms"] = repr(spread * 1000)  # read before ``retry-after``
         return response
 
     async def _send_bounded(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
