@@ -516,7 +516,8 @@ class _Splitter(InLists):
             # Literal markers it ends with would join those closing it, or, no longer before a character
             # (``_i_`` cut from ``_i_https``), may pair with one of their own: escaped.
             literal = max(self.structure.literal_run_to(body_end), start)
-            if literal < body_end and body.endswith(self.text[literal:body_end]):
+            if (literal < body_end and body.endswith(self.text[literal:body_end])
+                    and not self._address_reads_on(start, literal)):
                 body = body[:literal - body_end] + _escaped(self.text[literal:body_end])
         if (items or numbers) and fence is not None and fence is not outside and fence.open_end >= placed:
             # Its lines were taken out (or in) as far: so goes its close.
@@ -524,6 +525,13 @@ class _Splitter(InLists):
             indent = fence.indent[columns:] if columns >= 0 else " " * -columns + fence.indent
             tail = f"\n{indent}{fence.ticks}"
         return head + body + tail, fence, styles
+
+    def _address_reads_on(self, start: int, pos: int) -> bool:
+        """Whether a bare URL on ``pos``'s line, within the part from ``start``, reads on through ``pos`` (its
+        trailing punctuation, as the ``_`` of ``https://x.org/a_`` before a code span): a backslash there would
+        join the address, linked and shown (``https://x.org/a\\_``); unescaped, the address ends before it."""
+        line = max(start, self.text.rfind("\n", start, pos) + 1)
+        return any(a < pos - line < b for a, b, _ in bare_urls.spans(self.text[line:pos + 1]))
 
     def body(self, start: int, end: int) -> str:
         """``text[start:end]`` as a part from ``start`` has it when it starts in no code block: out of

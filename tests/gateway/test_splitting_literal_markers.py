@@ -75,3 +75,17 @@ def test_empty_code_blocks_among_text_are_still_left_out():
     parts = split_text("word " * 20 + "\n\n```\n```\n" * 10 + "\n\nend", 40, _TELEGRAM)
     shown = [_rendered(p)[0] for p in parts]
     assert " ".join(shown).split() == ["word"] * 20 + ["end"], parts
+
+
+@pytest.mark.parametrize("text", [
+    "see https://e.co/abc_`x` tail words here",
+    "**see https://e.co/x__`code` and more words**",
+    "**see https://e.co/x.~~`code` and more words**",
+])
+def test_markers_an_address_leaves_out_get_no_backslash_at_a_cut(text):
+    # Cut between the "_" an address ends before and the code span after it, the "_" got a backslash that the
+    # address took in: "https://e.co/abc\_" linked, and shown with its backslash.
+    for limit in range(16, 30):
+        parts = split_text(text, limit)
+        shown = "".join(_rendered(p)[0] for p in parts)
+        assert "\\" not in shown, (limit, parts)
