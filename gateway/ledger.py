@@ -218,11 +218,14 @@ class Ledger(CompletionFailures):
         """Tell the member who asked for ``row``'s delegation that another member's ``/stop`` or ``/new``
         (``reason``) ended it, quoting their request: only the stopper reads the command's answer, and the card,
         where there is one, reads "Stopped" without a name. Nothing for the stopper's own, in a private chat, or
-        when the asker is no longer known. What the store refuses of the note is logged: the stop stands."""
+        when the asker is no longer known. What the store refuses of the note, the asker's message read back too, is
+        logged: the stop stands, and goes on to the delegations after this one."""
         platform, chat_id, thread_id = split_session_key(row.session_key)
-        if by.is_private or (asking := self._asking(platform, row)) is None or asking.user_id == by.user_id:
+        if by.is_private:
             return
         try:
+            if (asking := self._asking(platform, row)) is None or asking.user_id == by.user_id:
+                return
             self._outbox.enqueue(platform, chat_id, thread_id, stopped_by_member(reason.lstrip("/"), by),
                                  kind="completion", key=f"{row.completion_turn_id}:stopped",
                                  turn_id=row.completion_turn_id, reply_to=quote_of(asking))

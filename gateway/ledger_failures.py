@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from gateway.dead_letters import CUT_SHORT, FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS
-from gateway.logging import redacted_cut
+from gateway.logging import redacted_bounded, redacted_cut
 from gateway.outbox import Outbox
 from gateway.replies import child_failure_reason
 from gateway.sessions import GatewaySession
@@ -76,7 +76,8 @@ class CompletionFailures:
         row = self._table.get(delegation_id)
         if row is None or row.status != "running":
             return
-        error = f"{type(exc).__name__}: {exc}"
+        # Masked before it is kept (`gateway_delivery_attempts`): the state database and its backups outlive the log.
+        error = redacted_bounded(f"{type(exc).__name__}: {exc}")
         try:
             attempts = self._table.delivery_failed(delegation_id, error)
         except sqlite3.Error as refused:

@@ -7,6 +7,7 @@ words an error about it is recorded in) without importing the sender back.
 
 from __future__ import annotations
 
+from gateway.logging import redacted_bounded
 from gateway.store import OutboxRow
 from platforms.base import Adapter, FindsSent, Outbound
 
@@ -18,8 +19,9 @@ PROGRESS_KINDS = frozenset({"notice"})
 def describe(exc: BaseException) -> str:
     # The class and the platform's description; adapters do not put message text in errors. The class
     # once, where the description already starts with it (Telegram's "Forbidden: bot was blocked by the user").
+    # Masked as a log line is, for the outbox keeps it (`last_error`): an SDK's error may quote a request's URL.
     name, text = type(exc).__name__, str(exc)
-    return (text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
+    return redacted_bounded(text if text.partition(":")[0] == name else f"{name}: {text}")[:500]
 
 
 def findable(adapter: Adapter | None, row: OutboxRow) -> bool:

@@ -14,6 +14,7 @@ answered it already. One the gateway failed on before it recorded it is answered
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import uuid
@@ -45,9 +46,19 @@ def inbound_of(platform: str, body: dict[str, Any]) -> Inbound:
         # out); access goes by the user id, as it does for messages.
         platform=platform, chat_id=channel, thread_id=None, user_id=user, user_name=None,
         text=f"{body['command']} {readable(body.get('text') or '')}".strip(),  # escaped as a message's is
-        event_id=f"command:{body.get('trigger_id') or body.get('response_url')}", is_command=True,
-        is_private=channel.startswith("D"), reply_token=token,
+        event_id=_event_id(body), is_command=True, is_private=channel.startswith("D"), reply_token=token,
     )
+
+
+def _event_id(body: dict[str, Any]) -> str:
+    """``command:<trigger_id>``; without one, named by a digest of its ``response_url``, which names it as well: the
+    URL itself is a credential (whoever holds it may post in the channel for 30 minutes), and the id shows in the
+    log and the console. Without either, an id of its own: one shared would make every later command a repeat."""
+    if trigger := body.get("trigger_id"):
+        return f"command:{trigger}"
+    if url := body.get("response_url"):
+        return f"command:url-{hashlib.sha256(str(url).encode()).hexdigest()[:32]}"
+    return f"command:{uuid.uuid4().hex}"
 
 
 async def answer(message: Outbound, session: aiohttp.ClientSession | None,

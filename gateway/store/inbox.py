@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from agent import Clock
+from gateway.logging import redacted_bounded
 from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
 from platforms.base import Inbound
@@ -189,10 +190,12 @@ class Inbox:
                        (turn_id, _text(platform), _text(event_id)))
 
     def failed(self, platform: str, event_id: str, error: str) -> int:
-        """Handling the event raised ``error``: count it (it stays unsettled). Returns the count."""
+        """Handling the event raised ``error``: count it (it stays unsettled). Returns the count. The error is kept
+        masked as a log line is (`gateway.logging.redacted_bounded`), then cut: an exception quoting a request (a key
+        in its URL) would leave the key in the state database, its backups and its dead letter, whoever reads them."""
         key = (_text(platform), _text(event_id))
         self._db.write("UPDATE gateway_inbox SET attempts=attempts+1, last_error=? WHERE platform=? AND event_id=?",
-                       (_text(error[:500]), *key))
+                       (_text(redacted_bounded(error)[:500]), *key))
         row = self._db.read_one("SELECT attempts FROM gateway_inbox WHERE platform=? AND event_id=?", key)
         return 0 if row is None else row[0]
 
