@@ -21,7 +21,9 @@ Ctrl-C there is a key, not SIGINT (the terminal's interrupt character is off whi
 chat runs; readline ends the line with it, `CTRL_C`): while a turn runs (``busy``) it
 stops the turn, as ``/stop``; at the prompt it drops what was typed, and at an empty
 prompt it says how to leave, and leaves when pressed again. As SIGINT it stopped the
-whole chat instead, printing nothing and waiting out the running turn's shutdown grace. A turn that a line
+whole chat instead, printing nothing and waiting out the running turn's shutdown grace; a SIGINT that still
+comes (Emacs's ``C-c C-c``, ``kill -INT``) is taken as the key, and a piped chat's stops its turn and leaves at
+once (`platforms.local_interrupts`). A turn that a line
 typed next stops (``display.busy_input_mode: interrupt``) says so too, ``⏹ Stopped for your next message``,
 also before its first notice showed (`gateway.turn_runner.SAYS_SUPERSEDED`).
 A reader that fails (the gateway could not record a message for want of storage, or the terminal could not
@@ -98,6 +100,7 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.local_files import UPLOAD_LIMIT, keep
+from platforms.local_interrupts import Interrupts
 from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
 from platforms.local_reader import Lines, PromptDraw
 from platforms.local_screen import height, moves_cursor, printable, prompt_again, prompt_start, rows, shown, width
@@ -189,6 +192,7 @@ class LocalAdapter:
         self._echoes = False  # the terminal showed what was typed when the chat took it (`platforms.local_tty.echoes`)
         self._retake = False  # resumed after a stop: the read under way ends in the shell's modes (`_resumed`)
         self._on_resume: asyncio.AbstractEventLoop | None = None  # the loop handling SIGCONT, until `stop`
+        self._interrupts: Interrupts | None = None  # SIGINT, until `stop`
         self._output_gone = False  # the reader of the output went away: nothing more can be shown
         self._tty_lock = threading.Lock()  # the reader's echo switches against stop()'s restore
         self._prompt_draw = PromptDraw()  # printing waits for a prompt readline is drawing
@@ -209,6 +213,10 @@ class LocalAdapter:
                 self._ended_early = ended_in_line_mode(self._input)  # Ctrl-D pressed as the gateway started
                 keys_for_the_chat(self._input, self._saved_tty)  # Ctrl-C reaches readline as a key
                 self._handle_resume()
+        if self._input is sys.stdin and self._on_exit is not None:  # the process's SIGINT: this chat's Ctrl-C
+            self._interrupts = Interrupts(busy=self._busy, interactive=self._interactive,
+                                          stop_turn=lambda: self._stop_turn(sink), leave=self._end)
+            self._interrupts.take()
         self.greet()
         self._reader = asyncio.ensure_future(self._read(sink))
         self._reader.add_done_callback(self._read_ended)
@@ -242,6 +250,9 @@ class LocalAdapter:
         if self._on_resume is not None:
             self._on_resume.remove_signal_handler(signal.SIGCONT)
             self._on_resume = None
+        if self._interrupts is not None:  # the gateway's stop is under way: a SIGINT now ends the process at once
+            self._interrupts.give_back()
+            self._interrupts = None
         with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
             if self._saved_tty is not None:
                 # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
@@ -283,6 +294,8 @@ class LocalAdapter:
                 continue
             self._leaving = False
             self._last_id = None
+            if self._interrupts is not None:
+                self._interrupts.new_turn()
             await self._hand_over(sink, Inbound(
                 platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user,
                 user_name=self._user, text=text, event_id=f"local-{os.urandom(8).hex()}",  # unique across restarts
@@ -344,10 +357,7 @@ class LocalAdapter:
         say how to leave, and leave if it was pressed there just before. True once the chat is left."""
         self._last_id = None  # its line is under the last message now: that one is not redrawn in place
         if self._busy():
-            self._leaving = False
-            await self._hand_over(sink, Inbound(
-                platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user, user_name=self._user,
-                text="/stop", event_id=f"local-{os.urandom(8).hex()}", is_command=True))
+            await self._stop_turn(sink)
             return False
         if typed.strip():  # as a shell does: the line is gone, the next one starts afresh
             self._leaving = False
@@ -358,6 +368,13 @@ class LocalAdapter:
         self._leaving = True
         await self.send(Outbound(CHAT_ID, None, LEAVE_HINT, kind="command"))
         return False
+
+    async def _stop_turn(self, sink: InboundSink) -> None:
+        """``/stop``, for Ctrl-C (the key, or SIGINT: `platforms.local_interrupts`) while a turn runs."""
+        self._leaving = False
+        await self._hand_over(sink, Inbound(
+            platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user, user_name=self._user,
+            text="/stop", event_id=f"local-{os.urandom(8).hex()}", is_command=True))
 
     def _edit_line(self) -> str:
         """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
