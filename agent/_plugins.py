@@ -69,6 +69,15 @@ class PluginContext:
         self._hooks: list[tuple[str, Callable[..., Any]]] = []
         self._commands: list[PluginCommand] = []
         self._backends: list[Any] = []
+        self._staging = True
+        """Whether registrations are taken: only until ``register`` has returned (or failed, or was given up on)."""
+
+    def _check_staging(self, what: str) -> None:
+        # A registration kept for later (on first use, from a thread register started) was dropped without
+        # a word, and the plugin author looked for a bug in the tool that was never there.
+        if not self._staging:
+            raise PluginError(self.module, f"{what} was not registered: registrations are taken only while "
+                                           "register(ctx) runs, and it has returned")
 
     @property
     def subagent_lifecycle(self) -> Any:
@@ -86,6 +95,7 @@ class PluginContext:
         *,
         toolset: str | None = None,
     ) -> None:
+        self._check_staging(f"tool {name!r}")
         # What the model APIs refuse would fail every model call of every chat, not just this tool's.
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise PluginError(self.module, f"tool name {name!r} must be 1 to 64 letters, digits, '_' or '-'")
@@ -110,6 +120,7 @@ class PluginContext:
         self._tools.append(Tool(name, description, parameters, handler, toolset))
 
     def register_hook(self, name: str, fn: Callable[..., Any]) -> None:
+        self._check_staging(f"hook {name}")
         if name not in HOOK_NAMES:
             raise PluginError(self.module, f"unknown hook {name!r}; known hooks: {', '.join(sorted(HOOK_NAMES))}")
         if not callable(fn):
@@ -117,6 +128,7 @@ class PluginContext:
         self._hooks.append((name, fn))
 
     def register_command(self, name: str, handler: Callable[..., Any], description: str = "") -> None:
+        self._check_staging(f"command /{name}")
         if not isinstance(name, str) or not (name := name.lstrip("/!").lower()).isidentifier():
             raise PluginError(self.module, f"command name {name!r} must be a single word")
         if not callable(handler):
@@ -134,6 +146,7 @@ class PluginContext:
         ``description``, ``options()``, ``resolve(route)``) that delegate_task can route
         tasks through; ``delegation.backend`` or a chat's ``/delegation`` picks it by name."""
         name = getattr(backend, "name", None)
+        self._check_staging(f"delegation backend {name!r}")
         if not isinstance(name, str) or not BACKEND_NAME.fullmatch(name):
             raise PluginError(self.module,
                               f"delegation backend name {name!r} must be a lower-case word like 'model_map'")
@@ -210,6 +223,8 @@ class PluginHost:
             exc = exc.__cause__ if isinstance(exc, Exited) else exc
             failure = f"register() failed: {type(exc).__name__}: {exc}{_raised_at(module, exc)}"
             raise PluginError(module, failure) from exc
+        finally:  # returned, failed, or given up on (its thread may still be registering)
+            ctx._staging = False
         self._apply(ctx)
 
     async def _register(self, module: str, register: Callable[[PluginContext], Any], ctx: PluginContext) -> None:

@@ -15,6 +15,7 @@ import contextvars
 import functools
 import inspect
 import json
+import logging
 import re
 import signal
 import traceback
@@ -28,6 +29,8 @@ import jsonschema
 
 from agent._errors import ToolError
 from agent._plugin_threads import PluginThreads
+
+log = logging.getLogger("agent.tools")
 
 #: Names later issues give meaning to; nothing may register them by accident.
 RESERVED_TOOLSETS = frozenset({"delegation", "cronjob", "start_chat"})
@@ -78,8 +81,9 @@ class Tool:
         }
 
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        """Validate ``args`` and run the handler; raises `ToolError` with a message for the model, and
-        what the handler raised otherwise (`tool_failure_text` is what the model reads of either)."""
+        """Validate ``args`` and run the handler; raises `ToolError` with a message for the model (also when
+        what it returned cannot be made text, logged here), and what the handler raised otherwise
+        (`tool_failure_text` is what the model reads of either)."""
         error = None if self._validator is None else jsonschema.exceptions.best_match(self._validator.iter_errors(args))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "arguments"
@@ -100,7 +104,15 @@ class Tool:
             if from_signal_handler(exc):  # `switchboard ask` stopped while the tool ran: not the tool's failure
                 raise
             raise Exited(exc) from exc
-        return render_tool_output(out)
+        try:
+            return render_tool_output(out)
+        # Its __str__ raising, a dict that holds itself: the call did its work, and a model told only that
+        # it "failed" ran it again (an invoice sent twice).
+        except Exception as exc:
+            log.warning("tool %s%s ran, but what it returned could not be turned into text", self.name,
+                        f" (plugin {self.owner})" if self.owner else "", exc_info=True)
+            raise ToolError(f"{self.name} ran, but what it returned could not be turned into text "
+                            f"({exception_text(exc)}); do not call it again only to see its result") from exc
 
 
 def _chat_of(session: Any) -> str | None:
