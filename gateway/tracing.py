@@ -7,7 +7,8 @@ One trace per chat turn:
   the outcome and the turn's token usage. A completion turn (background results) joins the
   trace of the turn that delegated.
 - ``execute_tool {name}`` (INTERNAL): every tool call of the parent and of every child,
-  from the agent's ``tool_start`` / ``tool_end`` hooks.
+  from the agent's ``tool_start`` / ``tool_end`` hooks. A call an interrupt or a cancellation
+  cut short ends with its agent, which says how (`_end_cut`): ``switchboard.ended_by``.
 - ``invoke_agent subagent`` (INTERNAL): every child, from the ``subagent_start`` /
   ``subagent_stop`` hooks, a child of the ``execute_tool delegate_task`` span that launched
   it (of the parent turn's span when another tool launched it), so an orchestrator's own
@@ -53,6 +54,9 @@ DELEGATE = "delegate_task"
 REMEMBERED = 4096
 """Span contexts kept after their span ended, for children and completion turns that come later."""
 _FAILED_CHILD = frozenset({"failed", "error", "timeout"})
+_CUT_SHORT = frozenset({"[cancelled: the turn was interrupted]", "[not run: the turn was interrupted]"})
+"""The results of a call an interrupt cut short (docs/agent.md, interrupts and steering): ``ok`` false, though its
+tool did not fail. Which interrupt it was (a /stop, a liveness timeout, the shutdown), only its agent's end tells."""
 FLUSH_SECONDS = 2.0
 """How long a stop waits for the collector to take the last spans."""
 
@@ -81,6 +85,9 @@ class Tracing(GatewayListener):
         """Open children by subagent id (also their agent session id)."""
         self._tools: dict[tuple[str, str, str], Span] = {}
         """Open tool calls by (session id, turn id, call id)."""
+        self._cut: dict[tuple[str, str, str], int] = {}
+        """Tool calls of `_tools` an interrupt cut short, with the time (ns) their ``tool_end`` came: their spans
+        end with their agent's, which says how."""
         self._conversations: dict[str, str] = {}
         """The conversation of each open child: its root session's id."""
         self._ended_turns: OrderedDict[str, trace.SpanContext] = OrderedDict()
@@ -105,10 +112,10 @@ class Tracing(GatewayListener):
         provider down, waiting at most `FLUSH_SECONDS` for it: a collector that does not answer
         would hold the stop for the exporter's timeout and retries, past a supervisor's patience.
         The flush goes on in a daemon thread, which the process's exit does not wait for."""
-        for span in [*self._tools.values(), *self._agents.values(), *self._turns.values()]:
+        self._end_cut(list(self._tools), "shutdown")
+        for span in [*self._agents.values(), *self._turns.values()]:
             span.set_attribute("switchboard.ended_by", "shutdown")
             span.end()
-        self._tools.clear()
         self._agents.clear()
         self._turns.clear()
         if not self._owns:
@@ -160,8 +167,7 @@ class Tracing(GatewayListener):
             span = self._turns.pop(key, None)
         if span is None:
             return
-        for tool in [k for k in self._tools if k[:2] == key]:
-            self._tools.pop(tool).end()  # a tool cut short by a hard interrupt
+        self._end_cut([k for k in self._tools if k[:2] == key], "shutdown" if outcome == "shutdown" else "interrupted")
         span.set_attribute("switchboard.turn.outcome", outcome)
         if result is not None:
             span.set_attribute("gen_ai.usage.input_tokens", result.usage.prompt_tokens)
@@ -214,10 +220,10 @@ class Tracing(GatewayListener):
             span = self._start_child(parent_session_id, parent_turn_id, child_session_id, child_role, None, start)
             self._agents.pop(child_session_id, None)
         self._conversations.pop(child_session_id, None)
-        for tool in [k for k in self._tools if k[0] == child_session_id]:
-            # Its tool call was cancelled outright (no tool_end hook ran): open, the span would never be
-            # exported, and stay here for the life of the process.
-            self._tools.pop(tool).end()
+        # What cut its calls short: its stop or its liveness monitor's (or the gateway's stop, which the hook
+        # does not tell from its own).
+        self._end_cut([k for k in self._tools if k[0] == child_session_id],
+                      "timeout" if child_status == "timeout" else "interrupted")
         span.set_attribute("switchboard.subagent.status", child_status)
         if child_model:
             # Not the parent's model: delegation.model or a route may name another. The name a call answered
@@ -250,11 +256,19 @@ class Tracing(GatewayListener):
 
     async def _tool_ended(self, *, session_id: str, turn_id: str, call_id: str, ok: bool, output: str,
                           **_: Any) -> None:
-        span = self._tools.pop((session_id, turn_id, call_id), None)
+        key = (session_id, turn_id, call_id)
+        span = self._tools.get(key)
         if span is None:
             return
         if self.capture_content:
             span.set_attribute("gen_ai.tool.call.result", captured(output))
+        if not ok and output in _CUT_SHORT:
+            if (session_id, turn_id) in self._turns or session_id in self._agents:
+                self._cut[key] = time.time_ns()  # its agent's end says what cut it (`_end_cut`)
+            else:  # no span of ours ends that agent: held, it would wait for the process's stop
+                self._end_cut([key], "interrupted")
+            return
+        del self._tools[key]
         if not ok:
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR, "tool_error"))
@@ -284,6 +298,20 @@ class Tracing(GatewayListener):
         span.end(end_time=end)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _end_cut(self, keys: list[tuple[str, str, str]], ended_by: str) -> None:
+        """End the spans of the tool calls ``keys``, which their agent's end cut short: an interrupt answered them
+        (`_CUT_SHORT`), or a cancellation ended them with no ``tool_end`` at all. ``ended_by`` says what did:
+        ``interrupted`` (a /stop, a new message, the child's own stop), ``timeout`` (the liveness monitor: an error,
+        as the child's span is) or ``shutdown``. Ended as they were, they read as calls that succeeded, and one
+        interrupted as one whose tool failed."""
+        for key in keys:
+            span = self._tools.pop(key)
+            span.set_attribute("switchboard.ended_by", ended_by)
+            if ended_by == "timeout":
+                span.set_attribute("error.type", "timeout")
+                span.set_status(Status(StatusCode.ERROR, "timeout"))
+            span.end(end_time=self._cut.pop(key, None))
 
     def _context_of(self, session_id: str, turn_id: str) -> Any:
         """The context whose span a call in (session, turn) hangs under: the parent turn, else the child."""
