@@ -490,8 +490,16 @@
     return "/chat/api/events?chat=" + encodeURIComponent(chat) + (after ? "&after=" + encodeURIComponent(after) : "");
   }
 
+  // The working line is seen; a screen reader is told once a turn (#said), not at each of the typing events that keep
+  // the line up, nor when a reconnect's history says the turn still runs. Only shown, it left its user hearing
+  // nothing between their message and the answer, however long the turn. `known`: the gateway says whether a turn
+  // runs (its history, "idle"), which a dropped stream or typing events that lapse do not.
+  const WORKING = "The agent is working.";
+  let toldWorking = false;
   let typingTimer = null;
-  function setWorking(on) {
+  function setWorking(on, known = false) {
+    if (on && !toldWorking) say(WORKING);
+    if (on || known) toldWorking = on;
     // Hidden, its Stop button would take the focus with it: a keyboard would start again from the top of the page.
     if (!on && working.contains(document.activeElement)) input.focus();
     following(() => {
@@ -864,7 +872,7 @@
     history: (data) => {
       showHistory(data.messages, Boolean(data.gap), opened);
       historyReaches(data.messages, Boolean(data.more));
-      setWorking(Boolean(data.working));
+      setWorking(Boolean(data.working), true);
       // At the first, what a reload left unsent has just been posted, alongside the stream: no cause to doubt it.
       sendWaitingNow(opened);
       opened = true;
@@ -879,7 +887,7 @@
     edit: (data) => edit(data.id, data.text),
     delete: (data) => remove(data.id),
     typing: () => setWorking(true),
-    idle: () => setWorking(false),
+    idle: () => setWorking(false, true),
   };
 
   input.value = sessionStorage.getItem(DRAFT_KEY) || ""; // what a reload interrupted the typing of
