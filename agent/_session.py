@@ -112,6 +112,9 @@ class AgentSession:
     _checked_messages: list[dict[str, Any]] | None = None
     """The `messages` list `_mend_loaded` last saw: one a host put in its place (a stored transcript) is
     checked once, at the next turn's start; this session's own writes need none, nor a list of one message."""
+    before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None
+    """Awaited as ``before_model_call(session)`` ahead of every model call. Set on an instance only when
+    given (tests do): its place in every session's attributes is `redact`'s."""
 
     def __init__(
         self,
@@ -131,6 +134,7 @@ class AgentSession:
         before_model_call: Callable[[AgentSession], Awaitable[None]] | None = None,
         compactor: Callable[..., Awaitable[bool | None]] | None = None,
         hooks: HookRegistry | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.model = model
         # Copies of what was given; `dict(x or {})` would build an empty dict only to copy it.
@@ -147,7 +151,8 @@ class AgentSession:
         self.depth = depth
         self.metadata = dict(metadata) if metadata else {}
         self.clock = clock
-        self.before_model_call = before_model_call
+        if before_model_call is not None:
+            self.before_model_call = before_model_call
         self.compactor = compactor
         """Awaited as ``compactor(session)`` before `before_model_call` ahead of every model call; may
         rewrite `messages` (see `agent.Compactor`). When the server refuses a call as over the model's
@@ -170,6 +175,10 @@ class AgentSession:
         """Called as ``listener(reason, hard)`` by every `interrupt` of a running turn (a
         tool waiting on children passes the interrupt on to them)."""
         self._running = False
+        self.redact = redact
+        """Masks secrets in what the model reads of a tool's failure. A failure's text is its exception's
+        author's (a plugin's HTTP client quoting the URL it called, bot token and all), and a model reading
+        it may quote it to the chat. A successful result is the data the tool was asked for: passed as it is."""
 
     # -- control, from other tasks -------------------------------------------------
 
@@ -634,7 +643,7 @@ class AgentSession:
                             output = await tool.invoke(args, ctx)
                         ok = True
                 except ToolError as exc:
-                    output = f"Error: {tool_failure_text(call.name, exc)}"
+                    output = self._failure(tool_failure_text(call.name, exc))
                 except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt
                     output = "[cancelled: the turn was interrupted]"
                 except asyncio.CancelledError as exc:
@@ -645,10 +654,10 @@ class AgentSession:
                     # answer for the chat, and the call that ran read as not run.
                     log.warning("tool %s raised CancelledError, though the turn was not cancelled", call.name,
                                 exc_info=True)
-                    output = f"Error: {call.name} failed: {exception_text(exc)}"
+                    output = self._failure(f"{call.name} failed: {exception_text(exc)}")
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
-                    output = f"Error: {tool_failure_text(call.name, exc)}"
+                    output = self._failure(tool_failure_text(call.name, exc))
                 output = utf8_text(output)
                 await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)
@@ -670,6 +679,10 @@ class AgentSession:
             self._tool_log = deque(maxlen=TOOL_LOG_SIZE)
         self._tool_log.append(entry)
         return output
+
+    def _failure(self, text: str) -> str:
+        """The tool result of a failed call whose failure reads ``text``, masked (`redact`)."""
+        return f"Error: {text if self.redact is None else self.redact(text)}"
 
     async def _tool_hook(self, turn: _TurnState, call: ToolCall, started: float, ok: bool, output: str) -> None:
         await self._run_hook("tool_end", turn_id=turn.turn_id, role=self.role, tool_name=call.name, call_id=call.id,

@@ -34,6 +34,7 @@ from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS, backend_problem
 from gateway.errors import StartupError
 from gateway.file_names import file_name
+from gateway.logging import redact
 from gateway.toolsets import OPERATOR, session_toolsets
 from lifecycle import (
     DEFAULT_BACKEND,
@@ -242,6 +243,7 @@ class AgentHost:
             clock=self.clock,
             hooks=self.hooks,
             compactor=Compactor(self.compaction),
+            redact=redact,  # its children get it too (`lifecycle.build_child`)
         )
 
     def _per_chat_services(self, platform: str | None, chat_id: str | None) -> dict[str, Any]:

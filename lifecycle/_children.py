@@ -151,8 +151,8 @@ def _narrow(toolsets: frozenset[str] | None, allowed: tuple[str, ...]) -> frozen
 def build_child(
     host: ChildHost, job: ChildJob, parent: AgentSession, model: Model, project_context: str = ""
 ) -> AgentSession:
-    """The child's session, from its job and its live parent: the parent's own tool objects
-    and services, and the model chosen at launch."""
+    """The child's session, from its job and its live parent: the parent's own tool objects,
+    services and redactor (what its tools' failures read masked by), and the model chosen at launch."""
     tools = {}
     for name in job.tools:
         tool = _inline_delegate(host, job) if name == DELEGATE_TOOL else parent.tools.get(name)
@@ -179,6 +179,7 @@ def build_child(
         clock=host.clock,
         hooks=host.hooks,
         compactor=_child_compactor(host),
+        redact=parent.redact,
     )
 
 
