@@ -79,6 +79,10 @@ class ModelSettings:
         120.0, "Timeout of one model request, in seconds: the whole answer, however the server paces it.", min=0.001)
     max_retries: int = setting(2, "Retries of a failed model request (429, 5xx but 504, connection errors); never of "
                                   "one that timed out.", min=0)
+    max_concurrent_requests: int | None = setting(
+        None, "Model requests this gateway sends one server at once at most (openai provider), the rest waiting "
+        "their turn, first come first served, before their timeout starts: for a server that answers a few at a "
+        "time (Ollama's OLLAMA_NUM_PARALLEL, llama.cpp's --parallel); unset: no bound.", min=1)
     context_window: int = setting(
         128_000, "The model's context window in tokens (drives compaction); set the server's real one (a local "
         "server's is often 8192 or 32768).", min=1024)

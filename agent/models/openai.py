@@ -8,7 +8,8 @@ together do not all come back together) and ``x-should-retry``, for as long as
 a call's retry budget lasts (`_retry_budget`); an answer that does not come in time (also
 when a proxy between says so: 408, 504, 524), and a 429 for an account out of credit, are
 not asked for again, and a request the machine slept through is given up as a connection
-error, asked again (`_AskOnceClient`).
+error, asked again (`_AskOnceClient`). With ``model.max_concurrent_requests`` set, a request waits for one
+of that many slots for its server before it is sent (`_request_slots`).
 What reaches us is final, and `_translate_error` turns it into one `ModelError`.
 """
 
@@ -41,6 +42,7 @@ from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_fai
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
+from agent.models._request_slots import RequestSlots
 from agent.models._retry_budget import CALL, GAVE_UP, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
 from agent.settings import ModelSettings, api_key_problem, base_url_of
@@ -67,7 +69,9 @@ class OpenAIModel:
     The API key comes from ``settings.api_key``, else ``env["OPENAI_API_KEY"]``
     (``env`` defaults to `os.environ`), else `PLACEHOLDER_API_KEY`. The server is
     `agent.settings.base_url_of`: ``settings.base_url``, else ``env["OPENAI_BASE_URL"]``, else
-    OpenAI's own API. ``clock`` tells a suspend (`agent.models._suspend`), unless ``client`` is given;
+    OpenAI's own API. ``settings.max_concurrent_requests`` bounds the requests in flight to that server at once
+    (`agent.models._request_slots`), unless ``client`` is given. ``clock`` tells a suspend (`agent.models._suspend`),
+    unless ``client`` is given;
     a test's `FakeClock` must be a manual one (``autojump=False``): the watcher looks every few seconds
     for as long as a request runs, which an autojump clock turns into a spin.
     """
@@ -92,8 +96,8 @@ class OpenAIModel:
         # encode, nor retry a newline the SDK reports as a connection error.
         self._key_problem = api_key_problem(settings, env) if client is None else None
         if client is None:
-            client = _sdk_client(api_key, base_url, timeout=settings.timeout_seconds,
-                                max_retries=settings.max_retries, clock=clock)
+            client = _sdk_client(api_key, base_url, timeout=settings.timeout_seconds, max_retries=settings.max_retries,
+                                 clock=clock, max_in_flight=settings.max_concurrent_requests)
         self._client = client
         # The SDK imports its resource modules on first attribute access; do it
         # here rather than block the event loop inside the first `complete`.
@@ -140,8 +144,10 @@ class OpenAIModel:
             await self._client.close()
 
 
-def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int, clock: Clock) -> AsyncOpenAI:
-    """The SDK's client for ``base_url``, asking through `_AskOnceClient`.
+def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int, clock: Clock,
+                max_in_flight: int | None = None) -> AsyncOpenAI:
+    """The SDK's client for ``base_url``, asking through `_AskOnceClient`, ``max_in_flight`` requests at once at most
+    with every other client of that server and bound (None: no bound).
 
     A user and password written into ``base_url`` (a proxy with basic auth) are sent as the Basic
     credentials the HTTP client would send for them, but the URL the SDK is given has none: the HTTP
@@ -154,8 +160,10 @@ def _sdk_client(api_key: str, base_url: str, *, timeout: float, max_retries: int
         auth = httpx.BasicAuth(user, password)
         base_url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
+    slots = None if max_in_flight is None else RequestSlots(base_url, max_in_flight)
     return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=limits, max_retries=max_retries,
-                       http_client=_AskOnceClient(timeout=limits, clock=clock, auth=auth, max_retries=max_retries))
+                       http_client=_AskOnceClient(timeout=limits, clock=clock, auth=auth, max_retries=max_retries,
+                                                  slots=slots))
 
 
 CONNECT_TIMEOUT = 10.0
@@ -191,17 +199,29 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     Within a model call (`_retry_budget.CALL`), a failure the SDK would ask again after a wait that ends past
     the call's retry budget is not asked again: a response is marked ``x-should-retry: false``, a connection
     error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try).
-    A ``Retry-After`` it asks again after is made up to a quarter longer, at random (`RetryBudget.spread`)."""
+    A ``Retry-After`` it asks again after is made up to a quarter longer, at random (`RetryBudget.spread`).
+
+    With ``slots``, each request (each retry anew) is sent once it holds a slot, and frees it with its response,
+    read whole, as the SDK reads its answers: the SDK's wait before a retry holds none. Its timeout, and its
+    call's retry budget, count from then; the wait for a slot counts against neither, or the bound would bring
+    about the very timeouts it is there to spare."""
 
     def __init__(self, *, timeout: httpx.Timeout, clock: Clock = SYSTEM_CLOCK, auth: httpx.Auth | None = None,
-                 max_retries: int = 0) -> None:
+                 max_retries: int = 0, slots: RequestSlots | None = None) -> None:
         super().__init__(timeout=timeout, auth=auth)
         self._timeout = timeout.read  # the whole request's bound (`send`)
         self._clock = clock
         self._lost_after = lost_after(self._timeout)
         self._max_retries = max_retries
+        self._slots = slots
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        if self._slots is None:
+            return await self._send(request, **kwargs)
+        async with self._slots.held(CALL.get(), self._clock):
+            return await self._send(request, **kwargs)
+
+    async def _send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         budget = CALL.get()
         begin(budget, self._clock)
         try:
