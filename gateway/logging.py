@@ -64,9 +64,9 @@ _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
 _TOKEN_REACH = 128
 """What a token shape needs to be recognised (`_PATTERNS`: at most ``Bearer `` and 20 characters, or a
 bot id and 31): the margin a cut text is masked past what it keeps, with the longest registered secret."""
-_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=:_-")
-"""What a token shape's characters after its first space are made of."""
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_-]*")
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=:_-%")
+"""What a token shape's characters after its first space are made of (``%``: a bot token's colon as ``%3A``)."""
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_%-]*")
 _secrets: set[str] = set()
 _longest = 0
 _secrets_re: re.Pattern[str] | None = None

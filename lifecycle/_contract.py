@@ -197,7 +197,7 @@ def _check_json_shape(metadata: Mapping[str, Any]) -> None:
     while pending:
         parent, key, value, depth = pending.pop()
         if depth == 0:  # the marker left when a container was entered: its items are done
-            inside.discard(value)
+            inside.discard(id(value))
             continue
         if isinstance(value, str):
             size += len(value) + 1  # quoted; an escaped character takes more
@@ -207,7 +207,7 @@ def _check_json_shape(metadata: Mapping[str, Any]) -> None:
             if depth > MAX_METADATA_DEPTH:
                 raise _invalid(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels.")
             inside.add(id(value))
-            pending.append((None, None, id(value), 0))
+            pending.append((None, None, value, 0))  # the container, not its id: kept alive, its id not reused
             path = (parent, key)
             size += 1  # its brackets
             if isinstance(value, list):

@@ -283,7 +283,7 @@ class WebChatAdapter:
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
-        return web.json_response(_paged(history, len(history) >= self.history_limit))
+        return web.json_response(_paged(history, self._stops_short(history)))
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         queried = self._queried_chat(request)
@@ -301,7 +301,7 @@ class WebChatAdapter:
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
-        more = len(history) >= self.history_limit
+        more = self._stops_short(history)
         first = {"messages": history, "commands": self._commands, "working": chat_id in self._working}
         if after is not None:
             resumed = self._resumed(chat_id, history, after)
@@ -353,6 +353,12 @@ class WebChatAdapter:
         if at is None:
             return history, True, None
         return longer[at:], False, at
+
+    def _stops_short(self, history: list[dict[str, Any]]) -> bool:
+        """Whether ``history``, the last ``history_limit`` messages, may have stopped short of older ones a page can
+        ask for (`_older`): not with a limit of `RESUME_LIMIT` or more, which holds all `_older` reaches (a page told
+        ``more`` was refused with a 404 at each scroll up)."""
+        return len(history) >= self.history_limit and self.history_limit < RESUME_LIMIT
 
     def _older(self, chat_id: str, before: str) -> web.Response:
         """``GET /chat/api/history?before=``: the ``history_limit`` messages before the message ``before``, for a page

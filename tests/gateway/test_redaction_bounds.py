@@ -90,3 +90,14 @@ def test_a_token_percent_encoded_in_a_url_is_masked():
     assert token.split(":")[1] not in redact(f"GET /bot{quote(token, safe='')}/getMe refused")
     shaped = "7098765432%3AAAG1abcdefghijklmnopqrstuvwxyz56789"  # not registered: its shape alone
     assert "AAG1abcdefghijklmnopqrstuvwxyz56789" not in redact(f"GET /bot{shaped}/getMe refused")
+
+
+def test_a_percent_encoded_token_shape_after_a_long_run_crossing_the_tails_start_stays_masked() -> None:
+    # Masked whole, ``…bot123456789%3A…`` is a token after /bot. Past a run of token characters longer than the
+    # margin, what crosses the tail's start was masked up to its ``%`` (no token character), and the ``%3A…``
+    # left after the mask, no token without its bot id, showed.
+    register_secret(SECRET)
+    tail = "A" * 9_000 + "bot123456789%3A" + "m4n" * 11
+    text = FILLER + tail + FILLER + tail + FILLER[:KEEP - len(tail) // 2]
+    assert "m4nm4n" not in bounded(redact(text))
+    assert "m4nm4n" not in redacted_bounded(text)

@@ -109,3 +109,31 @@ def test_a_loop_is_not_json_but_a_list_held_twice_is():
 def test_metadata_at_the_limit_is_still_accepted(metadata):
     assert len(json.dumps(metadata, sort_keys=True)) <= MAX_METADATA_BYTES
     validate_request(SubagentLaunchRequest("x", metadata=metadata))
+
+
+class FreshLists(dict):
+    """A dict whose items are made anew at each reading (`json.dumps` reads them so too, one held or not)."""
+
+    def items(self):  # type: ignore[override]
+        return [("v", [1, 2])]
+
+
+class Computed(Mapping):
+    """Metadata whose values are made when read: each a new list, gone once nothing holds it."""
+
+    def __getitem__(self, key: str) -> list:
+        return [FreshLists(v=None)]
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["k"])
+
+
+def test_a_list_made_where_one_read_before_was_is_no_loop():
+    # The loop check kept the ids of the containers it was inside, not the containers: one freed while its
+    # items were read left its id to a list made next (CPython reuses the memory), taken for a loop.
+    metadata = Computed()
+    assert json.dumps(dict(metadata)) == '{"k": [{"v": [1, 2]}]}'
+    validate_request(SubagentLaunchRequest("x", metadata=metadata))

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from platforms.web import WebChatAdapter
+from platforms.web import RESUME_LIMIT, WebChatAdapter
 from tests.platforms.test_web_events_resume import first_history, ids
 from tests.web_client import Intake, replies, serve
 
@@ -62,3 +62,22 @@ async def test_the_history_a_page_opens_or_reconnects_with_says_whether_older_on
     del intake.messages[:8]
     _, opened = await first_history(http, base)
     assert "more" not in opened  # fewer than the history's limit: all there is
+
+
+async def test_a_history_limit_past_what_before_reaches_promises_no_older_ones(tmp_path, http) -> None:
+    # history_limit may be up to 10,000, `before` finds its message among the last 2,000 only: a page opened with
+    # more said "more", and every scroll up to its oldest was a 404, "Older messages could not be loaded".
+    intake = Intake()
+    intake.messages = replies(f"reply {n}" for n in range(RESUME_LIMIT + 10))
+    adapter = WebChatAdapter(history_reader=intake.history, history_limit=RESUME_LIMIT + 5,
+                             files_dir=tmp_path / "files")
+    await adapter.start(intake.take)
+    runner, base = await serve(adapter)
+    try:
+        status, opened = await history(http, base)
+        assert (status, len(opened["messages"]), "more" in opened) == (200, RESUME_LIMIT + 5, False)
+        _, streamed = await first_history(http, base)
+        assert "more" not in streamed
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
