@@ -58,6 +58,8 @@ SUMMARY_CHARS = 160
 _READ = 8
 """`_shown` redacts this many times the limit of a text, twice what `excerpt` reads of it."""
 NO_SUBAGENTS = "No subagents in this chat."
+NONE_HERE = "No subagents here."
+"""Instead of `NO_SUBAGENTS` at a chat's top level while subagents work in its threads."""
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 STOP_NOT_SAVED = ("the stop is not saved yet (the state database cannot be written): if the gateway restarts "
                   "before it is, it may run again.")
@@ -78,19 +80,27 @@ class AgentsCommand:
         self._since = clock.time()
         """Built before the lifecycle starts: a child that finished before this ran in an earlier process."""
 
-    async def run(self, session: GatewaySession, args: str) -> str:
+    async def run(self, session: GatewaySession, args: str, *, elsewhere: str | None = None) -> str:
+        """``elsewhere``: at a chat's top level, what to say of the subagents at work in its threads (or topics),
+        sessions of their own that no ``/agents`` here lists or finds; said after a listing, and instead of "in this
+        chat" when there is nothing here."""
         # Texts pieced in whole (a ledger's reason, a retry's answer) are masked here; cut ones in `_shown`.
-        return redact(await self._run(session, args))
+        return redact(await self._run(session, args, elsewhere))
 
-    async def _run(self, session: GatewaySession, args: str) -> str:
+    async def _run(self, session: GatewaySession, args: str, elsewhere: str | None) -> str:
         words = args.split()
         if not words or [w.lower() for w in words] == ["all"]:
-            return await self._list(session, everything=bool(words))
+            listed = await self._list(session, everything=bool(words))
+            if elsewhere is None:
+                return listed
+            return f"{NONE_HERE} {elsewhere}" if listed == NO_SUBAGENTS else f"{listed}\n{elsewhere}"
         action = words[0].lower()  # phone keyboards capitalise
         if len(words) != 2 or action not in ("log", "stop", "retry"):
             return USAGE
         wanted = words[1]
         found = await self._find(session, wanted)
+        if found == NO_SUBAGENTS and elsewhere is not None:
+            return f"{NONE_HERE} {elsewhere}"
         if isinstance(found, str):
             return found
         if action == "log":

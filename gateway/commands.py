@@ -164,11 +164,12 @@ class Commands:
         if command.name == "new":
             return await self._new(session, inbound)
         if command.name == "agents":
-            return await self._agents.run(session, command.args)
+            return await self._agents.run(session, command.args, elsewhere=self._agents_in_threads(session))
         if command.name == "retry":
             return await self._ledger.retry(session) if not command.args else RETRY_ARGS
         if command.name == "delegation":
-            return self._delegation.run(session, command.args)
+            apart = _delegation_apart(session.platform) if self._threads_apart(session, inbound) else None
+            return self._delegation.run(session, command.args, apart=apart)
         if command.name == "help":
             return self._help(session)
         plugin = self._plugins[command.name]
@@ -313,19 +314,41 @@ class Commands:
         unsaved = [stop_not_saved(ended)] if not saved else []
         results = [_undelivered(finished) + "."] if finished else []
         kept = _kept(self._others(inbound, stopped.kept), " in the new session")
+        apart = [_new_apart(session.platform)] if self._threads_apart(session, inbound) else []
         return " ".join([f"Started a new session{extra}.", *unsaved, *results, f"Delegation here is {session.mode}.",
-                         *_dropped(stopped.dropped), *kept])
+                         *_dropped(stopped.dropped), *kept, *apart])
 
     def _threads_at_work(self, session: GatewaySession) -> int:
         """At a chat's top level, how many of its threads (or topics) have a turn or subagents at work: a stop
         there reaches none of them, and a Slack slash command can only be typed there, never in a thread."""
+        return sum(1 for other in self._thread_sessions(session)
+                   if (other.running is not None and not other.running.suppressed)
+                   or self._children.children(other.session_id))
+
+    def _thread_sessions(self, session: GatewaySession) -> list[GatewaySession]:
+        """At a chat's top level, the sessions of its threads (or topics) in memory, each a session of its own that a
+        command there does not reach; none in a thread."""
         if session.thread_id is not None:
-            return 0
-        return sum(1 for other in self._registry
-                   if other.platform == session.platform and other.chat_id == session.chat_id
-                   and other.thread_id is not None
-                   and ((other.running is not None and not other.running.suppressed)
-                        or self._children.children(other.session_id)))
+            return []
+        return [other for other in self._registry if other.platform == session.platform
+                and other.chat_id == session.chat_id and other.thread_id is not None]
+
+    def _threads_apart(self, session: GatewaySession, inbound: Inbound) -> bool:
+        """Whether ``/new`` or ``/delegation`` sent at a chat's top level is to say that its threads (or topics) do not
+        follow it. In a Slack channel always: every conversation there runs in a thread (those no longer in memory
+        too), while Slack takes slash commands only at the top level.
+        Elsewhere (Telegram's General topic, a Discord channel) the top level is a conversation too: only while
+        threads of the chat are in memory."""
+        if session.thread_id is not None:
+            return False
+        return (session.platform == "slack" and not inbound.is_private) or bool(self._thread_sessions(session))
+
+    def _agents_in_threads(self, session: GatewaySession) -> str | None:
+        """At a chat's top level, what ``/agents`` says of the subagents at work in its threads (or topics), which it
+        neither lists nor finds: else "No subagents in this chat." while a thread's go on. None when none works."""
+        counts = [n for other in self._thread_sessions(session)
+                  if (n := len(self._children.children(other.session_id)))]
+        return _subagents_in_threads(session.platform, sum(counts), len(counts)) if counts else None
 
     def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:
         """The running turn's id if it answers a message sent after ``command``: a command sent while
@@ -403,18 +426,47 @@ def _dropped(n: int) -> list[str]:
     return [f"Dropped {n} messages that were waiting for their turn: send them again to have them answered."]
 
 
+def _in_a_thread(platform: str, name: str) -> tuple[str, str]:
+    """What the platform calls a chat's thread, and how command ``name`` is typed in one."""
+    # Slack takes no slash command in a thread.
+    return "topic" if platform == "telegram" else "thread", f"{'!' if platform == 'slack' else '/'}{name}"
+
+
 def _at_work_in_threads(platform: str, n: int) -> list[str]:
     """What a ``/stop`` that found nothing at a chat's top level says of the ``n`` threads at work there: else
     "Nothing was running." read as false while a colleague's turn visibly goes on in a thread."""
     if not n:
         return []
-    thread = "topic" if platform == "telegram" else "thread"
-    stop = "!stop" if platform == "slack" else "/stop"  # Slack takes no slash command in a thread
+    thread, stop = _in_a_thread(platform, "stop")
     if n == 1:
         return [f"Work goes on in 1 {thread} of this chat, which a stop here does not reach: send {stop} in that "
                 f"{thread} to stop it."]
     return [f"Work goes on in {n} {thread}s of this chat, which a stop here does not reach: send {stop} in a "
             f"{thread} to stop its work."]
+
+
+def _subagents_in_threads(platform: str, children: int, threads: int) -> str:
+    """``/agents``'s word, at a chat's top level, on the ``children`` subagents at work in ``threads`` threads."""
+    thread, agents = _in_a_thread(platform, "agents")
+    work = f"{_count(children, 'subagent')} {'works' if children == 1 else 'work'} in {_count(threads, thread)}"
+    if threads == 1:
+        return (f"{work} of this chat, which /agents here does not reach: send {agents} in that {thread} to list "
+                f"{'it' if children == 1 else 'them'}.")
+    return f"{work} of this chat, which /agents here does not reach: send {agents} in a {thread} to list its own."
+
+
+def _new_apart(platform: str) -> str:
+    """``/new``'s word, at a chat's top level, on its threads: each goes on with its conversation."""
+    thread, new = _in_a_thread(platform, "new")
+    return (f"The {thread}s of this chat are sessions of their own, which a /new here does not reach: send {new} "
+            f"in a {thread} to start it afresh.")
+
+
+def _delegation_apart(platform: str) -> str:
+    """``/delegation``'s word, at a chat's top level, on its threads: each keeps the backend it has."""
+    thread, delegation = _in_a_thread(platform, "delegation")
+    return (f"The {thread}s of this chat are sessions of their own, which do not follow /delegation here: send "
+            f"{delegation} in a {thread} to see or switch its backend.")
 
 
 def _kept(n: int, where: str = "") -> list[str]:

@@ -41,16 +41,18 @@ class DelegationCommand:
         self._registry = registry
         self._routing = routing
 
-    def run(self, session: GatewaySession, args: str) -> str:
+    def run(self, session: GatewaySession, args: str, *, apart: str | None = None) -> str:
+        """``apart``: at a chat's top level, what to say of its threads (or topics), sessions of their own whose
+        backend this neither shows nor switches; said with the backend shown, or chosen."""
         # Option texts are the operator's words: redacted like a log line, so no configured secret shows.
-        return redact(self._run(session, args))
+        return redact(self._run(session, args, apart))
 
-    def _run(self, session: GatewaySession, args: str) -> str:
+    def _run(self, session: GatewaySession, args: str, apart: str | None) -> str:
         words = args.split()
         now = any(_is_now(w) for w in words)
         names = [w for w in words if not _is_now(w)]
         if not names:
-            return self._show(session) if not now else "Say which backend: /delegation <backend> --now."
+            return self._show(session, apart) if not now else "Say which backend: /delegation <backend> --now."
         if len(names) > 1 or names[0].startswith("-"):
             return "Usage: " + USAGE.format(names=", ".join(self._routing.names()))
         backend = names[0].lower()
@@ -65,17 +67,18 @@ class DelegationCommand:
                 return (f"Nothing changed: {exc}. Delegation here stays on {current}; try again later, or pick "
                         "another backend.")
         self._registry.choose_backend(session, backend, now=now)
+        also = f" {apart}" if apart is not None else ""
         if now:
             if backend == current:
-                return f"Delegation here already uses {backend}; it stays so for later sessions too."
-            return (f"Delegation switched to {backend}: subagents started from your next message use it.\n"
+                return f"Delegation here already uses {backend}; it stays so for later sessions too.{also}"
+            return (f"Delegation switched to {backend}: subagents started from your next message use it.{also}\n"
                     + self._options(backend))
         if backend == current:
-            return f"Delegation here uses {backend}, and later sessions will too."
+            return f"Delegation here uses {backend}, and later sessions will too.{also}"
         return (f"From the next session (/new), delegation here uses {backend}. This session keeps {current}; "
-                f"/delegation {backend} --now switches it from your next message.")
+                f"/delegation {backend} --now switches it from your next message.{also}")
 
-    def _show(self, session: GatewaySession) -> str:
+    def _show(self, session: GatewaySession, apart: str | None) -> str:
         backend = session.backend
         lines = [f"Delegation here: {backend} — {_sentence(self._describe(backend))}"]
         if self._routing.available(backend):
@@ -86,6 +89,8 @@ class DelegationCommand:
         chosen = session.backend_choice
         if chosen is not None and chosen != backend:
             lines.append(f"From the next session: {chosen}.")
+        if apart is not None:
+            lines.append(apart)
         lines.append(USAGE.format(names=", ".join(self._routing.names())))
         return "\n".join(lines)
 
