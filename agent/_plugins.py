@@ -103,6 +103,11 @@ class PluginContext:
             raise PluginError(self.module, f"tool {name!r} needs a description (a string)")
         if not callable(handler):
             raise PluginError(self.module, f"tool {name!r} has no callable handler")
+        if inspect.isgeneratorfunction(handler) or inspect.isasyncgenfunction(handler):
+            # Called, it only made a generator: its body never ran, and the model read "<generator object …>" as
+            # the answer of a call that did nothing (an invoice it believed sent).
+            raise PluginError(self.module, f"tool {name!r} has a generator as its handler (it yields): its body "
+                                           "would never run; return the result instead")
         toolset = toolset or self.module.rsplit(".", 1)[-1]
         if not isinstance(toolset, str):
             raise PluginError(self.module, f"toolset name {toolset!r} must be a non-empty string")
