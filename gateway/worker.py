@@ -27,6 +27,7 @@ from agent.tools import register_builtin_tools
 from gateway.config import Config
 from gateway.config.delegation_rules import BUNDLED_PLUGINS
 from gateway.errors import StartupError
+from gateway.logging import redact
 from gateway.stop_signals import StopSignals
 from lifecycle import Routing
 
@@ -94,7 +95,9 @@ async def worker_toolbox(config: Config, models: WorkerModels) -> tuple[object, 
     def route_model(backend: str, route: str) -> Model | None:
         return routing.resolve(backend, route).model
 
-    return WorkerToolbox(tools=tools, model_for=models, route_model=route_model, hooks=hooks), routing, plugins
+    # Its failures' texts masked as its log is: they reach the workflow's history and the child's model.
+    toolbox = WorkerToolbox(tools=tools, model_for=models, route_model=route_model, hooks=hooks, redact=redact)
+    return toolbox, routing, plugins
 
 
 async def run_worker(config: Config) -> int:

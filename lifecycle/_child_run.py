@@ -73,7 +73,7 @@ class ChildRun:
                 raise
             except Exception as exc:
                 log.exception("child %s failed to start", sid)
-                outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+                outcome = ChildOutcome("error", "error", None, self._masked(f"{type(exc).__name__}: {exc}"))
             await host.finished(sid, outcome)
         except Exception:  # the service records its own failures; reaching here is a bug worth a loud line
             log.exception("child %s could not be finished", sid)
@@ -124,7 +124,7 @@ class ChildRun:
             if resume is not None:
                 # A stop that landed before it ran on ends it at once, with the partial output it had.
                 turn = await session.resume_turn(resume["turn"], interrupted=self.stop_reason)
-                outcome = outcome_from_turn(turn, session.max_iterations)
+                outcome = outcome_from_turn(turn, session.max_iterations, session.redact)
                 if correcting:  # it saved the correction turn of a failed output contract
                     outcome = self._corrected(ChildOutcome.from_dict(resume["first"]), outcome)
             else:
@@ -141,25 +141,38 @@ class ChildRun:
                 else:  # `_turn`, inline: one coroutine less for every child
                     turn_id = f"{job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
                     outcome = outcome_from_turn(await session.run_turn(content, turn_id=turn_id),
-                                                session.max_iterations)
+                                                session.max_iterations, session.redact)
             if not correcting and job.output_schema is not None and outcome.status == "completed":
                 outcome = await self._check_contract(session, outcome)
             if job.output_schema is None and outcome.incomplete is not None and outcome.status == "completed":
                 outcome.summary = f"{outcome.summary}\n\n{INCOMPLETE_NOTES[outcome.incomplete]}"
         except Exception as exc:  # a bug in running must still end as a result
             log.exception("child %s crashed", job.subagent_id)
-            outcome = ChildOutcome("error", "error", None, f"{type(exc).__name__}: {exc}")
+            outcome = ChildOutcome("error", "error", None, self._masked(f"{type(exc).__name__}: {exc}"))
         finally:
             self.running_since = None
         self._ran(outcome, clock.monotonic() - started)
         return outcome
+
+    def _masked(self, error: str) -> str:
+        """``error`` masked by the parent's redactor (`AgentSession.redact`, which the child's session holds too):
+        the parent model reads it in delegate_task's result, and a model quoting it passes it on. One that failed
+        before its session was built has its parent's asked of the service (`Supervisor.get`: not part of
+        `EngineHost`; a workflow's host has none, and a worker masks what it sends the workflow)."""
+        session: Any = self.session
+        if session is None:
+            find = getattr(self.host, "get", None)
+            session = getattr(find(self.job.subagent_id), "parent", None) if find is not None else None
+        redact = getattr(session, "redact", None)
+        return error if redact is None else redact(error)
 
     async def _turn(self, session: AgentSession, content: Any) -> ChildOutcome:
         # A stop that landed while no turn ran (before this one) must not be lost.
         if self.stop_reason is not None:
             return self.stopped()
         turn_id = f"{self.job.subagent_id}-turn-{session.turns_run}" if self.turn_ids else None
-        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations)
+        return outcome_from_turn(await session.run_turn(content, turn_id=turn_id), session.max_iterations,
+                                 session.redact)
 
     async def _check_contract(self, session: AgentSession, outcome: ChildOutcome) -> ChildOutcome:
         valid, errors, _ = validate_output(outcome.summary or "", dict(self.job.output_schema or {}))
@@ -192,11 +205,16 @@ class ChildRun:
         return outcome
 
 
-def outcome_from_turn(result: TurnResult, max_iterations: int) -> ChildOutcome:
+def outcome_from_turn(result: TurnResult, max_iterations: int,
+                      redact: Callable[[str], str] | None = None) -> ChildOutcome:
+    """How a child's turn ended. A failed model call's error is the provider's words, masked by ``redact``
+    before the result is built (and hashed): the parent model reads it, and may quote it on."""
     if result.exit_reason == "interrupted":
         status, error = "interrupted", result.interrupt_reason or "interrupted"
     elif result.exit_reason == "error":
         status, error = "failed", result.error or "the child's model call failed"
+        if redact is not None:
+            error = redact(error)
     elif result.text:
         status, error = "completed", None
     elif result.exit_reason == "max_iterations":  # says what to change: a narrower task, or a larger budget

@@ -67,6 +67,11 @@ class WorkerToolbox:
     services: Mapping[str, Any] = field(default_factory=dict)
     """Host services for `ToolContext.services` (children never get the parent-only ones)."""
     hooks: HookRegistry | None = None
+    redact: Callable[[str], str] | None = None
+    """Masks secrets in a failure's text before it leaves the worker (the gateway's worker passes
+    `gateway.logging.redact`): a tool's error, which the child's model reads and may quote to its parent,
+    and a failed model call's or build's, which end the child; each is kept in the workflow's history too.
+    Masked here, in an activity: the workflow must stay deterministic."""
 
 
 class ChildActivities:
@@ -137,16 +142,16 @@ class ChildActivities:
                 response = await model.complete(request_from_wire(body["request"]))
             except ModelError as exc:
                 # Benign: the child reports it; a worker log line per failed call would be noise.
-                raise ApplicationError(_fitting_error(str(exc)), exc.kind, type=MODEL_ERROR, non_retryable=True,
-                                       category=ApplicationErrorCategory.BENIGN) from None
+                raise ApplicationError(_fitting_error(self._masked(str(exc))), exc.kind, type=MODEL_ERROR,
+                                       non_retryable=True, category=ApplicationErrorCategory.BENIGN) from None
             except asyncio.CancelledError:
                 if _abandoned():
                     return {}
                 raise
             except Exception as exc:  # a provider bug fails the call, as it would in-process
                 log.warning("model call failed", exc_info=True)
-                raise ApplicationError(_fitting_error(f"{type(exc).__name__}: {exc}"), "error", type=MODEL_ERROR,
-                                       non_retryable=True) from None
+                raise ApplicationError(_fitting_error(self._masked(f"{type(exc).__name__}: {exc}")), "error",
+                                       type=MODEL_ERROR, non_retryable=True) from None
         wire = response_to_wire(response)
         if (too_big := oversize("the model's answer", wire)) is not None:
             # Sent anyway, Temporal refuses it and the call is retried (and paid for) until its stall limit.
@@ -166,14 +171,14 @@ class ChildActivities:
             try:
                 result = {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
             except ToolError as exc:  # its text is the tool's own, as long as the tool made it
-                result = {"ok": False, "error": tool_failure_text(name, exc)}
+                result = {"ok": False, "error": self._masked(tool_failure_text(name, exc))}
             except asyncio.CancelledError:
                 if _abandoned():
                     return {}
                 raise
             except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
                 log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
-                result = {"ok": False, "error": tool_failure_text(name, exc)}
+                result = {"ok": False, "error": self._masked(tool_failure_text(name, exc))}
         # Sent anyway, an output or an error over the limit is refused by Temporal, and the tool runs
         # again and again until its stall limit (the child waiting all that time).
         too_big = oversize(f"{name}'s {'output' if result['ok'] else 'error'}", result)
@@ -189,7 +194,11 @@ class ChildActivities:
             return self.toolbox.model_for(provider, name)
         except Exception as exc:
             what = f"route {route!r}" if route is not None else f"model {name!r} ({provider})"
-            raise _setup_error(f"worker {self.identity} cannot build the {what}: {exc}") from None
+            raise _setup_error(self._masked(f"worker {self.identity} cannot build the {what}: {exc}")) from None
+
+    def _masked(self, text: str) -> str:
+        redact = self.toolbox.redact
+        return text if redact is None else redact(text)
 
     def _stand_in(self, job: ChildJob) -> AgentSession:
         """The child as its tools see it (``ctx.session``): its id, role, depth, toolsets,
