@@ -643,7 +643,7 @@ class AgentSession:
                             output = await tool.invoke(args, ctx)
                         ok = True
                 except ToolError as exc:
-                    output = self._failure(tool_failure_text(call.name, exc))
+                    output = self._failure(call.name, tool_failure_text(call.name, exc))
                 except _HardInterrupted:  # recorded like any failed call; the loop then stops at the interrupt
                     output = "[cancelled: the turn was interrupted]"
                 except asyncio.CancelledError as exc:
@@ -654,10 +654,10 @@ class AgentSession:
                     # answer for the chat, and the call that ran read as not run.
                     log.warning("tool %s raised CancelledError, though the turn was not cancelled", call.name,
                                 exc_info=True)
-                    output = self._failure(f"{call.name} failed: {exception_text(exc)}")
+                    output = self._failure(call.name, f"{call.name} failed: {exception_text(exc)}")
                 except Exception as exc:  # a tool bug must not end the turn
                     log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
-                    output = self._failure(tool_failure_text(call.name, exc))
+                    output = self._failure(call.name, tool_failure_text(call.name, exc))
                 output = utf8_text(output)
                 await self._tool_hook(turn, call, started, ok, output)
                 await observer.on_tool_end(call.name, ok)
@@ -680,9 +680,18 @@ class AgentSession:
         self._tool_log.append(entry)
         return output
 
-    def _failure(self, text: str) -> str:
-        """The tool result of a failed call whose failure reads ``text``, masked (`redact`)."""
-        return f"Error: {text if self.redact is None else self.redact(text)}"
+    def _failure(self, name: str, text: str) -> str:
+        """The tool result of a failed call of ``name`` whose failure reads ``text``, masked (`redact`). A redactor
+        that raises (a host's own) hides the text rather than pass it on unmasked, or end the turn, as it did."""
+        if self.redact is None:
+            return f"Error: {text}"
+        try:
+            return f"Error: {self.redact(text)}"
+        except Exception as exc:
+            # Its traceback is not logged: the redactor's error may quote the text it was to mask.
+            log.warning("masking the failure of tool %s raised %s; the model reads that it is not shown", name,
+                        type(exc).__name__)
+            return f"Error: {name} failed; what went wrong is not shown (it could not be masked)"
 
     async def _tool_hook(self, turn: _TurnState, call: ToolCall, started: float, ok: bool, output: str) -> None:
         await self._run_hook("tool_end", turn_id=turn.turn_id, role=self.role, tool_name=call.name, call_id=call.id,

@@ -56,3 +56,20 @@ async def test_without_a_redactor_a_failure_reads_as_it_was():
     s = AgentSession(model=model, tools=reg.resolve())
     await s.run_turn("go")
     assert [m["content"] for m in s.messages if m["role"] == "tool"] == [f"Error: tool failed: RuntimeError: {SECRET}"]
+
+
+async def test_a_redactor_that_raises_hides_the_failure_and_the_turn_goes_on(caplog):
+    # A host's redactor with a bug ended the turn with its error, the chat answered with nothing.
+    def broken(text: str) -> str:
+        raise ValueError(f"cannot mask {text}")
+
+    reg = ToolRegistry()
+    reg.add("tool", "a tool", OBJ, _raising(ToolError(f"upload refused for {SECRET}")), toolset="test")
+    model = ScriptedModel({"parent": [[{"tool_calls": [{"name": "tool"}]}, {"text": "done"}]]})
+    s = AgentSession(model=model, tools=reg.resolve(), redact=broken)
+    result = await s.run_turn("go")
+    assert result.text == "done"
+    assert [m["content"] for m in s.messages if m["role"] == "tool"] == [
+        "Error: tool failed; what went wrong is not shown (it could not be masked)"]
+    assert "masking the failure of tool tool raised ValueError" in caplog.text
+    assert SECRET not in caplog.text
