@@ -111,7 +111,7 @@ class Gateway:
         self.sessions = SessionRegistry(self.store.sessions, new_agent=self._new_agent, mode_for=self.display.mode,
                                         clock=clock, ended=lambda *ended: self.runner.ended_early(*ended),
                                         backend_for=lambda: self.config.delegation.backend,
-                                        delegate_for=self._delegate_for,
+                                        delegate_for=self._delegate_for, available=host.routing.available,
                                         waits_again=lambda event: self.store.inbox.reopen(event.platform,
                                                                                            event.event_id))
         self.questions = Questions(self.outbox, self.store.inbox, self.sessions, clock,

@@ -69,10 +69,15 @@ class SessionRegistry:
     def __init__(self, table: SessionTable, *, new_agent: NewAgent, mode_for: Callable[[str], Mode],
                  clock: Clock, ended: Ended, backend_for: Callable[[], str] = lambda: "default",
                  delegate_for: DelegateFor | None = None,
-                 waits_again: Callable[[Inbound], None] = lambda event: None) -> None:
+                 waits_again: Callable[[Inbound], None] = lambda event: None,
+                 available: Callable[[str], bool] = lambda backend: True) -> None:
         """``waits_again``: a message steered into a turn goes back to waiting for a turn of its own (the
-        turn was stopped, or ended, before reading it): its event is no longer part of what runs (`Inbox.reopen`)."""
+        turn was stopped, or ended, before reading it): its event is no longer part of what runs (`Inbox.reopen`).
+        ``available``: whether a delegation backend is registered (`lifecycle.Routing.available`)."""
         self._table = table
+        self._available = available
+        self._told_gone: set[str] = set()
+        """Chats whose session was logged as delegating through a backend that is gone (`_tell_gone`)."""
         self._waits_again = waits_again
         self._ended = ended
         self._new_agent = new_agent
@@ -135,6 +140,8 @@ class SessionRegistry:
         elif damaged := _damaged(row):
             row = self._mended(row, platform, damaged)
             self._table.save(row)
+        elif not self._available(row.backend):
+            row = self._backend_gone(row, platform)
         now = self._clock.time()
         chat = (platform, chat_id, thread_id)
         session = GatewaySession(key, platform, chat_id, thread_id, row.session_id, row.generation, row.mode,
@@ -158,6 +165,8 @@ class SessionRegistry:
         # running, stored as it was.
         row = self._new_row(session.key, session.platform, generation=session.generation + 1,
                             choice=session.backend_choice)
+        if not self._available(row.backend):  # the chat's choice: it stands, as /delegation shows
+            self._tell_gone(row, session.platform)
         agent = self._agent(row, session.chat)
         if session.owed:  # recorded with the transcript they belong to, before it is replaced
             self._ended(session, "new", None, [])
@@ -430,13 +439,37 @@ class SessionRegistry:
         the chat and the columns: read as they were, a text generation failed every ``/new`` of the chat, for good.
         A lost session id starts a new one (children of the old one no longer report to it), a lost generation
         counts from 1, a lost mode or backend is resolved again as for a new session, a lost choice is forgotten."""
-        _, chat_id, thread_id = split_session_key(row.key)
-        log.error("%s chat %s%s: its stored session (gateway_sessions key %s) held what no session can in %s; set"
-                  " anew, and the conversation goes on", platform, chat_id, "" if thread_id is None else
-                  f" thread {thread_id}", row.key, ", ".join(f"{column} ({why})" for column, why in damaged.items()))
+        log.error("%s: its stored session (gateway_sessions key %s) held what no session can in %s; set anew, and the"
+                  " conversation goes on", _where(platform, row.key), row.key,
+                  ", ".join(f"{column} ({why})" for column, why in damaged.items()))
         choice = None if "backend_choice" in damaged else row.backend_choice
         fresh = self._new_row(row.key, platform, generation=1, choice=choice)
         return dataclasses.replace(row, **{column: getattr(fresh, column) for column in damaged})
+
+    def _backend_gone(self, row: SessionRow, platform: str) -> SessionRow:
+        """Stored ``row``, whose delegation backend no loaded plugin registers (the operator removed or renamed it).
+        It takes, and stores, the backend its next session would (`_new_row`: the chat's ``/delegation`` choice, else
+        ``delegation.backend``) if that one is there: kept, every delegation of the chat failed until someone typed
+        ``/delegation``. Else (the backend is the chat's choice, or that one is gone too) it is kept (`_tell_gone`).
+        One WARNING names the chat and both backends."""
+        then = row.backend_choice or self._backend_for()
+        if then == row.backend or not self._available(then):
+            self._tell_gone(row, platform)
+            return row
+        self._table.save_backend(row.key, then, row.backend_choice)
+        log.warning("%s: its delegation backend %r is not available (no loaded plugin registers it); it delegates"
+                    " through %r from now on, as its next session would (%s)", _where(platform, row.key), row.backend,
+                    then, "delegation.backend" if row.backend_choice is None else "chosen with /delegation")
+        return dataclasses.replace(row, backend=then)
+
+    def _tell_gone(self, row: SessionRow, platform: str) -> None:
+        """One WARNING per chat and process: the session delegates through a backend that is gone, and starts no
+        subagents until it is back or the chat switches (which ``/delegation`` and the failing call tell the chat)."""
+        if row.key not in self._told_gone:
+            self._told_gone.add(row.key)
+            log.warning("%s: its delegation backend %r is not available (no loaded plugin registers it); it starts no"
+                        " subagents until the backend is back or the chat switches with /delegation",
+                        _where(platform, row.key), row.backend)
 
     def _agent(self, row: SessionRow, chat: ChatKey) -> AgentSession:
         agent = self._new_agent(row.session_id, row.mode, chat, row.backend)
@@ -458,6 +491,12 @@ _TYPES = {"session_id": (str,), "generation": (int,), "mode": (str,), "backend":
           "backend_choice": (str, type(None))}
 """What each column of a stored session must hold (`SessionRow`)."""
 _SQL_TYPES = {str: "text", bytes: "bytes", int: "integer", float: "real", type(None): "null"}
+
+
+def _where(platform: str, key: str) -> str:
+    """The chat a session's log lines name: ``telegram chat 42``, with ``thread 7`` in a thread."""
+    _, chat_id, thread_id = split_session_key(key)
+    return f"{platform} chat {chat_id}" + ("" if thread_id is None else f" thread {thread_id}")
 
 
 def _damaged(row: SessionRow) -> dict[str, str]:

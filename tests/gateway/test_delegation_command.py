@@ -97,8 +97,8 @@ async def test_a_backend_gone_after_a_restart_is_shown_and_starts_nothing(tmp_pa
     server = await llm()
     server.respond_with(lambda body: {"text": "ok"})
     chat = RecordingAdapter()
-    gateway = await gateways(config(tmp_path, server, backend="model_map"), [chat])
-    await turn(chat)
+    gateway = await gateways(config(tmp_path, server), [chat])
+    await command(chat, "/delegation model_map --now")  # the chat's own choice: it outlives its backend
     await gateway.stop(grace=0)
 
     def delegating(body):
@@ -117,6 +117,29 @@ async def test_a_backend_gone_after_a_restart_is_shown_and_starts_nothing(tmp_pa
     assert error.startswith("Error: No subagent was started: this chat's delegation backend 'model_map'")
     assert not any(gateway2.host.children.recent(s.session_id) for s in gateway2.sessions)
     assert (await command(chat2, "/delegation default --now")).startswith("Delegation switched to default")
+    await settled(gateway2)
+
+
+async def test_a_backend_gone_after_a_restart_that_the_chat_never_chose_gives_way_to_delegation_backend(
+        tmp_path, llm, gateways, caplog):
+    server = await llm()
+    server.respond_with(lambda body: {"text": "ok"})
+    chat = RecordingAdapter()
+    gateway = await gateways(config(tmp_path, server, backend="model_map"), [chat])
+    await turn(chat)
+    await gateway.stop(grace=0)
+
+    server.respond_with(lambda body: {"text": "done"} if body["messages"][-1]["role"] == "tool" else {
+        "tool_calls": [{"name": "delegate_task", "arguments": '{"goal": "x"}'}]} if body["messages"][-1][
+        "content"] == "delegate" else {"text": "child did x"})
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(config(tmp_path, server, plugin=False), [chat2])  # the plugin is no longer enabled
+    assert (await command(chat2, "/delegation")).startswith("Delegation here: default")
+    await turn(chat2, "delegate")
+    (result,) = tool_results(parent_requests(server)[-1])
+    assert result["results"][0]["summary"] == "child did x"
+    assert ("chat c1: its delegation backend 'model_map' is not available (no loaded plugin registers it); it "
+            "delegates through 'default' from now on") in caplog.text
     await settled(gateway2)
 
 
