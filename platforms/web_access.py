@@ -16,7 +16,10 @@ Checks run in this order and stop at the first failure:
    upstream ``Host`` (nginx's and Apache's default) would make the internet look
    local. And the connection must come from this machine: headers are the client's to
    write, and on a server listening on every address (``/metrics`` with
-   ``server.console: false``) anyone could send ``Host: localhost``. 403.
+   ``server.console: false``) anyone could send ``Host: localhost``. Nor may it carry one of
+   ``proxy_headers``, which only a proxy in front sets (the console is given the web chat's
+   ``user_header``): a bare nginx ``proxy_pass`` keeps the upstream ``Host`` and names no client,
+   and let everyone it signed in for the chat reach the console. 403.
 2. **Token**: with ``token`` set, ``Authorization: Bearer <token>`` (compared in
    constant time). 401.
 3. **User**: with ``user_header`` set, that header names the user (a proxy that signs
@@ -164,7 +167,8 @@ class Access:
     def __init__(self, *, token: str | None = None, user_header: str | None = None,
                  allowed_users: Iterable[str | int] = (), allow_all: bool = False,
                  trusted_proxies: Iterable[str] = (), check_host: bool | None = None,
-                 loopback_only: str = LOOPBACK_ONLY, clock: Callable[[], float] = time.monotonic) -> None:
+                 proxy_headers: Iterable[str] = (), loopback_only: str = LOOPBACK_ONLY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._token = token.encode() if token else None
         self.user_header = user_header or None
         self._proxies = proxy_networks(trusted_proxies)
@@ -174,6 +178,7 @@ class Access:
         self._loopback_only = loopback_only
         # Without a token only the loopback Host stands between a hostile page and the agent.
         self._check_host = self._token is None and self.user_header is None if check_host is None else check_host
+        self._proxy_headers = tuple(proxy_headers)
         # INFO, not WARNING: a page opened without its token is refused once, then asks for it; routine.
         self._refusals = RepeatedWarnings(log, window=WINDOW_SECONDS, clock=clock, level=logging.INFO)
 
@@ -195,6 +200,8 @@ class Access:
         if self._check_host and not (is_loopback(request.headers.get("Host")) and _not_forwarded(request.headers)
                                      and is_loopback(request.remote)):
             return Refusal(403, self._loopback_only)
+        if self._check_host and (proxied := next((h for h in self._proxy_headers if h in request.headers), None)):
+            return Refusal(403, self._loopback_only, detail=f" (its {proxied} header: sent through a proxy)")
         if self._token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
             # A header's non-UTF-8 bytes arrive as lone surrogates: they make a wrong token, not an error.

@@ -83,8 +83,12 @@ NO_LETTER = "no such dead letter (retried or dismissed already?)"
 
 
 def console_access(gateway: Gateway) -> Access:
-    """The console's (and /metrics') access check: ``server.console_token``, or loopback only."""
-    return Access(token=gateway.config.server.console_token, loopback_only=LOOPBACK_ONLY)
+    """The console's (and /metrics') access check: ``server.console_token``, or loopback only. Only the web
+    chat's signing-in proxy sets its ``user_header``: a request carrying it is from a person that proxy let in for
+    the chat, however local it looks (a bare nginx ``proxy_pass`` keeps the upstream ``Host``), not the operator."""
+    user_header = gateway.config.platforms.web.user_header
+    return Access(token=gateway.config.server.console_token, loopback_only=LOOPBACK_ONLY,
+                  proxy_headers=(user_header,) if user_header else ())
 
 
 class Console(GatewayListener):
