@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import AgentSession, TurnResult
-from agent._errors import model_failure_text
+from agent._errors import model_failure_kind, model_failure_text
 from agent.images import first_turn_content_async
 from lifecycle._contract import INCOMPLETE_NOTES
 from lifecycle._engine import EngineHost
@@ -73,7 +73,7 @@ class ChildRun:
                 raise
             except Exception as exc:
                 log.exception("child %s failed to start", sid)
-                outcome = ChildOutcome("error", "error", None, self._masked(f"{type(exc).__name__}: {exc}"))
+                outcome = ChildOutcome("error", "error", None, self._masked(exc))
             await host.finished(sid, outcome)
         except Exception:  # the service records its own failures; reaching here is a bug worth a loud line
             log.exception("child %s could not be finished", sid)
@@ -148,23 +148,23 @@ class ChildRun:
                 outcome.summary = f"{outcome.summary}\n\n{INCOMPLETE_NOTES[outcome.incomplete]}"
         except Exception as exc:  # a bug in running must still end as a result
             log.exception("child %s crashed", job.subagent_id)
-            outcome = ChildOutcome("error", "error", None, self._masked(f"{type(exc).__name__}: {exc}"))
+            outcome = ChildOutcome("error", "error", None, self._masked(exc))
         finally:
             self.running_since = None
         self._ran(outcome, clock.monotonic() - started)
         return outcome
 
-    def _masked(self, error: str) -> str:
-        """``error`` masked by the parent's redactor (`AgentSession.redact`, which the child's session holds too):
-        the parent model reads it in delegate_task's result, and a model quoting it passes it on. One that failed
-        before its session was built has its parent's asked of the service (`Supervisor.get`: not part of
-        `EngineHost`; a workflow's host has none, and a worker masks what it sends the workflow)."""
+    def _masked(self, exc: Exception) -> str:
+        """What the child failed on, masked by the parent's redactor (`AgentSession.redact`, which the child's
+        session holds too): the parent model reads it in delegate_task's result, and a model quoting it passes it
+        on. One that failed before its session was built has its parent's asked of the service (`Supervisor.get`:
+        not part of `EngineHost`; a workflow's host has none, and a worker masks what it sends the workflow)."""
         session: Any = self.session
         if session is None:
             find = getattr(self.host, "get", None)
             session = getattr(find(self.job.subagent_id), "parent", None) if find is not None else None
-        redact = getattr(session, "redact", None)
-        return error if redact is None else redact(error)
+        name = type(exc).__name__
+        return mask_error(getattr(session, "redact", None), f"{name}: {exc}", f"{name}: {NOT_SHOWN}")
 
     async def _turn(self, session: AgentSession, content: Any) -> ChildOutcome:
         # A stop that landed while no turn ran (before this one) must not be lost.
@@ -213,8 +213,9 @@ def outcome_from_turn(result: TurnResult, max_iterations: int,
         status, error = "interrupted", result.interrupt_reason or "interrupted"
     elif result.exit_reason == "error":
         status, error = "failed", result.error or "the child's model call failed"
-        if redact is not None:
-            error = redact(error)
+        if redact is not None:  # its kind kept when it cannot be masked: the chat's words for it are read from it
+            kind = model_failure_kind(error)
+            error = mask_error(redact, error, NOT_SHOWN if kind is None else model_failure_text(kind, NOT_SHOWN))
     elif result.text:
         status, error = "completed", None
     elif result.exit_reason == "max_iterations":  # says what to change: a narrower task, or a larger budget
@@ -233,6 +234,23 @@ def outcome_from_turn(result: TurnResult, max_iterations: int,
         status, result.exit_reason, result.text or None, error, result.api_calls, 0.0, result.usage,
         result.cost_usd, result.model, result.tool_trace, None, None, result.error_kind, incomplete,
     )
+
+
+NOT_SHOWN = "what went wrong is not shown (it could not be masked)"
+"""A child's error whose masking raised, in its place."""
+
+
+def mask_error(redact: Callable[[str], str] | None, error: str, fallback: str) -> str:
+    """``error`` masked by ``redact``; ``fallback`` when a redactor (a host's own) raises: unmasked, the error
+    could pass a secret on, and raised, the child's end was never reported (delegate_task waited for ever)."""
+    if redact is None:
+        return error
+    try:
+        return redact(error)
+    except Exception as exc:
+        # Its traceback is not logged: the redactor's error may quote the text it was to mask.
+        log.warning("masking a child's error raised %s; its parent reads that it is not shown", type(exc).__name__)
+        return fallback
 
 
 _WITHHELD = "the provider's content filter withheld the answer"

@@ -25,9 +25,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent import AgentSession, HookRegistry, Model, ModelError, ToolContext, ToolError, ToolRegistry, tool_failure_text
+from agent._errors import model_failure_text
 from agent.images import first_turn_content_async
 from agent.tools._per_turn import count_by_session_id
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
+from lifecycle._child_run import NOT_SHOWN, mask_error
 from lifecycle._children import UNSAFE_CHILD_TOOLS, child_system_prompt
 from lifecycle._job import ChildJob
 from lifecycle._project_context import ProjectContext
@@ -142,7 +144,8 @@ class ChildActivities:
                 response = await model.complete(request_from_wire(body["request"]))
             except ModelError as exc:
                 # Benign: the child reports it; a worker log line per failed call would be noise.
-                raise ApplicationError(_fitting_error(self._masked(str(exc))), exc.kind, type=MODEL_ERROR,
+                masked = self._masked(str(exc), model_failure_text(exc.kind, NOT_SHOWN))
+                raise ApplicationError(_fitting_error(masked), exc.kind, type=MODEL_ERROR,
                                        non_retryable=True, category=ApplicationErrorCategory.BENIGN) from None
             except asyncio.CancelledError:
                 if _abandoned():
@@ -150,8 +153,9 @@ class ChildActivities:
                 raise
             except Exception as exc:  # a provider bug fails the call, as it would in-process
                 log.warning("model call failed", exc_info=True)
-                raise ApplicationError(_fitting_error(self._masked(f"{type(exc).__name__}: {exc}")), "error",
-                                       type=MODEL_ERROR, non_retryable=True) from None
+                name = type(exc).__name__
+                raise ApplicationError(_fitting_error(self._masked(f"{name}: {exc}", f"{name}: {NOT_SHOWN}")),
+                                       "error", type=MODEL_ERROR, non_retryable=True) from None
         wire = response_to_wire(response)
         if (too_big := oversize("the model's answer", wire)) is not None:
             # Sent anyway, Temporal refuses it and the call is retried (and paid for) until its stall limit.
@@ -171,14 +175,14 @@ class ChildActivities:
             try:
                 result = {"ok": True, "output": await tool.invoke(body.get("args") or {}, ctx)}
             except ToolError as exc:  # its text is the tool's own, as long as the tool made it
-                result = {"ok": False, "error": self._masked(tool_failure_text(name, exc))}
+                result = {"ok": False, "error": self._tool_failure(name, exc)}
             except asyncio.CancelledError:
                 if _abandoned():
                     return {}
                 raise
             except Exception as exc:  # a tool bug must not end the child: the model reads what went wrong
                 log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
-                result = {"ok": False, "error": self._masked(tool_failure_text(name, exc))}
+                result = {"ok": False, "error": self._tool_failure(name, exc)}
         # Sent anyway, an output or an error over the limit is refused by Temporal, and the tool runs
         # again and again until its stall limit (the child waiting all that time).
         too_big = oversize(f"{name}'s {'output' if result['ok'] else 'error'}", result)
@@ -194,11 +198,16 @@ class ChildActivities:
             return self.toolbox.model_for(provider, name)
         except Exception as exc:
             what = f"route {route!r}" if route is not None else f"model {name!r} ({provider})"
-            raise _setup_error(self._masked(f"worker {self.identity} cannot build the {what}: {exc}")) from None
+            head = f"worker {self.identity} cannot build the {what}"
+            raise _setup_error(self._masked(f"{head}: {exc}", f"{head}: {NOT_SHOWN}")) from None
 
-    def _masked(self, text: str) -> str:
-        redact = self.toolbox.redact
-        return text if redact is None else redact(text)
+    def _masked(self, text: str, fallback: str) -> str:
+        """``text`` masked by the toolbox's redactor; ``fallback`` when that raises (one of a worker's own):
+        raised, a tool's failure failed its activity, which ran the tool again and again to its stall limit."""
+        return mask_error(self.toolbox.redact, text, fallback)
+
+    def _tool_failure(self, name: str, exc: Exception) -> str:
+        return self._masked(tool_failure_text(name, exc), f"{name} failed: {NOT_SHOWN}")
 
     def _stand_in(self, job: ChildJob) -> AgentSession:
         """The child as its tools see it (``ctx.session``): its id, role, depth, toolsets,
