@@ -60,10 +60,26 @@ from platforms.base import (
     Sent,
 )
 from platforms.json_body import load_json_body
-from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
+from platforms.not_recorded import (
+    NOT_HANDLED_MESSAGE,
+    NOT_HANDLED_STATUS,
+    storage_refusal,
+)
 from platforms.repeated_warnings import RepeatedWarnings
-from platforms.web_access import ANONYMOUS, Access, Refusal, error_response, refusal_response, stream_owner
-from platforms.web_events import ORDER_HOLD_SECONDS, STREAMS_PER_USER, ChatStreams, connection_open, serve_events
+from platforms.web_access import (
+    Access,
+    Refusal,
+    error_response,
+    refusal_response,
+    stream_owner,
+)
+from platforms.web_events import (
+    ORDER_HOLD_SECONDS,
+    STREAMS_PER_USER,
+    ChatStreams,
+    connection_open,
+    serve_events,
+)
 from platforms.web_files import WebFiles, download_headers
 from platforms.web_pages import page_response, static_route
 
@@ -237,10 +253,11 @@ class WebChatAdapter:
             return error_response(400, str(exc))
         if self._sink is None:
             return error_response(503, "not accepting messages right now; retry with the same key")
-        chat_id = _chat_id(user, chat)
+        named = self.access.user_header is not None
+        chat_id = _chat_id(user, chat, named)
         page_id = f"user:{key}"
         inbound = Inbound(platform=self.name, chat_id=chat_id, thread_id=None, user_id=user,
-                          user_name=None if user == ANONYMOUS else user, text=text, event_id=f"{key}@{chat_id}",
+                          user_name=user if named else None, text=text, event_id=f"{key}@{chat_id}",
                           is_command=text.startswith("/"))
         try:
             # Shown only once the gateway has it (a message it failed to record is no message), yet before
@@ -334,7 +351,7 @@ class WebChatAdapter:
         chat = request.query.get("chat", "")
         if not _CHAT.fullmatch(chat):
             return error_response(400, _CHAT_RULE)
-        return user, _chat_id(user, chat)
+        return user, _chat_id(user, chat, self.access.user_header is not None)
 
     def _resumed(self, chat_id: str, history: list[dict[str, Any]], after: str,
                  ) -> tuple[list[dict[str, Any]], bool, int | None] | web.Response:
@@ -424,9 +441,10 @@ def _refused(request: web.Request, refusal: Refusal) -> web.Response:
     return refusal_response(request, refusal, realm="switchboard", what="web chat")
 
 
-def _chat_id(user: str, chat: str) -> str:
-    """The gateway's chat id: each signed-in user's chats are their own."""
-    return chat if user == ANONYMOUS else f"{user}:{chat}"
+def _chat_id(user: str, chat: str, named: bool) -> str:
+    """The gateway's chat id: each signed-in user's chats are their own (``named``: a signing-in proxy names the
+    user), a user the proxy names ``web`` too, whose chats were those of the gateway without one."""
+    return f"{user}:{chat}" if named else chat
 
 
 def _parse(body: bytes) -> tuple[str, str, str]:
