@@ -99,6 +99,10 @@ _MARKS = frozenset({"Mn", "Mc"})
 """Combining marks: the vowel signs of Devanagari, Tamil or Thai, Arabic's vowels, accents."""
 _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 """ASCII punctuation, each of which Markdown lets a backslash escape."""
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters and the marks that set the direction of text. A name holding a right-to-left override
+("invoice<U+202E>fdp.exe", shown "invoiceexe.pdf" to hide an .exe) turned the rest of its note's line around
+too: "…from telegram; please send it again." read backwards."""
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
 """The modes of the folders `store` makes and the files it writes: what people send is theirs and the
@@ -149,7 +153,13 @@ def safe_name(name: str, fallback: str = "file") -> str:
     their combining marks), digits, ``_``, ``-`` and ``.``, each run of anything else one ``_``;
     at most `MAX_NAME` bytes in UTF-8, extension kept."""
     name = unicodedata.normalize("NFKC", name).replace("\\", "/").rsplit("/", 1)[-1]
-    name = "".join("".join(run) if kept else "_" for kept, run in itertools.groupby(name, _kept)).strip("._-")
+    name = "".join("".join(run) if kept else "_" for kept, run in itertools.groupby(name, _kept))
+    stem, _, ext = name.partition(".")
+    if stem and not stem.strip("._-") and ext.strip("._-"):
+        # Nothing of the stem was kept ("📊.xlsx"): stripped, the extension became the whole name, "xlsx", a
+        # file no tool that goes by its extension (a spreadsheet reader) would take for what it is.
+        name = f"{fallback}.{ext}"
+    name = name.strip("._-")
     if not name:
         return fallback
     # File systems limit a name's bytes (255 on most), not its characters, and `store` adds a
@@ -347,8 +357,9 @@ def _unnamed(exc: BaseException, name: str) -> str:
 
 def _named(name: str) -> str:
     """``name`` for a note to the user, which is Markdown: every ASCII punctuation mark escaped, so
-    ``__init__.py`` is not shown as a bold "init.py", nor ``1. draft.md`` as a list."""
-    return _PUNCTUATION.sub(r"\\\g<0>", name)
+    ``__init__.py`` is not shown as a bold "init.py", nor ``1. draft.md`` as a list; without its control
+    characters and direction marks (`_UNSHOWN`)."""
+    return _PUNCTUATION.sub(r"\\\g<0>", _UNSHOWN.sub("", name)) or "a file"
 
 
 def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
