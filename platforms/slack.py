@@ -539,12 +539,12 @@ class SlackAdapter:
         return taken_of(self.name, event, addressed, await self._attachments(event), conversations)
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
-        files = event.get("files")
+        files = slack_files.files_of(event)
         if not files:
             return ()
         # `described` says what became of a file it could not describe: one warning, not the call's too.
         channel = event.get("channel")
-        files = await slack_files.described(list(files), lambda file_id: self._web.call(
+        files = await slack_files.described(files, lambda file_id: self._web.call(
             "files.info", channel, file=file_id, caller_logs=True))
         return slack_files.attachments_of({"files": files})
 
