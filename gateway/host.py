@@ -4,6 +4,7 @@ and the lifecycle service — built from a `Config`, and the parent agent sessio
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -126,7 +127,8 @@ class AgentHost:
             why = "; ".join(str(f) for f in self.plugins.failures) or backend_problem(self.config)
             raise StartupError(f"delegation.backend: {backend!r} is not available ({why})")
         self._check_tool_names()
-        log.info("state in %s, workspace %s, model %s", self.state_dir, self.workspace, self.config.model.provider)
+        log.info("switchboard %s: state in %s, workspace %s, model %s (%s)", _version(), self.state_dir, self.workspace,
+                 self.config.model.name, self.config.model.provider)
         if self.config.agent.memory_scope == "chat" and (self.state_dir / SHARED_MEMORY).exists():
             log.warning("%s holds notes every chat shared, kept before each chat had notes of its own "
                         "(agent.memory_scope: chat): no chat sees them now. Set agent.memory_scope: global to "
@@ -292,3 +294,11 @@ def build_engine(config: Config, compaction: CompactionPolicy) -> Engine | None:
                            " in the checkout") from exc
     return TemporalEngine(config.lifecycle.temporal, compaction=compaction)
 
+
+def _version() -> str:
+    """The installed distribution's version, which an operator matches against the changelog; a tree run
+    without installing it has none."""
+    try:
+        return importlib.metadata.version("switchboard")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"

@@ -58,8 +58,11 @@ MAX_TEXT_CHARS = 16_000
 """A record's message, its traceback and its stack are each cut to about this many characters
 (`bounded`): an exception quoting a megabyte argument (a plugin command's, a tool's) wrote a
 megabyte to the log at each failure."""
-PER_EVENT_LOGGERS = ("aiogram.event",)
-"""Loggers that write an INFO line per platform event ("Update id=… is handled. Duration … ms")."""
+PER_EVENT_LOGGERS = ("aiogram.event", "httpx", "httpx2", "openai._base_client")
+"""Loggers that write an INFO line per event: aiogram's per platform update ("Update id=… is handled. Duration …
+ms"), the model client's HTTP library's per request ("HTTP Request: POST …/chat/completions"; ``httpx2`` under
+openai 3) and the OpenAI SDK's per retry ("Retrying request in 0.4 seconds"). A model call that fails is logged
+by the agent."""
 _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
 _TOKEN_REACH = 128
 """What a token shape needs to be recognised (`_PATTERNS`: at most ``Bearer `` and 20 characters, or a
@@ -402,6 +405,8 @@ def setup_logging(
     if fmt not in ("text", "json"):
         raise ValueError(f"unknown log format {fmt!r}")
     handler = _LogStream(stream if stream is not None else sys.stderr)
+    if numeric > logging.DEBUG:
+        handler.addFilter(_per_event_below_warning)
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
     handler.addFilter(RepeatFilter(repeat_window))
@@ -414,9 +419,18 @@ def setup_logging(
     root.addHandler(handler)
     root.setLevel(numeric)
     _redact_last_resort()
-    for name in PER_EVENT_LOGGERS:
-        logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.WARNING)
     return handler
+
+
+def _per_event_below_warning(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is no INFO or DEBUG line of `PER_EVENT_LOGGERS`. A filter on our handler rather than
+    the loggers' levels: those are the process's, which a caller's handler (pytest's capture, an embedder's)
+    shares, and which a `setup_logging` not undone by `logging_installed` left changed for good."""
+    name = record.name
+    return record.levelno >= logging.WARNING or not (name in PER_EVENT_LOGGERS or name.startswith(_PER_EVENT_PREFIXES))
+
+
+_PER_EVENT_PREFIXES = tuple(f"{name}." for name in PER_EVENT_LOGGERS)
 
 
 def _utf8(stream: TextIO) -> bool:
@@ -474,17 +488,16 @@ def logging_installed(
     repeat_window: float = DEFAULT_WINDOW,
 ) -> Iterator[logging.Handler]:
     """`setup_logging` for the length of the block. On exit the handler is removed and closed and
-    the levels it set are as they were, so a process that goes on after the block (tests, an
+    the root logger's level is as it was, so a process that goes on after the block (tests, an
     embedding calling `gateway.cli.main`) keeps no handler on a stream its owner has since closed
     (every later line was a "--- Logging error ---" traceback). The stream itself is the caller's.
     A handler an earlier `setup_logging` installed is replaced for good, not restored."""
-    names = ("", *PER_EVENT_LOGGERS)
-    levels = {name: logging.getLogger(name).level for name in names}
+    root = logging.getLogger()
+    previous = root.level
     handler = setup_logging(level, fmt, stream, secrets=secrets, repeat_window=repeat_window)
     try:
         yield handler
     finally:
-        logging.getLogger().removeHandler(handler)
+        root.removeHandler(handler)
         handler.close()
-        for name, previous in levels.items():
-            logging.getLogger(name).setLevel(previous)
+        root.setLevel(previous)

@@ -69,6 +69,11 @@ def _outage_of(row: OutboxRow) -> str:
     return row.platform
 
 
+_LOST_WHEN_FAILED = frozenset({"reply", "completion", "command"})
+"""Parts a chat waits for (an answer, a background result, a command's): one sent (a message, a file) that failed for
+good, not by the chat's own refusal, is an ERROR; a progress notice, an interim message or an edit failing a WARNING."""
+
+
 def _refuses_chat(row: OutboxRow, exc: BaseException) -> bool:
     """Whether ``exc`` refused ``row`` as a message in its chat (`progress_message.CHAT_GONE`: the bot removed or
     blocked, the chat deleted): every message there, a note of the part too, is refused the same way for now. Not
@@ -652,6 +657,8 @@ class Sender:
         line = ("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
         if _refuses_chat(row, exc):
             self._chat_refusals.warning((row.platform, row.chat_id, describe(exc)), *line)
+        elif row.kind in _LOST_WHEN_FAILED and row.op in ("send", "file"):
+            log.error(*line)  # what the chat asked for, lost: its note at most reaches the chat
         else:
             log.warning(*line)
 

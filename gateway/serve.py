@@ -98,6 +98,7 @@ def served(config: Config, host: str, port: int, running: Collection[str]) -> li
     lines = [f"web chat at {base}/chat"] if "web" in running else []
     if config.server.console:
         lines.append(f"operator console at {base}/console")
+    lines.append(f"metrics at {base}/metrics, health at {base}/healthz")  # served with the console off too
     if "webhook" in running:
         routes = ", ".join(sorted(config.platforms.webhook.routes)) or "none configured"
         lines.append(f"webhook routes at {base}/webhooks/<route> ({routes})")

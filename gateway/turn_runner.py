@@ -543,7 +543,8 @@ class TurnRunner:
 
         text = None
         if not running.suppressed and not answered and not running.shutdown:
-            reply = reply_text(item.kind, result, spoke=running.said + running.files > 0, pictures=pictures)
+            with log_context(session_id=session.session_id, turn_id=item.turn_id):  # a failed model call's line
+                reply = reply_text(item.kind, result, spoke=running.said + running.files > 0, pictures=pictures)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()

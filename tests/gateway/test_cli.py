@@ -215,12 +215,13 @@ def test_the_password_in_the_model_url_stays_out_of_the_log(tmp_path):
     url = f"http://alice:pw-s3cret-9@127.0.0.1:{server.server_address[1]}/v1"
     try:
         result = cli_process.run(tmp_path, "ask", "hi", "--set", "model.provider=openai", "--set",
-                                 f"model.base_url={url}", "--set", "model.max_retries=0")
+                                 f"model.base_url={url}", "--set", "model.max_retries=0", "--set",
+                                 "logging.level=DEBUG")
     finally:
         server.shutdown()
         server.server_close()
     assert result.returncode == 1
-    assert "/v1/chat/completions" in result.stderr  # the request was logged, with its URL
+    assert "/v1/chat/completions" in result.stderr  # the request was logged (at DEBUG), with its URL
     assert "s3cret" not in result.stderr + result.stdout
 
 

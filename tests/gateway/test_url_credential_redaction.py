@@ -13,12 +13,12 @@ import yaml
 from gateway.config import config_check, config_secrets, load_config
 from gateway.logging import logging_installed
 
-log = logging.getLogger("httpx")  # the HTTP client that logs every URL it requests at INFO
+log = logging.getLogger("httpx")  # the HTTP client that logs every URL it requests (at DEBUG: `PER_EVENT_LOGGERS`)
 
 
 def logged(config, env: dict[str, str], *lines: str) -> str:
     stream = io.StringIO()
-    with logging_installed("INFO", stream=stream, secrets=config_secrets(config, env=env), repeat_window=0):
+    with logging_installed("DEBUG", stream=stream, secrets=config_secrets(config, env=env), repeat_window=0):
         for line in lines:
             log.info("HTTP Request: POST %s", line)
     return stream.getvalue()
