@@ -137,11 +137,12 @@ class SessionRegistry:
         if row is None:
             row = self._new_row(key, platform, generation=1)
             self._table.save(row)
-        elif damaged := _damaged(row):
-            row = self._mended(row, platform, damaged)
-            self._table.save(row)
-        elif not self._available(row.backend):
-            row = self._backend_gone(row, platform)
+        else:
+            if damaged := _damaged(row):
+                row = self._mended(row, platform, damaged)
+                self._table.save(row)
+            if not self._available(row.backend):  # a mended row's too: its backend may be the one gone
+                row = self._backend_gone(row, platform)
         now = self._clock.time()
         chat = (platform, chat_id, thread_id)
         session = GatewaySession(key, platform, chat_id, thread_id, row.session_id, row.generation, row.mode,

@@ -5,6 +5,7 @@ the chat once either way. Each start is a new `SessionRegistry` on the same stor
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 import pytest
 
@@ -13,6 +14,7 @@ from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.session_registry import SessionRegistry
 from gateway.store import GatewayStore
+from gateway.store.sessions import session_key
 
 
 def new_agent(session_id: str, mode: str, chat: tuple, backend: str) -> AgentSession:
@@ -84,3 +86,19 @@ def test_a_gone_backend_the_chat_chose_stays_and_is_logged_once(start, caplog):
     assert warnings(caplog) == ["telegram chat 42: its delegation backend 'model_map' is not available (no loaded "
                                 "plugin registers it); it starts no subagents until the backend is back or the chat "
                                 "switches with /delegation"]
+
+
+def test_a_damaged_session_whose_backend_is_gone_is_mended_and_gives_way_too(start, tmp_path, caplog):
+    # Mended first (a text generation), the row skipped the gone backend's check: the chat's every delegation
+    # failed, with no warning, until the session was next loaded.
+    before = start({"model_map"}, configured="model_map")
+    before.get("telegram", "42", None)
+    conn = sqlite3.connect(tmp_path / "state.db")
+    with conn:
+        conn.execute("UPDATE gateway_sessions SET generation='two' WHERE key=?", (session_key("telegram", "42", None),))
+    conn.close()
+
+    session = start(set()).get("telegram", "42", None)
+    assert (session.generation, session.backend) == (1, "default")
+    assert session.agent.tools["delegate_task"].description == "through default"
+    assert "telegram chat 42: its delegation backend 'model_map' is not available" in warnings(caplog)[0]
