@@ -539,7 +539,7 @@ class SlackAdapter:
         return taken_of(self.name, event, addressed, await self._attachments(event), conversations)
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
-        files = slack_files.files_of(event)
+        files = slack_files.listed_files(event)
         if not files:
             return ()
         # `described` says what became of a file it could not describe: one warning, not the call's too.

@@ -1,7 +1,7 @@
 """The files Slack users share: a message's ``files`` as `Attachment`s, and fetching them.
 
 A ``file_share`` message lists its files, and a message forwarded with another lists the files of
-the one forwarded (`files_of`); each hosted one (not a link to an external
+the one forwarded (`listed_files`); each hosted one (not a link to an external
 service) becomes an attachment: ``image`` for the picture formats a model can read,
 ``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
 The ``ref`` is the Slack file id. In a Slack Connect channel the message lists a file by
@@ -63,7 +63,7 @@ async def described(files: list[Any], info: Callable[[str], Awaitable[dict[str, 
     return list(await asyncio.gather(*(describe(f) for f in files)))
 
 
-def files_of(event: dict[str, Any]) -> list[Any]:
+def listed_files(event: dict[str, Any]) -> list[Any]:
     """``event``'s files: its own, then those of each message forwarded with it (``attachments`` flagged
     ``is_share`` or ``is_msg_unfurl``, as `platforms.slack_text.with_forwarded` reads them), which Slack lists
     under the forwarded message and never in ``files``. A file listed twice (forwarded with a message that
