@@ -31,7 +31,7 @@ from gateway.events import GatewayEvents
 from gateway.file_sends import FileSends
 from gateway.host import AgentHost
 from gateway.ledger import Ledger
-from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe
+from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe, left_for_next_start
 from gateway.left_indicators import LeftIndicators
 from gateway.logging import redact
 from gateway.message_edits import MessageEdits
@@ -409,6 +409,7 @@ class Gateway:
                 log.error("the clean stop could not be recorded (%s: %s): the next start takes the messages left "
                           "unanswered as cut short by a crash, counting an attempt against each", type(exc).__name__,
                           exc)
+        self._say_what_is_left()  # the children still live, before the host's close interrupts them
         try:
             await self.host.close(grace=max(deadline - loop.time(), CLOSE_FLOOR_SECONDS))
         except JournalError as exc:
@@ -420,6 +421,21 @@ class Gateway:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
         self.recent_errors.detach()
         self.store.close()
+
+    def _say_what_is_left(self) -> None:
+        """Log, in counts, what the stop leaves for the next start (`left_behind.left_for_next_start`), or that the
+        store could not tell; never raises. Nothing on a second stop: the first said it, and the store is closed."""
+        if self.store.db.closed:
+            return
+        try:
+            line = left_for_next_start(self.store, self.adapters, self.host.children,
+                                       children_survive=self.host.lifecycle.engine.survives_restart,
+                                       resume=self.config.lifecycle.on_restart == "resume")
+        except Exception as exc:  # a sick store: the stop goes on, and whatever it left, the next start finds
+            log.warning("stopped: what the stop left for the next start could not be read (%s: %s)",
+                        type(exc).__name__, exc)
+        else:
+            log.info("%s", line)
 
     @property
     def quiet(self) -> bool:

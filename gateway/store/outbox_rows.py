@@ -393,6 +393,12 @@ class OutboxRows:
         return {status: self._db.read_one(f"SELECT COUNT(*) FROM gateway_outbox WHERE status='{status}'"
                                           " AND op != 'split'")[0] for status in ("pending", "failed")}
 
+    def pending_by_platform(self) -> dict[str, int]:
+        """How many parts are ``pending``, split rows aside, per platform: counted, not read (a stop's last line)."""
+        rows = self._db.read("SELECT platform, COUNT(*) FROM gateway_outbox WHERE status='pending' AND op != 'split'"
+                             " GROUP BY platform")
+        return {str(platform): count for platform, count in rows}
+
     def with_status(self, status: Status, limit: int) -> list[OutboxRow]:
         """The newest ``limit`` rows in ``status``, newest first (split rows aside: their pieces stand for them)."""
         rows = self._db.read(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE status=? AND op != 'split'"
