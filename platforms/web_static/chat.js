@@ -773,15 +773,21 @@
   }
   $("stop").addEventListener("click", once("/stop"));
 
-  // -- older messages, as the reader scrolls up ------------------------------------------
+  // -- older messages, as the reader scrolls up or asks for them ----------------------------
 
   // A history holds the chat's last history_limit messages (200): scrolled up to the first of them, the reader took it
   // for the conversation's start, with no sign that it went on above. Scrolling up near the top, the page asks for the
   // messages before its oldest, a history's worth at a time, for as long as the gateway says it may keep more
-  // ("more"). Only the reader's going up asks. What it could not fetch is said above the messages, with a button: at
-  // the very top, no scroll comes to try again.
+  // ("more"). Only the reader asks. Scrolling alone, a list that fits the window (a small history_limit, a tall
+  // screen) never scrolled, and a screen reader reading the log need not scroll it: the older messages were out of
+  // reach, and nothing said there were any. So while there are more, a button above the list says so and brings
+  // them, and a key going up at the list's top (where it scrolls nothing) asks too. What could not be fetched is said
+  // above the messages, with a button: at the very top, no scroll comes to try again.
   const OLDER_WITHIN_PX = 400; // asked for before the reader gets to the top, so they are there when they do
+  const REVEAL_KEPT_PX = 48; // of what showed at the top, still in sight below the older ones the button brought
+  const UP_KEYS = new Set(["Home", "PageUp", "ArrowUp"]);
   const olderLine = $("older");
+  const olderButton = $("show-older");
   let olderMore = false; // the gateway keeps messages older than the oldest shown
   let fetchingOlder = false;
 
@@ -795,11 +801,23 @@
     olderLine.hidden = !text;
     olderLine.classList.toggle("failed", failed);
     olderLine.querySelector("span").textContent = text;
+    offerOlder();
+  }
+
+  // Hidden while Try again stands in its place, or when there are none more. Hidden with the focus on it, it took the
+  // focus with it (a keyboard would start again at the top of the page): that goes to Try again, or to the messages.
+  function offerOlder() {
+    const failed = olderLine.classList.contains("failed");
+    const focused = document.activeElement === olderButton;
+    olderButton.hidden = !olderMore || failed;
+    if (focused && olderButton.hidden) (failed ? olderLine.querySelector("button") : list).focus();
   }
 
   const nearTop = () => list.scrollTop < OLDER_WITHIN_PX && fetchOlder();
 
-  async function fetchOlder() {
+  // `reveal`: asked for with the button, the older messages come into sight (the reader asked to see them); else
+  // the reader stays where they are.
+  async function fetchOlder(reveal = false) {
     const oldest = oldestKept();
     if (fetchingOlder || !olderMore || !oldest) return;
     fetchingOlder = true;
@@ -811,7 +829,7 @@
         + encodeURIComponent(oldest.dataset.id), { headers: auth.headers(), cache: "no-store" });
       const body = await response.json().catch(() => ({}));
       if (!response.ok) failed = body.error || "HTTP " + response.status;
-      else if (oldestKept() === oldest) showOlder(body.messages || [], Boolean(body.more)); // not replaced (a gap)
+      else if (oldestKept() === oldest) showOlder(body.messages || [], Boolean(body.more), reveal); // not a gap's
     } catch {
       failed = "the gateway cannot be reached";
     } finally {
@@ -819,17 +837,18 @@
     }
     if (response && auth.asksForToken(response)) {
       await auth.askForToken(true);
-      return fetchOlder();
+      return fetchOlder(reveal);
     }
     if (failed) return sayOlder("Older messages could not be loaded: " + failed, true);
     sayOlder("");
     nearTop(); // a short history's worth may leave the reader at the top still
   }
 
-  // Above what shows, with the reader kept where they are: the message they read does not move.
-  function showOlder(messages, more) {
+  // Above what shows, with the reader kept where they are (the message they read does not move), or, to `reveal`
+  // them, with what showed at the top moved down to the bottom of the window.
+  function showOlder(messages, more, reveal) {
     const first = list.firstElementChild;
-    const before = first.getBoundingClientRect().top;
+    const before = reveal ? list.getBoundingClientRect().bottom - REVEAL_KEPT_PX : first.getBoundingClientRect().top;
     for (const message of messages) {
       if (shown.has(message.id)) continue;
       place(message, true);
@@ -848,7 +867,8 @@
     const oldest = oldestKept();
     if (oldest && messages.length && oldest.dataset.id !== messages[0].id) return;
     olderMore = more;
-    if (!fetchingOlder) sayOlder("");
+    if (fetchingOlder) offerOlder();
+    else sayOlder("");
   }
 
   // Up, and not to the bottom: the page's own scrolls go down, and a scroll offset cut back because the messages got
@@ -859,7 +879,11 @@
     lastTop = list.scrollTop;
     if (up) nearTop();
   }, { passive: true });
-  olderLine.querySelector("button").addEventListener("click", fetchOlder);
+  olderLine.querySelector("button").addEventListener("click", () => fetchOlder());
+  olderButton.addEventListener("click", () => fetchOlder(true));
+  // A key going up asks near the top as a scroll up does: at the very top (a list that fits the window) it scrolls
+  // nothing, and no scroll comes to ask.
+  list.addEventListener("keydown", (event) => UP_KEYS.has(event.key) && nearTop());
 
   // -- receiving ----------------------------------------------------------------------
 

@@ -50,5 +50,7 @@ async def test_tab_from_the_commands_reaches_the_oldest_answers_link_first(base,
     await open_chat(page, f"{base}/chat?chat=c1")
     await page.get_by_role("button", name="New session").focus()
 
+    await page.keyboard.press("Tab")  # the message list, a Tab stop of its own (its keys scroll it)
+    assert await page.evaluate("document.activeElement.id") == "messages"
     await page.keyboard.press("Tab")
     assert await page.evaluate(FOCUSED_HREF) == "https://example.com/first"
