@@ -797,20 +797,24 @@
     return [...list.children].find((el) => !own.has(el.dataset.id) && !unplaced.has(el.dataset.id)) || null;
   }
 
+  const retryOlder = olderLine.querySelector("button");
+
   function sayOlder(text, failed = false) {
+    const focused = document.activeElement; // before Try again, shown only while it failed, may hide with it
     olderLine.hidden = !text;
     olderLine.classList.toggle("failed", failed);
     olderLine.querySelector("span").textContent = text;
-    offerOlder();
+    offerOlder(focused);
   }
 
-  // Hidden while Try again stands in its place, or when there are none more. Hidden with the focus on it, it took the
-  // focus with it (a keyboard would start again at the top of the page): that goes to Try again, or to the messages.
-  function offerOlder() {
+  // Hidden while Try again stands in its place, or when there are none more. A button hidden with the focus on it
+  // took the focus with it (a keyboard would start again at the top of the page): that goes to the one shown in its
+  // place, or to the messages.
+  function offerOlder(focused = document.activeElement) {
     const failed = olderLine.classList.contains("failed");
-    const focused = document.activeElement === olderButton;
     olderButton.hidden = !olderMore || failed;
-    if (focused && olderButton.hidden) (failed ? olderLine.querySelector("button") : list).focus();
+    if (focused === olderButton && olderButton.hidden) (failed ? retryOlder : list).focus();
+    else if (focused === retryOlder && !failed) (olderButton.hidden ? list : olderButton).focus();
   }
 
   const nearTop = () => list.scrollTop < OLDER_WITHIN_PX && fetchOlder();
@@ -879,7 +883,7 @@
     lastTop = list.scrollTop;
     if (up) nearTop();
   }, { passive: true });
-  olderLine.querySelector("button").addEventListener("click", () => fetchOlder());
+  retryOlder.addEventListener("click", () => fetchOlder());
   olderButton.addEventListener("click", () => fetchOlder(true));
   // A key going up asks near the top as a scroll up does: at the very top (a list that fits the window) it scrolls
   // nothing, and no scroll comes to ask.

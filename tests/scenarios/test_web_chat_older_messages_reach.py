@@ -111,3 +111,19 @@ async def test_the_button_shows_the_older_messages_it_brings_from_anywhere_in_a_
     await page.wait_for_function("() => !document.querySelector('#older:not([hidden])')")
     assert await page.eval_on_selector("[data-id=m24]", IN_SIGHT)
     assert await page.eval_on_selector("[data-id=m25]", IN_SIGHT)  # where they join what showed before
+
+
+async def test_try_again_hands_the_focus_to_the_button_it_gives_way_to(served, page) -> None:
+    _, _, base = served
+    await opened(page, base)
+    await page.route("**/chat/api/history?*", lambda route: route.abort("internetdisconnected"))
+    await page.focus("#show-older")
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#older.failed")
+    assert await page.evaluate("document.activeElement.textContent") == "Try again"
+    await page.unroute("**/chat/api/history?*")
+    await page.keyboard.press("Enter")
+    await more_shown_than(page, 3)
+    # Hidden while it loaded, Try again took the focus with it (to the page's start): it goes to the button it gave
+    # way to, which brings the rest.
+    assert await page.evaluate(FOCUSED) == ["show-older", True]
