@@ -102,10 +102,10 @@ def replies(texts: Iterable[str]) -> list[dict[str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def chat_alone(intake: Intake, files_dir: Path) -> AsyncIterator[tuple[WebChatAdapter, str]]:
+async def chat_alone(intake: Intake, files_dir: Path, **options: Any) -> AsyncIterator[tuple[WebChatAdapter, str]]:
     """A web chat adapter handing what it takes to ``intake``, its routes served alone (`serve`): (adapter, base
-    url); stopped when the block ends."""
-    adapter = WebChatAdapter(history_reader=intake.history, files_dir=files_dir)
+    url); stopped when the block ends. ``options``: the adapter's (``history_limit=10``)."""
+    adapter = WebChatAdapter(history_reader=intake.history, files_dir=files_dir, **options)
     await adapter.start(intake.take)
     runner, base = await serve(adapter)
     try:

@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from platforms.web import WebChatAdapter
-from tests.web_client import Intake, open_chat, replies, serve
+from tests.web_client import Intake, chat_alone, open_chat, replies
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -28,12 +28,8 @@ async def served(tmp_path) -> AsyncIterator[tuple[WebChatAdapter, Intake, str]]:
     """An adapter whose pages open with the last 10 of 35 messages."""
     intake = Intake()
     intake.messages = replies(f"answer {n}" + "\n\nand a paragraph more" * 5 for n in range(35))  # 10: screens of it
-    adapter = WebChatAdapter(history_reader=intake.history, history_limit=10, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield adapter, intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files", history_limit=10) as (adapter, base):
+        yield adapter, intake, base
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -18,7 +18,7 @@ from tests.browser import contrast_failures
 from tests.scenarios.test_web_chat_accessibility import FOCUSED
 from tests.scenarios.test_web_chat_catch_up_read_out import LISTEN
 from tests.scenarios.test_web_chat_older_messages import IDS, more_shown_than
-from tests.web_client import Intake, open_chat, replies, serve
+from tests.web_client import Intake, chat_alone, open_chat, replies
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
@@ -32,12 +32,8 @@ async def served(tmp_path) -> AsyncIterator[tuple[WebChatAdapter, Intake, str]]:
     """An adapter whose pages open with the last 3 of 12 short messages: a few lines, well within the window."""
     intake = Intake()
     intake.messages = replies(f"answer {n}" for n in range(12))
-    adapter = WebChatAdapter(history_reader=intake.history, history_limit=3, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield adapter, intake, base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files", history_limit=3) as (adapter, base):
+        yield adapter, intake, base
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -45,12 +41,8 @@ async def long_served(tmp_path) -> AsyncIterator[str]:
     """An adapter whose pages open with the last 10 of 35 messages, screens of them: the base url."""
     intake = Intake()
     intake.messages = replies(f"answer {n}" + "\n\nand a paragraph more" * 5 for n in range(35))
-    adapter = WebChatAdapter(history_reader=intake.history, history_limit=10, files_dir=tmp_path / "files")
-    await adapter.start(intake.take)
-    runner, base = await serve(adapter)
-    yield base
-    await adapter.stop()
-    await runner.cleanup()
+    async with chat_alone(intake, tmp_path / "files", history_limit=10) as (_, base):
+        yield base
 
 
 async def opened(page: Any, base: str) -> None:
