@@ -654,9 +654,10 @@ class Sender:
         maybe_sent = self.maybe_sent(row)  # an answer lost on the way: it may be in the chat all the same
         self._forget(row)
         age = f" after {tried:.0f}s of retries" if gave_up else ""
-        line = ("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, describe(exc))
+        error = describe(exc)  # masked as it is made (`outbox_part.describe`): once, for the log and the store
+        line = ("outbox: %s chat %s: %s failed%s: %s", row.platform, row.chat_id, row.key, age, error)
         if _refuses_chat(row, exc):
-            self._chat_refusals.warning((row.platform, row.chat_id, describe(exc)), *line)
+            self._chat_refusals.warning((row.platform, row.chat_id, error), *line)
         elif row.kind in _LOST_WHEN_FAILED and row.op in ("send", "file"):
             log.error(*line)  # what the chat asked for, lost: its note at most reaches the chat
         else:
@@ -667,7 +668,7 @@ class Sender:
             # leaves the part pending, its failure recorded again with the note (next `deliver`, or the next start
             # tries it again), never recorded alone with no note to come.
             with self._store.transaction():
-                self._store.mark_failed(row.id, describe(exc), maybe_sent=maybe_sent)
+                self._store.mark_failed(row.id, error, maybe_sent=maybe_sent)
                 pass_quote(self._store, row, self._unspent)
                 note = self._missing_note(row, gave_up=gave_up, unsure=gave_up and maybe_sent)
             if note is not None:
