@@ -23,7 +23,8 @@ Routes (see docs/platforms/web.md):
   leave a gap; a page that reconnects gets a fresh ``history``. ``after`` (or ``Last-Event-ID``: each
   ``history``, ``user`` and ``message`` event carries its newest message's id) names the newest message the
   page holds: the history then reaches back to it, up to `RESUME_LIMIT` messages, so a page away for more
-  than ``history_limit`` messages misses none; one away for longer gets ``"gap": true`` (`_resumed`). A user
+  than ``history_limit`` messages misses none; one away for longer gets ``"gap": true`` (`_resumed`). With
+  ``brief=1`` the messages up to ``after``, which the page holds, come as their ids alone (`_held`). A user
   with `platforms.web_events.STREAMS_PER_USER` streams open is refused one more: 429 (`STREAMS_REFUSED`).
 - ``GET /chat/api/files/<id>?chat=``: a file the agent sent to that chat, as a download
   (`platforms.web_files`). Its message carries ``file``: ``{"id", "name", "size"}``, or
@@ -81,7 +82,7 @@ from platforms.web_events import (
     serve_events,
 )
 from platforms.web_files import WebFiles, download_headers
-from platforms.web_pages import page_response, static_route
+from platforms.web_pages import Shipped, accepts_gzip, compressed, static_route
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ class WebChatAdapter:
         self._sweeping: asyncio.Task | None = None
         self._not_recorded = RepeatedWarnings(log)
         """A database that cannot store messages refuses every one while it lasts: warned of once."""
+        self._index = Shipped(STATIC_DIR / "index.html")
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -229,7 +231,7 @@ class WebChatAdapter:
     # -- in: the page and its API ------------------------------------------------------
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
-        return page_response(STATIC_DIR / "index.html")
+        return self._index.response(request)
 
     async def _post_message(self, request: web.Request) -> web.Response:
         user = self.access.check(request)
@@ -296,11 +298,11 @@ class WebChatAdapter:
         _, chat_id = queried
         before = request.query.get("before")
         if before is not None:
-            return self._older(chat_id, before)
+            return compressed(request, self._older(chat_id, before))
         history = self._read_history(chat_id)
         if isinstance(history, web.Response):
             return history
-        return web.json_response(_paged(history, self._stops_short(history)))
+        return compressed(request, web.json_response(_paged(history, self._stops_short(history))))
 
     async def _get_events(self, request: web.Request) -> web.StreamResponse:
         queried = self._queried_chat(request)
@@ -326,10 +328,13 @@ class WebChatAdapter:
                 return resumed
             history, first["gap"], reached = resumed
             more = more if reached is None else reached > 0
+            if request.query.get("brief") == "1" and not first["gap"]:
+                history = _held(history, after)
         first.update(_paged(history, more))
         # With no await since the reads: nothing was sent in between, and the owner still has room.
         sub = self._streams.subscribe(chat_id, owner, lambda: connection_open(request))
-        return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive)
+        return await serve_events(request, self._streams, sub, ("history", first), self._keep_alive,
+                                  gzipped=accepts_gzip(request))
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
         queried = self._queried_chat(request)
@@ -425,6 +430,18 @@ def _paged(messages: list[dict[str, Any]], more: bool) -> dict[str, Any]:
     """A history's ``messages``, with ``"more": true`` when the gateway may keep older ones for a page to ask for
     (`_older`): a history as long as its limit may have stopped short of the first. Left out otherwise, as before."""
     return {"messages": messages, "more": True} if more else {"messages": messages}
+
+
+def _held(messages: list[dict[str, Any]], after: str) -> list[dict[str, Any]]:
+    """``messages`` for a client that holds them up to ``after`` and asked for them ``brief=1``: those up to it (itself
+    included) as ``{"id"}`` alone, which the client fills in from its own, so a phone reconnecting after a lock or a
+    network switch is not sent its whole history again. Not an edited message (a progress card, edited all turn long,
+    may have changed while the client was away) nor a file (its link expires): those come whole. Ids alone still say
+    the order and what the gateway no longer has (a deleted card), so the client merges as it does a whole history;
+    one it does not hold (taken before ``after`` while it was away) it asks for whole."""
+    at = next((i for i, m in enumerate(messages) if m["id"] == after), -1)
+    return [{"id": m["id"]} if i <= at and not m.get("edited") and not m.get("file") else m
+            for i, m in enumerate(messages)]
 
 
 def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -5,14 +5,22 @@ the page is also one of the files, so ``/chat/static/index.html`` is the whole w
 served without them it could be framed by another site (a hidden Stop button under a visitor's
 click) whatever ``/chat`` says. Only the files the folder held at start are served, by name: no
 sub-folders, nothing added later, no path that could lead out of it.
+
+Each is read once, at start, and gzipped then for a client that takes it (`accepts_gzip`): the page's scripts are
+about 100 KB, a third of that gzipped, on a phone's data at every load. `compressed` does the same for an answer of
+the API. With an ``ETag`` per encoding, a reload that finds them unchanged is answered 304, as before.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import mimetypes
 from collections.abc import Mapping
 from pathlib import Path
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from aiohttp.web import ContentCoding
 
 PAGE_HEADERS: Mapping[str, str] = {
     # Only the page's own files, and no framing: the page holds a token, and its buttons act.
@@ -21,6 +29,68 @@ PAGE_HEADERS: Mapping[str, str] = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
+GZIP_FROM = 1024
+"""Bytes from which an answer is gzipped: below, gzip's framing and the work gain next to nothing."""
+
+
+def accepts_gzip(request: web.BaseRequest) -> bool:
+    """Whether the request's ``Accept-Encoding`` takes gzip: named (or ``*``, unless gzip is named) with a ``q``
+    above 0. aiohttp's own test looks for the word anywhere, and took ``gzip;q=0`` (RFC 9110's "not acceptable")."""
+    wildcard = False
+    for part in request.headers.get(hdrs.ACCEPT_ENCODING, "").split(","):
+        coding, _, params = part.partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        coding = coding.strip().lower()
+        if coding in ("gzip", "x-gzip"):
+            return q > 0
+        if coding == "*":
+            wildcard = q > 0
+    return wildcard
+
+
+def compressed(request: web.BaseRequest, response: web.Response) -> web.Response:
+    """``response`` (a whole body, such as JSON), gzipped as it goes out when the client takes it and it is
+    `GZIP_FROM` bytes or more; ``Vary`` says it depends on ``Accept-Encoding`` either way."""
+    body = response.body
+    if isinstance(body, bytes) and len(body) >= GZIP_FROM:
+        response.headers[hdrs.VARY] = hdrs.ACCEPT_ENCODING
+        if accepts_gzip(request):
+            response.enable_compression(ContentCoding.gzip)
+    return response
+
+
+class Shipped:
+    """One shipped file, read once: served from memory with `PAGE_HEADERS`, gzipped for a client that takes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.body = path.read_bytes()
+        self.gzipped = gzip.compress(self.body, mtime=0) if len(self.body) >= GZIP_FROM else None
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        self.content_type = kind + ("; charset=utf-8" if kind.startswith("text/") else "")
+        self.etag = hashlib.sha256(self.body).hexdigest()[:24]
+
+    def response(self, request: web.BaseRequest) -> web.Response:
+        gzipped = self.gzipped is not None and accepts_gzip(request)
+        etag = self.etag + ("-gzip" if gzipped else "")  # a cache keeps each encoding apart
+        headers = dict(PAGE_HEADERS)
+        if self.gzipped is not None:
+            headers[hdrs.VARY] = hdrs.ACCEPT_ENCODING
+        if any(tag.value in (etag, "*") for tag in request.if_none_match or ()):
+            response = web.Response(status=304, headers=headers)
+        else:
+            headers[hdrs.CONTENT_TYPE] = self.content_type
+            if gzipped:
+                headers[hdrs.CONTENT_ENCODING] = "gzip"
+            response = web.Response(body=self.gzipped if gzipped else self.body, headers=headers)
+        response.etag = etag
+        return response
 
 
 def page_response(path: Path) -> web.FileResponse:
@@ -31,12 +101,13 @@ def page_response(path: Path) -> web.FileResponse:
 def static_route(prefix: str, folder: Path, extra: Mapping[str, Path] | None = None) -> web.RouteDef:
     """``GET <prefix>/<name>``: the file ``name`` of ``folder`` (or of ``extra``, by name), 404 for
     any other name."""
-    files = {p.name: p for p in folder.iterdir() if p.is_file()} | dict(extra or {})
+    paths = {p.name: p for p in folder.iterdir() if p.is_file()} | dict(extra or {})
+    files = {name: Shipped(path) for name, path in paths.items()}
 
     async def serve(request: web.Request) -> web.StreamResponse:
-        path = files.get(request.match_info["name"])
-        if path is None:
+        shipped = files.get(request.match_info["name"])
+        if shipped is None:
             raise web.HTTPNotFound()
-        return page_response(path)
+        return shipped.response(request)
 
     return web.get(prefix + "/{name}", serve)

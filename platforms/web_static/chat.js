@@ -12,7 +12,8 @@
 // durable store, then live events. Every (re)connect starts with a fresh history, so a
 // dropped connection loses nothing; messages are merged by id, so nothing shows twice. A reconnect
 // names the newest message the page holds ("after"): the history reaches back to it, however long the
-// page was away, or says "gap" when the gateway no longer has it (the page then shows it as a reload would).
+// page was away, or says "gap" when the gateway no longer has it (the page then shows it as a reload would);
+// what the page holds comes as ids alone ("brief").
 // A file the agent sent is a message with a download link; the download is fetched with the
 // token too (a plain link cannot carry the header) and saved under the file's name.
 "use strict";
@@ -450,7 +451,7 @@
     }
     unplaced.clear();
     for (const message of messages) {
-      place(confirmedUnlessPending(message), true);
+      if (!isBrief(message)) place(confirmedUnlessPending(message), true); // one sent as its id is shown as it is
       order.push(message.id);
     }
     for (const send of pending()) { // not confirmed yet: still shown, still retried
@@ -485,9 +486,16 @@
     return null;
   }
 
+  // A reconnect asks for the messages up to the newest it holds as their ids alone ("brief"): a phone that locks or
+  // changes networks was sent the whole history_limit again at each reconnect, up to megabytes of answers. The ids
+  // still say the order and what is gone, so the history merges as a whole one does. An id the page does not hold
+  // (one the gateway placed above the newest while the page was away) it cannot show: it asks again, whole.
+  const isBrief = (message) => !("role" in message);
+  let briefOk = true;
   function eventsUrl() {
     const after = newestHeld();
-    return "/chat/api/events?chat=" + encodeURIComponent(chat) + (after ? "&after=" + encodeURIComponent(after) : "");
+    return "/chat/api/events?chat=" + encodeURIComponent(chat)
+      + (after ? "&after=" + encodeURIComponent(after) + (briefOk ? "&brief=1" : "") : "");
   }
 
   // The working line is seen; a screen reader is told once a turn (#said), not at each of the typing events that keep
@@ -849,17 +857,21 @@
   }
 
   // Above what shows, with the reader kept where they are (the message they read does not move), or, to `reveal`
-  // them, with what showed at the top moved down to the bottom of the window.
+  // them, with what showed at the top moved down to the bottom of the window. Not read out, they are counted (#said):
+  // a screen reader's user heard "Loading older messages…", then nothing, and could not tell what had come.
   function showOlder(messages, more, reveal) {
     const first = list.firstElementChild;
     const before = reveal ? list.getBoundingClientRect().bottom - REVEAL_KEPT_PX : first.getBoundingClientRect().top;
+    let added = 0;
     for (const message of messages) {
       if (shown.has(message.id)) continue;
       place(message, true);
       const el = shown.get(message.id);
       el.setAttribute("aria-live", "off"); // the conversation's past, asked for: not news to read out
       list.insertBefore(el, first);
+      added += 1;
     }
+    if (added) say(added + (added === 1 ? " older message" : " older messages") + " loaded.");
     list.scrollTop += first.getBoundingClientRect().top - before;
     olderMore = more;
     renderRestWhenIdle();
@@ -898,6 +910,8 @@
   let opened = false; // a history came before: the next is a reconnect's
   const handlers = {
     history: (data) => {
+      briefOk = data.messages.every((m) => !isBrief(m) || shown.has(m.id));
+      if (!briefOk) return false; // asked for again, whole
       showHistory(data.messages, Boolean(data.gap), opened);
       historyReaches(data.messages, Boolean(data.more));
       setWorking(Boolean(data.working), true);

@@ -77,6 +77,7 @@ window.SwitchboardLive = (() => {
   // Read `url` (or what `url()` returns, asked at each connection) as Server-Sent Events for as long as
   // the page is open, calling `onEvent(type, data)` for each. The first event of type `ready` on a
   // connection shows it connected; `onDrop()` runs each time a connection ends, before the next one is tried.
+  // `onEvent` returning false asks for the stream again at once (`url()` then says how): no drop, nothing said.
   async function listen(url, auth, { ready, onEvent, onDrop }) {
     let delay = 500;
     let silence = 0; // ms without a byte that count as a drop; 0 until a server has said its keep-alive interval
@@ -93,6 +94,7 @@ window.SwitchboardLive = (() => {
     addEventListener("online", () => wake());
     for (;;) {
       let received = false;
+      let again = false; // onEvent asked for the stream again
       // A connection that died without a word (a proxy that hangs, a NAT mapping forgotten) reports no error,
       // ever: only the keep-alives it no longer brings tell. A request may be sent on such a connection too.
       const abort = new AbortController();
@@ -129,7 +131,7 @@ window.SwitchboardLive = (() => {
         heard();
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
-        for (;;) {
+        while (!again) {
           const { value, done } = await reader.read();
           if (done) break;
           heard();
@@ -139,7 +141,11 @@ window.SwitchboardLive = (() => {
             const event = parse(buffer.slice(0, end));
             buffer = buffer.slice(end + 2);
             if (!event) continue;
-            onEvent(event.type, event.data);
+            if (onEvent(event.type, event.data) === false) {
+              again = true;
+              abort.abort();
+              break;
+            }
             if (event.type === ready && !received) {
               received = true;
               delay = 500;
@@ -152,6 +158,7 @@ window.SwitchboardLive = (() => {
       } finally {
         clearTimeout(quiet);
       }
+      if (again) continue;
       if (onDrop) onDrop();
       if (navigator.onLine) setState("reconnecting", "reconnecting…");
       else setState("offline", "offline: reconnecting once the network is back…");

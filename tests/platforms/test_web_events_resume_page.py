@@ -67,7 +67,7 @@ async def test_a_page_away_for_longer_than_the_history_shows_every_message_since
         intake.messages.extend(reply(n) for n in range(7, 14))
 
     urls = await away(adapter, page, seven_more)
-    assert urls[0].endswith("&after=m5")
+    assert urls[0].endswith("&after=m5&brief=1")
     await page.wait_for_selector("[data-id=m13]")
     assert await page.eval_on_selector_all("#messages > article", SHOWN) == [f"m{n}" for n in (4, 5, *range(7, 14))]
 
