@@ -17,6 +17,11 @@
 ``ID`` is a child's id as listed, or any part of it that matches only one child, in any case. A whole id
 matches only itself: another chat's, or one no longer remembered, is not a part of one of this chat's.
 
+At a chat's top level, its threads (or forum topics) are sessions of their own, which ``/agents`` there neither lists
+nor acts on (`Threads`): it counts their subagents instead, and names the thread of one asked for by its id, with
+the command to send there. On Slack, which takes slash commands only at a channel's top level while every
+conversation runs in a thread, that is where ``/agents`` is typed.
+
 Every answer is redacted as a log line is (`gateway.logging.redact`): a child's error or summary
 may quote what a tool echoed (a key in a URL, a token in an exception), and a goal what the
 model was told. Goals, summaries and errors are redacted before they are cut (`_shown`), so a
@@ -26,7 +31,8 @@ cut never leaves the first half of a secret, which no mask would match.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -52,6 +58,8 @@ MIN_ID_PART = 3
 WHOLE_ID = re.compile(r"sa-[0-9a-f]{13,}")
 """A child's whole id (`agent.new_id`: ``sa-``, the process's 12 hex digits, then its count in hex). It names
 that child only: it also begins the ids counted after it (``sa-…5`` begins ``sa-…5a``), which are other children."""
+LISTED_DELEGATIONS = 3
+"""The latest background delegations ``/agents`` lists, with their children."""
 GOAL_CHARS = 80
 SUMMARY_CHARS = 160
 """A listed child's goal and summary are cut to these, on one line (`gateway.excerpt`)."""
@@ -59,7 +67,7 @@ _READ = 8
 """`_shown` redacts this many times the limit of a text, twice what `excerpt` reads of it."""
 NO_SUBAGENTS = "No subagents in this chat."
 NONE_HERE = "No subagents here."
-"""Instead of `NO_SUBAGENTS` at a chat's top level while subagents work in its threads."""
+"""Instead of `NO_SUBAGENTS` at a chat's top level while its threads have subagents (`Threads`)."""
 USAGE = "Usage: /agents, /agents log ID, /agents stop ID, /agents retry ID (ID as listed, or a unique part of it)."
 STOP_NOT_SAVED = ("the stop is not saved yet (the state database cannot be written): if the gateway restarts "
                   "before it is, it may run again.")
@@ -72,6 +80,18 @@ Item = tuple[Callable[[], str], str]
 and a block may hold hundreds of children), and its state word, which counts it when it is not."""
 
 
+@dataclass(frozen=True, slots=True)
+class Threads:
+    """At a chat's top level, the sessions of its threads (or forum topics) in memory, each a session of its own
+    that ``/agents`` there neither lists nor acts on, and how the chat names them."""
+
+    sessions: Sequence[GatewaySession]
+    thread: str
+    """What the platform calls a thread of a chat: ``thread``, or ``topic`` on Telegram."""
+    agents: str
+    """How ``/agents`` is typed in one: ``!agents`` on Slack, which takes no slash command in a thread."""
+
+
 class AgentsCommand:
     def __init__(self, children: HostView, ledger: Ledger, clock: Clock) -> None:
         self._children = children
@@ -80,26 +100,32 @@ class AgentsCommand:
         self._since = clock.time()
         """Built before the lifecycle starts: a child that finished before this ran in an earlier process."""
 
-    async def run(self, session: GatewaySession, args: str, *, elsewhere: str | None = None) -> str:
-        """``elsewhere``: at a chat's top level, what to say of the subagents at work in its threads (or topics),
-        sessions of their own that no ``/agents`` here lists or finds; said after a listing, and instead of "in this
-        chat" when there is nothing here."""
+    async def run(self, session: GatewaySession, args: str, *, threads: Threads | None = None) -> str:
+        """``threads``: at a chat's top level, its threads' sessions. Their subagents are counted after a listing,
+        and instead of "in this chat" when there is nothing here (`_in_threads`); one named by its id, which
+        nothing here matches, is said to be theirs, with the command to send in its thread (`_theirs`)."""
         # Texts pieced in whole (a ledger's reason, a retry's answer) are masked here; cut ones in `_shown`.
-        return redact(await self._run(session, args, elsewhere))
+        return redact(await self._run(session, args, threads))
 
-    async def _run(self, session: GatewaySession, args: str, elsewhere: str | None) -> str:
+    async def _run(self, session: GatewaySession, args: str, threads: Threads | None) -> str:
         words = args.split()
         if not words or [w.lower() for w in words] == ["all"]:
             listed = await self._list(session, everything=bool(words))
-            if elsewhere is None:
+            if threads is None or (elsewhere := self._in_threads(threads)) is None:
                 return listed
             return f"{NONE_HERE} {elsewhere}" if listed == NO_SUBAGENTS else f"{listed}\n{elsewhere}"
         action = words[0].lower()  # phone keyboards capitalise
         if len(words) != 2 or action not in ("log", "stop", "retry"):
             return USAGE
         wanted = words[1]
+        # Not one of this session's, but a thread's: else "No subagent sa-… in this session: /agents lists them." of
+        # an id read in the thread's listing, while /agents here lists none of it.
+        if threads is not None and not _matching(self._known(session), wanted) \
+                and (theirs := self._theirs(threads, wanted)) is not None:
+            return (f"{theirs} is a subagent of a {threads.thread} of this chat, which /agents here does not reach: "
+                    f"send {threads.agents} {action} {theirs} in that {threads.thread}.")
         found = await self._find(session, wanted)
-        if found == NO_SUBAGENTS and elsewhere is not None:
+        if found == NO_SUBAGENTS and threads is not None and (elsewhere := self._in_threads(threads)) is not None:
             return f"{NONE_HERE} {elsewhere}"
         if isinstance(found, str):
             return found
@@ -116,7 +142,7 @@ class AgentsCommand:
         live = {c.subagent_id: c for c in self._children.children(session.session_id)}
         delegations: list[tuple[str, list[Item]]] = []
         listed: set[str] = set()
-        for row, found in await self._ledger.listing(session):
+        for row, found in await self._ledger.listing(session, LISTED_DELEGATIONS):
             if all(t.subagent_id in live for t in row.tasks):
                 continue  # still running: listed with the other running children
             items = []
@@ -150,25 +176,12 @@ class AgentsCommand:
 
     async def _find(self, session: GatewaySession, wanted: str) -> ChildSnapshot | str:
         """The session's child whose id is ``wanted`` or holds it, or a sentence saying why none."""
-        sid = session.session_id
-        known: dict[str, ChildSnapshot | None] = {}
-        for child in (*self._children.recent(sid), *self._children.children(sid)):
-            known[child.subagent_id] = child
-        for row in self._ledger.latest(session, LOOKBACK):  # as far back as a retry finds its task
-            for task in row.tasks:
-                known.setdefault(task.subagent_id, None)
+        known = self._known(session)
         if not known:  # no id could be found: asking for more of it would send the user looking
             return NO_SUBAGENTS
-        # In any case: an id typed in capitals (a keyboard's caps lock, one read out) is the same id.
-        folded, key = {s.lower(): s for s in known}, wanted.lower()
-        if key in folded:
-            matches = [folded[key]]
-        elif len(wanted) < MIN_ID_PART:
+        if len(wanted) < MIN_ID_PART and wanted.lower() not in {s.lower() for s in known}:
             return f"Give more of the id than {wanted!r}: /agents lists the ids."
-        elif WHOLE_ID.fullmatch(key):  # not one of this chat's: taken as a part, it stopped the child it begins
-            matches = []
-        else:
-            matches = [s for f, s in folded.items() if key in f]
+        matches = _matching(known, wanted)
         if not matches:
             return f"No subagent {typed(wanted)} in this session: /agents lists them."
         if len(matches) > 1:
@@ -177,6 +190,45 @@ class AgentsCommand:
         if child is None:  # only the ledger names it: read it back (from the journal after a restart)
             child = (await self._children.lookup(matches)).get(matches[0])
         return child if child is not None else f"Subagent {matches[0]} is no longer remembered."
+
+    def _known(self, session: GatewaySession, lookback: int = LOOKBACK) -> dict[str, ChildSnapshot | None]:
+        """The ids of the session's children, live, finished recently, and of its latest ``lookback`` background
+        delegations (by default as far back as a retry finds its task), with their snapshots where at hand."""
+        sid = session.session_id
+        known: dict[str, ChildSnapshot | None] = {}
+        for child in (*self._children.recent(sid), *self._children.children(sid)):
+            known[child.subagent_id] = child
+        for row in self._ledger.latest(session, lookback):
+            for task in row.tasks:
+                known.setdefault(task.subagent_id, None)
+        return known
+
+    def _theirs(self, threads: Threads, wanted: str) -> str | None:
+        """The id of the one subagent of the threads that ``wanted`` names, as `_find` matches it; None if none
+        does, or more than one."""
+        known = [sid for other in threads.sessions for sid in self._known(other)]
+        matches = _matching(known, wanted) if len(wanted) >= MIN_ID_PART else []
+        return matches[0] if len(matches) == 1 else None
+
+    def _in_threads(self, threads: Threads) -> str | None:
+        """What ``/agents`` at a chat's top level says of the subagents of its threads that an ``/agents`` there
+        lists, at work or that ran (finished recently, or of its latest background tasks): else "No subagents in
+        this chat." beside a thread's. None when no thread has one."""
+        working = ran = places = 0
+        for other in threads.sessions:
+            live = {c.subagent_id for c in self._children.children(other.session_id)}
+            done = len(self._known(other, LISTED_DELEGATIONS).keys() - live)
+            working, ran, places = working + len(live), ran + done, places + bool(live or done)
+        if not places:
+            return None
+        said = [f"{_count(working, 'subagent')} {'works' if working == 1 else 'work'}"] if working else []
+        if ran:
+            said.append(f"{ran} ran" if working else f"{_count(ran, 'subagent')} ran")
+        where = f"{' and '.join(said)} in {_count(places, threads.thread)} of this chat, which /agents here does " \
+                f"not reach: send {threads.agents} in"
+        if places > 1:
+            return f"{where} a {threads.thread} to list its own."
+        return f"{where} that {threads.thread} to list {'it' if working + ran == 1 else 'them'}."
 
     def _log(self, session: GatewaySession, child: ChildSnapshot) -> str:
         trace = self._children.tool_trace(session.session_id, child.subagent_id)
@@ -240,6 +292,19 @@ def _listed(blocks: list[tuple[str, list[Item]]]) -> set[tuple[int, int]]:
     places = [(b, i) for b, (_, items) in enumerate(blocks) for i in range(len(items))]
     places.sort(key=lambda at: blocks[at[0]][1][at[1]][1] not in AT_WORK)
     return set(places[:SHOWN])
+
+
+def _matching(known: Iterable[str], wanted: str) -> list[str]:
+    """The ids of ``known`` that ``wanted`` names: the one it is, in any case (caps lock, an id read out), else those
+    it is a part of, unless it is a whole id: another chat's, taken as a part, stopped the child it begins."""
+    folded, key = {s.lower(): s for s in known}, wanted.lower()
+    if key in folded:
+        return [folded[key]]
+    return [] if WHOLE_ID.fullmatch(key) else [s for f, s in folded.items() if key in f]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _task_of(spec: Mapping[str, Any], task_index: int) -> tuple[object, ...]:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand, PluginThreads
-from gateway.agents_command import AgentsCommand
+from gateway.agents_command import AgentsCommand, Threads
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
 from gateway.session_registry import Drops, SessionRegistry, every, unread_steered
@@ -49,6 +49,11 @@ LEAD_A_MESSAGE = frozenset({"new"})
 plan the trip`` starts the new session with it. (After ``/stop`` it is mostly emphasis —
 ``/stop now`` — so it is not sent to the model; the answer says so.)"""
 STOP_ARGS_NOTE = "What you wrote after /stop was not read: send it as a message of its own to have it answered."
+NEW_TEXT_AT_TOP = ("What you wrote after /new is answered at this channel's top level, where no conversation goes on: "
+                   "a reply to that answer is not read as part of it. To talk it over, mention me with it in the "
+                   "channel: the thread that starts goes on with it.")
+"""``/new plan the trip`` at a Slack channel's top level (`Commands._no_conversation`): its text's answer is posted
+there, and a reply in that answer's thread is heard, if at all (mentioned), as a thread's session of its own."""
 RETRY_ARGS = ("Nothing was retried: /retry runs every interrupted or failed subagent of the latest background task "
               "again, and takes nothing after it. To run one subagent again, send /agents retry ID (/agents lists "
               "the ids).")
@@ -162,9 +167,13 @@ class Commands:
         if command.name == "stop":
             return await self._stop(session, command.args, inbound)
         if command.name == "new":
-            return await self._new(session, inbound)
+            started = await self._new(session, inbound)
+            lost = command.then_message is not None and self._no_conversation(session, inbound)
+            return f"{started} {NEW_TEXT_AT_TOP}" if lost else started
         if command.name == "agents":
-            return await self._agents.run(session, command.args, elsewhere=self._agents_in_threads(session))
+            threads = self._thread_sessions(session)
+            return await self._agents.run(session, command.args, threads=Threads(
+                threads, *_in_a_thread(session.platform, "agents")) if threads else None)
         if command.name == "retry":
             return await self._ledger.retry(session) if not command.args else RETRY_ARGS
         if command.name == "delegation":
@@ -341,14 +350,13 @@ class Commands:
         threads of the chat are in memory."""
         if session.thread_id is not None:
             return False
-        return (session.platform == "slack" and not inbound.is_private) or bool(self._thread_sessions(session))
+        return self._no_conversation(session, inbound) or bool(self._thread_sessions(session))
 
-    def _agents_in_threads(self, session: GatewaySession) -> str | None:
-        """At a chat's top level, what ``/agents`` says of the subagents at work in its threads (or topics), which it
-        neither lists nor finds: else "No subagents in this chat." while a thread's go on. None when none works."""
-        counts = [n for other in self._thread_sessions(session)
-                  if (n := len(self._children.children(other.session_id)))]
-        return _subagents_in_threads(session.platform, sum(counts), len(counts)) if counts else None
+    @staticmethod
+    def _no_conversation(session: GatewaySession, inbound: Inbound) -> bool:
+        """Whether ``inbound`` came at a Slack channel's top level, where only slash commands reach the gateway: a
+        mention there starts a thread, the conversation, and nothing else said there is heard."""
+        return session.platform == "slack" and session.thread_id is None and not inbound.is_private
 
     def _later_turn(self, session: GatewaySession, command: Inbound) -> str | None:
         """The running turn's id if it answers a message sent after ``command``: a command sent while
@@ -443,16 +451,6 @@ def _at_work_in_threads(platform: str, n: int) -> list[str]:
                 f"{thread} to stop it."]
     return [f"Work goes on in {n} {thread}s of this chat, which a stop here does not reach: send {stop} in a "
             f"{thread} to stop its work."]
-
-
-def _subagents_in_threads(platform: str, children: int, threads: int) -> str:
-    """``/agents``'s word, at a chat's top level, on the ``children`` subagents at work in ``threads`` threads."""
-    thread, agents = _in_a_thread(platform, "agents")
-    work = f"{_count(children, 'subagent')} {'works' if children == 1 else 'work'} in {_count(threads, thread)}"
-    if threads == 1:
-        return (f"{work} of this chat, which /agents here does not reach: send {agents} in that {thread} to list "
-                f"{'it' if children == 1 else 'them'}.")
-    return f"{work} of this chat, which /agents here does not reach: send {agents} in a {thread} to list its own."
 
 
 def _new_apart(platform: str) -> str:
