@@ -64,6 +64,13 @@ class TurnProgress:
         final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
         return self.message(session, running).finish(final, delete=display.progress_final == "delete")
 
+    def showed_messages(self, session: GatewaySession, running: RunningTurn) -> bool:
+        """Whether the chat has, or is about to get, messages of the turn's own (interim text, ``send_message``, a
+        file): stopped for the next message with no progress message to say so, it needs a line of its own, else
+        "Let me read the report first." stood above the next message's answer, the report still to come."""
+        return any(m["kind"] == "interim" and m["status"] in ("pending", "sent")
+                   for m in self._outbox.turn_messages(session.platform, running.turn_id))
+
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
         if running.question is not None:
             return "waiting for your answer"

@@ -62,7 +62,9 @@ TRACKS_TURN_IDS = frozenset({"webhook"})
 SAYS_SUPERSEDED = frozenset({"local"})
 """Platforms where a turn stopped for the next message says so even when its progress message never showed (the
 terminal: no typing indicator, nothing else of the turn on screen). Stopped before its first notice, it vanished
-without a line: lost, stopped or still running, the screen could not tell."""
+without a line: lost, stopped or still running, the screen could not tell. Elsewhere typing runs on into the next
+message's answer, which the model writes reading both: only a turn that showed messages of its own says so
+(`TurnProgress.showed_messages`)."""
 Failed = Callable[[Inbound, str | None, BaseException], object]
 """``failed(event, turn_id, error)``: handling ``event`` failed (`gateway.dead_letters`: tried again, or set aside)."""
 CompletionFailed = Callable[[str, BaseException], None]
@@ -280,7 +282,9 @@ class TurnRunner:
                 if not (stopped.quiet and self._finished_before(session, stopped)):
                     how = outcome(None, why)
                     shown = self._progress.finish(session, stopped, self._display(session.platform), how, 0.0, 0)
-                    if not shown and why == "superseded" and session.platform in SAYS_SUPERSEDED:
+                    # Not where a caller follows turn ids: the stop's note below says it.
+                    if not shown and why == "superseded" and session.platform not in TRACKS_TURN_IDS and (
+                            session.platform in SAYS_SUPERSEDED or self._progress.showed_messages(session, stopped)):
                         # What its progress message would have come to read. Not a notice: notices yield to every
                         # other part (`PROGRESS_KINDS`), and this one could follow the next message's answer.
                         self._send(session, final_text(how, 0.0), kind="command", key=f"{stopped.turn_id}:stopped",
