@@ -1,5 +1,6 @@
-"""The backlog guard: how many background results a chat may have waiting.
+"""Backlogs: what waits, in one chat and in the whole gateway.
 
+In one chat, the backlog guard (`BacklogGuard`): how many background results the chat may have waiting.
 Every background delegation whose results have not been delivered yet (``running``
 in the ledger) counts, the model's and those the user launched again (``/retry``,
 ``/agents retry``). When a delegation by the model takes a chat above `BACKLOG_WARN`, or
@@ -7,19 +8,28 @@ finds it above where such a relaunch took it, the chat is warned once (again onl
 backlog has fallen back) and the model gets a note; a background delegation by the model
 that would take a chat above `BACKLOG_LIMIT` is refused before any child starts (what the
 user asks for is not).
+
+In the whole gateway (`GatewayBacklog`), for ``/healthz`` and ``/metrics``: the messages received and not answered
+yet, the parts not sent yet, how long the oldest of each has waited, and whether the gateway is still catching up on
+what waited for it at its start. A start after an outage replays its unanswered messages and sends what was left
+unsent, for minutes while chats wait, and a monitor that read only the connections and the storage saw ``ok``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-from agent import ToolError
+from agent import Clock, ToolError
 from gateway.outbox import Outbox
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import GatewaySession
-from gateway.store import DelegationTable
+from gateway.store import DelegationTable, GatewayStore
+from gateway.store.inbox import OPEN
 from lifecycle import BackgroundDispatch
 
 log = logging.getLogger("gateway.backlog")
@@ -28,6 +38,11 @@ BACKLOG_WARN = 25
 """Above this many undelivered background delegations, a chat is warned."""
 BACKLOG_LIMIT = 50
 """The model's background delegations never take a chat above this many undelivered ones."""
+READ_SHARE = 0.02
+"""The most of the event loop's time `GatewayBacklog`'s reads take, however long the backlog: a read that took t
+seconds is reused for t / READ_SHARE. Its counts read each row waiting, a tenth of a second or more at 100,000."""
+FRESH_SECONDS = 1.0
+"""A read is reused for this long at least: monitors polling ``/healthz`` many times a second cost one read."""
 
 
 class BacklogGuard:
@@ -78,3 +93,78 @@ class BacklogGuard:
             # they did not start (and it would dispatch them again). The model's note still says it.
             log.warning("the backlog warning of delegation %s could not be journaled (%s); the chat is not warned",
                         dispatch.delegation_id, exc)
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What the gateway has still to work off, of the platforms it serves (`GatewayBacklog.now`)."""
+
+    catching_up: bool
+    """Whether messages received before this start still wait to be answered, or parts journaled before it to be
+    sent: the start is still working off what waited for it (replayed from the inbox, left in the outbox)."""
+    inbox_waiting: int
+    """Messages received and not answered yet: their turns running, or waiting for their turns."""
+    inbox_oldest_seconds: float | None
+    """How long the first received of them has waited since; None when none waits."""
+    outbox_pending: int
+    """Message parts (and edits of messages) not sent yet."""
+    outbox_oldest_seconds: float | None
+    """How long the first journaled of them has waited since; None when none waits."""
+
+    def to_json(self) -> dict[str, object]:
+        return {**dataclasses.asdict(self), "reason": None}
+
+
+def unread_json(error: BaseException) -> dict[str, object]:
+    """A `Backlog`'s fields as ``/healthz`` shows them when the store could not be read: unknown, and why."""
+    return {**{field.name: None for field in dataclasses.fields(Backlog)},
+            "reason": f"the state database could not be read: {type(error).__name__}: {error}"}
+
+
+class GatewayBacklog:
+    """What the gateway has still to work off, of the platforms it serves: what waits for a platform no longer
+    configured is kept for a start that configures it (`gateway.unconfigured`), and never worked off by this one.
+    Made before the gateway starts (`gateway.metrics.GatewayMetrics` makes it): what the store holds then is what
+    the start finds waiting."""
+
+    def __init__(self, store: GatewayStore, platforms: Iterable[str], clock: Clock) -> None:
+        self._store, self._clock = store, clock
+        self._platforms = tuple(sorted(set(platforms)))
+        self._started = clock.time()
+        self._journaled_before = store.outbox.last_id()
+        """The outbox's last id before the start: ids only grow, so a part at or below it was there at the start."""
+        self._last: tuple[float, float, Backlog] | None = None
+        """The latest read: when (monotonic), for how long it is reused, and what it read."""
+
+    def now(self) -> Backlog:
+        """The backlog now, or as read less than a moment ago (`FRESH_SECONDS`, `READ_SHARE`). Raises what the
+        store raises."""
+        began = self._clock.monotonic()
+        if self._last is not None and began - self._last[0] < self._last[1]:
+            return self._last[2]
+        backlog = self._read()
+        self._last = (began, max(FRESH_SECONDS, (self._clock.monotonic() - began) / READ_SHARE), backlog)
+        return backlog
+
+    def _read(self) -> Backlog:
+        store, platforms, now = self._store, self._platforms, self._clock.time()
+        waiting = sum(n for platform, n in store.inbox.waiting_by_platform().items() if platform in platforms)
+        pending = sum(n for platform, n in store.outbox.pending_by_platform().items() if platform in platforms)
+        among = f"+platform IN ({', '.join('?' * len(platforms))})"
+        # Unary plus: by the platform's index SQLite would read and sort every row waiting; in the order of the
+        # partial index of those waiting, it reads up to the first of a platform served (the first row, but for
+        # those a platform no longer configured left).
+        received = store.db.read_one(f"SELECT received_at FROM gateway_inbox WHERE {OPEN} AND {among}"
+                                     " ORDER BY received_at LIMIT 1", platforms)
+        # A re-split part stays pending while its pieces, journaled later, go out in its place.
+        part = store.db.read_one("SELECT id, created_at FROM gateway_outbox WHERE status='pending' AND op != 'split'"
+                                 f" AND {among} ORDER BY id LIMIT 1", platforms)
+        return Backlog(
+            catching_up=(received is not None and received[0] < self._started)
+            or (part is not None and part[0] <= self._journaled_before),
+            inbox_waiting=waiting, inbox_oldest_seconds=None if received is None else _age(now, received[0]),
+            outbox_pending=pending, outbox_oldest_seconds=None if part is None else _age(now, part[1]))
+
+
+def _age(now: float, since: float) -> float:
+    return round(max(0.0, now - since), 1)

@@ -8,8 +8,9 @@ read when Prometheus scrapes: the outbox's pending and failed parts and the dead
 letters from the store, children by state from the lifecycle's host view, the
 seconds since each platform last handed the gateway an event, whether each
 platform's connection is up, whether the state database can be written, whether its
-log is checkpointed off the event loop (`gateway.store.checkpointer.ended`), and whether another
-process holds its write lock (`gateway.store.write_lock`).
+log is checkpointed off the event loop (`gateway.store.checkpointer.ended`), whether another
+process holds its write lock (`gateway.store.write_lock`), and the messages waiting to be answered and
+whether the gateway is catching up after its start (`gateway.backlog.GatewayBacklog`, which ``/healthz`` shows too).
 
 Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
 full disk keeps the store from writing again what it rolled back, a failing device) leaves
@@ -37,6 +38,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agent import Clock, HookRegistry, TurnResult
+from gateway.backlog import GatewayBacklog
 from gateway.events import GatewayListener
 from gateway.live_reads import LiveReads
 from gateway.store import checkpointer
@@ -124,6 +126,8 @@ class GatewayMetrics(GatewayListener):
             for kind in DELIVERY_KINDS:
                 for outcome in DELIVERY_OUTCOMES:
                     self._child(self.deliveries, platform, kind, outcome)
+        self.backlog = GatewayBacklog(store, self._platforms, clock)
+        """What the gateway has still to work off, read for this page and ``/healthz``."""
         r.register(_Live(self, store, sessions, children, connections))
 
     def exposition(self) -> bytes:
@@ -261,6 +265,7 @@ class _Live(Collector):
         yield from read("the subagents", self._subagents, [])
         yield from read("the sessions", self._sessions_now, [])
         yield from read("the platforms", self._platforms, [])
+        yield from read("the backlog", self._backlog, [])
         db = self._store.db
         # Last: it counts the reads above that SQLite refused as the database being down too.
         yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
@@ -316,6 +321,20 @@ class _Live(Collector):
         for platform, state in self._connections().items():
             up.add_metric([platform], 1 if state.up else 0)
         return [ages, up]
+
+    def _backlog(self) -> list[GaugeMetricFamily]:
+        backlog = self._metrics.backlog.now()
+        return [
+            GaugeMetricFamily("switchboard_inbox_waiting", "Messages received and not answered yet (their turns running"
+                              " or waiting), of the platforms configured.", value=backlog.inbox_waiting),
+            GaugeMetricFamily("switchboard_inbox_oldest_seconds", "Seconds the first received of those messages has"
+                              " waited (0: none waits).", value=backlog.inbox_oldest_seconds or 0),
+            GaugeMetricFamily("switchboard_outbox_oldest_seconds", "Seconds the first journaled outbox part not sent"
+                              " yet has waited, of the platforms configured (0: none waits).",
+                              value=backlog.outbox_oldest_seconds or 0),
+            GaugeMetricFamily("switchboard_catching_up", "1 while messages received before this start wait to be"
+                              " answered, or outbox parts journaled before it wait to be sent (see /healthz).",
+                              value=1 if backlog.catching_up else 0)]
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

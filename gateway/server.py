@@ -17,6 +17,7 @@ from aiohttp import web, web_response
 from aiohttp.typedefs import Handler
 
 from gateway.app import Gateway
+from gateway.backlog import unread_json
 from gateway.console.routes import Console, console_access, refused
 from gateway.errors import StartupError
 from gateway.http_guard import (
@@ -28,6 +29,7 @@ from gateway.http_guard import (
     expect_guard,
     security_headers,
 )
+from gateway.live_reads import LiveReads
 from gateway.metrics import CONTENT_TYPE
 from gateway.store import checkpointer, write_lock
 from lifecycle import SqliteDatabase
@@ -81,6 +83,7 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         middlewares.append(web_chat_off)
     app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=middlewares)
     app.on_response_prepare.append(security_headers)
+    health_reads = LiveReads(log, "/healthz")
 
     async def healthz(request: web.Request) -> web.Response:
         # 503 only for `down`: reconnecting is the SDKs' own business, and a load balancer or
@@ -94,10 +97,15 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         unwell = bool(down) or storage["status"] == "down" or lock["status"] == "held"
         # An ended checkpointer shows, without a 503: chats are still answered, and a health check restarting
         # the gateway for it would cut off every turn running. A full disk it may lead to is `storage`'s 503.
+        # Nor is catching up (`backlog`): the chats are answered, later; a load balancer turning them away, or a
+        # health check restarting the gateway, would only make them wait longer.
+        backlog = health_reads.read("the backlog", gateway.metrics.backlog.now, None)
         return web.json_response({"status": "down" if unwell else "ok", "platforms": sorted(gateway.adapters),
                                   "down": down, "connections": {n: s.to_json() for n, s in connections.items()},
                                   "storage": storage, "wal_checkpointer": checkpointer.health(gateway.store.db),
-                                  "write_lock": lock},
+                                  "write_lock": lock,
+                                  "backlog": backlog.to_json() if backlog is not None else
+                                  unread_json(health_reads.failing["the backlog"])},
                                  status=503 if unwell else 200)
 
     metrics_access = console_access(gateway)
