@@ -11,7 +11,7 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   without vision gets their workspace paths and a hint instead. Images past the
   eighth, and files labelled images whose bytes are not a picture, are listed as files;
   one a vision model is not sent because it cannot be decoded is among the files that
-  did not reach the model.
+  did not reach the model, and so is a HEIC picture (`_heif`), of which the user is told too.
 - **documents** are listed in the text with their workspace path, size and type, so
   the model can read them with its file tools.
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
@@ -86,6 +86,7 @@ from platforms.base import (
     Forbidden,
     Inbound,
     NetworkError,
+    NotFound,
     RateLimited,
     SupportsDownload,
 )
@@ -370,7 +371,17 @@ def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
                 f" {platform}; please send a smaller file.")
     if isinstance(exc, Forbidden):  # the bot's permissions (a missing scope): sending it again changes nothing
         return f"I'm not allowed to download {name} from {platform}; please tell whoever runs me."
+    if isinstance(exc, NotFound):  # a Google Drive link shared on Slack fails alike however often it is shared
+        return (f"I couldn't download {name}: {platform} has no copy of it for me (it is a link to a file kept"
+                " elsewhere, or was deleted); please upload the file itself.")
     return f"I couldn't download {name} from {platform}; please send it again."
+
+
+def _missed(exc: DeliveryError, platform: str) -> str:
+    """Why a download refused did not reach the model, in a word or two for its note."""
+    if isinstance(exc, AttachmentTooLarge):
+        return "too large"
+    return f"no copy on {platform} to download" if isinstance(exc, NotFound) else "failed"
 
 
 class _Retries:
@@ -445,7 +456,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
                     "%s attachment (%s) not taken: %s: %s", platform, attachment.kind, type(exc).__name__,
                     _unnamed(exc, attachment.name))
             notes.append(_refusal(attachment, exc, platform))
-            missed.append(f"{attachment.name} ({'too large' if isinstance(exc, AttachmentTooLarge) else 'failed'})")
+            missed.append(f"{attachment.name} ({_missed(exc, platform)})")
             continue
         if attachment.kind == "voice":
             transcript = await _transcribe(transcriber, data, attachment, notes)
@@ -465,12 +476,27 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         # nor learn of the file, so what is not a picture is listed like any other file.
         if attachment.kind == "image" and len(images) < MAX_IMAGES and image_type(data):
             images.append((path, attachment))
-        else:
-            files.append((path, attachment))
+            continue
+        files.append((path, attachment))
+        if supports_vision and _heif(data):
+            # An iPhone's photo sent as a file: listed, it was a path the model could neither be shown nor read
+            # (read_file takes text), and the user, told nothing, had an answer about a picture it never saw.
+            notes.append(f"I can't see {_named(attachment.name)}: it is a HEIC picture, and only PNG, JPEG, GIF"
+                         " and WebP pictures reach me; please send it as a JPEG or PNG.")
+            missed.append(f"{attachment.name} (a HEIC picture, which you cannot be shown; only its file is saved)")
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
     if not (body or images or files):
         return Prepared(None, notes)
     return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
+
+
+_HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs", b"mif1", b"msf1"})
+"""The major brands of a HEIF file's ``ftyp`` box: Apple's HEIC photos and their image sequences."""
+
+
+def _heif(data: bytes) -> bool:
+    """Whether ``data`` is a HEIC or HEIF picture, by its leading ``ftyp`` box, whatever its name or label."""
+    return data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS
 
 
 async def _stored(workspace: Path, folder: str, name: str, data: bytes) -> str:

@@ -1,10 +1,12 @@
 """The files Slack users share: a message's ``files`` as `Attachment`s, and fetching them.
 
 A ``file_share`` message lists its files, and a message forwarded with another lists the files of
-the one forwarded (`listed_files`); each hosted one (not a link to an external
-service) becomes an attachment: ``image`` for the picture formats a model can read,
-``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
-The ``ref`` is the Slack file id. In a Slack Connect channel the message lists a file by
+the one forwarded (`listed_files`); each becomes an attachment: ``image`` for the picture formats a model can
+read, ``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
+The ``ref`` is the Slack file id, after `EXTERNAL` for a link to a file kept outside Slack (Google Drive, Dropbox:
+``mode: external``), which has no copy on Slack to download: its download is refused (`NotFound`) without a call,
+so that the user is told, as of any file the model did not get, rather than the file dropped unseen. A deleted one
+(``mode: tombstone``) is no file at all and is left out. In a Slack Connect channel the message lists a file by
 its id alone (``file_access: check_file_info``); ``files.info`` describes it first
 (`described`), or an image would be a nameless document and a clip never transcribed.
 Fetching asks ``files.info`` for the file's current
@@ -12,7 +14,8 @@ private URL and size, then GETs ``url_private_download`` with the bot token (sco
 ``files:read``), streamed and stopped past the cap, given time by the file's size but no
 more than `STALLED` seconds without a byte. Without that scope Slack redirects
 to its sign-in page instead of sending the file; that is reported as `Forbidden`, naming
-the scope (`files.info` refuses first, ``missing_scope``, which names it too).
+the scope (`files.info` refuses first, ``missing_scope``, which names it too). A file ``files.info`` says is
+external is refused too, never fetched: its ``url_private`` is the other service's, which the bot token is not for.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from platforms.base import Attachment, AttachmentTooLarge, BadRequest, DeliveryE
 log = logging.getLogger("platforms.slack")
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+EXTERNAL = "external:"
+"""Before the file id in the ``ref`` of a file kept outside Slack."""
 CHUNK = 64 * 1024
 # Names of this module's own (`platforms.download_time` says why these): a test shortens one platform's.
 TIMEOUT, STALLED = download_time.TIMEOUT, download_time.STALLED
@@ -83,26 +88,42 @@ def attachments_of(event: dict[str, Any]) -> tuple[Attachment, ...]:
     """``event``'s files (`described` first, where it may list Slack Connect files)."""
     found = []
     for file in event.get("files") or ():
-        if not isinstance(file, dict) or not file.get("id") or file.get("mode") in ("external", "tombstone"):
+        if not isinstance(file, dict) or not file.get("id") or file.get("mode") == "tombstone":
             continue
         mime = file.get("mimetype") or None
+        name = str(file.get("name") or file.get("title") or file["id"])
+        if _external(file):
+            found.append(Attachment("document", name, mime, None, f"{EXTERNAL}{file['id']}"))
+            continue
         if file.get("subtype") == "slack_audio":
             kind = "voice"
         else:
             kind = "image" if mime in IMAGE_TYPES else "document"
         size = file.get("size")
-        found.append(Attachment(kind, str(file.get("name") or file["id"]), mime,
-                                size if isinstance(size, int) else None, str(file["id"])))
+        found.append(Attachment(kind, name, mime, size if isinstance(size, int) else None, str(file["id"])))
     return tuple(found)
+
+
+def _external(file: dict[str, Any]) -> bool:
+    return bool(file.get("is_external")) or file.get("mode") == "external"
+
+
+def _kept_outside(attachment: Attachment) -> NotFound:
+    return NotFound(f"{attachment.name} is a link to a file kept outside Slack, with no copy on Slack to download",
+                    method="files.info")
 
 
 async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: aiohttp.ClientSession, token: str,
                    attachment: Attachment, max_bytes: int) -> bytes:
     """The file's bytes; ``info(file_id)`` calls ``files.info`` with the adapter's error translation.
-    Raises `AttachmentTooLarge` or another `DeliveryError`."""
+    Raises `AttachmentTooLarge` or another `DeliveryError`; `NotFound` for a file kept outside Slack."""
+    if attachment.ref.startswith(EXTERNAL):
+        raise _kept_outside(attachment)
     if attachment.size is not None and attachment.size > max_bytes:
         raise _too_large(attachment, attachment.size, max_bytes)
     file = (await info(attachment.ref)).get("file") or {}
+    if _external(file):
+        raise _kept_outside(attachment)
     size = file.get("size")
     if isinstance(size, int) and size > max_bytes:
         raise _too_large(attachment, size, max_bytes)

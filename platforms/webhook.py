@@ -7,7 +7,8 @@ route 404, signature headers missing or malformed 401, ``Content-Length`` over `
 413 (all before a byte of the body is read), too many bodies being read already 503 with
 ``Retry-After`` (`platforms.unsigned_bodies`), body over ``max_body`` 413, signature or clock
 401, one of the route's own deliveries sent back 401 (`SentBack`), payload 400 (a text field holding a
-lone surrogate included: it is refused, never stored; a ``text`` over the web chat's `MAX_TEXT` too). A 401 for
+lone surrogate included: it is refused, never stored; a ``text`` over the web chat's `MAX_TEXT` too; a file in
+``file``, ``files``, ``attachment`` or ``attachments``, which no webhook message carries). A 401 for
 the signature says what to fix (``detail``, `platforms.webhook_signing.explain`). A route rotating its secret names
 the old one as ``previous_secret``: requests signed with either are taken, deliveries signed with ``secret``.
 Then the gateway: 500 when it could not record the event for want of storage (send it again), a final 422 when it
@@ -100,6 +101,9 @@ _MAX_ID = 256
 SENT_BACK = "a delivery of this route sent back, not a request to it"
 _DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
 """What a delivery (`_message`) has and a request does not."""
+_FILE_FIELDS = ("file", "files", "attachment", "attachments")
+"""Fields a caller puts a file in, expecting the agent to get it. Other unknown fields are ignored, but a file
+ignored is a caller told 202 for a question about a file the agent never saw: it is refused instead."""
 _DELIVERY = {"pending": "pending", "sent": "delivered", "failed": "failed", "dropped": "dropped"}
 """A read message's ``delivery``, by its outbox status."""
 _SETTLED = ("sent", "failed", "dropped")
@@ -560,6 +564,10 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
         raise ValueError("body must be a JSON object")
     if data.get("route") == route and all(field in data for field in _DELIVERY_FIELDS):
         raise SentBack
+    for name in _FILE_FIELDS:
+        if data.get(name) not in (None, False, "", [], {}):  # an empty one loses nothing
+            raise ValueError(f'"{name}" cannot be taken: a webhook message carries text only, so the agent would'
+                             f' never see it; put what it should read in "text" (at most {MAX_TEXT} characters)')
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"text" must be a non-empty string')
