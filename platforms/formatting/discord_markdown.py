@@ -8,7 +8,10 @@ code with runs of both one and two backticks gets a zero-width space in each run
 code with its language, ``> `` quotes (one level), ``-``
 and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold within a heading
 is left plain),
-masked links ``[label](url)`` (a bare URL stays bare, as written; a label a
+masked links ``[label](url)`` (a bare URL stays bare, as written, unless Discord would link
+another address: one ending in a bracket, which Discord leaves out, or with text right after
+it that Discord takes in, such as ``!``, ``…`` or ``，``; such an address goes between ``<>``,
+which Discord links exactly; a label a
 masked link cannot hold, with a bracket, an address or a character that needs a
 backslash, is followed by its address instead: ``label (<url>)``; a line break in a label is
 a space). Tables, which Discord
@@ -48,6 +51,16 @@ _FENCE_IN_CODE = re.compile(r"`(?=``)")
 # (Discord shows a backslash in one as typed, discord-api-docs#6185): such a label is written
 # followed by its address, in <…> so that Discord links the address exactly, brackets and all.
 _UNMASKABLE = re.compile(r"[\[\]]|https?://", re.IGNORECASE)
+# Where an address Discord links by itself ends: its client's rule (simple-markdown's bare URL) takes
+# every character up to a space or ``<``, then gives back a trailing ``.,:;"')]``. It does not pair
+# brackets, so https://en.wikipedia.org/wiki/Python_(language) goes to ".../Python_(language", and it
+# takes in what follows the address unspaced: the ``!`` of "see https://example.com!", a ``…``, a ``，``.
+_DISCORD_LINKS = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]", re.IGNORECASE)
+# An address written as itself, marked until what follows it is known (`_addresses`): noncharacters,
+# as the Slack renderer's edges are.
+_ADDRESS_START, _ADDRESS_END = "\ufdd2", "\ufdd3"
+_ADDRESS = re.compile(f"(<?){_ADDRESS_START}(https?://[^\\s<>{_ADDRESS_END}]+){_ADDRESS_END}(?=([^\\s<]*))",
+                      re.IGNORECASE)
 
 
 def _backslashed(m: re.Match[str]) -> str:
@@ -74,7 +87,8 @@ class DiscordMarkdown(Renderer):
         if kind == "strong" and ctx.heading:
             return inner  # bold already; a deep heading is **…**, which a ** within would end
         marker = _MARKERS[kind]
-        return f"{marker}{inner}{marker}" if inner else ""
+        # Discord reads a style's text apart: an address at its end ends at the marker.
+        return f"{marker}{_addresses(inner)}{marker}" if inner else ""
 
     def code_span(self, code: str, ctx: Context) -> str:
         # Discord's inline code is between one or two backticks (three open a code block) and ends at the
@@ -93,9 +107,9 @@ class DiscordMarkdown(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto:
-            return label  # as written: Discord links an address itself
+            return _address(label)  # as written: Discord links an address itself
         if label == href or not inner:
-            return href
+            return _address(href)
         if not href.lower().startswith(("http://", "https://")):
             return f"{inner} ({href})"  # Discord masks only web links
         if _UNMASKABLE.search(label) or _escape(label) != label:
@@ -107,6 +121,7 @@ class DiscordMarkdown(Renderer):
         return " " if ctx.link else "\n"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
+        inner = _addresses(inner)
         return f"{'#' * level} {inner}" if level <= 3 else f"**{inner}**"
 
     def code_block(self, code: str, lang: str, ctx: Context) -> str:
@@ -121,7 +136,29 @@ class DiscordMarkdown(Renderer):
 
     def paragraph(self, inline: str, ctx: Context) -> str:
         # Escape what would read as a heading, quote or list at the start of a line of text.
-        return _LINE_START.sub(r"\1\\\2", inline)
+        return _LINE_START.sub(r"\1\\\2", _addresses(inline))
+
+
+def _address(url: str) -> str:
+    """A web address Discord is to link by itself, marked for `_addresses`; any other as it is."""
+    return f"{_ADDRESS_START}{url}{_ADDRESS_END}" if url.lower().startswith(("http://", "https://")) else url
+
+
+def _addresses(rendered: str) -> str:
+    """``rendered`` with each address `_address` marked written as itself where Discord links that address
+    as written, with what follows it, and between ``<>`` (which Discord links exactly) where it would link
+    another; its marks gone (a noncharacter in the model's text with them: never worth sending)."""
+    if _ADDRESS_START not in rendered:
+        return rendered.replace(_ADDRESS_END, "")
+
+    def one(m: re.Match[str]) -> str:
+        before, url, after = m.group(1), m.group(2), m.group(3).replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")
+        if before:  # a < of the text before it: Discord reads <url> as one, and <<url> as a link to "<url"
+            return before + url
+        linked = _DISCORD_LINKS.match(url + after)
+        return url if linked is not None and linked.group() == url else f"<{url}>"
+
+    return _ADDRESS.sub(one, rendered).replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")
 
 
 _RENDERER = DiscordMarkdown()

@@ -18,6 +18,7 @@ HOSTILE = ["[Verify](https://evil.example)", "_x_", "a*b*c", "&amp;", "x`y`z", "
            "a\\*b", "![i](https://e.example/i.png)", "**open"]
 _SLACK_BARE_LINK = re.compile(r"<(https?://[^|>]*)>")
 _DISCORD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_DISCORD_AUTOLINK = re.compile(r"<(https?://[^ >]+)>")
 
 
 def telegram_shows(md: str) -> tuple[str, list[str]]:
@@ -34,7 +35,12 @@ def slack_shows(md: str) -> str:
 def discord_shows(md: str) -> str:
     rendered = discord_markdown.render(md)
     assert "](" not in rendered.replace("\\]\\(", "")  # no masked link
-    return _DISCORD_ESCAPE.sub(r"\1", rendered)
+    return _DISCORD_ESCAPE.sub(r"\1", on_discord(rendered))
+
+
+def on_discord(text: str) -> str:
+    """``text`` as Discord shows it: an address between <> (which Discord links exactly) without them."""
+    return _DISCORD_AUTOLINK.sub(r"\1", text)
 
 
 @pytest.mark.parametrize("word", HOSTILE)
@@ -45,7 +51,7 @@ def test_a_word_named_back_shows_as_typed_on_every_platform(word):
     shown = f"No subagent '{word}' in this session."
     assert telegram_shows(md) == (shown, [])
     assert slack_shows(md) == shown
-    assert discord_shows(md) == shown
+    assert discord_shows(md) == on_discord(shown)
 
 
 @pytest.mark.parametrize("message", HOSTILE)
@@ -54,7 +60,7 @@ def test_a_late_notes_quote_shows_the_message_as_typed_on_every_platform(message
     shown = f"⏱ Answering your message from 1 h ago: “{message}”"
     assert telegram_shows(md) == (shown, [])
     assert slack_shows(md) == shown
-    assert discord_shows(md) == shown
+    assert discord_shows(md) == on_discord(shown)
 
 
 def test_a_lone_carriage_return_ends_the_quoted_line():
@@ -113,4 +119,4 @@ def test_a_scheme_with_no_address_after_it_shows_as_typed(message):
     shown = f"⏱ Answering your message from 1 h ago: “{message}”"
     assert telegram_shows(md) == (shown, [])
     assert slack_shows(md) == shown
-    assert discord_shows(md) == shown
+    assert discord_shows(md) == on_discord(shown)

@@ -91,8 +91,10 @@ def discord_inline_code(content: str) -> str:
         ("[see https://a.example](https://b.example/)", "see https://a.example (<https://b.example/>)"),
         ("[**kwargs** docs](https://example.com/)", "[**kwargs** docs](https://example.com/)"),
         ("see https://example.com/_a_/b and _this_", "see https://example.com/_a_/b and *this*"),
-        # A trailing underscore is not the address's (as on GitHub): escaped, it shows as typed.
-        ("(https://example.com/~~a~~/b_(c)_)", "(https://example.com/~~a~~/b_(c)\\_)"),
+        # A trailing underscore is not the address's (as on GitHub): escaped, it shows as typed; the address,
+        # ending in a bracket Discord would leave out of it and followed by the escape it would take in,
+        # goes between <> (test_discord_bare_urls).
+        ("(https://example.com/~~a~~/b_(c)_)", "(<https://example.com/~~a~~/b_(c)>\\_)"),
         ("> quoted\n> **words**", "> quoted\n> **words**"),
         ("# Title\n\n#### small", "# Title\n\n**small**"),
         # A heading is bold already; a deep one is written as bold, which four asterisks would end at once.

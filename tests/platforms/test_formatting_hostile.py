@@ -65,7 +65,8 @@ CJK = "请访问https://example.com/a_b，然后点击**登录**。"
 @pytest.mark.parametrize(("render", "expected"), [
     # The address ran on to the next space, here none: Slack linked the whole sentence, asterisks and all.
     (slack_mrkdwn.render, "请访问<https://example.com/a_b>，然后点击\u200b*登录*。"),
-    (discord_markdown.render, "请访问https://example.com/a_b，然后点击**登录**。"),
+    # Discord too, by its own rule for bare addresses: between <> it links the address alone.
+    (discord_markdown.render, "请访问<https://example.com/a_b>，然后点击**登录**。"),
     (telegram_html.render, "请访问https://example.com/a_b，然后点击<b>登录</b>。"),
 ])
 def test_cjk_punctuation_ends_a_bare_url(render, expected):
