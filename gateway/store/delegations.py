@@ -45,6 +45,9 @@ SCHEMA = (
         reason TEXT, settled_at REAL, card_owed INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS gateway_delegations_session ON gateway_delegations (session_key, dispatched_at)",
     "CREATE INDEX IF NOT EXISTS gateway_delegations_origin ON gateway_delegations (origin_turn_id)",
+    # `latest`: /agents at a chat's top level reads it for each of its thread sessions in memory.
+    """CREATE INDEX IF NOT EXISTS gateway_delegations_generation
+        ON gateway_delegations (agent_session_id, dispatched_at)""",
     """CREATE INDEX IF NOT EXISTS gateway_delegations_open ON gateway_delegations (dispatched_at)
         WHERE status = 'running'""",
     # `recent`'s latest settled ones, which the console reads up to ten times a second.
