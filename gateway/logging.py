@@ -6,9 +6,10 @@ line logged by a child task started inside a turn carries the turn's ids
 without the code that logs knowing about them.
 
 Redaction rewrites each record's message and exception text before any
-formatter sees it: registered secrets (the config's tokens and keys) and
-well-known token shapes become ``***``. Each is then cut to `MAX_TEXT_CHARS`
-(its start and end kept, the cut counted), after redaction: a secret cut in two
+formatter sees it: registered secrets (the config's tokens and keys, also as a URL
+or a form body quotes them: `_spellings`) and well-known token shapes become
+``***``. Each is then cut to `MAX_TEXT_CHARS` (its start and end kept, the cut
+counted), after redaction: a secret cut in two
 would be matched by no mask. Then identical lines repeated within
 ``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
 Libraries that write a line for every event they handle are held to WARNING below
@@ -27,13 +28,13 @@ import contextvars
 import json
 import logging
 import re
+import string
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Literal, TextIO
-from urllib.parse import quote
 
 from agent import active_turn
 from gateway.log_repeats import DEFAULT_WINDOW, RepeatFilter
@@ -106,11 +107,51 @@ def register_secret(value: str | None) -> None:
         if value in _secrets:
             return
         _secrets.add(value)
-        _secrets.add(quote(value, safe=""))  # as a URL's path or query quotes it (an error quoting the request)
-        _longest = max(_longest, len(quote(value, safe="")))
+        _longest = max(_longest, _longest_spelling(value))
         # Longest first, so a secret containing another is masked whole.
         ordered = sorted(_secrets, key=len, reverse=True)
-        _secrets_re = re.compile("|".join(re.escape(s) for s in ordered))
+        _secrets_re = re.compile("|".join(_spellings(s) for s in ordered))
+
+
+_NEVER_QUOTED = frozenset(string.ascii_letters + string.digits)
+
+
+def _spellings(value: str) -> str:
+    """A pattern of ``value`` as written and as a URL may quote it, wholly or in part: each character but a
+    letter or digit as itself or percent-encoded (UTF-8, either case of hex), a space also as ``+``. Encoders
+    differ in what they leave: ``quote`` keeps ``/``, ``quote_plus`` and a form body write a space as ``+``,
+    aiohttp's query keeps ``/``, ``:`` and ``@``, httpx's path ``+`` and ``=``; every mix is one pattern, not a
+    literal per form (there are 2 to the power of the characters that may be quoted)."""
+    parts = []
+    for char in value:
+        if char in _NEVER_QUOTED:
+            parts.append(char)
+            continue
+        forms = [re.escape(char)]
+        if encoded := _utf8_bytes(char):
+            forms.append("".join(f"%{_hex(byte)}" for byte in encoded))
+        if char == " ":
+            forms.append(r"\+")
+        parts.append(f"(?:{'|'.join(forms)})")
+    return "".join(parts)
+
+
+def _longest_spelling(value: str) -> int:
+    """The most characters `_spellings` of ``value`` matches: every character that may be quoted quoted."""
+    return sum(1 if char in _NEVER_QUOTED else max(len(char), 3 * len(_utf8_bytes(char))) for char in value)
+
+
+def _utf8_bytes(char: str) -> bytes:
+    """``char`` as a URL quotes it; a byte the environment could not decode (a surrogate escape) as that byte,
+    and nothing for another lone surrogate, which no URL holds."""
+    try:
+        return char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return b""
+
+
+def _hex(byte: int) -> str:
+    return "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{byte:02X}")
 
 
 def redact(text: str) -> str:

@@ -100,7 +100,20 @@ class ChildActivities:
     async def prepare(self, body: dict[str, Any]) -> dict[str, Any]:
         """Everything the workflow needs to build the child that only this machine can know:
         the system prompt with the workspace's project context, the first message (images
-        read from the workspace), the schemas of the tools it gets, and its model's traits."""
+        read from the workspace), the schemas of the tools it gets, and its model's traits.
+        A failure other than a setup error (a plugin's model that raises when its traits are read)
+        is retried as Temporal retries it, its text masked: the last is kept in the workflow's
+        history, and the child's parent reads it."""
+        try:
+            return await self._prepare(body)
+        except Exception as exc:
+            if isinstance(exc, ApplicationError) and exc.type == SETUP_ERROR:  # ours, masked where it is made
+                raise
+            log.warning("preparing child %s failed", activity.info().workflow_id, exc_info=True)
+            name = type(exc).__name__
+            raise ApplicationError(self._masked(f"{name}: {exc}", f"{name}: {NOT_SHOWN}"), type=name) from None
+
+    async def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
         job = ChildJob.from_dict(body)
         workspace = Path(job.workspace)
         if not await self._workspaces.exists(workspace):
