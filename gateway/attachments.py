@@ -11,7 +11,7 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   without vision gets their workspace paths and a hint instead. Images past the
   eighth, and files labelled images whose bytes are not a picture, are listed as files;
   one a vision model is not sent because it cannot be decoded is among the files that
-  did not reach the model, and so is a HEIC picture (`_heif`), of which the user is told too.
+  did not reach the model, and so is a HEIC or AVIF picture (`_heif`), of which the user is told too.
 - **documents** are listed in the text with their workspace path, size and type, so
   the model can read them with its file tools.
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
@@ -478,12 +478,12 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             images.append((path, attachment))
             continue
         files.append((path, attachment))
-        if supports_vision and _heif(data):
+        if supports_vision and (heif := _heif(data)):
             # An iPhone's photo sent as a file: listed, it was a path the model could neither be shown nor read
             # (read_file takes text), and the user, told nothing, had an answer about a picture it never saw.
-            notes.append(f"I can't see {_named(attachment.name)}: it is a HEIC picture, and only PNG, JPEG, GIF"
+            notes.append(f"I can't see {_named(attachment.name)}: it is {heif} picture, and only PNG, JPEG, GIF"
                          " and WebP pictures reach me; please send it as a JPEG or PNG.")
-            missed.append(f"{attachment.name} (a HEIC picture, which you cannot be shown; only its file is saved)")
+            missed.append(f"{attachment.name} ({heif} picture, which you cannot be shown; only its file is saved)")
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
     if not (body or images or files):
         return Prepared(None, notes)
@@ -492,11 +492,18 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
 
 _HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs", b"mif1", b"msf1"})
 """The major brands of a HEIF file's ``ftyp`` box: Apple's HEIC photos and their image sequences."""
+_AVIF_BRANDS = frozenset({b"avif", b"avis"})
 
 
-def _heif(data: bytes) -> bool:
-    """Whether ``data`` is a HEIC or HEIF picture, by its leading ``ftyp`` box, whatever its name or label."""
-    return data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS
+def _heif(data: bytes) -> str | None:
+    """What picture ``data`` is ("a HEIC", "an AVIF") if it is one of these, by its leading ``ftyp`` box,
+    whatever its name or label. An AVIF is HEIF too: some encoders give it HEIF's own major brand (``mif1``),
+    and AVIF's only among the compatible brands that follow the minor version."""
+    if data[4:8] != b"ftyp" or data[8:12] not in _HEIF_BRANDS | _AVIF_BRANDS:
+        return None
+    box = data[16:min(int.from_bytes(data[:4], "big"), 256)]
+    brands = {data[8:12], *(box[i:i + 4] for i in range(0, len(box) - 3, 4))}
+    return "an AVIF" if brands & _AVIF_BRANDS else "a HEIC"
 
 
 async def _stored(workspace: Path, folder: str, name: str, data: bytes) -> str:

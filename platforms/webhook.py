@@ -104,6 +104,11 @@ _DELIVERY_FIELDS = ("route", "turn_id", "kind", "sequence")
 _FILE_FIELDS = ("file", "files", "attachment", "attachments")
 """Fields a caller puts a file in, expecting the agent to get it. Other unknown fields are ignored, but a file
 ignored is a caller told 202 for a question about a file the agent never saw: it is refused instead."""
+_MESSAGE_KEYS = frozenset({"text", "fallback", "pretext", "title", "fields", "blocks", "color", "footer"})
+_FILE_KEYS = frozenset({"url", "data", "content", "path", "base64", "bytes", "name", "filename", "file_name", "size",
+                        "mimetype", "mime_type", "content_type", "url_private", "url_private_download"})
+"""Keys of a Slack-format message attachment (Slack's incoming webhooks, Mattermost, Rocket.Chat: blocks of
+alert text that GitLab and many scripts written for Slack send beside ``text``), and of a file."""
 _DELIVERY = {"pending": "pending", "sent": "delivered", "failed": "failed", "dropped": "dropped"}
 """A read message's ``delivery``, by its outbox status."""
 _SETTLED = ("sent", "failed", "dropped")
@@ -565,7 +570,7 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
     if data.get("route") == route and all(field in data for field in _DELIVERY_FIELDS):
         raise SentBack
     for name in _FILE_FIELDS:
-        if data.get(name) not in (None, False, "", [], {}):  # an empty one loses nothing
+        if _holds_file(data.get(name), name.startswith("attachment")):
             raise ValueError(f'"{name}" cannot be taken: a webhook message carries text only, so the agent would'
                              f' never see it; put what it should read in "text" (at most {MAX_TEXT} characters)')
     text = data.get("text")
@@ -590,6 +595,17 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
         raise ValueError(f'"user" must be a string of at most {_MAX_ID} characters')
     _require_scalars("user", user)
     return text, chat, user or None
+
+
+def _holds_file(value: object, may_be_message: bool) -> bool:
+    """Whether ``value`` may hold a file: anything but an empty value (which loses nothing) and, in an
+    ``attachment(s)`` field, Slack-format message attachments, which are text and were answered for the body's
+    ``text`` before files were refused: a sender relaying Slack's format had every alert refused."""
+    if value in (None, False, "", [], {}):
+        return False
+    entries = value if isinstance(value, list) else [value]
+    return not (may_be_message and all(isinstance(e, dict) and e.keys() & _MESSAGE_KEYS and not e.keys() & _FILE_KEYS
+                                       for e in entries))
 
 
 def _require_scalars(field: str, value: str | None) -> None:
