@@ -66,9 +66,13 @@ class TurnProgress:
 
     def showed_messages(self, session: GatewaySession, running: RunningTurn) -> bool:
         """Whether the chat has, or is about to get, messages of the turn's own (interim text, ``send_message``, a
-        file): stopped for the next message with no progress message to say so, it needs a line of its own, else
-        "Let me read the report first." stood above the next message's answer, the report still to come."""
-        return any(m["kind"] == "interim" and m["status"] in ("pending", "sent")
+        file), or its question: stopped for the next message with no progress message to say so, it needs a line of
+        its own, else "Let me read the report first." stood above the next message's answer, the report still to
+        come, or "❓ Which report? … I wait 10 min." as if it still waited. A question only once sent: one still
+        waiting to go is dropped as its turn stops (`gateway.questions`)."""
+        asked = f"{running.turn_id}:ask:"
+        return any((m["kind"] == "interim" and m["status"] in ("pending", "sent"))
+                   or (m["key"].startswith(asked) and m["status"] == "sent")
                    for m in self._outbox.turn_messages(session.platform, running.turn_id))
 
     def _detail(self, session: GatewaySession, running: RunningTurn) -> str:
