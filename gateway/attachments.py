@@ -85,8 +85,8 @@ from platforms.base import (
     DeliveryError,
     Forbidden,
     Inbound,
+    KeptElsewhere,
     NetworkError,
-    NotFound,
     RateLimited,
     SupportsDownload,
 )
@@ -371,9 +371,9 @@ def _refusal(attachment: Attachment, exc: DeliveryError, platform: str) -> str:
                 f" {platform}; please send a smaller file.")
     if isinstance(exc, Forbidden):  # the bot's permissions (a missing scope): sending it again changes nothing
         return f"I'm not allowed to download {name} from {platform}; please tell whoever runs me."
-    if isinstance(exc, NotFound):  # a Google Drive link shared on Slack fails alike however often it is shared
-        return (f"I couldn't download {name}: {platform} has no copy of it for me (it is a link to a file kept"
-                " elsewhere, or was deleted); please upload the file itself.")
+    if isinstance(exc, KeptElsewhere):  # a Google Drive link shared on Slack fails alike however often it is shared
+        return (f"I couldn't download {name}: it is a link to a file kept outside {platform}, which has no copy of"
+                " it for me; please upload the file itself.")
     return f"I couldn't download {name} from {platform}; please send it again."
 
 
@@ -381,7 +381,7 @@ def _missed(exc: DeliveryError, platform: str) -> str:
     """Why a download refused did not reach the model, in a word or two for its note."""
     if isinstance(exc, AttachmentTooLarge):
         return "too large"
-    return f"no copy on {platform} to download" if isinstance(exc, NotFound) else "failed"
+    return f"a link to a file kept outside {platform}" if isinstance(exc, KeptElsewhere) else "failed"
 
 
 class _Retries:

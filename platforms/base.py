@@ -117,6 +117,11 @@ class Unauthorized(DeliveryError):
 class NotFound(DeliveryError): ...
 
 
+class KeptElsewhere(NotFound):
+    """A user's file the platform only links to, kept by another service (a Google Drive file shared on Slack): the
+    platform has no copy to download, however often it is shared again; only an upload of the file itself would do."""
+
+
 class EditUnsupported(DeliveryError): ...
 
 

@@ -4,7 +4,7 @@ A ``file_share`` message lists its files, and a message forwarded with another l
 the one forwarded (`listed_files`); each becomes an attachment: ``image`` for the picture formats a model can
 read, ``voice`` for a recorded audio clip (``subtype: slack_audio``), else ``document``.
 The ``ref`` is the Slack file id, after `EXTERNAL` for a link to a file kept outside Slack (Google Drive, Dropbox:
-``mode: external``), which has no copy on Slack to download: its download is refused (`NotFound`) without a call,
+``mode: external``), which has no copy on Slack to download: its download is refused (`KeptElsewhere`) without a call,
 so that the user is told, as of any file the model did not get, rather than the file dropped unseen. A deleted one
 (``mode: tombstone``) is no file at all and is left out. In a Slack Connect channel the message lists a file by
 its id alone (``file_access: check_file_info``); ``files.info`` describes it first
@@ -28,7 +28,16 @@ from typing import Any
 import aiohttp
 
 from platforms import download_time, unsigned_bodies
-from platforms.base import Attachment, AttachmentTooLarge, BadRequest, DeliveryError, Forbidden, NetworkError, NotFound
+from platforms.base import (
+    Attachment,
+    AttachmentTooLarge,
+    BadRequest,
+    DeliveryError,
+    Forbidden,
+    KeptElsewhere,
+    NetworkError,
+    NotFound,
+)
 
 log = logging.getLogger("platforms.slack")
 
@@ -108,15 +117,15 @@ def _external(file: dict[str, Any]) -> bool:
     return bool(file.get("is_external")) or file.get("mode") == "external"
 
 
-def _kept_outside(attachment: Attachment) -> NotFound:
-    return NotFound(f"{attachment.name} is a link to a file kept outside Slack, with no copy on Slack to download",
+def _kept_outside(attachment: Attachment) -> KeptElsewhere:
+    return KeptElsewhere(f"{attachment.name} is a link to a file kept outside Slack, with no copy on Slack to download",
                     method="files.info")
 
 
 async def download(info: Callable[[str], Awaitable[dict[str, Any]]], session: aiohttp.ClientSession, token: str,
                    attachment: Attachment, max_bytes: int) -> bytes:
     """The file's bytes; ``info(file_id)`` calls ``files.info`` with the adapter's error translation.
-    Raises `AttachmentTooLarge` or another `DeliveryError`; `NotFound` for a file kept outside Slack."""
+    Raises `AttachmentTooLarge` or another `DeliveryError`; `KeptElsewhere` for a file kept outside Slack."""
     if attachment.ref.startswith(EXTERNAL):
         raise _kept_outside(attachment)
     if attachment.size is not None and attachment.size > max_bytes:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent.testing import FakeClock
 from gateway.attachments import prepare
-from platforms.base import Attachment, NotFound
+from platforms.base import Attachment, KeptElsewhere, NotFound
 
 HEIC = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64
 
@@ -17,6 +17,8 @@ class Files:
         self.files, self.max_attachment_bytes = files, 1000
 
     async def download(self, attachment: Attachment) -> bytes:
+        if attachment.ref == "drive":
+            raise KeptElsewhere(f"{attachment.name} is a link to a file kept outside the platform")
         if attachment.ref not in self.files:
             raise NotFound(f"{attachment.name} is no longer on the platform")
         return self.files[attachment.ref]
@@ -27,11 +29,18 @@ async def run(files: Files, attachment: Attachment, ws: Path, *, vision: bool = 
                          clock=FakeClock())
 
 
-async def test_a_file_the_platform_has_no_copy_of_asks_for_the_file_itself_not_the_same_again(tmp_path: Path) -> None:
+async def test_a_file_kept_outside_the_platform_asks_for_the_file_itself_not_the_same_again(tmp_path: Path) -> None:
+    prepared = await run(Files({}), Attachment("document", "Q3 budget", None, None, "drive"), tmp_path)
+    assert prepared.notes == ["I couldn't download Q3 budget: it is a link to a file kept outside discord, which has no"
+                              " copy of it for me; please upload the file itself."]
+    assert prepared.content.endswith("did not reach you: Q3 budget (a link to a file kept outside discord)]")
+
+
+async def test_a_file_gone_from_the_platform_is_asked_for_again(tmp_path: Path) -> None:
+    """An expired Discord link or a deleted Telegram file: sending it again is the way, and no link is in it."""
     prepared = await run(Files({}), Attachment("document", "Q3 budget", None, None, "gone"), tmp_path)
-    assert prepared.notes == ["I couldn't download Q3 budget: discord has no copy of it for me (it is a link to a file"
-                              " kept elsewhere, or was deleted); please upload the file itself."]
-    assert prepared.content.endswith("did not reach you: Q3 budget (no copy on discord to download)]")
+    assert prepared.notes == ["I couldn't download Q3 budget from discord; please send it again."]
+    assert prepared.content.endswith("did not reach you: Q3 budget (failed)]")
 
 
 async def test_a_heic_picture_is_named_whatever_it_is_called_and_stays_listed(tmp_path: Path) -> None:
