@@ -14,7 +14,9 @@ over several polls or webhook requests) is one `Inbound` (`platforms.telegram_al
 text, its first update id the event id, every item's update id its aliases. `download` fetches one
 through ``getFile`` and refuses files over ``max_attachment_bytes`` (Telegram itself serves
 bots files up to 20 MB).
-``Inbound.event_id`` is the ``update_id``: the gateway inbox drops repeats.
+``Inbound.event_id`` is ``<bot id>:<update_id>`` (`_event_id`), and so are an album's: the gateway inbox drops
+repeats, and Telegram numbers each bot's updates on its own. Those a version before recorded by the bare update id
+are still repeats after the upgrade (`gateway.store.inbox`).
 A user's edit of their message (``edited_message``, asked for with ``message``) goes to the gateway
 (`HearsEdits`), by the chat, thread and message id the message was handed over with: a message still
 waiting for its turn is answered as edited; any other edit changes nothing and starts no turn. A message a
@@ -448,7 +450,7 @@ class TelegramAdapter:
         if (edited := self._edits) is None or message.media_group_id is not None:
             return
         inbound = telegram_inbound.to_inbound(
-            message, event_update.update_id, bot_id=self._bot_id, username=self._username,
+            message, self._event_id(event_update.update_id), bot_id=self._bot_id, username=self._username,
             command_names=self._command_names, moved_from=self._moves.moved_from,
             max_attachment_bytes=self.max_attachment_bytes)
         if inbound is None or inbound.message_id is None:
@@ -468,7 +470,7 @@ class TelegramAdapter:
             else:  # before Telegram is answered: confirmed, it is never delivered again
                 self._early_edits.left(message, update_id)
 
-        await self._until_recorded(f"the edit of message {inbound.message_id} (update {inbound.event_id})", record)
+        await self._until_recorded(f"the edit of message {inbound.message_id} (update {update_id})", record)
 
     async def _on_membership(self, update: ChatMemberUpdated, event_update: Update) -> None:
         """The bot's status in a chat changed (``my_chat_member``): removed or blocked, the gateway stops the chat's
@@ -551,7 +553,7 @@ class TelegramAdapter:
             if inbound is None:
                 return
             every = tuple(a for m, _ in album for a in telegram_files.attachments_of(m, self.max_attachment_bytes))
-            aliases = tuple(str(update_id) for _, update_id in album)
+            aliases = tuple(self._event_id(update_id) for _, update_id in album)
         except Exception:
             log.exception("telegram: could not read the album of update(s) %s in chat %s; it is dropped",
                           ", ".join(str(update_id) for _, update_id in album), album[0][0].chat.id)
@@ -577,7 +579,7 @@ class TelegramAdapter:
         async def record(sink: InboundSink) -> None:
             self._comments.handed(inbound, await sink(inbound))
 
-        if not await self._until_recorded(f"update {inbound.event_id}", record) and inbound.is_command:
+        if not await self._until_recorded(f"update {_update_id(inbound)}", record) and inbound.is_command:
             await self._tell_not_handled(inbound)
 
     async def _tell_not_handled(self, command: Inbound) -> None:
@@ -587,7 +589,7 @@ class TelegramAdapter:
         after it), within `NOT_HANDLED_SECONDS`; never raises: a failure is logged."""
         name = command.text.split(maxsplit=1)[0]
         log.warning("telegram: %s from user %s (update %s) was dropped, the gateway failing on it; telling the user",
-                    name, command.user_id, command.event_id)
+                    name, command.user_id, _update_id(command))
         try:
             await asyncio.wait_for(self.send(not_handled(command)), NOT_HANDLED_SECONDS)
         except Exception as exc:
@@ -622,10 +624,17 @@ class TelegramAdapter:
 
     def _to_inbound(self, message: Message, update_id: int) -> Inbound | None:
         inbound = telegram_inbound.to_inbound(
-            message, update_id, bot_id=self._bot_id, username=self._username, command_names=self._command_names,
-            moved_from=self._moves.moved_from, max_attachment_bytes=self.max_attachment_bytes)
+            message, self._event_id(update_id), bot_id=self._bot_id, username=self._username,
+            command_names=self._command_names, moved_from=self._moves.moved_from,
+            max_attachment_bytes=self.max_attachment_bytes)
         self._comments.heard(message, inbound)
         return inbound
+
+    def _event_id(self, update_id: int) -> str:
+        """The event id of an update, ``<bot id>:<update id>``: Telegram numbers each bot's updates on its own, and
+        a new bot on the same state directory reused the old one's ids, its messages dropped as repeats. The bot id
+        is the token's part before the colon, which Telegram shows anyone (getMe); never what follows it."""
+        return f"{self._bot_id}:{update_id}"
 
     def web_routes(self) -> Sequence[Any]:
         if self.mode != "webhook":
@@ -818,6 +827,12 @@ def _known(method: str, chat_id: str, message_id: str) -> None:
     if message_id.startswith(NO_ID):
         raise EditUnsupported("Telegram did not say this message's id when it was sent", method=method,
                               chat_id=chat_id, platform="telegram")
+
+
+def _update_id(inbound: Inbound) -> str:
+    """The update id of ``inbound`` (its event id's after the bot's, `TelegramAdapter._event_id`): what Telegram and
+    aiogram's log call the update."""
+    return inbound.event_id.rpartition(":")[2]
 
 
 def _is_picture(path: str) -> bool:

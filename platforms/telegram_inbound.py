@@ -24,11 +24,11 @@ _GLUED = re.compile(r"^[^\w\s]+")
 command up to the first space, so left there it would make "/stop," no command at all."""
 
 
-def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, command_names: Container[str],
+def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, command_names: Container[str],
                moved_from: Mapping[str, str], max_attachment_bytes: int) -> Inbound | None:
-    """The `Inbound` for a message the bot takes, under the group's chat id for a supergroup it
-    became (``moved_from``); None for one that is not for the bot. One with neither text nor file is
-    read as `content_as_text` says; one with nothing of that either (a service message) is not taken."""
+    """The `Inbound` for a message the bot takes, its event ``event_id`` (`platforms.telegram`), under the group's
+    chat id for a supergroup it became (``moved_from``); None for one that is not for the bot. One with neither text
+    nor file is read as `content_as_text` says; one with nothing of that either (a service message) is not taken."""
     written = (message.text if message.text is not None else message.caption) or ""
     attachments = telegram_files.attachments_of(message, max_attachment_bytes)
     text = written or ("" if attachments else content_as_text(message))
@@ -71,7 +71,7 @@ def to_inbound(message: Message, update_id: int, *, bot_id: int, username: str, 
         user_id=moved_from.get(who, who) if sender else who,
         user_name=sender.username if sender else user.username,
         text=text,
-        event_id=str(update_id),
+        event_id=event_id,
         is_command=command is not None,
         forwarded=forwarded,
         is_private=private,

@@ -22,12 +22,24 @@ failures it is set aside as a dead letter (`gateway.store.dead_letters`) and sta
 in the inbox as ``dead``, so a redelivery is still a duplicate and no start ever
 replays it into a crash again. ``switchboard inbox retry`` re-queues it:
 ``requeued`` until the running gateway (or the next start) takes it up.
+
+Telegram numbers each bot's updates on its own, so its adapter keys an event ``<bot id>:<update id>``
+(`platforms.telegram`): a new bot token on the same state directory is never taken for the old bot, whose update
+ids it may reuse. Earlier versions recorded the bare update id, and Telegram serves again, after the upgrade, the
+updates the stop left unconfirmed (a webhook's, those it was not answered for): `BareTelegramIds` finds the bare
+event such a repeat is, so that it is not answered twice. Nothing recorded says whose bare ids are: they are taken
+for the bot whose event, keyed by its id, is the first the upgraded gateway looks up while bare ids are about,
+written down once (``gateway_meta``): the bot it was upgraded with, whose pending updates Telegram serves first.
+Another bot's events never read them, also on the day of the upgrade. Only those recorded within
+`REDELIVERED_WITHIN` count: Telegram keeps an update a day, and nothing older comes again; after that no event looks
+any up, and no new bare id is ever recorded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sqlite3
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -90,6 +102,7 @@ class Inbox:
         self._db = db
         self._clock = clock
         self._left_out = LeftOut("gateway_inbox")
+        self._bare = BareTelegramIds(db, clock)
 
     def accept(self, inbound: Inbound, turn_id: str | None) -> Acceptance:
         """Record the event, unsettled, with the turn it is to start. Idempotent per
@@ -100,7 +113,11 @@ class Inbox:
         names. When only some are (a Telegram album delivered again, gathered with an item never
         recorded), it is new, recorded under its first id not recorded (`Acceptance.recorded_as`): which
         part of the message the known ids stand for cannot be told, and answering them twice is
-        better than losing the rest. An event without aliases costs no more than one statement."""
+        better than losing the rest. An event without aliases costs no more than one statement (but a Telegram
+        event on the day of the upgrade that keyed them by bot, which may repeat one recorded by its bare update
+        id: `BareTelegramIds`)."""
+        if (bare := self._bare.event_of(inbound)) is not None:
+            return Acceptance(False, self.turn_of(inbound.platform, bare))
         if not inbound.aliases:
             cur = self._record(inbound, turn_id)
             if cur.rowcount == 1:
@@ -366,6 +383,61 @@ class Inbox:
         if left_out:
             self._left_out.report(left_out)
         return events
+
+
+REDELIVERED_WITHIN = 25 * 3600.0
+"""Seconds after its receipt an update may come again: Telegram keeps one 24 h; an hour more for the clocks."""
+OWNER = "telegram_bare_ids_bot"
+"""The ``gateway_meta`` key of the bot whose events the bare ids are."""
+_BARE = "platform='telegram' AND instr(event_id, ':') = 0"
+
+
+class BareTelegramIds:
+    """Telegram events recorded by their bare update ids (see the module's docstring)."""
+
+    def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
+        self._db, self._clock = db, clock
+        self._owner: str | None = None
+        self._until: float | None = None
+        """Until when a bare id recorded may come again (-inf: none may); None until the first look."""
+
+    def event_of(self, inbound: Inbound) -> str | None:
+        """The bare event a Telegram event keyed by its bot repeats: the one all its ids name (its own, and every
+        alias's), bare; None when it is none, and for any other event."""
+        if inbound.platform != "telegram":
+            return None
+        bot, keyed, _ = inbound.event_id.partition(":")
+        if not keyed:
+            return None
+        if self._until is None:
+            self._look(bot)
+        now = self._clock.time()
+        if bot != self._owner or self._until is None or now > self._until:
+            return None
+        ids = [i.partition(":")[2] for i in dict.fromkeys((inbound.event_id, *inbound.aliases))]
+        marks, since = ", ".join("?" * len(ids)), now - REDELIVERED_WITHIN
+        found = dict(self._db.read(f"SELECT event_id, event_id FROM gateway_inbox WHERE platform='telegram'"
+                                   f" AND event_id IN ({marks}) AND received_at >= ?", (*ids, since)))
+        for alias, event_id in self._db.read(
+                "SELECT a.alias, a.event_id FROM gateway_inbox_aliases a JOIN gateway_inbox i"
+                f" ON i.platform=a.platform AND i.event_id=a.event_id WHERE a.platform='telegram'"
+                f" AND a.alias IN ({marks}) AND i.received_at >= ?", (*ids, since)):
+            found.setdefault(alias, event_id)
+        return found[ids[0]] if all(i in found for i in ids) else None
+
+    def _look(self, bot: str) -> None:
+        """Once a process: until when bare ids may come again, and whose they are (``bot``'s, when no one's yet)."""
+        since = self._clock.time() - REDELIVERED_WITHIN
+        row = self._db.read_one(f"SELECT MAX(received_at) FROM gateway_inbox WHERE received_at >= ? AND {_BARE}",
+                                (since,))
+        last = None if row is None else row[0]
+        self._until = -math.inf if last is None else last + REDELIVERED_WITHIN
+        if last is None:  # none may come again: nothing is anyone's (an older version run since is read anew)
+            self._db.write("DELETE FROM gateway_meta WHERE key=?", (OWNER,))
+            return
+        self._db.write("INSERT OR IGNORE INTO gateway_meta (key, value) VALUES (?, ?)", (OWNER, bot))
+        owner = self._db.read_one("SELECT value FROM gateway_meta WHERE key=?", (OWNER,))
+        self._owner = None if owner is None else owner[0]
 
 
 def _named(platform: object, event_id: object, rowid: int) -> str:

@@ -103,7 +103,7 @@ async def test_private_message_becomes_one_inbound(fake: FakeTelegram, sink: Sin
             user_id="42",
             user_name="alice",
             text="hello there",
-            event_id=str(update_id),
+            event_id=f"{fake.bot_user['id']}:{update_id}",  # Telegram numbers each bot's updates on its own
             is_command=False,
             is_private=True,
             sent_at=sink.inbound[0].sent_at,
@@ -585,7 +585,7 @@ async def test_unconfirmed_update_is_redelivered_after_restart(fake: FakeTelegra
     await second.start(sink)
     try:
         await fake.wait_for(lambda: sink.inbound)
-        assert sink.inbound[0].event_id == received[0].event_id == str(update_id)
+        assert sink.inbound[0].event_id == received[0].event_id == f"{fake.bot_user['id']}:{update_id}"
         await fake.wait_for(lambda: not fake.pending)  # the next poll confirmed it
         assert fake.calls_to("getUpdates")[-1]["offset"] == str(update_id + 1)
     finally:
@@ -651,7 +651,8 @@ async def test_webhook_with_the_right_secret_delivers(fake: FakeTelegram, webhoo
     _, sink = webhook
     update = fake.message_update(42, "/stop@switchboard_bot")
     assert await fake.deliver_webhook(update) == 200
-    assert [(i.text, i.event_id, i.is_command) for i in sink.inbound] == [("/stop", str(update["update_id"]), True)]
+    assert [(i.text, i.event_id, i.is_command) for i in sink.inbound] == [
+        ("/stop", f"{fake.bot_user['id']}:{update['update_id']}", True)]
 
 
 async def test_webhook_with_a_secret_that_is_not_utf8_is_refused_not_a_crash(
@@ -734,7 +735,7 @@ async def test_an_update_the_sink_failed_to_record_is_handed_over_again(
     try:
         update_id = fake.push_message(42, "do not lose me")
         await fake.wait_for(lambda: len(received) == 2)
-        assert [i.event_id for i in received] == [str(update_id)] * 2
+        assert [i.event_id for i in received] == [f"{fake.bot_user['id']}:{update_id}"] * 2
         await fake.wait_for(lambda: not fake.pending)  # confirmed only once recorded
     finally:
         await adapter.stop()
@@ -814,7 +815,7 @@ async def test_stopping_mid_batch_leaves_the_updates_not_handed_over_unconfirmed
     await asyncio.sleep(0)
     hold.set()
     await asyncio.wait_for(stopping, 5)
-    assert recorded == [str(first)]
+    assert recorded == [f"{fake.bot_user['id']}:{first}"]
     assert [u["update_id"] for u in fake.pending] == [first, second]  # Telegram serves "two" again
 
 

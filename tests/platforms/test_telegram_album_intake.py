@@ -34,7 +34,8 @@ async def test_a_webhook_item_delivered_again_while_its_album_gathers_is_in_it_o
     [album] = sink.inbound
     assert album.text == "compare these"
     assert len(album.attachments) == 2
-    assert album.aliases == (str(first["update_id"]), str(second["update_id"]))
+    bot = fake.bot_user["id"]  # Telegram numbers each bot's updates on its own
+    assert album.aliases == (f"{bot}:{first['update_id']}", f"{bot}:{second['update_id']}")
 
 
 async def test_a_complete_album_goes_before_the_messages_that_came_after_it_on_a_busy_bot(fake: FakeTelegram) -> None:

@@ -69,7 +69,7 @@ async def test_an_album_arrives_as_one_message_with_every_photo_and_the_caption(
     fake.push_message(42, "and this is separate")
     await fake.wait_for(lambda: len(sink.inbound) == 2)
     album, text = sink.inbound
-    assert (album.text, album.event_id) == ("compare these", str(first))
+    assert (album.text, album.event_id) == ("compare these", f"{fake.bot_user['id']}:{first}")
     assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
     assert text.text == "and this is separate" and not text.attachments
     await fake.wait_for(lambda: not fake.pending)  # all confirmed once handed over
@@ -84,7 +84,7 @@ async def test_an_album_served_over_two_polls_is_still_one_message(fake: FakeTel
     fake.push_message(42, "and this is separate")
     await fake.wait_for(lambda: sink.inbound and sink.inbound[-1].text == "and this is separate")
     album, text = sink.inbound
-    assert (album.text, album.event_id) == ("compare these", str(first))
+    assert (album.text, album.event_id) == ("compare these", f"{fake.bot_user['id']}:{first}")
     assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
     await fake.wait_for(lambda: not fake.pending)
 
@@ -128,7 +128,7 @@ async def test_another_members_message_does_not_cut_an_album_short(fake: FakeTel
     fake.push_message(-100, "@switchboard_bot sentinel", **alice)
     await fake.wait_for(lambda: sink.inbound and sink.inbound[-1].text == "@switchboard_bot sentinel")
     album, _ = sink.inbound
-    assert (album.text, album.event_id) == ("@switchboard_bot compare these", str(first))
+    assert (album.text, album.event_id) == ("@switchboard_bot compare these", f"{fake.bot_user['id']}:{first}")
     assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
 
 
@@ -217,7 +217,7 @@ async def test_an_album_posted_to_a_webhook_is_one_message(fake: FakeTelegram) -
         updates = fake.album_updates(42, [PNG, PNG + b"2", PNG + b"3"], caption="compare these")
         assert await asyncio.gather(*(fake.deliver_webhook(u) for u in reversed(updates))) == [200] * 3
         (album,) = sink.inbound
-        assert (album.text, album.event_id) == ("compare these", str(updates[0]["update_id"]))
+        assert (album.text, album.event_id) == ("compare these", f"{fake.bot_user['id']}:{updates[0]['update_id']}")
         assert [await adapter.download(a) for a in album.attachments] == [PNG, PNG + b"2", PNG + b"3"]
 
 

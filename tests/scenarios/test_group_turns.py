@@ -47,7 +47,7 @@ def texts(fake: FakeTelegram) -> list[str]:
 
 def handled(gateway: Gateway, update_id: int) -> bool:
     """Queued for a turn of its own, steered into the running one, or settled."""
-    event = str(update_id)
+    event = f"{gateway.adapters['telegram'].bot.id}:{update_id}"  # Telegram numbers each bot's on its own
     waiting = any(item.event is not None and item.event.event_id == event
                   for session in gateway.sessions
                   for item in [*session.queue, *(session.running.steered if session.running else ())])
@@ -164,7 +164,7 @@ async def test_a_members_own_follow_up_steers_their_turn_while_another_members_m
     correction = fake.push_message(GROUP, f"@{BOT} the staging one, I mean", **BOB)
     await fake.wait_for(lambda: handled(gateway, correction))
     session = next(iter(gateway.sessions))
-    assert [item.event.event_id for item in session.running.steered] == [str(correction)]
+    assert [item.event.event_id for item in session.running.steered] == [f"{fake.bot_user['id']}:{correction}"]
     model.release("bob")
     await fake.wait_for(lambda: not fake.pending)
     await settled(gateway)

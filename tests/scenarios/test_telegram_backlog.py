@@ -32,7 +32,7 @@ def send(fake: FakeTelegram, text: str, *, ago: int = 0) -> int:
 
 def taken(gateway: Gateway, update_id: int) -> bool:
     """The gateway has taken the update's message: it waits for its turn, runs it, or has answered it."""
-    event = str(update_id)
+    event = f"{gateway.adapters['telegram'].bot.id}:{update_id}"  # Telegram numbers each bot's on its own
     return gateway.store.inbox.settled("telegram", event) or any(
         e is not None and e.event_id == event for session in gateway.sessions
         for e in (*(item.event for item in session.queue), session.running and session.running.event))

@@ -599,7 +599,7 @@ async def test_a_message_telegram_held_while_the_gateway_was_down_is_answered_wi
 
 def handled(gateway, update_id: int) -> bool:
     """The gateway has dealt with this update: settled it (an answer), or queued it for a turn."""
-    event = str(update_id)
+    event = f"{gateway.adapters['telegram'].bot.id}:{update_id}"  # Telegram numbers each bot's on its own
     waiting = any(item.event is not None and item.event.event_id == event
                   for session in gateway.sessions for item in session.queue)
     return waiting or gateway.store.inbox.settled("telegram", event)
@@ -651,7 +651,7 @@ async def test_a_question_still_waiting_to_be_sent_when_its_turn_is_stopped_is_n
     fake.push_message(42, "please deploy the app")
     await fake.wait_for(lambda: fake.calls_to("sendMessage"))  # the question's first try: 429, again in 3 s
     stop = fake.push_message(42, "/stop")
-    await fake.wait_for(lambda: gateway.store.inbox.settled("telegram", str(stop)))
+    await fake.wait_for(lambda: gateway.store.inbox.settled("telegram", f"{fake.bot_user['id']}:{stop}"))
     await fake.wait_for(lambda: texts(fake), timeout=10)
     await gateways.quiet()
     assert texts(fake) == ["Stopped the running turn."]
