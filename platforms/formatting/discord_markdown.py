@@ -57,10 +57,12 @@ _UNMASKABLE = re.compile(r"[\[\]]|https?://", re.IGNORECASE)
 # takes in what follows the address unspaced: the ``!`` of "see https://example.com!", a ``…``, a ``，``.
 _DISCORD_LINKS = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]", re.IGNORECASE)
 # An address written as itself, marked until what follows it is known (`_addresses`): noncharacters,
-# as the Slack renderer's edges are.
+# as the Slack renderer's edges are. Of what follows, only the first character Discord would not give
+# back (past marks) decides: read to the next space, the rest of a line with no space (Chinese, Japanese)
+# was read again for each address in it, a second for a line of 600.
 _ADDRESS_START, _ADDRESS_END = "\ufdd2", "\ufdd3"
-_ADDRESS = re.compile(f"(<?){_ADDRESS_START}(https?://[^\\s<>{_ADDRESS_END}]+){_ADDRESS_END}(?=([^\\s<]*))",
-                      re.IGNORECASE)
+_ADDRESS = re.compile(f"(<?){_ADDRESS_START}(https?://[^\\s<>{_ADDRESS_END}]+){_ADDRESS_END}"
+                      f"(?=[.,:;\"')\\]{_ADDRESS_START}{_ADDRESS_END}]*([^\\s<]?))", re.IGNORECASE)
 
 
 def _backslashed(m: re.Match[str]) -> str:
@@ -152,7 +154,7 @@ def _addresses(rendered: str) -> str:
         return rendered.replace(_ADDRESS_END, "")
 
     def one(m: re.Match[str]) -> str:
-        before, url, after = m.group(1), m.group(2), m.group(3).replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")
+        before, url, after = m.group(1), m.group(2), m.group(3)
         if before:  # a < of the text before it: Discord reads <url> as one, and <<url> as a link to "<url"
             return before + url
         linked = _DISCORD_LINKS.match(url + after)

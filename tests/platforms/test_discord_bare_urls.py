@@ -5,6 +5,7 @@ which Discord links exactly; elsewhere it stays as written."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from platforms.base import Inbound, Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
+from platforms.formatting import discord_markdown
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 
 USER = 42
@@ -86,3 +88,15 @@ async def test_an_address_discord_links_as_written_stays_as_written(fake: FakeDi
     written = await content(fake, discord_adapter, markdown)
     assert "<" not in written
     assert discord_links(written) == re.findall(r"https://example\.com/[a-z_]+", markdown)
+
+
+def test_a_line_of_many_addresses_and_no_spaces_renders_in_linear_time() -> None:
+    # Chinese puts no space after an address: what follows each one ran to the end of the line, read again
+    # for every address in it (a second of the event loop for 600, four for 2,000).
+    line = "".join(f"第{i}条见https://example.com/docs/{i}，" for i in range(2000))
+    discord_markdown.render("warm")  # the parser is built once, at the first render
+    # This thread's CPU: a loaded machine stretches the wall clock, and the SDK's heartbeat threads this process's.
+    started = time.thread_time()
+    rendered = discord_markdown.render(line)
+    assert time.thread_time() - started < 0.5
+    assert rendered.count("<https://example.com/docs/") == 2000
