@@ -2,7 +2,8 @@
 
 The question goes to the chat as a reply of the running turn, and the chat's next
 message — whatever `display.busy_input_mode` says — is its answer; a number picks
-one of the offered choices. Only a message that comes once the question may be in the chat:
+one of the offered choices. In a group, not one replying to another message than the question
+(`Questions.replies_elsewhere`). Only a message that comes once the question may be in the chat:
 one written while the question still waits to be sent (behind a 429) answers nothing the user
 could see, and is handled as any message while a turn runs; so is one sent before the question was
 asked (`Inbox.sent_before`: sent while the gateway was down, handed over back to back after the start).
@@ -139,6 +140,18 @@ def question_part(key: str, turn_id: str) -> tuple[str, str] | None:
     run, _, rest = key[len(prefix):].partition(":")
     number, _, part = rest.partition(":")
     return (run, number) if run and number.isdigit() and part.isdigit() else None
+
+
+def of_question(key: str, turn_id: str, number: int) -> bool:
+    """Whether the outbox key ``key`` is of a part of question ``number`` turn ``turn_id`` asked, in any run
+    (``<turn>:ask:<run>:<number>:<part>``), or of a piece of one the platform refused as too long
+    (``…:<part>/<piece>``); not of a line said under it (its wait ran out, say)."""
+    prefix = f"{turn_id}:ask:"
+    if not key.startswith(prefix):
+        return False
+    run, _, rest = key[len(prefix):].partition(":")
+    of, _, part = rest.partition(":")
+    return bool(run) and of == str(number) and part.partition("/")[0].isdigit()
 
 
 def words(text: str) -> str:
@@ -375,8 +388,10 @@ class Questions:
                 or running.held_answer is not None:
             return False
         left_open = self._open_before(session, running, running.asked)
-        # Sent before that question was asked: not meant for it, whether or not it is asked again.
-        if left_open is None or item.event is None or self._inbox.sent_before(item.event, left_open[2]):
+        # Sent before that question was asked, or replying to another message: not meant for it, whether or not
+        # it is asked again.
+        if left_open is None or item.event is None or self._inbox.sent_before(item.event, left_open[2]) \
+                or self.replies_elsewhere(running, left_open[0], item.event):
             return False
         running.held_answer, running.held_for = item, left_open[0]
         return True
@@ -478,14 +493,37 @@ class Questions:
 
     def hand_answer(self, running: RunningTurn | None, answer: Inbound) -> bool:
         """Hand the text message ``answer`` to the question the running turn waits on; False when it
-        waits on none, on one that cannot be in the chat yet, or ``answer`` was sent before the question
-        was asked (its user could not have meant it for the question)."""
+        waits on none, on one that cannot be in the chat yet, ``answer`` was sent before the question
+        was asked (its user could not have meant it for the question), or replies to another message
+        (`replies_elsewhere`)."""
         if not self.waits(running) or self._inbox.sent_before(answer, self._asked_at(running)):
+            return False
+        # The question waiting is the turn's last asked: its questions are asked one at a time (`ask`).
+        if self.replies_elsewhere(running, running.asked - 1, answer):
             return False
         running.answered_by = answer
         running.question.set_result(answer.text)
         self._handed[(answer.platform, answer.event_id)] = running.turn_id
         return True
+
+    def replies_elsewhere(self, running: RunningTurn, number: int, message: Inbound) -> bool:
+        """Whether ``message``, written in a group, replies to another message than question ``number`` of the
+        turn ``running`` (any of its parts, as any run of the turn asked it): an earlier answer of the bot's,
+        another member's message. Its member wrote about that, not the question (Telegram and a Discord channel
+        hear both as addressed to the bot): a request of its own, handled as any message while a turn runs.
+        Not while a part of the question may be in the chat with its id unknown yet (its send's answer lost):
+        a reply to it answers."""
+        if message.is_private or message.reply_to is None:
+            return False
+        ids = set()
+        for part in self._outbox.turn_messages(message.platform, running.turn_id):
+            if not of_question(part["key"], running.turn_id, number):
+                continue
+            if part["status"] == "sent":
+                ids.add(part["message_id"])
+            elif self._outbox.maybe_seen(part["key"]):
+                return False
+        return message.reply_to not in ids
 
     def _asked_at(self, running: RunningTurn) -> float:
         """When the question ``running`` waits on was asked, on the wall clock as it reads now: one stepped back

@@ -68,8 +68,17 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(message.author.id),
         user_name=handle(message.author), text=text, event_id=str(message.id),
         is_private=not guild, attachments=attachments, sent_at=message.created_at.timestamp(),
-        message_id=str(message.id), forwarded=bool(message.message_snapshots),
+        message_id=str(message.id), forwarded=bool(message.message_snapshots), reply_to=replied_to(message),
     )
+
+
+def replied_to(message: discord.Message) -> str | None:
+    """The id of the message ``message`` replies to, gone since or not; None for none. A forward references the
+    message it forwards, which it does not reply to."""
+    reference = message.reference
+    if message.type != discord.MessageType.reply or reference is None or reference.message_id is None:
+        return None
+    return str(reference.message_id)
 
 
 def in_guild(message: discord.Message) -> bool:

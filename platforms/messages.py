@@ -106,6 +106,12 @@ class Inbound:
     message_id: str | None = None
     """The platform's id of the message itself, which an answer may quote (`Outbound.reply_to`): a
     Telegram message id, a Discord message id; None where the adapter cannot quote one."""
+    reply_to: str | None = None
+    """The `message_id` of the message this one replies to, where the platform says (a Telegram reply, a
+    Discord reply), in the scheme of `message_id` and of the bot's own messages' `Sent.message_id`; None for
+    none (Slack has none), and for the head of its thread, which every message of a Telegram forum topic or
+    comment thread replies to unasked. In a group, a reply to another message than the bot's question is no
+    answer to it (`gateway.questions`)."""
     aliases: tuple[str, ...] = ()
     """The ids under which this very message may be delivered again, in ``event_id``'s scheme, when the
     adapter made it of several platform events that may come again apart (a Telegram album: one update

@@ -569,7 +569,8 @@ class TelegramAdapter:
         if self.mode != "webhook" or not (group := await self.upgrade_wait.group_of(message, self._moves.moved_from)):
             return inbound
         return dataclasses.replace(inbound, chat_id=group,
-                                   message_id=written_in(str(message.chat.id), group, message.message_id))
+                                   message_id=written_in(str(message.chat.id), group, message.message_id),
+                                   reply_to=telegram_inbound.replied_to(message, group))
 
     async def _hand_over(self, inbound: Inbound) -> None:
         self._membership.back(inbound.chat_id)  # someone writes there: the bot is in the chat

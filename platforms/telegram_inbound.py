@@ -78,7 +78,18 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
         attachments=attachments,
         sent_at=message.date.timestamp(),
         message_id=written_in(here, chat, message.message_id),
+        reply_to=replied_to(message, chat),
     )
+
+
+def replied_to(message: Message, chat: str) -> str | None:
+    """The id (`written_in`) of the message ``message`` replies to, for the gateway's chat ``chat``; None for none,
+    and for the head of its thread (a forum topic's creation, a channel post's copy heading its comments), which
+    Telegram gives every message there as ``reply_to_message``, replied to or not."""
+    reply = message.reply_to_message
+    if reply is None or reply.message_id == message.message_thread_id:
+        return None
+    return written_in(str(message.chat.id), chat, reply.message_id)
 
 
 def content_as_text(message: Message) -> str:
