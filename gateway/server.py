@@ -99,7 +99,7 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
         # the gateway for it would cut off every turn running. A full disk it may lead to is `storage`'s 503.
         # Nor is catching up (`backlog`): the chats are answered, later; a load balancer turning them away, or a
         # health check restarting the gateway, would only make them wait longer.
-        backlog = health_reads.read("the backlog", gateway.metrics.backlog.now, None)
+        backlog = await health_reads.read_async("the backlog", gateway.metrics.backlog.read, None)
         return web.json_response({"status": "down" if unwell else "ok", "platforms": sorted(gateway.adapters),
                                   "down": down, "connections": {n: s.to_json() for n, s in connections.items()},
                                   "storage": storage, "wal_checkpointer": checkpointer.health(gateway.store.db),
@@ -113,6 +113,7 @@ def build_app(gateway: Gateway, limits: Limits | None = None, guard: ConnectionG
     async def metrics(request: web.Request) -> web.Response:
         if isinstance(refusal := metrics_access.check(request), Refusal):
             return refused(request, refusal)
+        await gateway.metrics.backlog.refresh()  # off the event loop: its gauges are then collected as read
         return web.Response(body=gateway.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
     app.router.add_get("/healthz", healthz)

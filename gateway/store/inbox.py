@@ -59,10 +59,11 @@ count as sent before it (`Inbox.sent_before`): Telegram dates messages in whole 
 after may seem a little older. The gateway's own receipt needs none."""
 
 OPEN = "status IN ('received', 'begun', 'requeued')"
-"""The events waiting to be handled: the condition of the index ``gateway_inbox_open``. SQLite reads a partial
-index only for a query whose WHERE holds its condition as written, so each query of some of these events holds it
-too, by this name (`gateway.store.sessions.SessionTable.forget` keeps the chats they wait in): else it reads the
-whole inbox, a week of handled events, at every start and every few seconds."""
+"""The events waiting to be handled: the condition of the indexes ``gateway_inbox_open`` and
+``gateway_inbox_open_platform``. SQLite reads a partial index only for a query whose WHERE holds its condition as
+written, so each query of some of these events holds it too, by this name (`gateway.store.sessions.SessionTable.forget`
+keeps the chats they wait in): else it reads the whole inbox, a week of handled events, at every start and every few
+seconds."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox (
@@ -71,6 +72,9 @@ SCHEMA = (
         PRIMARY KEY (platform, event_id))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_received ON gateway_inbox (received_at)",
     f"CREATE INDEX IF NOT EXISTS gateway_inbox_open ON gateway_inbox (received_at) WHERE {OPEN}",
+    # Added to schema 11 without a new version, created where missing: `waiting_by_platform` and `first_waiting`
+    # read only this index (the backlog in /healthz, every second at most), not each waiting event's row.
+    f"CREATE INDEX IF NOT EXISTS gateway_inbox_open_platform ON gateway_inbox (platform, received_at) WHERE {OPEN}",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_turn ON gateway_inbox (platform, turn_id) WHERE turn_id IS NOT NULL",
     # Added to schema 8 without a new version, as a table is: created where missing. An older build that
     # opens the file only leaves the aliases of the events it forgets behind, naming ids that were handled.
@@ -330,10 +334,10 @@ class Inbox:
 
     def waiting_by_platform(self) -> dict[str, int]:
         """How many events wait to be handled (unsettled or re-queued), per platform: at a start, those of a
-        platform no longer configured, which are kept as they are."""
-        # Unary plus: grouped in the primary key's order instead, SQLite would read every event.
+        platform no longer configured, which are kept as they are. Counted in ``gateway_inbox_open_platform``
+        alone, no event's row read: some 20-30 ms at 100,000 waiting."""
         rows = self._db.read(f"SELECT {as_bytes('platform')}, COUNT(*) FROM gateway_inbox WHERE {OPEN}"
-                             " GROUP BY +platform")
+                             " GROUP BY platform")
         counts = {}
         for platform, count in rows:
             try:
@@ -341,6 +345,16 @@ class Inbox:
             except UNREADABLE:
                 pass  # a platform no UTF-8 names: its events are left out where they are read (`_events`)
         return counts
+
+    def first_waiting(self, platforms: Collection[str]) -> float | None:
+        """When the first received of the events waiting to be handled of ``platforms`` was received (epoch
+        seconds); None when none waits. One look into ``gateway_inbox_open_platform`` per platform, however many
+        wait, of those platforms or of others."""
+        if not platforms:
+            return None
+        firsts = " UNION ALL ".join([f"SELECT MIN(received_at) AS first FROM gateway_inbox WHERE {OPEN}"
+                                     " AND platform=?"] * len(platforms))
+        return self._db.read_one(f"SELECT MIN(first) FROM ({firsts})", [_text(p) for p in platforms])[0]
 
     def prune(self, older_than: float, limit: int | None = None) -> int:
         """Forget events received before the epoch time ``older_than`` (see `RETENTION_SECONDS`)

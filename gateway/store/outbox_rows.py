@@ -10,7 +10,7 @@ module only stores (also when each platform held its parts for a refused token,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,6 +25,11 @@ would find nothing (an edit then sends a new message; a replay sends again)."""
 
 Status = Literal["pending", "sent", "failed", "dropped"]
 
+UNSENT = "status = 'pending' AND op != 'split'"
+"""The parts still to be sent (a re-split part stays pending while its pieces, journaled later, go out in its place):
+the condition of the index ``gateway_outbox_unsent``, which SQLite reads only for a query that holds it as written.
+Otherwise each part's row is read for its ``op``."""
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_outbox (
         id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, platform TEXT NOT NULL,
@@ -37,6 +42,9 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS gateway_outbox_pending ON gateway_outbox (id) WHERE status = 'pending'",
     """CREATE INDEX IF NOT EXISTS gateway_outbox_chat_pending ON gateway_outbox (platform, chat_id, thread_id, id)
         WHERE status = 'pending'""",
+    # Added to schema 11 without a new version, created where missing: `counts` and `pending_by_platform` read only
+    # this index (the console up to ten times a second, /healthz's backlog), not each pending part's row.
+    f"CREATE INDEX IF NOT EXISTS gateway_outbox_unsent ON gateway_outbox (platform, id) WHERE {UNSENT}",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_turn ON gateway_outbox (platform, turn_id, sequence)",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_created ON gateway_outbox (created_at)",
     "CREATE INDEX IF NOT EXISTS gateway_outbox_failed ON gateway_outbox (id) WHERE status = 'failed'",
@@ -388,16 +396,27 @@ class OutboxRows:
 
     def counts(self) -> dict[str, int]:
         """How many parts are ``pending`` and ``failed`` (within retention), split rows aside."""
-        # One status at a time, so each count reads its status' partial index, not the week of
-        # sent rows (the console asks up to ten times a second, Prometheus at every scrape).
-        return {status: self._db.read_one(f"SELECT COUNT(*) FROM gateway_outbox WHERE status='{status}'"
-                                          " AND op != 'split'")[0] for status in ("pending", "failed")}
+        # Each through its status' partial index, not the week of sent rows (the console asks up to ten times a
+        # second, Prometheus at every scrape). Summed per platform: a plain COUNT(*) SQLite takes through
+        # ``gateway_outbox_pending``, reading each part's row for its op.
+        failed = self._db.read_one("SELECT COUNT(*) FROM gateway_outbox WHERE status='failed' AND op != 'split'")[0]
+        return {"pending": sum(self.pending_by_platform().values()), "failed": failed}
 
     def pending_by_platform(self) -> dict[str, int]:
-        """How many parts are ``pending``, split rows aside, per platform: counted, not read (a stop's last line)."""
-        rows = self._db.read("SELECT platform, COUNT(*) FROM gateway_outbox WHERE status='pending' AND op != 'split'"
-                             " GROUP BY platform")
+        """How many parts are ``pending``, split rows aside, per platform: counted in ``gateway_outbox_unsent`` alone,
+        no part's row read (some 20-30 ms at 100,000)."""
+        rows = self._db.read(f"SELECT platform, COUNT(*) FROM gateway_outbox WHERE {UNSENT} GROUP BY platform")
         return {str(platform): count for platform, count in rows}
+
+    def first_pending(self, platforms: Collection[str]) -> tuple[int, float] | None:
+        """The id and ``created_at`` of the first journaled part still to be sent of ``platforms`` (split rows
+        aside); None when none is. One look into ``gateway_outbox_unsent`` per platform, however many parts wait."""
+        if not platforms:
+            return None
+        firsts = " UNION ALL ".join([f"SELECT MIN(id) AS id FROM gateway_outbox WHERE {UNSENT} AND platform=?"]
+                                    * len(platforms))
+        return self._db.read_one(f"SELECT id, created_at FROM gateway_outbox WHERE id=(SELECT MIN(id) FROM ({firsts}))",
+                                 list(platforms))
 
     def with_status(self, status: Status, limit: int) -> list[OutboxRow]:
         """The newest ``limit`` rows in ``status``, newest first (split rows aside: their pieces stand for them)."""

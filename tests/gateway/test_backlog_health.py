@@ -4,7 +4,11 @@ Catching up is no 503. The reads go through the indexes of the waiting rows and 
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+
 import aiohttp
+import pytest
 
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
@@ -12,6 +16,7 @@ from gateway.backlog import FRESH_SECONDS, READ_SHARE, GatewayBacklog
 from gateway.server import Server
 from gateway.store import GatewayStore
 from gateway.testing import RecordingAdapter, make_config, settled
+from tests.gateway.store import test_waiting_counts_indexed as waiting_counts_indexed
 from tests.gateway.store.conftest import event, msg
 
 GAUGES = ("switchboard_inbox_waiting", "switchboard_inbox_oldest_seconds", "switchboard_outbox_oldest_seconds",
@@ -131,6 +136,9 @@ class SlowRows:
         self._clock.now += self._took
         return self._store.outbox.pending_by_platform()
 
+    def first_pending(self, platforms: tuple[str, ...]) -> tuple[int, float] | None:
+        return self._store.outbox.first_pending(platforms)
+
 
 def test_the_reads_go_through_the_indexes_of_the_rows_waiting(tmp_path):
     store = GatewayStore(tmp_path / "state.db")
@@ -147,9 +155,67 @@ def test_the_reads_go_through_the_indexes_of_the_rows_waiting(tmp_path):
         reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
         assert len(reads) == 4
         plans = {sql: " | ".join(row[-1] for row in store.db.read(f"EXPLAIN QUERY PLAN {sql}")) for sql in reads}
-        waiting = ("INDEX gateway_inbox_open", "INDEX gateway_outbox_pending", "INDEX gateway_outbox_chat_pending")
+        waiting = ("INDEX gateway_inbox_open_platform", "INDEX gateway_outbox_unsent")
         assert {sql: plan for sql, plan in plans.items() if not any(index in plan for index in waiting)} == {}
-        oldest = [plan for sql, plan in plans.items() if "LIMIT 1" in sql]
-        assert len(oldest) == 2 and not any("TEMP B-TREE" in plan for plan in oldest)  # no sort of every row
+        counts = [sql for sql in reads if "COUNT(*)" in sql]
+        assert len(counts) == 2 and not any(rows_read(store, sql) for sql in counts)  # index entries, no rows
+        assert not any("TEMP B-TREE" in plan or "SCAN" in plan for sql, plan in plans.items() if sql not in counts)
     finally:
         store.close()
+
+
+async def test_healthz_and_metrics_read_the_backlog_off_the_event_loop(tmp_path, gateways):
+    clock = FakeClock(autojump=False)
+    chat = RecordingAdapter()
+    model = ScriptedModel({"parent": [[{"wait": "go"}]]})
+    gateway = await gateways(make_config(tmp_path), [chat], model=model, clock=clock)
+    server = Server(gateway, "127.0.0.1", 0)
+    await server.start()
+    try:
+        await chat.say("still there?")
+        await model.reached("go")
+        statements: list[str] = []
+        gateway.store.db._conn.set_trace_callback(statements.append)
+        try:
+            status, body, gauges = await scrape(server)
+        finally:
+            gateway.store.db._conn.set_trace_callback(None)
+        assert (status, body["backlog"]["inbox_waiting"], gauges["switchboard_inbox_waiting"]) == (200, 1, 1.0)
+        # Read on a connection of a worker thread's own: no chat waits for the counts.
+        assert [sql for sql in statements if "gateway_inbox" in sql] == []
+        model.release("go")
+        await chat.wait_for(lambda: chat.texts("reply"))
+    finally:
+        await server.stop()
+
+
+async def test_callers_at_the_same_time_share_one_read_and_a_failed_one_is_made_again(tmp_path):
+    clock = FakeClock(autojump=False)
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    try:
+        store.outbox.add_messages([msg("a:0")])
+        await store.durable()  # what a connection of its own reads: what is committed
+        backlog = GatewayBacklog(store, ["telegram"], clock)
+        first, second = await asyncio.gather(backlog.read(), backlog.read())
+        assert first is second and first.outbox_pending == 1
+        assert await backlog.read() is first  # fresh yet
+        await backlog.refresh()
+        assert backlog.now() is first
+
+        clock.advance(FRESH_SECONDS)
+        store.close()
+        (tmp_path / "state.db").unlink()  # a connection of its own finds no database
+        results = await asyncio.gather(backlog.read(), backlog.read(), return_exceptions=True)
+        assert [type(result) for result in results] == [sqlite3.OperationalError] * 2
+        await backlog.refresh()  # never raises: the read is left to `now` to make again, and raise
+        with pytest.raises(sqlite3.ProgrammingError):
+            backlog.now()
+        assert not (tmp_path / "state.db").exists()
+    finally:
+        store.close()
+
+
+def rows_read(store: GatewayStore, sql: str) -> list[str]:
+    """The steps of ``sql``'s program that read a table's row, not an index entry (see
+    tests/gateway/store/test_waiting_counts_indexed.py)."""
+    return waiting_counts_indexed.rows_read(store, sql)
