@@ -15,7 +15,8 @@ looks on its platform (`text`, `style`, `code_span`, `link`, `code_block`,
   indented under the item's text;
 - tables become code blocks on every platform (no chat platform draws tables):
   `table_text` lays the cells' text out in aligned columns, a link as its label
-  followed by its target in brackets (`cell_text`);
+  followed by its target in brackets (`cell_text`); one too wide for a phone is a list
+  per row instead, and a ``<br>`` in a cell is a line break (`tables`);
 - images become links to the image, labelled with their alt text;
 - a link's label holds no link: an image in it (a badge, ``[![build](b.svg)](https://ci)``) is its
   alt text, an autolink its address as text; no platform nests links (Slack's ``<url|label>``
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -45,8 +45,10 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from platforms.formatting import bare_urls, blocks, inline_lines
+from platforms.formatting import bare_urls, blocks, inline_lines, tables
 from platforms.formatting.blank import is_blank
+from platforms.formatting.columns import width
+from platforms.formatting.tables import table_text
 
 log = logging.getLogger("platforms.formatting")
 
@@ -198,40 +200,17 @@ def closing(tokens: Sequence[Token], i: int) -> int:
     return len(tokens) - 1
 
 
-def width(text: str) -> int:
-    """Columns ``text`` takes in a monospace font (East Asian wide characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def table_text(rows: Sequence[Sequence[str]], aligns: Sequence[str]) -> str:
-    """A table's cells as aligned monospace columns, its header ruled off from the body."""
-    columns = max(len(r) for r in rows)
-    rows = [[" ".join(c.split()) for c in r] + [""] * (columns - len(r)) for r in rows]
-    widths = [max(width(r[k]) for r in rows) for k in range(columns)]
-    aligns = [*aligns, *[""] * columns][:columns]
-
-    def cell(text: str, k: int) -> str:
-        pad = widths[k] - width(text)
-        if aligns[k] == "right":
-            return " " * pad + text
-        if aligns[k] == "center":
-            return " " * (pad // 2) + text + " " * (pad - pad // 2)
-        return text + " " * pad
-
-    lines = [" | ".join(cell(c, k) for k, c in enumerate(r)).rstrip() for r in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _table(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[str]], list[str]]:
-    rows: list[list[str]] = []
+def _table_cells(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[list[Token]]], list[str]]:
+    """A table's cells, each its inline tokens (a ``<br>`` a line break: `tables.with_breaks`), and its
+    columns' alignments."""
+    rows: list[list[list[Token]]] = []
     aligns: list[str] = []
     for j in range(i, end):
         tok = tokens[j]
         if tok.type == "tr_open":
             rows.append([])
         elif tok.type in ("th_open", "td_open"):
-            rows[-1].append(cell_text(tokens[j + 1].children or ()))
+            rows[-1].append(tables.with_breaks(tokens[j + 1].children or ()))
             if len(rows) == 1:
                 style = str(tok.attrGet("style") or "")
                 aligns.append(style.removeprefix("text-align:"))
@@ -404,11 +383,35 @@ class Renderer:
                 i = j + 1
             elif kind == "table_open":
                 j = closing(tokens, i)
-                parts.append(self.table(*_table(tokens, i, j), ctx))
+                parts.append(self._table(tokens, i, j, ctx))
                 i = j + 1
             else:
                 i += 1
         return parts, tight
+
+    def _table(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
+        rows, aligns = _table_cells(tokens, i, end)
+        texts = [[cell_text(cell) for cell in row] for row in rows]
+        if len(rows) > 1 and len(rows[0]) > 1 and tables.too_wide(tables.table_text(texts, aligns)):
+            return self._table_list(rows, ctx)
+        return self.table(texts, aligns, ctx)
+
+    def _table_list(self, rows: Sequence[Sequence[Sequence[Token]]], ctx: Context) -> str:
+        """A table too wide for a phone (`tables`), a row at a time: its first cell in bold, then an item
+        ``header: value`` for each other cell that holds something; its links are links, its styles styles."""
+        headers = [" ".join(cell_text(cell).split()) for cell in rows[0]]
+        bold = replace(ctx, styles=ctx.styles | {"strong"})
+        parts = []
+        for row in rows[1:]:
+            lines = []
+            if row and not is_blank(cell_text(row[0])):
+                lines.append(self.paragraph(self.style("strong", self._inline(row[0], bold), ctx), ctx))
+            for header, cell in zip(headers[1:], row[1:]):
+                if not is_blank(cell_text(cell)):
+                    label = self.text(f"{header}: ", ctx) if header else ""
+                    lines.append(self.list_item(self.bullet, self.paragraph(label + self._inline(cell, ctx), ctx), ctx))
+            parts.append("\n".join(lines))
+        return "\n\n".join(p for p in parts if p)
 
     def _list(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
         ordered = tokens[i].type == "ordered_list_open"

@@ -53,8 +53,9 @@ def _markers(shown: str) -> Counter[str]:
 
 
 def _letters(shown: str) -> str:
-    # Table rows are laid out again in each part (their columns as wide as the part's cells): no rules, pipes, spaces.
-    return re.sub(r"[\s|+-]", "", shown)
+    # Table rows are laid out again in each part (their columns as wide as the part's cells): no rules, pipes, spaces;
+    # a table too wide for a phone is a list per row, in the whole text or in a part alone: no bullets and headers.
+    return re.sub(r"[\s|+-]", "", re.sub(r"^• [^:\n]*: ", "", shown, flags=re.MULTILINE))
 
 
 def _is_subsequence(small: str, big: str) -> bool:

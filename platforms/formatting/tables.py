@@ -1,0 +1,96 @@
+"""A table as chat platforms can show it: aligned monospace columns in a code block, or, too wide for
+a phone, a list per row.
+
+No chat platform draws tables. Telegram, Slack and Discord wrap a code block's long lines where the
+screen ends, rather than scroll them, which breaks a table's columns apart; a phone's chat bubble holds
+some 30 to 40 columns of code. So a table whose aligned text is wider than `MAX_COLUMNS` is shown a row
+at a time instead (`Renderer`'s ``_table_list``); one of a single column stays a code block: its lines wrap, but
+it has no columns to break.
+
+What models write in cells:
+
+- ``<br>`` (``<br/>``, ``<br />``, in any case) starts a new line within the cell, as GitHub shows it
+  (`with_breaks`); elsewhere raw HTML stays text. In aligned columns its row takes several lines, the
+  other cells' lines left blank, and a rule then separates every row from the next;
+- a ``|`` (written ``\\|``, as a cell's pipe must be) is shown ``\\|`` in aligned columns, never read as
+  a column's edge;
+- a row ends at its last cell that holds something: no dangling ``|``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from markdown_it.token import Token
+
+from platforms.formatting.columns import width
+
+MAX_COLUMNS = 40
+"""The widest table shown as aligned columns; a wider one is a list per row."""
+_BREAK = re.compile(r"[ \t]*<br[ \t]*/?>[ \t]*", re.IGNORECASE)
+
+
+def with_breaks(children: Sequence[Token]) -> list[Token]:
+    """A cell's inline tokens, each ``<br>`` in its text a line break (not in code, where it is code)."""
+    out: list[Token] = []
+    for tok in children:
+        if tok.type != "text" or not _BREAK.search(tok.content):
+            out.append(tok)
+            continue
+        for n, piece in enumerate(_BREAK.split(tok.content)):
+            if n:
+                out.append(Token("hardbreak", "br", 0, level=tok.level))
+            if piece:
+                out.append(Token("text", "", 0, level=tok.level, content=piece))
+    return out
+
+
+def _lines(cell: str) -> list[str]:
+    """A cell's lines, each one's runs of spaces one space, without blank lines at either end."""
+    lines = [" ".join(line.split()).replace("|", "\\|") for line in cell.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
+def table_text(rows: Sequence[Sequence[str]], aligns: Sequence[str]) -> str:
+    """A table's cells as aligned monospace columns, its header ruled off from the body; see the module
+    docstring for line breaks, pipes and empty cells."""
+    cells = [[_lines(c) for c in r] for r in rows]
+    for r in cells:
+        while r and not r[-1]:
+            r.pop()
+    columns = max((len(r) for r in cells), default=0)
+    widths = [max((width(line) for r in cells if k < len(r) for line in r[k]), default=0) for k in range(columns)]
+    aligns = [*aligns, *[""] * columns][:columns]
+
+    def cell(text: str, k: int) -> str:
+        pad = widths[k] - width(text)
+        if aligns[k] == "right":
+            return " " * pad + text
+        if aligns[k] == "center":
+            return " " * (pad // 2) + text + " " * (pad - pad // 2)
+        return text + " " * pad
+
+    rule = "-+-".join("-" * w for w in widths)
+    ruled = any(len(c) > 1 for r in cells[1:] for c in r)  # a row of several lines: where does it end?
+    lines: list[str] = []
+    for n, r in enumerate(cells):
+        if n == 1 or (ruled and n > 1):
+            lines.append(rule)
+        for i in range(max((len(c) for c in r), default=1)):
+            line = [c[i] if i < len(c) else "" for c in r]
+            while line and not line[-1]:
+                line.pop()
+            lines.append(" | ".join(cell(c, k) for k, c in enumerate(line)).rstrip())
+    if len(cells) == 1:
+        lines.append(rule)
+    return "\n".join(lines)
+
+
+def too_wide(text: str) -> bool:
+    """Whether the aligned columns of `table_text` are wider than `MAX_COLUMNS`."""
+    return any(width(line) > MAX_COLUMNS for line in text.split("\n"))
