@@ -4,7 +4,8 @@ Bold, italic and strikethrough become ``<b>``, ``<i>``, ``<s>``; inline code
 ``<code>``; fenced code ``<pre><code class="language-x">`` (``<pre>`` without a
 language); quotes ``<blockquote>``; links ``<a href>`` (http, https and tg only;
 any other target is written out after its label, a ``mailto:`` one as the bare
-address, which Telegram links itself). Headings are
+address, which Telegram links itself; a web address written as itself stays as written, which
+Telegram links too, unless Telegram would end it elsewhere: then it is a link to itself). Headings are
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
 block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
 
@@ -24,6 +25,7 @@ import html
 import re
 
 from platforms.formatting.markdown import Context, Renderer
+from platforms.formatting.telegram_urls import candidates, linked_as_is
 
 _TAG = re.compile(r"<[^>]*>")
 _ENTITY_TAG = re.compile(r"<(?:b|i|s|code|pre|a|blockquote)[ >]")
@@ -38,6 +40,11 @@ _LINKABLE = ("http://", "https://", "tg://")
 labelled ``mailto:help@example.com`` went to http://mailto:help@example.com/, the web site example.com
 (TDLib's LinkManager::check_link, td/telegram/LinkManager.cpp)."""
 _STYLE_TAGS = {"strong": "b", "em": "i", "strike": "s"}
+_WEB = ("http://", "https://")
+# A web address written as itself, marked until the text around it is known (`_addresses`): noncharacters,
+# as the Slack and Discord renderers' marks are.
+_ADDRESS_START, _ADDRESS_END = "\ufdd4", "\ufdd5"
+_MARKED = re.compile(f"{_ADDRESS_START}([^{_ADDRESS_START}{_ADDRESS_END}]*){_ADDRESS_END}")
 
 
 def _escape(text: str) -> str:
@@ -59,6 +66,8 @@ class TelegramHtml(Renderer):
         return _escape(code) if ctx.link else f"<code>{_escape(code)}</code>"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        if auto and label.lower().startswith(_WEB):
+            return f"{_ADDRESS_START}{_escape(label)}{_ADDRESS_END}"  # Telegram's to link, if it links it so
         if auto or not href.lower().startswith(_LINKABLE):
             # Telegram links a web or mail address written out; other targets cannot be links at all.
             target = href[7:] if href.lower().startswith("mailto:") else href
@@ -96,7 +105,8 @@ _RENDERER = TelegramHtml()
 
 def render(markdown: str) -> str:
     """Telegram HTML for ``markdown``."""
-    return _RENDERER.render(markdown)
+    # The marks are the renderer's own: a noncharacter in the model's text is never worth sending.
+    return _addresses(_RENDERER.render(markdown.replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")))
 
 
 def visible_text(rendered: str) -> str:
@@ -108,3 +118,24 @@ def entity_count(rendered: str) -> int:
     """How many entities Telegram makes of HTML made by `render`: one per tag, a code block with
     its language (``<pre><code class>``) one."""
     return len(_ENTITY_TAG.findall(rendered)) - rendered.count("<pre><code ")
+
+
+def _addresses(rendered: str) -> str:
+    """``rendered`` with each address `TelegramHtml.link` marked left as written where Telegram links that
+    address by itself, and sent as a link to itself (a text_link: exact) where it would link another or none."""
+    if _ADDRESS_START not in rendered:
+        return rendered
+    text, spans = "", []
+    for n, piece in enumerate(_MARKED.split(visible_text(rendered))):
+        if n % 2:
+            spans.append((len(text), len(text) + len(piece)))
+        text += piece
+    found = candidates(text)
+    kept = iter([linked_as_is(text, start, end, found) for start, end in spans])
+
+    def one(m: re.Match[str]) -> str:
+        if next(kept):
+            return m.group(1)
+        return f'<a href="{html.escape(html.unescape(m.group(1)), quote=True)}">{m.group(1)}</a>'
+
+    return _MARKED.sub(one, rendered)

@@ -71,7 +71,9 @@ def test_a_lone_carriage_return_ends_the_quoted_line():
 def test_a_bare_address_in_a_quote_keeps_its_characters_and_links_where_it_says():
     url = "https://example.com/a_b*c~d?e=1&f=[2]"
     md = picked_up_text(3600, f"_see_ {url}_, ok")
-    assert telegram_shows(md) == (f"⏱ Answering your message from 1 h ago: “_see_ {url}_, ok”", [])
+    # Telegram would link the "_" after it too: the address goes as a link to itself.
+    assert telegram_shows(md) == (f"⏱ Answering your message from 1 h ago: “_see_ {url}_, ok”", ["text_link"])
+    assert f'<a href="{url.replace("&", "&amp;")}">' in telegram_html.render(md)
     assert f"<{url.replace('&', '&amp;')}>_, ok”" in slack_mrkdwn.render(md)
     assert literal(f"{url}_, ok") == f"{url}_, ok"  # a backslash after it would be read into the address
 
@@ -99,13 +101,14 @@ def test_only_what_markdown_would_read_as_markup_is_escaped():
         "\\_x\\_ a\\*b \\~\\~y\\~\\~ \\&amp; \\<a@b.c> \\`z\\` \\[l](u) \\\\\\*")
 
 
-@pytest.mark.parametrize("message", [
-    "see `https://a.example/x` or `y`",  # a backtick right after an address cannot take a backslash
-    "C:\\https://a.example/_x_ and \\ahttps://b.example/_y_",  # a backslash before a letter is an escape
+@pytest.mark.parametrize(("message", "links"), [
+    ("see `https://a.example/x` or `y`", []),  # a backtick right after an address cannot take a backslash
+    # A backslash before a letter is an escape; Telegram would link the "_" after the second address too.
+    ("C:\\https://a.example/_x_ and \\ahttps://b.example/_y_", ["text_link"]),
 ])
-def test_a_quote_with_an_address_next_to_markup_shows_as_typed(message):
+def test_a_quote_with_an_address_next_to_markup_shows_as_typed(message, links):
     md = picked_up_text(3600, message)
-    assert telegram_shows(md) == (f"⏱ Answering your message from 1 h ago: “{message}”", [])
+    assert telegram_shows(md) == (f"⏱ Answering your message from 1 h ago: “{message}”", links)
 
 
 @pytest.mark.parametrize("message", [

@@ -67,7 +67,8 @@ CJK = "请访问https://example.com/a_b，然后点击**登录**。"
     (slack_mrkdwn.render, "请访问<https://example.com/a_b>，然后点击\u200b*登录*。"),
     # Discord too, by its own rule for bare addresses: between <> it links the address alone.
     (discord_markdown.render, "请访问<https://example.com/a_b>，然后点击**登录**。"),
-    (telegram_html.render, "请访问https://example.com/a_b，然后点击<b>登录</b>。"),
+    # Telegram as well (TDLib's find_urls takes in "，" and what follows): a link to the address alone.
+    (telegram_html.render, '请访问<a href="https://example.com/a_b">https://example.com/a_b</a>，然后点击<b>登录</b>。'),
 ])
 def test_cjk_punctuation_ends_a_bare_url(render, expected):
     assert render(CJK) == expected
