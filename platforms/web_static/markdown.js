@@ -79,7 +79,7 @@ window.SwitchboardMarkdown = (() => {
       node.aligns.forEach((align, k) => {
         const cell = document.createElement(r ? "td" : "th");
         if (align) cell.className = align;
-        inline(cells[k] ?? "", cell, INLINE, refs); // a short row's missing cells are empty
+        inline(cells[k] ?? "", cell, INLINE, refs, true); // a short row's missing cells are empty
         row.append(cell);
       });
       yield;
@@ -757,7 +757,8 @@ window.SwitchboardMarkdown = (() => {
     return NONE;
   }
 
-  function inline(text, into, token = INLINE, refs = new Map()) {
+  // `text`'s inline Markdown into `into`; in a table `cell`, a `<br>` in its text is a line break (`appendShown`).
+  function inline(text, into, token = INLINE, refs = new Map(), cell = false) {
     const read = { text, walks: new Map(), spans: null };
     // The token's next match, kept while it is ahead: whether one matches at a position does not depend on
     // where the search began, and searching again after each style would read on to it each time.
@@ -775,13 +776,13 @@ window.SwitchboardMarkdown = (() => {
         if (next === NONE) break;
         start = next.index;
       }
-      if (start > last) into.append(shown(text.slice(last, start)));
+      if (start > last) appendShown(into, text.slice(last, start), cell);
       if (style) {
         const tags = STYLE_TAGS[style.name];
         let inner = document.createElement(tags[0]);
         into.append(inner);
         if (tags[1]) inner.append(inner = document.createElement(tags[1]));
-        inline(text.slice(start + style.marks, style.end - style.marks), inner, token, refs);
+        inline(text.slice(start + style.marks, style.end - style.marks), inner, token, refs, cell);
         last = at = style.end;
         continue;
       }
@@ -804,9 +805,9 @@ window.SwitchboardMarkdown = (() => {
       } else if (reference !== undefined && !refs.has(normalized(m.groups.ref || reference))) {
         // Not a defined label: its brackets show as typed, what they hold is read as any text.
         into.append("[");
-        inline(reference, into, token, refs);
+        inline(reference, into, token, refs, cell);
         into.append("]");
-        if (m.groups.ref !== undefined) inline("[" + m.groups.ref + "]", into, token, refs);
+        if (m.groups.ref !== undefined) inline("[" + m.groups.ref + "]", into, token, refs, cell);
         continue;
       } else {
         node = document.createElement("a");
@@ -815,14 +816,29 @@ window.SwitchboardMarkdown = (() => {
         // A property, never markup: markdown-it's title attribute, its escapes and entity references read.
         const titled = defined ? defined.title : title;
         if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
-        if (label || reference) inline(label || reference, node, INLINE_IN_LINK);
+        if (label || reference) inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
         else node.textContent = auto || bare;
         node.rel = "noopener noreferrer";
         node.target = "_blank";
       }
       into.append(node);
     }
-    if (last < text.length) into.append(shown(text.slice(last)));
+    if (last < text.length) appendShown(into, text.slice(last), cell);
+  }
+
+  // A `<br>` (`<br/>`, `<br />`, any case), with the spaces and tabs around it: models write one to start a line in
+  // a table cell, where Markdown has no other way, and GitHub and the other platforms (platforms/formatting/tables.py)
+  // show a line break. It is an element made here, never the model's HTML: any other tag, or a `<br>` elsewhere,
+  // escaped (`\<br>`), as entity references (`&lt;br&gt;`) or in code, shows as typed.
+  const BREAK = /[ \t]*<br[ \t]*\/?>[ \t]*/i;
+
+  // `text` as shown (`shown`) after what `into` holds; in a table `cell`, each `<br>` typed in it a line break.
+  function appendShown(into, text, cell) {
+    if (!cell) return into.append(shown(text));
+    for (const [n, piece] of text.split(BREAK).entries()) {
+      if (n) into.append(document.createElement("br"));
+      if (piece) into.append(shown(piece));
+    }
   }
 
   return { render, renderer };
