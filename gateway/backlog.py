@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import weakref
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,9 @@ reused for t / READ_SHARE. Its counts read an index entry per row waiting, on a 
 which takes a core's time all the same."""
 FRESH_SECONDS = 1.0
 """A read is reused for this long at least: monitors polling ``/healthz`` many times a second cost one read."""
+_READER = ThreadPoolExecutor(1, thread_name_prefix="switchboard-backlog")
+"""Where `GatewayBacklog.read` reads: not the event loop's default executor, whose few threads blocking tools and DNS
+lookups may all hold for as long as they take, while ``/healthz`` waited its turn behind them."""
 
 
 class BacklogGuard:
@@ -152,7 +156,7 @@ class GatewayBacklog:
         return self._keep(began, self._read(self._store.inbox, self._store.outbox, self._clock.time()))
 
     async def read(self) -> Backlog:
-        """`now`, read on a worker thread, on a connection of its own: the event loop goes on meanwhile, and callers
+        """`now`, read on a thread and a connection of its own: the event loop goes on meanwhile, and callers
         at the same time share one read. It reads what is committed (the store commits at the loop's next turn).
         Raises what the store raises, to each caller of that read."""
         if (last := self._fresh()) is not None:
@@ -183,7 +187,8 @@ class GatewayBacklog:
 
     async def _read_apart(self) -> Backlog:
         began, now = self._clock.monotonic(), self._clock.time()
-        return self._keep(began, await asyncio.to_thread(self._read_on_own_connection, now))
+        read = asyncio.get_running_loop().run_in_executor(_READER, self._read_on_own_connection, now)
+        return self._keep(began, await read)
 
     def _read_ended(self, reading: asyncio.Future[Backlog]) -> None:
         self._reading = None
