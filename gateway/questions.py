@@ -119,12 +119,18 @@ def expired_text(timeout: float) -> str:
 OPTION_NUMBER = re.compile(r"[#＃]?\s*[(（]?\s*(\d{1,6})\s*[.)．）]?")
 """An option's number as people write it: ``2``, ``2.``, ``(2)``, ``#2``, in full-width forms too.
 Its digits are decimal digits of any script, each of which `int` reads (a superscript ``²`` is none)."""
+_MENTION = r"@\w++"
+"""A mention as written, whole (``@bot2`` holds no number). Telegram hands the bot's own over with the text, and a
+group's message reaches the bot only with it or as a reply: the number beside it picks as well as one alone."""
+MENTIONED_NUMBER = re.compile(rf"(?:{_MENTION}\s*[,:]?\s*)?{OPTION_NUMBER.pattern}(?:\s+{_MENTION})?")
+"""An option's number with a mention before it or after it: ``@bot 2``, ``@bot, 2``, ``2 @bot``."""
 
 
 def chosen(answer: str, choices: Sequence[str] | None) -> str:
-    """The answer, with an option's number replaced by that option."""
+    """The answer, with an option's number, alone or beside a mention (`MENTIONED_NUMBER`), replaced by that
+    option."""
     text = answer.strip()
-    number = OPTION_NUMBER.fullmatch(text) if choices else None
+    number = MENTIONED_NUMBER.fullmatch(text) if choices else None
     if number and 1 <= int(number[1]) <= len(choices):
         return choices[int(number[1]) - 1]
     return text

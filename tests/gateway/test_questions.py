@@ -221,6 +221,16 @@ def test_an_option_number_written_as_people_write_it_picks_that_option():
         assert chosen(answer, CHOICES) == answer, answer
 
 
+def test_an_option_number_beside_a_mention_picks_that_option():
+    # As a Telegram group's message reaches the bot: with its mention, which the adapter leaves in the text.
+    for answer in ("@bot 2", "@Bot 2", "2 @bot", "@bot, 2", "@bot: (2)", " @bot  #2. "):
+        assert chosen(answer, CHOICES) == "production", answer
+    # A mention is whole (``@bot2`` is someone's name), one on each side at most, and no number of an option
+    # beside it is passed on as written too.
+    for answer in ("@bot2", "@bot 7", "@a @b 2", "2 @bot 1", "2@bot", "bot 2", "@ 2"):
+        assert chosen(answer, CHOICES) == answer, answer
+
+
 def replaying_parent(gate: str):
     """`asking_parent`, whose question waits at ``gate`` before it is asked."""
     def parent(request: ModelRequest) -> dict:
