@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import os
 import shlex
+import signal
 import sqlite3
 import sys
 from collections.abc import Coroutine, Sequence
@@ -359,7 +360,8 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
     own handlers (`gateway.early_signals`), where the runner's clean-up waited for ever on a plugin's
     ``register`` that ignores its cancellation, or a library's or plugin's ``sys.exit()``, which ends the
     command as Python would (its message said, status 1); ``main``, cancelled, first ends as it would (`ask`
-    closes its host) within the shutdown grace."""
+    closes its host) within the shutdown grace. After a stop's SIGINT handling, SIGINT is ignored from the
+    loop's close on (`_closing`)."""
     exited = False
     with asyncio.Runner() as runner:
         try:
@@ -380,11 +382,22 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
             if exited:
                 runner.run(_unwound(main, config.server.shutdown_grace_seconds))
             stuck = runner.run(left_behind.end_the_rest())
+            _closing(runner.get_loop())
         except (KeyboardInterrupt, SystemExit):  # a signal again while those are given their time: no more waiting
             stuck = True
         if stuck:
             end_process_now(status)
     return status
+
+
+def _closing(loop: asyncio.AbstractEventLoop) -> None:
+    """Where the loop handles SIGINT (a stop's, `gateway.stop_signals`, or the terminal chat's), SIGINT is ignored
+    from here to the end of the process: the command is over. The loop's close would set Python's default again,
+    and one more of a burst of SIGINTs (a held key, an IDE sending several) then raised its KeyboardInterrupt
+    part-way through the close, a finalizer or the interpreter's exit, with a traceback, or killed the process
+    (status -2, not 130). Raises a KeyboardInterrupt that came in between."""
+    if loop.remove_signal_handler(signal.SIGINT):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _exit_status(code: object) -> int:
@@ -526,4 +539,8 @@ def _for_screen(stream: TextIO, text: str) -> str:
 if __name__ == "__main__":
     from gateway.process_exit import exit_process
 
-    exit_process(main())
+    try:
+        status = main()
+    except KeyboardInterrupt:  # a SIGINT again once the command's loop has closed, as `gateway.entry` takes it
+        status = 130
+    exit_process(status)

@@ -23,6 +23,9 @@ class StopSignals:
     escalates expects (a second SIGTERM to PID 1, which the kernel spares the default action, with
     status 143 all the same), but keeps ignoring SIGHUP: the shell passes the terminal's hangup on to its
     jobs, so one hangup can arrive twice. `close`, after the stop, restores SIGHUP's default too.
+    SIGINT's KeyboardInterrupt is raised by the loop between two of its callbacks (`_interrupt`), not
+    wherever the main thread is: there, a burst of them (a held key, an IDE sending several) cut the stop
+    short in a finalizer or in the loop's own close, and ended the process with a traceback.
 
     Released by the first signal itself, not once the caller sees its stop begin: a signal during the
     start cancels it, and what had started unwinds before the stop proper (a platform's adapter closing
@@ -54,7 +57,7 @@ class StopSignals:
             return
         self._released = True
         loop = self._loop
-        loop.remove_signal_handler(signal.SIGINT)
+        loop.add_signal_handler(signal.SIGINT, _interrupt)
         loop.remove_signal_handler(signal.SIGTERM)
         if os.getpid() == 1:
             # A container's PID 1 (`deploy/Dockerfile` runs the command so): the kernel drops every signal
@@ -69,6 +72,12 @@ class StopSignals:
 
     def _signals(self) -> tuple[signal.Signals, ...]:
         return (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if self._hangup else ()))
+
+
+def _interrupt() -> None:
+    """SIGINT once the stop has begun: Python's KeyboardInterrupt, which ends the command at once (status 130,
+    `gateway.cli`), raised out of the loop between two callbacks."""
+    raise KeyboardInterrupt
 
 
 def _end_now(signum: int, frame: object) -> None:

@@ -250,9 +250,13 @@ class LocalAdapter:
         if self._on_resume is not None:
             self._on_resume.remove_signal_handler(signal.SIGCONT)
             self._on_resume = None
+        self._give_terminal_back()
         if self._interrupts is not None:  # the gateway's stop is under way: a SIGINT now ends the process at once
             self._interrupts.give_back()
             self._interrupts = None
+
+    def _give_terminal_back(self) -> None:
+        """The terminal's settings as they were before the chat. Idempotent."""
         with self._tty_lock:  # the reader thread turns echo on and off only while the chat has the terminal
             if self._saved_tty is not None:
                 # A reader thread stuck in readline leaves the terminal raw (no echo) when the process exits.
@@ -558,6 +562,9 @@ class LocalAdapter:
         return True
 
     def _end(self) -> None:
+        # Given back now, not at the gateway's stop: a SIGINT from here on ends the process at once, which
+        # may come before that stop (a burst of them: a held key, an IDE sending several).
+        self._give_terminal_back()
         if self._on_exit is not None:
             self._on_exit()
 

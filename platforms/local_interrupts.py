@@ -11,7 +11,10 @@ Typed at (its input a terminal), the chat takes it as the key: a turn running (o
 nothing running, leaves. From a pipe or a file (``yes | switchboard chat``, then Ctrl-C: the whole pipeline gets
 it) it means quit: the running turn is stopped, as ``/stop``, and the chat leaves at once, not once the turn has
 had its grace. Leaving hands SIGINT back to Python's default, as `gateway.stop_signals.StopSignals.release` does:
-one more ends the process at once. SIGTERM and SIGHUP stay the gateway's stop signals.
+one more ends the process at once. The terminal is given back first, and the KeyboardInterrupt is raised by the
+loop between two of its callbacks: raised wherever the main thread was, a burst of SIGINTs (a held key, an IDE
+sending several) ended the chat part-way through its stop with a traceback, its terminal left without echo.
+SIGTERM and SIGHUP stay the gateway's stop signals.
 """
 
 from __future__ import annotations
@@ -57,9 +60,10 @@ class Interrupts:
             self._loop = loop
 
     def give_back(self) -> None:
-        """SIGINT to Python's default again (a KeyboardInterrupt, which ends the command at once)."""
+        """SIGINT to Python's default again: a KeyboardInterrupt, which ends the command at once, raised out of
+        the loop between two callbacks, until the loop closes."""
         if self._loop is not None:
-            self._loop.remove_signal_handler(signal.SIGINT)
+            self._loop.add_signal_handler(signal.SIGINT, _interrupt)
             self._loop = None
 
     def new_turn(self) -> None:
@@ -74,18 +78,24 @@ class Interrupts:
         busy = self._busy()
         stops = busy and not again
         leaves = not busy or again or not self._interactive
+        if leaves and not stops:
+            self._leave()  # before the next SIGINT can end the process: leaving gives the terminal back
         if leaves:
             self.give_back()
-        task = asyncio.ensure_future(self._answer(stops=stops, leaves=leaves))
-        self._answering.add(task)
-        task.add_done_callback(self._answering.discard)
+        if stops:
+            task = asyncio.ensure_future(self._stop_then(leave=leaves))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
 
-    async def _answer(self, *, stops: bool, leaves: bool) -> None:
+    async def _stop_then(self, *, leave: bool) -> None:
         try:
-            if stops:
-                await self._stop_turn()
+            await self._stop_turn()
         except Exception:
             log.exception("the terminal chat: a SIGINT could not stop the running turn")
         finally:
-            if leaves:
+            if leave:
                 self._leave()
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt

@@ -6,6 +6,8 @@ import asyncio
 import os
 import signal
 
+import pytest
+
 from platforms.local_interrupts import AGAIN_WITHIN, Interrupts
 
 
@@ -79,15 +81,24 @@ async def test_a_stop_that_fails_still_leaves_when_leaving(caplog):
     assert "could not stop the running turn" in caplog.text
 
 
-async def test_the_loops_sigint_is_the_chats_until_given_back():
-    chat = _Chat(busy=False)
-    chat.interrupts.take()
-    try:
+def test_the_loops_sigint_is_the_chats_until_left_then_a_keyboardinterrupt_between_callbacks():
+    """Given back by the leaving itself: one more SIGINT ends the command at once (KeyboardInterrupt), raised out of
+    the loop between two callbacks. Python's own handler raised it wherever the main thread was: a burst of them cut
+    the gateway's stop short in a finalizer or the loop's close, and printed a traceback."""
+    async def left() -> _Chat:
+        chat = _Chat(busy=False)
+        chat.interrupts.take()
         os.kill(os.getpid(), signal.SIGINT)
         async with asyncio.timeout(5):
             await chat.changed.wait()
+        return chat
+
+    with asyncio.Runner() as runner:
+        chat = runner.run(left())
         assert chat.done == ["leave"]
-        # Given back by the leaving itself: a SIGINT now is Python's KeyboardInterrupt, which ends the command.
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        chat.interrupts.give_back()
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(asyncio.sleep(5))
+        chat.interrupts.give_back()  # idempotent: still the loop's until it closes
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
