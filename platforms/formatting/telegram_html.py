@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 from platforms.formatting.markdown import Context, Renderer
-from platforms.formatting.telegram_urls import candidates, linked_as_is
+from platforms.formatting.telegram_urls import candidates, linked_as_is, refused, taken_out
 
 _TAG = re.compile(r"<[^>]*>")
 _ENTITY_TAG = re.compile(r"<(?:b|i|s|code|pre|a|blockquote)[ >]")
@@ -67,7 +68,13 @@ class TelegramHtml(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto and label.lower().startswith(_WEB):
-            return f"{_ADDRESS_START}{_escape(label)}{_ADDRESS_END}"  # Telegram's to link, if it links it so
+            # Invisible marks Markdown takes in at its end (a right-to-left mark after an address in Hebrew, a
+            # zero-width space) are no part of the page's address, and Telegram ends the address before them.
+            end = len(label)
+            while unicodedata.category(label[end - 1]) == "Cf":
+                end -= 1
+            # Telegram's to link, if it links it so
+            return f"{_ADDRESS_START}{_escape(label[:end])}{_ADDRESS_END}{_escape(label[end:])}"
         if auto or not href.lower().startswith(_LINKABLE):
             # Telegram links a web or mail address written out; other targets cannot be links at all.
             target = href[7:] if href.lower().startswith("mailto:") else href
@@ -127,6 +134,7 @@ def _addresses(rendered: str) -> str:
         return rendered
     text, spans = "", []
     for n, piece in enumerate(_MARKED.split(visible_text(rendered))):
+        piece = taken_out(piece)
         if n % 2:
             spans.append((len(text), len(text) + len(piece)))
         text += piece
@@ -134,7 +142,7 @@ def _addresses(rendered: str) -> str:
     kept = iter([linked_as_is(text, start, end, found) for start, end in spans])
 
     def one(m: re.Match[str]) -> str:
-        if next(kept):
+        if next(kept) or refused(html.unescape(m.group(1))):
             return m.group(1)
         return f'<a href="{html.escape(html.unescape(m.group(1)), quote=True)}">{m.group(1)}</a>'
 

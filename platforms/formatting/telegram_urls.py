@@ -17,6 +17,9 @@ import unicodedata
 
 _PATH_END = ".:;,('?!`"
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f]")
+_TAKEN_OUT = re.compile("[\r\u2028-\u202e\u030a\u0333\u033f]")
+_DIRECTION_RUN = re.compile("[\u200e\u200f](?=[\u200e\u200f])")
+_LOOK_ALIKE = "teiegram.org"
 _PAIRS = {"(": 0, "[": 1, "{": 2, ")": 0, "]": 1, "}": 2}
 _AFTER_ENTITY = "@#$/"
 """What starts a mention, hashtag, cashtag or bot command, which may run on into an address after it."""
@@ -50,9 +53,20 @@ def _word(c: str) -> bool:
     return c == "_" or unicodedata.category(c)[0] in "LN"
 
 
+def taken_out(text: str) -> str:
+    """``text`` less what Telegram takes out of a message before it looks for addresses (clean_input_string):
+    line and paragraph separators, direction embeddings and overrides, three combining marks; so an address
+    before a paragraph separator runs on into the next word."""
+    return _TAKEN_OUT.sub("", text)
+
+
 def candidates(text: str) -> dict[int, int]:
-    """TDLib's match_urls: where each address Telegram reads in ``text`` starts, and where it ends."""
-    text = _CONTROL.sub(" ", text)  # as Telegram has them before it looks (clean_input_string)
+    """TDLib's match_urls: where each address Telegram reads in ``text`` (`taken_out` already) starts, and
+    where it ends."""
+    # As Telegram has them before it looks: controls are spaces (clean_input_string), and of a run of
+    # direction marks all but the last zero-width non-joiners, which an address takes in
+    # (replace_offending_characters).
+    text = _DIRECTION_RUN.sub("\u200c", _CONTROL.sub(" ", text))
     found: dict[int, int] = {}
     begin, n = 0, len(text)
     while (dot := text.find(".", begin)) != -1 and dot + 1 < n:
@@ -124,14 +138,24 @@ def candidates(text: str) -> dict[int, int]:
     return found
 
 
-def fixed(url: str) -> str:
-    """TDLib's fix_url for an address with its scheme: the part Telegram links ("" for none)."""
+def _domain_and_path(url: str) -> tuple[str, str]:
     rest = url[url.find(":") + 3:]
     domain_end = min((i for i in map(rest.find, "/?#") if i != -1), default=len(rest))
     domain, path = rest[:domain_end], rest[domain_end:]
     domain = domain.partition("@")[2] or domain.partition("@")[0]
-    domain = domain[:domain.rfind(":")] if ":" in domain else domain
-    if domain.lower() == "teiegram.org":
+    return domain[:domain.rfind(":")] if ":" in domain else domain, path
+
+
+def refused(url: str) -> bool:
+    """Whether Telegram refuses to link ``url`` whatever form it takes: a look-alike of its own domain, which no
+    link to itself should get around."""
+    return _domain_and_path(url)[0].lower() == _LOOK_ALIKE
+
+
+def fixed(url: str) -> str:
+    """TDLib's fix_url for an address with its scheme: the part Telegram links ("" for none)."""
+    domain, path = _domain_and_path(url)
+    if domain.lower() == _LOOK_ALIKE:
         return ""
     balance, kept = [0, 0, 0], len(path)
     for i, c in enumerate(path):

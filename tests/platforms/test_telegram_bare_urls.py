@@ -127,3 +127,35 @@ def test_where_telegram_ends_an_address_is_tdlibs_rule(text: str, linked: str) -
     found = telegram_urls.candidates(text)
     scheme = text.lower().find("http")
     assert (telegram_urls.fixed(text[scheme:found[scheme]]) if scheme in found else "") == linked
+
+
+@pytest.mark.parametrize(
+    ("markdown", "address"),
+    [
+        # Telegram takes out a paragraph separator before it looks: it linked "https://example.com/anext".
+        ("see https://example.com/a\u2029next", "https://example.com/a"),
+        # Of two right-to-left marks Telegram makes the first a zero-width non-joiner, which it takes in.
+        ("ראה https://example.com/a\u200f\u200f עוד", "https://example.com/a"),
+    ],
+)
+async def test_what_telegram_takes_out_or_changes_before_it_looks_is_taken_out_or_changed(
+        fake: FakeTelegram, adapter: TelegramAdapter, markdown: str, address: str) -> None:
+    message = await send(fake, adapter, markdown)
+    assert links(message) == [(address, address)]
+
+
+@pytest.mark.parametrize("mark", ["\u200f", "\u200b", "\u2060"])
+async def test_an_invisible_mark_after_an_address_is_not_part_of_it(fake: FakeTelegram, adapter: TelegramAdapter,
+                                                                    mark: str) -> None:
+    # A right-to-left mark after an address in Hebrew or Arabic, a zero-width space: Markdown took it into the
+    # address, Telegram ends the address before it. Sent as a link to itself, it went to .../a%E2%80%8F.
+    markdown = f"ראה https://example.com/a{mark} עוד"
+    message = await send(fake, adapter, markdown)
+    assert links(message) == []
+    assert "<a " not in telegram_html.render(markdown)
+
+
+def test_a_look_alike_of_telegrams_domain_telegram_refuses_to_link_is_never_made_a_link() -> None:
+    """Telegram links no teiegram.org address (a phishing look-alike): a link to itself would get around that."""
+    assert "<a " not in telegram_html.render("see https://teiegram.org/login_ now")
+    assert "<a " not in telegram_html.render("see https://TEIEGRAM.org/a)b")
