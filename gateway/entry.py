@@ -47,7 +47,7 @@ def main() -> int:
         if (lost := lost_stop()) is not None:  # `ask` and `inbox` set no handlers of their own to read it
             status = lost
     except KeyboardInterrupt:  # also from what runs before the command's own loop (config, state lock)
-        return 130
+        status = 130  # through `exit_process`, which ignores the rest of a burst of them (a held Ctrl-C)
     except SystemExit as stop:
         if not isinstance(stop.code, int):  # sys.exit("a message") or sys.exit(): ended as usual
             raise
