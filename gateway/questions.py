@@ -517,9 +517,10 @@ class Questions:
         turn ``running`` (any of its parts, as any run of the turn asked it): an earlier answer of the bot's,
         another member's message. Its member wrote about that, not the question (Telegram and a Discord channel
         hear both as addressed to the bot): a request of its own, handled as any message while a turn runs.
-        Not while a part of the question may be in the chat with its id unknown yet (its send's answer lost):
+        Not one replying to the message the turn answers, which the question quotes: it is about what the question
+        asks. Nor while a part of the question may be in the chat with its id unknown yet (its send's answer lost):
         a reply to it answers."""
-        if message.is_private or message.reply_to is None:
+        if message.is_private or message.reply_to is None or message.reply_to == running.answers:
             return False
         ids = set()
         for part in self._outbox.turn_messages(message.platform, running.turn_id):

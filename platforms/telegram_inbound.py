@@ -85,9 +85,13 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
 def replied_to(message: Message, chat: str) -> str | None:
     """The id (`written_in`) of the message ``message`` replies to, for the gateway's chat ``chat``; None for none,
     and for the head of its thread (a forum topic's creation, a channel post's copy heading its comments), which
-    Telegram gives every message there as ``reply_to_message``, replied to or not."""
+    Telegram gives every message there as ``reply_to_message``, replied to or not. Not so the head of a reply chain
+    (in a supergroup, in a forum's General topic): a reply there carries the id of the chain's first message as
+    ``message_thread_id``, and one to that very message was written to it."""
     reply = message.reply_to_message
-    if reply is None or reply.message_id == message.message_thread_id:
+    if reply is None:
+        return None
+    if reply.message_id == message.message_thread_id and (message.is_topic_message or reply.is_automatic_forward):
         return None
     return written_in(str(message.chat.id), chat, reply.message_id)
 

@@ -63,3 +63,18 @@ async def test_the_head_of_a_topic_or_of_a_posts_comments_is_replied_to_by_none(
     await fake.wait_for(lambda: len(sink.inbound) == 3)
     assert [(i.text, i.reply_to) for i in sink.inbound] == [
         (f"@{BOT} in the topic", None), (f"@{BOT} about that", str(in_topic_reply)), (f"@{BOT} a comment", None)]
+
+
+@pytest.mark.parametrize("chat", [GROUP, FORUM])
+async def test_a_reply_to_the_head_of_a_reply_chain_names_it(fake: FakeTelegram, sink: Sink, chat: int) -> None:
+    # In a supergroup, and in a forum's General topic, Telegram puts a reply in the thread its reply chain makes,
+    # headed by the first message of the chain: a reply to a message replying to nothing carries that message's id
+    # as ``message_thread_id``, with no ``is_topic_message`` (tdlib/telegram-bot-api#447, westacks/telebot#135).
+    if chat == FORUM:
+        written(fake, chat, "in a topic: the chat is a forum", thread_id=77)  # not for the bot
+    other = written(fake, chat, "the staging box is down")
+    reply = fake.message_update(chat, f"@{BOT} look at this", **BOB, reply_to=other)
+    reply["message"]["message_thread_id"] = other
+    fake.push_update(reply)
+    await fake.wait_for(lambda: sink.inbound)
+    assert [(i.text, i.reply_to) for i in sink.inbound] == [(f"@{BOT} look at this", str(other))]

@@ -47,11 +47,15 @@ async def group(fake, tmp_path) -> AsyncIterator[tuple[Gateway, FakeClock]]:
         await gateway.stop(grace=0)
 
 
-def push(fake: FakeTelegram, clock: FakeClock, text: str, *, reply_to: int | None = None, **user) -> int:
+def push(fake: FakeTelegram, clock: FakeClock, text: str, *, reply_to: int | None = None, chain: int | None = None,
+         **user) -> int:
     """A member writes ``text`` in the group, the message dated by ``clock`` as Telegram dates it by its own: else
-    an answer looked sent before the question the clock's minutes ago asked."""
+    an answer looked sent before the question the clock's minutes ago asked. ``chain``: the first message of the
+    reply chain it is in, which Telegram gives a reply in a supergroup as its ``message_thread_id``."""
     update = fake.message_update(GROUP, text, reply_to=reply_to, **user)
     update["message"]["date"] = int(clock.time())
+    if chain is not None:
+        update["message"]["message_thread_id"] = chain
     fake.push_update(update)
     return update["message"]["message_id"]
 
@@ -100,6 +104,35 @@ async def test_a_mention_replying_to_another_members_message_is_not_the_answer(f
     push(fake, clock, "1", **BOB, reply_to=question)
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 4)
     assert texts(fake)[2:] == ["deploying to: [@bob] staging", f"plain answer to [@carol] @{BOT} can you look at this?"]
+
+
+async def test_a_mention_replying_to_the_head_of_a_reply_chain_is_not_the_answer(fake, group):
+    # Telegram puts a reply in a supergroup in the thread of its reply chain: replying to a message that replies to
+    # nothing, its ``message_thread_id`` is that message's id, as a forum topic's messages carry their topic's.
+    gateway, clock = group
+    _, question = await asked(fake, clock)
+    bobs = push(fake, clock, "the staging box is down again", **BOB)
+    push(fake, clock, f"@{BOT} can you look at this?", **CAROL, reply_to=bobs, chain=bobs)
+    await run_clock_until(fake, clock, lambda: waits(gateway) or len(said(fake)) == 3)  # or taken for the answer
+    request = said(fake)[1]["reply_to"]  # the question quotes Bob's request, which heads its chain
+    push(fake, clock, "1", **BOB, reply_to=question, chain=request)
+    await run_clock_until(fake, clock, lambda: len(said(fake)) == 4)
+    assert texts(fake)[2:] == ["deploying to: [@bob] staging", f"plain answer to [@carol] @{BOT} can you look at this?"]
+
+
+@pytest.mark.parametrize("heads_its_chain", [True, False])
+async def test_a_reply_to_the_request_the_question_quotes_answers_it(fake, group, heads_its_chain):
+    # The question quotes Bob's request: replying to that, he answers what it asks about. Taken for a request of
+    # its own, his answer waited behind the question until it gave up, ten minutes on. The request replies to
+    # nothing (it heads its reply chain), or is itself a reply in a chain that Carol's first message heads.
+    _, clock = group
+    await asked(fake, clock)
+    request = said(fake)[1]["reply_to"]
+    assert request is not None
+    chain = request if heads_its_chain else said(fake)[0]["reply_to"]
+    push(fake, clock, f"@{BOT} production", **BOB, reply_to=request, chain=chain)  # a mention: else unheard
+    await run_clock_until(fake, clock, lambda: len(said(fake)) == 3)
+    assert texts(fake)[2] == f"deploying to: [@bob] @{BOT} production"
 
 
 @pytest.mark.parametrize("replying", [True, False])
