@@ -66,7 +66,7 @@ _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
 def parser() -> MarkdownIt:
     """The one configured parser (its rules are read-only once built; parsing is reentrant), used
     from several threads at once (replies are split in worker threads, the loop renders too)."""
-    md = bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
+    md = tables.enable(bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])))
     # Each rule chain is compiled now, not at its first use, which empties then fills a dict that
     # another thread's parse may read meanwhile, finding no rules.
     for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
@@ -142,7 +142,7 @@ def _parse_by_lines(markdown: str, references: Definitions) -> list[Token]:
         if before.type in ("paragraph_open", "heading_open"):
             tok.meta["references"] = env["references"]
         else:  # a table's cell
-            tok.children = parser().parseInline(tok.content, env)[0].children
+            tok.children = parser().parseInline(tok.content, tables.cell_env(env))[0].children
     return tokens
 
 
@@ -201,7 +201,7 @@ def closing(tokens: Sequence[Token], i: int) -> int:
 
 
 def _table_cells(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[list[Token]]], list[str]]:
-    """A table's cells, each its inline tokens (a ``<br>`` a line break: `tables.with_breaks`), and its
+    """A table's cells, each its inline tokens (a ``<br>`` a line break: `tables.enable`), and its
     columns' alignments."""
     rows: list[list[list[Token]]] = []
     aligns: list[str] = []
@@ -210,7 +210,7 @@ def _table_cells(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[l
         if tok.type == "tr_open":
             rows.append([])
         elif tok.type in ("th_open", "td_open"):
-            rows[-1].append(tables.with_breaks(tokens[j + 1].children or ()))
+            rows[-1].append(tokens[j + 1].children or [])
             if len(rows) == 1:
                 style = str(tok.attrGet("style") or "")
                 aligns.append(style.removeprefix("text-align:"))

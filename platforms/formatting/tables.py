@@ -10,7 +10,8 @@ it has no columns to break.
 What models write in cells:
 
 - ``<br>`` (``<br/>``, ``<br />``, in any case) starts a new line within the cell, as GitHub shows it
-  (`with_breaks`); elsewhere raw HTML stays text. In aligned columns its row takes several lines, the
+  (`enable`); escaped (``\\<br>``) or written with entities (``&lt;br&gt;``) it is text, as in any
+  Markdown, and elsewhere raw HTML stays text. In aligned columns its row takes several lines, the
   other cells' lines left blank, and a rule then separates every row from the next;
 - a ``|`` (written ``\\|``, as a cell's pipe must be) is shown ``\\|`` in aligned columns, never read as
   a column's edge;
@@ -22,16 +23,43 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
+from markdown_it.utils import EnvType
 
 from platforms.formatting.columns import width
 
 MAX_COLUMNS = 40
 """The widest table shown as aligned columns; a wider one is a list per row."""
 _BREAK = re.compile(r"[ \t]*<br[ \t]*/?>[ \t]*", re.IGNORECASE)
+_CELL = "table_cell"
+"""`cell_env`'s key."""
 
 
-def with_breaks(children: Sequence[Token]) -> list[Token]:
+def enable(md: MarkdownIt) -> MarkdownIt:
+    """``md`` reading a ``<br>`` in a table cell as a line break (a ``hardbreak`` token): in the tables of
+    what it parses, and in what it parses inline (``parseInline``) with a `cell_env`."""
+    md.core.ruler.before("text_join", "table_breaks", _breaks)
+    return md
+
+
+def cell_env(env: EnvType) -> EnvType:
+    """``env`` for ``parseInline`` of a table cell's source, which holds no sign of being one."""
+    return {**env, _CELL: True}
+
+
+def _breaks(state: StateCore) -> None:
+    # Before text_join, which merges an escape (\<) or an entity (&lt;) into the text around it: the
+    # text of "\<br>" and "&lt;br&gt;" would then read as the tag, where Markdown shows them as typed.
+    tokens = state.tokens
+    for n, tok in enumerate(tokens):
+        cell = state.env.get(_CELL) if state.inlineMode else n > 0 and tokens[n - 1].type in ("th_open", "td_open")
+        if tok.type == "inline" and cell:
+            tok.children = _with_breaks(tok.children or ())
+
+
+def _with_breaks(children: Sequence[Token]) -> list[Token]:
     """A cell's inline tokens, each ``<br>`` in its text a line break (not in code, where it is code)."""
     out: list[Token] = []
     for tok in children:

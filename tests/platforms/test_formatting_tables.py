@@ -38,6 +38,15 @@ def test_a_br_in_code_or_outside_a_table_stays_as_typed() -> None:
     assert discord_markdown.render("one<br>two") == "one<br>two"
 
 
+def test_a_br_escaped_or_written_as_entities_in_a_cell_shows_as_typed() -> None:
+    # markdown-it joins an escape or an entity to the text around it, where "\\<br>" and "&lt;br&gt;" then read as
+    # the tag: a line break, where the web chat and any Markdown show them as typed.
+    table = "| a | b |\n|---|---|\n| x\\<br>y | &lt;br&gt;z &lt;br>w <br&gt;v |"
+    assert block(table) == "a      | b\n-------+------------------\nx<br>y | <br>z <br>w <br>v"
+    # A backslash escaped is no escape of the tag after it.
+    assert block("| a |\n|---|\n| x\\\\<br>y |") == "a\n--\nx\\\ny"
+
+
 def test_a_cells_pipe_is_shown_escaped_never_as_a_columns_edge() -> None:
     # "str | None" read as two columns.
     table = "| name | type |\n|---|---|\n| x | `str \\| None` |"
