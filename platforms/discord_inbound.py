@@ -46,11 +46,11 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     if guild and not (mentioned or addressed(message, me.id, posted_in, text_commands, thread_chat)):
         return None
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
-    text = re.sub(own, "", message.content).strip()
+    text = named(re.sub(own, "", message.content).strip(), message, me)
     attachments = discord_files.attachments_of(message.attachments)
     # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent.
     for snapshot in message.message_snapshots:
-        text = "\n\n".join(filter(None, (text, snapshot.content.strip())))
+        text = "\n\n".join(filter(None, (text, named(snapshot.content.strip(), message, me))))
         attachments += discord_files.attachments_of(snapshot.attachments)
     text = text or ("" if attachments else content_as_text(message))
     if not text and not attachments and message.content.strip():
@@ -70,6 +70,39 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         is_private=not guild, attachments=attachments, sent_at=message.created_at.timestamp(),
         message_id=str(message.id), forwarded=bool(message.message_snapshots), reply_to=replied_to(message),
     )
+
+
+_MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
+_CODE = re.compile(r"(```.*?```|``.+?``|`[^`]+`)", re.DOTALL)
+"""Code blocks and spans, where Discord shows a mention's syntax as written."""
+
+
+def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:
+    """``text`` (``message``'s, or the message it forwards) with each mention read as Discord shows it, for the
+    model, which cannot tell whom or what an id is: a user as ``@`` and their username, the name `handle` gives
+    senders (``name#1234`` for an account on a discriminator, unique with it), never their display name or
+    nickname, which anyone may set to another member's name; a role of the server as ``@`` and its name; a
+    channel or thread of the server as ``#`` and its name. Only what the message's payload and discord.py's
+    cache of the server resolve, as no call to Discord is made: a user the message does not list among its
+    mentions (any in a forward but the bot; discord.py keeps none of a forward's), a role or channel of another
+    server (in a DM, any) or deleted stays as written, and so does one in code (`` `<@&123>` ``), as Discord
+    shows it. ``@everyone`` and ``@here`` are words here: nothing a reply says pings (``allowed_mentions``)."""
+    guild = message.guild
+    users = {user.id: user for user in message.mentions} | {me.id: me}
+
+    def name(match: re.Match[str]) -> str:
+        kind, id_ = match[1], int(match[2])
+        if kind == "#":
+            channel = guild.get_channel_or_thread(id_) if guild is not None else None
+            return f"#{channel.name}" if channel is not None else match[0]
+        if kind == "@&":
+            role = guild.get_role(id_) if guild is not None else None
+            # The server's @everyone role is named so already: its mention reads as Discord shows it.
+            return "@" + role.name.removeprefix("@") if role is not None else match[0]
+        return f"@{users[id_]}" if id_ in users else match[0]
+
+    # Split on a pattern of one group, the code is every second part.
+    return "".join(part if i % 2 else _MENTION.sub(name, part) for i, part in enumerate(_CODE.split(text)))
 
 
 def replied_to(message: discord.Message) -> str | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from platforms.fakes._discord_files import FLAG_VOICE_MESSAGE, Upload
-from platforms.fakes._discord_mentions import Pings
+from platforms.fakes._discord_mentions import Pings, pings
 
 FLAG_LOADING = 128
 ISO = "2026-01-01T00:00:00.000000+00:00"
@@ -151,9 +151,19 @@ class DiscordModel:
                                                           for n, answer in enumerate(answers, 1)]}
         if global_name is not None:
             data["author"]["global_name"] = global_name
+        if name is not None or global_name is not None:
+            self._users[user] = dict(data["author"])
         if guild is not None:
             data["member"] = {"roles": [], "joined_at": ISO, "deaf": False, "mute": False, "flags": 0, "nick": nick}
+        held["mentions"], held["mention_roles"] = self._mentioned(text), list(pings(text, None).roles)
         return data
+
+    def _mentioned(self, content: str) -> list[dict[str, Any]]:
+        """The users ``content`` names (``<@id>``), as a user's message lists them (``mentions``): each as the
+        fake last saw them post (their ``name`` and ``global_name``; ``user<id>`` for one never seen), without
+        the partial ``member`` Discord adds to each on the gateway in a guild (discord.py holds a user then)."""
+        return [_user(u, self.bot_name, bot=True) if u == self.bot_id else dict(self._users.get(u) or _user(u))
+                for u in pings(content, None).users]
 
     def _message_json(self, m: FakeMessage, *, guild: str | None = None, name: str | None = None) -> dict[str, Any]:
         author = _user(self.bot_id, self.bot_name, bot=True) if m.from_bot else _user(m.author_id, name)

@@ -171,6 +171,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         self._sessions: dict[str, _Session] = {}
         self._dispatched: dict[str, dict[str, Any]] = {}
         """Each MESSAGE_CREATE's data, by message id."""
+        self._users: dict[str, dict[str, Any]] = {}
+        """Each user as last seen posting with a ``name`` or ``global_name``, by id: whom a mention names."""
         self._replay: list[str] = []
         self._changed = asyncio.Event()
         self._sending: set[asyncio.Task[None]] = set()
@@ -411,8 +413,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         withheld = guild is not None and self.strip_message_content and self.bot_id not in named.users
         data = {**(self._dispatched.get(message_id) or self._message_json(message, guild=guild)),
                 "content": "" if withheld else text, "edited_timestamp": ISO, "mention_everyone": named.everyone,
-                "mentions": [_user(u, self.bot_name, bot=True) if u == self.bot_id else _user(u) for u in named.users],
-                "mention_roles": list(named.roles)}
+                "mentions": self._mentioned(text), "mention_roles": list(named.roles)}
         self._dispatched[message_id] = data  # the history serves it as edited
         self._dispatch("MESSAGE_UPDATE", data)
 
@@ -468,15 +469,14 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
             hidden = not self._sees(thread)
         mentions_bot = mention_bot
         text = "".join(f"<@&{role}> " for role in mention_roles) + text
-        content = f"<@{self.bot_id}> {text}" if mention_bot else text
+        said = content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
             content, poll, embeds = "", None, ()  # Discord withholds a poll and embeds with the content
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
                                      forwarded=forwarded, stickers=stickers, message_id=starter, poll=poll,
                                      embeds=embeds)
-        if mention_bot:
-            data["mentions"] = [_user(self.bot_id, self.bot_name, bot=True)]
-        data["mention_roles"] = [str(role) for role in mention_roles]
+        if not forwarded:  # whom it names comes with the content withheld too
+            data["mentions"], data["mention_roles"] = self._mentioned(said), list(pings(said, None).roles)
         if reply_to_bot:
             earlier = self.bot_messages(where)
             target = earlier[-1] if earlier else self._store(where, self.bot_id, "(earlier reply)", from_bot=True)
