@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 
 import pytest
 
 from gateway.stop_signals import StopSignals
+
+BLOCK = 5.0
+"""Seconds code blocks the loop for, well past `gateway.stop_signals.INTERRUPT_WITHIN`."""
 
 
 def test_released_a_sigint_is_a_keyboardinterrupt_out_of_the_loop_between_callbacks():
@@ -30,3 +34,24 @@ def test_released_a_sigint_is_a_keyboardinterrupt_out_of_the_loop_between_callba
             runner.run(asyncio.sleep(5))
     assert stops == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_released_a_sigint_while_the_loop_is_blocked_is_raised_where_it_blocks():
+    """Code that blocks the loop during the stop (a plugin's synchronous call) does not hold a second Ctrl-C until it
+    returns: the loop cannot raise it between callbacks then, so it is raised where the main thread is, as Python's
+    own handler did before the stop's SIGINT went through the loop."""
+
+    async def released() -> None:
+        StopSignals(asyncio.get_running_loop(), lambda: None).release()
+
+    async def blocks() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(BLOCK)  # the loop gets no control back meanwhile
+        await asyncio.sleep(BLOCK)  # then it does, and raises it
+
+    with asyncio.Runner() as runner:
+        runner.run(released())
+        began = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(blocks())
+        assert time.monotonic() - began < BLOCK / 2  # before: once the blocking call returned
