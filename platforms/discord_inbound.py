@@ -73,8 +73,9 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
 
 
 _MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
-_CODE = re.compile(r"(```.*?```|``.+?``|`[^`]+`)", re.DOTALL)
-"""Code blocks and spans, where Discord shows a mention's syntax as written."""
+_AS_WRITTEN = re.compile(r"(\\[^0-9A-Za-z\s]|```.*?```|``.+?``|`[^`]+`)", re.DOTALL)
+"""Where Discord shows a mention's syntax as written: a backslash escape (``\\<@456>``, what its client writes for
+``\\@bob``; an escaped backtick opens no code), a code block or span."""
 
 
 def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:
@@ -85,8 +86,9 @@ def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:
     channel or thread of the server as ``#`` and its name. Only what the message's payload and discord.py's
     cache of the server resolve, as no call to Discord is made: a user the message does not list among its
     mentions (any in a forward but the bot; discord.py keeps none of a forward's), a role or channel of another
-    server (in a DM, any) or deleted stays as written, and so does one in code (`` `<@&123>` ``), as Discord
-    shows it. ``@everyone`` and ``@here`` are words here: nothing a reply says pings (``allowed_mentions``)."""
+    server (in a DM, any) or deleted stays as written, and so does one in code (`` `<@&123>` ``) or escaped
+    (``\\<@&123>``), as Discord shows it. ``@everyone`` and ``@here`` are words here: nothing a reply says pings
+    (``allowed_mentions``)."""
     guild = message.guild
     users = {user.id: user for user in message.mentions} | {me.id: me}
 
@@ -101,8 +103,8 @@ def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:
             return "@" + role.name.removeprefix("@") if role is not None else match[0]
         return f"@{users[id_]}" if id_ in users else match[0]
 
-    # Split on a pattern of one group, the code is every second part.
-    return "".join(part if i % 2 else _MENTION.sub(name, part) for i, part in enumerate(_CODE.split(text)))
+    # Split on a pattern of one group, what shows as written is every second part.
+    return "".join(part if i % 2 else _MENTION.sub(name, part) for i, part in enumerate(_AS_WRITTEN.split(text)))
 
 
 def replied_to(message: discord.Message) -> str | None:

@@ -89,3 +89,16 @@ async def test_a_message_caught_up_after_a_restart_reads_mentions_as_a_live_one_
     finally:
         await stop(adapter)
     assert [e.text for e in sink.events if e.event_id == missed] == ["did @bob answer?"]
+
+
+async def test_an_escaped_mention_stays_as_written_as_discord_shows_it(fake, running):
+    _, got = running
+    # Discord shows "\<@&321>" as the id written (its client writes it for "\@release team": how people find an id
+    # to give), and reads "\`" as a backtick, which opens no code: "@release team" lost the id the user gave.
+    release = fake.add_role(GUILD, "release team")
+    fake.push_guild_message(GUILD, CHANNEL, BOB, "hello", name="bob")
+    fake.push_guild_message(
+        GUILD, CHANNEL, USER, mention_bot=True,
+        text=f"ping \\<@&{release}> in \\<#{CHANNEL}>, not \\<@{BOB}>; \\`<@{BOB}>\\` and \\\\`<@{BOB}>`")
+    await fake.wait_for(lambda: got)
+    assert got[0].text == f"ping \\<@&{release}> in \\<#{CHANNEL}>, not \\<@{BOB}>; \\`@bob\\` and \\\\`<@{BOB}>`"
