@@ -29,6 +29,7 @@ address with ``Москва`` in it showed as ``%D0%9C…``) and, for an e-mail 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
@@ -123,3 +124,13 @@ def enable(md: MarkdownIt) -> MarkdownIt:
     md.inline.ruler.after("text", "bare_url", bare_url)
     md.inline.ruler.at("autolink", autolink)
     return md
+
+
+def marks_at_end(address: str) -> str:
+    """The invisible format characters (Unicode's Cf) at the end of ``address``, which Markdown reads into it: a
+    right-to-left mark after an address in Hebrew or Arabic, a zero-width space, a word joiner. No part of the
+    page's address, they follow its link on every platform."""
+    end = len(address)
+    while end and unicodedata.category(address[end - 1]) == "Cf":
+        end -= 1
+    return address[end:]

@@ -10,8 +10,9 @@ and numbered lists, headings ``#`` to ``###`` (deeper ones as bold lines; bold w
 is left plain),
 masked links ``[label](url)`` (a bare URL stays bare, as written, unless Discord would link
 another address: one ending in a bracket, which Discord leaves out, or with text right after
-it that Discord takes in, such as ``!``, ``…`` or ``，``; such an address goes between ``<>``,
-which Discord links exactly; a label a
+it that Discord takes in, such as ``!``, ``…``, ``，`` or an invisible mark (a right-to-left mark, a
+zero-width space: Markdown takes one at its end in too, but it follows the address); such an address
+goes between ``<>``, which Discord links exactly; a label a
 masked link cannot hold, with a bracket, an address or a character that needs a
 backslash, is followed by its address instead: ``label (<url>)``; a line break in a label is
 a space). Tables, which Discord
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from platforms.formatting.bare_urls import marks_at_end
 from platforms.formatting.markdown import Context, Renderer
 
 # What Discord would read as formatting in text CommonMark left literal: a backslash before
@@ -109,7 +111,10 @@ class DiscordMarkdown(Renderer):
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
         if auto:
-            return _address(label)  # as written: Discord links an address itself
+            # As written: Discord links an address itself. Invisible marks at its end, which Markdown takes in,
+            # Discord would take in too (its link going to …/a%E2%80%8F): they follow it, between <>.
+            marks = marks_at_end(label)
+            return _address(label[:len(label) - len(marks)]) + marks
         if label == href or not inner:
             return _address(href)
         if not href.lower().startswith(("http://", "https://")):

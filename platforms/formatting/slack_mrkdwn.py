@@ -3,7 +3,8 @@
 ``**bold**`` becomes ``*bold*``, ``*italic*`` ``_italic_``, ``~~struck~~``
 ``~struck~``, each closed and reopened at every line break (Slack's end at their line) and kept
 from a letter or digit, or another style, beside it by a zero-width space (Slack styles only whole
-words); links ``<url|label>`` (a bare URL ``<url>``, as written; web and mail addresses only, any
+words); links ``<url|label>`` (a bare URL ``<url>``, as written, but for invisible marks at its end, a
+right-to-left mark or a zero-width space, which follow it; web and mail addresses only, any
 other target written out after its label); inline code and code
 blocks keep their backticks (Slack shows no language; backticks in the code get zero-width spaces,
 so that no three in a row end the block; inline code holding a backtick,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from platforms.formatting.bare_urls import marks_at_end
 from platforms.formatting.markdown import Context, Renderer, parser, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
@@ -81,6 +83,11 @@ class SlackMrkdwn(Renderer):
         return f"```{_ZWSP if body.startswith('`') else ''}{body}{_ZWSP if body.endswith('`') else ''}```"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        if auto and (marks := marks_at_end(label)):
+            # Markdown takes them into the address; between <…> they sent the reader to …/a%E2%80%8F.
+            address = label[:-len(marks)]
+            target = address if href == label else parser().normalizeLink(address)  # a bare one's is as written
+            return self.link(target, self.text(address, ctx), address, ctx, auto=True) + marks
         url = escape(href).replace("|", "%7C")
         if not href.lower().startswith(_LINKABLE):
             if not inner:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import html
 import re
-import unicodedata
 
+from platforms.formatting.bare_urls import marks_at_end
 from platforms.formatting.markdown import Context, Renderer
 from platforms.formatting.telegram_urls import candidates, linked_as_is, refused, taken_out
 
@@ -70,9 +70,7 @@ class TelegramHtml(Renderer):
         if auto and label.lower().startswith(_WEB):
             # Invisible marks Markdown takes in at its end (a right-to-left mark after an address in Hebrew, a
             # zero-width space) are no part of the page's address, and Telegram ends the address before them.
-            end = len(label)
-            while unicodedata.category(label[end - 1]) == "Cf":
-                end -= 1
+            end = len(label) - len(marks_at_end(label))
             # Telegram's to link, if it links it so
             return f"{_ADDRESS_START}{_escape(label[:end])}{_ADDRESS_END}{_escape(label[end:])}"
         if auto or not href.lower().startswith(_LINKABLE):

@@ -461,6 +461,10 @@ window.SwitchboardMarkdown = (() => {
   const ADDRESS = "[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\\x00-\\x20]*|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@" + DOMAIN +
     "(?:\\." + DOMAIN + ")*";
   const AUTOLINK = "<(?<auto>" + ADDRESS + ")>";
+  // Invisible format characters at the end of an address written as itself (a right-to-left mark after it in Hebrew
+  // or Arabic, a zero-width space, a word joiner), which Markdown takes in: no part of the page's address, they
+  // follow its link, as on the other platforms. In it, they sent the reader to …/a%E2%80%8F.
+  const MARKS_AT_END = /\p{Cf}+$/u;
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
   // word (`snake_case_names` stays too), none across a blank line; a code span
@@ -791,6 +795,7 @@ window.SwitchboardMarkdown = (() => {
       const { escape, code: span, auto, label, href, angled, bare, title } = m.groups;
       const reference = m.groups.text;
       let node;
+      let marks = "";
       // An e-mail address between <> is a mailto: link; an address only a web or mail one is.
       const address = auto && (auto.includes(":") ? auto : "mailto:" + auto);
       if (escape) {
@@ -812,16 +817,20 @@ window.SwitchboardMarkdown = (() => {
       } else {
         node = document.createElement("a");
         const defined = reference !== undefined && refs.get(normalized(m.groups.ref || reference));
-        node.href = defined ? defined.href : auto ? encoded(address) : bare || encoded(unescaped(href ?? angled));
+        marks = (auto || bare)?.match(MARKS_AT_END)?.[0] ?? "";
+        const cut = (written) => written.slice(0, written.length - marks.length);
+        node.href = defined ? defined.href : auto ? encoded(cut(address)) : bare ? cut(bare)
+          : encoded(unescaped(href ?? angled));
         // A property, never markup: markdown-it's title attribute, its escapes and entity references read.
         const titled = defined ? defined.title : title;
         if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
         if (label || reference) inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
-        else node.textContent = auto || bare;
+        else node.textContent = cut(auto || bare);
         node.rel = "noopener noreferrer";
         node.target = "_blank";
       }
       into.append(node);
+      if (marks) into.append(marks);
     }
     if (last < text.length) appendShown(into, text.slice(last), cell);
   }
