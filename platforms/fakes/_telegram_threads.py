@@ -5,10 +5,14 @@ As the Bot API server does (``check_message_topic``, ``is_reply_in_same_topic`` 
 Client.cpp): a send's ``message_thread_id`` counts in a forum, and in a private chat of a bot with topic mode on
 (Bot API 9.3: ``has_topics_enabled`` in getMe, `FakeTelegram`'s ``topics_in_private``); it is ignored in any other
 chat. A reply with no ``message_thread_id`` lands where the message it replies to is, in a forum's topic as in a
-discussion group's comment thread: a linked channel's post copied into the group (``is_automatic_forward``) heads the
-thread of the comments under it, whose messages carry its id as ``message_thread_id`` and, unlike a topic's, no
-``is_topic_message``. A reply to a comment or to the post is in that thread. (Telegram makes a thread of any
-reply chain in a supergroup; the fake makes threads of channel posts only.)
+reply chain: in a supergroup that is no forum, every reply is in the thread of its chain, headed by the chain's first
+message (the one replying to nothing), whose id it carries as ``message_thread_id`` with no ``is_topic_message``; a
+reply to a reply keeps that first message's id. Users' replies and the bot's own (``reply_parameters``) alike, as
+TDLib's MessageReplyHeader takes the thread from the server's ``reply_to_top_id``, else from the message replied to.
+A linked channel's post copied into its discussion group (``is_automatic_forward``) heads such a thread, the comments
+under the post. Not in a basic group, a private chat or a channel; nor in a forum's General topic, whose messages
+carry no ``message_thread_id`` since Bot API 9.3 (MessageTopic: General is a forum topic, not a thread; earlier Bot
+API servers gave a reply there its chain's head, tdlib/telegram-bot-api#447).
 
 A topic an admin closed refuses the bot's messages, 400 "Bad Request: TOPIC_CLOSED"; one deleted is gone with
 its messages, and a message sent or a "typing" shown in it is refused with 400 "Bad Request: message thread not
@@ -52,14 +56,14 @@ class TelegramThreads:
         self.messages[chat] = [m for m in self.messages[chat] if m["thread_id"] != topic]
         self.said[chat] = {n: m for n, m in self.said[chat].items() if m.get("message_thread_id") != topic}
 
-    def thread_of_reply(self, replied: dict[str, Any] | None) -> int | None:
-        """The thread a message replying to ``replied`` is in: the replied message's, or the one a channel post
-        heads (a comment on it)."""
+    def thread_of_reply(self, chat_id: int, replied: dict[str, Any] | None) -> int | None:
+        """The thread a message replying to ``replied`` in the chat ``chat_id`` is in: the replied message's, or the
+        reply chain ``replied`` heads (in a supergroup that is no forum; a channel post's comments)."""
         if replied is None:
             return None
         if replied.get("message_thread_id") is not None:
             return int(replied["message_thread_id"])
-        return int(replied["message_id"]) if replied.get("is_automatic_forward") else None
+        return int(replied["message_id"]) if replied.get("is_automatic_forward") or self._has_chains(chat_id) else None
 
     # -- the Bot API side ------------------------------------------------------------
 
@@ -68,11 +72,17 @@ class TelegramThreads:
         chat = self._chats.get(str(chat_id), {})
         return bool(chat.get("is_forum") or chat.get("type") == "private" and self.bot_user.get("has_topics_enabled"))
 
+    def _has_chains(self, chat_id: int) -> bool:
+        """A supergroup that is no forum: where a reply is in the thread of its reply chain."""
+        chat = self._chats.get(str(chat_id), {})
+        return chat.get("type") == "supergroup" and not chat.get("is_forum")
+
     def _landing(self, params: dict[str, Any], chat_id: int, replied: dict[str, Any] | None) -> int | None:
         """The thread the bot's message lands in; raises as Telegram does for a topic closed or deleted."""
         asked = params.get("message_thread_id")
-        thread = int(asked) if asked is not None and self._has_topics(chat_id) else self.thread_of_reply(replied)
-        if thread is not None and self._has_topics(chat_id):
+        topics = self._has_topics(chat_id)
+        thread = int(asked) if asked is not None and topics else self.thread_of_reply(chat_id, replied)
+        if thread is not None and topics:
             self._check_topic(chat_id, thread)
             if (str(chat_id), thread) in self.closed_topics:
                 raise ApiError(400, CLOSED)

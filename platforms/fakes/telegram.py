@@ -66,8 +66,9 @@ What a test reads and drives:
 - A message lands as the Bot API places it: ``message_thread_id`` counts in a forum only (and in a private
   chat of a bot made with ``topics_in_private``: topic mode on), a reply goes
   where the message it replies to is (a forum topic, a channel post's comment thread: ``push_message``'s
-  ``reply_to``); ``close_topic``/``delete_topic`` make a topic refuse the bot's messages
-  (`platforms.fakes._telegram_threads`).
+  ``reply_to``), and in a supergroup that is no forum, a reply (a user's or the bot's) carries the id of its
+  reply chain's first message as ``message_thread_id``; ``close_topic``/``delete_topic`` make a topic refuse
+  the bot's messages (`platforms.fakes._telegram_threads`).
 - ``upgrade_group(chat_id)`` turns a group into a supergroup with a new id: writes to the
   old id are then refused with ``migrate_to_chat_id``, as Telegram refuses them;
   ``push_upgrade_updates(chat_id)`` queues the two service messages Telegram posts about
@@ -299,8 +300,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         as Telegram does: ``bot_command``s and ``mention``s, UTF-16 offsets;
         pass ``[]`` for none. ``user_id`` defaults to the chat id in private chats.
         ``reply_to``: the id of the message (a user's the fake served, or the bot's) it replies to, which
-        puts it in that message's thread: a comment under a channel post replies to the post's copy in the
-        discussion group (`platforms.fakes._telegram_threads`).
+        puts it in that message's thread, as does ``reply_to_bot``: in a supergroup that is no forum, the thread
+        of its reply chain (``message_thread_id``: the chain's first message), a comment under a channel post
+        replying to the post's copy in the discussion group (`platforms.fakes._telegram_threads`).
 
         ``sender_chat`` sends it on behalf of a chat, as Telegram shows it: the group's own id is
         an anonymous admin (``from`` is GroupAnonymousBot), another id a channel someone writes as
@@ -333,15 +335,17 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         if thread_id is not None:
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
+        replied = None
         if reply_to is not None:
             replied = self._replied({"reply_to_message_id": reply_to}, cid)
-            message["reply_to_message"] = replied
-            if (thread := self.thread_of_reply(replied)) is not None:
-                message.update(self._thread_fields(cid, thread))
         if reply_to_bot:
             sent = self.messages[str(cid)]
-            replied = {"message_id": sent[-1]["message_id"] if sent else 1, "text": sent[-1]["text"] if sent else "..."}
-            message["reply_to_message"] = {**replied, "date": int(time.time()), "chat": chat, "from": self.bot_user}
+            replied = self._bot_reply_target(cid, sent[-1]["message_id"]) if sent else {
+                "message_id": 1, "text": "...", "date": int(time.time()), "chat": chat, "from": self.bot_user}
+        if replied is not None:
+            message["reply_to_message"] = replied
+            if (thread := self.thread_of_reply(cid, replied)) is not None:
+                message.update(self._thread_fields(cid, thread))
         return {"update_id": next(self._update_ids), "message": message}
 
     def push_update(self, update: Mapping[str, Any]) -> int:

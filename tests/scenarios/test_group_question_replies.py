@@ -47,15 +47,11 @@ async def group(fake, tmp_path) -> AsyncIterator[tuple[Gateway, FakeClock]]:
         await gateway.stop(grace=0)
 
 
-def push(fake: FakeTelegram, clock: FakeClock, text: str, *, reply_to: int | None = None, chain: int | None = None,
-         **user) -> int:
+def push(fake: FakeTelegram, clock: FakeClock, text: str, *, reply_to: int | None = None, **user) -> int:
     """A member writes ``text`` in the group, the message dated by ``clock`` as Telegram dates it by its own: else
-    an answer looked sent before the question the clock's minutes ago asked. ``chain``: the first message of the
-    reply chain it is in, which Telegram gives a reply in a supergroup as its ``message_thread_id``."""
+    an answer looked sent before the question the clock's minutes ago asked."""
     update = fake.message_update(GROUP, text, reply_to=reply_to, **user)
     update["message"]["date"] = int(clock.time())
-    if chain is not None:
-        update["message"]["message_thread_id"] = chain
     fake.push_update(update)
     return update["message"]["message_id"]
 
@@ -73,11 +69,12 @@ def waits(gateway: Gateway) -> bool:
     return any(session.queue for session in gateway.sessions)
 
 
-async def asked(fake: FakeTelegram, clock: FakeClock) -> tuple[int, int]:
-    """Carol had an answer from the bot, then Bob asked it to deploy: the ids of the answer and of the question."""
-    push(fake, clock, f"@{BOT} when is the release?", **CAROL)
+async def asked(fake: FakeTelegram, clock: FakeClock, *, replying_to_carol: bool = False) -> tuple[int, int]:
+    """Carol had an answer from the bot, then Bob asked it to deploy (``replying_to_carol``: replying to her message,
+    so in the reply chain it heads): the ids of the answer and of the question."""
+    carols = push(fake, clock, f"@{BOT} when is the release?", **CAROL)
     await run_clock_until(fake, clock, lambda: said(fake))
-    push(fake, clock, f"@{BOT} please deploy the app", **BOB)
+    push(fake, clock, f"@{BOT} please deploy the app", **BOB, reply_to=carols if replying_to_carol else None)
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 2)
     assert texts(fake)[1].startswith(QUESTION)
     return said(fake)[0]["message_id"], said(fake)[1]["message_id"]
@@ -112,10 +109,11 @@ async def test_a_mention_replying_to_the_head_of_a_reply_chain_is_not_the_answer
     gateway, clock = group
     _, question = await asked(fake, clock)
     bobs = push(fake, clock, "the staging box is down again", **BOB)
-    push(fake, clock, f"@{BOT} can you look at this?", **CAROL, reply_to=bobs, chain=bobs)
+    push(fake, clock, f"@{BOT} can you look at this?", **CAROL, reply_to=bobs)
     await run_clock_until(fake, clock, lambda: waits(gateway) or len(said(fake)) == 3)  # or taken for the answer
     request = said(fake)[1]["reply_to"]  # the question quotes Bob's request, which heads its chain
-    push(fake, clock, "1", **BOB, reply_to=question, chain=request)
+    answer = push(fake, clock, "1", **BOB, reply_to=question)
+    assert fake.said[str(GROUP)][answer]["message_thread_id"] == request  # the question's chain, which it heads
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 4)
     assert texts(fake)[2:] == ["deploying to: [@bob] staging", f"plain answer to [@carol] @{BOT} can you look at this?"]
 
@@ -126,11 +124,12 @@ async def test_a_reply_to_the_request_the_question_quotes_answers_it(fake, group
     # its own, his answer waited behind the question until it gave up, ten minutes on. The request replies to
     # nothing (it heads its reply chain), or is itself a reply in a chain that Carol's first message heads.
     _, clock = group
-    await asked(fake, clock)
+    await asked(fake, clock, replying_to_carol=not heads_its_chain)
     request = said(fake)[1]["reply_to"]
     assert request is not None
     chain = request if heads_its_chain else said(fake)[0]["reply_to"]
-    push(fake, clock, f"@{BOT} production", **BOB, reply_to=request, chain=chain)  # a mention: else unheard
+    answer = push(fake, clock, f"@{BOT} production", **BOB, reply_to=request)  # a mention: else unheard
+    assert fake.said[str(GROUP)][answer]["message_thread_id"] == chain
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 3)
     assert texts(fake)[2] == f"deploying to: [@bob] @{BOT} production"
 

@@ -24,4 +24,5 @@ async def test_a_comment_steered_into_a_turn_of_the_groups_own_chat_leaves_its_a
     await fake.wait_for(lambda: any("paragraph 5" in m["text"] for m in fake.messages[str(GROUP)]), timeout=10)
     await settled(gateway)
     answer = [m for m in fake.messages[str(GROUP)] if "paragraph" in m["text"]]
-    assert [m["thread_id"] for m in answer] == [None, None]  # not under the post
+    # Not under the post: the first part quotes the question, in the reply chain it heads; the next quotes nothing.
+    assert [m["thread_id"] for m in answer] == [asked["message"]["message_id"], None]
