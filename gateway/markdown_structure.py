@@ -19,7 +19,9 @@ came from, so the answers are positions in the text:
   could pair with those, or with each other.
 - `Table`: a GFM table at the top level or in a quote (not in a list item); it is cut only
   between body rows, and a part that starts inside it repeats its header rows (a quote's with
-  their ``>``: without them, the rows of a quoted table showed as typed, pipes and all).
+  their ``>``: without them, the rows of a quoted table showed as typed, pipes and all). A body row
+  no part can hold is cut inside (`Row`): after a pipe between cells, or in a cell's text, whose
+  styles and atoms are known as a paragraph's are.
 
 Anything markdown-it cannot map back to the source exactly (a mismatch between a
 token's content and its lines) is left out: the splitter then treats that text
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import MD_TRIM_CHARS
 from markdown_it.rules_inline import (
     StateInline,
     autolink,
@@ -66,12 +69,30 @@ class Style:
 
 
 @dataclass(frozen=True, slots=True)
+class Row:
+    """A table's body row, as far as a part cut inside it needs: a row longer than a part is cut after a
+    pipe between its cells or within a cell's text, and the next part goes on with a row of its own."""
+
+    start: int
+    """Its first character past its quote markers and indentation."""
+    end: int
+    first: str
+    """Its first cell's text as written, which a part going on past that cell repeats: the row's label."""
+    edges: tuple[int, ...]
+    """The pipes that end its cells (not one it starts with): the part going on after the k-th is in cell k+1."""
+    cells: tuple[tuple[int, int], ...]
+    """The cells' text, trimmed, whose inline structure is known (mapped back to the source): cuts go there."""
+
+
+@dataclass(frozen=True, slots=True)
 class Table:
     start: int
     head_end: int
     """``text[start:head_end]`` is the header and delimiter rows, newline included."""
     row_ends: tuple[int, ...]
-    """Where each body row ends (its newline, or the table's end): the only cuts inside it."""
+    """Where each body row ends (its newline, or the table's end): the only cuts inside it but those
+    in a row no part holds (`Structure.cuts_row`)."""
+    rows: tuple[Row, ...]
 
     @property
     def end(self) -> int:
@@ -166,14 +187,36 @@ class Structure:
 
     def splits_marker(self, pos: int) -> bool:
         """A cut at ``pos`` would fall inside a marker, an atom or a table row, or leave a style empty."""
+        if self._splits_inline(pos):
+            return True
+        table = self.table_at(pos)
+        return table is not None and pos not in table.row_ends
+
+    def _splits_inline(self, pos: int) -> bool:
         region = self._region(pos)
         for s in region.styles:
             if s.open_start < pos <= s.open_end or s.close_start < pos < s.close_end:
                 return True
-        if any(a < pos < b for a, b in region.atoms):
-            return True
+        return any(a < pos < b for a, b in region.atoms)
+
+    def row_at(self, pos: int) -> Row | None:
+        """The table body row whose text holds ``pos`` (past its first character, up to its end)."""
         table = self.table_at(pos)
-        return table is not None and pos not in table.row_ends
+        if table is None or not table.rows:
+            return None
+        i = bisect.bisect_left(table.row_ends, pos)
+        row = table.rows[i] if i < len(table.rows) else None
+        return row if row is not None and row.start < pos <= row.end else None
+
+    def cuts_row(self, pos: int) -> bool:
+        """A cut at ``pos``, inside a table body row, leaves both pieces rows a reader follows: right after a
+        pipe between cells, or in a cell's text whose structure is known, not inside a marker or an atom."""
+        row = self.row_at(pos)
+        if row is None or pos >= row.end:
+            return False
+        if pos - 1 in row.edges:
+            return True
+        return any(a < pos <= b for a, b in row.cells) and not self._splits_inline(pos)
 
     def literal_run(self, pos: int) -> int:
         """The end of the run of literal markers starting at ``pos``; ``pos`` when none does."""
@@ -227,7 +270,7 @@ def _parse_region(text: str, start: int, end: int, references: dict[str, dict[st
         quotes += tok.type == "blockquote_open"
         quotes -= tok.type == "blockquote_close"
         if tok.type == "table_open" and tok.level == quotes and tok.map is not None:
-            region.tables.append(_table(src, start, line_starts, tok.map))
+            region.tables.append(_table(src, start, line_starts, tok.map, _body_cells(tokens, i), text, region))
         elif tok.type == "inline" and tok.map is not None and not _in_table(tokens, i):
             where = _locator(src, start, line_starts, tok)
             if where is not None:
@@ -241,14 +284,64 @@ def _in_table(tokens: list[Token], i: int) -> bool:
     return i > 0 and tokens[i - 1].type in ("th_open", "td_open")
 
 
-def _table(src: str, base: int, line_starts: list[int], span: list[int]) -> Table:
+def _body_cells(tokens: list[Token], i: int) -> dict[int, list[Token]]:
+    """The inline tokens of the cells of each body row of the table opening at ``tokens[i]``, by line."""
+    rows: dict[int, list[Token]] = {}
+    line = -1
+    for j in range(i + 1, len(tokens)):
+        tok = tokens[j]
+        if tok.type == "table_close":
+            break
+        if tok.type == "tr_open" and tok.map is not None:
+            line = tok.map[0]
+        elif tok.type == "inline" and tokens[j - 1].type == "td_open" and line >= 0:
+            rows.setdefault(line, []).append(tok)
+    return rows
+
+
+def _table(src: str, base: int, line_starts: list[int], span: list[int], cells: dict[int, list[Token]], text: str,
+           region: _Region) -> Table:
     first, last = span
 
     def line_end(k: int) -> int:
         return (line_starts[k + 1] - 1) if k + 1 < len(line_starts) else len(src)
 
     head_end = line_starts[first + 2] if first + 2 < len(line_starts) else len(src)
-    return Table(base + line_starts[first], base + head_end, tuple(base + line_end(k) for k in range(first + 2, last)))
+    row_ends = tuple(base + line_end(k) for k in range(first + 2, last))
+    rows = tuple(_row(text, base + line_starts[k], base + line_end(k), cells.get(k, []), region)
+                 for k in range(first + 2, last))
+    return Table(base + line_starts[first], base + head_end, row_ends, rows)
+
+
+def _row(text: str, line: int, end: int, cells: list[Token], region: _Region) -> Row:
+    """A body row from its line, its cells split as markdown-it's table rule splits them (a pipe after a
+    backslash is text, the backslash dropped), each cell's inline structure collected into ``region``."""
+    start = line + len(text[line:end]) - len(text[line:end].lstrip(" \t>"))
+    start += len(text[start:end]) - len(text[start:end].lstrip(MD_TRIM_CHARS))
+    stop = start + len(text[start:end].rstrip(MD_TRIM_CHARS))
+    pipes = [p for p in range(start, stop) if text[p] == "|" and (p == start or text[p - 1] != "\\")]
+    bounds = [start - 1, *pipes, stop]
+    columns = list(zip(bounds, bounds[1:]))
+    if pipes and pipes[0] == start:
+        columns.pop(0)  # a pipe the row starts with opens its first cell
+    if pipes and pipes[-1] == stop - 1:
+        columns.pop()
+    spans = []
+    for a, b in columns:
+        a += 1
+        a += len(text[a:b]) - len(text[a:b].lstrip(MD_TRIM_CHARS))
+        spans.append((a, a + len(text[a:b].strip(MD_TRIM_CHARS))))
+    mapped = []
+    for (a, b), tok in zip(spans, cells):
+        # The table rule drops the backslash before each pipe in a cell: offsets in its content skip them.
+        origins = [p for p in range(a, b) if not (text[p] == "\\" and p + 1 < b and text[p + 1] == "|")]
+        if "".join(text[p] for p in origins) != tok.content:
+            continue  # read otherwise: left uncut, as plain text is
+        origins.append(b)
+        _collect(tok.children or [], origins.__getitem__, text, region)
+        mapped.append((a, b))
+    label = text[spans[0][0]:spans[0][1]] if spans else ""
+    return Row(start, end, label, tuple(p for p in pipes if p != start), tuple(mapped))
 
 
 def _locator(src: str, base: int, line_starts: list[int], tok: Token) -> Callable[[int], int] | None:

@@ -39,7 +39,8 @@ points). What a cut never breaks:
   is written out as its label and its address (`_unlinked`): cut otherwise, a part would show its
   Markdown;
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
-  header rows;
+  header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
+  (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`);
 - **list items**: a part starting inside one (past its marker) has none, so the item's
   later lines are taken out as far as its text, and a blank line goes before the next item
   when it could not open a list right after that text (`gateway.split_items`). Items in a
@@ -91,7 +92,7 @@ from markdown_it.token import Token
 
 from gateway import link_references
 from gateway.graphemes import is_boundary
-from gateway.markdown_structure import Structure, Style
+from gateway.markdown_structure import Row, Structure, Style
 from gateway.split_fences import Fence, indented_code, leaves_code_open, only_empty_code, outdented, scan_fences
 from gateway.split_in_lists import InLists
 from gateway.split_items import Item
@@ -249,16 +250,36 @@ class _Splitter(InLists):
             return _CODE_INDENT, start
         table = self.structure.table_at(start)
         if table is not None and start >= table.head_end:
-            return self.text[table.start:table.head_end], start
+            header = self.text[table.start:table.head_end]
+            row = self.structure.row_at(start)
+            return (header, start) if row is None else self._reopened(header + self._row_head(row, start), start)
+        return self._reopened(None, start)
+
+    def _reopened(self, row_head: str | None, start: int) -> tuple[str, int]:
+        """`head` for a part starting outside code: ``row_head`` (in a table row; else the quote markers
+        `_quoted` finds, or a backslash it may need), then the markers of the styles open at ``start``."""
         styles = self.with_cut_link(start, self.structure.styles_open_at(start))
         markers = self._carried("".join(s.opener for s in styles if start < s.close_start))
-        quote, text_from = self._quoted(start, bool(markers))
+        quote, text_from = (row_head, start) if row_head is not None else self._quoted(start, bool(markers))
         literal = self.structure.literal_run(text_from)
         if literal > text_from and (markers[-1:] == self.text[text_from] or not self.text[text_from - 1].isspace()):
             # Shown as typed in the text, they would join the markers reopened, or, no longer after a character
             # (``_https`` cut from ``_i_https``), may pair with one of their own: escaped (a ``* `` opens no list).
             return quote + markers + _escaped(self.text[text_from:literal]), literal
-        return quote + (markers or self._escape(start)), text_from
+        if markers or row_head is not None:
+            return quote + markers, text_from  # in a cell, what opens a block at a line's start is text
+        return quote + self._escape(start), text_from
+
+    def _row_head(self, row: Row, start: int) -> str:
+        """What a part starting inside a table row (one no part held) opens its rest with: a row of its own,
+        the row's first cell repeated as its label (left empty if it would take more than a quarter of the
+        limit), the cells the part before showed empty, so the rest stays in its column (`Row`)."""
+        line = self.text.rfind("\n", 0, row.start) + 1
+        column = bisect.bisect_left(row.edges, start)
+        if column == 0:
+            return self.text[line:row.start] + "| "
+        label = row.first if len(row.first) <= self.limit // _MARKER_SHARE else ""
+        return self.text[line:row.start] + "| " + " | ".join([label, *[""] * (column - 1)]) + " | "
 
     def _quoted(self, start: int, reopens: bool) -> tuple[str, int]:
         """The quote markers a part starting at ``start`` in a quoted line begins with, and where its text
@@ -445,9 +466,37 @@ class _Splitter(InLists):
             elif (link := self.link_at(body_end)) is not None and link.open_start <= start < link.close_start:
                 # A link longer than a part: cut its label (never its target), at a space if it has one here.
                 cut = self._label_cut(max(start, link.open_end) + 1, min(body_end, link.close_start))
+            elif (in_row := self._row_cut(start, end)) is not None:
+                cut = in_row
             elif not self.in_code(body_end - 1):
                 cut = self._before_marker(start, body_end, cut)
         return cut
+
+    def _row_cut(self, start: int, end: int) -> int | None:
+        """Where to cut a table row the part cannot hold, ``end`` inside it: after a pipe between cells, else
+        between words of a cell, in the later half of the part's piece of the row first; else as late as a cell's
+        text allows (a word longer than that). None when ``end`` is in no row or nowhere in it will do."""
+        row = self.structure.row_at(end)
+        if row is None:
+            return None
+        text, first = self.text, max(start, row.start)
+        for lo in (first + (end - first) // _HALF, first):
+            edge = next((e + 1 for e in reversed(row.edges) if lo <= e < end and text[first:e].strip(" \t|")), None)
+            if edge is not None:
+                return edge
+            p = text.rfind(" ", lo, end)
+            while p != -1:
+                body_end = self.rstrip(start, p)
+                if body_end > first and self.structure.cuts_row(body_end):
+                    return p
+                p = text.rfind(" ", lo, body_end)
+        atom = self.structure.atom_at(end)
+        if atom is not None and atom[0] > first and self.structure.cuts_row(self.rstrip(start, atom[0])):
+            return atom[0]
+        for p in range(end, max(first, end - 16), -1):
+            if _whole(text, p) and self.structure.cuts_row(p):
+                return p
+        return None
 
     def _label_cut(self, first: int, last: int) -> int:
         """Where to cut a link's label from ``first`` up to ``last``: at its last space before ``last``,
@@ -646,14 +695,14 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     parts of only empty code blocks (they show nothing either). Joined,
     the parts give back the text except for the whitespace at the cuts (an indented code line cut in
     two is indented again) and in the list items a part starts in, the markers added to close and
-    reopen code blocks, styles, tables and links longer than a part (or such a link written out, its
-    address too long to repeat), a backslash keeping a part that starts within a line from opening a
-    block there (a quote, a list...) or markers shown as typed from marking a style, a quote's markers
-    before the rest of a quoted line, and the list markers rewritten to go on with a list's numbers (see
-    the module docstring); a text of only empty code blocks or link definitions gives its parts as
-    written, as a renderer sends such a text that fits (they show nothing); a text with link
-    reference definitions has those a part uses at its end (up to half the limit), and no part of
-    definitions only (`gateway.link_references`).
+    reopen code blocks, styles, tables (a row longer than a part: its first cell too) and links longer
+    than a part (or such a link written out, its address too long to repeat), a backslash keeping a part
+    that starts within a line from opening a block there (a quote, a list...) or markers shown as typed
+    from marking a style, a quote's markers before the rest of a quoted line, and the list markers
+    rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
+    or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
+    nothing); a text with link reference definitions has those a part uses at its end (up to half the
+    limit), and no part of definitions only (`gateway.link_references`).
     Raises ValueError when ``limit`` cannot hold even one character; a limit too small for a part's
     markers plus a character splits that stretch without them.
     """
