@@ -38,7 +38,8 @@ _LIST_ITEM = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 _MARKER = re.compile(r"(?:([-+*])|(\d{1,9})([.)]))(?=[ \t]|$)([ \t]*)(.*)")
 _RULE = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*")
 # What starts a block that ends a list, no lazy line of a paragraph: a heading, a quote, a fence.
-_INTERRUPTS = re.compile(r"#{1,6}(?:[ \t]|$)|>|`{3,}|~{3,}")
+_INTERRUPTS = re.compile(r"#{1,6}(?:[ \t]|$)|>|`{3,}(?![^`\n]*`)|~{3,}")
+# (A run of backticks whose info string holds a backtick opens no fence: ``` x`y is a paragraph's line.)
 
 
 @dataclass(frozen=True, slots=True)
