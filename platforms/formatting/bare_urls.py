@@ -62,6 +62,11 @@ def _trimmed(url: str) -> str:
     return url
 
 
+def _linked(url: str, scheme: str) -> bool:
+    """Whether ``url`` (read from ``scheme``) is an address: more than ``https://``, invisible marks aside."""
+    return len(url) - len(marks_at_end(url)) > len(scheme) + 3
+
+
 def ends_before(address: str, text: str, pos: int) -> bool:
     """Whether ``address`` written right before ``text[pos:]`` is read as ending where it does: what follows is
     whitespace, or only punctuation an address leaves out (the ``*`` closing ``*see https://x.org*``)."""
@@ -81,7 +86,7 @@ def spans(line: str) -> Iterator[tuple[int, int, bool]]:
             rest = _REST.match(line, at)
             at = rest.end() if rest else at + 2
             url = _trimmed(scheme.group(1) + ":" + rest.group()) if rest else ""
-            yield scheme.start(), at, len(url) > len(scheme.group(1)) + 3  # more than "https://"
+            yield scheme.start(), at, _linked(url, scheme.group(1))
 
 
 def bare_url(state: StateInline, silent: bool) -> bool:
@@ -95,8 +100,8 @@ def bare_url(state: StateInline, silent: bool) -> bool:
     if scheme is None or rest is None:
         return False
     url = _trimmed(scheme.group(1) + ":" + rest.group())
-    if len(url) <= len(scheme.group(1)) + 3:
-        return False  # nothing after the "//"
+    if not _linked(url, scheme.group(1)):
+        return False
     if not silent:
         state.pending = state.pending[: -len(scheme.group(1))]
         token = state.push("link_open", "a", 1)
@@ -126,11 +131,17 @@ def enable(md: MarkdownIt) -> MarkdownIt:
     return md
 
 
+_OWN_FORMAT = re.compile("[\u200c\u200d\U000e0000-\U000e007f]")
+"""Format characters that are an address's own at its end: a joiner ends the word before it (a Malayalam word
+written with a virama and a zero-width joiner, an Indic half form; Telegram too reads one into an address), and tag
+characters end the emoji they make (the flag of Scotland)."""
+
+
 def marks_at_end(address: str) -> str:
-    """The invisible format characters (Unicode's Cf) at the end of ``address``, which Markdown reads into it: a
-    right-to-left mark after an address in Hebrew or Arabic, a zero-width space, a word joiner. No part of the
-    page's address, they follow its link on every platform."""
+    """The invisible format characters (Unicode's Cf, but `_OWN_FORMAT`) at the end of ``address``, which Markdown
+    reads into it: a right-to-left mark after an address in Hebrew or Arabic, a zero-width space, a word joiner. No
+    part of the page's address, they follow its link on every platform."""
     end = len(address)
-    while end and unicodedata.category(address[end - 1]) == "Cf":
+    while end and unicodedata.category(address[end - 1]) == "Cf" and not _OWN_FORMAT.match(address[end - 1]):
         end -= 1
     return address[end:]

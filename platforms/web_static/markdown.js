@@ -463,8 +463,10 @@ window.SwitchboardMarkdown = (() => {
   const AUTOLINK = "<(?<auto>" + ADDRESS + ")>";
   // Invisible format characters at the end of an address written as itself (a right-to-left mark after it in Hebrew
   // or Arabic, a zero-width space, a word joiner), which Markdown takes in: no part of the page's address, they
-  // follow its link, as on the other platforms. In it, they sent the reader to …/a%E2%80%8F.
-  const MARKS_AT_END = /\p{Cf}+$/u;
+  // follow its link, as on the other platforms. In it, they sent the reader to …/a%E2%80%8F. Not a joiner, which ends
+  // the word before it, nor a tag character, which ends an emoji (bare_urls._OWN_FORMAT); nor an address of marks only.
+  const MARKS_AT_END = /[^\P{Cf}\u200c\u200d\u{e0000}-\u{e007f}]+$/u;
+  const MARKS_ONLY = /^[^:]+:\/\/[^\P{Cf}\u200c\u200d\u{e0000}-\u{e007f}]+$/u;
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
   // word (`snake_case_names` stays too), none across a blank line; a code span
@@ -803,6 +805,9 @@ window.SwitchboardMarkdown = (() => {
         continue;
       } else if (auto && (!SAFE_HREF.test(address) || token === INLINE_IN_LINK)) {
         into.append(SAFE_HREF.test(address) ? auto : text.slice(m.index, m.end)); // any other as typed, brackets too
+        continue;
+      } else if (bare && MARKS_ONLY.test(bare)) {
+        into.append(bare); // "https://" and marks: no address, as "https://" alone is none
         continue;
       } else if (span) {
         node = document.createElement("code");

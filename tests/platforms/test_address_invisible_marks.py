@@ -12,7 +12,7 @@ import pytest
 
 from platforms.base import Inbound, Outbound
 from platforms.fakes.slack import FakeSlack
-from platforms.formatting import discord_markdown, slack_mrkdwn
+from platforms.formatting import discord_markdown, slack_mrkdwn, telegram_html
 from platforms.slack import SlackAdapter
 
 MARKS = ["\u200f", "\u200b", "\u2060", "\u200f\u200b"]
@@ -62,6 +62,27 @@ def test_an_address_without_a_mark_is_rendered_as_before() -> None:
     assert discord_markdown.render(f"ראה {ADDRESS} עוד") == f"ראה {ADDRESS} עוד"
     # A mark within an address is the address's own, as Markdown reads it.
     assert slack_links(slack_mrkdwn.render(f"see {ADDRESS}\u200fb now")) == [f"{ADDRESS}\u200fb"]
+
+
+# Format characters that end an address as its own: a zero-width joiner after a virama (a Malayalam word as written
+# before its chillu letters, which Telegram's apps link whole too), the tags of the flag of Scotland.
+OWN = ["https://ml.wikipedia.org/wiki/\u0d05\u0d35\u0d28\u0d4d\u200d",
+       "https://example.com/\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"]
+
+
+@pytest.mark.parametrize("address", OWN)
+def test_a_joiner_or_an_emojis_tags_at_the_end_of_an_address_stay_in_its_link(address: str) -> None:
+    markdown = f"see {address} now"
+    assert slack_links(slack_mrkdwn.render(markdown)) == [address]
+    assert discord_links(discord_markdown.render(markdown)) == [address]
+    assert telegram_html.render(markdown) == markdown  # Telegram links it whole by itself
+
+
+@pytest.mark.parametrize("render", [slack_mrkdwn.render, discord_markdown.render, telegram_html.render])
+def test_a_scheme_with_only_invisible_marks_after_it_is_no_link(render) -> None:
+    # As "https://" alone is none: a link to "https://" went nowhere.
+    for mark in MARKS:
+        assert render(f"כתובת מתחילה ב https://{mark} ועוד") == f"כתובת מתחילה ב https://{mark} ועוד"
 
 
 @pytest.fixture

@@ -38,3 +38,20 @@ async def test_the_web_chat_page_shows_an_invisible_mark_after_an_address_after_
     shown = await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])")
     assert shown == LINKS
     assert await mine.text_content() == TEXT.replace("<", "").replace(">", "")
+
+
+async def test_the_web_chat_page_links_an_address_ending_in_a_joiner_or_an_emojis_tags_whole(chat, page) -> None:
+    # A zero-width joiner after a virama ends a Malayalam word, tag characters the flag of Scotland: the address's
+    # own. "https://" and a mark is no address, as "https://" alone is none.
+    own = ["https://ml.wikipedia.org/wiki/\u0d05\u0d35\u0d28\u0d4d\u200d",
+           "https://example.com/\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"]
+    text = f"see {own[0]} and {own[1]} but not https://\u200f here"
+    web = await chat()
+    await page.goto(f"{web.base}/chat?chat=c1")
+    await page.wait_for_selector("body[data-state=connected]")
+    await page.fill("#input", text)
+    await page.click("#send")
+    mine = await page.wait_for_selector("[data-kind=user] .text")
+    shown = await mine.eval_on_selector_all("a", "els => els.map(e => [e.getAttribute('href'), e.textContent])")
+    assert shown == [[own[0], own[0]], [own[1], own[1]]]
+    assert await mine.text_content() == text
