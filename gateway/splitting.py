@@ -51,6 +51,9 @@ points). What a cut never breaks:
   numbers as written.
 - **headings**: no cut right after a word of ``#`` in one (``C #`` of ``## C # and F #``): the part's
   heading would end with it, read as its closing sequence, not shown;
+- **a line's markers**: no cut right after a list item's (or a quote's) markers on a line whose text goes
+  on, where the part holds the line break before them (``- [l](https://x.org/a)`` longer than the room left):
+  the part would end with an empty bullet, and the next part's text would be out of the item;
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
   fence, a link definition) starts with a backslash before it, so the rest stays text.
@@ -115,6 +118,8 @@ _HEADING_CLOSED = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*#{1
 _LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
 # A quoted line's markers from a part's start (the ">"s up to the last), and the whitespace to its text.
 _QUOTE_MARKERS = re.compile(r"([ \t>]*>)[ \t]*")
+# The characters a line's markers end with (`_LINE_PREFIX`): only a cut after one can leave a bare marker.
+_MARKER_ENDS = frozenset("-+*.)>")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -355,7 +360,21 @@ class _Splitter(InLists):
             return not (f.contained and ">" in f.indent and self.in_prefix(end))
         if self.text[end - 1] == "#" and self.ends_heading_closed(start, end):
             return False
+        if self.text[end - 1] in _MARKER_ENDS and self.ends_at_bare_marker(start, end):
+            return False
         return not self.structure.splits_marker(end)
+
+    def ends_at_bare_marker(self, start: int, end: int) -> bool:
+        """A part from ``start`` to ``end`` would end with a line of only a list item's (or a quote's) markers
+        whose text goes on after ``end``: an empty bullet (quote) there, and the next part's text out of the item
+        (or, for a quote, the marker shown twice). The line break before them, in the part, is the better cut."""
+        text, line = self.text, self.text.rfind("\n", start, end) + 1
+        if line <= start:
+            return False  # the part starts on this line: no earlier line break to cut at
+        line_end = text.find("\n", end)
+        if not text[end:line_end if line_end != -1 else len(text)].strip():
+            return False  # an empty item (quote line) in the text too
+        return _LINE_PREFIX.fullmatch(text[line:end] + " ") is not None
 
     def ends_heading_closed(self, start: int, end: int) -> bool:
         """A part from ``start`` to ``end`` would end a heading with a word of ``#`` the heading goes on after
