@@ -68,7 +68,8 @@ async def test_a_stop_sent_before_the_running_turns_message_does_not_stop_it(fak
     send(fake, "please delegate this")
     await children_hanging(model)
     later = send(fake, "and what else?")
-    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", str(later)) is not None)
+    event = f"{fake.bot_user['id']}:{later}"  # Telegram's event ids name the bot too
+    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", event) is not None)
     send(fake, "/stop", ago=3600)  # while the gateway was down
     await fake.wait_for(lambda: texts(fake))
     assert texts(fake) == [STOP_SENT_BEFORE]
@@ -89,7 +90,8 @@ async def test_a_late_stop_still_stops_the_turn_of_a_message_sent_before_it(fake
     send(fake, "please delegate this", ago=300)  # within delivery.late_after: no note on its age
     await children_hanging(model)
     later = send(fake, "and what else?")
-    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", str(later)) is not None)
+    event = f"{fake.bot_user['id']}:{later}"  # Telegram's event ids name the bot too
+    await fake.wait_for(lambda: gateway.store.inbox.received_at("telegram", event) is not None)
     send(fake, "/stop", ago=200)
     await fake.wait_for(lambda: len(texts(fake)) == 2)
     await fake.wait_for(lambda: not fake.pending)

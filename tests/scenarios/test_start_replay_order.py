@@ -70,7 +70,8 @@ async def test_a_message_sent_while_down_is_answered_after_the_older_one_the_sta
     read: list[str] = []
     async with SlowToAuthSlack() as slack, starting(fake, slack, tmp_path, echo(read)) as (gateway, start):
         await fake.wait_for(lambda: fake.messages[str(OTHER)])  # answered while Slack still starts
-        await fake.wait_for(lambda: gateway.store.inbox.arrival("telegram", str(second)) is not None)
+        event = f"{fake.bot_user['id']}:{second}"  # Telegram's event ids name the bot too
+        await fake.wait_for(lambda: gateway.store.inbox.arrival("telegram", event) is not None)
         slack.auth.set()
         await asyncio.wait_for(start, 10)
         await fake.wait_for(lambda: len(fake.messages[str(PRIVATE)]) == 2)
@@ -87,7 +88,8 @@ async def test_a_start_that_fails_leaves_the_new_message_to_the_next_after_the_o
     second = fake.push_message(PRIVATE, "second")
     read: list[str] = []
     async with SlowToAuthSlack() as slack, starting(fake, slack, tmp_path, echo(read)) as (gateway, start):
-        await fake.wait_for(lambda: gateway.store.inbox.arrival("telegram", str(second)) is not None)
+        event = f"{fake.bot_user['id']}:{second}"  # Telegram's event ids name the bot too
+        await fake.wait_for(lambda: gateway.store.inbox.arrival("telegram", event) is not None)
         slack.bot_token_revoked = True  # Slack refuses the token: the start fails, and replays nothing
         slack.auth.set()
         with pytest.raises(Exception):

@@ -149,7 +149,7 @@ async def test_a_reconnect_bringing_a_half_rendered_answer_edited_renders_the_ed
     await opened_with_old_half_rendered(page, base)
     edited = "## Edited\n\n" + "- x\n" * 50
 
-    intake.messages[0] = answer("m0", edited)
+    intake.messages[0] = {**answer("m0", edited), "edited": True}  # as the store reads a message edited since
     await reconnect_after(page, adapter, intake, [])
     assert await page.text_content("[data-id=m0] > .text") == edited  # as typed, until rendered
     await page.evaluate(IDLE_UNTIL_DONE)
