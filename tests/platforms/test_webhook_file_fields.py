@@ -1,5 +1,8 @@
 """A webhook message is its text: a file a caller puts in the body is refused naming its field, not dropped
-unseen while the caller believes the agent got it (`platforms.webhook._parse`)."""
+unseen while the caller believes the agent got it (`platforms.webhook._parse`). A body in Slack's incoming-webhook
+format (``text`` plus message ``attachments``: coloured blocks of alert text, as GitLab and many scripts written
+for Slack send) is a message, answered for its ``text`` as before: its ``attachments`` hold no file, and refusing
+them lost every alert such a sender relays."""
 
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ from platforms.webhook import WebhookAdapter
 
 SECRET = "files-secret-0123456789"
 NOW = 1_700_000_000.0
+ALERT = {"color": "danger", "title": "[FIRING:1] DiskFull", "title_link": "https://grafana.example/alerting/1",
+         "text": "disk 95% full on db-1", "fallback": "[FIRING:1] DiskFull", "footer": "Grafana",
+         "image_url": "https://grafana.example/render/panel.png", "fields": [{"title": "host", "value": "db-1"}]}
 
 
 class Sink:
@@ -66,3 +72,27 @@ async def test_an_empty_file_field_loses_nothing_and_is_ignored(served, empty: o
     reply = await signed_post(url, SECRET, {"text": "disk full", "files": empty, "severity": "page"},
                               timestamp=str(int(NOW)))
     assert reply.status == 202 and [i.text for i in sink.inbound] == ["disk full"]
+
+
+@pytest.mark.parametrize("field, value", [("attachments", [ALERT, {"pretext": "@oncall", "text": "2nd"}]),
+                                          ("attachment", {"text": "disk 95% full", "color": "#ff0000"})])
+async def test_slack_message_attachments_are_no_file_and_the_text_is_answered(served, field: str,
+                                                                              value: object) -> None:
+    url, sink = served
+    body = {"text": "disk full on db-1", "username": "Grafana", "icon_emoji": ":fire:", field: value}
+    reply = await signed_post(url, SECRET, body, timestamp=str(int(NOW)))
+    assert reply.status == 202 and [i.text for i in sink.inbound] == ["disk full on db-1"]
+
+
+@pytest.mark.parametrize("value", [
+    [ALERT, {"name": "graph.png", "url": "https://example.com/graph.png"}],  # one file among them is a file
+    [{"title": "report.pdf", "mimetype": "application/pdf", "url_private": "https://files.slack.com/F1"}],
+    [{"id": "F1"}],  # nothing of a message attachment: taken for a file, as before
+    "report.pdf",
+])
+async def test_a_file_among_attachments_is_still_refused(served, value: object) -> None:
+    url, sink = served
+    reply = await signed_post(url, SECRET, {"text": "what does this show?", "attachments": value},
+                              timestamp=str(int(NOW)))
+    assert reply.status == 400 and reply.json()["error"].startswith('"attachments" cannot be taken')
+    assert sink.inbound == []
