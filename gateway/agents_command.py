@@ -221,10 +221,10 @@ class AgentsCommand:
             working, ran, places = working + len(live), ran + done, places + bool(live or done)
         if not places:
             return None
-        said = [f"{_count(working, 'subagent')} {'works' if working == 1 else 'work'}"] if working else []
+        said = [f"{counted(working, 'subagent')} {'works' if working == 1 else 'work'}"] if working else []
         if ran:
-            said.append(f"{ran} ran" if working else f"{_count(ran, 'subagent')} ran")
-        where = f"{' and '.join(said)} in {_count(places, threads.thread)} of this chat, which /agents here does " \
+            said.append(f"{ran} ran" if working else f"{counted(ran, 'subagent')} ran")
+        where = f"{' and '.join(said)} in {counted(places, threads.thread)} of this chat, which /agents here does " \
                 f"not reach: send {threads.agents} in"
         if places > 1:
             return f"{where} a {threads.thread} to list its own."
@@ -303,7 +303,8 @@ def _matching(known: Iterable[str], wanted: str) -> list[str]:
     return [] if WHOLE_ID.fullmatch(key) else [s for f, s in folded.items() if key in f]
 
 
-def _count(n: int, noun: str) -> str:
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: ``2 subagents``, ``1 thread``."""
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 

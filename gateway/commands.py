@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Container, Mapping
 from dataclasses import dataclass
 
 from agent import Clock, PluginCommand, PluginThreads
-from gateway.agents_command import AgentsCommand, Threads
+from gateway.agents_command import AgentsCommand, Threads, counted
 from gateway.delegation_command import DelegationCommand
 from gateway.ledger import Ledger
 from gateway.session_registry import Drops, SessionRegistry, every, unread_steered
@@ -246,7 +246,7 @@ class Commands:
             return " ".join([*(went_on or ["Nothing was running.", *elsewhere]), *kept, *note])
         parts = ["the running turn"] if stopped.turn else []
         if children and saved:
-            parts.append(_count(children, "subagent"))
+            parts.append(counted(children, "subagent"))
         said = [f"Stopped {' and '.join(parts)}."] if parts else []
         if children and not saved:
             said.append(stop_not_saved(children))
@@ -278,10 +278,10 @@ class Commands:
             turns, dropped = turns + stopped.turn, dropped + stopped.dropped
         if children:
             await self._children.stops_committed()  # logs a failure itself; the journal writes the stops once it can
-        ended = [*(["the running turn"] if turns == 1 else [_count(turns, "running turn")] if turns else []),
-                 *([_count(children, "subagent")] if children else [])]
-        left = [*([_count(dropped, "waiting message")] if dropped else []),
-                *([_count(finished, "finished background task")] if finished else [])]
+        ended = [*(["the running turn"] if turns == 1 else [counted(turns, "running turn")] if turns else []),
+                 *([counted(children, "subagent")] if children else [])]
+        left = [*([counted(dropped, "waiting message")] if dropped else []),
+                *([counted(finished, "finished background task")] if finished else [])]
         done = "; ".join([*([f"stopped {' and '.join(ended)}"] if ended else []),
                           *([f"dropped {' and '.join(left)}"] if left else [])])
         # Nothing under way is the usual case of a channel the bot never talked in (Slack tells of every public
@@ -319,7 +319,7 @@ class Commands:
             # The old session's answer goes first: after "Started a new session." it read as the new session's. Or,
             # stopped, its typing request on the wire: landing after, it showed "typing…" under the new session's.
             await self._reply_journaled(running)
-        extra = f" and ended {_count(ended, 'subagent')}" if ended and saved else ""
+        extra = f" and ended {counted(ended, 'subagent')}" if ended and saved else ""
         unsaved = [stop_not_saved(ended)] if not saved else []
         results = [_undelivered(finished) + "."] if finished else []
         kept = _kept(self._others(inbound, stopped.kept), " in the new session")
@@ -412,10 +412,6 @@ def _chat_of(session: GatewaySession) -> str:
     """Whose share of the plugin command threads a call holds (the session's chat, or thread), as the log names it."""
     thread = f" thread {session.thread_id}" if session.thread_id is not None else ""
     return f"{session.platform} chat {session.chat_id}{thread}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _undelivered(n: int) -> str:
