@@ -46,6 +46,7 @@ from platforms.base import (
 from platforms.discord_errors import delivery_error, translate
 from platforms.discord_inbound import chat_of, handle
 from platforms.discord_interactions import application_webhook, delete_thinking, settled
+from platforms.discord_mentions import in_command
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.not_recorded import MAY_BE_TAKEN, NOT_HANDLED, NOT_TAKEN
 
@@ -165,7 +166,8 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     answer went to the channel and "thinking…" stayed beside it for 15 minutes (`Interactions.unsure`:
     Discord is asked at the first answer). Dated by Discord
     (its interaction's id), as a message is: the deferral's round trip may hand it over after a message sent
-    later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`)."""
+    later, which the gateway, told which came first, does not stop or drop for it (`gateway.commands`). Its text
+    reads mentions by name, as a message's does (`discord_mentions.in_command`)."""
     reply_token = f"{interaction.application_id}:{interaction.token}"
     came = asyncio.get_running_loop().time()
     try:
@@ -195,7 +197,7 @@ async def received(interaction: discord.Interaction, name: str, args: str | None
     chat_id, thread_id = chat_of(interaction.channel, interaction.channel_id)
     return Inbound(
         platform="discord", chat_id=chat_id, thread_id=thread_id, user_id=str(interaction.user.id),
-        user_name=handle(interaction.user), text=f"/{name} {args or ''}".strip(),
+        user_name=handle(interaction.user), text=f"/{name} {in_command(args or '', interaction)}".strip(),
         event_id=str(interaction.id), is_command=True, is_private=interaction.guild_id is None,
         reply_token=reply_token, sent_at=interaction.created_at.timestamp(),
     )

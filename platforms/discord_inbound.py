@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Container
 from typing import Any
 
-from platforms import discord_files
+from platforms import discord_files, discord_mentions
 from platforms.base import Inbound
+from platforms.discord_mentions import user_name
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
 log = logging.getLogger("platforms.discord")
@@ -72,39 +73,24 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     )
 
 
-_MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
-_AS_WRITTEN = re.compile(r"(\\[^0-9A-Za-z\s]|```.*?```|``.+?``|`[^`]+`)", re.DOTALL)
-"""Where Discord shows a mention's syntax as written: a backslash escape (``\\<@456>``, what its client writes for
-``\\@bob``; an escaped backtick opens no code), a code block or span."""
-
-
 def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:
-    """``text`` (``message``'s, or the message it forwards) with each mention read as Discord shows it, for the
-    model, which cannot tell whom or what an id is: a user as ``@`` and their username, the name `handle` gives
-    senders (``name#1234`` for an account on a discriminator, unique with it), never their display name or
-    nickname, which anyone may set to another member's name; a role of the server as ``@`` and its name; a
-    channel or thread of the server as ``#`` and its name. Only what the message's payload and discord.py's
-    cache of the server resolve, as no call to Discord is made: a user the message does not list among its
-    mentions (any in a forward but the bot; discord.py keeps none of a forward's), a role or channel of another
-    server (in a DM, any) or deleted stays as written, and so does one in code (`` `<@&123>` ``) or escaped
-    (``\\<@&123>``), as Discord shows it. ``@everyone`` and ``@here`` are words here: nothing a reply says pings
-    (``allowed_mentions``)."""
+    """``text`` (``message``'s, or the message it forwards) with each mention read by name
+    (`discord_mentions.named`), as far as the message's payload and discord.py's cache of the server tell, as no
+    call to Discord is made: a user the message lists among its mentions, and the bot; a role, channel or thread
+    of the server. A user the message does not list (any in a forward but the bot; discord.py keeps none of a
+    forward's), a role or channel of another server (in a DM, any) or deleted stays as written."""
     guild = message.guild
-    users = {user.id: user for user in message.mentions} | {me.id: me}
+    users = {user.id: user_name(user.name, user.discriminator) for user in (*message.mentions, me)}
 
-    def name(match: re.Match[str]) -> str:
-        kind, id_ = match[1], int(match[2])
-        if kind == "#":
-            channel = guild.get_channel_or_thread(id_) if guild is not None else None
-            return f"#{channel.name}" if channel is not None else match[0]
-        if kind == "@&":
-            role = guild.get_role(id_) if guild is not None else None
-            # The server's @everyone role is named so already: its mention reads as Discord shows it.
-            return "@" + role.name.removeprefix("@") if role is not None else match[0]
-        return f"@{users[id_]}" if id_ in users else match[0]
+    def role(id_: int) -> str | None:
+        found = guild.get_role(id_) if guild is not None else None
+        return found.name if found is not None else None
 
-    # Split on a pattern of one group, what shows as written is every second part.
-    return "".join(part if i % 2 else _MENTION.sub(name, part) for i, part in enumerate(_AS_WRITTEN.split(text)))
+    def channel(id_: int) -> str | None:
+        found = guild.get_channel_or_thread(id_) if guild is not None else None
+        return found.name if found is not None else None
+
+    return discord_mentions.named(text, users.get, role, channel)
 
 
 def replied_to(message: discord.Message) -> str | None:

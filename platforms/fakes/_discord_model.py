@@ -3,6 +3,7 @@ the JSON of messages, guilds, channels and threads it serves on the gateway and 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,9 @@ FLAG_LOADING = 128
 ISO = "2026-01-01T00:00:00.000000+00:00"
 TEXT, VOICE, ANNOUNCEMENT, STAGE, FORUM, MEDIA = 0, 2, 5, 13, 15, 16
 """The guild channel kinds (Discord's channel types) a server admin may add the bot to (`add_channel`)."""
+_MENTIONED_USER = re.compile(r"<@!?(\d+)>")
+_MENTIONED_ROLE = re.compile(r"<@&(\d+)>")
+_MENTIONED_CHANNEL = re.compile(r"<#(\d+)>")
 THREAD_ONLY = (FORUM, MEDIA)
 """Channels that hold posts only (threads, each opened by a message of the thread's own id): a message
 posted in one itself is refused (400, 50008)."""
@@ -164,6 +168,25 @@ class DiscordModel:
         the partial ``member`` Discord adds to each on the gateway in a guild (discord.py holds a user then)."""
         return [_user(u, self.bot_name, bot=True) if u == self.bot_id else dict(self._users.get(u) or _user(u))
                 for u in pings(content, None).users]
+
+    def _resolved(self, content: str, guild: str | None) -> dict[str, Any]:
+        """What Discord sends with a slash command whose string option mentions users, roles or channels (the
+        interaction data's ``resolved``): each user the fake knows (who posted, and the bot), with a partial
+        ``member`` in a guild; each role, channel and thread of ``guild``. What it does not know (an id never
+        seen, another guild's) is left out, as Discord leaves out what does not exist."""
+        users = {u: self._users.get(u) or (_user(u, self.bot_name, bot=True) if u == self.bot_id else None)
+                 for u in dict.fromkeys(_MENTIONED_USER.findall(content))}
+        resolved: dict[str, Any] = {"users": {u: dict(user) for u, user in users.items() if user is not None}}
+        g = self._guilds.get(guild) if guild is not None else None
+        if g is not None:
+            resolved["members"] = {u: {"roles": [], "joined_at": ISO, "flags": 0, "permissions": "0", "nick": None}
+                                   for u in resolved["users"]}
+            roles = {r["id"]: r for r in g["roles"]}
+            resolved["roles"] = {r: roles[r] for r in _MENTIONED_ROLE.findall(content) if r in roles}
+            known = g["channels"] | g["threads"]
+            resolved["channels"] = {c: known[c] | {"permissions": "2248473465835073"}
+                                    for c in _MENTIONED_CHANNEL.findall(content) if c in known}
+        return {kind: found for kind, found in resolved.items() if found}
 
     def _message_json(self, m: FakeMessage, *, guild: str | None = None, name: str | None = None) -> dict[str, Any]:
         author = _user(self.bot_id, self.bot_name, bot=True) if m.from_bot else _user(m.author_id, name)

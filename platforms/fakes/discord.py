@@ -493,7 +493,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         *, args: str | None = None,
     ) -> str:
         """A slash command ``/name`` from ``user``; in a DM when ``guild`` is None (``channel``
-        then defaults to the DM channel); ``channel`` may be a thread `push_guild_message` made. Returns
+        then defaults to the DM channel); ``channel`` may be a thread `push_guild_message` made. The users,
+        roles and channels ``args`` mentions come with it, as Discord resolves them (`_resolved`). Returns
         the interaction id."""
         user = str(user)
         interaction_id, token = self.new_id(), f"itoken-{self.new_id()}"
@@ -506,6 +507,8 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         }
         if command and command.get("guild_id"):
             data["guild_id"] = command["guild_id"]
+        if resolved := self._resolved(args or "", str(guild) if guild is not None else None):
+            data["resolved"] = resolved
         payload: dict[str, Any] = {
             "id": interaction_id, "application_id": self.application_id, "type": 2, "token": token,
             "version": 1, "locale": "en-US", "app_permissions": "0", "entitlements": [],
