@@ -58,18 +58,23 @@ class TurnProgress:
 
     def finish(self, session: GatewaySession, running: RunningTurn, display: TurnDisplay, how: str,
                elapsed: float, subagents: int, endings: str = "") -> bool:
-        """False when the chat was never shown the turn's progress message (`ProgressMessage.finish`)."""
+        """False when the chat was never shown the turn's progress message (`ProgressMessage.finish`). With
+        ``progress_final: delete``, one of a turn stopped for the next message after it showed messages of its own
+        (`showed_messages`) is kept, reading so: deleted, it took the only word of the stop with it."""
         # An earlier run's notice, finished by a run whose notices are off (interval 0): timed to the second.
         interval = display.notify_interval if display.progress != "card" and display.notify_interval > 0 else 1.0
         final = final_text(how, elapsed, interval, subagents=subagents, endings=endings) if display.edits else None
-        return self.message(session, running).finish(final, delete=display.progress_final == "delete")
+        delete = display.progress_final == "delete" and not (
+            how == "superseded" and self.showed_messages(session, running))
+        return self.message(session, running).finish(final, delete=delete)
 
     def showed_messages(self, session: GatewaySession, running: RunningTurn) -> bool:
         """Whether the chat has, or is about to get, messages of the turn's own (interim text, ``send_message``, a
-        file), or its question: stopped for the next message with no progress message to say so, it needs a line of
-        its own, else "Let me read the report first." stood above the next message's answer, the report still to
-        come, or "❓ Which report? … I wait 10 min." as if it still waited. A question only once sent: one still
-        waiting to go is dropped as its turn stops (`gateway.questions`)."""
+        file), or its question: stopped for the next message with no progress message to say so (none shown, or one
+        ``progress_final: delete`` would delete), it needs a line, else "Let me read the report first." stood above
+        the next message's answer, the report still to come, or "❓ Which report? … I wait 10 min." as if it still
+        waited. A question only once sent: one still waiting to go is dropped as its turn stops
+        (`gateway.questions`)."""
         asked = f"{running.turn_id}:ask:"
         return any((m["kind"] == "interim" and m["status"] in ("pending", "sent"))
                    or (m["key"].startswith(asked) and m["status"] == "sent")
