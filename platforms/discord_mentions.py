@@ -15,7 +15,9 @@ from platforms.discord_urls import discord  # discord.py, imported there without
 Names = Callable[[int], str | None]
 """A user's, role's or channel's name by its id; None for one not known."""
 
-_MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
+_MENTION = re.compile(r"<(@[!&]?|#)([0-9]{1,20})>")
+"""A mention as Discord reads one: an id of ASCII digits, at most 20 (a snowflake). More stays as written: read as a
+number, past 4,300 digits Python refuses it (ValueError), and a slash command's text holds 6,000 characters."""
 _AS_WRITTEN = re.compile(r"(\\[^0-9A-Za-z\s]|```.*?```|``.+?``|`[^`]+`)", re.DOTALL)
 """Where Discord shows a mention's syntax as written: a backslash escape (``\\<@456>``, what its client writes for
 ``\\@bob``; an escaped backtick opens no code), a code block or span."""

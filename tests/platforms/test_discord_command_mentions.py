@@ -46,3 +46,13 @@ async def test_a_command_reads_as_its_text_form_does(fake, running):
     fake.push_interaction("new", USER, args=f"ask <@{BOB}> about it")
     await fake.wait_for(lambda: len(got) == 3)
     assert [event.text for event in got[1:]] == ["!new ask @bob about it", "/new ask @bob about it"]
+
+
+async def test_a_mention_of_no_snowflake_stays_as_written_and_the_command_is_handed_over(fake, running):
+    _, got = running
+    fake.push_guild_message(GUILD, CHANNEL, BOB, "hello", name="bob")
+    # Read as a number, 4,301 digits were refused (ValueError) after "thinking…": the command was lost, unanswered.
+    huge, arabic = "<@" + "1" * 4301 + ">", "<@\u0664\u0665\u0666>"  # <@456> in Arabic-Indic digits: no mention
+    fake.push_interaction("new", USER, CHANNEL, guild=GUILD, args=f"{huge} {arabic} <@{BOB}>")
+    await fake.wait_for(lambda: got)
+    assert got[0].text == f"/new {huge} {arabic} @bob"
