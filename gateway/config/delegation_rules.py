@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from agent._plugins import BACKEND_NAME
+from gateway.config.premises import Finding
 from gateway.config.sections import Config
 from lifecycle.plugins.advanced_delegation import profile_problems
 
@@ -58,7 +59,8 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
         errors.append(f'delegation.backend: "{delegation.backend}" is not a backend name: a lower-case word'
                       " (a-z, 0-9, _, starting with a letter; at most 40 characters)")
     elif backend_missing:
-        errors.append(f'delegation.backend: "{delegation.backend}" is not available: {backend_missing}')
+        errors.append(Finding(f'delegation.backend: "{delegation.backend}" is not available: {backend_missing}',
+                              ["plugins", f"delegation.{delegation.backend}"]))
     root = source.parent if source is not None else Path.cwd()
     for name, option in delegation.model_map.items():
         where = f"delegation.model_map.{name}"
@@ -82,8 +84,8 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
             if problem := _file_problem(path if path.is_absolute() else root / path):
                 errors.append(f"{where}.context_files[{i}]: {problem}")
     if (delegation.model_map or delegation.profile_routes) and not plugin_enabled(config) and not backend_missing:
-        warnings.append(f"delegation: model_map or profile_routes are set but the {PLUGIN} plugin is not in plugins,"
-                        " so no chat can use them")
+        warnings.append(Finding(f"delegation: model_map or profile_routes are set but the {PLUGIN} plugin is not in"
+                                " plugins, so no chat can use them", ["plugins"]))
     return errors, warnings
 
 

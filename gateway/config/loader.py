@@ -20,6 +20,7 @@ from gateway.config.delegation_rules import absolute_context_files, delegation_r
 from gateway.config.home import NoHome, expand_user, home, xdg_directory
 from gateway.config.interpolate import Expanded, bad_references, expand_tree, name_empty_variables
 from gateway.config.overrides import apply_overrides, name_setters, set_problems
+from gateway.config.premises import founded
 from gateway.config.rules import check_rules
 from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, secret_values
 from gateway.config.sections import Config, default_state_dir
@@ -261,7 +262,9 @@ def config_from_mapping(
     config = _paths_in_config_dir(config, source, validator.errors)
     rule_errors, rule_warnings = check_rules(config)
     delegation_errors, delegation_warnings = delegation_rules(config, source)
-    rule_errors, rule_warnings = rule_errors + delegation_errors, rule_warnings + delegation_warnings
+    # What rests on a setting the validator refused (read at its default) would only echo its error.
+    rule_errors = founded(rule_errors + delegation_errors, validator.errors)
+    rule_warnings = founded(rule_warnings + delegation_warnings, validator.errors)
     rule_errors = _not_reported(validator.errors, [validator.as_in_file(error) for error in rule_errors])
     try:
         state_dir = _state_dir(config.state_dir if "state_dir" in tree else None, source, env)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from yarl import URL
 
+from gateway.config.premises import Finding
 from gateway.config.sections import Config
 from platforms.web_access import is_loopback, proxy_networks
 from platforms.webhook import ROUTE_NAME
@@ -77,7 +78,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
             if url is not None and (problem := _http_url_problem(url, example="https://example.com/hooks/switchboard")):
                 errors.append(f"platforms.webhook.routes.{name}.deliver_url: {problem}")
         if not webhook.routes:
-            warnings.append("platforms.webhook: enabled with no routes, so no webhook can reach the gateway")
+            warnings.append(Finding("platforms.webhook: enabled with no routes, so no webhook can reach the gateway",
+                                    ["platforms.webhook.routes"]))
         # A request is signed over its timestamp and body, not its route: one secret would let each
         # route's caller post to, and read the turns and files of, the other.
         # A previous_secret still signs requests during a rotation: it counts as one of its route's secrets.
@@ -121,9 +123,9 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         if platform.enabled and (problem := _url_problem(platform.api_base)):
             errors.append(f"platforms.{name}.api_base: {problem}")
         if platform.enabled and not platform.allowed_users and not platform.allow_all:
-            warnings.append(
-                f"platforms.{name}: enabled with no allowed_users and allow_all false, so nobody may talk to the bot"
-            )
+            warnings.append(Finding(
+                f"platforms.{name}: enabled with no allowed_users and allow_all false, so nobody may talk to the bot",
+                [f"platforms.{name}.allowed_users", f"platforms.{name}.allow_all"]))
 
     for i, module in enumerate(config.plugins):
         if not _MODULE.fullmatch(module):
@@ -140,26 +142,30 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
         errors.append(f'platforms.web.user_header: expected an HTTP header name such as "X-Forwarded-User", '
                       f'got "{web.user_header}"')
     if web.allowed_users and not web.user_header:
-        errors.append("platforms.web.allowed_users: needs platforms.web.user_header, the only source of a web "
-                      "user's name")
+        errors.append(Finding("platforms.web.allowed_users: needs platforms.web.user_header, the only source of a"
+                              " web user's name", ["platforms.web.user_header"]))
     try:
         proxy_networks(web.trusted_proxies)
     except ValueError as exc:
         errors.append(f"platforms.web.trusted_proxies{exc}")
     if web.trusted_proxies and not web.user_header:
-        errors.append("platforms.web.trusted_proxies: needs platforms.web.user_header, the header it says who may set")
+        errors.append(Finding("platforms.web.trusted_proxies: needs platforms.web.user_header, the header it says who"
+                              " may set", ["platforms.web.user_header"]))
     host = config.server.host
     if not is_loopback(host) and not web.token:
         if not (web.user_header and web.allowed_users):
-            errors.append(f'platforms.web.token: required when server.host ("{host}") is not a loopback address '
-                          "(or set platforms.web.user_header with allowed_users)")
+            errors.append(Finding(f'platforms.web.token: required when server.host ("{host}") is not a loopback'
+                                  " address (or set platforms.web.user_header with allowed_users)",
+                                  ["platforms.web.user_header", "platforms.web.allowed_users"]))
         elif not web.trusted_proxies:
-            warnings.append(f'platforms.web: the {web.user_header} header is taken from any client that reaches'
-                            f' server.host ("{host}"): one that gets around the signing-in proxy can send it with'
-                            " the name of a user in allowed_users and chat as them; set platforms.web.trusted_proxies"
-                            " to the proxy's address (or set platforms.web.token)")
+            warnings.append(Finding(f'platforms.web: the {web.user_header} header is taken from any client that'
+                                    f' reaches server.host ("{host}"): one that gets around the signing-in proxy can'
+                                    " send it with the name of a user in allowed_users and chat as them; set"
+                                    " platforms.web.trusted_proxies to the proxy's address (or set platforms.web.token)",
+                                    ["platforms.web.trusted_proxies", "platforms.web.token"]))
     if web.user_header and not web.allowed_users and not web.allow_all:
-        warnings.append("platforms.web: user_header set with no allowed_users and allow_all false, so nobody may chat")
+        warnings.append(Finding("platforms.web: user_header set with no allowed_users and allow_all false, so nobody"
+                                " may chat", ["platforms.web.allowed_users", "platforms.web.allow_all"]))
     return errors
 
 
@@ -202,8 +208,10 @@ def _unused_model_settings(config: Config) -> list[str]:
     if "openai" in (model.provider, delegation.provider, *(route.provider for route in routes)):
         return []
     speech = model.transcription
-    return [f"model.{key}: not used by the {model.provider} provider (only openai reads it), so the gateway answers"
-            f" with the {model.provider} model: set provider: openai or remove {key}"
+    providers = ("model.provider", "delegation.provider", "delegation.model_map", "delegation.profile_routes",
+                 "model.transcription")
+    return [Finding(f"model.{key}: not used by the {model.provider} provider (only openai reads it), so the gateway"
+                    f" answers with the {model.provider} model: set provider: openai or remove {key}", providers)
             for key in ("base_url", "api_key")
             if getattr(model, key) and not (speech.name and not getattr(speech, key))]
 
