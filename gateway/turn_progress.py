@@ -76,6 +76,11 @@ class TurnProgress:
         waited. A question only once sent: one still waiting to go is dropped as its turn stops
         (`gateway.questions`)."""
         asked = f"{running.turn_id}:ask:"
+        # A ``send_message``'s parts are journaled without the turn's id (`gateway.chat_services`): found by the key
+        # of its first, by turn and count, which a run again after a restart keeps.
+        first_sent = f"{running.turn_id}:message:0:0"
+        if self._outbox.journaled(first_sent) and self._outbox.refusal(first_sent) is None:
+            return True
         return any((m["kind"] == "interim" and m["status"] in ("pending", "sent"))
                    or (m["key"].startswith(asked) and m["status"] == "sent")
                    for m in self._outbox.turn_messages(session.platform, running.turn_id))

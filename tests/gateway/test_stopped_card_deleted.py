@@ -75,3 +75,10 @@ async def test_a_turn_the_next_message_stops_after_its_card_alone_leaves_nothing
 async def test_stop_after_the_card_deletes_it_and_its_confirmation_says_it(chat_after):
     chat = await chat_after(AT_WORK, "/stop", shown=(INTERIM, "⏳"))
     assert [m["text"] for m in chat] == [INTERIM, "Stopped the running turn."]
+
+
+async def test_a_turn_the_next_message_stops_after_its_send_message_keeps_its_card_as_the_stop_line(chat_after):
+    """A ``send_message``'s parts carry no turn id: found by their key, else "on it" stood above the next answer."""
+    sending = [{"tool_calls": [{"name": "send_message", "arguments": {"text": "on it"}}]}, {"hang": True}]
+    chat = await chat_after(sending, "and in Lisbon?", shown=("on it", "⏳"))
+    assert [m["text"] for m in chat] == ["on it", STOPPED_FOR_NEXT, ANSWER]
