@@ -544,6 +544,21 @@ class Outbox:
         """Whether a part with this key was ever journaled (and not yet pruned)."""
         return self._store.has_message(key)
 
+    def mark_answered_by_sends(self, key: str) -> None:
+        """Record that the turn whose answer would be keyed ``key`` (``{key}:0`` its first part) ended with none,
+        what it sent saying it all (`gateway.owed_ends.answered_before`). Nothing is journaled to send: the mark is
+        no part, never sent, counted or retried."""
+        self._store.add_answered_by_sends(key)
+
+    def answered_by_sends(self, key: str) -> bool:
+        """Whether `mark_answered_by_sends` recorded ``key`` (and it is not yet pruned)."""
+        return self._store.answered_by_sends(key)
+
+    def texts_under(self, prefix: str) -> list[tuple[str, str]]:
+        """The key and text of every part journaled under a key beginning with ``prefix``, in journal order (a
+        re-split part's too, beside its pieces)."""
+        return self._store.texts_under(prefix)
+
     def turn_messages(self, platform: str, turn_id: str) -> list[dict[str, Any]]:
         """Every message journaled for the turn, as `OutboxRows.turn_messages` gives them."""
         return self._store.turn_messages(platform, turn_id)

@@ -18,7 +18,10 @@ first outcome stands, settling twice is settling once, and the transcript is sto
 stored one ends (`GatewaySession.unsaved_from`). An end still owed when the gateway has stopped
 leaves its messages unsettled and nothing of its turn in the stored transcript: the next start runs
 the turn again, as after a crash; one whose answer was journaled runs showing nothing in the chat, which
-has that answer, and stores that answer as the turn's reply (`answer_shown`, `gateway.turn_runner`).
+has that answer, and stores that answer as the turn's reply (`answer_shown`, `gateway.turn_runner`). So does one
+that ended with no answer of its own, what it sent with ``send_message`` or ``send_file`` saying it all: its end
+marks that where a reply would be journaled (`Outbox.mark_answered_by_sends`), owed as a reply is when refused; a
+turn a death cut short after such sends, before it ended, has no mark, and answers when it runs again.
 """
 
 from __future__ import annotations
@@ -29,24 +32,32 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.long_messages import CUT_PART, FILE_PART
+from gateway.part_notes import MISSING
 
 if TYPE_CHECKING:
     from gateway.outbox import Outbox
     from gateway.session_registry import SessionRegistry
-    from gateway.sessions import GatewaySession, OwedEnd, RunningTurn
+    from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn
     from gateway.store import Inbox
 
 
 def answered_before(outbox: Outbox, running: RunningTurn) -> bool:
     """Whether ``running`` runs again a turn whose answer an earlier run journaled (it died while the turn's end
     was owed): the chat has that answer, which the outbox keeps under its key, so this run shows nothing more of
-    the turn there (`gateway.turn_runner`, and the chat services its model calls)."""
-    return running.replay and outbox.journaled(f"{_answer_key(running)}:0")
+    the turn there (`gateway.turn_runner`, and the chat services its model calls). So does a turn that ended with
+    no answer of its own, what it sent saying it all (`Outbox.mark_answered_by_sends`); one a death cut short after
+    its sends, before it ended, has no such mark, and answers."""
+    return running.replay and _answered(outbox, _answer_key(running))
 
 
 def reply_journaled(outbox: Outbox, turn_id: str) -> bool:
-    """Whether an earlier run of the message turn ``turn_id`` journaled its answer (`answered_before`)."""
-    return outbox.journaled(f"{turn_id}:reply:0")
+    """Whether an earlier run of the message turn ``turn_id`` journaled its answer, or ended answered by its sends
+    (`answered_before`)."""
+    return _answered(outbox, f"{turn_id}:reply")
+
+
+def _answered(outbox: Outbox, key: str) -> bool:
+    return outbox.journaled(f"{key}:0") or outbox.answered_by_sends(key)
 
 
 def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | None:
@@ -55,17 +66,31 @@ def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | N
     the parts' bound (``answer.md``'s caption, or what was left out: `gateway.long_messages`), whose text is lost
     with the run that wrote it. The turn's reply in the conversation that its run again stores, in place of what
     that run's model wrote: the model of the turns after reads what the chat read, an answer that goes on past its
-    parts too. None if none."""
+    parts too. For a turn answered by its sends (`Outbox.mark_answered_by_sends`), what they said: the texts of its
+    ``send_message`` calls and the captions of its ``send_file`` calls, in order (not the gateway's notes of one
+    that failed), empty for files alone without captions. None if none."""
     key = _answer_key(running)
     prefix, tails = f"{key}:", (key + CUT_PART, key + FILE_PART)
     parts = [message["text"] for message in outbox.turn_messages(platform, running.turn_id)
              if message["key"] in tails
              or (message["key"].startswith(prefix) and message["key"][len(prefix):].partition("/")[0].isdigit())]
-    return "\n\n".join(parts) or None
+    if parts or not outbox.answered_by_sends(key):
+        return "\n\n".join(parts) or None
+    # Each part whole (a re-split one's pieces aside), with the tail of one past the parts' bound. Files alone,
+    # without captions, leave the reply empty, as the turn ended: not the words of a run the chat never read.
+    sends = (f"{running.turn_id}:message:", f"{running.turn_id}:file:")
+    return "\n\n".join(text for part, text in outbox.texts_under(f"{running.turn_id}:")
+                       if part.startswith(sends) and "/" not in part and not part.endswith(MISSING) and text)
 
 
 def _answer_key(running: RunningTurn) -> str:
     return f"{running.turn_id}:{'completion' if running.kind == 'completion' else 'reply'}"
+
+
+def _what(message: EndMessage) -> str:
+    """``message``, as the log names it when the store refuses it."""
+    return "its note" if message.note else "the mark that its messages were its answer" if message.sends \
+        else "its reply"
 
 
 class Unpaid(NamedTuple):
@@ -102,10 +127,13 @@ class OwedEnds:
             if end.message is not None:
                 message = end.message
                 try:
-                    self._outbox.enqueue(*session.chat, message.text, kind=message.kind, key=message.key,
-                                         turn_id=message.turn_id, reply_to=message.reply_to)
+                    if message.sends:
+                        self._outbox.mark_answered_by_sends(message.key)
+                    else:
+                        self._outbox.enqueue(*session.chat, message.text, kind=message.kind, key=message.key,
+                                             turn_id=message.turn_id, reply_to=message.reply_to)
                 except sqlite3.Error as exc:
-                    return Unpaid(end.turn_id, "its note" if message.note else "its reply", exc)
+                    return Unpaid(end.turn_id, _what(message), exc)
                 end.message = None
         return None
 
@@ -123,9 +151,10 @@ class OwedEnds:
         if unpaid is not None:
             try:
                 for end in session.owed:
-                    # No message is also a turn with no answer of its own (its sends said it all): that one runs
-                    # again as any other, and the messages steered into it keep their own turns. Given its id, each
-                    # was answered under the rerun's key, which the outbox took for the rerun's answer: never sent.
+                    # No message is also a turn that ended with none (a silenced completion turn, one the shutdown
+                    # cut short): unless its sends said it all (marked so), it runs again as any other, and the
+                    # messages steered into it keep their own turns. Given its id, each was answered under the
+                    # rerun's key, which the outbox took for the rerun's answer: never sent.
                     answered = end.message is None and reply_journaled(self._outbox, end.turn_id)
                     for event in end.events if end.message is None else ():
                         self._inbox.reopen(event.platform, event.event_id)

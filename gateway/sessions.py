@@ -244,6 +244,9 @@ class EndMessage:
     """The user's message it quotes (`RunningTurn.take_quote`, taken when the turn first tried)."""
     note: bool = False
     """A stop's note rather than a reply (for the log)."""
+    sends: bool = False
+    """No text: the turn's sends were its answer, recorded as such under ``key`` (`Outbox.mark_answered_by_sends`),
+    nothing sent."""
 
 
 @dataclass(slots=True)

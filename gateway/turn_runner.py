@@ -31,7 +31,7 @@ from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within
 from gateway.logging import log_context
 from gateway.notices import Notifier, final_text
 from gateway.outbox import Outbox
-from gateway.owed_ends import OwedEnds, answer_shown, answered_before
+from gateway.owed_ends import OwedEnds, answer_shown, answered_before, reply_journaled
 from gateway.progress_card import ProgressCard
 from gateway.replies import (
     SILENCE,
@@ -565,7 +565,9 @@ class TurnRunner:
         message: EndMessage | None = None  # until journaled
         cut = False  # the shutdown cancelled the worker as the reply was journaled: raised once the turn has ended
         typing_left: _Typing | None = None  # the typing indicator to end once the turn's end is written
-        if text is not None:
+        if text is not None and quiet:
+            finish_progress()  # the chat has the turn's answer (`answer_shown`): this run's words never go out
+        elif text is not None:
             if self._late_after and self._slept(started, started_at) >= self._late_after:
                 with refused.noting("its late note", holds=False):
                     self._note_waited(session, item)  # unless it went at the start: its key is the turn's
@@ -611,6 +613,13 @@ class TurnRunner:
             with refused.noting("its note"):
                 self._send(session, message.text, kind=kind, key=message.key, turn_id=item.turn_id,
                            reply_to=message.reply_to)
+                message = None
+        elif not quiet and _said_it_all(result, running):
+            # Marked where its reply would be journaled, owed as a reply is: run again after a death while its end
+            # is owed, the turn then shows nothing more (`answered_before`), the chat having read it end.
+            message = EndMessage("", kind, f"{item.turn_id}:{kind}", item.turn_id, None, sends=True)
+            with refused.noting("the mark that its messages were its answer"):
+                self._outbox.mark_answered_by_sends(message.key)
                 message = None
         # The turn is over, in memory, whatever the store says; the rest of its end is recorded after the ends
         # owed before it, in this same commit: its delegation's outcome with its reply (delivered exactly once),
@@ -700,7 +709,7 @@ class TurnRunner:
             received = event.sent_at  # the platform held it (a Telegram backlog read after a restart)
         waited = self._clock.time() - received
         # Not once answered before a restart ran it again (its end unrecorded): a note would follow the answer.
-        if waited >= self._late_after and not self._outbox.journaled(f"{item.turn_id}:reply:0"):
+        if waited >= self._late_after and not reply_journaled(self._outbox, item.turn_id):
             self._send(session, late_notes.picked_up_text(waited, event.text), kind="reply",
                        key=f"{item.turn_id}{late_notes.PICKED_UP}", turn_id=item.turn_id, reply_to=quote_of(event))
 
@@ -795,6 +804,13 @@ class TurnRunner:
             return
         if taken:
             running.give_back_quote(taken[0])
+
+
+def _said_it_all(result: TurnResult | None, running: RunningTurn) -> bool:
+    """Whether a turn that ends with no answer to send (`reply_text` gave none) ended so because what it sent with
+    ``send_message`` or ``send_file`` said it all: its model completed, and the turn was not cut short."""
+    return (result is not None and result.exit_reason == "completed" and running.said + running.files > 0
+            and not running.suppressed and not running.shutdown)
 
 
 def _stop_note(platform: str, running: RunningTurn, answered: bool) -> str | None:

@@ -52,6 +52,12 @@ SCHEMA = (
     # does: a part's time held does not count toward giving up on it, before a restart either.
     """CREATE TABLE IF NOT EXISTS gateway_credential_holds (
         platform TEXT NOT NULL, since REAL NOT NULL, until REAL, PRIMARY KEY (platform, since))""",
+    # The turns whose answer was what they sent (``send_message``, ``send_file``), by their answer's key
+    # (`{turn}:reply`, `{turn}:completion`): no part, only a mark, apart from the parts so that nothing sending,
+    # counting or listing them meets it. Added to schema 11 without a new version, as a table is: created where
+    # missing. An older build that opens the file leaves it alone, and runs such a turn again as it did.
+    "CREATE TABLE IF NOT EXISTS gateway_answered_by_sends (key TEXT PRIMARY KEY, created_at REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS gateway_answered_by_sends_created ON gateway_answered_by_sends (created_at)",
 )
 _COLUMNS = (f"id, {as_bytes('key', 'platform', 'chat_id', 'thread_id', 'kind', 'op', 'target_key', 'text')},"
             f" silent, {as_bytes('reply_token', 'turn_id')}, sequence, {as_bytes('status')}, attempts,"
@@ -239,6 +245,24 @@ class OutboxRows:
              int(m.silent), m.reply_token, m.turn_id, m.sequence, m.platform, m.turn_id, now, m.reply_to, int(m.tried),
              int(m.private)))  # fmt: skip
         return cur.lastrowid if cur.rowcount == 1 else None
+
+    def add_answered_by_sends(self, key: str) -> None:
+        """The turn whose answer is keyed ``key`` ended with no answer of its own: what it sent was its answer. A
+        mark, no part: nothing is sent for it. Marking it again changes nothing."""
+        self._db.write("INSERT OR IGNORE INTO gateway_answered_by_sends (key, created_at) VALUES (?, ?)",
+                       (key, self._clock.time()))
+
+    def answered_by_sends(self, key: str) -> bool:
+        """Whether `add_answered_by_sends` marked ``key`` (and it is not yet pruned)."""
+        return self._db.read_one("SELECT 1 FROM gateway_answered_by_sends WHERE key=?", (key,)) is not None
+
+    def texts_under(self, prefix: str) -> list[tuple[str, str]]:
+        """The key and text of every row whose key begins with ``prefix``, in journal (id) order."""
+        # A range on the unique index, as `pieces` reads: LIKE would be case-insensitive and scan.
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self._db.read(f"SELECT id, {as_bytes('key', 'text')} FROM gateway_outbox WHERE key >= ? AND key < ?"
+                             " ORDER BY id", (prefix, end))
+        return [(key, body) for _, key, body in self._readable(rows)]
 
     def message(self, key: str) -> OutboxRow | None:
         row = self._db.read_one(f"SELECT {_COLUMNS} FROM gateway_outbox WHERE key=?", (key,))
@@ -472,10 +496,15 @@ class OutboxRows:
         edit, `delegations.OWED_CARD_TURN`): a card's final edit waits as long as its platform takes
         nothing (tried until taken), or is not configured, and with its message forgotten it would find no
         message id and be sent anew, the card left reading as running. At most ``limit``, oldest first
-        (all by default). Returns the count."""
-        return self._db.write("DELETE FROM gateway_outbox WHERE id IN (SELECT id FROM gateway_outbox"
+        (all by default), and as many marks of turns answered by their sends (`add_answered_by_sends`), kept as
+        long as a reply's parts are. Returns the count."""
+        marks = self._db.write("DELETE FROM gateway_answered_by_sends WHERE rowid IN (SELECT rowid FROM"
+                               " gateway_answered_by_sends WHERE created_at < ? ORDER BY created_at LIMIT ?)",
+                               (older_than, -1 if limit is None else limit)).rowcount
+        rows = self._db.write("DELETE FROM gateway_outbox WHERE id IN (SELECT id FROM gateway_outbox"
                               " WHERE created_at < ? AND status != 'pending' AND key NOT IN (SELECT target_key"
                               " FROM gateway_outbox WHERE status = 'pending' AND target_key IS NOT NULL)"
                               f" AND NOT coalesce({OWED_CARD_TURN}, 0)"
                               " ORDER BY created_at, id LIMIT ?)",
                               (older_than, -1 if limit is None else limit)).rowcount
+        return marks + rows

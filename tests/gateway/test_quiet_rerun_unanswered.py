@@ -1,6 +1,6 @@
 """Turns whose first run journaled no answer run again as any other after a death, and answer: one the death cut
 short after it sent something with ``send_message``, one it found waiting for the chat's answer to a question. (A
-turn that ended with its sends alone, its end owed, cannot yet be told from the first: it runs again too.)"""
+turn that ended with its sends alone is marked so at its end, and runs again quietly: `test_owed_end_sends_alone`.)"""
 
 from __future__ import annotations
 

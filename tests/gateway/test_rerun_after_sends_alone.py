@@ -1,6 +1,6 @@
 """A turn that ended with its ``send_message`` alone, its end owed (`gateway.owed_ends`) when the process died, runs
-again as any other after the start (`docs/gateway.md`): what it sent is not sent again (keyed by turn and count),
-while what its new run sends past those, and its answer, go out after it."""
+again quietly after the start (`docs/gateway.md`): its end marked that what it sent was its answer, so neither what
+it sent nor what its new run sends past those, nor that run's answer, goes out again."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.gateway.test_refused_end_marks import REFUSE_SETTLE
 from tests.polling import until
 
 
-async def test_a_turn_that_ended_with_its_message_alone_runs_again_without_sending_it_twice(tmp_path, gateways):
+async def test_a_turn_that_ended_with_its_message_alone_runs_again_sending_nothing(tmp_path, gateways):
     config, chat = make_config(tmp_path), RecordingAdapter()
     gateway = await gateways(config, [chat], model=ScriptedModel({"parent": [sending("on it", answer="")]}))
     gateway.store.db.write(REFUSE_SETTLE["message"])
@@ -27,5 +27,5 @@ async def test_a_turn_that_ended_with_its_message_alone_runs_again_without_sendi
     model = ScriptedModel({"parent": [sending("on it", "and one more", answer="done")]})
     gateway2 = await gateways(config, [chat], model=model)
     await settled(gateway2)
-    assert chat.texts() == ["on it", "and one more", "done"]
+    assert chat.texts() == ["on it"]
     assert gateway2.store.inbox.settled("chat", "ev-1")
