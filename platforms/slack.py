@@ -12,7 +12,9 @@ tells it its threads (`remember_threads`). A mention by someone the gateway refu
 without arguments) typed in a thread pass through as plain text, because Slack refuses slash commands inside threads.
 
 A message's text reaches the gateway with Slack's links, channels and mentions as Slack shows
-them, followed by the messages forwarded with it (`platforms.slack_text`). Shared files arrive as `Attachment`s (`platforms.slack_files`) with the message text;
+them (a user by their username, where the ``users:read`` scope lets it be looked up: `platforms.slack_names`),
+followed by the messages forwarded with it (`platforms.slack_text`). Shared files arrive as `Attachment`s
+(`platforms.slack_files`) with the message text;
 `download` fetches one through ``files.info`` and ``url_private`` with the bot token
 (scope ``files:read``), refusing files over ``max_attachment_bytes``.
 
@@ -132,10 +134,11 @@ from platforms.slack_connection import BotToken, SocketWatch
 from platforms.slack_delivery import Delivery
 from platforms.slack_handover import READ_BACK, Retries, until_taken
 from platforms.slack_http import SignedEvents
-from platforms.slack_inbound import Taken, conversations_of, taken_of, text_of
+from platforms.slack_inbound import Taken, conversations_of, mentioned, taken_of, text_of
 from platforms.slack_membership import Membership
 from platforms.slack_message_limit import MessageLimit
 from platforms.slack_moves import ChannelMoves
+from platforms.slack_names import Names
 from platforms.slack_placeholders import Placeholders
 from platforms.slack_seen import TakenIn
 from platforms.slack_socket import CONNECT_TIMEOUT
@@ -239,6 +242,9 @@ class SlackAdapter:
         self._under_way = UnderWay(self._word)
         """Listeners, background tasks and commands being handed over, which a stop ends or answers."""
         self._background = self._under_way.background
+        self._names = Names(lambda user: self._web.call("users.info", None, user=user, caller_logs=True),
+                            background=self._background, monotonic=monotonic)
+        """The handles of the users messages mention (`platforms.slack_names`), its lookups ended by a stop."""
         # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
         self._message_limit = MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
         self._stuck_edits = slack_posts.StuckEdits()
@@ -304,6 +310,7 @@ class SlackAdapter:
             auth = await self._web.call("auth.test", None)
             slack_scopes.check(auth.headers)  # before any event is taken: chat:write missing stops the start
             self.bot_user_id = auth["user_id"]
+            self._names.start(auth.headers, (auth["user_id"], str(auth.get("user") or "")))
             self._mention = re.compile(rf"[ \t]*<@{re.escape(auth['user_id'])}(?:\|[^>]*)?>[ \t]*")
             app = bolt_app(auth, bot_token=self._bot_token, base_url=self._api_base, session=self._session,
                            signing_secret=self._signing_secret, http=self.mode == "http")
@@ -469,13 +476,14 @@ class SlackAdapter:
             self._taken_in.handing_on(conversations, ts)
             try:
                 attachments = await self._attachments(event)
+                names = await self._names.of(mentioned(event))  # never fails: a mention not named stays as written
             except asyncio.CancelledError:  # a stop
                 self._taken_in.not_taken(conversations, ts)
                 raise
             except Exception:  # unacknowledged: Slack sends it again
                 self._taken_in.sent_again(conversations, ts)
                 raise
-            taken = taken_of(self.name, event, addressed, attachments, conversations)
+            taken = taken_of(self.name, event, addressed, attachments, conversations, names)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
                 await self._delivery.deliver(taken.inbound, taken, arrived=arrived)
@@ -495,6 +503,8 @@ class SlackAdapter:
             message, edited = slack_edits.edited_message(event), self._edits
             if message is None or edited is None:
                 return
+            # Before it is heard: an earlier edit still waiting for its names must not be handed over after it.
+            names = await self._names.of(mentioned(message)) if self._addressed(message) is not None else {}
             if self._latest_edits.outdated(message):  # sent again after a later edit (`slack_edits.LatestEdits`)
                 log.debug("slack: an edit of message %s:%s came after a later one; passed over", event["channel"],
                           message["ts"])
@@ -510,7 +520,8 @@ class SlackAdapter:
                 raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
                                " Slack to send again")
             self._latest_edits.handing_over(message)  # for the next process too: Slack may send it an older one
-            await edited(self.name, message["channel"], addressed.thread, message["ts"], text_of(message, addressed))
+            await edited(self.name, message["channel"], addressed.thread, message["ts"],
+                         text_of(message, addressed, names))
 
     @property
     def _turning_away(self) -> bool:
@@ -536,7 +547,9 @@ class SlackAdapter:
         if addressed is None:
             return None
         conversations = self._conversations(event, addressed)
-        return taken_of(self.name, event, addressed, await self._attachments(event), conversations)
+        attachments = await self._attachments(event)
+        return taken_of(self.name, event, addressed, attachments, conversations,
+                        await self._names.of(mentioned(event)))
 
     async def _attachments(self, event: dict[str, Any]) -> tuple[Attachment, ...]:
         files = slack_files.listed_files(event)

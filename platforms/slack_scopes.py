@@ -36,6 +36,7 @@ NEEDED = {
                    " once Slack refuses a reply, and a private channel shared with another organization loses its"
                    " conversations (subscribe the app to the events it allows too: member_left_channel, group_left,"
                    " group_archive, channel_id_changed and the rest listed in deploy/slack-app-manifest.yaml)",
+    "users:read": "the users a message mentions reach the model as ids (<@U0123>), not as their @names",
 }
 """What stops working without each scope but `ANSWERS`: an operator may leave one out on purpose (no DMs)."""
 _CLASSIC = "bot"
@@ -46,9 +47,8 @@ def check(headers: Mapping[str, str] | None) -> None:
     """Warn once per needed scope the token lacks, by ``headers`` (an answer's, case-insensitive); raise
     `Forbidden` if it lacks `ANSWERS`. Nothing without the header (an older Slack, a proxy that strips it):
     its absence says nothing of the token."""
-    listed = (headers or {}).get(HEADER, "")
-    held = {scope.strip() for scope in listed.split(",")} - {""}
-    if not held or _CLASSIC in held:
+    held = listed(headers)
+    if held is None:
         return
     if ANSWERS not in held:
         # A start that went on would take messages in, run their turns and give every reply up: lost for good,
@@ -59,3 +59,17 @@ def check(headers: Mapping[str, str] | None) -> None:
         if scope not in held:
             log.warning("slack: the app lacks the %s scope: %s; add it under OAuth & Permissions and reinstall"
                         " the app", scope, lost)
+
+
+def holds(headers: Mapping[str, str] | None, scope: str) -> bool:
+    """Whether the token may hold ``scope``, by ``headers`` as in `check`: True unless they list the token's
+    scopes without it (without the header, a call needing it tells)."""
+    held = listed(headers)
+    return held is None or scope in held
+
+
+def listed(headers: Mapping[str, str] | None) -> frozenset[str] | None:
+    """The scopes ``headers`` list, None when they tell nothing of them: no header, or a classic app's one
+    scope that holds them all."""
+    held = frozenset(scope.strip() for scope in (headers or {}).get(HEADER, "").split(",")) - {""}
+    return None if not held or _CLASSIC in held else held

@@ -7,9 +7,10 @@ name Slack shows (when the event carries it) after a ``|``: ``<https://example.c
 and took ``http://example.com|example.com`` for an address. So a link becomes the text the user
 typed (a bare address or domain as written) or Markdown's ``[label](url)``; a channel ``#name``;
 a user group its ``@handle``; ``@here``, ``@channel`` and ``@everyone`` as Slack shows them; a
-date its fallback text. What carries no name (``<@U0123>``, ``<#C0123>``) stays as Slack wrote
-it, the id being all there is. Then ``&amp;``, ``&lt;`` and ``&gt;`` become the characters typed:
-a ``<`` a user typed is never one of these.
+date its fallback text; a user ``@`` and the handle the adapter looked up (`platforms.slack_names`). What
+carries no name (``<#C0123>``, a user whose handle is not known) stays as Slack wrote it, the id being all
+there is. Then ``&amp;``, ``&lt;`` and ``&gt;`` become the characters typed: a ``<`` a user typed is never
+one of these.
 
 A forwarded message is not in ``text`` at all (`with_forwarded`).
 """
@@ -17,6 +18,8 @@ A forwarded message is not in ``text`` at all (`with_forwarded`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from platforms.formatting.slack_mrkdwn import unescape
@@ -24,22 +27,28 @@ from platforms.formatting.slack_mrkdwn import unescape
 _ANGLED = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
 _SPECIAL = {"here": "@here", "channel": "@channel", "everyone": "@everyone"}
 _SCHEMES = ("https://", "http://", "mailto:")
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
+NO_NAMES: Mapping[str, str] = MappingProxyType({})
 
 
-def readable(text: str) -> str:
-    return unescape(_ANGLED.sub(_plain, text))
+def readable(text: str, names: Mapping[str, str] = NO_NAMES) -> str:
+    """``text`` as the model reads it, each user it mentions by the handle ``names`` gives their id."""
+    return unescape(_ANGLED.sub(lambda match: _plain(match, names), text))
 
 
-def with_forwarded(text: str, attachments: Any) -> str:
+def mentioned(text: str) -> set[str]:
+    """The ids of the users ``text`` (as Slack writes it) mentions."""
+    return set(_USER.findall(text))
+
+
+def with_forwarded(text: str, attachments: Any, names: Mapping[str, str] = NO_NAMES) -> str:
     """``text`` (already `readable`) followed by the messages forwarded with it, quoted under their
-    author and channel. Slack lists a forwarded (shared) message in ``attachments``, flagged
-    ``is_share`` and ``is_msg_unfurl``, and never in ``text``, which holds only the comment typed
-    with it; other attachments (link previews) are left out."""
+    author and channel, read with ``names`` as `readable` reads. Slack lists a forwarded (shared) message
+    in ``attachments``, flagged ``is_share`` and ``is_msg_unfurl``, and never in ``text``, which holds only
+    the comment typed with it; other attachments (link previews) are left out."""
     parts = [text] if text else []
-    for item in attachments if isinstance(attachments, list) else ():
-        if not isinstance(item, dict) or not (item.get("is_share") or item.get("is_msg_unfurl")):
-            continue
-        body = readable(str(item.get("text") or "")).strip()
+    for item in forwarded(attachments):
+        body = readable(str(item.get("text") or ""), names).strip()
         if not body:
             continue
         where = f" in #{item['channel_name']}" if item.get("channel_name") else ""
@@ -48,12 +57,21 @@ def with_forwarded(text: str, attachments: Any) -> str:
     return "\n\n".join(parts)
 
 
-def _plain(match: re.Match[str]) -> str:
+def forwarded(attachments: Any) -> Iterator[dict[str, Any]]:
+    """The messages forwarded with a message, of its ``attachments``."""
+    for item in attachments if isinstance(attachments, list) else ():
+        if isinstance(item, dict) and (item.get("is_share") or item.get("is_msg_unfurl")):
+            yield item
+
+
+def _plain(match: re.Match[str], names: Mapping[str, str]) -> str:
     target, label = match.group(1), match.group(2) or ""
     if target.startswith("#"):
         return f"#{label}" if label else match.group(0)
     if target.startswith("@"):
-        return f"@{label.lstrip('@')}" if label else match.group(0)
+        # The handle looked up before a label, which whoever wrote the text chose.
+        name = names.get(target[1:]) or label.lstrip("@")
+        return f"@{name}" if name else match.group(0)
     if target.startswith("!"):
         special = _SPECIAL.get(target[1:])
         return special or label or match.group(0)

@@ -35,6 +35,7 @@ NEEDS = {
     "files.info": {"files:read"},  # and the download of its url_private
     "files.getUploadURLExternal": {"files:write"},
     "files.completeUploadExternal": {"files:write"},
+    "users.info": {"users:read"},  # the handles of the users a message mentions (platforms.slack_names)
 }
 SLASH_COMMANDS = "commands"
 MEMBERSHIP = {"channels:read", "groups:read"}

@@ -32,7 +32,7 @@ def _between(ts: str, p: dict[str, Any]) -> bool:
 MESSAGE_METHODS = frozenset({"chat.postMessage", "files.completeUploadExternal"})
 """What a free workspace's limit on messages (`FakeSlack.exceed_message_limit`) refuses: posts and file shares."""
 BOT_SCOPES = ("chat:write", "commands", "files:read", "files:write", "im:history", "channels:history",
-              "groups:history", "mpim:history", "channels:read", "groups:read")
+              "groups:history", "mpim:history", "channels:read", "groups:read", "users:read")
 """The bot scopes of ``deploy/slack-app-manifest.yaml``: what `FakeSlack.bot_scopes` lists by default."""
 
 

@@ -12,7 +12,8 @@ What it does:
   ``chat.postEphemeral``, ``conversations.history`` (newest first) and ``conversations.replies``
   (the parent, then its replies oldest first) with ``oldest``, ``latest``, ``inclusive``,
   ``limit``, ``include_all_metadata`` and ``cursor`` (pages of ``limit``); a thread's parent
-  carries ``thread_ts``, ``reply_count`` and ``latest_reply`` as Slack's do; ``files.info``. Bearer tokens
+  carries ``thread_ts``, ``reply_count`` and ``latest_reply`` as Slack's do; ``files.info``; ``users.info`` of
+  the users a test adds (`add_user`; ``user_not_found`` for any other id). Bearer tokens
   are checked (``xoxb`` for chat, ``xapp`` for connections); answers are ``application/json``, the bot
   token's listing its scopes in ``x-oauth-scopes`` (`bot_scopes`).
   Every call is recorded in `calls`; messages are kept per ``(channel, thread_ts)`` in
@@ -83,14 +84,16 @@ from platforms.fakes._slack_membership import SlackMembership
 from platforms.fakes._slack_socket import SlackSocketMode
 from platforms.fakes._slack_types import Ack, Call, Connection, Envelope, Failure, Key  # noqa: F401
 from platforms.fakes._slack_uploads import MAX_UPLOAD, SlackUploads, _Pending
+from platforms.fakes._slack_users import SlackUsers
 from platforms.fakes._slack_web_api import BOT_SCOPES, SlackWebApi, _json
 from platforms.fakes._waiting import wait_until
 
 
-class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, SlackUploads, SlackMembership):
+class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, SlackUploads, SlackMembership,
+                SlackUsers):
     _methods = {**SlackWebApi._methods, "files.info": SlackFiles._files_info,
                 "files.getUploadURLExternal": SlackUploads._get_upload_url,
-                "files.completeUploadExternal": SlackUploads._complete_upload}
+                "files.completeUploadExternal": SlackUploads._complete_upload, "users.info": SlackUsers._users_info}
 
     def __init__(
         self,
@@ -141,6 +144,7 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
         self.http_results: list[HttpResult] = []
         self.files: dict[str, SharedFile] = {}
         self.files_read_scope = True
+        self.users: dict[str, dict[str, Any]] = {}
         self.downloads: list[str] = []
         """Ids of the files downloaded through their private URL, in order."""
         self._file_ids = itertools.count(1)

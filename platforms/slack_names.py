@@ -1,0 +1,123 @@
+"""The handles of the Slack users messages mention, for the model: ``<@U0123>`` read as ``@alice``
+(`platforms.slack_text`).
+
+A mention carries the user's id alone, which tells the model nobody. ``users.info`` (the ``users:read`` bot
+scope) gives the user's ``name``: their username, unique in the workspace and set when the account was made,
+which its user cannot change (Slack's SCIM API, which calls it ``userName``: "cannot be updated once it is
+created"). Never their display name or real name, which anyone may set to another member's: read as ``@alice``,
+a stranger who named themselves alice would pass for her, as on Discord (`platforms.discord_inbound.named`). A
+deactivated user (``deleted``) and a bot user have one too.
+
+Looked up as a message comes, before it is handed on, for at most `LOOKUP_TIMEOUT` all told: a mention whose
+handle is not known by then stays as Slack wrote it, and the lookup goes on for the next message. One lookup per
+user at a time; each answer is kept `KEEP_SECONDS`, at most `REMEMBERED` of them, a user Slack does not find (or
+will not show) as having none. A failure all of Slack shares (a rate limit, an outage, no answer in time) pauses
+the lookups, for its ``Retry-After`` or `PAUSE_SECONDS`; a refusal of the method (``missing_scope``) ends them
+until the next start. Each is warned of once (`RepeatedWarnings`), never per message, and no message waits on
+it. No lookup without ``users:read`` among the scopes the token lists at start: the start warns of it
+(`platforms.slack_scopes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from platforms import slack_scopes
+from platforms.base import DeliveryError, Forbidden, NetworkError, RateLimited, Unauthorized
+from platforms.repeated_warnings import RepeatedWarnings
+
+log = logging.getLogger("platforms.slack")
+
+SCOPE = "users:read"
+LOOKUP_TIMEOUT = 1.0
+"""Seconds a message waits for the handles of the users it mentions, all told: within the ack's time."""
+KEEP_SECONDS = 3600.0
+"""A username changes only by an admin's hand: an hour old, it is looked up again."""
+REMEMBERED = 10_000
+PAUSE_SECONDS = 30.0
+"""How long the lookups rest after a failure all of Slack shares that names no ``Retry-After``."""
+
+
+class Names:
+    """Users' handles by id, looked up with ``look_up(user_id)`` (``users.info``, errors translated:
+    `platforms.slack_calls.WebApi.call`), each lookup a task of ``background``'s (ended by the adapter's stop)."""
+
+    def __init__(self, look_up: Callable[[str], Awaitable[Any]], *,
+                 background: Callable[[Awaitable[None]], asyncio.Future[None]] = asyncio.ensure_future,
+                 monotonic: Callable[[], float] = time.monotonic, timeout: float = LOOKUP_TIMEOUT,
+                 keep: float = KEEP_SECONDS, remembered: int = REMEMBERED) -> None:
+        self._look_up, self._background, self._monotonic = look_up, background, monotonic
+        self._timeout, self._keep, self._remembered = timeout, keep, remembered
+        self._known: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
+        """Each user's handle (None: Slack shows none) and until when (``monotonic``) it is kept."""
+        self._asking: dict[str, asyncio.Future[None]] = {}
+        self._on = False
+        self._resting_until = 0.0
+        self._warn = RepeatedWarnings(log, clock=monotonic)
+
+    def start(self, headers: Mapping[str, str] | None, own: tuple[str, str]) -> None:
+        """At each start: look users up if the token may (its scopes, as ``auth.test``'s ``headers`` list them);
+        ``own``, the bot's user id and handle, is known already."""
+        self._on, self._resting_until = slack_scopes.holds(headers, SCOPE), 0.0
+        self._remember(*own)
+
+    async def of(self, users: Iterable[str]) -> dict[str, str]:
+        """The handles of ``users`` known within `LOOKUP_TIMEOUT`, by id; those not known are left out. Never
+        raises but for a cancellation."""
+        users = set(users)
+        now = self._monotonic()
+        unknown = [user for user in users if self._kept(user, now) is None]
+        if unknown and self._on and now >= self._resting_until:
+            _, late = await asyncio.wait([self._asking.get(user) or self._ask(user) for user in unknown],
+                                         timeout=self._timeout)
+            if late:
+                self._rest(PAUSE_SECONDS, "Slack did not answer users.info within %g s", self._timeout)
+        now = self._monotonic()
+        return {user: kept[0] for user in users if (kept := self._kept(user, now)) is not None and kept[0]}
+
+    def _kept(self, user: str, now: float) -> tuple[str | None, float] | None:
+        """``user``'s handle and until when it is kept, unless it is past then or was never looked up."""
+        known = self._known.get(user)
+        return known if known is not None and now < known[1] else None
+
+    def _ask(self, user: str) -> asyncio.Future[None]:
+        self._asking[user] = self._background(self._ask_slack(user))
+        return self._asking[user]
+
+    async def _ask_slack(self, user: str) -> None:
+        try:
+            answer = await self._look_up(user)
+        except RateLimited as exc:
+            self._rest(exc.retry_after, "users.info is rate limited (%s)", exc)
+        except Forbidden as exc:  # missing_scope, not_allowed_token_type
+            self._on = False
+            self._warn.warning("off", "slack: Slack refused users.info (%s): the users messages mention reach the"
+                               " model as ids (<@U0123>) until the next start; the app needs the %s scope", exc,
+                               SCOPE)
+        except (NetworkError, Unauthorized) as exc:  # the token refused: the platform is down meanwhile
+            self._rest(PAUSE_SECONDS, "users.info failed (%s)", exc)
+        except DeliveryError as exc:  # user_not_found, user_not_visible: this user alone
+            log.debug("slack: no handle for user %s: %s", user, exc)
+            self._remember(user, None)
+        else:
+            found = answer.get("user")
+            name = found.get("name") if isinstance(found, dict) else None
+            self._remember(user, name.strip() if isinstance(name, str) and name.strip() else None)
+        finally:
+            self._asking.pop(user, None)
+
+    def _rest(self, seconds: float, why: str, *args: object) -> None:
+        self._resting_until = max(self._resting_until, self._monotonic() + seconds)
+        self._warn.warning("rest", "slack: " + why + "; the users messages mention reach the model as ids (<@U0123>)"
+                           " for %.0f s", *args, seconds)
+
+    def _remember(self, user: str, name: str | None) -> None:
+        self._known[user] = (name, self._monotonic() + self._keep)
+        self._known.move_to_end(user)
+        while len(self._known) > self._remembered:
+            self._known.popitem(last=False)
