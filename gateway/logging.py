@@ -6,8 +6,8 @@ line logged by a child task started inside a turn carries the turn's ids
 without the code that logs knowing about them.
 
 Redaction rewrites each record's message and exception text before any
-formatter sees it: registered secrets (the config's tokens and keys, also as a URL
-or a form body quotes them: `_spellings`) and well-known token shapes become
+formatter sees it: registered secrets (the config's tokens and keys, also as a URL,
+a form body or a JSON string quotes them: `_spellings`) and well-known token shapes become
 ``***``. Each is then cut to `MAX_TEXT_CHARS` (its start and end kept, the cut
 counted), after redaction: a secret cut in two
 would be matched by no mask. Then identical lines repeated within
@@ -74,6 +74,8 @@ _TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_%-]*")
 _secrets: set[str] = set()
 _longest = 0
 _secrets_re: re.Pattern[str] | None = None
+"""`_secrets` as one pattern, built at the first use after a registration (`_secrets_pattern`): rebuilt at each
+one, the 200 secrets of a configuration with many webhook routes took seconds to register at start."""
 _lock = threading.Lock()
 
 
@@ -108,37 +110,83 @@ def register_secret(value: str | None) -> None:
             return
         _secrets.add(value)
         _longest = max(_longest, _longest_spelling(value))
-        # Longest first, so a secret containing another is masked whole.
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _secrets_re = re.compile("|".join(_spellings(s) for s in ordered))
+        _secrets_re = None
+
+
+def _secrets_pattern() -> re.Pattern[str] | None:
+    """All registered secrets as one pattern (`_alternatives`; None: none is registered), built once for all
+    the secrets registered since it was last built."""
+    global _secrets_re
+    pattern = _secrets_re
+    if pattern is None and _secrets:
+        with _lock:
+            if _secrets_re is None:
+                _secrets_re = re.compile(_alternatives(_secrets))
+            pattern = _secrets_re
+    return pattern
 
 
 _NEVER_QUOTED = frozenset(string.ascii_letters + string.digits)
+_BACKSLASHED = frozenset(string.punctuation + " ")
+"""What an escaping writer may put a backslash before: JSON ``\\"``, ``\\\\`` and ``\\/``, a repr's ``\\'``."""
+
+
+def _alternatives(secrets: Iterable[str]) -> str:
+    """A pattern of the `_spellings` of ``secrets``, grouped by the character each spelling starts with, longest
+    secret first within a group (so a secret containing another is masked whole). The regex engine then passes
+    over a character no spelling starts with at once and elsewhere tries only that character's group, where one
+    alternative per secret tried every secret at every character: with 200 secrets, a second or more a megabyte."""
+    groups: dict[str, list[str]] = {}
+    for secret in sorted(secrets, key=len, reverse=True):
+        rest = _spellings(secret[1:])
+        for first, then in _forms(secret[0]):
+            groups.setdefault(first, []).append(then + rest)
+    return "|".join(f"{re.escape(first)}(?:{'|'.join(group)})" for first, group in groups.items())
 
 
 def _spellings(value: str) -> str:
-    """A pattern of ``value`` as written and as a URL may quote it, wholly or in part: each character but a
-    letter or digit as itself or percent-encoded (UTF-8, either case of hex), a space also as ``+``. Encoders
-    differ in what they leave: ``quote`` keeps ``/``, ``quote_plus`` and a form body write a space as ``+``,
-    aiohttp's query keeps ``/``, ``:`` and ``@``, httpx's path ``+`` and ``=``; every mix is one pattern, not a
-    literal per form (there are 2 to the power of the characters that may be quoted)."""
+    """A pattern of ``value`` as written and as a URL or a JSON string may quote it, wholly or in part: each
+    character but a letter or digit as itself or
+
+    - percent-encoded (UTF-8, either case of hex), once or twice over (``%252F``: a URL in another's query), a
+      space also as ``+`` or, that quoted, ``%2B``. Encoders differ in what they leave: ``quote`` keeps ``/``,
+      ``quote_plus`` and a form body write a space as ``+``, aiohttp's query keeps ``/``, ``:`` and ``@``,
+      httpx's path ``+`` and ``=``;
+    - escaped as a JSON string or a repr writes it, once or twice over (a JSON body quoted in an error that is
+      itself JSON): after one to three backslashes (``\\"``, ``\\\\``, ``\\/`` as some encoders write a
+      slash), or as ``\\u`` and four hex digits, either case (``ensure_ascii``'s ``\\u00e9``, Go's ``\\u0026``
+      for ``&``), a character beyond the BMP as its surrogate pair.
+
+    Every mix is one pattern, not a literal per form (there are 2 to the power of the characters that may be
+    quoted)."""
     parts = []
     for char in value:
-        if char in _NEVER_QUOTED:
-            parts.append(char)
-            continue
-        forms = [re.escape(char)]
-        if encoded := _utf8_bytes(char):
-            forms.append("".join(f"%{_hex(byte)}" for byte in encoded))
-        if char == " ":
-            forms.append(r"\+")
-        parts.append(f"(?:{'|'.join(forms)})")
+        forms = [re.escape(first) + then for first, then in _forms(char)]
+        parts.append(forms[0] if len(forms) == 1 else f"(?:{'|'.join(forms)})")
     return "".join(parts)
 
 
+def _forms(char: str) -> list[tuple[str, str]]:
+    """The forms of ``char`` `_spellings` lists, each as its first character and a pattern of the rest. Each
+    starts with a character, not a repeat: the regex engine skips such a form at its first character."""
+    if char in _NEVER_QUOTED:
+        return [(char, "")]
+    escaped = r"\\?" + r"\\{1,2}".join(f"u{_hex(unit, 4)}" for unit in _utf16_units(char))
+    if char in _BACKSLASHED:
+        escaped = rf"\\{{0,2}}{re.escape(char)}|{escaped}"
+    forms = [(char, ""), ("\\", f"(?:{escaped})")]
+    if encoded := _utf8_bytes(char):
+        forms.append(("%", "%".join(f"(?:25)?{_hex(byte)}" for byte in encoded)))
+    if char == " ":
+        forms += [("+", ""), ("%", "(?:25)?2[Bb]")]
+    return forms
+
+
 def _longest_spelling(value: str) -> int:
-    """The most characters `_spellings` of ``value`` matches: every character that may be quoted quoted."""
-    return sum(1 if char in _NEVER_QUOTED else max(len(char), 3 * len(_utf8_bytes(char))) for char in value)
+    """The most characters `_spellings` of ``value`` matches: every character that may be quoted quoted twice
+    (five per UTF-8 byte) or escaped twice (seven per UTF-16 unit), whichever is longer."""
+    return sum(1 if char in _NEVER_QUOTED else max(5 * len(_utf8_bytes(char)), 7 * len(_utf16_units(char)))
+               for char in value)
 
 
 def _utf8_bytes(char: str) -> bytes:
@@ -150,13 +198,22 @@ def _utf8_bytes(char: str) -> bytes:
         return b""
 
 
-def _hex(byte: int) -> str:
-    return "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{byte:02X}")
+def _utf16_units(char: str) -> list[int]:
+    """``char`` as JSON's ``\\u`` escapes count it: a character beyond the BMP as two surrogates."""
+    code = ord(char)
+    if code < 0x10000:
+        return [code]
+    code -= 0x10000
+    return [0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)]
+
+
+def _hex(number: int, digits: int = 2) -> str:
+    return "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{number:0{digits}X}")
 
 
 def redact(text: str) -> str:
     """``text`` with registered secrets and token-shaped strings replaced by ``***``."""
-    pattern = _secrets_re
+    pattern = _secrets_pattern()
     if pattern is not None:
         text = pattern.sub(MASK, text)
     for regex, replacement in _PATTERNS:
@@ -248,7 +305,7 @@ def _clear_start(text: str, at: int, limit: int) -> int | None:
     start as if the text began there: outside a run of token characters, its ``Bearer `` or ``Bot `` and any
     registered secret. A secret masked just before a run (``…hunter2sk-…``) is what lets a token shape start
     there: masking from inside the secret would leave all of that run, however long, to show."""
-    pattern = _secrets_re
+    pattern = _secrets_pattern()
     while True:
         start = at
         while start > limit and text[start - 1] in _TOKEN_CHARS:
@@ -274,7 +331,7 @@ def _past_secrets(text: str, start: int, end: int) -> int:
     """``end``, or past the end of each registered secret starting in ``text[start:end]`` and crossing
     ``end``: masking ``text[start:end]`` alone would leave the rest of such a secret (one with a ``$`` or a
     space in it) to show."""
-    pattern, lo = _secrets_re, max(start, end - _longest + 1)
+    pattern, lo = _secrets_pattern(), max(start, end - _longest + 1)
     while pattern is not None and (found := pattern.search(text, lo, end + _longest)) and found.start() < end:
         end, lo = max(end, found.end()), found.start() + 1
     return end
