@@ -32,7 +32,8 @@ points). What a cut never breaks:
   the part closes (or reopens) none, so every part keeps most of the limit for text; the ``*``, ``_``
   and ``~`` the text shows as typed (no style pairs them) that a part starts or ends with are escaped
   where they would join the markers reopened (or closed) there, or the cut falls within a word:
-  ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic;
+  ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic; inline code a part
+  could hold whole is cut only where the part has no line break to end at (`choose_cut`);
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
   link or image longer than a part is cut in its label (at a space where it can) into links (images)
   to the same address, like a style, and one whose address takes more than a quarter of the limit
@@ -53,7 +54,8 @@ points). What a cut never breaks:
   heading would end with it, read as its closing sequence, not shown;
 - **a line's markers**: no cut right after a list item's (or a quote's) markers on a line whose text goes
   on, where the part holds the line break before them (``- [l](https://x.org/a)`` longer than the room left):
-  the part would end with an empty bullet, and the next part's text would be out of the item;
+  the part would end with an empty bullet, and the next part's text would be out of the item; nor a part of
+  only those markers, before text longer than a part: the text is cut instead, the markers going with it;
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
   fence, a link definition) starts with a backslash before it, so the rest stays text.
@@ -367,14 +369,15 @@ class _Splitter(InLists):
     def ends_at_bare_marker(self, start: int, end: int) -> bool:
         """A part from ``start`` to ``end`` would end with a line of only a list item's (or a quote's) markers
         whose text goes on after ``end``: an empty bullet (quote) there, and the next part's text out of the item
-        (or, for a quote, the marker shown twice). The line break before them, in the part, is the better cut."""
-        text, line = self.text, self.text.rfind("\n", start, end) + 1
-        if line <= start:
-            return False  # the part starts on this line: no earlier line break to cut at
+        (or, for a quote, the marker shown twice). The line break before them, in the part, is the better cut; a
+        part holding nothing else (its item's text, a long address, longer than a part) is better cut in the text,
+        the marker going with it."""
+        text = self.text
+        line = max(start, text.rfind("\n", start, end) + 1)
         line_end = text.find("\n", end)
         if not text[end:line_end if line_end != -1 else len(text)].strip():
             return False  # an empty item (quote line) in the text too
-        return _LINE_PREFIX.fullmatch(text[line:end] + " ") is not None
+        return bool(text[line:end].strip()) and end <= _LINE_PREFIX.match(text, line).end()  # type: ignore[union-attr]
 
     def ends_heading_closed(self, start: int, end: int) -> bool:
         """A part from ``start`` to ``end`` would end a heading with a word of ``#`` the heading goes on after
@@ -459,7 +462,9 @@ class _Splitter(InLists):
         """Where to end the part that may run up to ``end``.
 
         Paragraph, line, then space breaks in the later half of the window first, so parts stay
-        full rather than ending at an early blank line; then the same anywhere; then a hard cut.
+        full rather than ending at an early blank line; then the same anywhere; then a hard cut. But a
+        space within inline code the window could hold whole comes after any line break: cut, the code
+        (a command, a path) is copied in two pieces from two messages.
         """
         text = self.text
         half = start + (end - start) // _HALF
@@ -468,7 +473,8 @@ class _Splitter(InLists):
                 p = text.rfind(sep, lo, end)
                 while p != -1:
                     body_end = self.rstrip(start, p)
-                    if self.valid_end(start, body_end):
+                    if self.valid_end(start, body_end) and not (
+                            sep == " " and lo == half and self._cuts_code_span(body_end, end - start)):
                         return p
                     # Every break between body_end and p ends the part at body_end too: skip them,
                     # so a long run of whitespace is walked once, not once per break in it.
@@ -490,6 +496,11 @@ class _Splitter(InLists):
             elif not self.in_code(body_end - 1):
                 cut = self._before_marker(start, body_end, cut)
         return cut
+
+    def _cuts_code_span(self, pos: int, window: int) -> bool:
+        """A cut at ``pos`` falls within a code span no longer than ``window``."""
+        return any(s.opener[0] == "`" and s.open_end < pos < s.close_start and s.close_end - s.open_start <= window
+                   for s in self.structure.styles_open_at(pos))
 
     def _row_cut(self, start: int, end: int) -> int | None:
         """Where to cut a table row the part cannot hold, ``end`` inside it: after a pipe between cells, else
@@ -678,6 +689,8 @@ class _Splitter(InLists):
         for _ in range(_RETRIES):
             if cut <= start or (cut == start + 1 and _is_pair(text, cut)):
                 break  # no room left for the markers
+            if not self.in_code(cut - 1) and self.ends_at_bare_marker(start, self.rstrip(start, cut)):
+                break  # the line's text, longer than a part, is cut as plain text, its markers going with it
             part, fence, styles = self.assemble(head, start, cut, markers=markers)
             over = self.measure(part) - self.limit
             if over <= 0:
