@@ -57,14 +57,17 @@ _UNMASKABLE = re.compile(r"[\[\]]|https?://", re.IGNORECASE)
 # every character up to a space or ``<``, then gives back a trailing ``.,:;"')]``. It does not pair
 # brackets, so https://en.wikipedia.org/wiki/Python_(language) goes to ".../Python_(language", and it
 # takes in what follows the address unspaced: the ``!`` of "see https://example.com!", a ``…``, a ``，``.
-_DISCORD_LINKS = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]", re.IGNORECASE)
+# Its space is JavaScript's ``\s``, which is Python's but for U+FEFF (and the separators U+001C-U+001F and
+# U+0085, which are not JavaScript's): an address before a U+FEFF is linked without it, as written.
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_DISCORD_LINKS = re.compile(f"https?://[^{_JS_SPACE}<]+[^<.,:;\"')\\]{_JS_SPACE}]", re.IGNORECASE)
 # An address written as itself, marked until what follows it is known (`_addresses`): noncharacters,
 # as the Slack renderer's edges are. Of what follows, only the first character Discord would not give
 # back (past marks) decides: read to the next space, the rest of a line with no space (Chinese, Japanese)
 # was read again for each address in it, a second for a line of 600.
 _ADDRESS_START, _ADDRESS_END = "\ufdd2", "\ufdd3"
 _ADDRESS = re.compile(f"(<?){_ADDRESS_START}(https?://[^\\s<>{_ADDRESS_END}]+){_ADDRESS_END}"
-                      f"(?=[.,:;\"')\\]{_ADDRESS_START}{_ADDRESS_END}]*([^\\s<]?))", re.IGNORECASE)
+                      f"(?=[.,:;\"')\\]{_ADDRESS_START}{_ADDRESS_END}]*([^{_JS_SPACE}<]?))", re.IGNORECASE)
 
 
 def _backslashed(m: re.Match[str]) -> str:
