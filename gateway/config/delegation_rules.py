@@ -60,7 +60,8 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
                       " (a-z, 0-9, _, starting with a letter; at most 40 characters)")
     elif backend_missing:
         errors.append(Finding(f'delegation.backend: "{delegation.backend}" is not available: {backend_missing}',
-                              ["plugins", f"delegation.{delegation.backend}"]))
+                              # the plugin's absence, or else the backend's empty entries: not the other
+                              [f"delegation.{delegation.backend}"] if plugin_enabled(config) else ["plugins"]))
     root = source.parent if source is not None else Path.cwd()
     for name, option in delegation.model_map.items():
         where = f"delegation.model_map.{name}"

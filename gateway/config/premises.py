@@ -21,6 +21,9 @@ class Finding(str):
         finding.reads = tuple(reads)
         return finding
 
+    def __getnewargs__(self) -> tuple[str, tuple[str, ...]]:  # copy, deepcopy and pickle pass reads back
+        return str(self), self.reads
+
 
 def founded(findings: Iterable[str], refused: Iterable[str]) -> list[str]:
     """``findings`` less each `Finding` that reads a setting one of the ``refused`` messages is about (by the key

@@ -154,14 +154,18 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     host = config.server.host
     if not is_loopback(host) and not web.token:
         if not (web.user_header and web.allowed_users):
+            # It rests on the one of the two that is missing beside the other: with both missing, either's
+            # refusal leaves it standing (no token, no user_header, allowed_users: bob still needs the token).
+            missing = ["platforms.web.allowed_users"] if web.user_header else (
+                ["platforms.web.user_header"] if web.allowed_users else [])
             errors.append(Finding(f'platforms.web.token: required when server.host ("{host}") is not a loopback'
-                                  " address (or set platforms.web.user_header with allowed_users)",
-                                  ["platforms.web.user_header", "platforms.web.allowed_users"]))
+                                  " address (or set platforms.web.user_header with allowed_users)", missing))
         elif not web.trusted_proxies:
             warnings.append(Finding(f'platforms.web: the {web.user_header} header is taken from any client that'
                                     f' reaches server.host ("{host}"): one that gets around the signing-in proxy can'
                                     " send it with the name of a user in allowed_users and chat as them; set"
-                                    " platforms.web.trusted_proxies to the proxy's address (or set platforms.web.token)",
+                                    " platforms.web.trusted_proxies to the proxy's address (or set"
+                                    " platforms.web.token)",
                                     ["platforms.web.trusted_proxies", "platforms.web.token"]))
     if web.user_header and not web.allowed_users and not web.allow_all:
         warnings.append(Finding("platforms.web: user_header set with no allowed_users and allow_all false, so nobody"
@@ -208,10 +212,13 @@ def _unused_model_settings(config: Config) -> list[str]:
     if "openai" in (model.provider, delegation.provider, *(route.provider for route in routes)):
         return []
     speech = model.transcription
-    providers = ("model.provider", "delegation.provider", "delegation.model_map", "delegation.profile_routes",
-                 "model.transcription")
+    # It rests on each provider (a route's, or its mapping where none is left) and on transcription.name, not on
+    # a route's other settings: `model_map.fast.model: [x]` refused says nothing of model.base_url.
+    reads = ["model.provider", "delegation.provider", "model.transcription.name"]
+    for kind in ("model_map", "profile_routes"):
+        reads += [f"delegation.{kind}.{name}.provider" for name in getattr(delegation, kind)] or [f"delegation.{kind}"]
     return [Finding(f"model.{key}: not used by the {model.provider} provider (only openai reads it), so the gateway"
-                    f" answers with the {model.provider} model: set provider: openai or remove {key}", providers)
+                    f" answers with the {model.provider} model: set provider: openai or remove {key}", reads)
             for key in ("base_url", "api_key")
             if getattr(model, key) and not (speech.name and not getattr(speech, key))]
 

@@ -4,9 +4,13 @@ users read as "nobody may talk to the bot", a plugin list given as a word read a
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 
 from gateway.config import ConfigError
+from gateway.config.premises import Finding
 
 TOKEN = "123456789:AAEfaketokenfaketokenfaketokenfake12"
 
@@ -65,3 +69,47 @@ def test_what_rests_on_a_setting_the_file_got_right_is_still_said(load):
     assert errors == ["platforms.telegram.token: expected a string or null, got a value of type integer"]
     assert warnings == [
         "platforms.telegram: enabled with no allowed_users and allow_all false, so nobody may talk to the bot"]
+
+
+def test_token_needed_without_the_refused_users_is_still_said(load):
+    # No user_header: whatever allowed_users holds, a non-loopback host needs the token; refused, it hides nothing.
+    errors, _ = problems(load, "server: {host: 0.0.0.0, console: false}\n"
+                               "platforms:\n  web: {enabled: true, allowed_users: bob}\n")
+    assert [error.partition(": ")[0] for error in errors] == ["platforms.web.allowed_users", "platforms.web.token"]
+
+
+def test_empty_backend_beside_a_refused_plugin_item_is_still_said(load):
+    # The plugin is there: the backend lacks its entries whatever the refused second item was.
+    errors, _ = problems(load, 'plugins: [advanced_delegation, "${EXTRA_PLUGIN}"]\ndelegation: {backend: model_map}\n')
+    assert [error.partition(": ")[0] for error in errors] == ["plugins[1]", "delegation.backend"]
+
+
+@pytest.mark.parametrize("refused", [
+    "model: {provider: demo, base_url: 'http://127.0.0.1:11434/v1', transcription: {language: 5}}\n",
+    "model: {provider: demo, base_url: 'http://127.0.0.1:11434/v1'}\nplugins: [advanced_delegation]\n"
+    "delegation:\n  model_map:\n    fast: {description: quick, provider: demo, model: [demo]}\n",
+])
+def test_unused_base_url_beside_an_unrelated_refusal_is_still_said(load, refused):
+    _, warnings = problems(load, refused)
+    assert [warning.partition(": ")[0] for warning in warnings] == ["model.base_url"]
+
+
+@pytest.mark.parametrize("refused", [
+    "delegation:\n  model_map: 5\n",
+    "delegation:\n  model_map:\n    fast: {description: quick, provider: opneai, model: m}\n",
+    "model:\n  transcription: {name: 5}\n",
+])
+def test_unused_base_url_beside_a_refused_provider_is_not(load, refused):
+    # A provider refused might have been openai, as transcription.name might have used the base_url.
+    url = "  base_url: http://127.0.0.1:11434/v1\n"
+    text = "plugins: [advanced_delegation]\n" + refused.replace("model:\n", "model:\n" + url)
+    if not refused.startswith("model"):
+        text += "model: {base_url: 'http://127.0.0.1:11434/v1'}\n"
+    _, warnings = problems(load, text)
+    assert not [warning for warning in warnings if warning.startswith("model.base_url")]
+
+
+@pytest.mark.parametrize("again", [copy.copy, copy.deepcopy, lambda f: pickle.loads(pickle.dumps(f))])
+def test_a_finding_survives_a_copy(again):
+    finding = again(Finding("platforms.web: nobody may chat", ["platforms.web.allowed_users"]))
+    assert (finding, finding.reads) == ("platforms.web: nobody may chat", ("platforms.web.allowed_users",))
