@@ -32,7 +32,6 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, NamedTuple
 
 from gateway.long_messages import CUT_PART, FILE_PART
-from gateway.part_notes import MISSING
 
 if TYPE_CHECKING:
     from gateway.outbox import Outbox
@@ -78,9 +77,18 @@ def answer_shown(outbox: Outbox, platform: str, running: RunningTurn) -> str | N
         return "\n\n".join(parts) or None
     # Each part whole (a re-split one's pieces aside), with the tail of one past the parts' bound. Files alone,
     # without captions, leave the reply empty, as the turn ended: not the words of a run the chat never read.
-    sends = (f"{running.turn_id}:message:", f"{running.turn_id}:file:")
     return "\n\n".join(text for part, text in outbox.texts_under(f"{running.turn_id}:")
-                       if part.startswith(sends) and "/" not in part and not part.endswith(MISSING) and text)
+                       if _sent_part(part[len(running.turn_id) + 1:]) and text)
+
+
+def _sent_part(key: str) -> bool:
+    """Whether ``key`` (past ``{turn}:``) is a part of one of the turn's sends (``message:{n}:{i}``, ``file:{n}:0``)
+    or the tail of one past the parts' bound: not a re-split part's piece (``{i}/…``), nor a note of the gateway's
+    about one (late, `gateway.late_notes`, or missing, `gateway.part_notes`), which the chat read from the gateway,
+    not from the turn."""
+    what, _, rest = key.partition(":")
+    rest = rest.partition(":")[2]
+    return what in ("message", "file") and (rest.isdigit() or f":{rest}" in (CUT_PART, FILE_PART))
 
 
 def _answer_key(running: RunningTurn) -> str:

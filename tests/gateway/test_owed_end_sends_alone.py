@@ -159,3 +159,22 @@ async def test_a_message_steered_into_a_turn_that_said_it_all_with_its_sends_is_
     assert chat.texts() == ["in km, then"], chat.texts()
     assert any("use metric units" in str(m["content"]) for m in again.requests[0].messages)
     assert gateway2.store.inbox.settled("chat", "ev-1") and gateway2.store.inbox.settled("chat", "ev-2")
+
+
+async def test_the_note_that_its_message_went_out_late_is_not_stored_as_the_turns_reply(tmp_path, gateways):
+    config = make_config(tmp_path)
+    first = ScriptedModel({"parent": [sends_then("on my way", {"text": ""})]})
+    await died_after(tmp_path, gateways, config, RecordingAdapter(), first, shown="on my way", owed=True)
+    # The death came before that message went out, twenty minutes before the next start.
+    execute(tmp_path, "UPDATE gateway_outbox SET status='pending', created_at=created_at-1200, sent_at=NULL,"
+            " message_id=NULL, attempts=0, tried=0 WHERE key LIKE '%:message:0:0'")
+    chat = RecordingAdapter()
+    again = ScriptedModel({"parent": [[{"wait": "late", "text": "here it is"}]]})
+    gateway2 = await gateways(config, [chat], model=again)
+    await chat.wait_for(lambda: "on my way" in chat.texts())
+    again.release("late")
+    await settled(gateway2)
+    assert chat.texts()[0].startswith("⏱ Delivered late") and chat.texts()[1:] == ["on my way"], chat.texts()
+    # Before, the gateway's "⏱ Delivered late: …" followed it in the turn's reply, as the model's own words.
+    assert gateway2.sessions.get("chat", "c1", None).agent.messages[-1] == {"role": "assistant",
+                                                                            "content": "on my way"}
