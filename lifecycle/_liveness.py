@@ -49,8 +49,10 @@ class Timeout:
             return (f"Subagent stopped making progress after {self.api_calls} API call(s) — no activity for "
                     f"{self.last_event_age:.0f}s (stall threshold {self.timeout_seconds:g}s); it was stopped.")
         if self.api_calls == 0:
-            return (f"Subagent timed out after {self.timeout_seconds:g}s idle without making any API call — "
-                    "it never reached its first model request.")
+            # Idle is measured from when it began running: it was in its first model call (or waiting for a
+            # request slot), not stuck before it.
+            return (f"Subagent timed out after {self.timeout_seconds:g}s idle with 0 API call(s) completed — "
+                    "its first model request had no answer in that window.")
         return (f"Subagent timed out after {self.timeout_seconds:g}s idle with {self.api_calls} API call(s) "
                 "completed — no progress in that window.")
 
