@@ -169,6 +169,9 @@ class WebhookAdapter:
             if not route.secret:
                 # An unsigned route would let anyone on the network talk to the agent: fail closed.
                 raise ValueError(f"webhook route {name!r} needs a secret")
+            for key, secret in (("secret", route.secret), ("previous_secret", route.previous_secret)):
+                if secret and (problem := secret_problem(secret)):
+                    raise ValueError(f"webhook route {name!r}: its {key} {problem}")
             # Signatures cover the timestamp and body, not the route: a caller of either could use both. A secret
             # being rotated out still signs requests, so it counts as well.
             shared = (n for n, r in self.routes.items() if set(r.secrets()) & set(route.secrets()))
@@ -501,6 +504,20 @@ class WebhookAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None: ...
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why a route cannot sign with ``secret`` as its callers will (words to follow "its secret"), else None.
+
+    Whitespace at either end is a file's last line break or a stray space, kept by ``${VAR}``: the caller signs
+    with the secret it was given, without it, and every request would be refused ``bad signature`` (every
+    delivery refused by the receiver alike), with nothing to say why. Whitespace inside is a passphrase's."""
+    if secret == secret.strip():
+        return None
+    starts = secret[0].isspace()
+    what = "a line break" if secret[0 if starts else -1] in "\r\n" else "whitespace"
+    return (f"{'starts' if starts else 'ends'} with {what} (a secret file's last line break, or a stray space):"
+            " its callers sign with the secret they were given, without it, and would all be refused; remove it")
 
 
 def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, kind: str, text: str,

@@ -14,7 +14,7 @@ from yarl import URL
 from gateway.config.premises import Finding
 from gateway.config.sections import Config
 from platforms.web_access import is_loopback, proxy_networks
-from platforms.webhook import ROUTE_NAME
+from platforms.webhook import ROUTE_NAME, secret_problem
 
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an RFC 9110 token
 
@@ -73,6 +73,9 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
                               " '_', starting with a letter or digit (it is the path of its URL, /webhooks/<name>)")
             if not route.secret:
                 errors.append(f"platforms.webhook.routes.{name}.secret: required (requests are signed with it)")
+            for key in ("secret", "previous_secret"):
+                if (value := getattr(route, key)) and (problem := secret_problem(value)):
+                    errors.append(f"platforms.webhook.routes.{name}.{key}: {problem}")
             # Caught here, not at the first reply: that would fail as a network error for an hour, then be dropped.
             url = route.deliver_url
             if url is not None and (problem := _http_url_problem(url, example="https://example.com/hooks/switchboard")):
