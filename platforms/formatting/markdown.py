@@ -66,7 +66,8 @@ _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
 def parser() -> MarkdownIt:
     """The one configured parser (its rules are read-only once built; parsing is reentrant), used
     from several threads at once (replies are split in worker threads, the loop renders too)."""
-    md = tables.enable(bare_urls.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])))
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = tables.enable(tables.keep_extra_cells(bare_urls.enable(md)))
     # Each rule chain is compiled now, not at its first use, which empties then fills a dict that
     # another thread's parse may read meanwhile, finding no rules.
     for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
@@ -79,6 +80,7 @@ def _block_parser() -> MarkdownIt:
     """`parser` without its inline rules: what finds a text's link reference definitions (a block
     rule) for a fraction of a whole parse."""
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).disable("inline")
+    tables.keep_extra_cells(md)
     for ruler in (md.core.ruler, md.block.ruler):  # compiled now, as `parser`'s are
         ruler.getRules("")
     return md

@@ -15,7 +15,9 @@ What models write in cells:
   other cells' lines left blank, and a rule then separates every row from the next;
 - a ``|`` (written ``\\|``, as a cell's pipe must be) is shown ``\\|`` in aligned columns, never read as
   a column's edge;
-- a row ends at its last cell that holds something: no dangling ``|``.
+- a row ends at its last cell that holds something: no dangling ``|``;
+- a row of more cells than its header (a note in a last cell, a header one short) keeps them, in columns
+  of no name (`keep_extra_cells`), where GFM drops them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import re
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import mdTrim
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_block.table import escapedSplit, getLine
+from markdown_it.rules_block.table import table as gfm_table
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType
@@ -42,6 +48,63 @@ def enable(md: MarkdownIt) -> MarkdownIt:
     what it parses, and in what it parses inline (``parseInline``) with a `cell_env`."""
     md.core.ruler.before("text_join", "table_breaks", _breaks)
     return md
+
+
+def keep_extra_cells(md: MarkdownIt) -> MarkdownIt:
+    """``md``'s tables keeping each body row's cells beyond its header's, which GFM drops, the header an
+    empty cell for each column only such cells fill: what a row says is never lost."""
+    # markdown-it's own alternatives for its table rule: the blocks a table may interrupt.
+    md.block.ruler.at("table", _table, {"alt": ["paragraph", "reference"]})
+    return md
+
+
+def _table(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    first = len(state.tokens)
+    if not gfm_table(state, start_line, end_line, silent):
+        return False
+    if not silent:
+        state.tokens[first:] = _with_extra_cells(state, state.tokens[first:])
+    return True
+
+
+def _with_extra_cells(state: StateBlock, table: list[Token]) -> list[Token]:
+    """A table's tokens, each body row's cells beyond the header's added, read as markdown-it's table rule
+    reads a row's (its line split at each pipe no backslash escapes), and empty header cells over them."""
+    out: list[Token] = []
+    header_end, header_level, header_cells, header_line = 0, 0, 0, 0
+    widest, cells, line, body = 0, 0, 0, False
+    for tok in table:
+        if tok.type == "tr_open":
+            cells, line = 0, tok.map[0] if tok.map else line
+        elif tok.type in ("th_open", "td_open"):
+            cells += 1
+        elif tok.type == "tbody_open":
+            body = True
+        elif tok.type == "tr_close" and not body:
+            header_end, header_level, header_cells, header_line = len(out), tok.level + 1, cells, line
+        elif tok.type == "tr_close":
+            columns = escapedSplit(mdTrim(getLine(state, line)))
+            if columns and columns[0] == "":
+                columns.pop(0)
+            if columns and columns[-1] == "":
+                columns.pop()
+            for cell in columns[cells:]:
+                out.extend(_cell("td", mdTrim(cell), tok.level + 1, line))
+            widest = max(widest, len(columns))
+        out.append(tok)
+    empty = [t for _ in range(header_cells, widest) for t in _cell("th", "", header_level, header_line)]
+    out[header_end:header_end] = empty
+    return out
+
+
+def _cell(tag: str, content: str, level: int, line: int) -> list[Token]:
+    """A cell's tokens as markdown-it's table rule pushes them for a row on ``line``, nested at ``level``."""
+    tokens = [Token(f"{tag}_open", tag, 1, level=level),
+              Token("inline", "", 0, level=level + 1, content=content, map=[line, line + 1], children=[]),
+              Token(f"{tag}_close", tag, -1, level=level)]
+    for tok in tokens:
+        tok.block = True
+    return tokens
 
 
 def cell_env(env: EnvType) -> EnvType:

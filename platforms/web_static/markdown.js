@@ -72,16 +72,21 @@ window.SwitchboardMarkdown = (() => {
     return el;
   }
 
+  // A row's cells beyond the header's show, as on the other platforms (GFM drops them), under empty header cells:
+  // a short row's missing cells up to the header's are empty, as in markdown-it, but none is added past them (a row
+  // of a thousand pipes over a thousand rows would be a million cells).
   function* table(node, refs) {
     const el = document.createElement("table");
+    const widest = node.rows.reduce((most, cells) => Math.max(most, cells.length), 0);
     for (const [r, cells] of node.rows.entries()) {
       const row = (r ? el.tBodies[0] || el.createTBody() : el.createTHead()).insertRow();
-      node.aligns.forEach((align, k) => {
+      const count = r ? Math.max(node.aligns.length, cells.length) : widest;
+      for (let k = 0; k < count; k++) {
         const cell = document.createElement(r ? "td" : "th");
-        if (align) cell.className = align;
-        inline(cells[k] ?? "", cell, INLINE, refs, true); // a short row's missing cells are empty
+        if (node.aligns[k]) cell.className = node.aligns[k];
+        inline(cells[k] ?? "", cell, INLINE, refs, true);
         row.append(cell);
-      });
+      }
       yield;
     }
     return el;
