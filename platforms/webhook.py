@@ -506,8 +506,12 @@ class WebhookAdapter:
     async def idle(self, chat_id: str, thread_id: str | None) -> None: ...
 
 
-def secret_problem(secret: str) -> str | None:
-    """Why a route cannot sign with ``secret`` as its callers will (words to follow "its secret"), else None.
+CALLERS_REFUSED = "its callers sign with the secret they were given, without it, and would all be refused"
+
+
+def secret_problem(secret: str, consequence: str = CALLERS_REFUSED) -> str | None:
+    """Why a route cannot sign with ``secret`` as its callers will (words to follow "its secret"), else None;
+    ``consequence`` says what it would do instead (`gateway.config.rules` holds other secrets to this rule).
 
     Whitespace at either end is a file's last line break or a stray space, kept by ``${VAR}``: the caller signs
     with the secret it was given, without it, and every request would be refused ``bad signature`` (every
@@ -517,7 +521,7 @@ def secret_problem(secret: str) -> str | None:
     starts = secret[0].isspace()
     what = "a line break" if secret[0 if starts else -1] in "\r\n" else "whitespace"
     return (f"{'starts' if starts else 'ends'} with {what} (a secret file's last line break, or a stray space):"
-            " its callers sign with the secret they were given, without it, and would all be refused; remove it")
+            f" {consequence}; remove it")
 
 
 def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, kind: str, text: str,

@@ -24,6 +24,11 @@ _BOT_TOKEN = re.compile(r"\d+:\S+")  # what aiogram accepts; anything else fails
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # Telegram's setWebhook refuses any other
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
+# What a secret with whitespace at an end does (`secret_problem`: a file's last line break, kept by ${VAR}).
+_BEARER_REFUSED = ("clients send the token without it (a header's ends are trimmed), and every request would be"
+                   " refused 401")
+_SLACK_TOKEN = "a Slack token holds none, and no HTTP header a line break"
+
 
 def check_rules(config: Config) -> tuple[list[str], list[str]]:
     """``(errors, warnings)`` about combinations of settings."""
@@ -61,6 +66,13 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         else:
             require("slack", "signing_secret", 'when platforms.slack.mode is "http"')
         errors.extend(_slack_token_rules(slack.bot_token, slack.app_token if slack.mode == "socket" else None))
+        errors.extend(_ends_problems({
+            "platforms.slack.bot_token": (slack.bot_token, f"{_SLACK_TOKEN}: each file users share would fail"),
+            "platforms.slack.app_token": (slack.app_token if slack.mode == "socket" else None,
+                                          f"{_SLACK_TOKEN}: Socket Mode would never connect"),
+            "platforms.slack.signing_secret": (slack.signing_secret if slack.mode == "http" else None,
+                                               "Slack signs with the secret without it, and every event would be"
+                                               " refused")}))
     if discord.enabled:
         require("discord", "token", "when platforms.discord.enabled is true")
         if discord.token and (problem := _discord_token_problem(discord.token)):
@@ -98,6 +110,8 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
 
     errors.extend(_web_rules(config, warnings))
     server = config.server
+    # /metrics takes it with the console off too.
+    errors.extend(_ends_problems({"server.console_token": (server.console_token, _BEARER_REFUSED)}))
     if server.console and not server.console_token and not is_loopback(server.host):
         errors.append(f'server.console_token: required when server.host ("{server.host}") is not a loopback address:'
                       " the operator console at /console can stop subagents and resend messages (or set"
@@ -140,7 +154,7 @@ def _web_rules(config: Config, warnings: list[str]) -> list[str]:
     web = config.platforms.web
     if not web.enabled:
         return []
-    errors = []
+    errors = _ends_problems({"platforms.web.token": (web.token, _BEARER_REFUSED)})
     if web.user_header is not None and not _HEADER.fullmatch(web.user_header):
         errors.append(f'platforms.web.user_header: expected an HTTP header name such as "X-Forwarded-User", '
                       f'got "{web.user_header}"')
@@ -246,6 +260,9 @@ def _temporal_rules(config: Config) -> list[str]:
         errors.append('lifecycle.temporal.namespace: expected a non-empty name such as "default"')
     if not temporal.task_queue.strip():
         errors.append("lifecycle.temporal.task_queue: expected a non-empty name such as \"switchboard-children\"")
+    errors.extend(_ends_problems({"lifecycle.temporal.api_key": (
+        temporal.api_key, "an API key holds none, and the client sends one with a line break not at all: every"
+        " call would be refused unauthenticated")}))
     tls = temporal.tls
     if not isinstance(tls, bool) and tls is not None:
         if (tls.cert_file is None) != (tls.key_file is None):
@@ -255,6 +272,13 @@ def _temporal_rules(config: Config) -> list[str]:
             if (path := getattr(tls, key)) is not None and (problem := _unreadable(path)):
                 errors.append(f"lifecycle.temporal.tls.{key}: {problem}")
     return errors
+
+
+def _ends_problems(secrets: dict[str, tuple[str | None, str]]) -> list[str]:
+    """An error for each secret set (by key: its value, and what it would do) that starts or ends with whitespace,
+    as `secret_problem` words it for a webhook route's secret; never the secret."""
+    return [f"{key}: {problem}" for key, (value, consequence) in secrets.items()
+            if value and (problem := secret_problem(value, consequence))]
 
 
 def _unreadable(path: Path) -> str | None:
