@@ -283,7 +283,7 @@ class _Live(Collector):
                                 " for since when).", value=1 if db.write_lock_held_since is not None else 0)
 
     def _outbox(self) -> list[GaugeMetricFamily]:
-        counts = self._store.outbox.counts()
+        counts = self._metrics.backlog.outbox_counts.now()  # as the scrape read them off the loop (`refresh`)
         dead = self._store.dead_letters.count()
         outbox = GaugeMetricFamily("switchboard_outbox_messages", "Outbox parts pending and failed (kept a week),"
                                    " and inbound events set aside as dead letters (dead).", labels=["status"])

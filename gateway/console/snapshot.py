@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from gateway import backlog
 from gateway.live_reads import LiveReads
 from gateway.logging import redacted_cut
 from gateway.store import DelegationRow, OutboxRow, split_session_key
@@ -67,9 +68,9 @@ class ConsoleView:
             "sessions": read("sessions", self._sessions, []),
             "work": read("work", self._all_work, []),
             "delegations": await self._reads.read_async("delegations", self._delegations, []),
-            "outbox": read("outbox", self._outbox, {"pending": None, "failed": None, "dead": None,
-                                                   "pending_messages": [], "failed_messages": [],
-                                                   "dead_letters": []}),
+            "outbox": await self._reads.read_async("outbox", self._outbox, {
+                "pending": None, "failed": None, "dead": None, "pending_messages": [], "failed_messages": [],
+                "dead_letters": []}),
             "errors": self._errors.entries(),
             "platforms": read("platforms", self._platforms, []),
             "storage": g.storage(),
@@ -81,10 +82,13 @@ class ConsoleView:
     async def _delegations(self) -> list[dict[str, Any]]:
         return [await self._delegation(row) for row in self._gateway.store.delegations.recent(DELEGATIONS)]
 
-    def _outbox(self) -> dict[str, Any]:
-        store = self._gateway.store
+    async def _outbox(self) -> dict[str, Any]:
+        g = self._gateway
+        store = g.store
+        # Off the event loop (20-40 ms at 100,000 parts pending, up to ten times a second while a page is open).
+        counts = await g.metrics.backlog.outbox_counts.read(backlog.READ_WAIT)
         return {
-            **store.outbox.counts(),
+            **counts,
             "dead": store.dead_letters.count(),
             "pending_messages": [_message(r) for r in store.outbox.with_status("pending", MESSAGES)],
             "failed_messages": [_message(r) for r in store.outbox.with_status("failed", MESSAGES)],
