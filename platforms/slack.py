@@ -43,7 +43,8 @@ is acked first, and is then the adapter's to keep (handed over again,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
-events, so neither does this adapter.
+events; a channel's messages are handed over in the order they came to the adapter, one still reading its files or
+the names it mentions holding the next (up to `platforms.slack_names.ACK_BUDGET` after that one came).
 
 Messages sent while the gateway was down (Slack stopped retrying them) are read back at start and
 handed on as their live events, before the live ones of their conversation (`platforms.slack_catchup`;
@@ -95,6 +96,7 @@ from platforms import (
     slack_files,
     slack_history,
     slack_membership,
+    slack_names,
     slack_posts,
     slack_scopes,
     slack_socket,
@@ -245,6 +247,8 @@ class SlackAdapter:
         self._names = Names(lambda user: self._web.call("users.info", None, user=user, caller_logs=True),
                             background=self._background, monotonic=monotonic)
         """The handles of the users messages mention (`platforms.slack_names`), its lookups ended by a stop."""
+        self._reading: dict[str, asyncio.Future[None]] = {}
+        """Per channel, the latest message still reading its files and names: the next one is handed over after it."""
         # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
         self._message_limit = MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
         self._stuck_edits = slack_posts.StuckEdits()
@@ -474,15 +478,27 @@ class SlackAdapter:
             arrived = _arrived()
             self._membership.back(event["channel"])  # someone writes there, to the bot: it is in the channel
             self._taken_in.handing_on(conversations, ts)
+            channel, read = event["channel"], asyncio.get_running_loop().create_future()
+            earlier, self._reading[channel] = self._reading.get(channel), read
             try:
                 attachments = await self._attachments(event)
-                names = await self._names.of(mentioned(event))  # never fails: a mention not named stays as written
+                # Never fails: a mention not named stays as written.
+                names = await self._names.of(mentioned(event), arrived)
+                if earlier is not None and not earlier.done():  # an earlier message there still reads its own
+                    wait = arrived + slack_names.ACK_BUDGET - asyncio.get_running_loop().time()
+                    await asyncio.wait({earlier}, timeout=max(wait, 0.0))
             except asyncio.CancelledError:  # a stop
                 self._taken_in.not_taken(conversations, ts)
                 raise
             except Exception:  # unacknowledged: Slack sends it again
                 self._taken_in.sent_again(conversations, ts)
                 raise
+            finally:
+                # Let the next message of the channel go once this one's hand-over has begun (`Delivery.deliver`
+                # starts it before its first await): handed over in the order they came, not as their reads end.
+                asyncio.get_running_loop().call_soon(read.set_result, None)
+                if self._reading.get(channel) is read:
+                    del self._reading[channel]
             taken = taken_of(self.name, event, addressed, attachments, conversations, names)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
@@ -504,7 +520,8 @@ class SlackAdapter:
             if message is None or edited is None:
                 return
             # Before it is heard: an earlier edit still waiting for its names must not be handed over after it.
-            names = await self._names.of(mentioned(message)) if self._addressed(message) is not None else {}
+            came = _arrived()
+            names = await self._names.of(mentioned(message), came) if self._addressed(message) is not None else {}
             if self._latest_edits.outdated(message):  # sent again after a later edit (`slack_edits.LatestEdits`)
                 log.debug("slack: an edit of message %s:%s came after a later one; passed over", event["channel"],
                           message["ts"])

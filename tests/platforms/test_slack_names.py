@@ -129,3 +129,13 @@ async def test_without_the_scope_listed_nothing_is_asked(fake: FakeSlack, web: W
     names = names_of(web, {"x-oauth-scopes": "chat:write,files:read"})
     assert await names.of([ALICE, "UBOT"]) == {"UBOT": "switchboard"}
     assert looked_up(fake) == []
+
+
+async def test_a_refusal_of_one_user_keeps_the_lookups_on_for_the_others(fake: FakeSlack, web: WebApi) -> None:
+    # An org-wide app not granted one user's workspace: that user stays an id, the next is named.
+    fake.add_user(ALICE, "alice")
+    fake.add_user("U0BOB", "bob")
+    fake.fail_next("users.info", "team_access_not_granted")
+    names = names_of(web, {"x-oauth-scopes": "chat:write,users:read"})
+    assert await names.of([ALICE]) == {}
+    assert await names.of(["U0BOB"]) == {"U0BOB": "bob"}
