@@ -13,6 +13,7 @@ a second warning of one refusal.
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
 
 import aiohttp
@@ -79,29 +80,35 @@ _MEANING = {"file_upload_size_restricted": "the file is larger than the workspac
 
 def translate(method: str, channel: str | None, *, status: int | None, error: str | None,
               retry_after: str | None, warn: RepeatedWarnings | None = None, needed: str | None = None,
-              caller_logs: bool = False, foreign: bool = False) -> DeliveryError:
+              caller_logs: bool = False, foreign: bool = False, detail: str | None = None) -> DeliveryError:
     """The one place Slack's answers become `DeliveryError`s (and get logged: through ``warn``, when
     given, once for a cause that recurs). ``needed``: the scope a ``missing_scope`` answer names.
     ``caller_logs``: the caller logs what becomes of the call, so this channel's own refusal is logged
     at DEBUG here; a failure all of Slack shares (an outage, a rate limit) is warned of all the same.
     ``foreign``: a Web API call answered with a 2xx that is no answer of Slack's (no JSON of its own: a
     proxy's page, a body cut short), whether Slack carried the call out unknown, as for a 5xx: a
-    `NetworkError`. Taken for a bad request, the part was dropped."""
+    `NetworkError`. Taken for a bad request, the part was dropped. ``detail``: what the failure said beside
+    its code, said after it (`_said`). The log's line names the channel and the HTTP status only where there
+    is one: a start's ``auth.test`` that reached nothing read ``(channel None): …, HTTP None``."""
     kw: dict[str, Any] = {"method": method, "chat_id": channel, "platform": "slack"}
     shown = f"{error}: the app needs the {needed} scope" if error == "missing_scope" and needed else error
     if error in _MEANING:
         shown = f"{error}: {_MEANING[error]}"
     if foreign:
         shown = "an answer that is not Slack's JSON"
+    if shown and detail:
+        shown = f"{shown}: {detail}"
     message = f"{method}: {shown or f'HTTP {status}'}"
+    where = f" (channel {channel})" if channel else ""
     if error in REFUSED:
         # The token, not this channel: said once where it is noticed (BotToken, the outbox's hold),
         # not on every call made while it lasts.
-        log.debug("slack %s refused the token (channel %s): %s", method, channel, error)
+        log.debug("slack %s refused the token%s: %s", method, where, error)
         return Unauthorized(message, **kw)
     shared = (status is None or status >= 500 or status == 429 or error in _TRANSIENT or error in _RATE_LIMITED
               or foreign)
-    line = ("slack %s failed (channel %s): %s, HTTP %s", method, channel, shown, status)
+    http = f", HTTP {status}" if shown and status is not None else ""
+    line = ("slack %s failed%s: %s%s", method, where, shown or f"HTTP {status}", http)
     if caller_logs and not shared:
         log.debug(*line)
     elif warn is None:
@@ -153,8 +160,26 @@ def translate_exception(exc: Exception, method: str, channel: str | None,
                          needed=needed if isinstance(needed, str) else None,
                          foreign=code is None and status is not None and 200 <= status < 300, **kw)
     if isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError)):
-        # Named by type, or a proxy's refusal by its status and reason (`proxy_refusal`): aiohttp's text of
-        # either may quote the proxy's address with its password.
-        error = proxy_refusal(exc) or type(exc).__name__
-        return translate(method, channel, status=None, error=error, retry_after=None, **kw)
+        # Named by type and what it said (`_said`), or a proxy's refusal by its status and reason: aiohttp's text
+        # of a refusal quotes the proxy's address with its password (`proxy_refusal`).
+        refusal = proxy_refusal(exc)
+        return translate(method, channel, status=None, error=refusal or type(exc).__name__, retry_after=None,
+                         detail=None if refusal else _said(exc), **kw)
     return translate(method, channel, status=400, error=str(exc) or type(exc).__name__, retry_after=None, **kw)
+
+
+def _said(exc: BaseException) -> str | None:
+    """What a connection that failed says beside its type, as Telegram's and Discord's start lines show it: the
+    host and port not reached and why (``Cannot connect to host slack.com:443 ssl:default [Name or service not
+    known]``), or the system's reason (``[Errno 104] Connection reset by peer``). Only an `OSError`'s, which names
+    no URL; not a timeout's (aiohttp's quotes the URL, which may hold ``api_base``'s user info), nor a refused
+    tunnel's, which quotes the proxy's address with its password (`proxy_refusal`, said instead). A proxy that
+    cannot be reached is named as the model server's check names it (`gateway.preflight`), without its address."""
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        inner = exc.os_error
+        why = ("connection refused" if isinstance(inner, ConnectionRefusedError)
+               else "unknown host" if isinstance(inner, socket.gaierror) else type(inner).__name__)
+        return f"the proxy $https_proxy or $http_proxy names cannot be reached: {why}"
+    if not isinstance(exc, OSError) or isinstance(exc, TimeoutError):
+        return None
+    return str(exc) or None
