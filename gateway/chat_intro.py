@@ -21,8 +21,9 @@ Try: ask anything; paste a list of tasks to see them handed to subagents.
 /agents shows what the subagents are doing, /stop stops them, /help lists every command, /quit leaves."""
 
 
-_SERVED = (("telegram", "Telegram"), ("slack", "Slack"), ("discord", "Discord"),
-           ("webhook", "the webhook routes at {base}/webhooks/<route>"))
+_CONNECTING = {"telegram": "Telegram", "slack": "Slack", "discord": "Discord"}
+"""The platforms whose start connects to a server elsewhere: seconds, or a failure that ends the chat."""
+_SERVED = (*_CONNECTING.items(), ("webhook", "the webhook routes at {base}/webhooks/<route>"))
 """The other platforms ``switchboard chat`` runs alongside the terminal when enabled, as the first screen names them."""
 
 
@@ -80,7 +81,32 @@ def _elsewhere(config: Config, port: int | None) -> str:
                 "once enabled under platforms: there (README.md, docs/platforms/).")
     if config.server.console:
         running.append(f"the operator console at {base}/console")
-    line = "Also running here:" + "".join(f"\n  {what}" for what in running)
+    # The first screen comes before the platforms start: one that connects elsewhere is not running yet, and may
+    # never (an unreachable api_base ends the chat). Said "running", it was a claim the next lines took back.
+    starting = any(getattr(p, name).enabled for name in _CONNECTING)
+    header = "Starting here too (this chat says when they are running):" if starting else "Also running here:"
+    line = header + "".join(f"\n  {what}" for what in running)
     if not p.web.enabled:
         line += f"\nThe web chat too, at {base}/chat, once {where} sets platforms.web.enabled: true."
     return line
+
+
+def started(config: Config) -> str | None:
+    """Said in the chat once every platform has started, when the first screen said they were starting; None when
+    it said they were running."""
+    p = config.platforms
+    names = [title for name, title in _CONNECTING.items() if getattr(p, name).enabled]
+    if not names:
+        return None
+    names = (["the web chat"] if p.web.enabled else []) + names + (["the webhook routes"] if p.webhook.enabled else [])
+    if config.server.console:
+        names.append("the operator console")
+    return f"Running here too now: {', '.join(names)}."
+
+
+def start_failed(platform: str | None) -> str:
+    """Said in the chat when the start fails (``platform``: the one that would not start, None for another cause):
+    the process's one line on stderr, its last (after what a turn still running answers), says why
+    (`gateway.startup_errors.explain`)."""
+    what = _CONNECTING.get(platform or "", "The gateway")
+    return f"{what} could not start, so this chat ends; its last line says why."

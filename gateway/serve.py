@@ -6,15 +6,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Collection
 
-from gateway import gc_tuning, state_lock
+from gateway import chat_intro, gc_tuning, state_lock
 from gateway.app import Gateway
 from gateway.chat_intro import browsable_base
 from gateway.config import Config
 from gateway.host import AgentHost
 from gateway.platform_factory import build_adapters
 from gateway.server import Server
-from gateway.startup_errors import explain
+from gateway.startup_errors import explain, failed_platform
 from gateway.stop_signals import StopSignals
+from platforms.base import DeliveryError, Outbound
 
 log = logging.getLogger("gateway.serve")
 
@@ -68,8 +69,10 @@ async def serve(config: Config, *, local: bool = False) -> int:
     loop = asyncio.get_running_loop()
     signals = StopSignals(loop, stopping.set)
     try:
-        if await _unless_stopped(_start(gateway, server), stopping):
+        if await _unless_stopped(_start(gateway, server, local=local), stopping):
             started.set()
+            if local and (running := chat_intro.started(config)) is not None:
+                await _tell_chat(gateway, running)
             gc_tuning.tune_for_serving()
             log.info("gateway running with %s", ", ".join(sorted(gateway.adapters)) or "no platforms")
             if server is not None:
@@ -139,9 +142,11 @@ async def _stop_once_quiet(gateway: Gateway, started: asyncio.Event, stopping: a
     stopping.set()
 
 
-async def _start(gateway: Gateway, server: Server | None) -> None:
+async def _start(gateway: Gateway, server: Server | None, *, local: bool) -> None:
     """Raises what stopped the start, logged first: the platforms already started get the grace to stop
-    (their turns running), and the command's one line comes only after that, a long silence otherwise."""
+    (their turns running), and the command's one line comes only after that, a long silence otherwise.
+    The terminal chat (``local``), whose first screen said the platforms were starting, says at once that
+    it ends, and that the line to come says why."""
     try:
         if server is not None:
             await server.bind()  # a port in use stops the start before any platform takes a message
@@ -150,7 +155,23 @@ async def _start(gateway: Gateway, server: Server | None) -> None:
             await server.start()
     except Exception as exc:
         log.error("could not start, stopping what had started: %s", explain(exc, gateway.config))
+        if local:
+            await _tell_chat(gateway, chat_intro.start_failed(failed_platform(exc, gateway.config)))
         raise
+
+
+async def _tell_chat(gateway: Gateway, text: str) -> None:
+    """Print ``text`` in the terminal chat as a notice, straight to the terminal: how this start went means
+    nothing to a later chat, which the outbox would print it in should nothing read this one any more."""
+    from platforms.local import CHAT_ID, LocalAdapter
+
+    terminal = gateway.adapters.get(LocalAdapter.name)
+    if terminal is None:
+        return
+    try:
+        await terminal.send(Outbound(CHAT_ID, None, text, kind="notice"))
+    except DeliveryError:  # nothing reads the terminal any more: nobody to tell
+        pass
 
 
 async def _unless_stopped(start: Awaitable[None], stopping: asyncio.Event) -> bool:

@@ -80,6 +80,15 @@ def lasting(exc: BaseException) -> bool:
     return False
 
 
+def failed_platform(exc: BaseException, config: Config) -> str | None:
+    """The platform (``telegram``, ``slack`` or ``discord``) whose failure `explain`'s line names; None when the
+    line names something else."""
+    chain = list(_chain(exc))
+    if any(finder(error, config) is not None for finder in (_startup, _key_table) for error in chain):
+        return None  # said before a platform's failure
+    return next((getattr(error, "platform", None) for error in chain if _platform(error, config) is not None), None)
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, what it was raised from, and what it was raised while handling, each once."""
     seen: set[int] = set()
