@@ -286,8 +286,9 @@ class GatewayBacklog:
     async def read(self) -> Backlog:
         """`now`, read on a thread and a connection of its own: the event loop goes on meanwhile, and callers
         at the same time share one read. It reads what is committed (the store commits at the loop's next turn).
-        Raises what the store raises, to each caller of that read."""
-        return await self._reads.read()
+        Raises what the store raises, to each caller of that read, or `SlowRead` after `READ_WAIT`: ``/healthz``
+        answers without it then, not once a hung disk's read ends (a health check's timeout, a restart)."""
+        return await self._reads.read(READ_WAIT)
 
     async def refresh(self) -> None:
         """`read`, and `outbox_counts`', for a caller of `now` soon after (``/metrics``' gauges, collected without

@@ -51,9 +51,11 @@ class LiveReads:
 
     def _failed(self, group: str, exc: Exception) -> None:
         if group not in self.failing:
-            # SQLite's refusal says all there is; anything else is a bug, whose traceback is worth one line.
+            # SQLite's refusal, or a read still under way (`gateway.backlog.SlowRead`), says all there is; anything
+            # else is a bug, whose traceback is worth one line.
             self._log.warning("%s: reading %s failed, so it is left out until it can be read: %s: %s", self._page,
-                              group, type(exc).__name__, exc, exc_info=not isinstance(exc, sqlite3.Error))
+                              group, type(exc).__name__, exc,
+                              exc_info=not isinstance(exc, (sqlite3.Error, TimeoutError)))
         self.failing[group] = exc
 
     def _read(self, group: str) -> None:
