@@ -13,11 +13,13 @@ a second warning of one refusal.
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
+from yarl import URL
 
 from platforms.base import (
     BadRequest,
@@ -36,6 +38,7 @@ from platforms.retry_after import header_seconds
 from platforms.slack_connection import REFUSED
 
 log = logging.getLogger("platforms.slack")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 
 _NOT_FOUND = {"channel_not_found", "message_not_found", "thread_not_found", "user_not_found", "expired_url",
               "used_url", "file_not_found", "file_deleted"}
@@ -171,8 +174,8 @@ def translate_exception(exc: Exception, method: str, channel: str | None,
 def _said(exc: BaseException) -> str | None:
     """What a connection that failed says beside its type, as Telegram's and Discord's start lines show it: the
     host and port not reached and why (``Cannot connect to host slack.com:443 ssl:default [Name or service not
-    known]``), or the system's reason (``[Errno 104] Connection reset by peer``). Only an `OSError`'s, which names
-    no URL; not a timeout's (aiohttp's quotes the URL, which may hold ``api_base``'s user info), nor a refused
+    known]``), or the system's reason (``[Errno 104] Connection reset by peer``). Only an `OSError`'s, a URL in it
+    by its origin; not a timeout's (aiohttp's quotes the URL, which may hold ``api_base``'s user info), nor a refused
     tunnel's, which quotes the proxy's address with its password (`proxy_refusal`, said instead). A proxy that
     cannot be reached is named as the model server's check names it (`gateway.preflight`), without its address."""
     if isinstance(exc, aiohttp.ClientProxyConnectionError):
@@ -182,4 +185,13 @@ def _said(exc: BaseException) -> str | None:
         return f"the proxy $https_proxy or $http_proxy names cannot be reached: {why}"
     if not isinstance(exc, OSError) or isinstance(exc, TimeoutError):
         return None
-    return str(exc) or None
+    # Some do quote a URL: aiohttp's `ClientOSError` of a body it could not write ("Can not write request body for
+    # <url>"), whose path is the credential of an upload URL or a command's response_url. Its origin says enough.
+    return _URL.sub(_origin, str(exc)) or None
+
+
+def _origin(found: re.Match[str]) -> str:
+    try:
+        return str(URL(found.group()).origin())
+    except ValueError:
+        return "(a URL)"

@@ -7,13 +7,16 @@ from __future__ import annotations
 import logging
 import socket
 
+import aiohttp
 import pytest
+from yarl import URL
 
 from gateway.config import config_from_mapping
 from gateway.startup_errors import explain
 from platforms.base import NetworkError
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from platforms.slack_errors import translate_exception
 from tests.platforms.sink import Sink
 
 BOT, APP = "xoxb-1-2-unreached", "xapp-1-2-unreached"
@@ -85,3 +88,17 @@ async def test_a_proxy_that_cannot_be_reached_is_named_without_its_address(
     assert warnings_of(caplog) == [f"slack auth.test failed: {said}"]
     for secret in ("pr0xy-pass", "proxyuser", "127.0.0.1"):
         assert secret not in str(exc) and secret not in "\n".join(r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("url", [
+    "https://files.slack.com/upload/v1/CwABAAAAXAoAAZnKgSECRETcapability0123456789",  # the URL is the credential
+    "https://hooks.slack.com/commands/T0001/1234567890/aBcDeFgHiJkLmNoPqRsTuVwX",  # a command's response_url
+])
+def test_a_body_not_written_is_named_by_its_origin_not_its_url(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    # What aiohttp's write_bytes raises when the connection closes under a body (a proxy's upload limit, a
+    # keep-alive connection the server closed): an OSError whose text quotes the URL.
+    exc = aiohttp.ClientOSError(None, f"Can not write request body for {URL(url)!s}")
+    error = translate_exception(exc, "files.upload_v2", "C1")
+    origin = url.split("/")[2]
+    assert str(error) == f"files.upload_v2: ClientOSError: [Errno None] Can not write request body for https://{origin}"
+    assert warnings_of(caplog) == [f"slack files.upload_v2 failed (channel C1): {str(error).partition(': ')[2]}"]
