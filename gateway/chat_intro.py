@@ -104,9 +104,10 @@ def started(config: Config) -> str | None:
     return f"Running here too now: {', '.join(names)}."
 
 
-def start_failed(platform: str | None) -> str:
-    """Said in the chat when the start fails (``platform``: the one that would not start, None for another cause):
-    the process's one line on stderr, its last (after what a turn still running answers), says why
-    (`gateway.startup_errors.explain`)."""
-    what = _CONNECTING.get(platform or "", "The gateway")
-    return f"{what} could not start, so this chat ends; its last line says why."
+def start_failed(platform: str | None) -> str | None:
+    """Said in the chat when ``platform`` would not start, one the first screen said was starting: the process's
+    one line on stderr, its last (after what a turn still running answers), says why
+    (`gateway.startup_errors.explain`). None for another cause (a port in use, a state database this version
+    cannot read): it may come before the first screen, or with nothing said to be starting; the line alone says."""
+    what = _CONNECTING.get(platform or "")
+    return None if what is None else f"{what} could not start, so this chat ends; its last line says why."

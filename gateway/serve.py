@@ -146,7 +146,7 @@ async def _start(gateway: Gateway, server: Server | None, *, local: bool) -> Non
     """Raises what stopped the start, logged first: the platforms already started get the grace to stop
     (their turns running), and the command's one line comes only after that, a long silence otherwise.
     The terminal chat (``local``), whose first screen said the platforms were starting, says at once that
-    it ends, and that the line to come says why."""
+    it ends when one of them would not, and that the line to come says why (`chat_intro.start_failed`)."""
     try:
         if server is not None:
             await server.bind()  # a port in use stops the start before any platform takes a message
@@ -155,8 +155,8 @@ async def _start(gateway: Gateway, server: Server | None, *, local: bool) -> Non
             await server.start()
     except Exception as exc:
         log.error("could not start, stopping what had started: %s", explain(exc, gateway.config))
-        if local:
-            await _tell_chat(gateway, chat_intro.start_failed(failed_platform(exc, gateway.config)))
+        if local and (failed := chat_intro.start_failed(failed_platform(exc, gateway.config))) is not None:
+            await _tell_chat(gateway, failed)
         raise
 
 

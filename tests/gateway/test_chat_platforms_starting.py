@@ -17,6 +17,7 @@ import platforms.telegram  # noqa: F401 - aiogram loads for seconds: at collecti
 from gateway import gc_tuning, platform_factory
 from gateway import serve as serving
 from gateway.chat_intro import chat_intro
+from gateway.errors import StartupError
 from gateway.testing import make_config
 from platforms.base import NetworkError
 from platforms.fakes.telegram import FakeTelegram
@@ -78,3 +79,23 @@ async def test_a_telegram_not_reached_is_said_in_the_chat_before_it_ends(tmp_pat
     shown = screen.getvalue()
     assert STARTING in shown and "Also running here" not in shown and "Running here too now" not in shown
     assert shown.endswith("\nTelegram could not start, so this chat ends; its last line says why.\n"), shown
+
+
+@pytest.mark.parametrize("telegram", [False, True])
+async def test_a_start_failed_before_any_platform_says_nothing_in_a_chat_never_greeted(tmp_path, screen, telegram):
+    # A port in use fails the start before the first screen: "The gateway could not start, so this chat ends" was
+    # the only line printed, of a chat never shown; with the web chat alone, of one never said to be starting.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    (tmp_path / "state").mkdir()
+    platforms = {"web": {"enabled": True}}
+    if telegram:
+        platforms["telegram"] = {"enabled": True, "token": TOKEN, "allow_all": True, "api_base": "http://127.0.0.1:9"}
+    config = make_config(tmp_path, server={"port": held.getsockname()[1]}, platforms=platforms)
+    try:
+        with pytest.raises(StartupError, match="already in use"):
+            await asyncio.wait_for(serving.serve(config, local=True), 10.0)
+    finally:
+        held.close()
+    assert screen.getvalue() == ""
