@@ -63,6 +63,8 @@ class DelegationCards:
         already, and dropped, the card frozen until it is finalised."""
         self._finishing: dict[str, asyncio.Task[None]] = {}
         """Cards whose final edit the store refused (a full disk), each tried again until it is journaled."""
+        self._looking: dict[str, asyncio.Task[None]] = {}
+        """Cards taken up again after a restart, looking up the subagents that had finished before it."""
 
     def start(self, row: DelegationRow, session: GatewaySession, *, resumed: bool = False) -> None:
         """Show the delegation's card once it has run `display.progress_delay` seconds. ``resumed``:
@@ -79,10 +81,18 @@ class DelegationCards:
         if display.progress != "card" or row.delegation_id in self._cards:
             return
         ids = {t.subagent_id for t in row.tasks}
+        # Its subagents that finished before the restart, from the journal: this process never ran them, so
+        # neither its live children nor its recent ones hold them, and the card read `1 of 2 done` over the
+        # line of the relaunched one alone, no longer saying which had finished, or how.
+        earlier: list = []
+        if resumed:
+            self._looking[row.delegation_id] = asyncio.ensure_future(self._finished_before(row, earlier))
 
         def children() -> list:
             sid = session.session_id
-            return [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.subagent_id in ids]
+            here = [c for c in (*self._children.recent(sid), *self._children.children(sid)) if c.subagent_id in ids]
+            shown = {c.subagent_id for c in here}
+            return [*(c for c in earlier if c.subagent_id not in shown), *here]
 
         def counts() -> tuple[int, int]:
             live = sum(1 for c in self._children.children(session.session_id) if c.subagent_id in ids)
@@ -123,6 +133,8 @@ class DelegationCards:
         card = self._cards.pop(row.delegation_id, None)
         if card is not None:
             card.disarm()
+        if (looking := self._looking.pop(row.delegation_id, None)) is not None:
+            looking.cancel()
         self._journal_final(row, final_text(how, self._elapsed(row), subagents=len(row.tasks), endings=endings))
 
     async def finish_owed(self) -> int:
@@ -153,6 +165,21 @@ class DelegationCards:
                 else:
                     log.exception("finishing the card of delegation %s failed", row.delegation_id)
         return len(owed)
+
+    async def _finished_before(self, row: DelegationRow, into: list) -> None:
+        """Fill ``into`` with the delegation's subagents that had finished, in the order of its tasks. One the
+        journal cannot give (a full disk, a closing service) is left off the card, as it was before: the card
+        must never break over it, and its headline still counts it."""
+        try:
+            found = await self._children.lookup([t.subagent_id for t in row.tasks])
+        except Exception as exc:
+            log.warning("the card of delegation %s lists only the subagents running now: those that finished "
+                        "before the restart could not be read (%s: %s)", row.delegation_id, type(exc).__name__, exc)
+            return
+        finally:
+            if self._looking.get(row.delegation_id) is asyncio.current_task():
+                del self._looking[row.delegation_id]
+        into.extend(child for t in row.tasks if (child := found.get(t.subagent_id)) and child.completed_at is not None)
 
     def _journal_final(self, row: DelegationRow, final: str) -> None:
         """Journal the card's final state, in the commit that records it no longer owed; a refusal is said
@@ -191,6 +218,9 @@ class DelegationCards:
             card.disarm()
         for task in self._finishing.values():  # still refused: recorded owed, the next start finishes it
             task.cancel()
+        for task in self._looking.values():
+            task.cancel()
+        self._looking.clear()
         self._cards.clear()
         self._began.clear()
 
