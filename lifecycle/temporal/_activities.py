@@ -111,7 +111,9 @@ class ChildActivities:
                 raise
             log.warning("preparing child %s failed", activity.info().workflow_id, exc_info=True)
             name = type(exc).__name__
-            raise ApplicationError(self._masked(f"{name}: {exc}", f"{name}: {NOT_SHOWN}"), type=name) from None
+            # Benign to the SDK, which would log its traceback again, of this raise.
+            raise ApplicationError(self._masked(f"{name}: {exc}", f"{name}: {NOT_SHOWN}"), type=name,
+                                   category=ApplicationErrorCategory.BENIGN) from None
 
     async def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
         job = ChildJob.from_dict(body)
@@ -168,7 +170,8 @@ class ChildActivities:
                 log.warning("model call failed", exc_info=True)
                 name = type(exc).__name__
                 raise ApplicationError(_fitting_error(self._masked(f"{name}: {exc}", f"{name}: {NOT_SHOWN}")),
-                                       "error", type=MODEL_ERROR, non_retryable=True) from None
+                                       "error", type=MODEL_ERROR, non_retryable=True,
+                                       category=ApplicationErrorCategory.BENIGN) from None
         wire = response_to_wire(response)
         if (too_big := oversize("the model's answer", wire)) is not None:
             # Sent anyway, Temporal refuses it and the call is retried (and paid for) until its stall limit.
@@ -308,4 +311,8 @@ def _fitting_error(message: str) -> str:
 
 
 def _setup_error(message: str) -> ApplicationError:
-    return ApplicationError(message, type=SETUP_ERROR, non_retryable=True)
+    """A child this worker cannot build, for a reason its operator mends (a workspace not mounted here, a model
+    it cannot make): said in one line of its log. Benign to the SDK, which logged it as a traceback of its own
+    frames, the reason on the last of some fifteen lines."""
+    log.warning("child %s: %s", activity.info().workflow_id, message)
+    return ApplicationError(message, type=SETUP_ERROR, non_retryable=True, category=ApplicationErrorCategory.BENIGN)

@@ -177,6 +177,11 @@ class TemporalEngine:
                 from lifecycle.temporal._connect import connect
 
                 self._client = await connect(self.settings)
+        # The three a worker says as it starts: one that takes none of these children differs in one of them,
+        # seen at once rather than after one has waited NO_WORKER_WARNING_SECONDS for a worker.
+        settings = self.settings
+        log.info("children run on Temporal: task queue %s in namespace %s at %s; `switchboard worker` on the same "
+                 "configuration runs them", settings.task_queue, settings.namespace, settings.address)
         self._host = host
         found = await asyncio.gather(*(self._reattach_or_let_go(sid, job) for sid, job in unfinished.items()))
         return [job for job in found if job is not None]
