@@ -37,6 +37,16 @@ def body_too_large(error_text: str) -> bool:
     return BODY_TOO_LARGE in error_text
 
 
+NOT_SENT = "not sent: the model server is down"
+"""Written into the text of a model call that was not sent, its server having failed the calls before it
+(`agent.models._outage`): the chat is told the model is unreachable, not to try again in a moment."""
+
+
+def server_down(error_text: str) -> bool:
+    """Whether a model error's text is that of a call not sent to a server known to be down (`NOT_SENT`)."""
+    return NOT_SENT in error_text
+
+
 _FAILURE_KIND = re.compile(r"model request failed \((\w+)\): ")
 
 

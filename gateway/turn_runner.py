@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from agent import AgentSession, Clock, TurnResult
+from agent._errors import server_down
 from agent.settings import ModelSettings
 from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
@@ -35,6 +36,7 @@ from gateway.owed_ends import OwedEnds, answer_shown, answered_before, reply_jou
 from gateway.progress_card import ProgressCard
 from gateway.replies import (
     SILENCE,
+    SUMMARY_FAILED,
     SUPPRESSED_NOTES,
     SUPPRESSED_REASONS,
     UNASKED_STOPS,
@@ -76,6 +78,11 @@ TYPING_FINISH_SECONDS = 1.5
 its reply is queued, where nothing clears the indicator (`typing_lapses`): one the platform gets after the reply
 shows "typing…" under the answer (Telegram ~5 s, Discord ~10 s), and a cancelled request may reach it all the
 same. Past this it is cancelled."""
+MODEL_DOWN = ("Sorry — the model is unreachable at the moment: its server has failed every request for a while, "
+              "so I did not ask it again. Please send your message again in a few minutes.")
+"""What a chat reads of a turn whose model call was not sent, its server known to be down (`agent.models._outage`):
+"try again in a moment" (`gateway.replies.MODEL_FAILED`) is wrong advice then, the next moment's call not being sent
+either (`_down_reply`)."""
 
 
 
@@ -548,7 +555,9 @@ class TurnRunner:
         text = None
         if not running.suppressed and not answered and not running.shutdown:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):  # a failed model call's line
-                reply = reply_text(item.kind, result, spoke=running.said + running.files > 0, pictures=pictures)
+                reply = _down_reply(item.kind, result) or reply_text(item.kind, result,
+                                                                    spoke=running.said + running.files > 0,
+                                                                    pictures=pictures)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()
@@ -804,6 +813,19 @@ class TurnRunner:
             return
         if taken:
             running.give_back_quote(taken[0])
+
+
+def _down_reply(kind: str, result: TurnResult | None) -> str | None:
+    """`MODEL_DOWN` for a turn of ``kind`` that ended with ``result``, a model call not sent to a server known to be
+    down, after any partial answer; None for any other turn (`reply_text` says what then). Its failure is not logged
+    per turn: the outage is, as it begins and as it ends. A completion turn's keeps its own text
+    (`gateway.replies.RESULTS_UNREPORTED`): nobody wrote a message to send again; so does one held for a server's 429,
+    which says to try again once the wait it asked for is over (`gateway.replies.MODEL_BUSY`)."""
+    if (kind == "completion" or result is None or result.exit_reason != "error" or result.error_kind == "rate_limited"
+            or not server_down(result.error or "")):
+        return None
+    text = f"{result.text}\n\n({MODEL_DOWN})" if result.text else MODEL_DOWN
+    return f"{text}\n\n{SUMMARY_FAILED}" if result.summary_failed else text
 
 
 def _said_it_all(result: TurnResult | None, running: RunningTurn) -> bool:

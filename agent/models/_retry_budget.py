@@ -31,10 +31,12 @@ _SPREAD = 0.25
 class RetryBudget:
     """One model call's: when its retrying ends (from its first request), and whether it ended a retry."""
 
-    __slots__ = ("until", "spent")
+    __slots__ = ("until", "spent", "probe")
 
-    def __init__(self) -> None:
+    def __init__(self, *, probe: bool = False) -> None:
         self.until: float | None = None
+        self.probe = probe
+        """The call is a probe of a server known to be down (`_outage`): it is not asked again at all."""
         self.spent = False
         """A retry the SDK would have made was not: the failure raised is the one that came last."""
 
@@ -47,6 +49,9 @@ class RetryBudget:
             return False
         if retry_after is not None and retry_after > _MOST_RETRY_AFTER:  # neither
             return False
+        if self.probe:
+            self.spent = True
+            return True
         wait = retry_after or min(_FIRST_BACKOFF * 2.0 ** taken, _MOST_BACKOFF)
         if clock.monotonic() + wait <= self.until:
             return False
@@ -92,3 +97,6 @@ def _retries_taken(headers: Mapping[str, str]) -> int:
 
 GAVE_UP = f"not asked again: a model call is retried for {RETRY_SECONDS:.0f} seconds at most"
 """Added to the text of a failure the budget kept from being asked again."""
+
+PROBE_NOT_AGAIN = "not asked again: a probe of a model server that is down"
+"""Added instead to the text of a probe's failure (`RetryBudget.probe`)."""

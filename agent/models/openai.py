@@ -42,8 +42,9 @@ from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_fai
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
+from agent.models._outage import outage_of
 from agent.models._request_slots import RequestSlots
-from agent.models._retry_budget import CALL, GAVE_UP, RetryBudget, begin
+from agent.models._retry_budget import CALL, GAVE_UP, PROBE_NOT_AGAIN, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 
@@ -108,6 +109,8 @@ class OpenAIModel:
                 if isinstance(k, str) and len(k) >= 4}
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
         self._named = _named(self.name, base_url)
+        self._server = _without_credentials(base_url)  # whose outage this model's calls share (`_outage`)
+        self._clock = clock
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         messages = request.messages if self.supports_vision else _without_pictures(request.messages)
@@ -120,7 +123,11 @@ class OpenAIModel:
             kwargs["temperature"] = self._temperature
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
-        budget = RetryBudget()
+        outage = outage_of(self._server)
+        sent = outage.admit(self._clock)
+        if sent is None:
+            raise outage.held(self._clock)
+        budget = RetryBudget(probe=not sent)
         token = CALL.set(budget)
         try:
             try:
@@ -133,10 +140,21 @@ class OpenAIModel:
         # mending is in no message (a header).
         except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
-            raise _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent) from exc
+            error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
+                                     not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
+            outage.failed(error, self._clock)
+            raise error from exc
         finally:
             CALL.reset(token)
-        return _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
+            if not sent:
+                outage.probe_ended()
+        try:
+            response = _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
+        except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
+            outage.failed(exc, self._clock)
+            raise
+        outage.answered(self._clock)
+        return response
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it. Idempotent."""
@@ -291,9 +309,12 @@ def _error_code(body: bytes) -> str | None:
 
 def _named(model: str, base_url: str) -> str:
     """``model 'm' at https://host/v1``: the server without the credentials, query or fragment a URL may hold."""
+    return f"model {model!r} at {_without_credentials(base_url)}"
+
+
+def _without_credentials(base_url: str) -> str:
     parts = urlsplit(base_url)
-    server = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
-    return f"model {model!r} at {server}"
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
 
 
 _NAMED_KINDS = frozenset({"auth", "not_found", "blocked"})
@@ -303,12 +324,12 @@ only ``Not Found``."""
 
 
 def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | None = None, *,
-                     pictures: bool = False, gave_up: bool = False) -> ModelError:
+                     pictures: bool = False, gave_up: bool = False, not_again: str = GAVE_UP) -> ModelError:
     """The one place SDK failures become `ModelError` (see `agent._errors` for kinds); ``named``
     (`_named`) is added to the text of a failure of `_NAMED_KINDS`. ``pictures``: the request held one,
     so a 400 that speaks of an image is that picture's (`bad_image`), not the request's (`bad_request`).
     ``gave_up``: the call's retry budget kept the SDK from asking again (`_retry_budget`), so the failure
-    is a passing one, and its text says why it was not asked again."""
+    is a passing one, and its text says why it was not asked again (``not_again``)."""
     status = getattr(exc, "status_code", None)
     retry_after = None
     # Order matters: APITimeoutError subclasses APIConnectionError, and the
@@ -361,7 +382,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     if named and kind in _NAMED_KINDS:
         text = f"{text} ({named})"
     if gave_up:
-        text = f"{text} ({GAVE_UP})"
+        text = f"{text} ({not_again})"
     text = _scrub(text, secrets)
     return ModelError(model_failure_text(kind, text), kind=kind, status=status, retry_after=retry_after)
 
