@@ -179,6 +179,8 @@ class _Splitter(InLists):
         self._item_at: dict[int, Item] = {}
         self._item_lines: dict[int, Item] | None = None
         self._line_starts: list[int] = []
+        self._prefix_ends: dict[int, int] = {}
+        """Where the line's markers (`_LINE_PREFIX`) from a position end: read once, not for every candidate cut."""
         self._last_window = limit
         """The text the last part could hold (`max_end`): the first guess for the next is at most twice it."""
 
@@ -377,7 +379,12 @@ class _Splitter(InLists):
         line_end = text.find("\n", end)
         if not text[end:line_end if line_end != -1 else len(text)].strip():
             return False  # an empty item (quote line) in the text too
-        return bool(text[line:end].strip()) and end <= _LINE_PREFIX.match(text, line).end()  # type: ignore[union-attr]
+        if not text[line:end].strip():
+            return False
+        if (prefix_end := self._prefix_ends.get(line)) is None:
+            # Cached: a line of a thousand "- " was read to its end for each of the part's candidate cuts.
+            prefix_end = self._prefix_ends[line] = _LINE_PREFIX.match(text, line).end()  # type: ignore[union-attr]
+        return end <= prefix_end
 
     def ends_heading_closed(self, start: int, end: int) -> bool:
         """A part from ``start`` to ``end`` would end a heading with a word of ``#`` the heading goes on after
@@ -463,8 +470,8 @@ class _Splitter(InLists):
 
         Paragraph, line, then space breaks in the later half of the window first, so parts stay
         full rather than ending at an early blank line; then the same anywhere; then a hard cut. But a
-        space within inline code the window could hold whole comes after any line break: cut, the code
-        (a command, a path) is copied in two pieces from two messages.
+        space within inline code a part starting at a line break before it could hold whole comes after
+        that line break: cut, the code (a command, a path) is copied in two pieces from two messages.
         """
         text = self.text
         half = start + (end - start) // _HALF
@@ -474,7 +481,7 @@ class _Splitter(InLists):
                 while p != -1:
                     body_end = self.rstrip(start, p)
                     if self.valid_end(start, body_end) and not (
-                            sep == " " and lo == half and self._cuts_code_span(body_end, end - start)):
+                            sep == " " and lo == half and self._cuts_code_span(start, body_end, end)):
                         return p
                     # Every break between body_end and p ends the part at body_end too: skip them,
                     # so a long run of whitespace is walked once, not once per break in it.
@@ -497,10 +504,16 @@ class _Splitter(InLists):
                 cut = self._before_marker(start, body_end, cut)
         return cut
 
-    def _cuts_code_span(self, pos: int, window: int) -> bool:
-        """A cut at ``pos`` falls within a code span no longer than ``window``."""
-        return any(s.opener[0] == "`" and s.open_end < pos < s.close_start and s.close_end - s.open_start <= window
-                   for s in self.structure.styles_open_at(pos))
+    def _cuts_code_span(self, start: int, pos: int, end: int) -> bool:
+        """A cut at ``pos`` falls within a code span that a part starting at the line break the part from ``start``
+        up to ``end`` would end at instead (a paragraph's, else a line's: `choose_cut`) could hold whole: where none
+        could, the code is cut all the same, after a part of only what came before that line break."""
+        text = self.text
+        brk = text.rfind("\n\n", start + 1, end)
+        brk = text.rfind("\n", start + 1, end) if brk == -1 else brk
+        return brk != -1 and any(
+            s.opener[0] == "`" and s.open_end < pos < s.close_start and brk < s.open_start
+            and s.close_end - brk <= end - start for s in self.structure.styles_open_at(pos))
 
     def _row_cut(self, start: int, end: int) -> int | None:
         """Where to cut a table row the part cannot hold, ``end`` inside it: after a pipe between cells, else

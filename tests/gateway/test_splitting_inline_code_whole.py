@@ -45,3 +45,11 @@ def test_a_code_span_on_a_line_a_part_can_hold_is_never_cut(lines, limit):
     sent = "\n".join(split_text(text, limit))
     for code in re.findall(r"`[^`]*`", text):
         assert code in sent, (code, sent)
+
+
+def test_code_no_part_could_hold_from_the_line_break_is_not_worth_a_part_ending_there():
+    # The code fits the window, but not a part starting at the line break: cut there, "Intro." came alone, and the
+    # code was cut all the same in the next part.
+    code = "`" + " ".join("abcdefghijklmnopqrst") + "`"
+    parts = split_text(f"Intro.\n{'w ' * 8}{code} done\n", 50)
+    assert len(parts) == 2 and parts[0].startswith("Intro.\nw w"), parts
