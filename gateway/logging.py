@@ -76,7 +76,9 @@ _longest = 0
 _secrets_re: re.Pattern[str] | None = None
 """`_secrets` as one pattern, built at the first use after a registration (`_secrets_pattern`): rebuilt at each
 one, the 200 secrets of a configuration with many webhook routes took seconds to register at start."""
-_lock = threading.Lock()
+_lock = threading.RLock()
+"""Re-entrant: a collection falling inside the build (or a registration) may run a finalizer that logs (asyncio's
+"Task was destroyed but it is pending!"), whose `redact` then builds the pattern in the thread that holds this."""
 
 
 @contextlib.contextmanager
@@ -127,6 +129,8 @@ def _secrets_pattern() -> re.Pattern[str] | None:
 
 
 _NEVER_QUOTED = frozenset(string.ascii_letters + string.digits)
+_REPR_ESCAPE = {"\t": "t", "\n": "n", "\r": "r", "\b": "b", "\f": "f"}
+"""How JSON (all five) and a repr (the first three) escape a control character short."""
 _BACKSLASHED = frozenset(string.punctuation + " ")
 """What an escaping writer may put a backslash before: JSON ``\\"``, ``\\\\`` and ``\\/``, a repr's ``\\'``."""
 
@@ -172,6 +176,10 @@ def _forms(char: str) -> list[tuple[str, str]]:
     if char in _NEVER_QUOTED:
         return [(char, "")]
     escaped = r"\\?" + r"\\{1,2}".join(f"u{_hex(unit, 4)}" for unit in _utf16_units(char))
+    if code := _REPR_ESCAPE.get(char) or (f"x{_hex(ord(char))}" if ord(char) < 0x100 else ""):
+        escaped += rf"|\\?{code}"  # a repr's ``\xa0`` (a no-break space), JSON's and a repr's ``\t``
+    elif ord(char) >= 0x10000:
+        escaped += rf"|\\?U{_hex(ord(char), 8)}"  # a repr's ``\U000e0041``: one it does not print
     if char in _BACKSLASHED:
         escaped = rf"\\{{0,2}}{re.escape(char)}|{escaped}"
     forms = [(char, ""), ("\\", f"(?:{escaped})")]

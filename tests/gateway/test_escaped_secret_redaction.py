@@ -102,3 +102,12 @@ def test_a_secret_registered_after_a_line_was_masked_is_masked_too(no_secrets) -
     assert redact("a first-secret-5c1") == f"a {MASK}"
     register_secret("later-secret-9d2")
     assert redact('a first-secret-5c1 and "later-secret-9d2"') == f'a {MASK} and "{MASK}"'
+
+
+@pytest.mark.parametrize("secret", ["nb\xa0sp-pass-3e7", "tab\tin-pass-3e7", "tag\U000e0041-pass-3e7"])
+@pytest.mark.parametrize("writer", [repr, json.dumps, lambda text: repr(repr(text)),
+                                    lambda text: json.dumps(json.dumps(text))],
+                         ids=["repr", "json", "repr twice", "json twice"])
+def test_a_secret_with_a_character_a_repr_writes_as_x_or_big_u_or_a_short_escape_is_masked(secret, writer) -> None:
+    register_secret(secret)
+    assert "pass-3e7" not in redact(f"refused: {writer(secret)}")
