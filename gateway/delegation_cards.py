@@ -167,9 +167,10 @@ class DelegationCards:
         return len(owed)
 
     async def _finished_before(self, row: DelegationRow, into: list) -> None:
-        """Fill ``into`` with the delegation's subagents that had finished, in the order of its tasks. One the
-        journal cannot give (a full disk, a closing service) is left off the card, as it was before: the card
-        must never break over it, and its headline still counts it."""
+        """Fill ``into`` with the delegation's subagents that had finished, in the order they finished, as the
+        card listed them before the restart (by its tasks' order, two that finished out of it swapped places).
+        One the journal cannot give (a full disk, a closing service) is left off the card, as it was before: the
+        card must never break over it, and its headline still counts it."""
         try:
             found = await self._children.lookup([t.subagent_id for t in row.tasks])
         except Exception as exc:
@@ -179,7 +180,8 @@ class DelegationCards:
         finally:
             if self._looking.get(row.delegation_id) is asyncio.current_task():
                 del self._looking[row.delegation_id]
-        into.extend(child for t in row.tasks if (child := found.get(t.subagent_id)) and child.completed_at is not None)
+        done = [child for t in row.tasks if (child := found.get(t.subagent_id)) and child.completed_at is not None]
+        into.extend(sorted(done, key=lambda child: child.completed_at))
 
     def _journal_final(self, row: DelegationRow, final: str) -> None:
         """Journal the card's final state, in the commit that records it no longer owed; a refusal is said
