@@ -136,7 +136,7 @@ class ProgressCard:
         children = self._seen_children()
         done, launched = self._counts() if self._counts is not None else (0, 0)
         if not launched:
-            done, launched = sum(1 for c in children if c.completed_at is not None), len(children)
+            done, launched = sum(1 for c in children if _ended(c)), len(children)
         self.subagents = max(self.subagents, launched)
         if self._current == DELEGATE and launched:
             doing = f"Waiting for subagents: {done} of {launched} done"
@@ -159,7 +159,7 @@ class ProgressCard:
         done line, once every one of them was seen finished. A fan-out of more than the source keeps
         of a session's finished children may finish faster than the card looks: the outcomes it did
         not see are not known here, and a partial tally would read as the whole, so then none."""
-        finished = [c for c in self._seen_children() if c.completed_at is not None]
+        finished = [c for c in self._seen_children() if _ended(c)]
         return child_states.endings(finished) if len(finished) >= self.subagents else ""
 
     def _seen_children(self) -> list[ChildView]:
@@ -167,7 +167,7 @@ class ProgressCard:
         since (a finished child never changes): the counts never shrink."""
         current = list(self._children())
         for child in current:
-            if child.completed_at is not None:
+            if _ended(child):
                 self._finished[child.subagent_id] = child
         shown = {child.subagent_id for child in current}
         return [*(c for sid, c in self._finished.items() if sid not in shown), *current]
@@ -196,10 +196,20 @@ def _child_lines(children: Sequence[ChildView], now: float, room: int) -> list[s
             f"{CHILD_INDENT}… and {len(children) - len(chosen)} more"]
 
 
+_ENDED = frozenset({"succeeded", "failed", "interrupted", "cancelled"})
+
+
+def _ended(child: ChildView) -> bool:
+    """Whether the card shows ``child`` finished: its end timed and published. A child's end is timed as its row
+    goes to the journal, its state set only once that commits (`lifecycle._supervisor`): a card drawn between the
+    two read `✗ b — running, 3 s`, and kept it until its next edit."""
+    return child.completed_at is not None and getattr(child.state, "value", str(child.state)).lower() in _ENDED
+
+
 def _telling(child: ChildView, index: int) -> tuple[int, float]:
     """Sorts first the subagents at work (the latest launched first), then those finished (the latest first),
     then those waiting for a slot (the next to start first)."""
-    if child.completed_at is not None:
+    if _ended(child) and child.completed_at is not None:
         return 1, -child.completed_at
     if child.started_at is None:
         return 2, index
@@ -209,7 +219,7 @@ def _telling(child: ChildView, index: int) -> tuple[int, float]:
 def _child_line(child: ChildView, now: float) -> str:
     state = getattr(child.state, "value", str(child.state)).lower()
     goal = " ".join(child.goal.split())
-    if child.completed_at is not None:
+    if _ended(child) and child.completed_at is not None:
         mark = "✓" if state == "succeeded" else "✗"
         took = format_elapsed(max(0.0, child.completed_at - (child.started_at or child.completed_at)))
         return f"{CHILD_INDENT}{mark} {goal} — {state}, {took}"

@@ -593,3 +593,17 @@ async def test_a_card_past_the_platforms_limit_stays_one_message_edited_in_place
     await settled(gateway)
     assert chat.kinds() == ["notice", "reply"]
     assert card.text == "✓ Done in 9 s · 8 subagents"
+
+
+def test_a_subagent_whose_end_is_timed_but_not_yet_published_still_reads_running():
+    # Its end is timed as its row goes to the journal and its state set once that commits: between the two the card
+    # read "✗ b — running, 3 s", and counted it done.
+    child = Child("sa-1", "b", started_at=1.0, completed_at=4.0)
+    card = card_of(lambda: [child])
+    card.tool_started(DELEGATE)
+    rendered = card.render()
+    assert rendered.startswith("⏳ Waiting for subagents: 0 of 1 done"), rendered
+    assert "▸ b — running" in rendered and "✗" not in rendered
+    child.state = "FAILED"
+    rendered = card.render()
+    assert rendered.startswith("⏳ Waiting for subagents: 1 of 1 done") and "✗ b — failed, 3 s" in rendered, rendered
