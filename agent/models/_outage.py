@@ -96,14 +96,17 @@ class ServerOutage:
                         "meanwhile", self.server, clock.monotonic() - self.down_since, self.not_sent)
         self.failures, self.down_since, self.probe_wait, self.not_sent, self.last = 0, None, PROBE_FIRST, 0, None
 
-    def failed(self, error: ModelError, clock: Clock) -> None:
-        """A call sent to the server failed with ``error``."""
-        if error.kind not in PASSING:
+    def failed(self, error: ModelError, clock: Clock, *, probe: bool = False) -> None:
+        """A call sent to the server failed with ``error`` (``probe``: the call was a probe)."""
+        if error.kind not in PASSING or error.context_exceeded:  # a 5xx refusing one request as too long too
             self.answered(clock)
             return
         now, self.last = clock.monotonic(), error
         self.failures += 1
-        if self.down_since is not None:  # a probe's, or a call sent before the server was taken for down
+        if self.down_since is not None:
+            if not probe:  # a call sent before the server was taken for down: the probes keep their own pace
+                self.next_probe = max(self.next_probe, now + (error.retry_after or 0.0))
+                return
             self.probe_wait = min(self.probe_wait * 2, PROBE_MOST)
         elif self.failures >= DOWN_AFTER:
             self.down_since = now

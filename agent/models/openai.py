@@ -142,7 +142,7 @@ class OpenAIModel:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
             error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
                                      not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
-            outage.failed(error, self._clock)
+            outage.failed(error, self._clock, probe=not sent)
             raise error from exc
         finally:
             CALL.reset(token)
@@ -151,7 +151,7 @@ class OpenAIModel:
         try:
             response = _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
         except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
-            outage.failed(exc, self._clock)
+            outage.failed(exc, self._clock, probe=not sent)
             raise
         outage.answered(self._clock)
         return response

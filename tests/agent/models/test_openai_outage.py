@@ -94,3 +94,37 @@ async def test_models_on_one_server_learn_together_that_it_is_down():
             await parent.aclose()
             await child.aclose()
     assert len(server.requests) == 3 and server_down(str(error))
+
+
+async def test_calls_failing_as_the_server_is_taken_for_down_do_not_put_its_first_probe_off():
+    # Six chats' calls in flight as it went down: the three failing after it doubled the wait to a minute.
+    clock = FakeClock(autojump=False)
+    async with FakeOpenAIServer(default_text="back") as server:
+        for _ in range(6):
+            server.push_error(503, DOWN)
+        llm = model(server, clock)
+        try:
+            await asyncio.gather(*(fails(llm) for _ in range(6)))
+            assert server_down(str(await fails(llm)))
+            clock.advance(10)
+            assert (await llm.complete(HELLO)).text == "back"  # the probe, 10 s on
+        finally:
+            await llm.aclose()
+    assert len(server.requests) == 7
+
+
+async def test_a_server_error_refusing_a_request_as_too_long_is_no_outage():
+    # Quoted in the error of every call held, its words had every other chat's conversation compacted.
+    clock = FakeClock(autojump=False)
+    too_long = {"error": {"message": "This model's maximum context length is 8192 tokens. However, you requested "
+                                     "9000 tokens", "type": "internal_error", "param": None, "code": None}}
+    async with FakeOpenAIServer(default_text="fine") as server:
+        for _ in range(3):
+            server.push_error(500, too_long)
+        llm = model(server, clock)
+        try:
+            assert all([(await fails(llm)).context_exceeded for _ in range(3)])
+            assert (await llm.complete(HELLO)).text == "fine"
+        finally:
+            await llm.aclose()
+    assert len(server.requests) == 4
