@@ -10,7 +10,8 @@ seconds since each platform last handed the gateway an event, whether each
 platform's connection is up, whether the state database can be written, whether its
 log is checkpointed off the event loop (`gateway.store.checkpointer.ended`), whether another
 process holds its write lock (`gateway.store.write_lock`), and the messages waiting to be answered and
-whether the gateway is catching up after its start (`gateway.backlog.GatewayBacklog`, which ``/healthz`` shows too).
+whether the gateway is catching up after its start (`gateway.backlog.GatewayBacklog`, which ``/healthz`` shows too), and
+whether each model server is taken for down (`model_servers_up`).
 
 Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
 full disk keeps the store from writing again what it rolled back, a failing device) leaves
@@ -18,7 +19,8 @@ out only its own gauges, logs once until it reads again, and makes ``switchboard
 0 when SQLite refused it. Were the whole page a 500 instead, the gauge that says the
 database is down could never be read at the moment it is.
 
-Labels are bounded: platform, kind, outcome, role, state, status, model. Never a chat,
+Labels are bounded: platform, kind, outcome, role, state, status, model, server (a model server's base URL, of the
+configuration). Never a chat,
 user, session or message id. A model's name is what the provider answered as, so it is
 bounded too: the first `MAX_MODELS` names seen, then ``other`` (`GatewayMetrics.model_label`).
 The turns and deliveries of each platform are on the page at zero from the start, each kind
@@ -28,6 +30,7 @@ and outcome: Prometheus sees no increase in a series that first appears at 1, so
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -38,6 +41,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agent import Clock, HookRegistry, TurnResult
+from agent.models import _outage
 from gateway.backlog import GatewayBacklog
 from gateway.events import GatewayListener
 from gateway.live_reads import LiveReads
@@ -56,6 +60,8 @@ CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATE
 """The classic text format every Prometheus reads (our names need none of the newer escaping)."""
 TURN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 CHILD_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+MODEL_CALL_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
+"""A model call's answer takes from a fraction of a second (a short reply) to minutes (a long one, retries)."""
 MAX_DEPTH = 8
 """How deep the gauge of children looks into orchestrators' own children."""
 MAX_MODELS = 20
@@ -83,11 +89,11 @@ class GatewayMetrics(GatewayListener):
         self.turns = Counter("switchboard_turns", "Turns that ended, by platform, kind (message or completion)"
                              " and outcome (done, stopped, superseded, shutdown, failed).",
                              ["platform", "kind", "outcome"], registry=r)
-        self.turn_seconds = Histogram("switchboard_turn_duration_seconds", "How long turns ran.",
+        self.turn_seconds = Histogram("switchboard_turn_duration_seconds", "Seconds turns ran, by platform and kind.",
                                       ["platform", "kind"], buckets=TURN_BUCKETS, registry=r)
         self.child_runs = Counter("switchboard_subagent_runs", "Children that finished, by role and status"
                                   " (completed, failed, error, interrupted, timeout).", ["role", "status"], registry=r)
-        self.child_seconds = Histogram("switchboard_subagent_duration_seconds", "How long finished children ran.",
+        self.child_seconds = Histogram("switchboard_subagent_duration_seconds", "Seconds finished children ran.",
                                        ["role", "status"], buckets=CHILD_BUCKETS, registry=r)
         self.deliveries = Counter("switchboard_deliveries", "Outbox parts settled, by platform, kind and outcome"
                                   " (sent or failed).", ["platform", "kind", "outcome"], registry=r)
@@ -107,6 +113,9 @@ class GatewayMetrics(GatewayListener):
                             ["model", "role"], registry=r)
         self.model_calls = Counter("switchboard_model_calls", "Model calls, by model, role and outcome (ok, or the"
                                    " kind of failure).", ["model", "role", "outcome"], registry=r)
+        self.model_seconds = Histogram("switchboard_model_call_duration_seconds", "Seconds model calls that answered"
+                                       " took, by model and role, retries included.", ["model", "role"],
+                                       buckets=MODEL_CALL_BUCKETS, registry=r)
         self._clock = clock
         self._started = clock.monotonic()
         self._last_inbound: dict[str, float] = {}
@@ -196,9 +205,13 @@ class GatewayMetrics(GatewayListener):
                        child_usage["cost_usd"])
 
     async def _model_called(self, *, role: str, model: str | None, prompt_tokens: int, completion_tokens: int,
-                            cost_usd: float | None, error: str | None, **_: Any) -> None:
+                            cost_usd: float | None, duration_seconds: float, error: str | None, **_: Any) -> None:
         name = self.model_label(model)
         self._child(self.model_calls, name, role, error or "ok").inc()
+        if error is None:
+            # Failures stay out: calls not sent to a server taken for down end at once, time-outs at the limit,
+            # and either would drag the quantiles of the answers (`switchboard_model_calls_total` counts them).
+            self._child(self.model_seconds, name, role).observe(duration_seconds)
         self._used(name, role, prompt_tokens, completion_tokens, cost_usd)
 
     def model_label(self, model: str | None) -> str:
@@ -266,6 +279,13 @@ class _Live(Collector):
         yield from read("the sessions", self._sessions_now, [])
         yield from read("the platforms", self._platforms, [])
         yield from read("the backlog", self._backlog, [])
+        up = GaugeMetricFamily("switchboard_model_server_up", "1 while a model server the gateway has called is taken"
+                               " for up, 0 while it is taken for down after failing calls in a row: calls to it are"
+                               " not sent, but one every 10 to 60 s as a probe, until one is answered.",
+                               labels=["server"])
+        for server, is_up in model_servers_up().items():
+            up.add_metric([server], 1 if is_up else 0)
+        yield up
         db = self._store.db
         # Last: it counts the reads above that SQLite refused as the database being down too.
         yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
@@ -335,6 +355,17 @@ class _Live(Collector):
             GaugeMetricFamily("switchboard_catching_up", "1 while messages received before this start wait to be"
                               " answered, or outbox parts journaled before it wait to be sent (see /healthz).",
                               value=1 if backlog.catching_up else 0)]
+
+
+def model_servers_up() -> dict[str, bool]:
+    """Each model server this event loop's models have called (its base URL, without credentials or query): whether
+    it is taken for up (`agent.models._outage`). The outages are the agent's, shared by every model on one server;
+    it keeps no list of them but this one, read here as it stands."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # a page made outside the gateway's loop: its models' servers are not known there
+        return {}
+    return {server: outage.down_since is None for server, outage in _outage._SHARED.get(loop, {}).items()}
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:
