@@ -220,7 +220,8 @@ def _command(argv: Sequence[str] | None) -> int:
     if args.command == "config":
         return config_check(_checked_path(parser, args), sys.stdout, _STDERR, overrides=args.set)
     try:
-        config, warnings = load_config(args.config, overrides=args.set)
+        # A worker serves no chat: the platforms' secrets stay on the gateway's machine (docs/scale-out.md).
+        config, warnings = load_config(args.config, overrides=args.set, worker=args.command == "worker")
     except ConfigError as exc:
         write_problems(exc, _STDERR)
         print(f"switchboard: the configuration has errors; {_check_hint(exc.source, args.set)} shows them all",

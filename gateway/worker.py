@@ -1,7 +1,8 @@
 """`switchboard worker`: run children for gateways with ``lifecycle.engine: temporal``.
 
-A worker reads the same configuration file as the gateway and builds each child
-from it and from the child's job: the built-in tools and the plugins' tools (the
+A worker reads the same configuration file as the gateway, only the part a worker
+uses (`gateway.config.worker_reads`: not the chat platforms' secrets), and builds each
+child from it and from the child's job: the built-in tools and the plugins' tools (the
 job names which ones the child gets), the model the child was launched with
 (``model.*`` supplies the endpoint and key; the job the provider and name; a
 routed child's model comes from its route, ``delegation.model_map`` or

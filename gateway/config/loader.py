@@ -26,6 +26,7 @@ from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, se
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import NUL, NUL_IN_PATH, Validator, show
+from gateway.config.worker_reads import worker_part
 from gateway.errors import ConfigError
 from lifecycle.settings import TemporalTLSSettings
 
@@ -41,7 +42,8 @@ class LoadedConfig(NamedTuple):
 
 
 def load_config(
-    path: str | Path | None = None, *, env: Mapping[str, str] | None = None, overrides: Sequence[str] = ()
+    path: str | Path | None = None, *, env: Mapping[str, str] | None = None, overrides: Sequence[str] = (),
+    worker: bool = False,
 ) -> LoadedConfig:
     """Load and validate the configuration; raises ConfigError listing every problem.
 
@@ -51,12 +53,15 @@ def load_config(
     ``overrides`` are ``KEY=VALUE`` pairs set over the file (``--set``): an unknown key among them is an
     error, and a secret set by one a warning (`gateway.config.overrides.set_problems`); an error the file
     alone has not names the ``--set`` that brought it (`gateway.config.overrides.name_setters`).
+    ``worker``: only what `switchboard worker` reads is expanded and checked (`gateway.config.worker_reads`);
+    the rest stands at its defaults.
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
     document = None if source is None else read_yaml(source)
+    read = worker_part if worker else _whole
     try:
-        raw = apply_overrides(document, overrides)
+        raw = read(apply_overrides(document, overrides))
     except ConfigError as exc:
         raise ConfigError(exc.errors, source=source) from None
     if not overrides:
@@ -68,7 +73,7 @@ def load_config(
 
         def errors_of(pairs: Sequence[str]) -> set[str]:
             try:
-                config_from_mapping(apply_overrides(document, pairs), source=source, env=env)
+                config_from_mapping(read(apply_overrides(document, pairs)), source=source, env=env)
             except ConfigError as without:
                 return set(without.errors)
             return set()
@@ -78,6 +83,10 @@ def load_config(
     if errors:
         raise ConfigError(errors, warnings, source)
     return LoadedConfig(config, warnings)
+
+
+def _whole(document: object) -> object:
+    return document
 
 
 def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | None:
