@@ -251,7 +251,8 @@ class Commands:
         if children and not saved:
             said.append(stop_not_saved(children))
         if children:
-            said.append("Their partial results are listed by /agents.")
+            said.append("The subagent's partial result is listed by /agents." if children == 1
+                        else "Their partial results are listed by /agents.")
         if finished:
             said.append(_undelivered(finished) + ": /agents lists them.")
         return " ".join([*said, *went_on, *_dropped(stopped.dropped), *kept, *note])

@@ -26,7 +26,7 @@ import dataclasses
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from agent import Clock, new_id
@@ -73,6 +73,8 @@ parent wrote its goals (up to `lifecycle.MAX_GOAL_CHARS` each) and needs to tell
 read them again. Whole, ten of them were 160,000 characters in the turn's message, which compaction keeps
 word for word as the newest, read again at every later request of the session."""
 FAILED = frozenset({S.FAILED, S.INTERRUPTED, S.CANCELLED})
+RETRIED = ("interrupted", "failed", "cancelled")
+"""How the children /retry runs again ended (`FAILED`), in the order the report after a restart names them."""
 STOPS = frozenset({SUPPRESSED_REASONS["stop"], SUPPRESSED_REASONS["new"]})
 """Why a completion turn is ended by a command that then settles the session's other delegations (`suppress`)."""
 
@@ -482,7 +484,10 @@ class Ledger(CompletionFailures):
                              f"{_short(child.summary or child_failure_reason(child.error or ''), 200) or 'no output'}")
         latest = self._table.latest(row.agent_session_id, 1)
         if latest and latest[0].delegation_id == row.delegation_id:
-            lines.append("Send /retry to run the interrupted ones again.")
+            # What /retry runs again (`_retry`): the failed and cancelled ones too, not only the restart's.
+            ended = {"interrupted" if task in lost else found[task.subagent_id].state.value.lower()
+                     for task in row.tasks if task in lost or _failed(found.get(task.subagent_id))}
+            lines.append(f"Send /retry to run the {_and(w for w in RETRIED if w in ended)} ones again.")
         else:  # /retry takes up only the chat's latest delegation, not this one
             ids = ", ".join(t.subagent_id for t in lost)
             lines.append(f"Send /agents retry ID to run one of them again ({ids}).")
@@ -833,6 +838,12 @@ def _failed(child: ChildSnapshot | None) -> bool:
 def _failure_line(task: LedgerTask, child: ChildSnapshot | None) -> str:
     reason = child_failure_reason((child.error if child is not None else None) or "its result is no longer available")
     return f"⚠️ Subagent failed: {_short(task.goal, 80)}: {_short(reason, 160)}"
+
+
+def _and(words: Iterable[str]) -> str:
+    """``interrupted, failed and cancelled``."""
+    *rest, last = words
+    return f"{', '.join(rest)} and {last}" if rest else last
 
 
 def _retry_id(delegation_id: str) -> str:

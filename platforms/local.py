@@ -47,6 +47,8 @@ as first printed: its updates, one a second with `make run`'s settings, would be
 whatever reads it. So does a dumb terminal (``TERM=dumb``: Emacs's shell buffer; or ``TERM`` unset), which
 shows the escape sequences that move a cursor as garbage: it gets none (`platforms.local_screen.moves_cursor`),
 and a reply that arrives while a line is typed goes on the next row, the prompt and the line drawn again under it.
+Someone reads that screen, though: how the work ended (``✓ Done in 42 s``, ``⏹ Stopped for your next message``), the
+last state of a notice or card, is printed anew under it (`UNDER_WAY`).
 Readline still reads there (it draws without them), so Ctrl-C is a key there too. No colours are used anywhere:
 ``NO_COLOR`` has nothing to turn off, and ``FORCE_COLOR`` nothing to force.
 
@@ -134,6 +136,9 @@ TOO_LONG = f"(Not sent: a message must be at most {MAX_TEXT} characters; this on
 beyond the model's context failed only at the model server, after the gateway had recorded all of it."""
 LEAVE_POLL = 0.1
 """Seconds between looks at whether the turn a leaving chat waits for has ended."""
+UNDER_WAY = "⏳"
+"""What every state of a progress message but its last begins with (`gateway.notices`, `gateway.progress_card`);
+the last, how the work ended, does not (`gateway.notices.final_text`)."""
 OWN_COMMANDS = (CommandSpec("quit", "Leave the chat (also /exit, Ctrl-D, or Ctrl-C twice)"),)
 """Commands the terminal handles itself; the gateway's /help lists them too."""
 
@@ -501,10 +506,15 @@ class LocalAdapter:
         wrapped it anew, over rows that cannot be counted); else (an earlier chat's too) `EditUnsupported`,
         and the gateway prints the update anew. On output that is no terminal (a pipe, a file) the message is
         left as it was printed, as on a platform that cannot change what it sent: every update of a notice or
-        a card printed anew was one more line a second (`make run`'s notices), a whole card each time."""
+        a card printed anew was one more line a second (`make run`'s notices), a whole card each time. So on a dumb
+        terminal, but for the last state, how the work ended (`UNDER_WAY`): `EditUnsupported`, and the gateway prints
+        it anew. Left as it was, the turn's end went unsaid: the gateway counts on the message to say it (a turn the
+        next line stopped said nothing at all of it)."""
         if self._output_gone:
             raise Closed("nothing reads the terminal's output any more", method="edit", chat_id=chat_id)
         if not self._ansi:
+            if self._terminal and not text.startswith(UNDER_WAY):
+                raise EditUnsupported("a dumb terminal cannot redraw a message", method="edit", chat_id=chat_id)
             return
         text = shown(scalar_text(text))
         below = 1  # the rows under the message, to the cursor's: they and the message's must all be on the screen

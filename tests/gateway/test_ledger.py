@@ -412,7 +412,7 @@ async def test_stop_settles_a_delegation_older_than_the_latest_fifty(tmp_path, g
     await chat.say("/stop")
     await chat.wait_for(lambda: "command" in chat.kinds())
     await settled(gateway)
-    assert chat.texts("command") == ["Stopped 1 subagent. Their partial results are listed by /agents."]
+    assert chat.texts("command") == ["Stopped 1 subagent. The subagent's partial result is listed by /agents."]
     assert chat.texts("completion") == []  # nothing of the stopped work reaches the chat
     assert rows(gateway) == []
 

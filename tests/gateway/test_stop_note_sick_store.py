@@ -22,7 +22,7 @@ def refuse_reading_messages(gateway) -> None:
 
 
 @pytest.mark.parametrize(("command", "answer"), [
-    ("/stop", "Stopped the running turn and 1 subagent. Their partial results are listed by /agents."),
+    ("/stop", "Stopped the running turn and 1 subagent. The subagent's partial result is listed by /agents."),
     ("/new", "Started a new session and ended 1 subagent. Delegation here is background."),
 ])
 async def test_a_stop_whose_note_to_the_asker_cannot_be_read_still_stops_their_work(tmp_path, gateways, caplog,

@@ -76,7 +76,7 @@ async def test_a_members_stop_drops_their_own_ready_results(tmp_path, gateways):
 
 @pytest.mark.parametrize(("command", "note", "answer"), [
     ("/stop", "(Stopped by @carol's /stop.)",
-     "Stopped the running turn and 1 subagent. Their partial results are listed by /agents."),
+     "Stopped the running turn and 1 subagent. The subagent's partial result is listed by /agents."),
     ("/new", "(Ended by @carol's /new.)", "Started a new session and ended 1 subagent. Delegation here is background."),
 ])
 async def test_a_members_stop_still_stops_another_members_running_subagents_and_tells_them(
@@ -148,7 +148,8 @@ async def test_a_members_stop_of_another_members_turn_and_its_background_work_te
     await settled(gateway)
     assert [(m.text, m.outbound.reply_to) for m in chat.messages] == [
         ("(Stopped by @carol's /stop.)", "m-bob"),
-        ("Stopped the running turn and 1 subagent. Their partial results are listed by /agents.", "m-carol-stop")]
+        ("Stopped the running turn and 1 subagent. The subagent's partial result is listed by /agents.",
+         "m-carol-stop")]
 
 
 def follows_up(request: ModelRequest) -> dict:
@@ -179,4 +180,4 @@ async def test_the_note_of_a_stopped_follow_up_delegation_quotes_the_message_tha
     await settled(gateway)
     assert [(m.text, m.outbound.reply_to) for m in chat.messages[2:]] == [
         ("(Stopped by @carol's /stop.)", "m-bob"),
-        ("Stopped 1 subagent. Their partial results are listed by /agents.", "m-carol-stop")]
+        ("Stopped 1 subagent. The subagent's partial result is listed by /agents.", "m-carol-stop")]
