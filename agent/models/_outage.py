@@ -1,25 +1,39 @@
-"""Model servers known to be down: calls to one that failed the last few are not sent, but for a probe now and then.
+"""Model servers known to be down, and API keys known to be over their rate limit: calls that would fail as the last
+few did are not sent, but for a probe now and then.
 
 While the provider (or a self-hosted vLLM or Ollama) is down, every model call used its retries, three requests by
 default, for up to two minutes where a ``Retry-After`` asked for waits: twenty chats writing through a five-minute
 outage sent the server three requests for each message, and each chat watched "typing…" for as long before it read
-"try again in a moment". So once `DOWN_AFTER` calls in a row to one server have failed in a way that may pass
-(`PASSING`: connection errors, time-outs, 5xx, 429), the server is *down*: a call sends nothing and fails at once,
-its error of the kind the last failure had and its text holding `agent._errors.NOT_SENT`; except one call at a time,
-a *probe*, sent without retries once `PROBE_FIRST` seconds have passed (or the server's ``Retry-After``, if longer),
-then twice as long after each probe that fails, up to `PROBE_MOST`. A probe is a chat's own call, sent as it comes:
-nothing is sent to a server while nobody asks anything of it. Any answer of the server that is not such a failure (an
-answer, or a refusal of the request itself) ends it. Its beginning and its end are logged once each.
+"try again in a moment". So once `DOWN_AFTER` calls in a row have failed in a way that shows the server is not
+answering (`UNREACHABLE`), the server is *down*; once as many calls in a row of one model with one API key have been
+refused with a 429 (`LIMITED`), that model with that key is *limited*. Then a call sends nothing and fails at once,
+its error of the kind the last failure had (its text holding `agent._errors.NOT_SENT` for a server down); except one
+call at a time, a *probe*, sent without retries once `PROBE_FIRST` seconds have passed (or the server's
+``Retry-After``, if longer), then twice as long after each probe that fails, up to `PROBE_MOST`. A probe is a chat's
+own call, sent as it comes: nothing is sent while nobody asks. Its beginning and its end are logged once each.
 
-Shared by every client of one server (its base URL, credentials aside), as `_request_slots` is: the parent's model,
-``delegation.model``'s and a route's on one server learn it is down together. Kept in memory: a restart begins with
-the server taken for up.
+What a call's outcome tells is the caller's to say, which knows its SDK's errors (`agent.models.openai`):
+
+- `UNREACHABLE`: no connection (refused, reset, closed, not opened in time), a 5xx: counts against the server (its
+  base URL, credentials aside), shared by every client of it, as `_request_slots` is: the parent's model,
+  ``delegation.model``'s and a route's on one server learn it is down together.
+- `LIMITED`: a 429. Providers limit each key (OpenAI each model of a key's project) apart: it counts against that model
+  with that key alone, known by a salted hash of the key (`credential_of`), never the key itself; one chat over its
+  tokens a minute held the calls of ``delegation.model`` and of a route with a key of its own. The server answered.
+- `ANSWERED`: an answer, or a refusal of the request itself: both are up.
+- `UNTOLD`: nothing reached the server (a request no client can send), or its answer was slow to come (a read timeout
+  of a request it took, a proxy's 408/504/524 for one): it may be busy writing a long answer, and three long subagent
+  calls had every chat's calls held. Neither counts nor ends anything.
+
+Kept in memory: a restart begins with every server taken for up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 import weakref
 
 from agent._clock import Clock
@@ -28,12 +42,11 @@ from agent._errors import NOT_SENT, ModelError, model_failure_kind, model_failur
 log = logging.getLogger("agent.models")
 
 DOWN_AFTER = 3
-"""Model calls in a row, each after its own retries, that fail in a way that may pass before a server is taken for down:
-a single chat's failure is no outage; three in a row, most often from several chats, are."""
+"""Model calls in a row, each after its own retries, that fail alike before a server is taken for down, or a key for
+limited: a single chat's failure is no outage; three in a row, most often from several chats, are."""
 
-PASSING = frozenset({"connection", "timeout", "server_error", "rate_limited"})
-"""`ModelError` kinds that say the server is unreachable, failing or refusing to take more; any other outcome is an
-answer of a server that is up (a refusal of one request, of a key, of a picture)."""
+ANSWERED, UNREACHABLE, LIMITED, UNTOLD = "answered", "unreachable", "limited", "untold"
+"""What a call's outcome tells of its server (see the module docstring)."""
 
 PROBE_FIRST, PROBE_MOST = 10.0, 60.0
 """Seconds from a server taken for down to its first probe, and at most between two: doubled after each that fails,
@@ -43,7 +56,19 @@ _DETAIL_KEPT = 300
 """Characters of the last failure's text quoted in the error of a call not sent."""
 
 _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ServerOutage]] = weakref.WeakKeyDictionary()
-"""Per event loop, each server's."""
+"""Per event loop, each server's (`gateway.metrics` reads it)."""
+
+_LIMITS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, str], ServerOutage]] = (
+    weakref.WeakKeyDictionary())
+"""Per event loop, each (server, `credential_of` its key, model)'s."""
+
+_SALT = os.urandom(16)
+"""A hash of a key salted per process tells keys apart, and no key from a guess of it."""
+
+
+def credential_of(*secrets: str) -> str:
+    """What tells the credentials ``secrets`` (an API key, a base URL's password) apart from others in this process."""
+    return hashlib.blake2b("\0".join(secrets).encode("utf-8", "surrogatepass"), key=_SALT, digest_size=16).hexdigest()
 
 
 def outage_of(server: str) -> ServerOutage:
@@ -56,15 +81,59 @@ def outage_of(server: str) -> ServerOutage:
     return outage
 
 
+def limit_of(server: str, credential: str, model: str) -> ServerOutage:
+    """The `ServerOutage` of ``model`` at ``server`` called with the key ``credential`` (`credential_of`): its 429s'."""
+    by_key = _LIMITS.setdefault(asyncio.get_running_loop(), {})
+    key = (server.rstrip("/"), credential, model)
+    limit = by_key.get(key)
+    if limit is None:
+        limit = by_key[key] = ServerOutage(f"model {model!r} at {key[0]}", limited=True)
+    return limit
+
+
+def admit(circuits: tuple[ServerOutage, ...], clock: Clock) -> tuple[ServerOutage, ...]:
+    """Those of ``circuits`` a call is a probe of (none: it is sent as usual), each to be told `probe_ended` after it;
+    raises the error of a call not sent (`ServerOutage.held`) instead."""
+    probes = []
+    for circuit in circuits:
+        if circuit.down_since is None:
+            continue
+        if circuit.probing or clock.monotonic() < circuit.next_probe:
+            circuit.not_sent += 1
+            raise circuit.held(clock)
+        probes.append(circuit)
+    for circuit in probes:
+        circuit.probing = True
+    return tuple(probes)
+
+
+def settle(server: ServerOutage, limit: ServerOutage, outcome: str, error: ModelError | None, clock: Clock,
+           probes: tuple[ServerOutage, ...]) -> None:
+    """What a call's ``outcome`` (``error``: its failure, None for an answer) tells ``server`` and ``limit``, the
+    `outage_of` and `limit_of` of the call; ``probes``: what `admit` said it probes."""
+    if outcome == UNREACHABLE:  # of the key's limit it tells nothing
+        server.failed(error, clock, probe=server in probes)
+    elif outcome != UNTOLD:
+        server.answered(clock)
+        if outcome == LIMITED:
+            limit.failed(error, clock, probe=limit in probes)
+        else:
+            limit.answered(clock)
+
+
 class ServerOutage:
-    """Whether one server is down, and when it is asked again (see the module docstring)."""
+    """Whether one server is down, or one key of a model limited (``limited``), and when it is asked again (see the
+    module docstring)."""
 
-    __slots__ = ("server", "failures", "down_since", "next_probe", "probe_wait", "probing", "not_sent", "last")
+    __slots__ = ("server", "limited", "failures", "down_since", "next_probe", "probe_wait", "probing", "not_sent",
+                 "last")
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, *, limited: bool = False) -> None:
         self.server = server
+        """The server, or for a key: ``model 'm' at <server>``."""
+        self.limited = limited
         self.failures = 0
-        """Calls in a row that failed in a `PASSING` way."""
+        """Calls in a row that failed as `settle` counts them."""
         self.down_since: float | None = None
         """Monotonic time it was taken for down; None while it is up."""
         self.next_probe = 0.0
@@ -74,33 +143,21 @@ class ServerOutage:
         self.not_sent = 0
         self.last: ModelError | None = None
 
-    def admit(self, clock: Clock) -> bool | None:
-        """How the next call goes: True sent as usual, False as a probe (no retries; `probe_ended` after it),
-        None not at all (`held`)."""
-        if self.down_since is None:
-            return True
-        if self.probing or clock.monotonic() < self.next_probe:
-            self.not_sent += 1
-            return None
-        self.probing = True
-        return False
-
     def probe_ended(self) -> None:
         """A probe's call ended, however (a cancelled one too: the next call probes instead)."""
         self.probing = False
 
     def answered(self, clock: Clock) -> None:
-        """The server answered a call, other than with a `PASSING` failure: it is up."""
+        """The server answered a call, or the key was not refused: it is up."""
         if self.down_since is not None:
-            log.warning("model server %s is answering again, after %.0f s down; %d model calls were not sent to it "
-                        "meanwhile", self.server, clock.monotonic() - self.down_since, self.not_sent)
+            ended = ("%s: its API key is no longer refused, after %.0f s over its rate limit; %d model calls were not "
+                     "sent with it meanwhile" if self.limited else "model server %s is answering again, after %.0f s "
+                     "down; %d model calls were not sent to it meanwhile")
+            log.warning(ended, self.server, clock.monotonic() - self.down_since, self.not_sent)
         self.failures, self.down_since, self.probe_wait, self.not_sent, self.last = 0, None, PROBE_FIRST, 0, None
 
     def failed(self, error: ModelError, clock: Clock, *, probe: bool = False) -> None:
-        """A call sent to the server failed with ``error`` (``probe``: the call was a probe)."""
-        if error.kind not in PASSING or error.context_exceeded:  # a 5xx refusing one request as too long too
-            self.answered(clock)
-            return
+        """A call sent failed with ``error``, in the way this counts (``probe``: the call was a probe)."""
         now, self.last = clock.monotonic(), error
         self.failures += 1
         if self.down_since is not None:
@@ -110,15 +167,17 @@ class ServerOutage:
             self.probe_wait = min(self.probe_wait * 2, PROBE_MOST)
         elif self.failures >= DOWN_AFTER:
             self.down_since = now
-            log.warning("model server %s taken for down after %d model calls in a row failed (the last: %s); calls "
-                        "are not sent to it until one sent every %.0f to %.0f s as a probe is answered", self.server,
+            taken = ("%s: its API key is taken for over its rate limit after %d model calls in a row were refused "
+                     "(the last: %s); calls with it are not sent" if self.limited else "model server %s taken for down "
+                     "after %d model calls in a row failed (the last: %s); calls are not sent to it")
+            log.warning(taken + " until one sent every %.0f to %.0f s as a probe is answered", self.server,
                         self.failures, error, PROBE_FIRST, PROBE_MOST)
         else:
             return
         self.next_probe = now + max(self.probe_wait, error.retry_after or 0.0)
 
     def held(self, clock: Clock) -> ModelError:
-        """The error of a call not sent: the last failure's kind, `NOT_SENT` and how long it has been down."""
+        """The error of a call not sent: the last failure's kind, why, and how long it has been so."""
         assert self.last is not None and self.down_since is not None
         now = clock.monotonic()
         detail = str(self.last)
@@ -126,9 +185,11 @@ class ServerOutage:
             detail = detail.split("): ", 1)[1]
         if len(detail) > _DETAIL_KEPT:
             detail = detail[:_DETAIL_KEPT] + "…"
-        text = (f"{NOT_SENT} ({self.server}): {self.failures} calls in a row failed, for {now - self.down_since:.0f} s "
-                f"now; the next call is sent in {max(0.0, self.next_probe - now):.0f} s to see whether it is back "
-                f"(the last failure: {detail})")
+        why, back = ((f"not sent: the API key is over its rate limit ({self.server}): {self.failures} calls in a row "
+                      "were refused", "the limit is over") if self.limited
+                     else (f"{NOT_SENT} ({self.server}): {self.failures} calls in a row failed", "it is back"))
+        text = (f"{why}, for {now - self.down_since:.0f} s now; the next call is sent in "
+                f"{max(0.0, self.next_probe - now):.0f} s to see whether {back} (the last failure: {detail})")
         retry_after = max(0.0, self.next_probe - now) if self.last.kind == "rate_limited" else None
         return ModelError(model_failure_text(self.last.kind, text), kind=self.last.kind, status=self.last.status,
                           retry_after=retry_after)

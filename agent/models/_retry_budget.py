@@ -36,7 +36,8 @@ class RetryBudget:
     def __init__(self, *, probe: bool = False) -> None:
         self.until: float | None = None
         self.probe = probe
-        """The call is a probe of a server known to be down (`_outage`): it is not asked again at all."""
+        """The call is a probe of a server known to be down, or of a key known to be limited (`_outage`): it is not
+        asked again at all."""
         self.spent = False
         """A retry the SDK would have made was not: the failure raised is the one that came last."""
 
@@ -98,5 +99,5 @@ def _retries_taken(headers: Mapping[str, str]) -> int:
 GAVE_UP = f"not asked again: a model call is retried for {RETRY_SECONDS:.0f} seconds at most"
 """Added to the text of a failure the budget kept from being asked again."""
 
-PROBE_NOT_AGAIN = "not asked again: a probe of a model server that is down"
+PROBE_NOT_AGAIN = "not asked again: a probe of a model server that is down, or of an API key over its rate limit"
 """Added instead to the text of a probe's failure (`RetryBudget.probe`)."""

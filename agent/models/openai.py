@@ -42,7 +42,17 @@ from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_fai
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
-from agent.models._outage import outage_of
+from agent.models._outage import (
+    ANSWERED,
+    LIMITED,
+    UNREACHABLE,
+    UNTOLD,
+    admit,
+    credential_of,
+    limit_of,
+    outage_of,
+    settle,
+)
 from agent.models._request_slots import RequestSlots
 from agent.models._retry_budget import CALL, GAVE_UP, PROBE_NOT_AGAIN, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
@@ -110,6 +120,7 @@ class OpenAIModel:
         self._secrets = tuple(sorted(keys - {PLACEHOLDER_API_KEY}, key=len, reverse=True))
         self._named = _named(self.name, base_url)
         self._server = _without_credentials(base_url)  # whose outage this model's calls share (`_outage`)
+        self._credential = credential_of(str(getattr(client, "api_key", None) or api_key), *_url_credentials(base_url))
         self._clock = clock
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -123,11 +134,9 @@ class OpenAIModel:
             kwargs["temperature"] = self._temperature
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
-        outage = outage_of(self._server)
-        sent = outage.admit(self._clock)
-        if sent is None:
-            raise outage.held(self._clock)
-        budget = RetryBudget(probe=not sent)
+        server, limit = outage_of(self._server), limit_of(self._server, self._credential, self.name)
+        probes = admit((server, limit), self._clock)
+        budget = RetryBudget(probe=bool(probes))
         token = CALL.set(budget)
         try:
             try:
@@ -142,18 +151,18 @@ class OpenAIModel:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
             error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
                                      not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
-            outage.failed(error, self._clock, probe=not sent)
+            settle(server, limit, _outcome(exc, error), error, self._clock, probes)
             raise error from exc
         finally:
             CALL.reset(token)
-            if not sent:
-                outage.probe_ended()
+            for probed in probes:
+                probed.probe_ended()
         try:
             response = _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
         except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
-            outage.failed(exc, self._clock, probe=not sent)
+            settle(server, limit, _outcome(exc, exc), exc, self._clock, probes)
             raise
-        outage.answered(self._clock)
+        settle(server, limit, ANSWERED, None, self._clock, probes)
         return response
 
     async def aclose(self) -> None:
@@ -393,6 +402,29 @@ _WORDS_KEPT = 1000
 _TOLD_CAUSES = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 """Failures under a connection error whose text says what went wrong (refused, reset, closed mid-answer, a
 proxy's refusal), and holds no request header: a `httpx.LocalProtocolError` may quote the key's header."""
+
+
+_UNSENT_CAUSES = (httpx.LocalProtocolError, httpx.UnsupportedProtocol)
+"""Failures under a connection error of a request the client could not send: no server was asked."""
+
+
+def _outcome(exc: BaseException, error: ModelError) -> str:
+    """What a call's failure ``exc``, translated to ``error``, tells of its server and key (`_outage`): `UNREACHABLE`
+    only where the server is not answering, not where its answer is slow to come (a read timeout, the whole request's
+    bound, a proxy's 408/504/524 `_GAVE_UP_WAITING`), nor where no request reached it."""
+    if error.kind == "rate_limited":
+        return LIMITED
+    if error.kind == "timeout":  # the SDK's error says which only in its cause: httpx's ConnectTimeout, ReadTimeout…
+        return UNREACHABLE if isinstance(exc.__cause__, httpx.ConnectTimeout) else UNTOLD
+    if error.kind == "connection":
+        return UNTOLD if isinstance(exc.__cause__, _UNSENT_CAUSES) else UNREACHABLE
+    if error.kind == "server_error":  # a 4xx the SDK asked again (409) is an answer; a 5xx refusing one as too long too
+        return UNREACHABLE if (error.status or 500) >= 500 and not error.context_exceeded else ANSWERED
+    if isinstance(exc, (UnicodeEncodeError, openai.OpenAIError)) and not isinstance(exc, openai.APIError):
+        return UNTOLD  # a request no client can send (a header): the SDK refused it before sending
+    if isinstance(exc, RecursionError):  # a request nested too deep to encode, or an answer too deep to decode
+        return UNTOLD
+    return ANSWERED
 
 
 def _server_words(body: object, secrets: tuple[str, ...] = ()) -> str | None:
