@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from gateway import left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
+from gateway.config.loader import unread_secrets_of
 from gateway.config.sections import DisplayOverrides
 from gateway.early_signals import lost_stop
 from gateway.errors import StartupError
@@ -244,9 +245,12 @@ def _command(argv: Sequence[str] | None) -> int:
     except StartupError as exc:  # one that may mend by itself (the lock's holder ends, the disk is remounted): 1
         print(f"switchboard: {exc}", file=_STDERR)
         return 1
+    secrets = config_secrets(config)
+    if args.command == "worker":  # the gateway's secrets it holds, unread, masked all the same
+        secrets += unread_secrets_of(config.source, args.set)
     try:
         with logging_installed(config.logging.level, config.logging.format, log_file or sys.stderr,
-                               secrets=config_secrets(config), repeat_window=config.logging.repeat_window_seconds):
+                               secrets=secrets, repeat_window=config.logging.repeat_window_seconds):
             return _run(args, config, warnings)
     finally:
         if log_file is not None:

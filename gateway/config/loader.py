@@ -26,7 +26,7 @@ from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, se
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import NUL, NUL_IN_PATH, Validator, show
-from gateway.config.worker_reads import worker_part
+from gateway.config.worker_reads import unread_secrets, worker_part
 from gateway.errors import ConfigError
 from lifecycle.settings import TemporalTLSSettings
 
@@ -61,19 +61,21 @@ def load_config(
     document = None if source is None else read_yaml(source)
     read = worker_part if worker else _whole
     try:
-        raw = read(apply_overrides(document, overrides))
+        whole = apply_overrides(document, overrides)
     except ConfigError as exc:
         raise ConfigError(exc.errors, source=source) from None
+    raw = read(whole)
+    masked = unread_secrets(whole, env) if worker else frozenset()  # what it does not read, still not shown
     if not overrides:
-        return config_from_mapping(raw, source=source, env=env)
+        return config_from_mapping(raw, source=source, env=env, masked=masked)
     try:
-        config, warnings = config_from_mapping(raw, source=source, env=env)
+        config, warnings = config_from_mapping(raw, source=source, env=env, masked=masked)
     except ConfigError as exc:
         errors, warnings = set_problems(overrides, exc.errors, exc.warnings, Config)
 
         def errors_of(pairs: Sequence[str]) -> set[str]:
             try:
-                config_from_mapping(read(apply_overrides(document, pairs)), source=source, env=env)
+                config_from_mapping(read(apply_overrides(document, pairs)), source=source, env=env, masked=masked)
             except ConfigError as without:
                 return set(without.errors)
             return set()
@@ -87,6 +89,17 @@ def load_config(
 
 def _whole(document: object) -> object:
     return document
+
+
+def unread_secrets_of(source: Path | None, overrides: Sequence[str] = (),
+                      env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values of ``source`` with ``overrides`` set that `switchboard worker` does not read
+    (`gateway.config.worker_reads.unread_secrets`), for its log to mask beside `render.config_secrets`'s."""
+    try:
+        document = apply_overrides(None if source is None else read_yaml(source), overrides)
+    except ConfigError:  # read a moment ago by the loader: nothing more to mask than it found
+        return []
+    return sorted(unread_secrets(document, os.environ if env is None else env))
 
 
 def locate_config(path: str | Path | None, env: Mapping[str, str]) -> Path | None:
@@ -246,9 +259,11 @@ class _TooBig(Exception):
 
 
 def config_from_mapping(
-    raw: object, *, source: Path | None = None, env: Mapping[str, str] | None = None
+    raw: object, *, source: Path | None = None, env: Mapping[str, str] | None = None,
+    masked: frozenset[str] = frozenset(),
 ) -> LoadedConfig:
-    """Validate an already-parsed document (None means empty) into a Config."""
+    """Validate an already-parsed document (None means empty) into a Config; ``masked``: secret values from
+    beyond ``raw`` (what a worker does not read), not shown in a message either."""
     env = os.environ if env is None else env
     if raw is None:
         raw = {}
@@ -261,7 +276,7 @@ def config_from_mapping(
     # Expansion problems come first: they often explain a later "expected ..." one.
     empty_variables: dict[str, list[str]] = {}
     tree = _without_unset_state_dir(expand_tree(raw, env, "", expansion_errors, empty_variables))
-    secrets = secret_values(Config, tree) | env_secret_values(env) | _bad_references_in_secrets(raw)
+    secrets = secret_values(Config, tree) | env_secret_values(env) | _bad_references_in_secrets(raw) | masked
     validator = Validator(secrets, Config)
     validator.errors.extend(expansion_errors)
     # Config's own default state directory reads os.environ, and raises where there is no home directory:
