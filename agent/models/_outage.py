@@ -9,8 +9,9 @@ answering (`UNREACHABLE`), the server is *down*; once as many calls in a row of 
 refused with a 429 (`LIMITED`), that model with that key is *limited*. Then a call sends nothing and fails at once,
 its error of the kind the last failure had (its text holding `agent._errors.NOT_SENT` for a server down); except one
 call at a time, a *probe*, sent without retries once `PROBE_FIRST` seconds have passed (or the server's
-``Retry-After``, if longer), then twice as long after each probe that fails, up to `PROBE_MOST`. A probe is a chat's
-own call, sent as it comes: nothing is sent while nobody asks. Its beginning and its end are logged once each.
+``Retry-After``, if longer, up to `WAIT_MOST`), then twice as long after each probe that fails, up to `PROBE_MOST`.
+A probe is a chat's own call, sent as it comes: nothing is sent while nobody asks. Its beginning and its end are
+logged once each.
 
 What a call's outcome tells is the caller's to say, which knows its SDK's errors (`agent.models.openai`):
 
@@ -51,6 +52,10 @@ ANSWERED, UNREACHABLE, LIMITED, UNTOLD = "answered", "unreachable", "limited", "
 PROBE_FIRST, PROBE_MOST = 10.0, 60.0
 """Seconds from a server taken for down to its first probe, and at most between two: doubled after each that fails,
 so that recovery is noticed within a minute, at a request a minute."""
+
+WAIT_MOST = 3600.0
+"""Seconds of a ``Retry-After`` waited at most before the next probe: one of ``inf`` or a year held the server, or the
+key, until a restart, and a probe an hour costs one request."""
 
 _DETAIL_KEPT = 300
 """Characters of the last failure's text quoted in the error of a call not sent."""
@@ -174,7 +179,7 @@ class ServerOutage:
                         self.failures, error, PROBE_FIRST, PROBE_MOST)
         else:
             return
-        self.next_probe = now + max(self.probe_wait, error.retry_after or 0.0)
+        self.next_probe = now + max(self.probe_wait, min(error.retry_after or 0.0, WAIT_MOST))
 
     def held(self, clock: Clock) -> ModelError:
         """The error of a call not sent: the last failure's kind, why, and how long it has been so."""

@@ -150,3 +150,24 @@ async def test_a_probe_refused_before_it_was_sent_does_not_end_the_outage(caplog
             await client.close()
     lines = told(caplog)
     assert len(lines) == 1 and "taken for down" in lines[0]
+
+
+@pytest.mark.parametrize("after", ["inf", "1e12"])
+async def test_a_retry_after_of_ever_holds_a_key_an_hour_at_most(after):
+    # A 429's Retry-After of inf (or of thirty thousand years) put the next probe off for ever: the model with that
+    # key was never asked again until a restart.
+    clock = FakeClock(autojump=False)
+    async with FakeOpenAIServer(default_text="fine") as server:
+        for _ in range(3):
+            server.push_error(429, TPM, {"retry-after": after})
+        llm = model(server.base_url, clock)
+        try:
+            for _ in range(3):
+                await fails(llm)
+            held = await fails(llm)
+            assert held.kind == "rate_limited" and held.retry_after == 3600
+            clock.advance(3600)
+            assert (await llm.complete(HELLO)).text == "fine"
+        finally:
+            await llm.aclose()
+    assert len(server.requests) == 4
