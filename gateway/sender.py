@@ -58,6 +58,9 @@ _FINAL = (Forbidden, NotFound, BadRequest, EditUnsupported)
 _EDIT_REFUSED = (EditUnsupported, NotFound, BadRequest, MessageTooLong)
 _FILE_REFUSED = (MessageTooLong, AttachmentTooLarge)
 """A file's send the platform refuses for its size or its caption's: trying again changes nothing."""
+NEVER_WENT_OUT = "never went out"
+"""Why a change of a progress message withdrawn unsent is dropped (`Sender._drop_change_of_withdrawn`): the usual end
+of a card a quick turn or a blip of the platform held back, said at DEBUG."""
 
 
 def _outage_of(row: OutboxRow) -> str:
@@ -266,7 +269,7 @@ class Sender:
                         return False
                     asked = stale = True
                     continue
-                self._drop_change_of_withdrawn(row, "was not found to have gone out" if asked else "never went out")
+                self._drop_change_of_withdrawn(row, "was not found to have gone out" if asked else NEVER_WENT_OUT)
                 return True
             # A card given up on while its answers were lost is asked for until the platform answers (found,
             # this change finishes it; not found, it is sent anew as for any edit without a message).
@@ -580,7 +583,8 @@ class Sender:
         a message, it would appear after the answer."""
         self._forget(row)
         self._store.drop([row.id])
-        log.info("outbox: %s chat %s: %s dropped: %s %s", row.platform, row.chat_id, row.key, row.target_key, why)
+        log.log(logging.DEBUG if why == NEVER_WENT_OUT else logging.INFO, "outbox: %s chat %s: %s dropped: %s %s",
+                row.platform, row.chat_id, row.key, row.target_key, why)
         self._settle_cb(row.key, None)
 
     def _to_send(self, row: OutboxRow, reason: str) -> OutboxRow:

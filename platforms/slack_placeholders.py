@@ -346,7 +346,8 @@ class Placeholders:
                 self._deleting -= 1
         self._wrote(chat_id, op="delete")
         try:
-            await self._api("chat.delete", chat_id, channel=chat_id, ts=ts)
+            # Its refusals are no warning: gone already or not ours to delete is done (`DeliveryError` below).
+            await self._api("chat.delete", chat_id, channel=chat_id, ts=ts, caller_logs=True)
             self._wrote(chat_id, op="delete")  # counted from its answer too, as the outbox counts its calls
         except RateLimited as exc:  # per workspace: every channel's deletions wait it out, not only this one
             self._wrote(chat_id, op="delete", refused_for=exc.retry_after)
