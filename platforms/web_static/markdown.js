@@ -472,6 +472,12 @@ window.SwitchboardMarkdown = (() => {
   // the word before it, nor a tag character, which ends an emoji (bare_urls._OWN_FORMAT); nor an address of marks only.
   const MARKS_AT_END = /[^\P{Cf}\u200c\u200d\u{e0000}-\u{e007f}]+$/u;
   const MARKS_ONLY = /^[^:]+:\/\/[^\P{Cf}\u200c\u200d\u{e0000}-\u{e007f}]+$/u;
+  // An address written as itself shows as the address its link goes to, as the address bar shows it: its direction
+  // embeddings, overrides and isolates percent-encoded, as its link holds them. Shown as they are, a right-to-left
+  // override showed https://\u202emoc.elgoog.www@evil.example/ as https://elpmaxe.live@www.google.com/ (the link going
+  // to evil.example) and turned the text after it round too. The link is an isolate, left to right, besides: an
+  // override in the text before it turned the whole address round.
+  const asAddress = (written) => written.replace(/[\u202a-\u202e\u2066-\u2069]/g, (c) => encodeURI(c));
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
   // word (`snake_case_names` stays too), none across a blank line; a code span
@@ -835,7 +841,10 @@ window.SwitchboardMarkdown = (() => {
         const titled = defined ? defined.title : title;
         if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
         if (label || reference) inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
-        else node.textContent = cut(auto || bare);
+        else {
+          node.textContent = asAddress(cut(auto || bare));
+          node.dir = "ltr"; // an isolate (`asAddress`)
+        }
         node.rel = "noopener noreferrer";
         node.target = "_blank";
       }
