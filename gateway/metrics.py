@@ -11,7 +11,7 @@ platform's connection is up, whether the state database can be written, whether 
 log is checkpointed off the event loop (`gateway.store.checkpointer.ended`), whether another
 process holds its write lock (`gateway.store.write_lock`), and the messages waiting to be answered and
 whether the gateway is catching up after its start (`gateway.backlog.GatewayBacklog`, which ``/healthz`` shows too), and
-whether each model server is taken for down (`model_servers_up`).
+whether each model server is taken for down (`model_servers_up`), and each model's calls held there (`models_held`).
 
 Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
 full disk keeps the store from writing again what it rolled back, a failing device) leaves
@@ -31,6 +31,7 @@ and outcome: Prometheus sees no increase in a series that first appears at 1, so
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -286,6 +287,15 @@ class _Live(Collector):
         for server, is_up in model_servers_up().items():
             up.add_metric([server], 1 if is_up else 0)
         yield up
+        held = GaugeMetricFamily("switchboard_model_held", "Calls of a model at a model server held (not sent, but one"
+                                 " every 10 to 60 s as a probe): with reason server_error, 1 while the model is taken"
+                                 " for down after failing calls in a row in the server's own words (the server answers"
+                                 " other models); with reason rate_limited, the API keys whose calls of it are held"
+                                 " after 429s in a row.", labels=["server", "model", "reason"])
+        for (server, model), (down, keys) in models_held().items():
+            held.add_metric([server, model, "server_error"], 1 if down else 0)
+            held.add_metric([server, model, "rate_limited"], keys)
+        yield held
         db = self._store.db
         # Last: it counts the reads above that SQLite refused as the database being down too.
         yield GaugeMetricFamily("switchboard_storage_up", "1 while SQLite can write the state database, 0 from a"
@@ -366,6 +376,17 @@ def model_servers_up() -> dict[str, bool]:
     except RuntimeError:  # a page made outside the gateway's loop: its models' servers are not known there
         return {}
     return {server: outage.down_since is None for server, outage in _outage._SHARED.get(loop, {}).items()}
+
+
+def models_held() -> dict[tuple[str, str], tuple[bool, int]]:
+    """Each (server, model) this event loop's models have called, the first `MAX_MODELS`: whether the model is
+    taken for down there, and how many API keys' calls of it are held over their rate limit (`agent.models._outage`:
+    the keys are not told). The models are the configuration's (the parent's, ``delegation.model``, routes)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # a page made outside the gateway's loop, as `model_servers_up`
+        return {}
+    return dict(itertools.islice(_outage.models_held(loop).items(), MAX_MODELS))
 
 
 def live_children(view: HostView, session_ids: Iterable[str], depth: int = 0) -> Iterator[Any]:

@@ -5,9 +5,11 @@ While the provider (or a self-hosted vLLM or Ollama) is down, every model call u
 default, for up to two minutes where a ``Retry-After`` asked for waits: twenty chats writing through a five-minute
 outage sent the server three requests for each message, and each chat watched "typing…" for as long before it read
 "try again in a moment". So once `DOWN_AFTER` calls in a row have failed in a way that shows the server is not
-answering (`UNREACHABLE`), the server is *down*; once as many calls in a row of one model with one API key have been
-refused with a 429 (`LIMITED`), that model with that key is *limited*. Then a call sends nothing and fails at once,
-its error of the kind the last failure had (its text holding `agent._errors.NOT_SENT` for a server down); except one
+answering (`UNREACHABLE`), the server is *down*; once as many calls in a row of one model have failed in the server's
+own words (`FAILED`), that model at that server is down; once as many calls in a row of one model with one API key
+have been refused with a 429 (`LIMITED`), that model with that key is *limited*. Then a call sends nothing and fails
+at once, its error of the kind the last failure had (its text holding `agent._errors.NOT_SENT` for a server or a
+model down, so that the chat is told the model is unreachable); except one
 call at a time, a *probe*, sent without retries once `PROBE_FIRST` seconds have passed (or the server's
 ``Retry-After``, if longer, up to `WAIT_MOST`), then twice as long after each probe that fails, up to `PROBE_MOST`.
 A probe is a chat's own call, sent as it comes: nothing is sent while nobody asks. Its beginning and its end are
@@ -15,13 +17,18 @@ logged once each.
 
 What a call's outcome tells is the caller's to say, which knows its SDK's errors (`agent.models.openai`):
 
-- `UNREACHABLE`: no connection (refused, reset, closed, not opened in time), a 5xx: counts against the server (its
-  base URL, credentials aside), shared by every client of it, as `_request_slots` is: the parent's model,
-  ``delegation.model``'s and a route's on one server learn it is down together.
+- `UNREACHABLE`: no connection (refused, reset, closed, not opened in time), a 5xx in no words of the server's own (a
+  proxy's or load balancer's page, no body): counts against the server (its base URL, credentials aside), shared by
+  every client of it, as `_request_slots` is: the parent's model, ``delegation.model``'s and a route's on one server
+  learn it is down together.
+- `FAILED`: a 5xx with the server's own JSON error, or a 200 body's error with a 5xx code: the server answered, of the
+  one model asked (OpenRouter and LiteLLM put many providers' models behind one URL, and their 502/503 is one
+  upstream's): counts against that model at that server (`model_outage_of`); three for a subagent's model had the
+  parent's, answering fine there, held as a server down.
 - `LIMITED`: a 429. Providers limit each key (OpenAI each model of a key's project) apart: it counts against that model
   with that key alone, known by a salted hash of the key (`credential_of`), never the key itself; one chat over its
   tokens a minute held the calls of ``delegation.model`` and of a route with a key of its own. The server answered.
-- `ANSWERED`: an answer, or a refusal of the request itself: both are up.
+- `ANSWERED`: an answer, or a refusal of the request itself (a 200 body's error with no code, too): both are up.
 - `UNTOLD`: nothing reached the server (a request no client can send), or its answer was slow to come (a read timeout
   of a request it took, a proxy's 408/504/524 for one): it may be busy writing a long answer, and three long subagent
   calls had every chat's calls held. Neither counts nor ends anything.
@@ -46,7 +53,7 @@ DOWN_AFTER = 3
 """Model calls in a row, each after its own retries, that fail alike before a server is taken for down, or a key for
 limited: a single chat's failure is no outage; three in a row, most often from several chats, are."""
 
-ANSWERED, UNREACHABLE, LIMITED, UNTOLD = "answered", "unreachable", "limited", "untold"
+ANSWERED, UNREACHABLE, FAILED, LIMITED, UNTOLD = "answered", "unreachable", "failed", "limited", "untold"
 """What a call's outcome tells of its server (see the module docstring)."""
 
 PROBE_FIRST, PROBE_MOST = 10.0, 60.0
@@ -62,6 +69,10 @@ _DETAIL_KEPT = 300
 
 _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ServerOutage]] = weakref.WeakKeyDictionary()
 """Per event loop, each server's (`gateway.metrics` reads it)."""
+
+_MODELS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], ServerOutage]] = (
+    weakref.WeakKeyDictionary())
+"""Per event loop, each (server, model)'s."""
 
 _LIMITS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, str], ServerOutage]] = (
     weakref.WeakKeyDictionary())
@@ -86,14 +97,35 @@ def outage_of(server: str) -> ServerOutage:
     return outage
 
 
+def model_outage_of(server: str, model: str) -> ServerOutage:
+    """The `ServerOutage` of ``model`` at ``server``: its failures in the server's own words (`FAILED`)."""
+    by_model = _MODELS.setdefault(asyncio.get_running_loop(), {})
+    key = (server.rstrip("/"), model)
+    outage = by_model.get(key)
+    if outage is None:
+        outage = by_model[key] = ServerOutage(f"model {model!r} at {key[0]}", scope=MODEL)
+    return outage
+
+
 def limit_of(server: str, credential: str, model: str) -> ServerOutage:
     """The `ServerOutage` of ``model`` at ``server`` called with the key ``credential`` (`credential_of`): its 429s'."""
     by_key = _LIMITS.setdefault(asyncio.get_running_loop(), {})
     key = (server.rstrip("/"), credential, model)
     limit = by_key.get(key)
     if limit is None:
-        limit = by_key[key] = ServerOutage(f"model {model!r} at {key[0]}", limited=True)
+        limit = by_key[key] = ServerOutage(f"model {model!r} at {key[0]}", scope=KEY)
     return limit
+
+
+def models_held(loop: asyncio.AbstractEventLoop) -> dict[tuple[str, str], tuple[bool, int]]:
+    """Each (server, model) the models of ``loop`` have called, first called first: whether the model is taken for
+    down there, and how many API keys' calls of it are held as over their rate limit (`gateway.metrics` reads it;
+    never the keys)."""
+    held = {pair: (outage.down_since is not None, 0) for pair, outage in _MODELS.get(loop, {}).items()}
+    for (server, _, model), limit in _LIMITS.get(loop, {}).items():
+        down, keys = held.get((server, model), (False, 0))
+        held[server, model] = (down, keys + (limit.down_since is not None))
+    return held
 
 
 def admit(circuits: tuple[ServerOutage, ...], clock: Clock) -> tuple[ServerOutage, ...]:
@@ -112,31 +144,53 @@ def admit(circuits: tuple[ServerOutage, ...], clock: Clock) -> tuple[ServerOutag
     return tuple(probes)
 
 
-def settle(server: ServerOutage, limit: ServerOutage, outcome: str, error: ModelError | None, clock: Clock,
-           probes: tuple[ServerOutage, ...]) -> None:
-    """What a call's ``outcome`` (``error``: its failure, None for an answer) tells ``server`` and ``limit``, the
-    `outage_of` and `limit_of` of the call; ``probes``: what `admit` said it probes."""
-    if outcome == UNREACHABLE:  # of the key's limit it tells nothing
+def settle(server: ServerOutage, model: ServerOutage, limit: ServerOutage, outcome: str, error: ModelError | None,
+           clock: Clock, probes: tuple[ServerOutage, ...]) -> None:
+    """What a call's ``outcome`` (``error``: its failure, None for an answer) tells ``server``, ``model`` and
+    ``limit``, the `outage_of`, `model_outage_of` and `limit_of` of the call; ``probes``: what `admit` said it
+    probes. A failure tells nothing of the circuits it does not count against."""
+    if outcome == UNREACHABLE:
         server.failed(error, clock, probe=server in probes)
     elif outcome != UNTOLD:
         server.answered(clock)
-        if outcome == LIMITED:
+        if outcome == FAILED:
+            model.failed(error, clock, probe=model in probes)
+        elif outcome == LIMITED:
             limit.failed(error, clock, probe=limit in probes)
         else:
+            model.answered(clock)
             limit.answered(clock)
 
 
-class ServerOutage:
-    """Whether one server is down, or one key of a model limited (``limited``), and when it is asked again (see the
-    module docstring)."""
+SERVER, MODEL, KEY = "server", "model", "key"
+"""What a `ServerOutage` holds the calls of: a server's, one model's there, one model's there with one API key."""
 
-    __slots__ = ("server", "limited", "failures", "down_since", "next_probe", "probe_wait", "probing", "not_sent",
+_PROBED = "until one sent every %.0f to %.0f s as a probe is answered"
+_TAKEN = {
+    SERVER: "model server %s taken for down after %d model calls in a row failed (the last: %s); calls are not sent "
+            f"to it {_PROBED}",
+    MODEL: f"%s taken for down after %d calls of it in a row failed (the last: %s); its calls are not sent {_PROBED} "
+           "(other models' on the server are)",
+    KEY: "%s: its API key is taken for over its rate limit after %d model calls in a row were refused (the last: %s); "
+         f"calls with it are not sent {_PROBED}"}
+_ENDED = {
+    SERVER: "model server %s is answering again, after %.0f s down; %d model calls were not sent to it meanwhile",
+    MODEL: "%s is answering again, after %.0f s down; %d calls of it were not sent meanwhile",
+    KEY: "%s: its API key is no longer refused, after %.0f s over its rate limit; %d model calls were not sent with "
+         "it meanwhile"}
+
+
+class ServerOutage:
+    """Whether one server is down, one model there (``scope`` `MODEL`), or one key of a model limited (`KEY`), and
+    when it is asked again (see the module docstring)."""
+
+    __slots__ = ("server", "scope", "failures", "down_since", "next_probe", "probe_wait", "probing", "not_sent",
                  "last")
 
-    def __init__(self, server: str, *, limited: bool = False) -> None:
+    def __init__(self, server: str, *, scope: str = SERVER) -> None:
         self.server = server
-        """The server, or for a key: ``model 'm' at <server>``."""
-        self.limited = limited
+        """The server, or for a model or a key: ``model 'm' at <server>``."""
+        self.scope = scope
         self.failures = 0
         """Calls in a row that failed as `settle` counts them."""
         self.down_since: float | None = None
@@ -155,10 +209,7 @@ class ServerOutage:
     def answered(self, clock: Clock) -> None:
         """The server answered a call, or the key was not refused: it is up."""
         if self.down_since is not None:
-            ended = ("%s: its API key is no longer refused, after %.0f s over its rate limit; %d model calls were not "
-                     "sent with it meanwhile" if self.limited else "model server %s is answering again, after %.0f s "
-                     "down; %d model calls were not sent to it meanwhile")
-            log.warning(ended, self.server, clock.monotonic() - self.down_since, self.not_sent)
+            log.warning(_ENDED[self.scope], self.server, clock.monotonic() - self.down_since, self.not_sent)
         self.failures, self.down_since, self.probe_wait, self.not_sent, self.last = 0, None, PROBE_FIRST, 0, None
 
     def failed(self, error: ModelError, clock: Clock, *, probe: bool = False) -> None:
@@ -172,11 +223,7 @@ class ServerOutage:
             self.probe_wait = min(self.probe_wait * 2, PROBE_MOST)
         elif self.failures >= DOWN_AFTER:
             self.down_since = now
-            taken = ("%s: its API key is taken for over its rate limit after %d model calls in a row were refused "
-                     "(the last: %s); calls with it are not sent" if self.limited else "model server %s taken for down "
-                     "after %d model calls in a row failed (the last: %s); calls are not sent to it")
-            log.warning(taken + " until one sent every %.0f to %.0f s as a probe is answered", self.server,
-                        self.failures, error, PROBE_FIRST, PROBE_MOST)
+            log.warning(_TAKEN[self.scope], self.server, self.failures, error, PROBE_FIRST, PROBE_MOST)
         else:
             return
         self.next_probe = now + max(self.probe_wait, min(error.retry_after or 0.0, WAIT_MOST))
@@ -191,7 +238,9 @@ class ServerOutage:
         if len(detail) > _DETAIL_KEPT:
             detail = detail[:_DETAIL_KEPT] + "…"
         why, back = ((f"not sent: the API key is over its rate limit ({self.server}): {self.failures} calls in a row "
-                      "were refused", "the limit is over") if self.limited
+                      "were refused", "the limit is over") if self.scope == KEY
+                     else (f"{NOT_SENT} for this model ({self.server}): {self.failures} calls of it in a row failed",
+                           "it is back") if self.scope == MODEL
                      else (f"{NOT_SENT} ({self.server}): {self.failures} calls in a row failed", "it is back"))
         text = (f"{why}, for {now - self.down_since:.0f} s now; the next call is sent in "
                 f"{max(0.0, self.next_probe - now):.0f} s to see whether {back} (the last failure: {detail})")

@@ -44,12 +44,14 @@ from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
 from agent.models._outage import (
     ANSWERED,
+    FAILED,
     LIMITED,
     UNREACHABLE,
     UNTOLD,
     admit,
     credential_of,
     limit_of,
+    model_outage_of,
     outage_of,
     settle,
 )
@@ -134,8 +136,9 @@ class OpenAIModel:
             kwargs["temperature"] = self._temperature
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
-        server, limit = outage_of(self._server), limit_of(self._server, self._credential, self.name)
-        probes = admit((server, limit), self._clock)
+        server, model = outage_of(self._server), model_outage_of(self._server, self.name)
+        limit = limit_of(self._server, self._credential, self.name)
+        probes = admit((server, model, limit), self._clock)
         budget = RetryBudget(probe=bool(probes))
         token = CALL.set(budget)
         try:
@@ -151,7 +154,7 @@ class OpenAIModel:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
             error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
                                      not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
-            settle(server, limit, _outcome(exc, error), error, self._clock, probes)
+            settle(server, model, limit, _outcome(exc, error), error, self._clock, probes)
             raise error from exc
         finally:
             CALL.reset(token)
@@ -160,9 +163,9 @@ class OpenAIModel:
         try:
             response = _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
         except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
-            settle(server, limit, _outcome(exc, exc), exc, self._clock, probes)
+            settle(server, model, limit, _outcome(exc, exc), exc, self._clock, probes)
             raise
-        settle(server, limit, ANSWERED, None, self._clock, probes)
+        settle(server, model, limit, ANSWERED, None, self._clock, probes)
         return response
 
     async def aclose(self) -> None:
@@ -215,8 +218,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     ``x-should-retry: true``: the model behind it may still be writing that answer.
     A 429 that says the account is out of credit (``insufficient_quota``) is marked
     ``x-should-retry: false``, which the SDK obeys: no wait tops the account up.
-    Connection errors (a connection not opened within `CONNECT_TIMEOUT` too), other 429s and 5xx are
-    still retried.
+    Connection errors (a connection not opened within `CONNECT_TIMEOUT`, or the timeout if less, too), other 429s
+    and 5xx are still retried.
 
     A request the machine was suspended through for longer than `_suspend.lost_after` its timeout
     is dropped as a connection error (``httpx.ReadError``), which the SDK retries: its answer can
@@ -275,6 +278,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
         # httpx's read timeout is between two bytes: a server trickling whitespace would hold a request
         # for ever. ``bound`` counts on the loop's monotonic clock, which a suspend stops, as httpx's
         # does: a suspend is `expire_after_suspend`'s to tell.
+        traced = request.extensions.get("trace")
+        opening = request.extensions["trace"] = _Opening(traced)
         try:
             async with asyncio.timeout(self._timeout) as bound, asyncio.timeout(None) as cutoff:
                 watch = asyncio.create_task(expire_after_suspend(cutoff, self._clock, self._lost_after))
@@ -288,13 +293,44 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             raise openai.APITimeoutError(request=request) from exc
         except TimeoutError:
             if bound.expired():
+                if opening.now:  # as httpx's own connect timeout would, which is this bound at 10 s or less
+                    opened = f"no connection opened in {self._timeout:g} s"
+                    raise httpx.ConnectTimeout(opened, request=request) from None
                 raise openai.APITimeoutError(request=request) from None
             if not cutoff.expired():
                 raise
             lost = f"no answer after the machine was suspended for over {self._lost_after:.0f} s: taken for lost"
             log.warning("model server request: %s", lost)  # the SDK's error says only "Connection error."
             raise httpx.ReadError(lost, request=request) from None
+        finally:
+            request.extensions["trace"] = traced
+            if traced is None:
+                del request.extensions["trace"]
         return response
+
+
+_OPENING_STEPS = frozenset({"connect_tcp", "connect_unix_socket", "start_tls", "setup_socks5_connection"})
+"""The steps of opening a connection (httpcore's ``trace`` events ``connection.connect_tcp.started``, …)."""
+
+
+class _Opening:
+    """Whether a request's connection is being opened, as the HTTP client's ``trace`` extension tells it (passed on
+    to ``then``, a trace the request had): one whose whole bound passes meanwhile never reached the server, which
+    is not answering (`_outcome`), not slow to answer, and the SDK asks again. A connection taken from the pool
+    has no such step."""
+
+    __slots__ = ("now", "_then")
+
+    def __init__(self, then: Any) -> None:
+        self.now = False
+        self._then = then
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        step, _, stage = event.rpartition(".")
+        # Its failure too: the bound cancelling the step is traced as one before it reaches `_send_bounded`.
+        self.now = stage != "complete" and step.rpartition(".")[2] in _OPENING_STEPS
+        if self._then is not None:
+            await self._then(event, info)
 
 
 def _sdk_asks_again(response: httpx.Response) -> bool:
@@ -409,17 +445,25 @@ _UNSENT_CAUSES = (httpx.LocalProtocolError, httpx.UnsupportedProtocol)
 
 
 def _outcome(exc: BaseException, error: ModelError) -> str:
-    """What a call's failure ``exc``, translated to ``error``, tells of its server and key (`_outage`): `UNREACHABLE`
-    only where the server is not answering, not where its answer is slow to come (a read timeout, the whole request's
-    bound, a proxy's 408/504/524 `_GAVE_UP_WAITING`), nor where no request reached it."""
+    """What a call's failure ``exc``, translated to ``error``, tells of its server, model and key (`_outage`):
+    `UNREACHABLE` only where the server is not answering, not where its answer is slow to come (a read timeout, the
+    whole request's bound, a proxy's 408/504/524 `_GAVE_UP_WAITING`), nor where no request reached it; `FAILED`
+    where the server answered, in words of its own, that the model failed."""
     if error.kind == "rate_limited":
         return LIMITED
     if error.kind == "timeout":  # the SDK's error says which only in its cause: httpx's ConnectTimeout, ReadTimeout…
         return UNREACHABLE if isinstance(exc.__cause__, httpx.ConnectTimeout) else UNTOLD
     if error.kind == "connection":
         return UNTOLD if isinstance(exc.__cause__, _UNSENT_CAUSES) else UNREACHABLE
-    if error.kind == "server_error":  # a 4xx the SDK asked again (409) is an answer; a 5xx refusing one as too long too
-        return UNREACHABLE if (error.status or 500) >= 500 and not error.context_exceeded else ANSWERED
+    if error.kind == "server_error":
+        # A 4xx the SDK asked again (409) is an answer; a 5xx refusing one as too long too; so is a 200 body's error
+        # with no code: nothing says the server, or the model, is down.
+        if (error.status or 0) < 500 or error.context_exceeded:
+            return ANSWERED
+        # A 5xx in the server's own JSON (a 200 body's error is in it too) is one model's: OpenRouter's and LiteLLM's
+        # 502/503 are one upstream's. A proxy's or load balancer's page, or no body, says the server is not answering.
+        words = exc.body if isinstance(exc, openai.APIStatusError) else {}
+        return FAILED if isinstance(words, (Mapping, list)) else UNREACHABLE
     if isinstance(exc, (UnicodeEncodeError, openai.OpenAIError)) and not isinstance(exc, openai.APIError):
         return UNTOLD  # a request no client can send (a header): the SDK refused it before sending
     if isinstance(exc, RecursionError):  # a request nested too deep to encode, or an answer too deep to decode

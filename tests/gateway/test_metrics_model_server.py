@@ -1,7 +1,9 @@
-"""/metrics as an SRE alerts on it: the model server taken for down (`agent.models._outage`), how long model calls
-take, and HELP texts that name their unit."""
+"""/metrics as an SRE alerts on it: the model server taken for down (`agent.models._outage`), a model's calls held
+there, how long model calls take, and HELP texts that name their unit."""
 
 from __future__ import annotations
+
+import pytest
 
 from agent.models import OpenAIModel
 from agent.settings import ModelSettings
@@ -10,7 +12,10 @@ from gateway.testing import RecordingAdapter, make_config
 from tests.gateway.observing import samples
 from tests.gateway.wire import ask, openai_model
 
-DOWN = {"error": {"message": "upstream connect error", "type": "server_error", "param": None, "code": None}}
+DOWN = "<html><title>503 Service Unavailable</title></html>"  # a load balancer's: the server behind is not answering
+UPSTREAM = {"error": {"message": "Provider returned error", "type": "server_error", "param": None, "code": None}}
+TPM = {"error": {"message": "Rate limit reached for m on tokens per min (TPM)", "type": "tokens", "param": None,
+                 "code": "rate_limit_exceeded"}}
 
 
 def page(gateway):
@@ -39,6 +44,35 @@ async def test_a_model_server_taken_for_down_reads_0_until_a_probe_is_answered(t
     clock.advance(10)  # the next message is sent as a probe, and answered
     assert await ask(chat, gateway, "anyone there?") == "back again"
     assert page(gateway)("switchboard_model_server_up", server=url) == 1
+
+
+@pytest.mark.parametrize("reason", ["rate_limited", "server_error"])
+async def test_a_models_calls_held_at_a_server_that_answers_read_by_reason_until_a_probe_is_answered(
+        reason, tmp_path, llm, gateways) -> None:
+    # One key's 429s, or one model's 5xx in the server's own words (OpenRouter's upstream), hold that model's calls
+    # while the server is up: switchboard_model_server_up read 1 all along, and the held calls showed nowhere.
+    server, clock = await llm(default_text="back again"), FakeClock(autojump=False)
+    chat = RecordingAdapter()
+    model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-secret-key",
+                                      max_retries=0), env={}, clock=clock)
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat], model=model)
+    await ask(chat, gateway, "hello")
+    url, other = server.base_url.rstrip("/"), {"rate_limited": "server_error", "server_error": "rate_limited"}[reason]
+    assert page(gateway)("switchboard_model_held", server=url, model="m", reason=reason) == 0
+    for _ in range(3):
+        server.push_error(*((429, TPM) if reason == "rate_limited" else (503, UPSTREAM)))
+    for n in range(4):
+        await ask(chat, gateway, f"question {n}")
+    assert len(server.requests) == 4  # the fourth was not sent
+    text = gateway.metrics.exposition().decode()
+    value = samples(text)
+    assert value("switchboard_model_held", server=url, model="m", reason=reason) == 1
+    assert value("switchboard_model_held", server=url, model="m", reason=other) == 0
+    assert value("switchboard_model_server_up", server=url) == 1
+    assert "sk-secret-key" not in text
+    clock.advance(10)  # the next message is sent as a probe, and answered
+    assert await ask(chat, gateway, "anyone there?") == "back again"
+    assert page(gateway)("switchboard_model_held", server=url, model="m", reason=reason) == 0
 
 
 async def test_model_calls_that_answered_are_timed_by_model_and_role(tmp_path, gateways) -> None:
