@@ -78,7 +78,7 @@ TYPING_FINISH_SECONDS = 1.5
 its reply is queued, where nothing clears the indicator (`typing_lapses`): one the platform gets after the reply
 shows "typing…" under the answer (Telegram ~5 s, Discord ~10 s), and a cancelled request may reach it all the
 same. Past this it is cancelled."""
-MODEL_DOWN = ("Sorry — the model is unreachable at the moment: its server has failed every request for a while, "
+MODEL_DOWN = ("Sorry — the model is unreachable at the moment: it has failed every request for a while, "
               "so I did not ask it again. Please send your message again in a few minutes.")
 """What a chat reads of a turn whose model call was not sent, its server known to be down (`agent.models._outage`):
 "try again in a moment" (`gateway.replies.MODEL_FAILED`) is wrong advice then, the next moment's call not being sent
