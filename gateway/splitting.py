@@ -32,13 +32,14 @@ points). What a cut never breaks:
   the part closes (or reopens) none, so every part keeps most of the limit for text; the ``*``, ``_``
   and ``~`` the text shows as typed (no style pairs them) that a part starts or ends with are escaped
   where they would join the markers reopened (or closed) there, or the cut falls within a word:
-  ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic; inline code a part
-  could hold whole is cut only where the part has no line break to end at (`choose_cut`);
+  ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic, ``~~`` + ``~10`` a code
+  fence (a lone ``~`` too); inline code a part could hold whole is cut only where the part has no line
+  break to end at (`choose_cut`);
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
   link or image longer than a part is cut in its label (at a space where it can) into links (images)
   to the same address, like a style, and one whose address takes more than a quarter of the limit
-  is written out as its label and its address (`_unlinked`): cut otherwise, a part would show its
-  Markdown;
+  is written out as its label and its address (`_unlinked`; a backslash before a label that would open
+  a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown;
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
   (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`);
@@ -55,7 +56,8 @@ points). What a cut never breaks:
 - **a line's markers**: no cut right after a list item's (or a quote's) markers on a line whose text goes
   on, where the part holds the line break before them (``- [l](https://x.org/a)`` longer than the room left):
   the part would end with an empty bullet, and the next part's text would be out of the item; nor a part of
-  only those markers, before text longer than a part: the text is cut instead, the markers going with it;
+  only those markers, or of those and a style's opening ones (``- **``), before text longer than a part: the
+  text is cut instead, the markers going with it, and the styles it opened closed (`_closed_in_atom`);
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
   fence, a link definition) starts with a backslash before it, so the rest stays text.
@@ -271,6 +273,11 @@ class _Splitter(InLists):
         markers = self._carried("".join(s.opener for s in styles if start < s.close_start))
         quote, text_from = (row_head, start) if row_head is not None else self._quoted(start, bool(markers))
         literal = self.structure.literal_run(text_from)
+        if markers.endswith("~") and literal == text_from:
+            # A lone "~" marks nothing (a strikethrough takes two), so it is no literal marker; but after the "~~"
+            # reopened, "~~~" would open a code fence at the part's start. Escaped up to a strikethrough's marker.
+            while self.text[literal:literal + 1] == "~" and not self.structure.splits_marker(literal + 1):
+                literal += 1
         if literal > text_from and (markers[-1:] == self.text[text_from] or not self.text[text_from - 1].isspace()):
             # Shown as typed in the text, they would join the markers reopened, or, no longer after a character
             # (``_https`` cut from ``_i_https``), may pair with one of their own: escaped (a ``* `` opens no list).
@@ -562,14 +569,49 @@ class _Splitter(InLists):
         """The last position before ``end`` that is a valid end, else ``cut`` itself."""
         atom = self.structure.atom_at(end)
         if atom is not None:
-            # Before the atom; or, one the part starts with, after it: a shorter guess (`next_part` cuts earlier
-            # by what a part is over, which the link definitions it carries need not shrink with) cut it, shown
-            # as typed. One longer than a part is over again, and the part given up on as plain text.
-            return atom[0] if atom[0] > start else atom[1]
+            # Before the atom, and before the style markers opening right before it (``**`` of ``**https://…``):
+            # ending with them, the part would show them as typed; where only they, or a line's markers, come
+            # before it in the part, it is given up on as plain text, cut in the atom (`_closed_in_atom`). Or, an
+            # atom the part starts with, after it: a shorter guess (`next_part` cuts earlier by what a part is
+            # over, which the link definitions it carries need not shrink with) cut it, shown as typed. One
+            # longer than a part is over again, and the part given up on as plain text.
+            return max(start, self._openers_before(atom[0])) if atom[0] > start else atom[1]
         for p in range(end - 1, max(start, end - 16), -1):
             if self.valid_end(start, p) and _whole(self.text, p):
                 return p
         return cut
+
+    def _openers_before(self, pos: int) -> int:
+        """Where the style markers that open right before ``pos`` start (``pos`` when none do)."""
+        moved = True
+        while moved:
+            moved = False
+            for s in self.structure.styles_open_at(pos):
+                if s.open_end == pos < s.close_start:
+                    pos, moved = s.open_start, True
+        return pos
+
+    def _closed_in_atom(self, start: int, end: int) -> tuple[int, str]:
+        """The end of a part given up on as plain text from ``start`` up to ``end``, and what it closes: where it
+        ends in an atom longer than a part (a long address) that it opened styles before, those styles, closed
+        as a part keeping its structure would (alone, ``- **https://…`` showed its ``**``); else nothing."""
+        atom = self.structure.atom_at(end)
+        if atom is None or atom[0] < start:
+            return end, ""
+        opened = [s for s in self.structure.styles_open_at(atom[0]) if s.open_start >= start]
+        closers = "".join(s.closer for s in reversed(opened))
+        if not opened or not self._carried(closers):
+            return end, ""
+        text, cut = self.text, end
+        for _ in range(_RETRIES):
+            over = self.measure(text[start:cut] + closers) - self.limit
+            if over <= 0:
+                # A marker the address ends its piece with would join the closers (``a_**``): kept plain.
+                return (cut, closers) if text[cut - 1] not in "*_~\\" else (end, "")
+            cut = _character_start(text, start, cut - over)
+            if cut <= atom[0]:
+                break
+        return end, ""
 
     def assemble(self, head: str, start: int, cut: int, *, markers: bool = True) -> tuple[str, Fence | None,
                                                                                        list[Style]]:
@@ -725,7 +767,9 @@ class _Splitter(InLists):
         if self._carried("".join(s.closer for s in open_here)):
             end = min((s.close_start for s in open_here if start + (end - start) // 2 < s.close_start < end),
                       default=end)
-        return self._kept(text[start:end], start, end), self.next_start(start, end, None, self.styles_left_open(end))
+        end, closers = self._closed_in_atom(start, end)
+        return (self._kept(text[start:end] + closers, start, end),
+                self.next_start(start, end, None, self.styles_left_open(end)))
 
     def _kept(self, part: str, start: int, end: int) -> str | None:
         """``part``, unless its text from ``start`` to ``end`` is blank (it holds only markers)."""
@@ -808,7 +852,12 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
             if "\\" in href and not href.startswith("<"):
                 href = f"<{destination.str}>"  # its escapes would show as typed; an autolink has none
             gap = "" if bare_urls.ends_before(href, text, link.close_end) else " "
-            text = f"{text[:link.open_start]}{text[link.open_end:q]} {href}{gap}{text[link.close_end:]}"
+            written = f"{text[link.open_end:q]} {href}{gap}"
+            line = text.rfind("\n", 0, link.open_start) + 1
+            if _OPENS_BLOCK.match(written) and _LINE_PREFIX.fullmatch(text, line, link.open_start):
+                # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown.
+                written = "\\" + written
+            text = f"{text[:link.open_start]}{written}{text[link.close_end:]}"
     return text
 
 
