@@ -477,7 +477,10 @@ window.SwitchboardMarkdown = (() => {
   // override showed https://\u202emoc.elgoog.www@evil.example/ as https://elpmaxe.live@www.google.com/ (the link going
   // to evil.example) and turned the text after it round too. The link is an isolate, left to right, besides: an
   // override in the text before it turned the whole address round.
-  const asAddress = (written) => written.replace(/[\u202a-\u202e\u2066-\u2069]/g, (c) => encodeURI(c));
+  // The marks too (U+200E, U+200F, U+061C): strong, they turned round what is between them, so that
+  // https://5.6.7.8\u200f@1.2.3.4/\u200fx showed as https://5.6.7.8/1.2.3.4@x, going to 1.2.3.4.
+  const DIRECTION = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const asAddress = (written) => written.replace(DIRECTION, (c) => encodeURI(c));
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
   // word (`snake_case_names` stays too), none across a blank line; a code span
