@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 from platforms import discord_files, discord_mentions
@@ -31,11 +31,11 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
                text_commands: Container[str], no_content: Callable[[], None],
                thread_chat: ThreadChat = _no_thread) -> Inbound | None:
     """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
-    One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`); one that
-    said only the bot's mention is heard as that mention (``@Switchboard``); components alone are passed over
-    (logged at DEBUG), and ``no_content`` is told of a guild message for the bot that came with nothing at all,
-    its content withheld. A message in a thread discord.py does not hold is read as in that thread when
-    ``thread_chat`` knows it (`chat_of`)."""
+    One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`), a forward of
+    display components as their words (`components_text`); one that said only the bot's mention is heard as that
+    mention (``@Switchboard``); buttons or menus alone are passed over (logged at DEBUG), and ``no_content`` is
+    told of a guild message for the bot that came with nothing at all, its content withheld. A message in a thread
+    discord.py does not hold is read as in that thread when ``thread_chat`` knows it (`chat_of`)."""
     if me is None or message.author.bot or message.author.id == me.id:
         return None
     if message.type not in (discord.MessageType.default, discord.MessageType.reply):
@@ -49,9 +49,11 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
     text = named(re.sub(own, "", message.content).strip(), message, me)
     attachments = discord_files.attachments_of(message.attachments)
-    # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent.
+    # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent. A bot's message
+    # of display components holds its words there, its content empty, and its files as attachments all the same.
     for snapshot in message.message_snapshots:
-        text = "\n\n".join(filter(None, (text, named(snapshot.content.strip(), message, me))))
+        said = (snapshot.content.strip(), components_text(snapshot.components))
+        text = "\n\n".join(filter(None, (text, *(named(part, message, me) for part in said))))
         attachments += discord_files.attachments_of(snapshot.attachments)
     text = text or ("" if attachments else content_as_text(message))
     if not text and not attachments and message.content.strip():
@@ -137,11 +139,38 @@ def embed_text(embed: discord.Embed) -> str:
     return "\n".join(filter(None, (f"🔗 Embed: {embed.title}" if embed.title else "🔗 Embed", *lines)))
 
 
+def components_text(components: Sequence[Any]) -> str:
+    """The words of a message's display components (Discord's Components V2, which a bot's message holds in place of
+    content and embeds), one line each: a text display as written (Markdown), inside a container or a section as
+    laid out; a thumbnail or gallery item that is no file of the message (a link's picture) as ``(a picture, which
+    the bot cannot see)``, with its description. A file, and an item that is one, is among the message's attachments,
+    which the model gets; buttons, menus and separators are no words. "" for none of these."""
+    lines: list[str] = []
+    for component in components:
+        if isinstance(component, discord.TextDisplay):
+            lines.append(component.content.strip())
+        elif isinstance(component, discord.Container):
+            lines.append(components_text(component.children))
+        elif isinstance(component, discord.SectionComponent):
+            lines.append(components_text([*component.children, component.accessory]))
+        elif isinstance(component, discord.ThumbnailComponent):
+            lines.append(_unseen(component.media, component.description))
+        elif isinstance(component, discord.MediaGalleryComponent):
+            lines += (_unseen(item.media, item.description) for item in component.items)
+    return "\n".join(filter(None, lines))
+
+
+def _unseen(media: object, description: str | None) -> str:
+    if getattr(media, "attachment_id", None) is not None:
+        return ""  # one of the message's files
+    return f"(a picture{f': {description}' if description else ''}, which the bot cannot see)"
+
+
 def _other_content(message: discord.Message) -> str:
-    """What a message (or the one it forwards) without text, files, stickers, poll or readable embed holds
-    instead, named, or "": components, or embeds without words, which the model does not read, and people do
-    not send. Such a message is no sign of a missing Message Content intent: Discord sends both only with it; a
-    missing intent shows on the next message sent with text."""
+    """What a message (or the one it forwards) without text, files, stickers, poll or readable embed or components
+    holds instead, named, or "": components without words (buttons, menus), or embeds without words, which the
+    model does not read, and people do not send. Such a message is no sign of a missing Message Content intent:
+    Discord sends both only with it; a missing intent shows on the next message sent with text."""
     held = [message, *message.message_snapshots]
     kinds = {"embeds": any(m.embeds for m in held), "components": any(m.components for m in held)}
     return ", ".join(kind for kind, present in kinds.items() if present)

@@ -13,6 +13,9 @@ from platforms.fakes._discord_files import FLAG_VOICE_MESSAGE, Upload
 from platforms.fakes._discord_mentions import Pings, pings
 
 FLAG_LOADING = 128
+FLAG_COMPONENTS_V2 = 1 << 15
+ACTION_ROW = 1
+"""The one component type of the old kind at a message's top level (buttons, menus); any other is a display one."""
 ISO = "2026-01-01T00:00:00.000000+00:00"
 TEXT, VOICE, ANNOUNCEMENT, STAGE, FORUM, MEDIA = 0, 2, 5, 13, 15, 16
 """The guild channel kinds (Discord's channel types) a server admin may add the bot to (`add_channel`)."""
@@ -127,6 +130,7 @@ class DiscordModel:
         uploads: Sequence[Upload] = (), global_name: str | None = None, nick: str | None = None,
         forwarded: bool = False, stickers: Sequence[str] = (), message_id: str | None = None,
         poll: tuple[str, Sequence[str]] | None = None, embeds: Sequence[dict[str, Any]] = (),
+        components: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
         voice = any(u.voice for u in uploads)
         attachments = self._attachments(channel, uploads)
@@ -146,6 +150,9 @@ class DiscordModel:
             }
             data["message_snapshots"] = [{"message": held}]
         held["embeds"] = [dict(embed) for embed in embeds]
+        held["components"] = [dict(component) for component in components]
+        if any(component.get("type") != ACTION_ROW for component in components):
+            held["flags"] |= FLAG_COMPONENTS_V2  # a display component's message holds no content or embeds of its own
         if stickers:  # Discord sends them whatever the Message Content intent (`strip_message_content`)
             held["sticker_items"] = [{"id": self.new_id(), "name": n, "format_type": 1} for n in stickers]
         if poll is not None:  # a poll is its own message: it cannot be forwarded

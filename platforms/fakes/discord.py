@@ -358,17 +358,23 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
 
     def push_dm(self, user: str | int, text: str, *, name: str | None = None, global_name: str | None = None,
                 files: Sequence[Upload] = (), forwarded: bool = False, stickers: Sequence[str] = (),
-                poll: tuple[str, Sequence[str]] | None = None, embeds: Sequence[dict[str, Any]] = ()) -> str:
+                poll: tuple[str, Sequence[str]] | None = None, embeds: Sequence[dict[str, Any]] = (),
+                components: Sequence[dict[str, Any]] = ()) -> str:
         """A direct message from ``user`` (username ``name``, display name ``global_name``) to the
         bot, with ``files`` attached and the stickers named ``stickers`` (``sticker_items``);
         ``forwarded``: ``text``, ``files``, ``stickers`` and ``embeds`` are those of a message ``user`` forwarded,
         which Discord sends as an empty message with a snapshot of the forwarded one
         (``message_snapshots``); ``poll``: (question, answers), a poll ``user`` made; ``embeds``: Discord's embed
         objects (``{"title": …, "description": …, "fields": [{"name": …, "value": …}]}``), which only a bot's or
-        a webhook's message holds without text, so mostly with ``forwarded``. Returns the message id."""
+        a webhook's message holds without text, so mostly with ``forwarded``; ``components``: Discord's component
+        objects, a bot's buttons or its display components (``{"type": 10, "content": …}``, a text display; a
+        container, 17; a section, 9; a media gallery, 12; a file, 13), which a bot's message holds in place of
+        text and embeds, so with ``forwarded`` too (flagged ``IS_COMPONENTS_V2`` when one is a display component).
+        Returns the message id."""
         channel = self.dm_channel(user)
         data = self._message_payload(channel, str(user), name, text, uploads=files, global_name=global_name,
-                                     forwarded=forwarded, stickers=stickers, poll=poll, embeds=embeds)
+                                     forwarded=forwarded, stickers=stickers, poll=poll, embeds=embeds,
+                                     components=components)
         return self._dispatch("MESSAGE_CREATE", data)["id"]
 
     def delete_message(self, channel: str | int, message_id: str | int) -> None:
@@ -437,6 +443,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         private_thread: bool = False,
         poll: tuple[str, Sequence[str]] | None = None,
         embeds: Sequence[dict[str, Any]] = (),
+        components: Sequence[dict[str, Any]] = (),
     ) -> str:
         """A message in a guild channel (a text one unless `add_channel` made it), or in thread ``thread_id`` of
         that channel (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread; made private
@@ -444,9 +451,9 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         and a RECIPIENT_ADD message; in an archived one, `archive_thread`, it unarchives the thread first); in a
         forum or media channel without ``thread_id``, the message opens a post, a thread of the message's id; from
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
-        (`bot_role`, `add_role`) before ``text``; ``forwarded``, ``stickers``, ``poll`` and ``embeds`` as for `push_dm`
-        (a forward neither mentions nor replies: ValueError with those options), the poll and embeds withheld
-        with the content (``strip_message_content``), the stickers not.
+        (`bot_role`, `add_role`) before ``text``; ``forwarded``, ``stickers``, ``poll``, ``embeds`` and
+        ``components`` as for `push_dm` (a forward neither mentions nor replies: ValueError with those options), the
+        poll, embeds and components withheld with the content (``strip_message_content``), the stickers not.
         Unknown guilds, channels and threads are created and announced first."""
         if forwarded and (mention_bot or reply_to_bot or mention_roles):
             raise ValueError("a forwarded message carries no mention or reply of its own")
@@ -471,10 +478,10 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         text = "".join(f"<@&{role}> " for role in mention_roles) + text
         said = content = f"<@{self.bot_id}> {text}" if mention_bot else text
         if self.strip_message_content and not mentions_bot:
-            content, poll, embeds = "", None, ()  # Discord withholds a poll and embeds with the content
+            content, poll, embeds, components = "", None, (), ()  # withheld with the content, as Discord does
         data = self._message_payload(where, user, name, content, guild=guild, uploads=files, nick=nick,
                                      forwarded=forwarded, stickers=stickers, message_id=starter, poll=poll,
-                                     embeds=embeds)
+                                     embeds=embeds, components=components)
         if not forwarded:  # whom it names comes with the content withheld too
             data["mentions"], data["mention_roles"] = self._mentioned(said), list(pings(said, None).roles)
         if reply_to_bot:
