@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -145,3 +146,54 @@ def marks_at_end(address: str) -> str:
     while end and unicodedata.category(address[end - 1]) == "Cf" and not _OWN_FORMAT.match(address[end - 1]):
         end -= 1
     return address[end:]
+
+
+_DIRECTION = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Unicode's direction controls: embeddings, overrides and isolates and their ends, each laying the text after it
+out otherwise (a right-to-left override, U+202E, showed ``https://\\u202emoc.elgoog.www@evil.example/`` as
+``https://elpmaxe.live@www.google.com/``), and the marks, strong, which turn round what is between two of them
+(``https://5.6.7.8\\u200f@1.2.3.4/\\u200fx`` showed as ``https://5.6.7.8/1.2.3.4@x``). The web chat page shows
+an address's as `as_address` does."""
+_TURNING = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""`_DIRECTION` but the marks: what turns round the text after it by itself."""
+_OPENS = re.compile("[\u202a\u202b\u202d\u202e\u2066-\u2068]")
+_ADDRESS_FACE = re.compile(r"\s*https?://", re.IGNORECASE)
+ISOLATE_START, ISOLATE_END = "\ufdd6", "\ufdd7"
+"""Around a link as a renderer writes it, until the message before it is known (`isolated`): noncharacters, as
+the renderers' other marks are."""
+_ISOLATED = re.compile(f"{ISOLATE_START}([^{ISOLATE_START}{ISOLATE_END}]*){ISOLATE_END}")
+
+
+def as_address(written: str, *, marks: bool = True) -> str:
+    """``written``, an address or part of one, as a browser's address bar shows it: its direction controls
+    (`_DIRECTION`) percent-encoded, all else as written; as its link goes to, the same. ``marks``: the marks
+    too, else only what turns round the text after it (`_TURNING`): a link's target, which no one reads, keeps
+    its marks, as Markdown reads them."""
+    return (_DIRECTION if marks else _TURNING).sub(lambda m: quote(m.group()), written)
+
+
+def link_face(text: str, label: str) -> str:
+    """``text``, all or part of a link's label ``label``, as the link is to show it: no direction control left to
+    turn it round (`_DIRECTION`), an address's percent-encoded as its link holds them (`as_address`), other words'
+    dropped (``[\\u202e/moc.elgoog.www//:sptth](https://evil.example)`` read as a link to www.google.com)."""
+    if _DIRECTION.search(text) is None:
+        return text
+    return as_address(text) if _ADDRESS_FACE.match(label) else _DIRECTION.sub("", text)
+
+
+def isolated(rendered: str, bracketed: Callable[[str], str] = str) -> str:
+    """``rendered`` with each link a renderer put between `ISOLATE_START` and `ISOLATE_END` laid out left to right
+    by itself (between U+2066 and U+2069, a left-to-right isolate) where a direction embedding, override or isolate
+    comes before it: an override opened in the text before a link turned its address or label round, so
+    ``\\u202eat https://evil.example/moc.elgoog.www//:sptth`` read ``https://www.google.com/…``. ``bracketed``
+    writes the link as it is to be within the isolate (Discord's bare address between ``<>``, which would take the
+    U+2069 after it in). Every other link stays as it was; the noncharacters go."""
+    if ISOLATE_START not in rendered:
+        return rendered.replace(ISOLATE_END, "")
+    opened = _OPENS.search(rendered)
+    first = len(rendered) if opened is None else opened.start()
+
+    def one(m: re.Match[str]) -> str:
+        return f"\u2066{bracketed(m.group(1))}\u2069" if m.start() > first else m.group(1)
+
+    return _ISOLATED.sub(one, rendered).replace(ISOLATE_START, "").replace(ISOLATE_END, "")

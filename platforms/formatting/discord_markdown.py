@@ -21,13 +21,15 @@ text that Discord would read as formatting the agent did not mean (``*`` not
 between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash
 before punctuation, ``](``, and ``#``, ``>``, ``-``, ``+``, ``1.`` at a line start)
 are escaped with a backslash, except inside URLs; ``snake_case`` stays as it is.
+A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
+and a link after an override is a left-to-right isolate (`bare_urls.isolated`), an address in it between ``<>``.
 """
 
 from __future__ import annotations
 
 import re
 
-from platforms.formatting.bare_urls import marks_at_end
+from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
 from platforms.formatting.markdown import Context, Renderer
 
 # What Discord would read as formatting in text CommonMark left literal: a backslash before
@@ -35,6 +37,7 @@ from platforms.formatting.markdown import Context, Renderer
 # (never inside snake_case), and ``](`` that would make a masked link.
 _SPECIAL = re.compile(r"\\(?=[!-/:-@\[-`{-~])|`|\|\||~~|\*(?!\s)|(?<!\s)\*|(?<![^\W_])_|_(?![^\W_])|\]\(")
 _URL = re.compile(r"https?://\S+")
+_BARE = re.compile(r"https?://[^\s<>]+", re.IGNORECASE)
 # At a line's start: the marker of a heading, quote or list. Discord shows a backslash before a digit
 # as typed, so an ordered list's number keeps its digits and its full stop is what is escaped.
 _LINE_START = re.compile(r"^([ \t]*(?:\d+(?=[.)](?:[ \t]|$)))?)((?<=\d)[.)]|[#>+-])", re.MULTILINE)
@@ -113,18 +116,22 @@ class DiscordMarkdown(Renderer):
         return f"{fence}{lead}{code}{trail}{fence}"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
+        # Discord lays a link out with the text around it: none of its own direction controls, nor one before it
+        # (`isolated`), is to turn it round into another address. An address it links by itself `_addresses`
+        # marks for `isolated`.
         if auto:
             # As written: Discord links an address itself. Invisible marks at its end, which Markdown takes in,
             # Discord would take in too (its link going to …/a%E2%80%8F): they follow it, between <>.
             marks = marks_at_end(label)
-            return _address(label[:len(label) - len(marks)]) + marks
+            return _address(as_address(label[:len(label) - len(marks)])) + marks
+        inner, label, href = link_face(inner, label), link_face(label, label), as_address(href)
         if label == href or not inner:
             return _address(href)
         if not href.lower().startswith(("http://", "https://")):
-            return f"{inner} ({href})"  # Discord masks only web links
+            return f"{ISOLATE_START}{inner} ({href}){ISOLATE_END}"  # Discord masks only web links
         if _UNMASKABLE.search(label) or _escape(label) != label:
-            return f"{inner} (<{href}>)"
-        return f"[{inner}]({href.replace(')', '%29')})"
+            return f"{ISOLATE_START}{inner} (<{href}>){ISOLATE_END}"
+        return f"{ISOLATE_START}[{inner}]({href.replace(')', '%29')}){ISOLATE_END}"
 
     def line_break(self, ctx: Context) -> str:
         # A quote's ``> `` or a list item's indentation would go into a masked link's label.
@@ -164,9 +171,9 @@ def _addresses(rendered: str) -> str:
     def one(m: re.Match[str]) -> str:
         before, url, after = m.group(1), m.group(2), m.group(3)
         if before:  # a < of the text before it: Discord reads <url> as one, and <<url> as a link to "<url"
-            return before + url
+            return f"{before}{ISOLATE_START}{url}{ISOLATE_END}"
         linked = _DISCORD_LINKS.match(url + after)
-        return url if linked is not None and linked.group() == url else f"<{url}>"
+        return f"{ISOLATE_START}{url if linked is not None and linked.group() == url else f'<{url}>'}{ISOLATE_END}"
 
     return _ADDRESS.sub(one, rendered).replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")
 
@@ -176,4 +183,11 @@ _RENDERER = DiscordMarkdown()
 
 def render(markdown: str) -> str:
     """Discord Markdown for ``markdown``."""
-    return _RENDERER.render(markdown)
+    # The marks are the renderer's own: a noncharacter in the model's text is never worth sending.
+    return isolated(_RENDERER.render(markdown.replace(ISOLATE_START, "").replace(ISOLATE_END, "")), _bracketed)
+
+
+def _bracketed(link: str) -> str:
+    """``link`` as it is to be between a U+2066 and a U+2069: a bare address between ``<>``, which Discord links
+    exactly (bare, it would take the U+2069 in)."""
+    return f"<{link}>" if _BARE.fullmatch(link) else link

@@ -16,13 +16,15 @@ as text are kept apart by zero-width spaces, so three never open a block, and so
 link is one line). ``&``,
 ``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention; a
 label that is a web address other than its link's is followed by the link's address instead, ``label (<url>)``.
+A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
+and a link after an override is a left-to-right isolate (`bare_urls.isolated`).
 """
 
 from __future__ import annotations
 
 import re
 
-from platforms.formatting.bare_urls import marks_at_end
+from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
 from platforms.formatting.markdown import Context, Renderer, parser, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
@@ -88,6 +90,12 @@ class SlackMrkdwn(Renderer):
             address = label[:-len(marks)]
             target = address if href == label else parser().normalizeLink(address)  # a bare one's is as written
             return self.link(target, self.text(address, ctx), address, ctx, auto=True) + marks
+        # Slack lays a link out with the text around it: none of its own direction controls, nor one before it
+        # (`isolated`), is to turn it round into another address.
+        inner, label, href = link_face(inner, label), link_face(label, label), as_address(href, marks=False)
+        return f"{ISOLATE_START}{self._link(href, inner, label, auto=auto)}{ISOLATE_END}"
+
+    def _link(self, href: str, inner: str, label: str, *, auto: bool) -> str:
         url = escape(href).replace("|", "%7C")
         if not href.lower().startswith(_LINKABLE):
             if not inner:
@@ -189,4 +197,5 @@ _RENDERER = SlackMrkdwn()
 
 def render(markdown: str) -> str:
     """Slack mrkdwn for ``markdown``."""
-    return _RENDERER.render(markdown)
+    # The marks are the renderer's own: a noncharacter in the model's text is never worth sending.
+    return isolated(_RENDERER.render(markdown.replace(ISOLATE_START, "").replace(ISOLATE_END, "")))
