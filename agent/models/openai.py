@@ -310,7 +310,11 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
 
 
 _OPENING_STEPS = frozenset({"connect_tcp", "connect_unix_socket", "start_tls", "setup_socks5_connection"})
-"""The steps of opening a connection (httpcore's ``trace`` events ``connection.connect_tcp.started``, …)."""
+"""The steps of opening a connection (httpcore's ``trace`` events ``connection.connect_tcp.started``, …); through
+an HTTPS proxy, its ``CONNECT`` request's too, which the proxy answers once it reached the server."""
+
+_AFTER_STEPS = frozenset({"response_closed", "close", "retry"})
+"""Steps that tell nothing of where a request is: a request's end, its connection's, a wait before connecting again."""
 
 
 class _Opening:
@@ -327,8 +331,13 @@ class _Opening:
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:
         step, _, stage = event.rpartition(".")
-        # Its failure too: the bound cancelling the step is traced as one before it reaches `_send_bounded`.
-        self.now = stage != "complete" and step.rpartition(".")[2] in _OPENING_STEPS
+        step = step.rpartition(".")[2]
+        # A step's failure leaves it as it began: the bound cancelling the step is traced as one, and a tunnel's
+        # CONNECT as closed, before it reaches `_send_bounded`.
+        if stage == "started" and step not in _AFTER_STEPS:
+            self.now = step in _OPENING_STEPS or getattr(info.get("request"), "method", None) == b"CONNECT"
+        elif stage == "complete" and step not in _AFTER_STEPS:
+            self.now = False
         if self._then is not None:
             await self._then(event, info)
 
@@ -444,6 +453,17 @@ _UNSENT_CAUSES = (httpx.LocalProtocolError, httpx.UnsupportedProtocol)
 """Failures under a connection error of a request the client could not send: no server was asked."""
 
 
+def _in_json(exc: openai.APIStatusError) -> bool:
+    """Whether the server wrote ``exc``'s body in JSON: the SDK keeps of ``{"error": "…"}`` (TGI's, Hugging Face's)
+    the string alone, as it keeps a web page's or a proxy's plain text."""
+    if isinstance(exc.body, (Mapping, list)):
+        return True
+    try:
+        return isinstance(json.loads(exc.response.text), (Mapping, list))
+    except (ValueError, RecursionError, httpx.ResponseNotRead):
+        return False
+
+
 def _outcome(exc: BaseException, error: ModelError) -> str:
     """What a call's failure ``exc``, translated to ``error``, tells of its server, model and key (`_outage`):
     `UNREACHABLE` only where the server is not answering, not where its answer is slow to come (a read timeout, the
@@ -462,8 +482,7 @@ def _outcome(exc: BaseException, error: ModelError) -> str:
             return ANSWERED
         # A 5xx in the server's own JSON (a 200 body's error is in it too) is one model's: OpenRouter's and LiteLLM's
         # 502/503 are one upstream's. A proxy's or load balancer's page, or no body, says the server is not answering.
-        words = exc.body if isinstance(exc, openai.APIStatusError) else {}
-        return FAILED if isinstance(words, (Mapping, list)) else UNREACHABLE
+        return FAILED if not isinstance(exc, openai.APIStatusError) or _in_json(exc) else UNREACHABLE
     if isinstance(exc, (UnicodeEncodeError, openai.OpenAIError)) and not isinstance(exc, openai.APIError):
         return UNTOLD  # a request no client can send (a header): the SDK refused it before sending
     if isinstance(exc, RecursionError):  # a request nested too deep to encode, or an answer too deep to decode

@@ -41,11 +41,14 @@ def told(caplog) -> list[str]:
 def fail_upstream(server: FakeOpenAIServer, how: str) -> None:
     if how == "503 with its own error":
         server.push_error(503, UPSTREAM)
+    elif how == "503 with its own error as a string":  # TGI's, Hugging Face's: the SDK keeps the string alone
+        server.push_error(503, {"error": "Model is currently loading", "error_type": "overloaded"})
     else:  # OpenRouter commits to 200 before the upstream model runs: its failure rides the body
         server.push_raw({"error": {"message": "Upstream error from the provider", "code": 502}})
 
 
-@pytest.mark.parametrize("how", ["503 with its own error", "200 body with code 502"])
+@pytest.mark.parametrize("how", ["503 with its own error", "503 with its own error as a string",
+                                 "200 body with code 502"])
 async def test_one_models_failures_hold_no_other_model_on_its_server(how, caplog):
     # OpenRouter's or LiteLLM's 502/503 is about one upstream model: three for a subagent's model had the parent's
     # model, answering fine on the same server, held and every chat told the model was unreachable.
@@ -134,3 +137,30 @@ async def test_a_connection_never_opened_takes_the_server_for_down_with_a_short_
     finally:
         await llm.aclose()
     assert held.kind == "timeout" and server_down(str(held))
+
+
+async def test_a_tunnel_the_proxy_never_opens_takes_the_server_for_down(monkeypatch):
+    # Through HTTPS_PROXY the connection is opened by a CONNECT the proxy answers once it reached the server: a
+    # proxy still trying a server no packet reaches read as a server slow to answer, never taken for down.
+    connects: list[bytes] = []
+    writers: list[asyncio.StreamWriter] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        connects.append(await reader.readline())  # and never answers it
+
+    listening = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}")
+    llm = model("https://model.example.invalid/v1", FakeClock(autojump=False), timeout=0.2)
+    try:
+        assert [(await fails(llm)).kind for _ in range(3)] == ["timeout"] * 3
+        held = await fails(llm)
+    finally:
+        await llm.aclose()
+        listening.close()
+        for writer in writers:
+            writer.close()
+        await listening.wait_closed()
+    assert held.kind == "timeout" and server_down(str(held)) and len(connects) == 3
