@@ -40,7 +40,9 @@ _URL = re.compile(r"https?://\S+")
 _BARE = re.compile(r"https?://[^\s<>]+", re.IGNORECASE)
 # At a line's start: the marker of a heading, quote or list. Discord shows a backslash before a digit
 # as typed, so an ordered list's number keeps its digits and its full stop is what is escaped.
-_LINE_START = re.compile(r"^([ \t]*(?:\d+(?=[.)](?:[ \t]|$)))?)((?<=\d)[.)]|[#>+-])", re.MULTILINE)
+# A link written out at a line's start begins with `ISOLATE_START`: its text is still the line's start.
+_LINE_START = re.compile(f"^([ \\t]*{ISOLATE_START}?(?:\\d+(?=[.)](?:[ \\t]|$)))?)((?<=\\d)[.)]|[#>+-])",
+                         re.MULTILINE)
 _MARKERS = {"strong": "**", "em": "*", "strike": "~~"}
 _BACKTICKS = re.compile(r"`+")
 _TWO_BACKTICKS = re.compile(r"(?<!`)``(?!`)")
@@ -70,7 +72,8 @@ _DISCORD_LINKS = re.compile(f"https?://[^{_JS_SPACE}<]+[^<.,:;\"')\\]{_JS_SPACE}
 # was read again for each address in it, a second for a line of 600.
 _ADDRESS_START, _ADDRESS_END = "\ufdd2", "\ufdd3"
 _ADDRESS = re.compile(f"(<?){_ADDRESS_START}(https?://[^\\s<>{_ADDRESS_END}]+){_ADDRESS_END}"
-                      f"(?=[.,:;\"')\\]{_ADDRESS_START}{_ADDRESS_END}]*([^{_JS_SPACE}<]?))", re.IGNORECASE)
+                      f"(?=[.,:;\"')\\]{_ADDRESS_START}{_ADDRESS_END}{ISOLATE_START}{ISOLATE_END}]*([^{_JS_SPACE}<]?))",
+                      re.IGNORECASE)  # a link after it is between `ISOLATE_START` and `ISOLATE_END` till the end
 
 
 def _backslashed(m: re.Match[str]) -> str:

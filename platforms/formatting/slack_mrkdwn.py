@@ -49,8 +49,9 @@ _CLOSES = {c: re.compile(rf"(?<=\S){re.escape(c)}(?![^\W_])") for c in "*_~"}
 # there (``**b**y``: the ``y`` comes after the style). Noncharacters, Unicode's own for internal use:
 # one in the Markdown's text (never worth sending) goes the same way.
 _OPEN_EDGE, _CLOSE_EDGE = "\ufdd0", "\ufdd1"
-_WORD_BEFORE = re.compile(f"(?<=[^\\W_]){_OPEN_EDGE}")
-_WORD_AFTER = re.compile(f"{_CLOSE_EDGE}(?=[^\\W_])")
+# A link is between `ISOLATE_START` and `ISOLATE_END` here: its letters are as near a style as written.
+_WORD_BEFORE = re.compile(f"(?:(?<=[^\\W_])|(?<=[^\\W_]{ISOLATE_END})){_OPEN_EDGE}")
+_WORD_AFTER = re.compile(f"{_CLOSE_EDGE}(?={ISOLATE_START}?[^\\W_])")
 _STYLES_MEET = f"{_CLOSE_EDGE}{_OPEN_EDGE}"
 
 

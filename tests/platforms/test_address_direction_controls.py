@@ -110,3 +110,20 @@ async def test_discord_gets_each_address_as_the_address_it_links_to(fake: FakeDi
     channel = fake.dm_channel(42)
     await discord.send(Outbound(chat_id=channel, thread_id=None, text=ANSWER))
     assert fake.bot_messages(channel)[-1].content == DISCORD
+
+
+# A message with no direction control is sent as before them: the marks around a link are no text to the rules that
+# read what is next to it (a style's word edge on Slack, a line's start or what follows an address on Discord).
+@pytest.mark.parametrize(("markdown", "slack", "discord"), [
+    ("*it*[https://a.example](https://b.example/)", "_it_\u200bhttps://a.example (<https://b.example/>)",
+     "*it*https://a.example (<https://b.example/>)"),
+    ("[foo](foo)**b**", "foo\u200b*b*", "foo**b**"),
+    ("[# Title](/docs)", "# Title (/docs)", "\\# Title (/docs)"),
+    ("x\n[- item](tel:123)", "x\n- item (tel:123)", "x\n\\- item (tel:123)"),
+    ("[1. first](/a)", "1. first (/a)", "1\\. first (/a)"),
+    ("<https://i.example/>[, the docs](/docs)", "<https://i.example/>, the docs (/docs)",
+     "https://i.example/, the docs (/docs)"),
+])
+def test_a_link_is_read_with_what_is_next_to_it_as_before(markdown: str, slack: str, discord: str) -> None:
+    assert slack_mrkdwn.render(markdown) == slack
+    assert discord_markdown.render(markdown) == discord
