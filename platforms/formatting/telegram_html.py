@@ -8,6 +8,8 @@ address, which Telegram links itself; a web address written as itself stays as w
 Telegram links too, unless Telegram would end it elsewhere: then it is a link to itself). Headings are
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
 block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
+A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
+and a link after an embedding, override or isolate is a left-to-right isolate (`bare_urls.isolated`).
 
 Telegram's nesting rules are kept, so a rendering is never refused for them:
 nothing is nested in code, a link holds no code (its label is plain text then),
@@ -24,7 +26,7 @@ from __future__ import annotations
 import html
 import re
 
-from platforms.formatting.bare_urls import marks_at_end
+from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
 from platforms.formatting.markdown import Context, Renderer
 from platforms.formatting.telegram_urls import candidates, linked_as_is, refused, taken_out
 
@@ -67,17 +69,27 @@ class TelegramHtml(Renderer):
         return _escape(code) if ctx.link else f"<code>{_escape(code)}</code>"
 
     def link(self, href: str, inner: str, label: str, ctx: Context, *, auto: bool) -> str:
-        if auto and label.lower().startswith(_WEB):
-            # Invisible marks Markdown takes in at its end (a right-to-left mark after an address in Hebrew, a
-            # zero-width space) are no part of the page's address, and Telegram ends the address before them.
-            end = len(label) - len(marks_at_end(label))
-            # Telegram's to link, if it links it so
-            return f"{_ADDRESS_START}{_escape(label[:end])}{_ADDRESS_END}{_escape(label[end:])}"
-        if auto or not href.lower().startswith(_LINKABLE):
-            # Telegram links a web or mail address written out; other targets cannot be links at all.
+        # Telegram lays a link out with the text around it: none of its own direction controls, nor one before it
+        # (`isolated`), is to turn it round into another address. Telegram takes embeddings and overrides out of
+        # a message itself, but keeps isolates and marks (``https://5.6.7.8\u200f@1.2.3.4/`` read as host 5.6.7.8).
+        if auto:
+            # Telegram links a web or mail address written out. Invisible marks Markdown takes in at a web
+            # address's end (a right-to-left mark after an address in Hebrew, a zero-width space) are no part of the
+            # page's address, and Telegram ends the address before them.
+            web = label.lower().startswith(_WEB)
+            end = len(label) - len(marks_at_end(label)) if web else len(label)
+            address = _escape(as_address(label[:end]))
+            if web:  # Telegram's to link, if it links it so
+                address = f"{_ADDRESS_START}{address}{_ADDRESS_END}"
+            return f"{ISOLATE_START}{address}{ISOLATE_END}{_escape(label[end:])}"
+        inner, label, href = link_face(inner, label), link_face(label, label), as_address(href)
+        if not href.lower().startswith(_LINKABLE):
+            # Telegram links a mail address written out; other targets cannot be links at all.
             target = href[7:] if href.lower().startswith("mailto:") else href
-            return _escape(label) if auto else inner if label == target else f"{inner} ({_escape(target)})"
-        return f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
+            shown = inner if label == target else f"{inner} ({_escape(target)})"
+        else:
+            shown = f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
+        return f"{ISOLATE_START}{shown}{ISOLATE_END}"
 
     def heading(self, level: int, inner: str, ctx: Context) -> str:
         return f"<b>{inner}</b>"
@@ -111,7 +123,10 @@ _RENDERER = TelegramHtml()
 def render(markdown: str) -> str:
     """Telegram HTML for ``markdown``."""
     # The marks are the renderer's own: a noncharacter in the model's text is never worth sending.
-    return _addresses(_RENDERER.render(markdown.replace(_ADDRESS_START, "").replace(_ADDRESS_END, "")))
+    for mark in (_ADDRESS_START, _ADDRESS_END, ISOLATE_START, ISOLATE_END):
+        markdown = markdown.replace(mark, "")
+    # Isolated first: where Telegram ends an address it links by itself (`_addresses`) depends on the U+2069.
+    return _addresses(isolated(_RENDERER.render(markdown)))
 
 
 def visible_text(rendered: str) -> str:
