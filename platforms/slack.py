@@ -43,8 +43,9 @@ is acked first, and is then the adapter's to keep (handed over again,
 and ``command:<trigger_id>`` for slash commands; the gateway inbox drops repeats. Not Slack's own
 ``event_id``: retries keep it, but Slack has also sent one message as several events, each with
 an ``event_id`` of its own and no retry header (node-slack-sdk#2141). Slack does not order
-events; a channel's messages are handed over in the order they came to the adapter, one still reading its files or
-the names it mentions holding the next (up to `platforms.slack_names.ACK_BUDGET` after that one came).
+events; a message waiting for the names of the users it mentions holds the next of its channel, so that they are
+handed over in the order they came (up to `platforms.slack_names.ACK_BUDGET` after that one came); one reading a
+Slack Connect file's details holds none.
 
 Messages sent while the gateway was down (Slack stopped retrying them) are read back at start and
 handed on as their live events, before the live ones of their conversation (`platforms.slack_catchup`;
@@ -248,7 +249,7 @@ class SlackAdapter:
                             background=self._background, monotonic=monotonic)
         """The handles of the users messages mention (`platforms.slack_names`), its lookups ended by a stop."""
         self._reading: dict[str, asyncio.Future[None]] = {}
-        """Per channel, the latest message still reading its files and names: the next one is handed over after it."""
+        """Per channel, the latest message waiting for the names it mentions: the next one is handed over after it."""
         # delivery.max_retry_after reaches the adapter with the catch-up's limits (`gateway.platform_factory`).
         self._message_limit = MessageLimit(max_retry_after=catch_up.max_retry_after, monotonic=monotonic)
         self._stuck_edits = slack_posts.StuckEdits()
@@ -478,13 +479,17 @@ class SlackAdapter:
             arrived = _arrived()
             self._membership.back(event["channel"])  # someone writes there, to the bot: it is in the channel
             self._taken_in.handing_on(conversations, ts)
-            channel, read = event["channel"], asyncio.get_running_loop().create_future()
-            earlier, self._reading[channel] = self._reading.get(channel), read
+            # One that mentions users may wait for their names (`platforms.slack_names`): the next message there
+            # waits for it, else a follow-up without mentions overtook it. Not one reading its files alone: a Slack
+            # Connect file's details may take the whole ack's time, and the next message goes on meanwhile, as ever.
+            channel, users = event["channel"], mentioned(event)
+            earlier, read = self._reading.get(channel), asyncio.get_running_loop().create_future() if users else None
+            if read is not None:
+                self._reading[channel] = read
             try:
                 attachments = await self._attachments(event)
-                # Never fails: a mention not named stays as written.
-                names = await self._names.of(mentioned(event), arrived)
-                if earlier is not None and not earlier.done():  # an earlier message there still reads its own
+                names = await self._names.of(users, arrived)  # never fails: a mention not named stays as written
+                if earlier is not None and not earlier.done():  # an earlier message there still waits for names
                     wait = arrived + slack_names.ACK_BUDGET - asyncio.get_running_loop().time()
                     await asyncio.wait({earlier}, timeout=max(wait, 0.0))
             except asyncio.CancelledError:  # a stop
@@ -496,9 +501,10 @@ class SlackAdapter:
             finally:
                 # Let the next message of the channel go once this one's hand-over has begun (`Delivery.deliver`
                 # starts it before its first await): handed over in the order they came, not as their reads end.
-                asyncio.get_running_loop().call_soon(read.set_result, None)
-                if self._reading.get(channel) is read:
-                    del self._reading[channel]
+                if read is not None:
+                    asyncio.get_running_loop().call_soon(read.set_result, None)
+                    if self._reading.get(channel) is read:
+                        del self._reading[channel]
             taken = taken_of(self.name, event, addressed, attachments, conversations, names)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
