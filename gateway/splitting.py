@@ -126,6 +126,7 @@ _QUOTE_MARKERS = re.compile(r"([ \t>]*>)[ \t]*")
 _MARKER_ENDS = frozenset("-+*.)>")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
+_JOINS_CLOSERS = "*_~\\"  # what an address cut ends with that would join the style markers closing it
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
 _REFERENCE_SHARE = 2  # the link definitions a part carries take at most 1/_REFERENCE_SHARE of it
 
@@ -276,8 +277,9 @@ class _Splitter(InLists):
         if markers.endswith("~") and literal == text_from:
             # A lone "~" marks nothing (a strikethrough takes two), so it is no literal marker; but after the "~~"
             # reopened, "~~~" would open a code fence at the part's start. Escaped up to a strikethrough's marker.
-            while self.text[literal:literal + 1] == "~" and not self.structure.splits_marker(literal + 1):
-                literal += 1
+            while self.text[literal:literal + 1] == "~" and (not self.structure.splits_marker(literal + 1)
+                                                               or self.structure.atom_at(literal + 1) is not None):
+                literal += 1  # in an address cut (``~~`` + ``~user``) too
         if literal > text_from and (markers[-1:] == self.text[text_from] or not self.text[text_from - 1].isspace()):
             # Shown as typed in the text, they would join the markers reopened, or, no longer after a character
             # (``_https`` cut from ``_i_https``), may pair with one of their own: escaped (a ``* `` opens no list).
@@ -605,10 +607,13 @@ class _Splitter(InLists):
         text, cut = self.text, end
         for _ in range(_RETRIES):
             over = self.measure(text[start:cut] + closers) - self.limit
+            if over <= 0 and text[cut - 1] not in _JOINS_CLOSERS:
+                return cut, closers
             if over <= 0:
-                # A marker the address ends its piece with would join the closers (``a_**``): kept plain.
-                return (cut, closers) if text[cut - 1] not in "*_~\\" else (end, "")
-            cut = _character_start(text, start, cut - over)
+                # A marker the address ends its piece with would join the closers (``a_**``): cut before them.
+                cut = _character_start(text, start, atom[0] + len(text[atom[0]:cut].rstrip(_JOINS_CLOSERS)))
+            else:
+                cut = _character_start(text, start, cut - over)
             if cut <= atom[0]:
                 break
         return end, ""
@@ -854,9 +859,11 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
             gap = "" if bare_urls.ends_before(href, text, link.close_end) else " "
             written = f"{text[link.open_end:q]} {href}{gap}"
             line = text.rfind("\n", 0, link.open_start) + 1
-            if _OPENS_BLOCK.match(written) and _LINE_PREFIX.fullmatch(text, line, link.open_start):
-                # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown.
-                written = "\\" + written
+            if _LINE_PREFIX.fullmatch(text, line, link.open_start):
+                # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown;
+                # after spaces too (``[ > go](…)``), which, four of them, would open a code block.
+                written = written.lstrip(" \t")
+                written = "\\" + written if _OPENS_BLOCK.match(written) else written
             text = f"{text[:link.open_start]}{written}{text[link.close_end:]}"
     return text
 

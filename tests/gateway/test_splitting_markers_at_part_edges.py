@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gateway.splitting import split_text
 from platforms.formatting import markdown
-from tests.gateway.test_splitting_shown_markers import _split
+from tests.gateway.test_splitting_shown_markers import _shown, _split
 
 ADDRESS = "https://example.com/" + "x" * 100
 PLATFORMS = ["web", "telegram", "discord", "slack"]
@@ -23,6 +23,10 @@ _ONLY_MARKERS = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t>]*)*[*_~`]*")
 
 def _fences(part: str) -> list[str]:
     return [t.type for t in markdown.block_tokens(part) if t.type in ("fence", "code_block")]
+
+
+def _blocks(part: str) -> list[str]:
+    return [t.type for t in markdown.block_tokens(part) if t.type in ("blockquote_open", "heading_open")]
 
 
 @pytest.mark.parametrize("style", ["**", "_", "~~", "***", "__", "*"])
@@ -87,3 +91,25 @@ def test_a_link_written_out_at_a_lines_start_keeps_its_label_as_text(line, label
         for platform in PLATFORMS:
             parts = _split(text, limit, platform)
             assert not [p for p in parts if _fences(p)], (limit, parts)
+
+
+@pytest.mark.parametrize("path", ["a_b" * 40, "snake_case_path/" * 8, "~user/" * 20, "a\\b" * 40])
+@pytest.mark.parametrize("style", ["**", "~~", "_"])
+def test_an_address_cut_after_a_marker_of_its_own_still_closes_the_style(style, path):
+    # The address's piece ended with its "_" (a "~", a backslash), which would join the closers: the part was sent plain
+    # instead, "- **https://…snake_" showing the "**" it opened; and "~~" reopened before "~user" opened a code block.
+    text = f"Intro.\n\n- {style}https://example.com/{path}{style} and words\n"
+    for limit in range(30, 80):
+        parts = split_text(text, limit)
+        assert not [p for p in parts if style + "https" in _shown(p)[0] or _fences(p)], (limit, parts)
+
+
+@pytest.mark.parametrize("label", [" > go", "  # title", "    code", " - item"])
+@pytest.mark.parametrize("line", ["{}", "- {}", "Intro.\n{}"])
+def test_a_link_written_out_keeps_a_label_after_spaces_as_text(line, label):
+    # "[ > go](…)" was written out as " > go https://…": a quote all the same (four spaces: a code block).
+    text = line.format(f"[{label}](https://example.com/abcdefghijklmnop)") + " x"
+    for limit in (16, 24, 40):
+        for platform in PLATFORMS:
+            parts = _split(text, limit, platform)
+            assert not [p for p in parts if _fences(p) or _blocks(p)], (limit, parts)
