@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-from collections.abc import Iterator
 
 import pytest
 from openai import AsyncOpenAI
@@ -93,23 +91,6 @@ async def test_answers_slow_to_come_take_no_server_for_down(slow):
         finally:
             await llm.aclose()
     assert len(server.requests) == 4
-
-
-@pytest.fixture
-def unanswered_port() -> Iterator[int]:
-    """A port whose backlog is full: a connection to it is never opened, as to a host no packet reaches."""
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    listening.listen(0)
-    port = listening.getsockname()[1]
-    waiting = []
-    for _ in range(3):
-        waiting.append(socket.socket())
-        waiting[-1].setblocking(False)
-        waiting[-1].connect_ex(("127.0.0.1", port))
-    yield port
-    for sock in (*waiting, listening):
-        sock.close()
 
 
 async def test_a_connection_not_opened_in_time_still_takes_the_server_for_down(unanswered_port):
