@@ -26,7 +26,7 @@ from gateway.config.secret_values import MIN_LENGTH, env_secret_values, mask, se
 from gateway.config.sections import Config, default_state_dir
 from gateway.config.strict_yaml import StrictLoader
 from gateway.config.validate import NUL, NUL_IN_PATH, Validator, show
-from gateway.config.worker_reads import unread_secrets, worker_part
+from gateway.config.worker_reads import unread_secrets, unread_set_problems, worker_part
 from gateway.errors import ConfigError
 from lifecycle.settings import TemporalTLSSettings
 
@@ -54,7 +54,7 @@ def load_config(
     error, and a secret set by one a warning (`gateway.config.overrides.set_problems`); an error the file
     alone has not names the ``--set`` that brought it (`gateway.config.overrides.name_setters`).
     ``worker``: only what `switchboard worker` reads is expanded and checked (`gateway.config.worker_reads`);
-    the rest stands at its defaults.
+    the rest stands at its defaults, and a pair setting it is a warning (an unknown key an error, as above).
     """
     env = os.environ if env is None else env
     source = locate_config(path, env)
@@ -68,10 +68,12 @@ def load_config(
     masked = unread_secrets(whole, env) if worker else frozenset()  # what it does not read, still not shown
     if not overrides:
         return config_from_mapping(raw, source=source, env=env, masked=masked)
+    unread_errors, unread_warnings = unread_set_problems(overrides) if worker else ([], [])
     try:
         config, warnings = config_from_mapping(raw, source=source, env=env, masked=masked)
     except ConfigError as exc:
         errors, warnings = set_problems(overrides, exc.errors, exc.warnings, Config)
+        errors, warnings = unread_errors + errors, warnings + unread_warnings
 
         def errors_of(pairs: Sequence[str]) -> set[str]:
             try:
@@ -82,6 +84,7 @@ def load_config(
 
         raise ConfigError(name_setters(errors, overrides, errors_of), warnings, exc.source) from None
     errors, warnings = set_problems(overrides, [], warnings, Config)
+    errors, warnings = unread_errors + errors, warnings + unread_warnings
     if errors:
         raise ConfigError(errors, warnings, source)
     return LoadedConfig(config, warnings)

@@ -6,18 +6,23 @@ which plugins may read (``ctx.config.state_dir``). It serves no chat and no HTTP
 users see, delivery, the inbox, sessions, traces and the rest of ``server`` are the gateway's alone. Left
 out before anything is expanded or checked, their ``${VAR}``s need not be set on a worker's machine (the
 platforms' tokens and secrets and the console's token stay on the gateway's), and a mistake in them, or an
-unknown key among them, is the gateway's to report (`config check`), not every worker's.
+unknown key among them, is the gateway's to report (`config check`), not every worker's. A ``--set`` of one
+of their keys, typed for this worker, is told all the same (`unread_set_problems`): a warning that the worker
+does not read it, or the gateway's error about an unknown key.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from gateway.config.interpolate import expand_tree
+from gateway.config.overrides import apply_overrides, set_problems
 from gateway.config.secret_values import secret_values
 from gateway.config.sections import Config, ServerSettings
+from gateway.config.validate import Validator
 
 UNREAD_SECTIONS = ("platforms", "display", "delivery", "inbox", "sessions", "telemetry")
 """Top-level sections a worker does not read at all."""
@@ -47,6 +52,41 @@ def _read_server_key(key: object) -> bool:
         return key in SERVER_KEYS_READ
     close = difflib.get_close_matches(str(key), _SERVER_KEYS, n=1, cutoff=0.6)
     return bool(close) and close[0] in SERVER_KEYS_READ
+
+
+def reads_key(key: str) -> bool:
+    """Whether a worker reads the setting at the dotted ``key`` (a ``--set``'s), as `worker_part` keeps it."""
+    section, _, rest = key.partition(".")
+    if section in UNREAD_SECTIONS:
+        return False
+    return section != "server" or not rest or _read_server_key(rest.partition(".")[0])
+
+
+def unread_set_problems(pairs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The errors and warnings of the ``KEY=VALUE`` ``pairs`` (each one, `apply_overrides` took them) that set
+    what a worker does not read (`reads_key`). `worker_part` drops them before the check, and the worker ran
+    without a word while its operator took ``--set server.port=9000`` or ``--set platforms.telgram.token=…``
+    for done. A key unknown to the gateway too is the error the gateway's ``--set`` of it is
+    (`gateway.config.overrides.set_problems`); any other key a warning naming it, that the gateway reads it.
+    Only keys are named: values may be secrets (their own warning is `set_problems`'s, beside these)."""
+    unread = [pair for pair in pairs if not reads_key(pair.partition("=")[0].strip())]
+    if not unread:
+        return [], []
+    # Checked alone, over no file: whether a key is known does not hang on the file's values, and the gateway's
+    # ``${VAR}``s need not be set here. Unknown keys only: what the gateway makes of a value is the gateway's.
+    tree = apply_overrides(None, unread)
+    validator = Validator(secret_values(Config, tree), Config)
+    validator.section(Config, tree, "", defaults={"state_dir": Path()})
+    errors = [error for error in set_problems(unread, validator.errors, validator.warnings, Config)[0]
+              if error.startswith("--set ")]
+    refused = {key for error in errors for key in error.removeprefix("--set ").partition(": ")[0].split(" and --set ")}
+    keys = dict.fromkeys(pair.partition("=")[0].strip() for pair in unread)
+    return errors, [f"--set {key}: {NOT_READ}" for key in keys if key not in refused]
+
+
+NOT_READ = ("switchboard worker does not read this setting, so it changes nothing here; it is the gateway's: give it"
+            " to `switchboard run` (docs/scale-out.md)")
+"""The warning about a ``--set`` of a known key a worker does not read, after the key."""
 
 
 def unread_secrets(document: object, env: Mapping[str, str]) -> frozenset[str]:
