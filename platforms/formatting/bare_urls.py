@@ -157,6 +157,12 @@ an address's as `as_address` does."""
 _TURNING = re.compile("[\u202a-\u202e\u2066-\u2069]")
 """`_DIRECTION` but the marks: what turns round the text after it by itself."""
 _OPENS = re.compile("[\u202a\u202b\u202d\u202e\u2066-\u2068]")
+_EMBEDDING_OR_ISOLATE = re.compile("[\n\u202a-\u202e\u2066-\u2069]")
+"""What opens or closes an embedding, override or isolate, and a line feed, which ends all that are open: to the
+bidirectional algorithm it ends a paragraph, and the platforms' apps lay out each line so (a browser too, a line
+break being a paragraph break to CSS). Not the algorithm's other paragraph separators (U+2029, U+001C, …), which
+an app may show as no break at all."""
+_ISOLATE_OPENS, _PDF, _PDI = "\u2066\u2067\u2068", "\u202c", "\u2069"
 _ADDRESS_FACE = re.compile(r"\s*https?://", re.IGNORECASE)
 ISOLATE_START, ISOLATE_END = "\ufdd6", "\ufdd7"
 """Around a link as a renderer writes it, until the message before it is known (`isolated`): noncharacters, as
@@ -181,19 +187,58 @@ def link_face(text: str, label: str) -> str:
     return as_address(text) if _ADDRESS_FACE.match(label) else _DIRECTION.sub("", text)
 
 
+class _Open:
+    """The embeddings, overrides and isolates open at a point of a text read up to it (`read`), by the bidirectional
+    algorithm's rules X1–X8: a U+202C (PDF) closes the last embedding or override if no isolate opened since, a
+    U+2069 (PDI) the last isolate and all opened within it, a line feed all; a closer with nothing of its own to
+    close closes nothing (``\\u202e\\u202e x \\u202c`` leaves one override open). Without the algorithm's depth
+    limit (125): it ignores an opener past it and the closer that matches that, and the text stays held all the same,
+    by the openers below it."""
+
+    def __init__(self) -> None:
+        self._stack: list[bool] = []  # True an isolate, False an embedding or override
+        self._isolates: list[int] = []  # where in `_stack` each isolate is: a PDI finds its own at once
+
+    def __bool__(self) -> bool:
+        return bool(self._stack)
+
+    def read(self, text: str, start: int, end: int) -> None:
+        for m in _EMBEDDING_OR_ISOLATE.finditer(text, start, end):
+            control = m.group()
+            if control == "\n":
+                self._stack.clear()
+                self._isolates.clear()
+            elif control == _PDI:
+                if self._isolates:
+                    del self._stack[self._isolates.pop():]
+            elif control == _PDF:
+                if self._stack and not self._stack[-1]:
+                    self._stack.pop()
+            else:
+                if control in _ISOLATE_OPENS:
+                    self._isolates.append(len(self._stack))
+                self._stack.append(control in _ISOLATE_OPENS)
+
+
 def isolated(rendered: str, bracketed: Callable[[str], str] = str) -> str:
     """``rendered`` with each link a renderer put between `ISOLATE_START` and `ISOLATE_END` laid out left to right
     by itself (between U+2066 and U+2069, a left-to-right isolate) where a direction embedding, override or isolate
-    comes before it: an override opened in the text before a link turned its address or label round, so
-    ``\\u202eat https://evil.example/moc.elgoog.www//:sptth`` read ``https://www.google.com/…``. ``bracketed``
-    writes the link as it is to be within the isolate (Discord's bare address between ``<>``, which would take the
-    U+2069 after it in). Every other link stays as it was; the noncharacters go."""
-    if ISOLATE_START not in rendered:
-        return rendered.replace(ISOLATE_END, "")
-    opened = _OPENS.search(rendered)
-    first = len(rendered) if opened is None else opened.start()
+    opened before it is still open (`_Open`): an override opened in the text before a link turned its address
+    or label round, so ``\\u202eat https://evil.example/moc.elgoog.www//:sptth`` read ``https://www.google.com/…``.
+    ``bracketed`` writes the link as it is to be within the isolate (Discord's bare address between ``<>``, which
+    would take the U+2069 after it in, and shows no preview). Every other link stays as it was, one after a closed
+    isolate or on a line after the opener's; the noncharacters go."""
+    if ISOLATE_START not in rendered or _OPENS.search(rendered) is None:
+        return rendered.replace(ISOLATE_START, "").replace(ISOLATE_END, "")
+    opened, read = _Open(), 0
 
     def one(m: re.Match[str]) -> str:
-        return f"\u2066{bracketed(m.group(1))}\u2069" if m.start() > first else m.group(1)
+        nonlocal read
+        opened.read(rendered, read, m.start())
+        held = bool(opened)
+        # A link's own text has none (`link_face`, `as_address`), but what it has is read as it stands.
+        opened.read(rendered, m.start(), m.end())
+        read = m.end()
+        return f"\u2066{bracketed(m.group(1))}\u2069" if held else m.group(1)
 
     return _ISOLATED.sub(one, rendered).replace(ISOLATE_START, "").replace(ISOLATE_END, "")

@@ -22,7 +22,8 @@ between spaces, ``_`` at a word's edge, ``~~``, ``||``, backticks, a backslash
 before punctuation, ``](``, and ``#``, ``>``, ``-``, ``+``, ``1.`` at a line start)
 are escaped with a backslash, except inside URLs; ``snake_case`` stays as it is.
 A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
-and a link after an override is a left-to-right isolate (`bare_urls.isolated`), an address in it between ``<>``.
+and a link an embedding, override or isolate opened before it still holds (not one closed, nor one on an earlier line)
+is a left-to-right isolate (`bare_urls.isolated`), an address in it between ``<>``.
 """
 
 from __future__ import annotations

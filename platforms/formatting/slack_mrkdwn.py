@@ -17,7 +17,8 @@ link is one line). ``&``,
 ``<`` and ``>`` are escaped everywhere, as Slack asks, so text never turns into a link or a mention; a
 label that is a web address other than its link's is followed by the link's address instead, ``label (<url>)``.
 A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
-and a link after an override is a left-to-right isolate (`bare_urls.isolated`).
+and a link an embedding, override or isolate opened before it still holds (not one closed, nor one on an earlier line)
+is a left-to-right isolate (`bare_urls.isolated`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ Telegram links too, unless Telegram would end it elsewhere: then it is a link to
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
 block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
 A link reads as the address it goes to: an address shows its direction controls percent-encoded, a label none,
-and a link after an embedding, override or isolate is a left-to-right isolate (`bare_urls.isolated`).
+and a link an embedding, override or isolate opened before it still holds (not one closed, nor one on an earlier line)
+is a left-to-right isolate (`bare_urls.isolated`).
 
 Telegram's nesting rules are kept, so a rendering is never refused for them:
 nothing is nested in code, a link holds no code (its label is plain text then),
