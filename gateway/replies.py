@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from agent import TurnResult, exceeds_context, model_failure_kind
+from agent._errors import server_down
 from gateway.logging import redact
 from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
@@ -49,6 +50,11 @@ RESULTS_UNREPORTED_BUSY = ("Sorry — the background work has finished, but I co
                            "/agents lists the subagents and how each ended.")
 """`MODEL_FAILED` and `MODEL_BUSY` for a completion turn: nobody asked anything to try again, and the chat, told
 the work was under way, would not learn it had finished. Its results stay in the conversation, for the next turn."""
+RESULTS_UNREPORTED_DOWN = ("Sorry — the background work has finished, but the model is unreachable at the moment: it "
+                           "has failed every request for a while, so I did not ask it to report on the work. Ask me "
+                           "about it again in a few minutes; /agents lists the subagents and how each ended.")
+"""`gateway.turn_runner.MODEL_DOWN` for a completion turn whose model call was not sent, its server known to be down
+(`agent.models._outage`): "in a moment" is wrong advice then, the next moment's call not being sent either."""
 REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
            "take (a setting or a feature it does not support), so trying again will not help until the operator "
            "changes the model or its settings.")
@@ -84,11 +90,14 @@ def operator_hint(kind: str | None) -> str:
     return f"; check {settings}" if settings else ""
 
 
-def _model_failed(retry_after: float | None, kind: str) -> str:
+def _model_failed(retry_after: float | None, kind: str, down: bool) -> str:
     """`MODEL_FAILED`, or `MODEL_BUSY` where the provider asked for a wait of a minute or more: a 429 asking
     for an hour fails at once (the SDK waits two minutes at most), and "in a moment" would be wrong advice.
-    Their `RESULTS_UNREPORTED` forms for a turn of ``kind`` ``completion``."""
+    Their `RESULTS_UNREPORTED` forms for a turn of ``kind`` ``completion``; `RESULTS_UNREPORTED_DOWN` for one whose
+    call was not sent, ``down`` (a message's turn reads `gateway.turn_runner.MODEL_DOWN`, chosen there)."""
     completion = kind == "completion"
+    if completion and down:
+        return RESULTS_UNREPORTED_DOWN
     if retry_after is None or not math.isfinite(retry_after) or retry_after < 60:
         return RESULTS_UNREPORTED if completion else MODEL_FAILED
     return (RESULTS_UNREPORTED_BUSY if completion else MODEL_BUSY).format(wait=_wait(retry_after))
@@ -121,7 +130,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
         permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
         text = RESULTS_FILTERED if filtered_results else permanent or (
             TOO_LONG if exceeds_context(result.error or "")
-            else REFUSED if result.error_kind == "bad_request" else _model_failed(result.retry_after, kind))
+            else REFUSED if result.error_kind == "bad_request"
+            else _model_failed(result.retry_after, kind, _down(result)))
         if result.text:
             text = f"{result.text}\n\n({text})"
     elif result.exit_reason == "interrupted":
@@ -137,6 +147,12 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
     if not text or (kind == "completion" and is_silence(text)):
         return None
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
+
+
+def _down(result: TurnResult) -> bool:
+    """Whether ``result``'s model call was not sent, its server known to be down; a call held for a 429 is told
+    of as the wait its server asked for (`MODEL_BUSY`)."""
+    return result.error_kind != "rate_limited" and server_down(result.error or "")
 
 
 def pictures_in(content: str | list[dict[str, Any]] | None) -> int:
@@ -162,6 +178,9 @@ _CHILD_PERMANENT = {
 CHILD_REFUSED = "the model provider refused its request as one the model it was set up to use cannot take"
 CHILD_TOO_LONG = "its work grew longer than the model can take in"
 CHILD_MODEL_FAILED = "it could not get an answer from the model just now"
+CHILD_MODEL_DOWN = ("the model is unreachable at the moment (it has failed every request for a while), so its call "
+                    "was not sent")
+"""A subagent's model call not sent, its server known to be down (`agent.models._outage`), as a turn's reads."""
 
 
 def child_failure_reason(error: str) -> str:
@@ -174,7 +193,9 @@ def child_failure_reason(error: str) -> str:
     if kind is None:
         return redact(error)
     return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error)
-                                          else CHILD_REFUSED if kind == "bad_request" else CHILD_MODEL_FAILED)
+                                          else CHILD_REFUSED if kind == "bad_request"
+                                          else CHILD_MODEL_DOWN if kind != "rate_limited" and server_down(error)
+                                          else CHILD_MODEL_FAILED)
 
 
 SUPPRESSED_NOTES = {

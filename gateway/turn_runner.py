@@ -818,9 +818,9 @@ class TurnRunner:
 def _down_reply(kind: str, result: TurnResult | None) -> str | None:
     """`MODEL_DOWN` for a turn of ``kind`` that ended with ``result``, a model call not sent to a server known to be
     down, after any partial answer; None for any other turn (`reply_text` says what then). Its failure is not logged
-    per turn: the outage is, as it begins and as it ends. A completion turn's keeps its own text
-    (`gateway.replies.RESULTS_UNREPORTED`): nobody wrote a message to send again; so does one held for a server's 429,
-    which says to try again once the wait it asked for is over (`gateway.replies.MODEL_BUSY`)."""
+    per turn: the outage is, as it begins and as it ends. A completion turn's has its own text
+    (`gateway.replies.RESULTS_UNREPORTED_DOWN`): nobody wrote a message to send again; one held for a server's 429
+    says to try again once the wait it asked for is over (`gateway.replies.MODEL_BUSY`)."""
     if (kind == "completion" or result is None or result.exit_reason != "error" or result.error_kind == "rate_limited"
             or not server_down(result.error or "")):
         return None

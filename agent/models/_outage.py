@@ -13,7 +13,8 @@ model down, so that the chat is told the model is unreachable); except one
 call at a time, a *probe*, sent without retries once `PROBE_FIRST` seconds have passed (or the server's
 ``Retry-After``, if longer, up to `WAIT_MOST`), then twice as long after each probe that fails, up to `PROBE_MOST`.
 A probe is a chat's own call, sent as it comes: nothing is sent while nobody asks. Its beginning and its end are
-logged once each.
+logged once each. A call already sent as its circuit opens is asked again no more (`_retry_budget.RetryBudget`):
+it ends as a call not sent then does, its chat told the same.
 
 What a call's outcome tells is the caller's to say, which knows its SDK's errors (`agent.models.openai`):
 

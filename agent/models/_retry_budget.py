@@ -7,6 +7,11 @@ failing every request just before its timeout (a proxy's 502) and asking for two
 is begun, nor a wait before one, that would end past `RETRY_SECONDS` after the call began: the failure that
 came last is raised instead. A call takes `RETRY_SECONDS` plus one request's timeout at most (four minutes
 by default), whatever ``model.max_retries``.
+
+Nor is a retry begun once the server the call was sent to is taken for down (or its model, or its API key held as
+over its rate limit: `_outage`), unless the call is that circuit's probe: the calls in flight as the server went
+down took all their retries, twenty chats' twenty times two more requests, each after its wait, before the answer
+a call not sent gets at once. The call ends as the circuit's refusal instead (`RetryBudget.refused`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,12 @@ from __future__ import annotations
 import contextvars
 import random
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agent._clock import Clock
+
+if TYPE_CHECKING:
+    from agent.models._outage import ServerOutage
 
 RETRY_SECONDS = 120.0
 """Seconds into a model call after which the SDK begins no retry (its wait before one counted)."""
@@ -31,20 +40,37 @@ _SPREAD = 0.25
 class RetryBudget:
     """One model call's: when its retrying ends (from its first request), and whether it ended a retry."""
 
-    __slots__ = ("until", "spent", "probe")
+    __slots__ = ("until", "spent", "probe", "circuits", "refused")
 
-    def __init__(self, *, probe: bool = False) -> None:
+    def __init__(self, *, probe: bool = False, circuits: tuple[ServerOutage, ...] = ()) -> None:
         self.until: float | None = None
         self.probe = probe
         """The call is a probe of a server known to be down, or of a key known to be limited (`_outage`): it is not
         asked again at all."""
         self.spent = False
         """A retry the SDK would have made was not: the failure raised is the one that came last."""
+        self.circuits = circuits
+        """The call's server, model and key circuits (`_outage`), all closed as it was sent, but for a probe's."""
+        self.refused: ServerOutage | None = None
+        """The circuit, taken for down while the call ran, that a retry of the call was not begun for: the call
+        ends as that circuit's refusal, where the circuit is still down by then (`_outage.ServerOutage.held`)."""
+
+    def refuses(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request with ``headers``, about to be sent, is a retry that must not be: one of the call's
+        circuits was taken for down while the SDK waited to send it, or while it waited for a request slot."""
+        return _retries_taken(headers) > 0 and self._circuit_down()
+
+    def _circuit_down(self) -> bool:
+        """Whether one of the call's circuits is down, a probe's aside (never asked again: `stops`); marks which."""
+        if self.probe:
+            return False
+        self.refused = next((circuit for circuit in self.circuits if circuit.down_since is not None), None)
+        return self.refused is not None
 
     def stops(self, headers: Mapping[str, str], retry_after: float | None, clock: Clock, max_retries: int) -> bool:
         """Whether the SDK, about to ask again the request sent with ``headers`` after a wait of ``retry_after``
-        (the server's), or of its backoff when None, must not: the wait would end past the budget. Marks the
-        budget spent then."""
+        (the server's), or of its backoff when None, must not: the wait would end past the budget (marked spent
+        then), or one of the call's circuits is down (marked `refused`)."""
         taken = _retries_taken(headers)
         if self.until is None or taken >= max_retries:  # no budget begun, or the SDK asks again no more anyway
             return False
@@ -52,6 +78,8 @@ class RetryBudget:
             return False
         if self.probe:
             self.spent = True
+            return True
+        if self._circuit_down():  # not spent: the call ends as the circuit's refusal
             return True
         wait = retry_after or min(_FIRST_BACKOFF * 2.0 ** taken, _MOST_BACKOFF)
         if clock.monotonic() + wait <= self.until:

@@ -139,7 +139,7 @@ class OpenAIModel:
         server, model = outage_of(self._server), model_outage_of(self._server, self.name)
         limit = limit_of(self._server, self._credential, self.name)
         probes = admit((server, model, limit), self._clock)
-        budget = RetryBudget(probe=bool(probes))
+        budget = RetryBudget(probe=bool(probes), circuits=(server, model, limit))
         token = CALL.set(budget)
         try:
             try:
@@ -154,7 +154,12 @@ class OpenAIModel:
             pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
             error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
                                      not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
-            settle(server, model, limit, _outcome(exc, error), error, self._clock, probes)
+            if not isinstance(exc, _RetryNotSent):  # else the request that failed last was told of no outcome
+                settle(server, model, limit, _outcome(exc, error), error, self._clock, probes)
+            # Taken for down while the call ran: it ends as a call not sent now does. Unless its own failure showed
+            # the server up again (a 5xx of the server's own words, which is that model's).
+            if budget.refused is not None and budget.refused.down_since is not None:
+                raise budget.refused.held(self._clock) from exc
             raise error from exc
         finally:
             CALL.reset(token)
@@ -230,6 +235,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     the call's retry budget is not asked again: a response is marked ``x-should-retry: false``, a connection
     error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try).
     A ``Retry-After`` it asks again after is made up to a quarter longer, at random (`RetryBudget.spread`).
+    Nor is a failure asked again, nor a retry sent, once the call's server, model or key is taken for down since
+    it was sent (`RetryBudget.refuses`; `_RetryNotSent`): the call ends as a call not sent then does.
 
     With ``slots``, each request (each retry anew) is sent once it holds a slot, and frees it with its response,
     read whole, as the SDK reads its answers: the SDK's wait before a retry holds none. Its timeout, and its
@@ -248,11 +255,13 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         if self._slots is None:
             return await self._send(request, **kwargs)
+        _refuse_retry(request)  # else it waited for a slot behind every other call, to be refused then
         async with self._slots.held(CALL.get(), self._clock):
             return await self._send(request, **kwargs)
 
     async def _send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         budget = CALL.get()
+        _refuse_retry(request)
         begin(budget, self._clock)
         try:
             response = await self._send_bounded(request, **kwargs)
@@ -307,6 +316,18 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             if traced is None:
                 del request.extensions["trace"]
         return response
+
+
+class _RetryNotSent(openai.APIConnectionError):
+    """A call's retry not sent, its server, model or key having been taken for down while the SDK waited to send it
+    (`RetryBudget.refuses`): an error of the SDK's own, which it passes on without asking again."""
+
+
+def _refuse_retry(request: httpx.Request) -> None:
+    """Raise `_RetryNotSent` for ``request`` if it is a retry its model call's circuits refuse."""
+    budget = CALL.get()
+    if budget is not None and budget.refuses(request.headers):
+        raise _RetryNotSent(message="a retry not sent: the model server was taken for down", request=request)
 
 
 _OPENING_STEPS = frozenset({"connect_tcp", "connect_unix_socket", "start_tls", "setup_socks5_connection"})
