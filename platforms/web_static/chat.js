@@ -80,12 +80,23 @@
   // scrolling to the bottom goes by the estimates. A page at the very bottom keeps to it as the messages there take
   // their real heights (a long answer just shown ran on below the window); one the reader scrolled away stays put.
   let pinned = true;
+  // Where the page last scrolled the list to its bottom. The scroll event of that comes at the next frame, and the
+  // list may have got shorter meanwhile (a line more typed in the growing box): read then, it took the page's own
+  // scroll for the reader's, away from the bottom, and let go of it.
+  let placed = null;
   list.addEventListener("scroll", () => {
+    if (list.scrollTop === placed) return;
+    placed = null;
     pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 2;
   });
   const sized = new ResizeObserver(() => {
-    if (pinned) list.scrollTop = list.scrollHeight;
+    if (!pinned) return;
+    list.scrollTop = list.scrollHeight;
+    placed = list.scrollTop;
   });
+  // So does one whose window onto the messages gets shorter: the message box grows with a list being typed (chat.css),
+  // a phone's window with its keyboard.
+  sized.observe(list);
 
   // Rendering the Markdown of every message a history brings was most of the time the page took to open (fifty
   // answers of 50 KB: fifty renders, 1.1 s of 1.7 s). Such a message shows its text as typed, in its bubble, until it
@@ -765,13 +776,17 @@
     input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
   });
+  // A touch screen alone (a phone, a tablet without a keyboard) has no Shift+Enter: there Enter sending, a message
+  // of more than one line (a list, which is what delegates) could not be typed at all. Its Enter starts a new line,
+  // Send sends, and so does Ctrl+Enter (or Cmd+Enter) from a keyboard attached to it.
+  const touchOnly = matchMedia("(hover: none) and (pointer: coarse)");
   input.addEventListener("keydown", (event) => {
     // The Enter that picks an input method's conversion (Japanese, Chinese) is the method's: Chromium says
     // isComposing, Safari ends the composition first and gives the key code 229 ("being composed") only.
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
-      event.preventDefault();
-      $("composer").requestSubmit();
-    }
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    if (touchOnly.matches && !event.ctrlKey && !event.metaKey) return;
+    event.preventDefault();
+    $("composer").requestSubmit();
   });
   // A command acts once per click burst: the second click of a double click (event.detail 2) would
   // send it again, and a second /stop could stop the turn after the one meant.
