@@ -9,11 +9,18 @@ the compaction trigger, past the model's window, before it was compacted.
 So each character counts a quarter token, and each UTF-8 byte it has beyond its first three
 eighths more: ASCII stays at four characters a token (exactly as before), a CJK, kana, Hangul,
 Thai or Devanagari character (three bytes) counts one token, a Cyrillic, Greek, Arabic or Hebrew
-one (two bytes) five eighths, an emoji (four) one and three eighths. Measured against OpenAI's
-tokenizers on a paragraph in each of fourteen languages, that came to between 61% (Greek) and
-133% (English) of cl100k_base's count, Chinese and Japanese within 2% of it (four characters a
-token had said about a quarter); o200k_base, thriftier, counted less than the estimate for all
-but code (97%). A string that is all ASCII is counted without encoding it.
+one (two bytes) five eighths. Measured against OpenAI's tokenizers on a paragraph in each of
+fourteen languages, that came to between 61% (Greek) and 133% (English) of cl100k_base's count,
+Chinese and Japanese within 2% of it (four characters a token had said about a quarter);
+o200k_base, thriftier, counted less than the estimate for all but code (97%).
+
+A character of four bytes (an emoji, each half of a flag, a rare CJK character) counts three
+tokens: vocabularies hold few of them whole, so cl100k_base spends two to three on an emoji,
+three on each half of a flag and four on a rare CJK character, o200k_base two to two and a half on
+an emoji. By the byte rule alone (one and three eighths) a chat of emoji reactions and status
+lines came to half of cl100k_base's count, and at the default trigger of half the window the
+server refused it before it was compacted; now such text comes to 89–131% of cl100k_base's count
+(129–190% of o200k_base's). A string that is all ASCII is counted without encoding it.
 """
 
 from __future__ import annotations
@@ -53,13 +60,20 @@ def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     return eighths, extra
 
 
+FOUR_BYTE_EIGHTHS = 24
+"""A character of four UTF-8 bytes: three tokens (see the module docstring), not the byte rule's eleven eighths."""
+
+
 def weight(text: str) -> int:
     """Eighths of a token ``text`` is estimated at: two per character, three more per UTF-8 byte
-    beyond a character's first."""
+    beyond a character's first; `FOUR_BYTE_EIGHTHS` for a character of four bytes."""
     if text.isascii():
         return 2 * len(text)
     # surrogatepass: a lone surrogate (a tool's undecodable bytes) counts as the three bytes it would take
-    return 3 * len(text.encode("utf-8", "surrogatepass")) - len(text)
+    utf8 = len(text.encode("utf-8", "surrogatepass"))
+    # Each four-byte character is the one character UTF-16 spells with two units: counted without a loop.
+    four_byte = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+    return 3 * utf8 - len(text) + (FOUR_BYTE_EIGHTHS - 11) * four_byte
 
 
 def within_tokens(text: str, tokens: int) -> str:
@@ -71,7 +85,7 @@ def within_tokens(text: str, tokens: int) -> str:
     spent = 0
     for index, char in enumerate(text):
         code = ord(char)
-        spent += 2 if code < 0x80 else 5 if code < 0x800 else 8 if code < 0x10000 else 11  # 3 per byte - 1
+        spent += 2 if code < 0x80 else 5 if code < 0x800 else 8 if code < 0x10000 else FOUR_BYTE_EIGHTHS  # `weight`
         if spent > budget:
             return text[:index]
     return text

@@ -29,7 +29,7 @@ def test_chinese_japanese_korean_and_thai_count_a_token_a_character():
 
 def test_other_scripts_count_between_and_mixed_text_adds_up():
     assert estimate_tokens([user("Привет" * 8)]) == 6 * 8 * 5 // 8 + 4  # two UTF-8 bytes: five eighths each
-    assert estimate_tokens([user("🎉" * 8)]) == 11 + 4  # four bytes: one and three eighths each
+    assert estimate_tokens([user("🎉" * 8)]) == 8 * 3 + 4  # four bytes: three tokens each (an emoji)
     assert estimate_tokens([user("请检查 agent/_compaction.py 里的函数")]) == math.ceil(7 + 22 / 4) + 4  # 7 CJK, 22 ASCII
     parts = [{"type": "text", "text": CHINESE}, {"type": "image_url", "image_url": {"url": "data:,x"}}]
     assert estimate_tokens([user(parts)]) == len(CHINESE) + 512 + 4
