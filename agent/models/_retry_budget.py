@@ -9,7 +9,8 @@ came last is raised instead. A call takes `RETRY_SECONDS` plus one request's tim
 by default), whatever ``model.max_retries``.
 
 Nor is a retry begun once the server the call was sent to is taken for down (or its model, or its API key held as
-over its rate limit: `_outage`), unless the call is that circuit's probe: the calls in flight as the server went
+over its rate limit: `_outage`), unless the call is that circuit's probe, or the server answered the call since
+in words of its own (a 429, a 5xx in JSON), which shows the server answering: the calls in flight as the server went
 down took all their retries, twenty chats' twenty times two more requests, each after its wait, before the answer
 a call not sent gets at once. The call ends as the circuit's refusal instead (`RetryBudget.refused`).
 """
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agent._clock import Clock
+from agent.models._outage import SERVER
 
 if TYPE_CHECKING:
     from agent.models._outage import ServerOutage
@@ -40,7 +42,7 @@ _SPREAD = 0.25
 class RetryBudget:
     """One model call's: when its retrying ends (from its first request), and whether it ended a retry."""
 
-    __slots__ = ("until", "spent", "probe", "circuits", "refused")
+    __slots__ = ("until", "spent", "probe", "circuits", "refused", "heard")
 
     def __init__(self, *, probe: bool = False, circuits: tuple[ServerOutage, ...] = ()) -> None:
         self.until: float | None = None
@@ -53,7 +55,10 @@ class RetryBudget:
         """The call's server, model and key circuits (`_outage`), all closed as it was sent, but for a probe's."""
         self.refused: ServerOutage | None = None
         """The circuit, taken for down while the call ran, that a retry of the call was not begun for: the call
-        ends as that circuit's refusal, where the circuit is still down by then (`_outage.ServerOutage.held`)."""
+        ends as a call not sent then does, where a circuit of it is still down by then (`down_now`)."""
+        self.heard: tuple[tuple[ServerOutage, float], ...] = ()
+        """The server circuits whose server answered the call's latest failed request in words of its own (a 429, a
+        5xx in JSON) while taken for down, with since when: they refuse no retry of it (`stops`)."""
 
     def refuses(self, headers: Mapping[str, str]) -> bool:
         """Whether the request with ``headers``, about to be sent, is a retry that must not be: one of the call's
@@ -61,16 +66,28 @@ class RetryBudget:
         return _retries_taken(headers) > 0 and self._circuit_down()
 
     def _circuit_down(self) -> bool:
-        """Whether one of the call's circuits is down, a probe's aside (never asked again: `stops`); marks which."""
+        """Whether one of the call's circuits is down, a probe's aside (never asked again: `stops`), and a server's
+        that answered the call since (`heard`); marks which."""
         if self.probe:
             return False
-        self.refused = next((circuit for circuit in self.circuits if circuit.down_since is not None), None)
+        self.refused = next((circuit for circuit in self.circuits if circuit.down_since is not None
+                             and (circuit, circuit.down_since) not in self.heard), None)
         return self.refused is not None
 
-    def stops(self, headers: Mapping[str, str], retry_after: float | None, clock: Clock, max_retries: int) -> bool:
+    def down_now(self) -> ServerOutage | None:
+        """The first of the call's circuits down now, as `_outage.admit` reads them, where a retry of the call was
+        refused (`refused`): a call not sent now is refused by that one. None where none is down any more, or no
+        retry was refused."""
+        if self.refused is None:
+            return None
+        return next((circuit for circuit in self.circuits if circuit.down_since is not None), None)
+
+    def stops(self, headers: Mapping[str, str], retry_after: float | None, clock: Clock, max_retries: int, *,
+              answered: bool = False) -> bool:
         """Whether the SDK, about to ask again the request sent with ``headers`` after a wait of ``retry_after``
         (the server's), or of its backoff when None, must not: the wait would end past the budget (marked spent
-        then), or one of the call's circuits is down (marked `refused`)."""
+        then), or one of the call's circuits is down (marked `refused`). ``answered``: the failure is in words of
+        the server's own, which show it answering: its server circuit, if down, refuses no retry of the call."""
         taken = _retries_taken(headers)
         if self.until is None or taken >= max_retries:  # no budget begun, or the SDK asks again no more anyway
             return False
@@ -79,6 +96,9 @@ class RetryBudget:
         if self.probe:
             self.spent = True
             return True
+        # What the call's latest failure showed: a later one's not answering takes back an earlier answer's word.
+        self.heard = tuple((circuit, circuit.down_since) for circuit in self.circuits
+                           if answered and circuit.scope == SERVER and circuit.down_since is not None)
         if self._circuit_down():  # not spent: the call ends as the circuit's refusal
             return True
         wait = retry_after or min(_FIRST_BACKOFF * 2.0 ** taken, _MOST_BACKOFF)

@@ -156,10 +156,13 @@ class OpenAIModel:
                                      not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
             if not isinstance(exc, _RetryNotSent):  # else the request that failed last was told of no outcome
                 settle(server, model, limit, _outcome(exc, error), error, self._clock, probes)
-            # Taken for down while the call ran: it ends as a call not sent now does. Unless its own failure showed
-            # the server up again (a 5xx of the server's own words, which is that model's).
-            if budget.refused is not None and budget.refused.down_since is not None:
-                raise budget.refused.held(self._clock) from exc
+            # Taken for down while the call ran: it ends as a call not sent now does, refused by the circuit down by
+            # now (its own failure may have taken the server for down too). Unless its own failure showed the server
+            # up again (a 5xx of the server's own words, which is that model's). Counted as one not sent, as its
+            # chat is told: the turn's failure is left out of the log for the outage's end's count.
+            if (down := budget.down_now()) is not None:
+                down.not_sent += 1
+                raise down.held(self._clock) from exc
             raise error from exc
         finally:
             CALL.reset(token)
@@ -236,7 +239,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
     error raised as the SDK's own error, which it passes on (``max_retries``: the SDK's, to know its last try).
     A ``Retry-After`` it asks again after is made up to a quarter longer, at random (`RetryBudget.spread`).
     Nor is a failure asked again, nor a retry sent, once the call's server, model or key is taken for down since
-    it was sent (`RetryBudget.refuses`; `_RetryNotSent`): the call ends as a call not sent then does.
+    it was sent (`RetryBudget.refuses`; `_RetryNotSent`): the call ends as a call not sent then does. A failure in
+    the server's own words (`_in_own_words`) shows it answering: its server's circuit refuses no retry of it.
 
     With ``slots``, each request (each retry anew) is sent once it holds a slot, and frees it with its response,
     read whole, as the SDK reads its answers: the SDK's wait before a retry holds none. Its timeout, and its
@@ -277,7 +281,7 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             response.headers["x-should-retry"] = "false"
         elif budget is not None and response.status_code >= 400 and _sdk_asks_again(response):
             wait = _retry_after(response.headers)
-            if budget.stops(request.headers, wait, self._clock, self._max_retries):
+            if budget.stops(request.headers, wait, self._clock, self._max_retries, answered=_in_own_words(response)):
                 response.headers["x-should-retry"] = "false"
             elif (spread := budget.spread(request.headers, wait, self._clock, self._max_retries)) is not None:
                 response.headers["retry-after-ms"] = repr(spread * 1000)  # read before ``retry-after``
@@ -370,6 +374,17 @@ def _sdk_asks_again(response: httpx.Response) -> bool:
     if said in ("true", "false"):
         return said == "true"
     return response.status_code in (408, 409, 429) or response.status_code >= 500
+
+
+def _in_own_words(response: httpx.Response) -> bool:
+    """Whether ``response``, an error, shows its server answering (`_outcome`: a 4xx, a 5xx in JSON), not a proxy's
+    page, nor no body, for a server that is not."""
+    if response.status_code < 500:
+        return True
+    try:
+        return isinstance(json.loads(response.content), (Mapping, list))
+    except (ValueError, RecursionError, httpx.ResponseNotRead):
+        return False
 
 
 def _error_code(body: bytes) -> str | None:
