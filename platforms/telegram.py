@@ -167,6 +167,8 @@ cut off midway, and tried again, and cut off again, for as long as the outbox re
 needs about 7 Mbit/s to go in 60 s). At this rate a 50 MB file has about 17 minutes more."""
 _PICTURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")
 """JPEG and PNG: what Telegram takes as a photo and shows in the chat."""
+REPLY_GONE = "message to be replied not found"
+"""Telegram's refusal of a send quoting a message that is not there, without ``allow_sending_without_reply``."""
 NO_ID = "no-id:"
 """How the id of a message begins that Telegram made but whose answer named no ``message_id``: unique
 (a uuid follows), never a number, so nothing edits, deletes or quotes another message under it."""
@@ -653,10 +655,8 @@ class TelegramAdapter:
         (`platforms.telegram_threads`), so it lands under the post too.
         Telegram has no idempotency key: a retry after a lost
         answer may show the message twice."""
-        post = self._comments.reply_to(message)
-
         def send_to(chat_id: str) -> Awaitable[Message | None]:
-            return self._calls.formatted(
+            return self._replying(message, chat_id, lambda reply: self._calls.formatted(
                 "sendMessage",
                 chat_id,
                 message.text,
@@ -666,9 +666,9 @@ class TelegramAdapter:
                     message_thread_id=_thread(message.thread_id),
                     disable_notification=True if message.silent else None,
                     parse_mode=parse_mode,
-                    reply_parameters=_quote(message, chat_id, post),
+                    reply_parameters=reply,
                 ),
-            )
+            ))
 
         return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
 
@@ -685,16 +685,15 @@ class TelegramAdapter:
         the file."""
         photo = file.size <= PHOTO_LIMIT and await asyncio.to_thread(_is_picture, file.path)
         timeout = math.ceil(self.bot.session.timeout + file.size / SLOWEST_UPLOAD)
-        post = self._comments.reply_to(message)
 
-        async def send_to(chat_id: str) -> Message | None:
+        async def deliver(chat_id: str, reply: ReplyParameters | None) -> Message | None:
             def upload(method: str) -> Awaitable[Message | None]:
                 def request(caption: str, parse_mode: str | None) -> Awaitable[Message]:
                     kw: dict[str, Any] = {
                         "chat_id": chat_id, "caption": caption or None, "parse_mode": parse_mode,
                         "message_thread_id": _thread(message.thread_id),
                         "disable_notification": True if message.silent else None,
-                        "reply_parameters": _quote(message, chat_id, post),
+                        "reply_parameters": reply,
                     }
                     upload = FSInputFile(file.path, filename=file.name)
                     kw["request_timeout"] = timeout
@@ -713,7 +712,27 @@ class TelegramAdapter:
                              " document", chat_id, file.size)
             return await upload("sendDocument")
 
+        def send_to(chat_id: str) -> Awaitable[Message | None]:
+            return self._replying(message, chat_id, lambda reply: deliver(chat_id, reply))
+
         return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
+
+    async def _replying(self, message: Outbound, chat_id: str,
+                        send: Callable[[ReplyParameters | None], Awaitable[Message | None]]) -> Message | None:
+        """``send(reply_parameters)`` of ``message`` into ``chat_id``, quoting its ``reply_to`` (`_quote`), or replying
+        to the post whose comments its turn answers. A comment it quotes (`CommentThreads.post_of`) that is gone
+        meanwhile leaves it replying to the post: sent replying to nothing (``allow_sending_without_reply``), it
+        landed in the discussion group's own chat, away from the post and the rest of its answer."""
+        post = self._comments.reply_to(message)
+        under = None if post is not None else self._comments.post_of(message)
+        if under is None:
+            return await send(_quote(message, chat_id, post))
+        try:
+            return await send(_quote(message, chat_id, anyway=False))
+        except NotFound as exc:
+            if REPLY_GONE not in str(exc):
+                raise
+            return await send(_quote(message, chat_id, under))
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """editMessageText; identical text ("message is not modified") is success. A message
@@ -841,12 +860,13 @@ def _is_picture(path: str) -> bool:
         return f.read(8).startswith(_PICTURES)
 
 
-def _quote(message: Outbound, chat_id: str, post: int | None = None) -> ReplyParameters | None:
+def _quote(message: Outbound, chat_id: str, post: int | None = None, *, anyway: bool = True) -> ReplyParameters | None:
     """The reply to ``message.reply_to`` for a send into ``chat_id``, else to ``post`` (the copy of the channel's
-    post whose comments it answers): unquoted if that message is gone (``allow_sending_without_reply``), or was
-    written in the group ``chat_id`` was upgraded from."""
+    post whose comments it answers): unquoted if that message is gone (``allow_sending_without_reply``, unless not
+    ``anyway``: Telegram then refuses the send, `REPLY_GONE`), or was written in the group ``chat_id`` was upgraded
+    from."""
     number = quotable_in(chat_id, message.chat_id, message.reply_to) if post is None else post
-    return None if number is None else ReplyParameters(message_id=number, allow_sending_without_reply=True)
+    return None if number is None else ReplyParameters(message_id=number, allow_sending_without_reply=anyway or None)
 
 
 def _thread(thread_id: str | None) -> int | None:

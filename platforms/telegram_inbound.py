@@ -12,7 +12,16 @@ from collections.abc import Container, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from aiogram.types import Chat, Giveaway, GiveawayWinners, Message, PaidMediaInfo, RichBlockList, RichBlockTable
+from aiogram.types import (
+    Chat,
+    Giveaway,
+    GiveawayWinners,
+    Message,
+    MessageOriginUser,
+    PaidMediaInfo,
+    RichBlockList,
+    RichBlockTable,
+)
 from aiogram.types.rich_block_union import RichBlockUnion
 
 from platforms import telegram_files
@@ -238,6 +247,8 @@ def addressed(message: Message, text: str, *, bot_id: int, username: str) -> boo
     # In forum topics every message "replies" to the topic's first message: not to us.
     if reply and reply.from_user and reply.from_user.id == bot_id and not reply.forum_topic_created:
         return True
+    if _replies_across_topics_to(message, bot_id):
+        return True
     handle = f"@{username}"
     for entity in message.entities or message.caption_entities or ():
         if entity.type == "mention" and entity.extract_from(text).lower() == handle:
@@ -245,3 +256,14 @@ def addressed(message: Message, text: str, *, bot_id: int, username: str) -> boo
         if entity.type == "text_mention" and entity.user is not None and entity.user.id == bot_id:
             return True
     return bool(username) and re.search(rf"(?<![\w@]){re.escape(handle)}\b", text, re.I) is not None
+
+
+def _replies_across_topics_to(message: Message, bot_id: int) -> bool:
+    """A reply to the bot's message in another topic of this forum: the Bot API gives it as ``external_reply``
+    (a reply "from another chat or forum topic"), not as ``reply_to_message``. A message of another chat quoted
+    here is not one: it was not written to the bot where it was written."""
+    external = message.external_reply
+    if external is None or external.chat is None or external.chat.id != message.chat.id:
+        return False
+    origin = external.origin
+    return isinstance(origin, MessageOriginUser) and origin.sender_user.id == bot_id

@@ -90,6 +90,11 @@ class CommentThreads:
         if thread is not None:
             self._turns.put(accepted.turn_id, thread)
 
+    def post_of(self, message: Outbound) -> int | None:
+        """The post's copy heading the comment thread whose comment ``message`` quotes, where it should land were
+        that comment gone; None for a message quoting none, or a message asked elsewhere."""
+        return None if message.reply_to is None else self._asked.get((message.chat_id, message.reply_to))
+
     def reply_to(self, message: Outbound) -> int | None:
         """The post's copy ``message`` replies to so that it lands under the post: for a message of a turn that
         answers a comment and quotes nothing. A message quoting the comment lands there by itself."""

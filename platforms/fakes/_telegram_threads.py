@@ -14,6 +14,10 @@ under the post. Not in a basic group, a private chat or a channel; nor in a foru
 carry no ``message_thread_id`` since Bot API 9.3 (MessageTopic: General is a forum topic, not a thread; earlier Bot
 API servers gave a reply there its chain's head, tdlib/telegram-bot-api#447).
 
+A user's reply written in one forum topic to a message of another (Telegram's "reply in another chat", the same
+forum's topic picked) stays in the topic it was written in, and carries the message it replies to as
+``external_reply``, as the Bot API shows a reply "from another chat or forum topic", not as ``reply_to_message``.
+
 A topic an admin closed refuses the bot's messages, 400 "Bad Request: TOPIC_CLOSED"; one deleted is gone with
 its messages, and a message sent or a "typing" shown in it is refused with 400 "Bad Request: message thread not
 found".
@@ -65,7 +69,22 @@ class TelegramThreads:
             return int(replied["message_thread_id"])
         return int(replied["message_id"]) if replied.get("is_automatic_forward") or self._has_chains(chat_id) else None
 
+    def replies_across_topics(self, chat_id: int, thread_id: int | None, replied: dict[str, Any]) -> bool:
+        """A message written in the forum topic ``thread_id`` replying to ``replied``, of another topic: the Bot API
+        shows such a reply as ``external_reply`` ("from another chat or forum topic"), with no
+        ``reply_to_message``."""
+        return thread_id is not None and self._has_topics(chat_id) and replied.get("message_thread_id") != thread_id
+
     # -- the Bot API side ------------------------------------------------------------
+
+    def _external_reply(self, chat_id: int, replied: dict[str, Any]) -> dict[str, Any]:
+        """``replied`` as an ``external_reply`` (ExternalReplyInfo): who wrote it (its origin), its chat (given for
+        a supergroup) and id."""
+        if "sender_chat" in replied:
+            origin = {"type": "chat", "date": replied["date"], "sender_chat": replied["sender_chat"]}
+        else:
+            origin = {"type": "user", "date": replied["date"], "sender_user": replied["from"]}
+        return {"origin": origin, "chat": self._chats[str(chat_id)], "message_id": replied["message_id"]}
 
     def _has_topics(self, chat_id: int) -> bool:
         """A forum, or a private chat of a bot with topic mode on: where ``message_thread_id`` names a topic."""

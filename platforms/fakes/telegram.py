@@ -302,7 +302,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         ``reply_to``: the id of the message (a user's the fake served, or the bot's) it replies to, which
         puts it in that message's thread, as does ``reply_to_bot``: in a supergroup that is no forum, the thread
         of its reply chain (``message_thread_id``: the chain's first message), a comment under a channel post
-        replying to the post's copy in the discussion group (`platforms.fakes._telegram_threads`).
+        replying to the post's copy in the discussion group (`platforms.fakes._telegram_threads`). With a
+        ``thread_id`` of a forum other than that message's, it is written in the topic ``thread_id`` and replies
+        across topics, as Telegram shows that: ``external_reply``, no ``reply_to_message``.
 
         ``sender_chat`` sends it on behalf of a chat, as Telegram shows it: the group's own id is
         an anonymous admin (``from`` is GroupAnonymousBot), another id a channel someone writes as
@@ -342,7 +344,9 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
             sent = self.messages[str(cid)]
             replied = self._bot_reply_target(cid, sent[-1]["message_id"]) if sent else {
                 "message_id": 1, "text": "...", "date": int(time.time()), "chat": chat, "from": self.bot_user}
-        if replied is not None:
+        if replied is not None and self.replies_across_topics(cid, thread_id, replied):
+            message["external_reply"] = self._external_reply(cid, replied)
+        elif replied is not None:
             message["reply_to_message"] = replied
             if (thread := self.thread_of_reply(cid, replied)) is not None:
                 message.update(self._thread_fields(cid, thread))
