@@ -97,6 +97,16 @@
   // So does one whose window onto the messages gets shorter: the message box grows with a list being typed (chat.css),
   // a phone's window with its keyboard.
   sized.observe(list);
+  // A phone's keyboard covers the lower part of the window and leaves the page as tall (Safari; Chrome on Android
+  // since 108), and `vh` with it: the box's 40% of the window (chat.css) was 227 px of the 248 an iPhone SE shows above
+  // its keyboard and Safari's bar, a long message typed with the conversation out of sight. Its share is of what
+  // shows (`--shown`), at the window's scale: not less while zoomed in.
+  const seen = window.visualViewport;
+  if (seen) {
+    const shown = () => document.documentElement.style.setProperty("--shown", seen.height * seen.scale + "px");
+    seen.addEventListener("resize", shown);
+    shown();
+  }
 
   // Rendering the Markdown of every message a history brings was most of the time the page took to open (fifty
   // answers of 50 KB: fifty renders, 1.1 s of 1.7 s). Such a message shows its text as typed, in its bubble, until it
@@ -776,9 +786,10 @@
     input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
   });
-  // A touch screen alone (a phone, a tablet without a keyboard) has no Shift+Enter: there Enter sending, a message
-  // of more than one line (a list, which is what delegates) could not be typed at all. Its Enter starts a new line,
-  // Send sends, and so does Ctrl+Enter (or Cmd+Enter) from a keyboard attached to it.
+  // A touch screen alone (a phone, a tablet without a mouse or trackpad) has no Shift+Enter: there Enter sending, a
+  // message of more than one line (a list, which is what delegates) could not be typed at all. Its Enter starts a new
+  // line, Send sends, and so does Ctrl+Enter (or Cmd+Enter) from a keyboard attached to it: no media query tells a
+  // keyboard is there, so a tablet with one and no pointer counts as touch alone too.
   const touchOnly = matchMedia("(hover: none) and (pointer: coarse)");
   input.addEventListener("keydown", (event) => {
     // The Enter that picks an input method's conversion (Japanese, Chinese) is the method's: Chromium says
