@@ -1,9 +1,9 @@
 """Context compaction: summarise older turns before a conversation outgrows the model.
 
 A `Compactor` runs before every model call of a session (``AgentSession(compactor=...)``).
-Once the estimated prompt reaches the policy's trigger, everything between the system
-message and the last few messages becomes one user message holding a summary (the user's
-newest message stays as it was). The session also runs it when the server refuses a
+Once the estimated prompt (its messages and the tools' schemas it carries) reaches the policy's trigger,
+everything between the system message and the last few messages becomes one user message holding a summary
+(the user's newest message stays as it was). The session also runs it when the server refuses a
 request as over its context window, or as larger than it or a proxy accepts (HTTP 413), whatever
 the estimate says; the summary keeps no images.
 """
@@ -22,7 +22,15 @@ from agent._context_window import context_window
 from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import STEER_NOTE, AgentSession, active_turn
-from agent._token_estimate import chars_per_token, estimate_tokens, measure, tally_tokens, weight, within_tokens
+from agent._token_estimate import (
+    chars_per_token,
+    estimate_tokens,
+    measure,
+    schema_tokens,
+    tally_tokens,
+    weight,
+    within_tokens,
+)
 from agent.settings import CompressionSettings
 
 log = logging.getLogger("agent.compaction")
@@ -115,6 +123,8 @@ class Compactor:
         self._tallies: weakref.WeakKeyDictionary[AgentSession, tuple] = weakref.WeakKeyDictionary()
         # Per session: the turn (its `turns_run`) in which its summariser failed as an outage; not asked again in it.
         self._put_off: weakref.WeakKeyDictionary[AgentSession, int] = weakref.WeakKeyDictionary()
+        # Per session: (its tools' schemas, their estimate), weighed once per tool set (`AgentSession.tool_schemas`).
+        self._schema_weights: weakref.WeakKeyDictionary[AgentSession, tuple[list, int]] = weakref.WeakKeyDictionary()
 
     async def __call__(self, session: AgentSession, overflow: ModelError | None = None) -> bool:
         """Compact ``session`` if its estimated prompt reached the trigger; True when it did.
@@ -135,27 +145,31 @@ class Compactor:
             return False
         if overflow is None and self._put_off.get(session) == session.turns_run:
             return False
-        before = self._estimate(session)
+        # Every request carries the tools' schemas beside the messages: they count against the window too.
+        schemas = self._schema_tokens(session)
+        before = self._estimate(session) + schemas
         window = context_window(session.model)
         trigger = self.policy.trigger_tokens(window)
         if overflow is None and before < trigger:
             return False
         head = 1 if messages[0].get("role") == "system" else 0
-        shortened = _shorten_tool_results(messages, head, window)
+        shortened = _shorten_tool_results(messages, head, window, schemas)
         if shortened:
             self._tallies.pop(session, None)
             session.history_version += 1
             log.warning("session %s: %d tool result(s) were longer than a quarter of the model's context window "
-                        "(%d tokens), or than their share of half of it with the other results of their answer, and "
-                        "were cut to their start and end", session.session_id, shortened, window)
-            before = self._estimate(session)
+                        "(%d tokens), or than their share of half of it with the other results of their answer (less "
+                        "the %d tokens of the tools' schemas), and were cut to their start and end",
+                        session.session_id, shortened, window, schemas)
+            before = self._estimate(session) + schemas
             if overflow is None and before < trigger:
                 return self._compacted(session)
         # The user's newest message is what the turn answers: it stays word for word, after the summary.
         newest = _newest_user_message(messages, head)
         cut = _cut_point(messages, head, self.policy.keep_recent_messages)
         if overflow is not None:
-            cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest, min(before, window) // 2)
+            cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest,
+                              max(1, (min(before, window) - schemas) // 2))
         older = messages[head:cut] if cut is not None else []
         kept = [messages[newest]] if newest is not None and cut is not None and newest < cut else []
         rest = [m for m in older if not kept or m is not kept[0]]
@@ -177,7 +191,7 @@ class Compactor:
         log.info(
             "compacted %d messages of session %s%s: ~%d -> ~%d tokens (trigger %d)", len(older), session.session_id,
             " after the server refused it as too long" if overflow is not None else "",
-            before, estimate_tokens(messages), trigger,
+            before, estimate_tokens(messages) + schemas, trigger,
         )
         return self._compacted(session)
 
@@ -186,6 +200,14 @@ class Compactor:
         self._last_after[session] = session.messages[-1]
         self.compactions += 1
         return True
+
+    def _schema_tokens(self, session: AgentSession) -> int:
+        """`schema_tokens` of the session's tools' schemas, weighed again only when its tools change."""
+        schemas = session.tool_schemas()
+        weighed = self._schema_weights.get(session)
+        if weighed is None or weighed[0] is not schemas:
+            weighed = self._schema_weights[session] = (schemas, schema_tokens(schemas))
+        return weighed[1]
 
     def _estimate(self, session: AgentSession) -> int:
         """`estimate_tokens` of the session's messages, measuring only those added since the last call."""
@@ -330,12 +352,13 @@ its results: six results of a fifth of the window each, none cut on its own, wer
 shorten, and the turn, and the chat's next turns, were refused as too long until newer messages pushed it out."""
 
 
-def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: int) -> int:
+def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: int, schemas: int = 0) -> int:
     """Replace each tool result from ``start`` on whose text is estimated at more than a `TOOL_RESULT_SHARE` of
-    ``window`` tokens, or at more than its share of an `ANSWER_RESULTS_SHARE` of it when the results of one
-    answer take more together, by a new message holding its start and end and a note of what was left out;
-    how many."""
-    limit, together = max(1, window // TOOL_RESULT_SHARE), max(1, window // ANSWER_RESULTS_SHARE)
+    ``window`` tokens, or at more than its share of an `ANSWER_RESULTS_SHARE` of what the window leaves beside the
+    ``schemas`` tokens of the tools' schemas when the results of one answer take more together, by a new message
+    holding its start and end and a note of what was left out; how many. The schemas count there: a quarter of the
+    window leaves them room, half of it did not (8k, with 3k of a plugin's schemas and a summary of 2k)."""
+    limit, together = max(1, window // TOOL_RESULT_SHARE), max(1, (window - schemas) // ANSWER_RESULTS_SHARE)
     shortened = 0
     index = start
     while index < len(messages):

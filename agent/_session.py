@@ -13,14 +13,15 @@ from typing import Any
 
 from agent._activity import Activity
 from agent._clock import SYSTEM_CLOCK, Clock
-from agent._context_window import remember_window
-from agent._errors import ModelError, ToolError, TurnInProgress, body_too_large
+from agent._context_window import context_window, remember_window
+from agent._errors import ModelError, ToolError, TurnInProgress, body_too_large, exceeds_context
 from agent._frozen import fast_init
 from agent._hooks import HookRegistry
 from agent._ids import new_id
 from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
+from agent._token_estimate import estimate_tokens, schema_tokens
 from agent._tool_calls import (
     _answer_open_calls,
     _assistant_with_calls,
@@ -225,6 +226,13 @@ class AgentSession:
             self._next_tools = None
             self._schemas = None
 
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The schemas of the session's tools, which every model call sends beside the messages: built once per
+        tool set (by a turn's first model call, or its compaction, which weighs them), anew after `replace_tool`."""
+        if self._schemas is None:
+            self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
+        return self._schemas
+
     def steer(self, text: str) -> None:
         """Queue text for the model at the next iteration boundary (FIFO)."""
         self._steer.append(text)
@@ -306,7 +314,7 @@ class AgentSession:
         token = _ACTIVE_TURN.set(active)
         activity = self.activity
         exit_reason = None
-        asked = None
+        asked = too_long = None
         try:
             if user_message is not None:
                 asked = {"role": "user", "content": user_message}
@@ -327,6 +335,9 @@ class AgentSession:
                                                                                       asked)
             if error_kind in ("content_filter", "bad_image") and asked is not None:  # bad_image: its own picture's
                 self._forget_from(asked)
+            # No answer of the turn read its message: refused as too long, it may be so on its own.
+            if exit_reason == "error" and asked is not None and not turn.iterations and exceeds_context(error or ""):
+                too_long = self._too_long_alone(asked)
             if hooks is not None and "turn_end" in hooks.registered:
                 await self._run_hook("turn_end", turn_id=turn.turn_id, role=self.role, exit_reason=exit_reason)
         finally:
@@ -353,8 +364,17 @@ class AgentSession:
             turn.api_calls, turn.usage, turn.cost, ended - turn.started, tuple(turn.trace), error,
             interrupt.reason if exit_reason == "interrupted" and interrupt else None,
             turn.model_name or getattr(self.model, "name", None), turn.truncated, error_kind, turn.summary_failed,
-            turn.filtered, turn.retry_after,
+            turn.filtered, turn.retry_after, too_long,
         )
+
+    def _too_long_alone(self, asked: dict[str, Any]) -> tuple[int, int] | None:
+        """(the estimated tokens of the user message ``asked``, the tokens the model's window leaves it beside the
+        system prompt and the tools' schemas) when it takes more than that (`TurnResult.message_too_long`): a pasted
+        log the server refused, which no compaction of the conversation before it, nor a new one, makes fit."""
+        system = self.messages[:1] if self.messages and self.messages[0].get("role") == "system" else []
+        room = context_window(self.model) - estimate_tokens(system) - schema_tokens(self.tool_schemas())
+        tokens = estimate_tokens([asked])
+        return (tokens, max(0, room)) if tokens > room else None
 
     def _forget_from(self, asked: dict[str, Any]) -> None:
         """Take the turn that began with the user message ``asked`` out of the conversation: the provider's
@@ -529,10 +549,9 @@ class AgentSession:
             # It landed while the above ran (the loop looked before): unguarded, a hard one cancelled
             # nothing, and the whole model call would be made and paid for, then thrown away.
             raise _HardInterrupted
-        if self._schemas is None:
-            self._schemas = [t.schema() for t in self.tools.values()] if self.tools else []
         request = ModelRequest._build(  # positional, in field order
-            self.messages, self._schemas, self.role, self.turns_run, turn.api_calls - turn.child_calls, self.metadata,
+            self.messages, self.tool_schemas(), self.role, self.turns_run, turn.api_calls - turn.child_calls,
+            self.metadata,
         )
         activity, clock, hooks = self.activity, self.clock, self.hooks
         activity.api_calls += 1

@@ -21,10 +21,16 @@ an emoji. By the byte rule alone (one and three eighths) a chat of emoji reactio
 lines came to half of cl100k_base's count, and at the default trigger of half the window the
 server refused it before it was compacted; now such text comes to 89–131% of cl100k_base's count
 (129–190% of o200k_base's). A string that is all ASCII is counted without encoding it.
+
+A request carries the tools' schemas beside its messages, and they count against the window too: the gateway's
+built-in tools come to about 1,200 tokens by this estimate (delegate_task's alone 700), a plugin's more. Left out,
+a chat on an 8k window at a trigger of three quarters passed the window before it was compacted, and the server
+refused a request each time (`schema_tokens`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,9 +42,14 @@ IMAGE_TOKENS = 512  # flat guess: counting a base64 data URL's characters would 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """About a quarter token per character over text, tool-call names and arguments and tool
     results, more for characters outside ASCII (see the module docstring), plus a small overhead
-    per message. Deterministic and cheap; it ignores tool schemas and any one tokenizer's
-    vocabulary, so keep the ratio trigger with some headroom."""
+    per message. Deterministic and cheap; it ignores tool schemas (`schema_tokens` counts them) and any one
+    tokenizer's vocabulary, so keep the ratio trigger with some headroom."""
     return tally_tokens(*measure(messages))
+
+
+def schema_tokens(schemas: Sequence[Mapping[str, Any]]) -> int:
+    """The estimate of the tools' schemas a request carries beside its messages: their JSON, by `weight`."""
+    return math.ceil(weight(json.dumps(list(schemas), ensure_ascii=False, default=str)) / 8) if schemas else 0
 
 
 def tally_tokens(eighths: int, extra: int) -> int:

@@ -64,6 +64,11 @@ class TurnResult:
     retry_after: float | None = None
     """Seconds the provider asked to wait before asking again, when the model call that ended the turn
     failed with such a hint (`agent.ModelError.retry_after`)."""
+    message_too_long: tuple[int, int] | None = None
+    """(the turn's user message's estimated tokens, the tokens the model's context window leaves it beside the
+    system prompt and the tools' schemas) when the server refused the turn's model call as too long before any
+    answer of the turn and the message alone takes more than that (a pasted log): a shorter message would fit,
+    a new conversation would not help."""
 
 
 @dataclass(slots=True)

@@ -31,6 +31,11 @@ CUT_OFF_UNSAID = ("(The model reached its limit on output length before it could
                   "at once was too long. Please ask for less at a time.)")
 WITHHELD = "(The rest of this answer was withheld by the model provider's content filter.)"
 TOO_LONG = "Sorry — this conversation has grown longer than the model can take in. Send /new to start a new one."
+MESSAGE_TOO_LONG = ("Sorry — your message is too long for the model to take in: it comes to about {length} words, and "
+                    "the model takes about {room} at a time. Please send a shorter part of it, or a summary of it.")
+"""What a message's turn reads when its message alone is longer than the model's window (a pasted log;
+`agent.TurnResult.message_too_long`): `TOO_LONG`'s /new would not help, the message being as long in a new
+conversation."""
 AUTH_REFUSED = ("Sorry — the model provider did not accept this gateway's credentials, so I cannot answer until "
                 "the operator fixes them.")
 NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gateway is set up to use, so I cannot "
@@ -74,7 +79,7 @@ _PERMANENT = {"auth": AUTH_REFUSED, "not_found": NO_SUCH_MODEL, "quota": OUT_OF_
               "bad_image": PICTURE_UNREADABLE, "blocked": REGION_REFUSED}
 """Model failures that trying again in a moment cannot cure, by `agent.ModelError` kind: the chat
 is told what is wrong, so nobody keeps trying; the detail is in the log. So is ``bad_request``
-(`REFUSED`), unless the request was too long (`TOO_LONG`)."""
+(`REFUSED`), unless the request was too long (`TOO_LONG`, or `MESSAGE_TOO_LONG` for a message too long alone)."""
 _TO_FIX = {
     "auth": "model.api_key, or $OPENAI_API_KEY when model.api_key is unset",
     "not_found": "model.name and model.base_url",
@@ -129,7 +134,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
         several = result.error_kind == "bad_image" and pictures > 1  # an album: which one, the provider does not say
         permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
         text = RESULTS_FILTERED if filtered_results else permanent or (
-            TOO_LONG if exceeds_context(result.error or "")
+            _message_too_long(result.message_too_long) if result.message_too_long and kind != "completion"
+            else TOO_LONG if exceeds_context(result.error or "")
             else REFUSED if result.error_kind == "bad_request"
             else _model_failed(result.retry_after, kind, _down(result)))
         if result.text:
@@ -147,6 +153,21 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
     if not text or (kind == "completion" and is_silence(text)):
         return None
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
+
+
+def _message_too_long(tokens: tuple[int, int]) -> str:
+    """`MESSAGE_TOO_LONG` for a message of ``tokens[0]`` estimated tokens, where the model's window leaves it
+    ``tokens[1]``."""
+    length, room = tokens
+    return MESSAGE_TOO_LONG.format(length=_about_words(length), room=_about_words(room))
+
+
+def _about_words(tokens: int) -> str:
+    """``tokens`` in words, rounded as a person gives a length: three quarters of a word a token (the rule of thumb
+    for English; about a character of Chinese), to two figures (79,000; 2,100; 750)."""
+    words = round(tokens * 3 / 4)
+    figures = len(str(words))
+    return f"{round(words, 2 - figures) if figures > 2 else words:,}"
 
 
 def _down(result: TurnResult) -> bool:
