@@ -96,7 +96,12 @@ def replied_to(message: Message, chat: str) -> str | None:
     and for the head of its thread (a forum topic's creation, a channel post's copy heading its comments), which
     Telegram gives every message there as ``reply_to_message``, replied to or not. Not so the head of a reply chain
     (in a supergroup, in a forum's General topic): a reply there carries the id of the chain's first message as
-    ``message_thread_id``, and one to that very message was written to it."""
+    ``message_thread_id``, and one to that very message was written to it. A reply to a message of another topic
+    of this forum (``external_reply``; Telegram gives such a reply its own topic's head as ``reply_to_message``)
+    replies to that message: in a group, no answer to a question asked here (`gateway.questions`)."""
+    external = message.external_reply
+    if external is not None and external.message_id is not None and _same_chat(message, external.chat):
+        return written_in(str(message.chat.id), chat, external.message_id)
     reply = message.reply_to_message
     if reply is None:
         return None
@@ -260,10 +265,16 @@ def addressed(message: Message, text: str, *, bot_id: int, username: str) -> boo
 
 def _replies_across_topics_to(message: Message, bot_id: int) -> bool:
     """A reply to the bot's message in another topic of this forum: the Bot API gives it as ``external_reply``
-    (a reply "from another chat or forum topic"), not as ``reply_to_message``. A message of another chat quoted
+    (a reply "from another chat or forum topic"), not as ``reply_to_message`` (there its own topic's head, as for
+    every message of a topic but General's). A message of another chat quoted
     here is not one: it was not written to the bot where it was written."""
     external = message.external_reply
-    if external is None or external.chat is None or external.chat.id != message.chat.id:
+    if external is None or not _same_chat(message, external.chat):
         return False
     origin = external.origin
     return isinstance(origin, MessageOriginUser) and origin.sender_user.id == bot_id
+
+
+def _same_chat(message: Message, chat: Chat | None) -> bool:
+    """Whether ``chat`` (an ``external_reply``'s, given for a supergroup or channel only) is ``message``'s own."""
+    return chat is not None and chat.id == message.chat.id

@@ -78,13 +78,16 @@ class TelegramThreads:
     # -- the Bot API side ------------------------------------------------------------
 
     def _external_reply(self, chat_id: int, replied: dict[str, Any]) -> dict[str, Any]:
-        """``replied`` as an ``external_reply`` (ExternalReplyInfo): who wrote it (its origin), its chat (given for
-        a supergroup) and id."""
+        """``replied`` as an ``external_reply`` (ExternalReplyInfo): who wrote it (its origin), its chat and id (given
+        "only if the chat is a supergroup or a channel": not in a private chat's topics)."""
         if "sender_chat" in replied:
             origin = {"type": "chat", "date": replied["date"], "sender_chat": replied["sender_chat"]}
         else:
             origin = {"type": "user", "date": replied["date"], "sender_user": replied["from"]}
-        return {"origin": origin, "chat": self._chats[str(chat_id)], "message_id": replied["message_id"]}
+        chat = self._chats[str(chat_id)]
+        if chat.get("type") not in ("supergroup", "channel"):
+            return {"origin": origin}
+        return {"origin": origin, "chat": chat, "message_id": replied["message_id"]}
 
     def _has_topics(self, chat_id: int) -> bool:
         """A forum, or a private chat of a bot with topic mode on: where ``message_thread_id`` names a topic."""
