@@ -25,6 +25,7 @@ window.SwitchboardMarkdown = (() => {
       const { root, refs } = yield* parse(text);
       const built = document.createDocumentFragment();
       yield* blocks(root.children, built, refs);
+      isolate(built);
       return built;
     })();
     return () => {
@@ -481,6 +482,33 @@ window.SwitchboardMarkdown = (() => {
   // https://5.6.7.8\u200f@1.2.3.4/\u200fx showed as https://5.6.7.8/1.2.3.4@x, going to 1.2.3.4.
   const DIRECTION = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
   const asAddress = (written) => written.replace(DIRECTION, (c) => encodeURI(c));
+  // A link's label shows no direction control to turn it round, as on the other platforms
+  // (platforms/formatting/bare_urls.py, `link_face`): [\u202e/moc.elgoog.www//:sptth](…) showed
+  // https://www.google.com/ for a link to evil.example, and a right-to-left mark in [https://5.6.7.8\u200f@1.2.3.4/](…)
+  // showed https://5.6.7.81.2.3.4@/. A label reading as an address (`ADDRESS_FACE`) shows them percent-encoded and is
+  // laid out left to right, as an address written as itself is; another label's are dropped.
+  const ADDRESS_FACE = /^\s*https?:\/\//i;
+  function faced(link) {
+    const label = link.textContent;
+    const address = ADDRESS_FACE.test(label);
+    if (address) link.dir = "ltr"; // an isolate
+    if (label.search(DIRECTION) < 0) return;
+    const texts = document.createTreeWalker(link, NodeFilter.SHOW_TEXT);
+    for (let text; (text = texts.nextNode());) {
+      text.data = address ? asAddress(text.data) : text.data.replace(DIRECTION, "");
+    }
+  }
+  // An embedding, override or isolate opened in the text before a link turned its label round too ("here now" as
+  // "won ereh" after \u202e, opened on its line or in a style before it): in a text holding one (its entity
+  // references read), every link is an isolate, as the other platforms isolate a link after one still open
+  // (bare_urls.isolated). Only there: the others are laid out as they were. In the direction of the text around it,
+  // as it was laid out before, its words still deciding the text's direction (a `dir` would leave them out of its
+  // dir="auto"); a property set from script, which the page's style-src allows.
+  const OPENS = /[\u202a\u202b\u202d\u202e\u2066-\u2068]/;
+  function isolate(built) {
+    if (!OPENS.test(built.textContent)) return;
+    for (const link of built.querySelectorAll("a:not([dir])")) link.style.unicodeBidi = "isolate";
+  }
   // Emphasis, for the common cases of CommonMark's rules: a run opens before a non-space and closes
   // after one (`2 * 3 * 4` stays as typed), next to punctuation as `flanks` says, `_` never within a
   // word (`snake_case_names` stays too), none across a blank line; a code span
@@ -843,8 +871,10 @@ window.SwitchboardMarkdown = (() => {
         // A property, never markup: markdown-it's title attribute, its escapes and entity references read.
         const titled = defined ? defined.title : title;
         if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
-        if (label || reference) inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
-        else {
+        if (label || reference) {
+          inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
+          faced(node);
+        } else {
           node.textContent = asAddress(cut(auto || bare));
           node.dir = "ltr"; // an isolate (`asAddress`)
         }
