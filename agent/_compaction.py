@@ -149,8 +149,8 @@ class Compactor:
         schemas = self._schema_tokens(session)
         before = self._estimate(session) + schemas
         window = context_window(session.model)
-        trigger = self.policy.trigger_tokens(window)
-        if overflow is None and before < trigger:
+        trigger = _trigger(self.policy.trigger_tokens(window), window, schemas)
+        if overflow is None and before - schemas < trigger:
             return False
         head = 1 if messages[0].get("role") == "system" else 0
         shortened = _shorten_tool_results(messages, head, window, schemas)
@@ -162,10 +162,16 @@ class Compactor:
                         "the %d tokens of the tools' schemas), and were cut to their start and end",
                         session.session_id, shortened, window, schemas)
             before = self._estimate(session) + schemas
-            if overflow is None and before < trigger:
+            if overflow is None and before - schemas < trigger:
                 return self._compacted(session)
         # The user's newest message is what the turn answers: it stays word for word, after the summary.
         newest = _newest_user_message(messages, head)
+        if newest == len(messages) - 1 and _past_room(messages, head, window, schemas):
+            # No answer read it yet, and it is longer alone than the window leaves it (a pasted log): no summary of
+            # the conversation before it makes it fit, so none is paid for, and the conversation stays whole.
+            log.info("session %s: the user's newest message alone is longer than the model's context window leaves "
+                     "it; the conversation is not compacted for it", session.session_id)
+            return self._compacted(session) if shortened else False
         cut = _cut_point(messages, head, self.policy.keep_recent_messages)
         if overflow is not None:
             cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest,
@@ -428,6 +434,33 @@ def _is_summary(message: Mapping[str, Any]) -> bool:
 def _summary_body(message: Mapping[str, Any]) -> str:
     """What a summary message says, without its header."""
     return _text(message.get("content"))[len(SUMMARY_HEADER):].strip()
+
+
+SCHEMA_RESERVE = 8
+"""The window's share (an eighth) kept free beside the messages and the tools' schemas when the schemas cap the
+trigger (`_trigger`): for the estimate's error and the answer."""
+
+
+def _trigger(policy: int, window: int, schemas: int) -> int:
+    """The messages' estimate at which compaction is due: the policy's share of the window (``policy``), unless the
+    ``schemas`` tokens of the tools' schemas every request carries leave less than that (less an eighth of the
+    window) beside them. Not the policy's share less the schemas: on a 4,096-token window the built-in tools'
+    1,200 left the messages some 850 tokens, less than a summary, and every turn was compacted again."""
+    return max(1, min(policy, window - schemas - window // SCHEMA_RESERVE))
+
+
+PAST_ROOM = 4 / 3
+"""How far past the room the window leaves it (beside the system prompt and the tools' schemas) a message must be
+estimated before compaction gives it up as too long alone (`_past_room`): the estimate counts English at up to 133% of
+what a tokenizer does, so a message estimated just over the room may fit once the conversation before it is
+summarised."""
+
+
+def _past_room(messages: Sequence[Mapping[str, Any]], head: int, window: int, schemas: int) -> bool:
+    """Whether the last message is estimated at more than `PAST_ROOM` times the tokens the ``window`` leaves it beside
+    the system prompt (``messages[:head]``) and the ``schemas`` tokens of the tools' schemas."""
+    room = window - estimate_tokens(messages[:head]) - schemas
+    return estimate_tokens(messages[-1:]) > PAST_ROOM * room
 
 
 def _newest_user_message(messages: Sequence[Mapping[str, Any]], head: int) -> int | None:

@@ -32,7 +32,7 @@ from typing import Any
 from agent import Clock, new_id
 from agent._compaction import ANSWER_RESULTS_SHARE
 from agent._context_window import context_window
-from agent._token_estimate import weight
+from agent._token_estimate import schema_tokens, weight
 from agent.tools.file_scope import SERVICE as FILE_SCOPE
 from gateway import child_states
 from gateway.backlog import BacklogGuard
@@ -546,7 +546,8 @@ class Ledger(CompletionFailures):
         entries = await self._children.finished_entries([(t.task_index, t.subagent_id) for t in row.tasks],
                                                         agent.workspace, routes=routes,
                                                         folder=scope.own if scope is not None else None,
-                                                        total_tokens=_results_budget(agent.model, goals))
+                                                        total_tokens=_results_budget(agent.model, goals,
+                                                                                     agent.tool_schemas()))
         current = self._table.get(row.delegation_id)
         if current is None or current.status != "running":
             return  # /stop or /new settled it meanwhile
@@ -804,13 +805,14 @@ def _goal_excerpt(goal: str) -> str:
     return f"{head} [... {len(goal) - len(head):,} more characters of the goal not shown; the subagent had it whole]"
 
 
-def _results_budget(model: Any, goals: Sequence[str]) -> int:
-    """Tokens a completion turn's results may come to together: the share of the parent model's context window
-    that compaction gives the results of one answer (`ANSWER_RESULTS_SHARE`), less what the goals and the turn's
-    preamble take. The turn's message is the newest, which compaction keeps whole: over the window, the model
-    could never answer it."""
+def _results_budget(model: Any, goals: Sequence[str], schemas: Sequence[Mapping[str, Any]] = ()) -> int:
+    """Tokens a completion turn's results may come to together: the share of what the parent model's context window
+    leaves beside its tools' ``schemas`` that compaction gives the results of one answer (`ANSWER_RESULTS_SHARE`),
+    less what the goals and the turn's preamble take. The turn's message is the newest, which compaction keeps
+    whole: over the window, the model could never answer it. The schemas count there as they do in compaction: half
+    the window, on a 4,096-token one with the built-in tools' 1,200 and a summary, was more than the window left."""
     taken = weight(COMPLETION_PREFIX + json.dumps(goals, ensure_ascii=False)) // 8
-    return max(0, context_window(model) // ANSWER_RESULTS_SHARE - taken)
+    return max(0, (context_window(model) - schema_tokens(schemas)) // ANSWER_RESULTS_SHARE - taken)
 
 
 def _spec_json(spec: ChildSpec) -> dict[str, Any]:

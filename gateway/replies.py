@@ -9,6 +9,7 @@ from typing import Any
 
 from agent import TurnResult, exceeds_context, model_failure_kind
 from agent._errors import server_down
+from agent._token_estimate import IMAGE_TOKENS
 from gateway.logging import redact
 from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
@@ -36,6 +37,18 @@ MESSAGE_TOO_LONG = ("Sorry — your message is too long for the model to take in
 """What a message's turn reads when its message alone is longer than the model's window (a pasted log;
 `agent.TurnResult.message_too_long`): `TOO_LONG`'s /new would not help, the message being as long in a new
 conversation."""
+PICTURES_TOO_MANY = ("Sorry — your message is too long for the model to take in with its {count} pictures. Please "
+                     "send fewer at a time, or describe them in words.")
+"""`MESSAGE_TOO_LONG` for a message whose text would fit, its pictures not (an album): its few words are not the
+thousands the pictures count as."""
+PICTURE_TOO_LONG = ("Sorry — your message is too long for the model to take in with its picture. Please describe "
+                    "the picture in words instead.")
+"""`PICTURES_TOO_MANY` for a message of one picture."""
+WINDOW_TOO_SMALL = ("Sorry — the model's context window is too small to hold my instructions and tools, so I cannot "
+                    "answer any message until the operator sets it up with a larger one.")
+"""What a message's turn reads when the system prompt and the tools' schemas alone fill the model's window (room 0
+in `agent.TurnResult.message_too_long`): no message is short enough, and "the model takes about 0 words" said
+nothing."""
 AUTH_REFUSED = ("Sorry — the model provider did not accept this gateway's credentials, so I cannot answer until "
                 "the operator fixes them.")
 NO_SUCH_MODEL = ("Sorry — the model provider does not know the model this gateway is set up to use, so I cannot "
@@ -134,7 +147,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
         several = result.error_kind == "bad_image" and pictures > 1  # an album: which one, the provider does not say
         permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
         text = RESULTS_FILTERED if filtered_results else permanent or (
-            _message_too_long(result.message_too_long) if result.message_too_long and kind != "completion"
+            _message_too_long(result.message_too_long, pictures) if result.message_too_long and kind != "completion"
             else TOO_LONG if exceeds_context(result.error or "")
             else REFUSED if result.error_kind == "bad_request"
             else _model_failed(result.retry_after, kind, _down(result)))
@@ -155,11 +168,17 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
 
 
-def _message_too_long(tokens: tuple[int, int]) -> str:
-    """`MESSAGE_TOO_LONG` for a message of ``tokens[0]`` estimated tokens, where the model's window leaves it
-    ``tokens[1]``."""
+def _message_too_long(tokens: tuple[int, int], pictures: int = 0) -> str:
+    """`MESSAGE_TOO_LONG` for a message of ``tokens[0]`` estimated tokens, ``pictures`` of them at `IMAGE_TOKENS`,
+    where the model's window leaves it ``tokens[1]``; `PICTURES_TOO_MANY` when its text alone would fit, and
+    `WINDOW_TOO_SMALL` when nothing is left."""
     length, room = tokens
-    return MESSAGE_TOO_LONG.format(length=_about_words(length), room=_about_words(room))
+    if room <= 0:
+        return WINDOW_TOO_SMALL
+    text = length - pictures * IMAGE_TOKENS  # the words: a picture's estimate is none
+    if pictures and text <= room:
+        return PICTURE_TOO_LONG if pictures == 1 else PICTURES_TOO_MANY.format(count=pictures)
+    return MESSAGE_TOO_LONG.format(length=_about_words(text), room=_about_words(room))
 
 
 def _about_words(tokens: int) -> str:

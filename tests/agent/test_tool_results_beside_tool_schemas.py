@@ -31,13 +31,15 @@ def parent(request):
 async def test_results_are_cut_to_their_share_of_the_window_the_schemas_leave():
     tools = ToolRegistry()
     tools.add("fetch", "Fetches a page. " + "Say which part of the page to fetch. " * 330, {"type": "object"},
-              lambda a, c: f"page {a['n']} " + "p" * 3_600 + " end", toolset="web")  # 900 tokens each
+              lambda a, c: f"page {a['n']} " + "p" * 4_400 + " end", toolset="web")  # 1,100 tokens each
     model = ScriptedModel({"parent": parent, "compactor": lambda r: {"text": "s" * 9_000}}, context_window=WINDOW)
     s = AgentSession(model=model, tools=tools.resolve(), system_prompt="be brief", compactor=Compactor())
     s.messages.extend({"role": "user" if i % 2 == 0 else "assistant", "content": "x" * 400} for i in range(8))
     result = await s.run_turn("fetch the four pages")
     assert (result.exit_reason, result.text) == ("completed", "fetched them all")
-    assert [r.role for r in model.requests] == ["parent", "compactor", "parent"]  # never refused
+    parents = [r for r in model.requests if r.role == "parent"]
+    assert len(parents) == 2  # never refused
+    assert all(estimate_tokens(r.messages) + schemas(r) <= WINDOW for r in parents)
     assert 3_000 < schemas(model.requests[0]) < 3_200
     results = [m["content"] for m in s.messages if m["role"] == "tool"]
     assert all(content.endswith(" end") and TOO_LONG_TOGETHER in content for content in results)
