@@ -7,14 +7,21 @@ links, a code block, a table) is split with each adapter's own ``measure``, as
 reply a model can send (`LARGEST`, about 130 KB: 32,000 output tokens of such text).
 Then the same for a reply written as one long paragraph (`one_paragraph`: no blank line,
 every line formatted), whose every candidate part ends in that paragraph, up to 200 KB.
+Then long tables, split once each (seconds, parts): 200 rows of 200 one-character columns
+(`wide_table`, about 80 KB, a list per row, each row's list about a Discord message), 50 columns of
+what models write in cells (`long_table`, about 130 KB) and 3 aligned columns (`narrow_table`).
 Each split starts with nothing of its reply rendered before, in a process whose garbage
 collector is tuned as the gateway's (`gateway.gc_tuning`).
+
+Each line ends with a digest of the parts: a change meant only to make splitting faster must leave
+every digest as it was (run the bench before and after).
 
 Run: .venv/bin/python bench/split_bench.py [repeats]
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +33,7 @@ from bench.machine import describe  # noqa: E402
 from gateway.gc_tuning import tune_for_serving  # noqa: E402
 from gateway.splitting import safe_measure, split_text  # noqa: E402
 from platforms.discord import DiscordAdapter  # noqa: E402
-from platforms.formatting import inline_lines, markdown  # noqa: E402
+from platforms.formatting import inline_lines, markdown, tables  # noqa: E402
 from platforms.slack import SlackAdapter  # noqa: E402
 from platforms.telegram import TelegramAdapter  # noqa: E402
 
@@ -89,9 +96,45 @@ def one_paragraph(size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+_CELLS = ("`timeout`", "**10 s**", "retries", "[docs](https://example.com/d)", "_seconds_", "~~0~~", "3", "none")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [header, ["---"] * len(header), *rows]
+    return "".join("| " + " | ".join(line) + " |\n" for line in lines)
+
+
+def wide_table(rows: int = 200, columns: int = 200) -> str:
+    lines = [[f"col{c}" for c in range(columns)], ["-"] * columns,
+             *([str((r * 7 + c) % 10) for c in range(columns)] for r in range(rows))]
+    return "".join("|" + "|".join(line) + "|\n" for line in lines)
+
+
+def long_table(size: int, columns: int = 50) -> str:
+    header = [f"setting {c}" for c in range(columns)]
+    rows: list[list[str]] = []
+    while len(table(header, rows)) < size:
+        r = len(rows)
+        rows.append([f"{_CELLS[(r + c) % len(_CELLS)]} {r}" for c in range(columns)])
+    return table(header, rows[:-1])
+
+
+def narrow_table(size: int) -> str:
+    rows: list[list[str]] = []
+    while len(table(["setting", "default", "note"], rows)) < size:
+        r = len(rows)
+        rows.append([f"`key_{r}`", _CELLS[r % len(_CELLS)], f"*note* {r}"])
+    return table(["setting", "default", "note"], rows[:-1])
+
+
+def digest(parts: list[str]) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def forget() -> None:
     """Nothing of a reply rendered before: each reply is new."""
-    for cached in (markdown._top_level, markdown._piece, inline_lines._closed, inline_lines._parsed):
+    for cached in (markdown._top_level, markdown._piece, markdown._cell_text, markdown._list_line,
+                   tables._shape, inline_lines._closed, inline_lines._parsed):
         cached.cache_clear()
 
 
@@ -117,7 +160,8 @@ def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     tune_for_serving()
     print(f"split_bench on {describe()}")
-    print(f"{'reply':<13} {'platform':<9} {'chars':>7} {'parts':>5} {'ms/split':>9} {'calls/split':>11} {'ms/call':>8}")
+    print(f"{'reply':<13} {'platform':<9} {'chars':>7} {'parts':>5} {'ms/split':>9} {'calls/split':>11} {'ms/call':>8} "
+          f"{'digest':>12}")
     for kind, make, sizes in (("sections", reply, (30_000, LARGEST)),
                               ("one paragraph", one_paragraph, (30_000, LARGEST, 200_000))):
         for size in sizes:
@@ -134,7 +178,19 @@ def main() -> None:
                     times.append(time.perf_counter() - started)
                 best = min(times) * 1000
                 print(f"{kind:<13} {name:<9} {len(text):>7} {len(parts):>5} {best:>9.1f} {calls[0]:>11} "
-                      f"{best / calls[0]:>8.2f}")
+                      f"{best / calls[0]:>8.2f} {digest(parts):>12}")
+    print(f"{'table':<13} {'platform':<9} {'chars':>7} {'parts':>5} {'s/split':>9} {'calls/split':>11} {'ms/call':>8} "
+          f"{'digest':>12}")
+    for kind, text in (("200x200", wide_table()), ("50 columns", long_table(LARGEST)),
+                       ("3 columns", narrow_table(LARGEST))):
+        for name, adapter in adapters():
+            measure, calls = counted(safe_measure(adapter))  # type: ignore[arg-type]
+            forget()
+            started = time.perf_counter()
+            parts = split_text(text, adapter.text_limit, measure)  # type: ignore[attr-defined]
+            took = time.perf_counter() - started
+            print(f"{kind:<13} {name:<9} {len(text):>7} {len(parts):>5} {took:>9.2f} {calls[0]:>11} "
+                  f"{took * 1000 / calls[0]:>8.2f} {digest(parts):>12}", flush=True)
 
 
 if __name__ == "__main__":

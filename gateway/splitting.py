@@ -82,7 +82,12 @@ in two or three; Telegram's cap on formatted spans, which interpolation cannot
 follow, about fifteen, on at most twice the last part's text), so a 100 KB text splits in
 milliseconds with a cheap measure; a rendering one renders only the block a candidate ends in, or a list's item, the
 renderer remembering the others (`platforms.formatting.blocks`), and of a paragraph only the lines it ends in
-(`platforms.formatting.inline_lines`). Each candidate is
+(`platforms.formatting.inline_lines`). A part starting in a table's body is searched a row at a time
+(`_rows_held`), from as many rows as the last part held, the measure of the header rows it repeats remembered: cut
+between rows anyway, and measured with a piece of a row it hardly grew (alone, a wide table's header is a code block,
+which the rows' list replaces), so guesses ran to the table's end, rendered whole for each part; and a renderer
+remembers each cell's text and rendering (`platforms.formatting.markdown`), so a candidate's rows cost only their
+block parse. Each candidate is
 measured as the part would be written (out of the list items it starts in), so it
 is read, and cut into runs, as sent.
 """
@@ -91,7 +96,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from markdown_it.helpers import parseLinkDestination, parseLinkLabel
 from markdown_it.rules_inline import StateInline
@@ -184,8 +189,12 @@ class _Splitter(InLists):
         self._line_starts: list[int] = []
         self._prefix_ends: dict[int, int] = {}
         """Where the line's markers (`_LINE_PREFIX`) from a position end: read once, not for every candidate cut."""
+        self._underlines: frozenset[int] | None = None
+        """Where the lines underlining setext headings start (`ends_before_underline`)."""
         self._last_window = limit
         """The text the last part could hold (`max_end`): the first guess for the next is at most twice it."""
+        self._heads: dict[str, int] = {}
+        """The measure of each head a part repeats alone (`_base`)."""
 
     def block_tokens(self) -> list[Token]:
         """The text's block tokens (`markdown.block_tokens`), parsed once for the scans that need them."""
@@ -425,7 +434,7 @@ class _Splitter(InLists):
         landed next to a bound: a measure that leaps (Telegram's, past 100 spans, is the limit and
         one) draws each one there, a measure wasted for every halving."""
         n, limit = len(self.text), self.limit
-        base = self.measure(head + tail) if head or tail else 0
+        base = self._base(head + tail)
         lo, lo_m, hi, hi_m = start, base, -1, 0
         # Where the last part held far less than the limit in characters (Telegram's cap on spans: a hundred
         # "*a*" is 400 of 4,096), guessing the limit rendered ten times the part for each of them.
@@ -437,6 +446,21 @@ class _Splitter(InLists):
 
         def measured(end: int) -> int:
             return self.measure(head + (self.text[start:end] if as_is else self.body(start, end)) + tail)
+
+        table = self.structure.table_at(start + 1) if start and not self.in_code(start) else None
+        rows = table.row_ends[bisect.bisect_right(table.row_ends, start):] if table is not None else ()
+        if rows and start >= table.head_end:  # type: ignore[union-attr]
+            # In a table's body, whole rows (`_rows_held`): it is cut between them anyway.
+            lo, lo_m, hi, hi_m = self._rows_held(start, rows, measured)
+            if hi == -1 and lo == n:
+                return n
+            if hi == -1:  # it holds the rest of the table: what follows, as any text
+                guess = min(n, lo + max(lo - start, 1))
+            elif lo != -1:
+                return lo + 1  # `choose_cut` ends the part at that row's end, as at any end in the next row
+            else:  # a row longer than the part: where in it
+                lo, lo_m = start, base
+                guess = min(hi - 1, start + max((limit - base) * (hi - start) // max(hi_m - base, 1), 1))
 
         while True:
             m = measured(guess)
@@ -466,6 +490,53 @@ class _Splitter(InLists):
                 step = (limit - lo_m) * width // max(hi_m - lo_m, 1)
                 guess = min(hi - 1, max(lo + 1, lo + step))
             last_width = width
+
+    def _base(self, head: str) -> int:
+        """The measure of a part's ``head`` (and tail) alone, remembered: every part of a long table repeats its
+        header rows."""
+        if not head:
+            return 0
+        if head not in self._heads:
+            self._heads[head] = self.measure(head)
+        return self._heads[head]
+
+    def _rows_held(self, start: int, rows: Sequence[int], measured: Measure) -> tuple[int, int, int, int]:
+        """For a part from ``start`` in a table's body, ``rows`` the ends of the rows from there: the end of the last
+        row it holds whole and its measure (-1, -1 if it holds none), and the end of the next, which it does not,
+        and that one's measure (-1, 0 if it holds them all). Searched a row at a time: a part is cut between rows
+        anyway, and its measure grows by a row's, where within a row it hardly grows but for the row's first
+        cells (a row shown as a list: the header alone is a code block, which a part's first row replaces), so
+        that guesses from it ran to the end of the table, rendered whole for each part. The first guess is as
+        many rows as the last part held, the next one more (or fewer): a long table's parts hold about as many;
+        then onwards as far as the rows measured so far say, but at most twice as far as the step before (past
+        Telegram's cap on formatted spans the measure leaps, and a guess as far as it says measures many rows
+        for nothing); then as `max_end`, in rows."""
+        limit = self.limit
+        lo, lo_m, hi, hi_m = 0, -1, len(rows) + 1, 0  # in rows from the start: the part holds lo, not hi
+        k = min(len(rows), max(1, bisect.bisect_right(rows, start + self._last_window)))
+        step, last_width, misses, interpolated = 0, -1, 0, False
+        while True:
+            m = measured(rows[k - 1])
+            if m <= limit:
+                lo, lo_m = k, m
+            else:
+                hi, hi_m = k, m
+            width = hi - lo
+            if width <= 1 or lo == len(rows):
+                break
+            if hi > len(rows) or not step:  # no row seen that it cannot hold, or the first guess held too many
+                step = min(2 * step, (limit - lo_m) * lo // max(lo_m, 1)) if step else 1
+                k = min(len(rows), lo + max(step, 1)) if hi > len(rows) else hi - 1
+                continue
+            halved = last_width == -1 or width * 2 <= last_width
+            misses += interpolated and width + 1 >= last_width
+            interpolated = halved and misses < 2 and lo > 0
+            if not interpolated:
+                k = (lo + hi) // 2
+            else:
+                k = min(hi - 1, max(lo + 1, lo + (limit - lo_m) * width // max(hi_m - lo_m, 1)))
+            last_width = width
+        return (rows[lo - 1] if lo else -1, lo_m, rows[hi - 1] if hi <= len(rows) else -1, hi_m)
 
     def _past_atom(self, start: int, end: int, measured: Measure) -> int:
         """``end``, or the end of the atom (a link, an image...) it falls in when the part holds that atom whole:

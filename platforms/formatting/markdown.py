@@ -41,6 +41,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -132,19 +133,16 @@ def parse(markdown: str, references: Definitions = ()) -> list[Token]:
 
 
 def _parse_by_lines(markdown: str, references: Definitions) -> list[Token]:
-    """`parse`, but the inline token of a paragraph or a heading is left unparsed, the definitions its
-    links read in ``meta["references"]``: a renderer parses and renders its content a piece of lines at a
-    time (`inline_lines`), each piece remembered (`Renderer._inline_of`), as the splitter's candidates
-    end further and further on in one long block."""
+    """`parse`, but every inline token is left unparsed, the definitions its links read in
+    ``meta["references"]``: a renderer parses and renders a paragraph's or a heading's content a piece of
+    lines at a time (`inline_lines`), each piece remembered (`Renderer._inline_of`), as the splitter's
+    candidates end further and further on in one long block; and a table's cells one at a time, each
+    remembered (`Renderer._table`), as its candidates end a row further on in one long table."""
     env = _env(references)
     tokens = _block_parser().parse(markdown, env)  # which adds the text's own definitions to env
-    for before, tok in zip(tokens, tokens[1:]):
-        if tok.type != "inline":
-            continue
-        if before.type in ("paragraph_open", "heading_open"):
+    for tok in tokens:
+        if tok.type == "inline":
             tok.meta["references"] = env["references"]
-        else:  # a table's cell
-            tok.children = parser().parseInline(tok.content, tables.cell_env(env))[0].children
     return tokens
 
 
@@ -202,17 +200,36 @@ def closing(tokens: Sequence[Token], i: int) -> int:
     return len(tokens) - 1
 
 
-def _table_cells(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[list[Token]]], list[str]]:
-    """A table's cells, each its inline tokens (a ``<br>`` a line break: `tables.enable`), and its
-    columns' alignments."""
-    rows: list[list[list[Token]]] = []
+class _Cell(NamedTuple):
+    """A table cell as written, and the link definitions its links may use: what its text and its rendering
+    are remembered by (`_cell_text`, `_list_line`), so a table's rows are rendered once, not once for each
+    of the splitter's candidates that holds them. (A tuple: made, hashed and compared thousands of times for
+    each candidate.)"""
+
+    source: str
+    references: Definitions
+
+    @property
+    def tokens(self) -> list[Token]:
+        """Its inline tokens (a ``<br>`` a line break: `tables.enable`)."""
+        return parser().parseInline(self.source, tables.cell_env(_env(self.references)))[0].children or []
+
+
+def _table_cells(tokens: Sequence[Token], i: int, end: int) -> tuple[list[list[_Cell]], list[str]]:
+    """A table's cells (left unparsed by `_parse_by_lines`), and its columns' alignments."""
+    rows: list[list[_Cell]] = []
     aligns: list[str] = []
+    refs: Definitions | None = None
     for j in range(i, end):
         tok = tokens[j]
         if tok.type == "tr_open":
             rows.append([])
         elif tok.type in ("th_open", "td_open"):
-            rows[-1].append(tokens[j + 1].children or [])
+            inline = tokens[j + 1]
+            if refs is None:  # every cell reads the same definitions: listed once for the table
+                found = inline.meta.get("references") or {}
+                refs = tuple((label, ref["href"], ref.get("title") or "") for label, ref in found.items())
+            rows[-1].append(_Cell(inline.content, _used(inline.content, refs)))
             if len(rows) == 1:
                 style = str(tok.attrGet("style") or "")
                 aligns.append(style.removeprefix("text-align:"))
@@ -393,27 +410,35 @@ class Renderer:
 
     def _table(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
         rows, aligns = _table_cells(tokens, i, end)
-        texts = [[cell_text(cell) for cell in row] for row in rows]
-        if len(rows) > 1 and len(rows[0]) > 1 and tables.too_wide(tables.table_text(texts, aligns)):
+        # Read a row at a time, a header too wide tells without the body's text (a list per row has no use for it).
+        texts = ([_cell_text(cell) for cell in row] for row in rows)
+        if len(rows) > 1 and len(rows[0]) > 1 and tables.too_wide(texts, aligns):
             return self._table_list(rows, ctx)
-        return self.table(texts, aligns, ctx)
+        return self.table([[_cell_text(cell) for cell in row] for row in rows], aligns, ctx)
 
-    def _table_list(self, rows: Sequence[Sequence[Sequence[Token]]], ctx: Context) -> str:
+    def _table_list(self, rows: Sequence[Sequence[_Cell]], ctx: Context) -> str:
         """A table too wide for a phone (`tables`), a row at a time: its first cell in bold, then an item
-        ``header: value`` for each other cell that holds something; its links are links, its styles styles."""
-        headers = [" ".join(cell_text(cell).split()) for cell in rows[0]]
-        bold = replace(ctx, styles=ctx.styles | {"strong"})
+        ``header: value`` for each other cell that holds something; its links are links, its styles styles.
+        Each cell's line is remembered (`_list_line`)."""
+        headers = [" ".join(_cell_text(cell).split()) for cell in rows[0]]
         parts = []
         for row in rows[1:]:
-            lines = []
-            if row and not is_blank(cell_text(row[0])):
-                lines.append(self.paragraph(self.style("strong", self._inline(row[0], bold), ctx), ctx))
-            for header, cell in zip(headers[1:], row[1:]):
-                if not is_blank(cell_text(cell)):
-                    label = self.text(f"{header}: ", ctx) if header else ""
-                    lines.append(self.list_item(self.bullet, self.paragraph(label + self._inline(cell, ctx), ctx), ctx))
-            parts.append("\n".join(lines))
+            lines = [_list_line(self, None, row[0], ctx)] if row else []
+            lines += [_list_line(self, header, cell, ctx) for header, cell in zip(headers[1:], row[1:])]
+            parts.append("\n".join(line for line in lines if line))
         return "\n\n".join(p for p in parts if p)
+
+    def _list_line(self, header: str | None, cell: _Cell, ctx: Context) -> str:
+        """A cell's line in `_table_list`: a row's first cell (``header`` None) in bold, another an item
+        ``header: value``; nothing for a cell that holds nothing."""
+        tokens = cell.tokens
+        if is_blank(cell_text(tokens)):
+            return ""
+        if header is None:
+            bold = replace(ctx, styles=ctx.styles | {"strong"})
+            return self.paragraph(self.style("strong", self._inline(tokens, bold), ctx), ctx)
+        label = self.text(f"{header}: ", ctx) if header else ""
+        return self.list_item(self.bullet, self.paragraph(label + self._inline(tokens, ctx), ctx), ctx)
 
     def _list(self, tokens: Sequence[Token], i: int, end: int, ctx: Context) -> str:
         ordered = tokens[i].type == "ordered_list_open"
@@ -499,6 +524,21 @@ def _top_level(renderer: Renderer, run: str, refs: Definitions, number: int | No
 @lru_cache(maxsize=2048)
 def _piece(renderer: Renderer, piece: inline_lines.Piece, ctx: Context) -> str:
     return renderer._inline(piece.tokens, ctx)
+
+
+_CACHED_CELLS = 8192
+"""More than a part's cells, as a rule (each takes two characters or more): a candidate's table finds every row but
+its last remembered; a cell's tokens are not kept, only its text and rendering (`inline_lines` says why)."""
+
+
+@lru_cache(maxsize=_CACHED_CELLS)
+def _cell_text(cell: _Cell) -> str:
+    return cell_text(cell.tokens)
+
+
+@lru_cache(maxsize=_CACHED_CELLS)
+def _list_line(renderer: Renderer, header: str | None, cell: _Cell, ctx: Context) -> str:
+    return renderer._list_line(header, cell, ctx)
 
 
 def _join(parts: list[str], run: Sequence[str], continues: bool, loose: bool) -> None:

@@ -23,7 +23,8 @@ What models write in cells:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import mdTrim
@@ -182,6 +183,29 @@ def table_text(rows: Sequence[Sequence[str]], aligns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def too_wide(text: str) -> bool:
-    """Whether the aligned columns of `table_text` are wider than `MAX_COLUMNS`."""
-    return any(width(line) > MAX_COLUMNS for line in text.split("\n"))
+def too_wide(rows: Iterable[Sequence[str]], aligns: Sequence[str]) -> bool:
+    """Whether the aligned columns of `table_text` are wider than `MAX_COLUMNS`: its rule is (its columns and the
+    `` | `` between them), told from each cell's width, remembered, and from the rows read up to there (a wide
+    header, the first, tells alone), without laying a long table out again for each of the splitter's candidates;
+    else one of its lines is."""
+    widths: list[int] = []
+    read: list[Sequence[str]] = []
+    for row in rows:
+        read.append(row)
+        shapes = [_shape(cell) for cell in row]
+        while shapes and shapes[-1] is None:  # `table_text` drops a row's empty last cells
+            shapes.pop()
+        widths[len(widths):] = [0] * (len(shapes) - len(widths))
+        for k, shape in enumerate(shapes):
+            if shape is not None and shape > widths[k]:
+                widths[k] = shape
+        if widths and sum(widths) + 3 * (len(widths) - 1) > MAX_COLUMNS:
+            return True  # the widths only grow with the rows after
+    return any(width(line) > MAX_COLUMNS for line in table_text(read, aligns).split("\n"))
+
+
+@lru_cache(maxsize=8192)
+def _shape(cell: str) -> int | None:
+    """The width of a cell's widest line in `table_text`; None for a cell of no line (it holds nothing)."""
+    lines = _lines(cell)
+    return max(width(line) for line in lines) if lines else None
