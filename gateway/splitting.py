@@ -33,8 +33,11 @@ points). What a cut never breaks:
   and ``~`` the text shows as typed (no style pairs them) that a part starts or ends with are escaped
   where they would join the markers reopened (or closed) there, or the cut falls within a word:
   ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic, ``~~`` + ``~10`` a code
-  fence (a lone ``~`` too); inline code a part could hold whole is cut only where the part has no line
-  break to end at (`choose_cut`);
+  fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (no cut
+  there); a part given up on as plain text (an address longer than a part) that opened styles before the
+  address ends in it, closing them, not in or right before their closing markers (``_`` + ``_`` alone), nor
+  before an autolink's ``>`` (`_closed_in_atom`); inline code a part could hold whole is cut only where the part
+  has no line break to end at (`choose_cut`);
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
   link or image longer than a part is cut in its label (at a space where it can) into links (images)
   to the same address, like a style, and one whose address takes more than a quarter of the limit
@@ -52,7 +55,9 @@ points). What a cut never breaks:
   every platform numbers on from it (`gateway.split_items`). A list in a quote keeps its
   numbers as written.
 - **headings**: no cut right after a word of ``#`` in one (``C #`` of ``## C # and F #``): the part's
-  heading would end with it, read as its closing sequence, not shown;
+  heading would end with it, read as its closing sequence, not shown; none between a setext heading's text
+  and its ``===`` (``---``) line, nor after a line's ``===`` or ``---`` its text goes on from (the part would
+  end with a heading's underline, or a rule);
 - **a line's markers**: no cut right after a list item's (or a quote's) markers on a line whose text goes
   on, where the part holds the line break before them (``- [l](https://x.org/a)`` longer than the room left):
   the part would end with an empty bullet, and the next part's text would be out of the item; nor a part of
@@ -60,7 +65,8 @@ points). What a cut never breaks:
   text is cut instead, the markers going with it, and the styles it opened closed (`_closed_in_atom`);
 - **a line's text**: a part starting within a line with what would open a block at a
   line's start (the ``> 5`` of ``x > 5``, a bullet's ``- ``, a heading's ``# ``, a rule, a
-  fence, a link definition) starts with a backslash before it, so the rest stays text.
+  fence, a link definition) starts with a backslash before it, so the rest stays text; a number's
+  (``2019. `` or ``1) ``, a numbered item) goes before its ``.`` or ``)``.
 - **quotes**: a part starting within a quoted line's text starts with the line's quote markers
   (``> > ``; an item's marker left out, as above), so the rest of the line stays in the quote; one
   starting at a quoted line's ``>`` reopens the styles (and link label) open there after its quote
@@ -118,11 +124,13 @@ Measure = Callable[[str], int]
 _INDENTED_LINE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.MULTILINE)
 _CODE_INDENT = "    "
 # What opens a block at a line's start though it is text within a line: a quote, a bullet, a heading, a rule,
-# a fence (a backtick one with no backtick after it, else a code span).
-_OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|`{3,}[^`\n]*$|~{3}",
-                          re.MULTILINE)
+# a fence (a backtick one with no backtick after it, else a code span), a numbered item (its number a group).
+_OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|`{3,}[^`\n]*$|~{3}"
+                          r"|(\d{1,9})[.)](?:[ \t]|$)", re.MULTILINE)
 # A heading line ending in a run of "#" after a space: CommonMark drops it as the heading's closing sequence.
 _HEADING_CLOSED = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*#{1,6}[ \t](?:.*[ \t])?#+")
+# A line of a setext heading's underline (or, of "-", a rule), after any quote markers and indentation.
+_UNDERLINE = re.compile(r"[ \t>]*(?:=+|-+)")
 # What stands before a line's text: quote markers, list item markers, indentation.
 _LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*")
 # A quoted line's markers from a part's start (the ">"s up to the last), and the whitespace to its text.
@@ -295,7 +303,8 @@ class _Splitter(InLists):
             return quote + markers + _escaped(self.text[text_from:literal]), literal
         if markers or row_head is not None:
             return quote + markers, text_from  # in a cell, what opens a block at a line's start is text
-        return quote + self._escape(start), text_from
+        escape, text_from = self._escape(start)
+        return quote + escape, text_from
 
     def _row_head(self, row: Row, start: int) -> str:
         """What a part starting inside a table row (one no part held) opens its rest with: a row of its own,
@@ -326,17 +335,19 @@ class _Splitter(InLists):
             return "", start
         return written.group(1) + " ", written.end()
 
-    def _escape(self, start: int) -> str:
+    def _escape(self, start: int) -> tuple[str, int]:
         """A backslash, for a part starting within a line's text with what would open a block at its start
-        (``> 5`` of ``x > 5``, ``- b`` of ``a - b``): cut, it would be read as a quote, a list..., and its
-        marker shown as one or not at all; or a link definition (``[a]: x``), shown as nothing."""
+        (``> 5`` of ``x > 5``, ``- b`` of ``a - b``, ``1) c`` of ``see 1) c``): cut, it would be read as a quote, a
+        list..., and its marker shown as one or not at all; or a link definition (``[a]: x``), shown as nothing.
+        With where the part's text goes on from: past a number, the backslash going before its ``.`` or ``)``."""
         text, line = self.text, self.text.rfind("\n", 0, start) + 1
         if _LINE_PREFIX.fullmatch(text, line, start):
-            return ""  # at the line's text (in its quote or list item): what it opens, it opens in the whole text too
+            return "", start  # at the line's text (in its quote or list item): what it opens, the whole text opens too
         if text.startswith("[", start):
             end = text.find("\n", start)
-            return "\\" if markdown.definitions(text[start:end if end != -1 else len(text)]) else ""
-        return "\\" if _OPENS_BLOCK.match(text, start) else ""
+            return "\\" if markdown.definitions(text[start:end if end != -1 else len(text)]) else "", start
+        at = _block_escape(text, start)
+        return ("", start) if at is None else (text[start:at] + "\\", at)
 
     def _carried(self, markers: str) -> str:
         """``markers`` if they leave the part most of the limit, else nothing: a thousand styles open at
@@ -371,7 +382,8 @@ class _Splitter(InLists):
     def valid_end(self, start: int, end: int) -> bool:
         """An end that is not inside a fence line, nor just after an opening line (an empty block),
         nor inside a style marker, a link or a table row, nor just after a style opened, nor after
-        a heading's word of ``#`` (the part would end the heading with it, read as its closing sequence)."""
+        a heading's word of ``#`` (the part would end the heading with it, read as its closing sequence), nor
+        after a line's ``===`` or ``---`` that its text goes on from, nor before a heading's (`ends_at_underline`)."""
         if end <= start:
             return False
         f = self.fence_before(end)
@@ -384,7 +396,41 @@ class _Splitter(InLists):
             return False
         if self.text[end - 1] in _MARKER_ENDS and self.ends_at_bare_marker(start, end):
             return False
-        return not self.structure.splits_marker(end)
+        if self.text[end - 1] in "=-" and self.ends_at_underline(end) or self.ends_before_underline(end):
+            return False
+        return not self.structure.splits_marker(end) and not self.reopens_a_fence(end)
+
+    def reopens_a_fence(self, end: int) -> bool:
+        """The part after one ending at ``end`` would start with a strikethrough reopened before the opening ``~~``
+        of one nested in it (``~~`` + ``~~b~~``): ``~~~~b``, a code fence. (Cut inside both, a part reopens
+        them so all the same: a strikethrough nested in one longer than a part is left so.)"""
+        text, j = self.text, end
+        while j < len(text) and text[j].isspace():
+            j += 1
+        if text[j:j + 1] != "~" or self.structure.literal_run(j) > j:
+            return False  # the usual case; a "~" shown as typed is escaped (`_reopened`)
+        styles = self.with_cut_link(j, self.structure.styles_open_at(j))
+        return self._carried("".join(s.opener for s in styles if j < s.close_start)) == "~~"
+
+    def ends_at_underline(self, end: int) -> bool:
+        """A part ending at ``end`` would end with a line of only ``=`` or ``-`` that its text goes on from
+        (``=== and more``, a paragraph's line): alone, the line would underline the one before as a heading,
+        or, ``---``, be a rule."""
+        text, line, line_end = self.text, self.text.rfind("\n", 0, end) + 1, self.text.find("\n", end)
+        return (_UNDERLINE.fullmatch(text, line, end) is not None
+                and bool(text[end:line_end if line_end != -1 else len(text)].strip()))
+
+    def ends_before_underline(self, end: int) -> bool:
+        """A part ending at ``end`` would end a setext heading's text before its underline (``Title`` of
+        ``Title\\n===``): the title a paragraph, and the next part showing the ``===`` as typed."""
+        text, line_end = self.text, self.text.find("\n", end)
+        if line_end == -1 or text[end:line_end].strip() or not _UNDERLINE.match(text, line_end + 1):
+            return False
+        if self._underlines is None:  # parsed only for a text cut before such a line
+            starts = [0, *(m.end() for m in re.finditer("\n", text))]
+            self._underlines = frozenset(starts[t.map[1] - 1] for t in self.block_tokens()
+                                         if t.type == "heading_open" and t.markup in ("=", "-") and t.map)
+        return line_end + 1 in self._underlines
 
     def ends_at_bare_marker(self, start: int, end: int) -> bool:
         """A part from ``start`` to ``end`` would end with a line of only a list item's (or a quote's) markers
@@ -667,9 +713,14 @@ class _Splitter(InLists):
     def _closed_in_atom(self, start: int, end: int) -> tuple[int, str]:
         """The end of a part given up on as plain text from ``start`` up to ``end``, and what it closes: where it
         ends in an atom longer than a part (a long address) that it opened styles before, those styles, closed
-        as a part keeping its structure would (alone, ``- **https://…`` showed its ``**``); else nothing."""
-        atom = self.structure.atom_at(end)
-        if atom is None or atom[0] < start:
+        as a part keeping its structure would (alone, ``- **https://…`` showed its ``**``); else nothing. One ending
+        right after such an atom, or within the markers closing those styles there, ends in the atom too: the
+        part showed its openers as typed, or held one ``_`` of the ``__`` closing, the next part the other alone."""
+        atom = self.structure.atom_at(end) or self._atom_closed_after(start, end)
+        if atom is None:
+            return end, ""
+        end = self._short_of_bracket(atom, start, end)
+        if atom[0] < start:
             return end, ""
         opened = [s for s in self.structure.styles_open_at(atom[0]) if s.open_start >= start]
         closers = "".join(s.closer for s in reversed(opened))
@@ -678,16 +729,38 @@ class _Splitter(InLists):
         text, cut = self.text, end
         for _ in range(_RETRIES):
             over = self.measure(text[start:cut] + closers) - self.limit
-            if over <= 0 and text[cut - 1] not in _JOINS_CLOSERS:
+            if over <= 0 and text[cut - 1] not in _JOINS_CLOSERS and self._short_of_bracket(atom, start, cut) == cut:
                 return cut, closers
             if over <= 0:
                 # A marker the address ends its piece with would join the closers (``a_**``): cut before them.
                 cut = _character_start(text, start, atom[0] + len(text[atom[0]:cut].rstrip(_JOINS_CLOSERS)))
+                cut = self._short_of_bracket(atom, start, cut)
             else:
                 cut = _character_start(text, start, cut - over)
             if cut <= atom[0]:
                 break
         return end, ""
+
+    def _short_of_bracket(self, atom: tuple[int, int], start: int, cut: int) -> int:
+        """``cut``, or the cut before it where ``cut`` would leave an autolink's ``>`` alone to the next part: a quote
+        of nothing, or, its styles reopened, ``~~>~~``."""
+        a, b = atom
+        if cut == b - 1 and self.text[a] == "<" and self.text[cut] == ">" and cut - 1 > max(start, a):
+            return _character_start(self.text, start, cut - 1)
+        return cut
+
+    def _atom_closed_after(self, start: int, end: int) -> tuple[int, int] | None:
+        """The atom that ``end`` falls right after, or within the closing markers after, of styles opened from
+        ``start`` on (``__https://x.org/a_|_``); None if there is none."""
+        atom_end = end
+        while atom_end > start and self.text[atom_end - 1] in "*_~":
+            atom_end -= 1
+        closed = atom_end
+        while closing := [s for s in self.structure.styles_open_at(closed)
+                          if s.close_start == closed and s.open_start >= start]:
+            closed = closing[0].close_end  # nested styles' markers closing one after the other (``***``)
+        atom = self.structure.atom_at(atom_end - 1)
+        return atom if closed > atom_end and end < closed and atom is not None and atom[1] == atom_end else None
 
     def assemble(self, head: str, start: int, cut: int, *, markers: bool = True) -> tuple[str, Fence | None,
                                                                                        list[Style]]:
@@ -903,6 +976,14 @@ def _escaped(markers: str) -> str:
     return "".join("\\" + c for c in markers)
 
 
+def _block_escape(text: str, pos: int) -> int | None:
+    """Where a backslash keeps what would open a block at a line's start at ``pos`` (`_OPENS_BLOCK`) text: before
+    it, or before the ``.`` or ``)`` of a number (one before a digit escapes nothing, and is shown); None if nothing
+    opens one there."""
+    opens = _OPENS_BLOCK.match(text, pos)
+    return None if opens is None else pos if opens.group(2) is None else opens.end(2)
+
+
 def _unlinked(text: str, limit: int, measure: Measure) -> str:
     """``text`` with every link or image that no part can hold, nor carry the target of (``](href)``, see
     `_carried`), written out as its label (alt text) and its address: cut as a link, a part would show its
@@ -934,7 +1015,8 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
                 # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown;
                 # after spaces too (``[ > go](…)``), which, four of them, would open a code block.
                 written = written.lstrip(" \t")
-                written = "\\" + written if _OPENS_BLOCK.match(written) else written
+                at = _block_escape(written, 0)
+                written = written if at is None else f"{written[:at]}\\{written[at:]}"
             text = f"{text[:link.open_start]}{written}{text[link.close_end:]}"
     return text
 
