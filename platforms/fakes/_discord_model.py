@@ -351,6 +351,11 @@ class DiscordModel:
         first, as Discord sends it: the client may not know the thread any more)."""
         self._set_archived(str(thread), True)
 
+    def _archived(self, channel: str) -> bool:
+        """Whether ``channel`` is an archived thread (`archive_thread`)."""
+        known = self._channel_json(channel)
+        return known is not None and bool(known.get("thread_metadata", {}).get("archived"))
+
     def _set_archived(self, thread: str, archived: bool) -> None:
         data = self._guilds[self._channel_guild[thread]]["threads"][thread]
         data["thread_metadata"]["archived"] = archived

@@ -273,6 +273,8 @@ class DiscordRest:
         if reference and replied is None and reference.get("fail_if_not_exists", True):
             return _error(400, 50035, "Invalid Form Body", {"message_reference": {"_errors": [
                 {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
+        if self._archived(channel):
+            self._set_archived(channel, False)  # a post unarchives the thread, as Discord does (THREAD_UPDATE)
         message = self._store(channel, self.bot_id, body.get("content") or "", from_bot=True,
                               flags=int(body.get("flags") or 0), nonce=None if nonce is None else str(nonce),
                               attachments=self._attachments(channel, uploads), pings=pinged,
@@ -295,6 +297,8 @@ class DiscordRest:
         message = self._find(channel, message_id)
         if message is None:
             return _error(404, 10008, "Unknown Message")
+        if self._archived(channel):
+            return _error(400, 50083, "Thread is archived")  # an edit does not unarchive it, as a post does
         if not message.from_bot or message.interaction_id is not None:
             return _error(403, 50005, "Cannot edit a message authored by another user")
         return self._apply_edit(message, await request.json())

@@ -34,7 +34,7 @@ Channel kinds (`add_channel`): voice and stage text chats, announcement channels
 media channels (a post is a thread whose first message has its id; a message in the channel itself is refused,
 50008); private threads (`push_guild_message(private_thread=True)`: heard once a mention adds the bot, with
 THREAD_CREATE first) and archived ones (`archive_thread`: not in a guild's threads; a message unarchives it,
-THREAD_UPDATE first).
+THREAD_UPDATE first, the bot's post too; an edit there is refused, 400 50083).
 Where the bot may write (`platforms.fakes._discord_membership`): `remove_bot` (``GUILD_DELETE``; every call naming
 the guild's channels refused 403 Missing Access, 50001, until `add_bot`), `outage` (``GUILD_DELETE`` with
 ``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), `remove_from_thread`
