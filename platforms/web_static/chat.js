@@ -66,8 +66,10 @@
   // One reading at the bottom follows what grows there (a reply, the progress card's new lines, the working line
   // taking room); one reading further up stays where they are. Asked once per change (a whole history is one), not
   // per message: each asking lays the page out again, and a history of 5,000 messages, laid out anew after each
-  // one added, froze the tab for a minute.
-  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  // one added, froze the tab for a minute. Near it is within 80 px, or a quarter of the list where that is less: on a
+  // small phone with the keyboard up and the box grown, the list is some 50 to 80 px tall, and a reader who scrolled
+  // up half of it to read an answer again was taken back down by every message arriving.
+  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < Math.min(80, Math.max(2, list.clientHeight / 4));
   function following(change) {
     const nearBottom = atBottom();
     change();

@@ -488,6 +488,9 @@ window.SwitchboardMarkdown = (() => {
   // showed https://5.6.7.81.2.3.4@/. A label reading as an address (`ADDRESS_FACE`) shows them percent-encoded and is
   // laid out left to right, as an address written as itself is; another label's are dropped.
   const ADDRESS_FACE = /^\s*https?:\/\//i;
+  // Nor does its title, shown as the pointer rests on it: in [x](https://evil.example "\u202e/moc.elgoog//:sptth")
+  // it showed https://google.com/; a title reading as an address shows them percent-encoded, as a label does.
+  const facedTitle = (title) => ADDRESS_FACE.test(title) ? asAddress(title) : title.replace(DIRECTION, "");
   function faced(link) {
     const label = link.textContent;
     const address = ADDRESS_FACE.test(label);
@@ -870,7 +873,7 @@ window.SwitchboardMarkdown = (() => {
           : encoded(unescaped(href ?? angled));
         // A property, never markup: markdown-it's title attribute, its escapes and entity references read.
         const titled = defined ? defined.title : title;
-        if (titled && titled.length > 2) node.title = unescaped(titled.slice(1, -1));
+        if (titled && titled.length > 2) node.title = facedTitle(unescaped(titled.slice(1, -1)));
         if (label || reference) {
           inline(label || reference, node, INLINE_IN_LINK, undefined, cell);
           faced(node);
