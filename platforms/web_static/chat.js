@@ -69,7 +69,8 @@
   // one added, froze the tab for a minute. Near it is within 80 px, or a quarter of the list where that is less: on a
   // small phone with the keyboard up and the box grown, the list is some 50 to 80 px tall, and a reader who scrolled
   // up half of it to read an answer again was taken back down by every message arriving.
-  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < Math.min(80, Math.max(2, list.clientHeight / 4));
+  const atBottom = () =>
+    list.scrollHeight - list.scrollTop - list.clientHeight < Math.min(80, Math.max(2, list.clientHeight / 4));
   function following(change) {
     const nearBottom = atBottom();
     change();
