@@ -25,7 +25,8 @@ Guarantees:
   mark and the call costs a lookup that finds nothing).
 - **Order.** One sender per chat (platform, chat, thread) sends in enqueue order, with
   one exception: progress messages (``notice`` parts: notices and progress cards) give
-  way to everything else, so a reply never waits behind a card edit. Calls are paced
+  way to everything else, so a reply never waits behind a card edit; where an adapter keeps its account's
+  rate across chats, they give way to the other chats' writes there too (`platforms.pacing.GIVES_WAY`). Calls are paced
   as the adapter asks (`platforms.pacing.Paced`: per chat, its threads' senders together, and
   per edited message). Chats never wait for each other: a 429 holds only its own chat (with
   its threads), a backoff or a call that hangs only its own sender.

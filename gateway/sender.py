@@ -44,7 +44,7 @@ from platforms.base import (
     SendsFiles,
     Unauthorized,
 )
-from platforms.pacing import Pacing
+from platforms.pacing import GIVES_WAY, Pacing
 from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("gateway.outbox")
@@ -541,6 +541,9 @@ class Sender:
         # Counted from now as well as from its answer: another sender of the chat (another topic
         # of a forum group) must not call alongside it, the platform counting both.
         self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
+        # A progress message's write gives way to the other chats' answers where the adapter keeps the
+        # account's rate (`platforms.pacing.AccountRate`), as it gives way to its own chat's here.
+        gives_way = GIVES_WAY.set(row.kind in PROGRESS_KINDS)
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]
@@ -552,6 +555,7 @@ class Sender:
                 return await self._send_file(adapter, row)
             return (await adapter.send(outbound(row))).message_id
         finally:
+            GIVES_WAY.reset(gives_way)
             self._attempting.discard(row.id)
             self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
 

@@ -6,8 +6,10 @@ adapter may also keep its account's overall rate itself (`AccountRate`)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -70,15 +72,22 @@ class WaitsAside(Protocol):
         deletions (the outbox's included), the chat's own pace aside."""
 
 
+GIVES_WAY: ContextVar[bool] = ContextVar("gives_way", default=False)
+"""True while the write under way only says how work is going (a progress card, a notice): the outbox sets it
+around such a call (`gateway.sender`), and an `AccountRate` lets every other write waiting go first."""
+
+
 class AccountRate:
     """At most ``count`` calls in any ``per`` seconds, whichever chats they go to: a limit on the whole
     account (Telegram's bot FAQ: about 30 messages a second overall). The outbox paces each chat on its
     own (`Pacing`), so a burst to many chats at once (a background result for each of 100 chats, a
     restart's held replies) went out all together, and Telegram refused what was past its limit with
     429s, each held in its chat for ``retry_after``. Awaiting `turn` before each write spaces them:
-    callers go in the order they came (each reserves its slot as it asks), and a caller cancelled while
-    it waits leaves its slot taken, which only spaces the next ones a little more. ``clock`` and ``sleep``
-    are seams for tests (the event loop's by default)."""
+    callers go in the order they came, but a write that gives way (`GIVES_WAY`: a progress card's edit)
+    goes after every other one waiting. Taken in the order they came, the edits of many busy cards (a
+    hundred chats, each card changing every second) took the slots an answer in another chat would have
+    had, and it came seconds late. A caller cancelled while it waits gives its place to those behind it.
+    ``clock`` and ``sleep`` are seams for tests (the event loop's by default)."""
 
     def __init__(self, count: int, per: float, *, clock: Callable[[], float] | None = None,
                  sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
@@ -87,15 +96,62 @@ class AccountRate:
         self.count, self.per = count, per
         self._clock = clock
         self._sleep = sleep or asyncio.sleep
-        self._slots: deque[float] = deque()
-        """When the latest ``count`` calls went (or will go), oldest first."""
+        self._taken: deque[float] = deque(maxlen=count)
+        """When the latest ``count`` calls went, oldest first."""
+        self._lines: tuple[deque[asyncio.Event], deque[asyncio.Event]] = (deque(), deque())
+        """The callers waiting, each by the event that wakes it early: those that go first, those that give way."""
 
     async def turn(self) -> None:
-        """Returns once a call may go: fewer than ``count`` went in the ``per`` seconds before it."""
-        now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
-        slot = max(now, self._slots[0] + self.per) if len(self._slots) >= self.count else now
-        self._slots.append(slot)
-        if len(self._slots) > self.count:
-            self._slots.popleft()
-        if slot > now:
-            await self._sleep(slot - now)
+        """Returns once a call may go: fewer than ``count`` went in the ``per`` seconds before it, and every
+        caller ahead of it has gone."""
+        now = self._now()
+        if not self._lines[0] and not self._lines[1] and self._free(0, now) <= now:
+            self._taken.append(now)
+            return
+        me = asyncio.Event()
+        line = self._lines[GIVES_WAY.get()]
+        line.append(me)
+        try:
+            while (wait := self._free(self._place(me), now := self._now()) - now) > 0:
+                # Woken at its turn, or early when one ahead gave up; a caller put ahead of it meanwhile (an
+                # answer ahead of an edit) makes it wait on when it wakes.
+                await self._wait(me, wait)
+        except BaseException:
+            place = self._place(me)
+            line.remove(me)
+            for behind in itertools.islice(itertools.chain(*self._lines), place, None):
+                behind.set()  # their turns come a slot sooner
+            raise
+        line.remove(me)
+        self._taken.append(now)
+
+    def _now(self) -> float:
+        return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
+
+    def _place(self, me: asyncio.Event) -> int:
+        """How many callers wait ahead of ``me``."""
+        urgent, giving_way = self._lines
+        if me in giving_way:
+            return len(urgent) + giving_way.index(me)
+        return urgent.index(me)
+
+    def _free(self, place: int, now: float) -> float:
+        """When a caller with ``place`` callers waiting ahead of it may go, each of them going as soon as it may.
+        The ``n``-th call from now (0: the next) goes ``per`` after the one ``count`` before it, and not before
+        ``now``."""
+        nth = len(self._taken) + place - self.count
+        if nth < 0:
+            return now
+        rounds, slot = divmod(nth, self.count)
+        after = self._taken[slot] if slot < len(self._taken) else now
+        return max(now + rounds * self.per, after + (rounds + 1) * self.per)
+
+    async def _wait(self, me: asyncio.Event, seconds: float) -> None:
+        me.clear()
+        sleeping = asyncio.ensure_future(self._sleep(seconds))
+        woken = asyncio.ensure_future(me.wait())
+        try:
+            await asyncio.wait((sleeping, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeping.cancel()
+            woken.cancel()
