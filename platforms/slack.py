@@ -478,6 +478,7 @@ class SlackAdapter:
                 raise Stopping(f"slack adapter stopping: {event['channel']}:{ts} left for Slack to send again")
             arrived = _arrived()
             self._membership.back(event["channel"])  # someone writes there, to the bot: it is in the channel
+            self._progress.reopened(event["channel"])
             self._taken_in.handing_on(conversations, ts)
             # One that mentions users may wait for their names (`platforms.slack_names`): the next message there
             # waits for it, else a follow-up without mentions overtook it. Not one reading its files alone: a Slack
@@ -594,7 +595,10 @@ class SlackAdapter:
     async def _on_membership(self, event: dict[str, Any]) -> None:
         """The bot removed from a channel, or the channel archived or deleted, stops the channel's work; added
         back or unarchived, the channel's next message is answered as any (`platforms.slack_membership`)."""
-        self._membership.heard(self._moves.inbound(event), self.bot_user_id)
+        event = self._moves.inbound(event)
+        self._membership.heard(event, self.bot_user_id)
+        if (said := slack_membership.change(event, self.bot_user_id)) is not None and said[1] is None:
+            self._progress.reopened(said[0])  # a placeholder Slack refused to delete there meanwhile goes now
 
     async def _on_channel_id_changed(self, event: dict[str, Any]) -> None:
         """A channel got a new id: stored by the gateway, then used (`platforms.slack_moves`); unacknowledged if

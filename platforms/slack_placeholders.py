@@ -4,7 +4,9 @@
 chat/thread (later calls do nothing) and `idle` deletes it with ``chat.delete``; a failed
 deletion is retried in the background, and `stop` deletes whatever is left; one whose post lost its
 answer (a 5xx, no answer at all), so may be there unknown, is looked for and deleted by `idle`; one refused for
-the bot token (revoked mid-turn) is deleted once a call succeeds again. Placeholders carry
+the bot token (revoked mid-turn) is deleted once a call succeeds again, and one refused because the bot can no longer
+write to its channel (archived, the bot removed from it: `platforms.slack_membership.REFUSED`) once it may again
+(`reopened`). Placeholders carry
 metadata, so one a crashed process left behind (or could not delete) is found and deleted
 after the restart (`clear_left_behind`, for the conversations whose turns run again or whose
 replies are still to send, and those this adapter told the gateway it shows or could not
@@ -31,10 +33,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
+
 from platforms.base import DeliveryError, IndicatorLeft, NetworkError, RateLimited, Unauthorized
 from platforms.recent import remember
 from platforms.slack_catchup import Where
+from platforms.slack_errors import error_code
 from platforms.slack_history import Page
+from platforms.slack_membership import REFUSED
 from platforms.slack_message_limit import MessageLimit
 
 log = logging.getLogger("platforms.slack")
@@ -87,6 +93,11 @@ class Placeholders:
         """Placeholders (ts -> conversation) whose deletion Slack refused for the bot token: deleted once
         a call succeeds again (a timed retry would only be refused again until someone fixes it), or
         by the next start (told to ``_left``, which the gateway keeps)."""
+        self._barred: OrderedDict[str, Where] = OrderedDict()
+        """Placeholders (ts -> conversation) whose deletion Slack refused because the bot can no longer write to the
+        channel (archived, the bot removed, mid-turn): deleted once it may again (`reopened`), else the placeholder
+        of the turn that loss stopped read "working" above the channel's later answers for good; `KEPT_MOST` at
+        most. A restart meanwhile leaves them to the next start (told to ``_left``)."""
         self._say_left = self._say_shown = self._say_gone = _told_nothing
         self._kept: OrderedDict[Where, None] = OrderedDict()
         """Told to `_left` for what this process may not remove (a deletion refused or given up, a lost post):
@@ -206,7 +217,7 @@ class Placeholders:
         """Forget the chat's record once no placeholder of this process may be there: else every start
         would read every chat a turn ever ran in. Not while another is shown or its deletion waits."""
         if (where in self._kept or (not posting and where in self._placeholders)
-                or where in self._stale.values() or where in self._refused.values()):
+                or where in self._stale.values() or where in self._refused.values() or where in self._barred.values()):
             return
         self._say_gone(*where)
 
@@ -292,6 +303,15 @@ class Placeholders:
             refused, self._refused = self._refused, {}
             self._background(self._delete_all(refused))
 
+    def reopened(self, chat_id: str) -> None:
+        """The bot may write to channel ``chat_id`` again (added back, unarchived, a message to it there): the
+        deletions Slack refused there meanwhile are tried again."""
+        barred = {ts: where for ts, where in self._barred.items() if where[0] == chat_id}
+        for ts in barred:
+            del self._barred[ts]
+        if barred:
+            self._background(self._delete_all(barred))
+
     async def stop(self, seconds: float) -> None:
         """A last attempt, within ``seconds``, at deleting every placeholder still shown (waiting for
         posts in flight); nothing is left to retry with after it. What it had no time for (Slack slow to
@@ -320,6 +340,7 @@ class Placeholders:
                 self._left(*where)
         self._stale.clear()
         self._refused.clear()  # a later start finds them again (`clear_left_behind`)
+        self._barred.clear()  # told to `_left` as they were refused: the next start looks there
         self._own_placeholders.clear()
         self._unsure.clear()  # told to `_left` as their posts failed: the next start looks there
 
@@ -359,8 +380,13 @@ class Placeholders:
             self._refused[ts] = where
             self._left(*where)  # a restart before Slack takes the token again must still look there
             return None
-        except DeliveryError:
-            pass  # gone already, or not ours to delete: nothing more to do
+        except DeliveryError as exc:
+            if _channel_closed(exc):  # until the bot may write to the channel again
+                self._stale.pop(ts, None)
+                remember(self._barred, ts, where, KEPT_MOST)
+                self._left(*where)
+                return None
+            # gone already, or not ours to delete: nothing more to do
         self._stale.pop(ts, None)
         self._own_placeholders.discard(ts)
         self._shown_no_more(where)
@@ -374,6 +400,13 @@ class Placeholders:
                 return
             wait = retry
         self._left(*where)  # Slack would not take the deletion for now: the next start tries again
+
+
+def _channel_closed(exc: DeliveryError) -> bool:
+    """Whether Slack refused a deletion because the bot can no longer write to the channel at all: archived, or the
+    bot not in it (``channel_not_found`` too, for a private channel it was removed from, which it no longer sees)."""
+    cause = exc.__cause__
+    return isinstance(cause, SlackApiError) and error_code(cause) in REFUSED
 
 
 def _told_nothing(chat_id: str, thread_id: str | None) -> None:
