@@ -24,7 +24,7 @@ server refused it before it was compacted; now such text comes to 89–131% of c
 
 A request carries the tools' schemas beside its messages, and they count against the window too: the gateway's
 built-in tools come to about 1,200 tokens by this estimate (delegate_task's alone 700), a plugin's more. Left out,
-a chat on an 8k window at a trigger of three quarters passed the window before it was compacted, and the server
+a chat on a 4k window at a trigger of three quarters passed the window before it was compacted, and the server
 refused a request each time (`schema_tokens`).
 """
 
