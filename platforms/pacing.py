@@ -72,6 +72,10 @@ class WaitsAside(Protocol):
         deletions (the outbox's included), the chat's own pace aside."""
 
 
+GIVE_WAY_MOST = 5
+"""How many ``per`` a write that gives way waits at most before it queues as any other: its own chat's answer
+waits behind it in the chat's order (the outbox sends a chat's writes one at a time), and other chats' answers
+coming without end, at the account's rate, held it back without end."""
 GIVES_WAY: ContextVar[bool] = ContextVar("gives_way", default=False)
 """True while the write under way only says how work is going (a progress card, a notice): the outbox sets it
 around such a call (`gateway.sender`), and an `AccountRate` lets every other write waiting go first."""
@@ -84,9 +88,9 @@ class AccountRate:
     restart's held replies) went out all together, and Telegram refused what was past its limit with
     429s, each held in its chat for ``retry_after``. Awaiting `turn` before each write spaces them:
     callers go in the order they came, but a write that gives way (`GIVES_WAY`: a progress card's edit)
-    goes after every other one waiting. Taken in the order they came, the edits of many busy cards (a
-    hundred chats, each card changing every second) took the slots an answer in another chat would have
-    had, and it came seconds late. A caller cancelled while it waits gives its place to those behind it.
+    goes after every other one waiting, for `GIVE_WAY_MOST` rounds at most. Taken in the order they came, the
+    edits of many busy cards (a hundred chats, each card changing every second) took the slots an answer in
+    another chat would have had, and it came seconds late. A caller cancelled while it waits gives its place to those behind it.
     ``clock`` and ``sleep`` are seams for tests (the event loop's by default)."""
 
     def __init__(self, count: int, per: float, *, clock: Callable[[], float] | None = None,
@@ -111,11 +115,17 @@ class AccountRate:
         me = asyncio.Event()
         line = self._lines[GIVES_WAY.get()]
         line.append(me)
+        behind_by = now + GIVE_WAY_MOST * self.per  # when one giving way goes to the end of the first line
         try:
-            while (wait := self._free(self._place(me), now := self._now()) - now) > 0:
+            while (at := self._free(self._place(me), now := self._now())) > now:
+                if line is self._lines[1] and now >= behind_by:
+                    line.remove(me)
+                    line = self._lines[0]
+                    line.append(me)
+                    continue
                 # Woken at its turn, or early when one ahead gave up; a caller put ahead of it meanwhile (an
                 # answer ahead of an edit) makes it wait on when it wakes.
-                await self._wait(me, wait)
+                await self._wait(me, min(at, behind_by) if line is self._lines[1] else at)
         except BaseException:
             place = self._place(me)
             line.remove(me)
@@ -146,12 +156,18 @@ class AccountRate:
         after = self._taken[slot] if slot < len(self._taken) else now
         return max(now + rounds * self.per, after + (rounds + 1) * self.per)
 
-    async def _wait(self, me: asyncio.Event, seconds: float) -> None:
+    async def _wait(self, me: asyncio.Event, until: float) -> None:
         me.clear()
-        sleeping = asyncio.ensure_future(self._sleep(seconds))
+        sleeping = asyncio.ensure_future(self._sleep_until(until))
         woken = asyncio.ensure_future(me.wait())
         try:
             await asyncio.wait((sleeping, woken), return_when=asyncio.FIRST_COMPLETED)
         finally:
             sleeping.cancel()
             woken.cancel()
+
+    async def _sleep_until(self, until: float) -> None:
+        """Until the time ``until``, read when the sleep starts: the loop may run other work between a caller
+        working out its turn and its sleep's task starting, and a length counted from then passed its turn."""
+        if (left := until - self._now()) > 0:
+            await self._sleep(left)
