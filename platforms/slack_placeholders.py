@@ -265,11 +265,14 @@ class Placeholders:
                      and str(m["ts"]) not in self._own_placeholders]
             if not cursor:
                 break
+        deleted: set[str] = set()
         for ts in left:
             if (wait := await self._try_delete((chat_id, thread_id), ts)) is not None:
                 self._left(chat_id, thread_id)  # not now (a 429, an outage): the next start tries again
                 retry = max(retry or 0.0, wait)
-        return set(left), retry
+            elif ts not in self._barred:  # one refused as the channel takes nothing is still there
+                deleted.add(ts)
+        return deleted, retry
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:
         """Delete the chat's placeholder (waiting for a post still in flight), and one whose post lost its
@@ -310,7 +313,7 @@ class Placeholders:
         for ts in barred:
             del self._barred[ts]
         if barred:
-            self._background(self._delete_all(barred))
+            self._background(self._delete_all(barred, again=True))
 
     async def stop(self, seconds: float) -> None:
         """A last attempt, within ``seconds``, at deleting every placeholder still shown (waiting for
@@ -344,12 +347,19 @@ class Placeholders:
         self._own_placeholders.clear()
         self._unsure.clear()  # told to `_left` as their posts failed: the next start looks there
 
-    async def _delete_all(self, placeholders: dict[str, Where], *, paced: bool = True) -> None:
+    async def _delete_all(self, placeholders: dict[str, Where], *, paced: bool = True, again: bool = False) -> None:
+        """Delete ``placeholders``; one Slack cannot take for now (a 429, an outage) is left to the next start, or
+        with ``again`` tried again in the background first, as a turn's own (`_delete_later`): no event says when
+        a channel the bot is back in takes it, as `accepted` says it for the token."""
         left = dict(placeholders)
         try:
             for ts, where in placeholders.items():
-                if await self._try_delete(where, ts, paced=paced) is not None:
-                    self._left(*where)  # not now (a 429, an outage): the next start tries again
+                if (wait := await self._try_delete(where, ts, paced=paced)) is not None:
+                    if again:
+                        self._stale[ts] = where  # `stop` makes a last attempt
+                        self._background(self._delete_later(where, ts, wait))
+                    else:
+                        self._left(*where)  # not now (a 429, an outage): the next start tries again
                 del left[ts]
         finally:
             self._refused.update(left)  # cancelled (by `stop`): its last attempt tries them

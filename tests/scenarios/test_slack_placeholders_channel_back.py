@@ -125,3 +125,55 @@ async def test_after_a_restart_a_placeholder_in_a_channel_still_archived_is_dele
             await fake.wait_for(lambda: bot_texts(fake, "C2", thread) == [], timeout=5)
         finally:
             await gateway.stop(grace=0)
+
+
+async def test_a_placeholder_whose_deletion_fails_for_now_once_the_bot_is_back_is_deleted_in_a_moment(
+        slack_chat):  # noqa: F811
+    # Slack answers the deletion tried as the bot is added back with a 5xx (an outage of a moment): it is tried again
+    # shortly, as any placeholder's deletion, not left reading "working" until the next restart.
+    model = gated_echo()
+    chat = await slack_chat(llm=model)
+    fake, gateway = chat.fake, chat.gateway
+    thread = (await fake.push_mention("C2", "U1", "slow alice"))["event"]["ts"]
+    await model.reached("slow alice")
+    await fake.wait_for(lambda: chat.bot_texts("C2", thread) == [PLACEHOLDER])
+    await fake.remove_bot("C2")
+    await acked(fake)
+    await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+    await settled(gateway)
+
+    fake.fail_next("chat.delete", "internal_error", status=503)
+    await fake.add_bot("C2")
+    await acked(fake)
+    await fake.wait_for(lambda: len(fake.calls_to("chat.delete")) == 2)
+    await fake.wait_for(lambda: chat.bot_texts("C2", thread) == [], timeout=5)
+    await settled(gateway)
+
+
+async def test_a_start_does_not_say_it_deleted_a_placeholder_slack_refused_to_delete_in_an_archived_channel(
+        tmp_path, caplog):
+    config = make_config(tmp_path, platforms={"slack": {"allow_all": True}})
+    model = gated_echo()
+    async with FakeSlack() as fake:
+        gateway = await start_gateway(config, [adapter_for(fake)], model=model)
+        try:
+            await fake.wait_for(lambda: fake.open_connections)
+            thread = (await fake.push_mention("C2", "U1", "slow alice"))["event"]["ts"]
+            await model.reached("slow alice")
+            await fake.wait_for(lambda: bot_texts(fake, "C2", thread) == [PLACEHOLDER])
+            await fake.archive("C2")
+            await acked(fake)
+            await fake.wait_for(lambda: fake.calls_to("chat.delete"))
+            await settled(gateway)
+        finally:
+            await gateway.stop(grace=0)
+
+        caplog.set_level("INFO", logger="platforms.slack")
+        gateway = await start_gateway(config, [adapter_for(fake)], model=gated_echo())
+        try:
+            await fake.wait_for(lambda: len(fake.calls_to("chat.delete")) == 2)  # the start's clean-up, refused
+            await settled(gateway)
+            assert bot_texts(fake, "C2", thread) == [PLACEHOLDER]
+            assert not [r for r in caplog.records if "deleted 1 placeholder" in r.getMessage()]
+        finally:
+            await gateway.stop(grace=0)
