@@ -23,6 +23,7 @@ from agent._errors import ModelError
 from agent._model import Model, ModelRequest, ModelResponse, Usage
 from agent._session import STEER_NOTE, AgentSession, active_turn
 from agent._token_estimate import (
+    MESSAGE_OVERHEAD,
     chars_per_token,
     estimate_tokens,
     measure,
@@ -172,19 +173,31 @@ class Compactor:
             log.info("session %s: the user's newest message alone is longer than the model's context window leaves "
                      "it; the conversation is not compacted for it", session.session_id)
             return self._compacted(session) if shortened else False
-        cut = _cut_point(messages, head, self.policy.keep_recent_messages)
+        # What the summary and the messages kept after it may take: the window less the system prompt, the tools'
+        # schemas and an eighth of it (`_trigger`). Half of it at most goes to the kept messages (the user's newest
+        # aside), and the summary gets what they leave, so the request after compacting fits the window.
+        room = window - schemas - estimate_tokens(messages[:head]) - window // SCHEMA_RESERVE
+        alone = estimate_tokens([messages[newest]]) if newest is not None else 0
+        limit = max(1, (room - alone) // 2)
         if overflow is not None:
-            cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest,
-                              max(1, (min(before, window) - schemas) // 2))
+            limit = min(limit, max(1, (min(before, window) - schemas) // 2))
+        cut = _cut_point(messages, head, self.policy.keep_recent_messages)
+        tail = head if cut is None else cut  # kept whole, all of the conversation when nothing is left to summarise
+        if overflow is not None or estimate_tokens(
+                [m for at, m in enumerate(messages[tail:], tail) if at != newest]) > limit:
+            cut = _cut_within(messages, head, self.policy.keep_recent_messages, newest, limit)
         older = messages[head:cut] if cut is not None else []
         kept = [messages[newest]] if newest is not None and cut is not None and newest < cut else []
         rest = [m for m in older if not kept or m is not kept[0]]
-        if not rest or (overflow is not None and all(_is_summary(m) for m in rest)):
+        length = max(SUMMARY_FLOOR, min(self.policy.summary_max_tokens, room - _HEADER_TOKENS - estimate_tokens(kept)
+                                        - estimate_tokens(messages[cut:] if rest else [])))
+        if not rest or (overflow is not None and all(_is_summary(m) for m in rest)
+                        and estimate_tokens(rest) <= length + MESSAGE_OVERHEAD):
             log.debug("session %s is over the compaction trigger but has nothing to summarise", session.session_id)
             return self._compacted(session) if shortened else False
         known_smaller = window < session.model.context_window  # the server named it: the summariser must fit too
         budget = _budget_chars(before, window, older) if overflow is not None or known_smaller else None
-        summarised = await self._summarise(session, older, budget, forced=overflow is not None)
+        summarised = await self._summarise(session, older, budget, forced=overflow is not None, length=length)
         if summarised is None:
             self._put_off[session] = session.turns_run
             return self._compacted(session) if shortened else False
@@ -228,16 +241,18 @@ class Compactor:
         return tally_tokens(eighths, extra)
 
     async def _summarise(self, session: AgentSession, older: Sequence[Mapping[str, Any]],
-                         budget: int | None, *, forced: bool) -> tuple[str, bool] | None:
+                         budget: int | None, *, forced: bool, length: int | None = None) -> tuple[str, bool] | None:
         """A summary of ``older``, and whether the model wrote it (else it is extractive); ``budget``
         (characters) bounds the summariser's prompt, and half of it the summary, when the model's
-        real window is smaller than its settings say. None when the session's own model failed as
-        an outage (`_PUT_OFF_KINDS`) and compacting may wait (not ``forced``)."""
+        real window is smaller than its settings say; ``length`` (tokens, the policy's `summary_max_tokens` when
+        None) the summary. None when the session's own model failed as an outage (`_PUT_OFF_KINDS`) and compacting
+        may wait (not ``forced``)."""
         model = self.summarizer_model or session.model
+        length = self.policy.summary_max_tokens if length is None else length
 
         def fit(text: str) -> str:
             """A summary as long as one may be: within the tokens, and within half the budget's characters."""
-            return within_tokens(text if budget is None else text[: budget // 2], self.policy.summary_max_tokens)
+            return within_tokens(text if budget is None else text[: budget // 2], length)
 
         # An earlier summary is all that is left of the oldest messages: it goes whole (it fitted when
         # written), not cut as one ordinary message is; the others share what remains.
@@ -264,7 +279,7 @@ class Compactor:
                 return None
             log.warning("summariser failed (%s: %s); using an extractive summary", type(exc).__name__, exc)
             await _model_call_hook(session, model, started, None, getattr(exc, "kind", type(exc).__name__))
-            return fit(self._extractive(older)), False
+            return fit(self._extractive(older, length)), False
         except asyncio.CancelledError:
             if session._hard_cancel_sent:  # a hard interrupt of the turn: its hooks hear the call ended
                 await _model_call_hook(session, model, started, None, "interrupted")
@@ -273,16 +288,17 @@ class Compactor:
         session.add_cost(response.usage, response.cost_usd, api_calls=1)
         await _model_call_hook(session, model, started, response, None)
         text = (response.text or "").strip()
-        return (fit(text), True) if text else (fit(self._extractive(older)), False)
+        return (fit(text), True) if text else (fit(self._extractive(older, length)), False)
 
-    def _extractive(self, older: Sequence[Mapping[str, Any]]) -> str:
+    def _extractive(self, older: Sequence[Mapping[str, Any]], length: int | None = None) -> str:
         """An earlier summary (up to half the summary's length, its oldest facts first), then the first
         line of each older user or assistant message, truncated."""
         width = self.policy.fallback_line_chars
+        length = self.policy.summary_max_tokens if length is None else length
         lines = []
         for message in older:
             if _is_summary(message):
-                lines.append(within_tokens(_summary_body(message), self.policy.summary_max_tokens // 2).strip())
+                lines.append(within_tokens(_summary_body(message), length // 2).strip())
                 continue
             role = message.get("role")
             text, steered = _steered(message)
@@ -293,7 +309,7 @@ class Compactor:
             if first:
                 more = "…" if len(first) > width else ""
                 lines.append(f"- user, while the assistant worked: {first[:width]}{more}")
-        return within_tokens("\n".join(lines), self.policy.summary_max_tokens) or "(no text in the earlier messages)"
+        return within_tokens("\n".join(lines), length) or "(no text in the earlier messages)"
 
 
 async def _model_call_hook(session: AgentSession, model: Any, started: float, response: ModelResponse | None,
@@ -377,10 +393,13 @@ def _shorten_tool_results(messages: list[dict[str, Any]], start: int, window: in
         weights = [weight(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages[index:end]]
         share = equal_share(weights, 8 * together)
         for at, eighths in enumerate(weights, index):
-            if eighths > 8 * limit:
+            over_share = eighths > share and TOO_LONG_TOGETHER not in messages[at]["content"]  # cut once is enough
+            # One longer than a quarter is cut to its share instead when that is less: cut to the quarter's start and
+            # end, three results of an answer still took more than half the window, and the request was refused.
+            if eighths > 8 * limit and not (over_share and share // 8 < limit // 2 + limit // 4):
                 messages[at] = _cut_result(messages[at], limit // 2, limit // 4, TOO_LONG)
                 shortened += 1
-            elif eighths > share and TOO_LONG_TOGETHER not in messages[at]["content"]:  # cut once is enough
+            elif over_share:
                 # The note takes its part of the share, so the result is not cut again at the next compaction.
                 kept = max(3, share // 8 - weight(TOO_LONG_TOGETHER) // 8 - 16)
                 messages[at] = _cut_result(messages[at], kept * 2 // 3, kept // 3, TOO_LONG_TOGETHER)
@@ -447,6 +466,11 @@ def _trigger(policy: int, window: int, schemas: int) -> int:
     window) beside them. Not the policy's share less the schemas: on a 4,096-token window the built-in tools'
     1,200 left the messages some 850 tokens, less than a summary, and every turn was compacted again."""
     return max(1, min(policy, window - schemas - window // SCHEMA_RESERVE))
+
+
+_HEADER_TOKENS = estimate_tokens([{"role": "user", "content": f"{SUMMARY_HEADER}\n"}])
+SUMMARY_FLOOR = 64
+"""The fewest tokens a summary is cut to when the messages kept after it leave it less room in the window."""
 
 
 PAST_ROOM = 4 / 3

@@ -212,7 +212,8 @@ async def test_an_english_conversation_is_compacted_exactly_when_four_characters
 ])
 async def test_the_summary_is_cut_at_two_thousand_estimated_tokens_whatever_its_script(summary, kept):
     script = {"parent": lambda r: {"text": "done"}, "compactor": lambda r: {"text": summary}}
-    s, compactor, _ = session(chat(10), script)
+    s, compactor, model = session(chat(10), script, CompactionPolicy(threshold_tokens=1_000))
+    model.context_window = 16_000  # a window with room for such a summary beside the messages kept after it
     await s.run_turn("next")
     (message,) = summaries(s.messages)
     assert message["content"] == f"{SUMMARY_HEADER}\n{summary[:kept]}"
