@@ -502,11 +502,11 @@ class _Splitter(InLists):
                 return n
             if hi == -1:  # it holds the rest of the table: what follows, as any text
                 guess = min(n, lo + max(lo - start, 1))
-            elif lo != -1:
+            elif lo != -1 and head:
                 return lo + 1  # `choose_cut` ends the part at that row's end, as at any end in the next row
-            else:  # a row longer than the part: where in it
-                lo, lo_m = start, base
-                guess = min(hi - 1, start + max((limit - base) * (hi - start) // max(hi_m - base, 1), 1))
+            else:  # a row longer than the part, or plain text (`next_part` takes its end as found): where in it
+                lo, lo_m = (start, base) if lo == -1 else (lo, lo_m)
+                guess = min(hi - 1, lo + max((limit - lo_m) * (hi - lo) // max(hi_m - lo_m, 1), 1))
 
         while True:
             m = measured(guess)

@@ -81,3 +81,17 @@ def test_a_table_of_two_hundred_columns_splits_each_row_after_a_pipe_losing_no_c
     parts = _split(text, header, platform)
     assert len(parts) >= 30 if platform == "discord" else len(parts) > 5
     assert sorted(_cells(parts)) == sorted(_cells([text]))
+
+
+@pytest.mark.parametrize("platform", ["len", "telegram", "slack"])
+def test_a_rows_rest_cut_as_plain_text_ends_where_it_fits_not_past_a_row_end(platform):
+    # A link longer than a part: a part starting in it is plain text, as much as fits, its end taken as found. Searched
+    # a row at a time, the end was the character after the row's end that fit, never measured: its line break, a part
+    # one over the limit, as Telegram and Slack count the Markdown as written too.
+    measure = len if platform == "len" else _ADAPTERS[platform][0].measure
+    link = "[lbl](https://example.com/" + "p" * 60 + ")"
+    rows = [f"|{link}|ttttt|", "|x|y|", f"|{'w' * 10}|{link}|", "|x|y|"]
+    text = "|a|b|\n|-|-|\n" + "\n".join(rows) + "\n\nafter\n"
+    over = {limit: [measure(p) for p in split_text(text, limit, measure) if measure(p) > limit]
+            for limit in range(40, 130)}
+    assert {limit: sizes for limit, sizes in over.items() if sizes} == {}
