@@ -531,13 +531,28 @@ _CACHED_CELLS = 8192
 its last remembered; a cell's tokens are not kept, only its text and rendering (`inline_lines` says why)."""
 
 
-@lru_cache(maxsize=_CACHED_CELLS)
+_CACHED_CELL = 2_000
+"""Longer cells are read and rendered each time: a table's cells are short as a rule, and 8,192 cells of a
+model's long notes kept across messages would hold megabytes."""
+
+
 def _cell_text(cell: _Cell) -> str:
+    return cell_text(cell.tokens) if len(cell.source) > _CACHED_CELL else _remembered_cell_text(cell)
+
+
+@lru_cache(maxsize=_CACHED_CELLS)
+def _remembered_cell_text(cell: _Cell) -> str:
     return cell_text(cell.tokens)
 
 
-@lru_cache(maxsize=_CACHED_CELLS)
 def _list_line(renderer: Renderer, header: str | None, cell: _Cell, ctx: Context) -> str:
+    if len(cell.source) > _CACHED_CELL:
+        return renderer._list_line(header, cell, ctx)
+    return _remembered_list_line(renderer, header, cell, ctx)
+
+
+@lru_cache(maxsize=_CACHED_CELLS)
+def _remembered_list_line(renderer: Renderer, header: str | None, cell: _Cell, ctx: Context) -> str:
     return renderer._list_line(header, cell, ctx)
 
 

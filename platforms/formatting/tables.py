@@ -204,8 +204,18 @@ def too_wide(rows: Iterable[Sequence[str]], aligns: Sequence[str]) -> bool:
     return any(width(line) > MAX_COLUMNS for line in table_text(read, aligns).split("\n"))
 
 
-@lru_cache(maxsize=8192)
 def _shape(cell: str) -> int | None:
-    """The width of a cell's widest line in `table_text`; None for a cell of no line (it holds nothing)."""
+    """The width of a cell's widest line in `table_text`; None for a cell of no line (it holds nothing). A long
+    cell's is worked out each time (`_remembered_shape`)."""
+    return _shape_of(cell) if len(cell) > 2_000 else _remembered_shape(cell)
+
+
+@lru_cache(maxsize=8192)
+def _remembered_shape(cell: str) -> int | None:
+    """`_shape_of`, remembered for the short cells a table's rows hold as a rule."""
+    return _shape_of(cell)
+
+
+def _shape_of(cell: str) -> int | None:
     lines = _lines(cell)
     return max(width(line) for line in lines) if lines else None
