@@ -398,7 +398,8 @@ class _Splitter(InLists):
             return False
         if self.text[end - 1] in "=-" and self.ends_at_underline(end) or self.ends_before_underline(end):
             return False
-        return not self.structure.splits_marker(end) and not self.reopens_a_fence(end)
+        # Cheap but where it refuses (a "~" next), so first: every space before a nested "~~" read all the styles twice.
+        return not self.reopens_a_fence(end) and not self.structure.splits_marker(end)
 
     def reopens_a_fence(self, end: int) -> bool:
         """The part after one ending at ``end`` would start with a strikethrough reopened before the opening ``~~``
@@ -407,6 +408,9 @@ class _Splitter(InLists):
         text, j = self.text, end
         while j < len(text) and text[j].isspace():
             j += 1
+        if "\n" in text[end:j] and (quoted := _QUOTE_MARKERS.match(text, j)) is not None:
+            # At a quoted line: its part reopens the styles after its ">"s (`_quoted`), ``> ~~~~b``.
+            j = quoted.end()
         if text[j:j + 1] != "~" or self.structure.literal_run(j) > j:
             return False  # the usual case; a "~" shown as typed is escaped (`_reopened`)
         styles = self.with_cut_link(j, self.structure.styles_open_at(j))

@@ -188,3 +188,12 @@ def test_a_link_written_out_keeps_a_label_after_spaces_as_text(line, label):
         for platform in PLATFORMS:
             parts = _split(text, limit, platform)
             assert not [p for p in parts if _fences(p) or _blocks(p)], (limit, parts)
+
+
+@pytest.mark.parametrize("text", ["> ~~aaa bbb ccc ddd\n> ~~b~~ c~~ ddd", "> > ~~aaa bbb ccc\n> > ~~bb~~ c~~ ddd"])
+def test_a_strikethrough_nested_in_one_on_a_quoted_line_is_not_reopened_before_its_opening_marker(text):
+    # Cut at the line break, the next part repeated the line's ">" and reopened the outer strikethrough: "> ~~~~b", a
+    # code fence in the quote. (A part holding less than the nested one and what follows it up to the outer one's close
+    # is cut inside both, and reopens them so all the same.)
+    for limit in range(22, len(text)):
+        assert not [p for p in split_text(text, limit) if _fences(p)], (limit, split_text(text, limit))
