@@ -133,8 +133,8 @@ def digest(parts: list[str]) -> str:
 
 def forget() -> None:
     """Nothing of a reply rendered before: each reply is new."""
-    for cached in (markdown._top_level, markdown._piece, markdown._cell_text, markdown._list_line,
-                   tables._shape, inline_lines._closed, inline_lines._parsed):
+    for cached in (markdown._top_level, markdown._piece, markdown._remembered_cell_text,
+                   markdown._remembered_list_line, tables._remembered_shape, inline_lines._closed, inline_lines._parsed):
         cached.cache_clear()
 
 
