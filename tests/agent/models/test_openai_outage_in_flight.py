@@ -6,46 +6,17 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
-from agent import ModelError
 from agent._errors import server_down
-from agent._model import ModelRequest
-from agent.models import OpenAIModel
 from agent.models._request_slots import RequestSlots
-from agent.settings import ModelSettings
 from agent.testing import FakeClock, FakeOpenAIServer
-
-HELLO = ModelRequest(messages=[{"role": "user", "content": "hello"}])
-PROXY_PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
-SOON = {"retry-after-ms": "1"}  # the SDK's wait before a retry, short for the test
-
-
-def model(server: FakeOpenAIServer, clock: FakeClock, *, max_retries: int,
-          max_concurrent_requests: int | None = None) -> OpenAIModel:
-    return OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                     max_retries=max_retries, max_concurrent_requests=max_concurrent_requests),
-                       env={}, clock=clock)
-
-
-async def fails(llm: OpenAIModel) -> ModelError:
-    with pytest.raises(ModelError) as caught:
-        async with asyncio.timeout(5):
-            await llm.complete(HELLO)
-    return caught.value
+from tests.agent.models.in_flight import HELLO, PROXY_PAGE, SOON, fails, held_first, model
 
 
 async def test_a_call_whose_failure_comes_after_the_server_was_taken_for_down_is_not_asked_again():
     # Twenty chats waiting on a server as it went down: each took all its retries once the circuit had opened, and
     # its chat waited through them all to read "try again in a moment".
     clock = FakeClock(autojump=False)
-    gate, waiting = asyncio.Event(), []
-
-    async def first_held(body: object) -> None:
-        if not waiting:
-            waiting.append(body)
-            await gate.wait()
-        return None  # then answered from the queue: the proxy's 502
+    gate, waiting, first_held = held_first()
 
     async with FakeOpenAIServer(default_text="fine") as server:
         for _ in range(6):
@@ -69,13 +40,7 @@ async def test_a_call_whose_failure_comes_after_the_server_was_taken_for_down_is
 async def test_a_call_waiting_to_ask_again_as_the_server_is_taken_for_down_sends_nothing_more():
     # Its retry waited for a request slot (`model.max_concurrent_requests`) while three other calls failed.
     clock = FakeClock(autojump=False)
-    gate, waiting = asyncio.Event(), []
-
-    async def first_held(body: object) -> None:
-        if not waiting:
-            waiting.append(body)
-            await gate.wait()
-        return None
+    gate, waiting, first_held = held_first()
 
     async with FakeOpenAIServer(default_text="fine") as server:
         for _ in range(6):
@@ -105,13 +70,7 @@ async def test_a_call_waiting_to_ask_again_as_the_server_is_taken_for_down_sends
 async def test_a_probe_answered_while_a_call_waits_to_ask_again_lets_it_ask():
     # The circuit closed again before the retry: it is sent, and answered.
     clock = FakeClock(autojump=False)
-    gate, waiting = asyncio.Event(), []
-
-    async def first_held(body: object) -> None:
-        if not waiting:
-            waiting.append(body)
-            await gate.wait()
-        return None
+    gate, waiting, first_held = held_first()
 
     async with FakeOpenAIServer(default_text="fine") as server:
         for _ in range(3):

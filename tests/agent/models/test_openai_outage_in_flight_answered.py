@@ -10,40 +10,9 @@ import logging
 
 import pytest
 
-from agent import ModelError
 from agent._errors import server_down
-from agent._model import ModelRequest
-from agent.models import OpenAIModel
-from agent.settings import ModelSettings
 from agent.testing import FakeClock, FakeOpenAIServer
-
-HELLO = ModelRequest(messages=[{"role": "user", "content": "hello"}])
-PROXY_PAGE = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
-SOON = {"retry-after-ms": "1"}
-
-
-def model(server: FakeOpenAIServer, clock: FakeClock, *, max_retries: int, name: str = "m") -> OpenAIModel:
-    return OpenAIModel(ModelSettings(provider="openai", name=name, base_url=server.base_url, api_key="sk-test",
-                                     max_retries=max_retries), env={}, clock=clock)
-
-
-async def fails(llm: OpenAIModel) -> ModelError:
-    with pytest.raises(ModelError) as caught:
-        async with asyncio.timeout(5):
-            await llm.complete(HELLO)
-    return caught.value
-
-
-def held_first() -> tuple[asyncio.Event, list[object], object]:
-    gate, waiting = asyncio.Event(), []
-
-    async def first_held(body: object) -> None:
-        if not waiting:
-            waiting.append(body)
-            await gate.wait()
-        return None  # then answered from the queue
-
-    return gate, waiting, first_held
+from tests.agent.models.in_flight import HELLO, PROXY_PAGE, SOON, fails, held_first, model
 
 
 @pytest.mark.parametrize("status", [500, 429])
