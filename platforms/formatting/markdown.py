@@ -128,8 +128,17 @@ def block_tokens(markdown: str) -> list[Token]:
 
 
 def parse(markdown: str, references: Definitions = ()) -> list[Token]:
-    """``markdown``'s tokens, its links also reading ``references`` (defined elsewhere in a text)."""
-    return parser().parse(markdown, _env(references))
+    """``markdown``'s tokens, its links also reading ``references`` (defined elsewhere in a text).
+
+    A renderer reads a table's cells again from their source (`_table_cells`), so a cell's inline token
+    carries the definitions its links read in ``meta["references"]``, as `_parse_by_lines`'s do: else a
+    cell's ``[ref]`` would read as typed where the text defines it."""
+    env = _env(references)
+    tokens = parser().parse(markdown, env)  # which adds the text's own definitions to env
+    for n, tok in enumerate(tokens):
+        if tok.type == "inline" and n and tokens[n - 1].type in ("th_open", "td_open"):
+            tok.meta["references"] = env["references"]
+    return tokens
 
 
 def _parse_by_lines(markdown: str, references: Definitions) -> list[Token]:

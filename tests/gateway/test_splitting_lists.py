@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.parser_inline import ParserInline
@@ -240,6 +240,7 @@ def _list_text(draw) -> str:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_list_text())
+@example(text="- [r]: /u\n- | [r]\n  ---\n")  # a table cell's link read by a definition in another item
 def test_rendering_a_list_an_item_at_a_time_gives_the_whole_rendering(text):
     assert "".join(blocks.chunks(text)) == text
     for renderer in (telegram_html._RENDERER, slack_mrkdwn._RENDERER, discord_markdown._RENDERER):

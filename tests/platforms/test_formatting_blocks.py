@@ -41,6 +41,7 @@ _doc = st.lists(st.tuples(_indent, _line, st.sampled_from(["\n", "\n", "\n\n", "
 @settings(max_examples=1500, deadline=None)
 @given(text=_doc)
 @example(text="- word\n- word\n``` x`y\n\n- word\n")  # backticks with one in their info string: no fence
+@example(text="[ref]: /u\n\n| [ref] | b |\n|---|---|\n")  # a table cell's link read by a definition
 def test_rendering_runs_gives_the_whole_rendering(text):
     assert "".join(blocks.chunks(text)) == text
     tokens = parse(text)  # once for the three renderers
