@@ -92,6 +92,9 @@ class SessionRegistry:
         start, from the inbox, and are forgotten (`SessionTable.forget_held`)."""
         self._holds = 0
         """Messages this process has held, in all chats: each held one is stored with its number (`_Held.n`)."""
+        self._arrivals = 0
+        """Items this process has queued or steered, in all chats: each is stamped with its number
+        (`WorkItem.arrival`), held ones in the store too."""
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -218,11 +221,13 @@ class SessionRegistry:
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
         waiting: list[tuple[str, Inbound]] = []
         kept: list[WorkItem] = []
-        for turn_id, item in [*unread, *((item.turn_id, item) for item in session.queue)]:
+        back = 0  # the first of those kept: steered into the turn and not read yet
+        for n, (turn_id, item) in enumerate([*unread, *((item.turn_id, item) for item in session.queue)]):
             if item.event is not None and drops(item.event):
                 waiting.append((turn_id, item.event))
             elif item.event is not None or item.delegation_id in keeps:
                 kept.append(item)
+                back += n < len(unread)
         held_kept: list[Inbound] = []
         for _, item in held:
             if item.event is not None and drops(item.event):
@@ -230,7 +235,8 @@ class SessionRegistry:
             elif item.event is not None:
                 held_kept.append(item.event)
         session.queue.clear()
-        session.queue.extend(kept)
+        session.queue.extend(kept[back:])
+        _put_back(session.queue, kept[:back])
         for _, item in unread:
             if item.event is not None and not drops(item.event):  # back to waiting, as `stop_turn` puts them
                 self._wait_again(item.event)
@@ -242,7 +248,7 @@ class SessionRegistry:
     def stop_turn(self, session: GatewaySession, reason: str, *, why: str, by: Inbound | None = None) -> bool:
         """Suppress the running turn (nothing more of it reaches the chat; ``why`` is
         `RunningTurn.suppressed_by`), interrupt it hard, and settle its event at once. Messages
-        steered into it and not read yet go back to the front of the queue. False when no turn
+        steered into it and not read yet go back into the queue, as `end` puts them. False when no turn
         runs, only its reply is still being journaled (`RunningTurn.replying`), or it was stopped
         already and only winds down: the first stop's reason, stopper and note stand. ``by``: the
         command's message that asked for the stop (`RunningTurn.stop_note`)."""
@@ -251,8 +257,9 @@ class SessionRegistry:
             return False
         # What was steered into it and not read yet runs next, as if the turn had ended before reading
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
-        for item in reversed(_take_unread(session, running)):
-            session.queue.appendleft(item)
+        unread = _take_unread(session, running)
+        _put_back(session.queue, unread)
+        for item in unread:
             if item.event is not None:
                 self._wait_again(item.event)
         running.suppressed_by = why
@@ -265,7 +272,9 @@ class SessionRegistry:
     def steer(self, session: GatewaySession, inbound: Inbound, turn_id: str) -> None:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
-        session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound))
+        # Not read, it runs behind the messages held in the store before it came, as a completion does (`enqueue`).
+        session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound, arrival=self._arrive(),
+                                                after_held=self._holds if session.held else None))
         session.took(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
 
@@ -295,6 +304,7 @@ class SessionRegistry:
             self._sessions[session.key] = current = session
             self._by_agent[session.session_id] = session
         current.last_active = self._clock.time()
+        item.arrival = self._arrive()
         if item.event is not None and (current.held or len(current.queue) >= QUEUED):
             self._hold(current, item)  # refused (a full disk): raised, and the event is handled again later
         else:
@@ -320,7 +330,8 @@ class SessionRegistry:
 
     def end(self, session: GatewaySession) -> list[Inbound]:
         """The running turn is over, in memory: messages steered into it that it never read go back
-        to the front of the queue, in order, as the next turns, waiting again (`waits_again`); returns the
+        into the queue as turns of their own, waiting again (`waits_again`), each behind what came before
+        it (in a group, another member's message) and ahead of what came after (`_put_back`); returns the
         steered events it did read. What it added to the transcript is stored with its messages' settling
         (`store_transcript`), unless it runs again after the next start (`RunningTurn.runs_again`):
         then nothing of it is, and what was steered into it is answered after the restart too."""
@@ -329,8 +340,9 @@ class SessionRegistry:
             return []
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
-        for item in reversed(running.steered[len(read):] if running is not None else []):
-            session.queue.appendleft(item)
+        unread_items = running.steered[len(read):] if running is not None else []
+        _put_back(session.queue, unread_items)
+        for item in unread_items:
             if item.event is not None:  # as `stop_turn` does: a death in an earlier turn is not charged to it
                 self._wait_again(item.event)
         if running is not None and running.held_answer is not None:  # it came before those
@@ -349,6 +361,10 @@ class SessionRegistry:
             self._table.save_transcript(session.key, messages, start=start)
         then()
         session.mark_saved()
+
+    def _arrive(self) -> int:
+        self._arrivals += 1
+        return self._arrivals
 
     def _wait_again(self, event: Inbound) -> None:
         """`waits_again`, whose refusal (a full disk) only charges the message a death meanwhile: raised, it cut
@@ -390,7 +406,7 @@ class SessionRegistry:
         assert item.event is not None
         self._holds += 1
         held = {"n": self._holds, "kind": item.kind, "text": item.text, "turn_id": item.turn_id,
-                "event": item.event.to_json()}
+                "event": item.event.to_json(), "arrival": item.arrival}
         self._table.hold(self.run, session.key, json.dumps(held))
         session.held += 1
 
@@ -423,7 +439,8 @@ class SessionRegistry:
             try:
                 item = json.loads(row)
                 held.append(_Held(seq, int(item["n"]), WorkItem(item["kind"], item["text"], item["turn_id"],
-                                                                Inbound.from_json(item["event"]))))
+                                                                Inbound.from_json(item["event"]),
+                                                                arrival=int(item["arrival"]))))
             # Recursion: nested deeper than the parser goes; overflow: a number no int holds (``1e999``).
             except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
                 damaged[seq] = type(exc).__name__  # not its text, which may quote the row
@@ -541,6 +558,18 @@ def unread_steered(session: GatewaySession) -> list[Inbound]:
         return []
     unread = running.steered[len(running.steered) - session.agent.unread_steers:]
     return [item.event for item in unread if item.event is not None]
+
+
+def _put_back(queue: deque[WorkItem], items: Iterable[WorkItem]) -> None:
+    """Queue ``items``, taken out of a running turn in the order they came, where they came (`WorkItem.arrival`):
+    each behind the items queued before it and ahead of those queued after it. At the front, they were answered
+    before another group member's message sent earlier, waiting for the same turn to end."""
+    at = 0
+    for item in items:
+        while at < len(queue) and queue[at].arrival <= item.arrival:
+            at += 1
+        queue.insert(at, item)
+        at += 1
 
 
 def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem]:

@@ -61,8 +61,12 @@ class WorkItem:
     """For a completion turn: the message its answer quotes, the one that asked for the delegation
     (`quote_of`). A message's turn quotes its event."""
     after_held: int | None = None
-    """For a completion turn queued while the chat's messages were held in the store: the number of the last
-    one held before it came (`SessionRegistry._holds`), which it runs after."""
+    """For a completion turn queued while the chat's messages were held in the store, or a message steered into
+    a turn then: the number of the last one held before it came (`SessionRegistry._holds`), which it runs after."""
+    arrival: int = 0
+    """When the registry took it, queued or steered (`SessionRegistry._arrivals`): one steered into a turn that
+    ends before reading it goes back into the queue behind what came before it (another group member's message),
+    not ahead of it. 0 for a message held for a question a replay may ask again (`RunningTurn.held_answer`)."""
 
 
 @dataclass(slots=True)
