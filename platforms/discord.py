@@ -7,9 +7,10 @@ Which messages are for the bot, and which session they belong to:
   its mention picker offers under the same name) or reply to one of its messages.
   ``chat_id`` = the channel, ``thread_id`` = None; replies go to the channel.
 - **Thread**: the same, plus every message in a thread the bot owns or has posted
-  in. ``chat_id`` = the thread's parent channel, ``thread_id`` = the thread, so each
-  thread is its own session (the gateway keys sessions by platform, chat, thread);
-  replies go into the thread. A thread discord.py does not hold keeps that key (`_in_thread`).
+  in, or that a member opened on one of its answers. ``chat_id`` = the thread's parent channel, ``thread_id`` = the
+  thread, so each thread is its own session (the gateway keys sessions by platform, chat, thread);
+  replies go into the thread, or to its channel once a moderator locked it (`platforms.discord_locked`). A thread
+  discord.py does not hold keeps that key (`_in_thread`).
 - Text commands (``!stop``, ``!new``, ``!<any registered command or alias>``) are also heard
   without a mention in a channel where the bot has posted; they pass through as
   plain text for the gateway to route.
@@ -86,6 +87,7 @@ from platforms import (
     discord_edits,
     discord_files,
     discord_inbound,
+    discord_locked,
     discord_posts,
     discord_sent,
     discord_token,
@@ -98,6 +100,7 @@ from platforms.base import (
     ChatLost,
     CommandSpec,
     DisplayTier,
+    Forbidden,
     Inbound,
     InboundSink,
     MessageEdited,
@@ -257,6 +260,8 @@ class DiscordAdapter:
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
+        self._answers: OrderedDict[int, None] = OrderedDict()
+        """The bot's latest answers (their message ids, `REMEMBERED_CHANNELS`): a thread opened on one is the bot's."""
         self._refused_replies = RefusedReplies(clock)
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._content_warned = False
@@ -635,7 +640,8 @@ class DiscordAdapter:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
         me = self._client.user if self._client is not None else None
         return discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
-                                          no_content=self._no_content, thread_chat=self._membership.thread_chat)
+                                          no_content=self._no_content, thread_chat=self._membership.thread_chat,
+                                          answers=self._answers)
 
     def _no_content(self) -> None:
         if not self._content_warned:
@@ -685,8 +691,21 @@ class DiscordAdapter:
                 if self._interactions.acknowledged(message.reply_token):  # else said once (`discord_commands.received`)
                     log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
         with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
-            return await discord_posts.post(self._channel, self._twins, self._posted_in, self._refused_replies,
-                                            message)
+            try:
+                return self._noted(message, await discord_posts.post(self._channel, self._twins, self._posted_in,
+                                                                      self._refused_replies, message))
+            except Forbidden as exc:
+                if not discord_locked.moves(message, exc):
+                    raise
+        with self._membership.writing(message.chat_id, None):  # the thread locked: its channel's (`discord_locked`)
+            return self._noted(message, await discord_locked.post(self._channel, self._twins, message))
+
+    def _noted(self, message: Outbound, sent: Sent) -> Sent:
+        """``sent``, noted among the bot's answers when ``message`` is one (anything but a command's answer or a
+        refusal, as `discord_posts.joins` counts them): whoever opens a thread on it talks to the bot."""
+        if message.kind != "command":
+            remember(self._answers, int(sent.message_id), None, REMEMBERED_CHANNELS)
+        return sent
 
     def _not_in_channel(self, reply_token: str, exc: NotFound) -> NotFound:
         """The failure of an answer for its command's user alone whose interaction is gone (``exc``): in the
@@ -763,8 +782,14 @@ class DiscordAdapter:
             except NotFound as exc:
                 raise self._not_in_channel(message.reply_token, exc) from exc
         with self._membership.writing(message.chat_id, message.thread_id):
-            return await discord_posts.post_file(self._channel, self._twins, self._posted_in, self._refused_replies,
-                                                message, file)
+            try:
+                return self._noted(message, await discord_posts.post_file(
+                    self._channel, self._twins, self._posted_in, self._refused_replies, message, file))
+            except Forbidden as exc:
+                if not discord_locked.moves(message, exc):
+                    raise
+        with self._membership.writing(message.chat_id, None):
+            return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file))
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""

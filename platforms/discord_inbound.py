@@ -29,8 +29,8 @@ def _no_thread(_: int) -> str | None:
 
 def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, posted_in: Container[int],
                text_commands: Container[str], no_content: Callable[[], None],
-               thread_chat: ThreadChat = _no_thread) -> Inbound | None:
-    """The event for the gateway, if the message is for the bot; a live one and one caught up alike.
+               thread_chat: ThreadChat = _no_thread, answers: Container[int] = ()) -> Inbound | None:
+    """The event for the gateway, if the message is for the bot (`addressed`); a live one and one caught up alike.
     One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`), a forward of
     display components as their words (`components_text`); one that said only the bot's mention is heard as that
     mention (``@Switchboard``); buttons or menus alone are passed over (logged at DEBUG), and ``no_content`` is
@@ -44,7 +44,7 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     own_role = next((r for r in message.role_mentions if r.tags is not None and r.tags.bot_id == me.id), None)
     mentioned = own_role is not None or any(user.id == me.id for user in message.mentions)
     guild = in_guild(message)
-    if guild and not (mentioned or addressed(message, me.id, posted_in, text_commands, thread_chat)):
+    if guild and not (mentioned or addressed(message, me.id, posted_in, text_commands, thread_chat, answers)):
         return None
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
     text = named(re.sub(own, "", message.content).strip(), message, me)
@@ -177,14 +177,18 @@ def _other_content(message: discord.Message) -> str:
 
 
 def addressed(message: discord.Message, me: int, posted_in: Container[int], text_commands: Container[str],
-              thread_chat: ThreadChat = _no_thread) -> bool:
+              thread_chat: ThreadChat = _no_thread, answers: Container[int] = ()) -> bool:
     """A guild message for the bot without a mention: a reply to it, or in a thread it owns or posted in (one
-    discord.py does not hold, if ``thread_chat`` knows it: its owner unknown), or a text command in a channel it
+    discord.py does not hold, if ``thread_chat`` knows it: its owner unknown), or opened on one of its ``answers``
+    (the ids of the bot's answers: Discord gives a thread opened on a message that message's id, and whoever opens
+    one on the bot's answer talks to the bot, as in a thread the bot opened), or a text command in a channel it
     posted in."""
     resolved = message.reference.resolved if message.reference is not None else None
     if isinstance(resolved, discord.Message) and resolved.author.id == me:
         return True
     channel = message.channel
+    if channel.id in answers:  # no channel but such a thread has a message's id
+        return True
     if isinstance(channel, discord.Thread) and (channel.owner_id == me or channel.id in posted_in):
         return True
     if thread_chat(channel.id) is not None and channel.id in posted_in:

@@ -28,6 +28,9 @@ ROUTE = "POST /channels/{channel_id}/messages"
 CLOSED_TO_THE_BOT = frozenset({50001, 50007})
 """403 codes refusing the channel itself, not a reply in it: Missing Access (the bot removed from the server, or the
 channel hidden from it), Cannot send messages to this user (a DM's). A post unquoted is refused all the same."""
+THREAD_LOCKED = frozenset({50083, 160005})
+"""403 codes of a post a locked thread refuses (``Thread is archived``, ``Thread is locked``:
+`platforms.discord_locked`), unquoted too."""
 
 Channel = Callable[[str], discord.PartialMessageable]
 """The channel or thread of an id (the adapter's; `NetworkError` when it is not connected)."""
@@ -99,13 +102,14 @@ async def _replying(send: Callable[[discord.MessageReference | None], Awaitable[
     reply (403, code 160002) where the bot lacks Read Message History, though it takes the bot's posts: the
     answer was lost, and with it every later part the quote passed on to. Posted unquoted then, and at once while
     the channel is remembered so (`platforms.discord_unquoted`); where the post is refused too (no Send Messages),
-    that refusal is the one raised, as is one of the channel itself (`CLOSED_TO_THE_BOT`): posting each quoted part
-    (and file) twice doubled the refused calls Discord counts toward barring the bot."""
+    that refusal is the one raised, as is one of the channel itself (`CLOSED_TO_THE_BOT`) or of a locked thread
+    (`THREAD_LOCKED`): posting each quoted part (and file) twice doubled the refused calls Discord counts toward
+    barring the bot."""
     reference = None if refused.refused(target) else _quote(message, target)
     try:
         return (await send(reference)).id
     except discord.Forbidden as exc:
-        if reference is None or exc.code in CLOSED_TO_THE_BOT:
+        if reference is None or exc.code in CLOSED_TO_THE_BOT or exc.code in THREAD_LOCKED:
             raise
     sent = (await send(None)).id
     refused.learnt(target)

@@ -351,6 +351,24 @@ class DiscordModel:
         first, as Discord sends it: the client may not know the thread any more)."""
         self._set_archived(str(thread), True)
 
+    def lock_thread(self, thread: str | int, locked: bool = True) -> None:
+        """A moderator locks the thread (``locked`` False: unlocks it), announced with THREAD_UPDATE. A bot that does
+        not manage threads in its channel (`manage_threads`, `make_admin`) may no longer post, edit or show
+        "typing" there, refused as Discord refuses a locked thread's (403, 50083 ``Thread is archived``, archived or
+        not), and its post no longer unarchives an archived one; one that does may, and its post unarchives it."""
+        thread = str(thread)
+        data = self._guilds[self._channel_guild[thread]]["threads"][thread]
+        data["thread_metadata"]["locked"] = locked
+        if self._sees(data):
+            self._dispatch("THREAD_UPDATE", data)
+
+    def _locked_out(self, channel: str) -> bool:
+        """Whether ``channel`` is a locked thread (`lock_thread`) the bot may not write to: it manages no threads
+        there."""
+        known = self._channel_json(channel)
+        return known is not None and bool(known.get("thread_metadata", {}).get("locked")) \
+            and not self._manages_threads(channel)
+
     def _archived(self, channel: str) -> bool:
         """Whether ``channel`` is an archived thread (`archive_thread`)."""
         known = self._channel_json(channel)

@@ -25,6 +25,9 @@ _MULTIPART = web.RequestKey("multipart", tuple)
 INTERACTION_TOKEN_SECONDS = 15 * 60
 NONCE_SECONDS = 5 * 60
 """How long an enforced nonce is checked for: "the past few minutes", Discord says."""
+THREAD_ARCHIVED = 50083
+"""Discord's code for a write an archived thread refuses (an edit), and a locked one (any write of a bot without
+Manage Threads there: discord/discord-api-docs#6884, #7707, 403 then)."""
 _DROPPED = web.ResponseKey("dropped", bool)
 """Set on the response of a call whose connection a scripted failure closed: the bot saw no answer."""
 
@@ -83,6 +86,7 @@ class DiscordRest:
             ("GET", "/channels/{channel_id}", self._get_channel),
             ("GET", "/channels/{channel_id}/messages", self._get_messages),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
+            ("GET", "/channels/{channel_id}/messages/{message_id}", self._get_message),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
             ("DELETE", "/channels/{channel_id}/messages/{message_id}", self._delete_message),
             ("POST", "/channels/{channel_id}/typing", self._typing),
@@ -245,6 +249,18 @@ class DiscordRest:
         page = found[:limit] if after is not None and before is None else found[-limit:]
         return _json([self._history_json(m) for m in reversed(page)])
 
+    async def _get_message(self, request: web.Request) -> web.Response:
+        """One message of the channel, as its history serves it (an ephemeral one is in no channel)."""
+        channel = request.match_info["channel_id"]
+        if channel not in self._channels:
+            return _error(404, 10003, "Unknown Channel")
+        if (closed := self._closed(channel)) is not None:
+            return closed
+        message = self._find(channel, request.match_info["message_id"])
+        if message is None or message.flags & FLAG_EPHEMERAL:
+            return _error(404, 10008, "Unknown Message")
+        return _json(self._history_json(message))
+
     async def _create_message(self, request: web.Request) -> web.Response:
         channel = request.match_info["channel_id"]
         if channel not in self._channels:
@@ -259,6 +275,8 @@ class DiscordRest:
             return _error(403, 50013, "Missing Permissions")
         if body.get("message_reference") and "read_message_history" in denied:
             return _error(403, 160002, "Cannot reply without permission to read message history")
+        if self._locked_out(channel):
+            return _error(403, THREAD_ARCHIVED, "Thread is archived")
         if isinstance(pinged := self._check_content(body), web.Response):
             return pinged
         if not body.get("content") and not uploads:
@@ -297,8 +315,10 @@ class DiscordRest:
         message = self._find(channel, message_id)
         if message is None:
             return _error(404, 10008, "Unknown Message")
+        if self._locked_out(channel):
+            return _error(403, THREAD_ARCHIVED, "Thread is archived")
         if self._archived(channel):
-            return _error(400, 50083, "Thread is archived")  # an edit does not unarchive it, as a post does
+            return _error(400, THREAD_ARCHIVED, "Thread is archived")  # an edit does not unarchive it, as a post does
         if not message.from_bot or message.interaction_id is not None:
             return _error(403, 50005, "Cannot edit a message authored by another user")
         return self._apply_edit(message, await request.json())
@@ -332,6 +352,8 @@ class DiscordRest:
             return _error(400, 50008, "Cannot send messages in a non-text channel")
         if "send_messages" in self.denied[request.match_info["channel_id"]]:
             return _error(403, 50013, "Missing Permissions")
+        if self._locked_out(request.match_info["channel_id"]):
+            return _error(403, THREAD_ARCHIVED, "Thread is archived")
         return web.Response(status=204)
 
     def _interaction_by_token(self, token: str) -> tuple[str, dict[str, Any]] | None:

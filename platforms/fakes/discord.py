@@ -10,7 +10,7 @@ The real discord.py client talks to it over real HTTP and a real WebSocket::
 
 What it serves (under ``/api/v10``): gateway info, ``users/@me``, the application,
 application commands (global and per guild), a channel (``GET /channels/{id}``, with its
-``last_message_id``), its history (``GET /channels/{id}/messages`` with ``before``/``after``/``limit``,
+``last_message_id``), one of its messages, its history (``GET /channels/{id}/messages`` with ``before``/``after``/``limit``,
 newest first, at most 100, as Discord pages it), channel messages (create, edit,
 delete; 2,000-character limit as 50035; a repeat of an enforced nonce within 5 minutes answered with the
 first message, as Discord checks "the past few minutes", the history serving no nonce; whom each
@@ -33,8 +33,9 @@ Every response is exactly ``application/json``: discord.py compares the content 
 Channel kinds (`add_channel`): voice and stage text chats, announcement channels (type 10 threads), forum and
 media channels (a post is a thread whose first message has its id; a message in the channel itself is refused,
 50008); private threads (`push_guild_message(private_thread=True)`: heard once a mention adds the bot, with
-THREAD_CREATE first) and archived ones (`archive_thread`: not in a guild's threads; a message unarchives it,
-THREAD_UPDATE first, the bot's post too; an edit there is refused, 400 50083).
+THREAD_CREATE first), archived ones (`archive_thread`: not in a guild's threads; a message unarchives it,
+THREAD_UPDATE first, the bot's post too; an edit there is refused, 400 50083) and locked ones (`lock_thread`: the
+bot's posts, edits and typing refused 403 50083 unless it manages threads there; its post no longer unarchives).
 Where the bot may write (`platforms.fakes._discord_membership`): `remove_bot` (``GUILD_DELETE``; every call naming
 the guild's channels refused 403 Missing Access, 50001, until `add_bot`), `outage` (``GUILD_DELETE`` with
 ``unavailable: true``; `outage_over`), `block_dm` (the user's DM refuses posts 403, 50007), `remove_from_thread`

@@ -1,0 +1,110 @@
+"""An answer Discord refuses in a thread a moderator locked, posted in the thread's channel instead.
+
+A locked thread takes posts from those who manage threads there alone: Discord refuses the bot's post, its edit
+and its "typing" there with 403, code 50083 ``Thread is archived``, whether the thread is archived or not (the
+post cannot reopen it, as it reopens an archived thread that is not locked; discord/discord-api-docs#6884, #7707),
+and documents 160005 ``Thread is locked`` for it too. Locked while a turn ran, the thread lost the turn's answer: the
+part failed, with a line in the log. An answer (`MOVED`: a turn's reply, the results of background work) is posted
+in the thread's parent channel instead, headed by a line that names the thread (``<#thread>``, which Discord shows
+as a link to it) and, on the part that quotes the message it answers, that message's author, the asker, pinged
+(read from the thread, which a locked thread still lets the bot do; without it, the head names the thread alone).
+The rest of what a turn posts (progress notices, cards, command answers) is not moved: it would be noise in the
+channel, and the thread has the card it showed.
+
+The part keeps its nonce, so a post the parent took whose answer was lost is not posted again (Discord answers a
+repeated nonce with the first message, and `find_sent` finds it by its nonce), as for any part. A part whose text and
+head are over Discord's 2,000 characters is refused here as too long, so the outbox cuts it in two and journals the
+halves (`gateway.resplit`), each moved in its turn.
+
+Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from platforms.base import MessageTooLong, Outbound, OutboundFile, Sent, scalar_text
+from platforms.discord_errors import answered, described, made_all_the_same, translate
+from platforms.discord_posts import ROUTE, THREAD_LOCKED, Channel
+from platforms.discord_twins import Twins, nonce_of
+from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.formatting import blank, discord_markdown
+
+log = logging.getLogger("platforms.discord")
+
+MOVED = frozenset({"reply", "completion"})
+"""The kinds of part that are answers, moved to the thread's channel when the thread is locked."""
+TEXT_LIMIT = 2000
+
+
+def moves(message: Outbound, exc: BaseException) -> bool:
+    """Whether ``message``, refused with ``exc`` (a `DeliveryError` from the post), is an answer that goes to its
+    thread's channel: refused in a thread as the thread locked."""
+    cause = exc.__cause__
+    return message.thread_id is not None and message.kind in MOVED and not message.reply_token \
+        and isinstance(cause, discord.Forbidden) and cause.code in THREAD_LOCKED
+
+
+async def post(channel: Channel, twins: Twins, message: Outbound, file: OutboundFile | None = None) -> Sent:
+    """Post ``message`` (with ``file``), refused in its locked thread, in the thread's parent channel, headed
+    (`head`), with the part's nonce; not as a reply: Discord quotes no message of another channel."""
+    assert message.thread_id is not None
+    nonce = nonce_of(message.idempotency_key)
+    twins.sending(nonce)
+    top, mentions = await head(channel(message.thread_id), message)
+    text = discord_markdown.render(message.text if file is None else blank.caption(scalar_text(message.text)))
+    content = fitting(top + text, message)
+    target = channel(message.chat_id)
+    with answered() as answer:
+        try:
+            if file is None:
+                sent = await target.send(content, silent=message.silent, nonce=nonce, allowed_mentions=mentions)
+            else:
+                upload = await asyncio.to_thread(discord.File, file.path, filename=file.name)
+                try:
+                    sent = await target.send(content, file=upload, silent=message.silent, nonce=nonce,
+                                             allowed_mentions=mentions)
+                finally:
+                    upload.close()
+            made = sent.id
+        except Exception as exc:
+            if (made := made_all_the_same(exc, answer, route=ROUTE, chat_id=message.chat_id)) is None:
+                raise translate(exc, route=ROUTE, chat_id=message.chat_id, caller_logs=True, answer=answer) from exc
+    log.info("discord: thread %s is locked; its answer (part %s) was posted in channel %s instead",
+             message.thread_id, made, message.chat_id)
+    return Sent(str(made))
+
+
+async def head(thread: discord.PartialMessageable, message: Outbound) -> tuple[str, discord.AllowedMentions]:
+    """The line heading ``message`` in its thread's channel, and whom it pings: the asker, on the part that quotes
+    their message (read from the ``thread``); no one when it cannot be read (deleted, no Read Message History, a
+    failed call), nor on the parts that follow."""
+    asker = await _asker(thread, message)
+    where = f"<#{message.thread_id}>"
+    if asker is None:
+        return f"**↪ From {where}** (the thread is locked):\n", discord.AllowedMentions.none()
+    return (f"**↪ For <@{asker}>, from {where}** (the thread is locked):\n",
+            discord.AllowedMentions(everyone=False, roles=False, replied_user=False, users=[discord.Object(asker)]))
+
+
+def fitting(content: str, message: Outbound) -> str:
+    """``content`` (the head and the part), or `MessageTooLong` past Discord's limit, so that the outbox halves the
+    part: the gateway's measure does not count the head, and the head posted apart would be a message of its own,
+    sent again or lost apart from its part."""
+    if len(content) > TEXT_LIMIT:
+        raise MessageTooLong(f"{len(content)} characters with the head naming the locked thread",
+                             method=ROUTE, chat_id=message.chat_id, platform="discord")
+    return content
+
+
+async def _asker(thread: discord.PartialMessageable, message: Outbound) -> int | None:
+    if message.reply_to is None:
+        return None
+    try:
+        asked = await thread.fetch_message(int(message.reply_to))
+    except Exception as exc:  # only the head's mention is at stake: the answer goes all the same
+        log.debug("discord: could not read message %s in locked thread %s to name its author: %s",
+                  message.reply_to, message.thread_id, described(exc))
+        return None
+    return asked.author.id
