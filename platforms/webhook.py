@@ -43,6 +43,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -112,6 +113,9 @@ alert text that GitLab and many scripts written for Slack send beside ``text``),
 _DELIVERY = {"pending": "pending", "sent": "delivered", "failed": "failed", "dropped": "dropped"}
 """A read message's ``delivery``, by its outbox status."""
 _SETTLED = ("sent", "failed", "dropped")
+_CONNECT_ERRORS = frozenset({OSError, ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError,
+                             TimeoutError})
+"""A connect's failures whose errno says why (refused, no route to host, unreachable, timed out); not TLS's."""
 _DELIVERY_JSON = json.JSONEncoder(ensure_ascii=False)
 """Encodes every delivery: ``json.dumps`` given any option builds a new encoder for each call."""
 
@@ -484,8 +488,7 @@ class WebhookAdapter:
                 ) as response:
                     status, retry_after = response.status, response.headers.get("Retry-After")
         except (aiohttp.ClientError, TimeoutError) as exc:
-            # Named by type only: a ClientError's text may carry the URL, and URLs carry tokens.
-            raise NetworkError(f"webhook route {name!r}: delivery failed: {type(exc).__name__}",
+            raise NetworkError(f"webhook route {name!r}: delivery failed: {self._failure(exc)}",
                                method="send", chat_id=chat_id) from exc
         if 200 <= status < 300:
             return
@@ -497,6 +500,18 @@ class WebhookAdapter:
         redirect = " (a redirect: not followed, a signed body goes nowhere else)" if 300 <= status < 400 else ""
         raise NetworkError(f"webhook route {name!r}: deliver_url answered HTTP {status}{redirect}",
                            method="send", chat_id=chat_id)
+
+    def _failure(self, exc: BaseException) -> str:
+        """Why a delivery failed, for the log: the error's type and, where it has one, the operating system's reason
+        or the time waited. Never the error's own text: a ClientError's carries the URL, and URLs carry tokens (the
+        type alone left the operator guessing between a receiver down, a firewall and a slow one)."""
+        if isinstance(exc, TimeoutError):
+            return f"{type(exc).__name__} (no answer within {self._timeout.total:g} s)"
+        cause = getattr(exc, "os_error", None)
+        # A positive errno's words name no host; a resolver's (negative) or TLS error's may, or are the type's own.
+        if type(cause) in _CONNECT_ERRORS and isinstance(cause.errno, int) and cause.errno > 0:
+            return f"{type(exc).__name__} ({os.strerror(cause.errno)})"
+        return type(exc).__name__
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         raise EditUnsupported("webhook deliveries cannot be edited", method="edit", chat_id=chat_id)
