@@ -100,10 +100,11 @@
   // So does one whose window onto the messages gets shorter: the message box grows with a list being typed (chat.css),
   // a phone's window with its keyboard.
   sized.observe(list);
-  // A phone's keyboard covers the lower part of the window and leaves the page as tall (Safari; Chrome on Android
-  // since 108), and `vh` with it: the box's 40% of the window (chat.css) was 227 px of the 248 an iPhone SE shows above
-  // its keyboard and Safari's bar, a long message typed with the conversation out of sight. Its share is of what
-  // shows (`--shown`), at the window's scale: not less while zoomed in.
+  // A phone's keyboard covers the lower part of the window and leaves the page as tall (Safari, which ignores
+  // index.html's `interactive-widget=resizes-content`; Chrome on Android since 108 without it), and `vh` with it: the
+  // box's 40% of the window (chat.css) was 227 px of the 248 an iPhone SE shows above its keyboard and Safari's bar, a
+  // long message typed with the conversation out of sight. Its share is of what shows (`--shown`), at the window's
+  // scale: not less while zoomed in. Where the keyboard makes the page shorter, both measures agree.
   const seen = window.visualViewport;
   if (seen) {
     const shown = () => document.documentElement.style.setProperty("--shown", seen.height * seen.scale + "px");
@@ -312,7 +313,8 @@
   // WAITING_AFTER_MS, or it is queued behind one of those) shows in a dashed outline. A screen reader was told nothing
   // of it, and its user took the message for lost: each such bubble says "not sent yet" in words too (hidden, as who
   // said it; not read out again as it is marked, #said says it once), and #said says once that it waits, and once
-  // that what waited went.
+  // that what waited went. On screen chat.css says it in a line under the text: the outline alone told a phone's user
+  // nothing either.
   let waited = false; // a message was held back, and the page has not said yet that the queue is through
   function markWaiting(el, on) {
     let mark = el.querySelector(":scope > .waiting");
