@@ -20,15 +20,17 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
-from gateway import left_behind, preflight, state_lock
+from gateway import inbox_cli, left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
 from gateway.config.loader import unread_secrets_of
 from gateway.config.sections import DisplayOverrides
+from gateway.config.worker_reads import ASK_NOT_READ, reads_key, unread_set_problems
 from gateway.early_signals import lost_stop
 from gateway.errors import StartupError
 from gateway.host import STATE_DB, AgentHost
@@ -220,14 +222,17 @@ def _command(argv: Sequence[str] | None) -> int:
     args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
     if args.command == "config":
         return config_check(_checked_path(parser, args), sys.stdout, _STDERR, overrides=args.set)
+    unread = _unread_sets(args)
     try:
         # A worker serves no chat: the platforms' secrets stay on the gateway's machine (docs/scale-out.md).
         config, warnings = load_config(args.config, overrides=args.set, worker=args.command == "worker")
     except ConfigError as exc:
+        exc.warnings += unread
         write_problems(exc, _STDERR)
         print(f"switchboard: the configuration has errors; {_check_hint(exc.source, args.set)} shows them all",
               file=_STDERR)
         return EXIT_CONFIG
+    warnings = [*warnings, *unread]
     if args.command == "inbox":  # also while a gateway runs: it reads and writes the database only
         _print_warnings(warnings)
         try:
@@ -256,6 +261,23 @@ def _command(argv: Sequence[str] | None) -> int:
         if log_file is not None:
             with contextlib.suppress(OSError):  # its last lines may not fit a full disk: said once already
                 log_file.close()
+
+
+def _unread_sets(args: argparse.Namespace) -> list[str]:
+    """The warnings of the --set pairs `ask` or `inbox` does not read, as a worker warns of its own
+    (`gateway.config.worker_reads.unread_set_problems`): ``inbox dead --set server.port=9000`` or ``ask --set
+    display.busy_input_mode=queue`` changed nothing without a word, its operator taking it for done. An unknown key
+    among them is already the whole file's check's error, not told twice."""
+    if args.command == "ask":
+        reads, not_read = reads_key, ASK_NOT_READ
+    elif args.command == "inbox":
+        reads, not_read = partial(inbox_cli.reads_key, args.inbox_command), inbox_cli.not_read(args.inbox_command)
+    else:
+        return []
+    try:
+        return unread_set_problems(args.set, reads, not_read)[1]
+    except ConfigError:  # a pair that is not KEY=VALUE: the load's error, which names it, is all there is to say
+        return []
 
 
 def _config_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:

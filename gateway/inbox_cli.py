@@ -52,6 +52,20 @@ PREVIEW_CHARS = 60
 PROC_LOCKS = "/proc/locks"
 
 
+def reads_key(command: str, key: str) -> bool:
+    """Whether `switchboard inbox` ``command`` reads the setting at the dotted ``key`` (a ``--set``'s): each reads
+    ``state_dir``, and ``retry`` whether the letter's platform is enabled, to say who takes it up (`_when`). The
+    secrets only mask what ``dead`` lists, which, as for a worker (`gateway.config.worker_reads`), is no reading."""
+    section, *rest = key.split(".")
+    return section == "state_dir" or command == "retry" and section == "platforms" and rest[1:] in ([], ["enabled"])
+
+
+def not_read(command: str) -> str:
+    """The warning about a ``--set`` of a key `reads_key` says ``command`` does not read, after the key."""
+    reads = "state_dir and platforms.<name>.enabled" if command == "retry" else "state_dir"
+    return f"switchboard inbox {command} does not read this setting, so it changes nothing here; it reads {reads} alone"
+
+
 def inbox_command(config: Config, command: str, letter_id: int | None, out: TextIO, err: TextIO) -> int:
     """Raises `StoreError` for a database this version cannot read (a newer one's, or an older one's
     it cannot list or may not upgrade) and SQLite's errors as they come; `gateway.cli` words them."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gateway.config.interpolate import expand_tree
@@ -62,14 +62,26 @@ def reads_key(key: str) -> bool:
     return section != "server" or not rest or _read_server_key(rest.partition(".")[0])
 
 
-def unread_set_problems(pairs: Sequence[str]) -> tuple[list[str], list[str]]:
+NOT_READ = ("switchboard worker does not read this setting, so it changes nothing here; it is the gateway's: give it"
+            " to `switchboard run` (docs/scale-out.md)")
+"""The warning about a ``--set`` of a known key a worker does not read, after the key."""
+ASK_NOT_READ = ("switchboard ask does not read this setting, so it changes nothing here; it is the gateway's: give it"
+                " to `switchboard run` or `switchboard chat`")
+"""The same of `switchboard ask`, which runs one turn as a worker runs children: it reads what a worker reads
+(`reads_key`). A plugin sees the setting in ``ctx.config`` all the same."""
+
+
+def unread_set_problems(pairs: Sequence[str], reads: Callable[[str], bool] = reads_key,
+                        not_read: str = NOT_READ) -> tuple[list[str], list[str]]:
     """The errors and warnings of the ``KEY=VALUE`` ``pairs`` (each one, `apply_overrides` took them) that set
     what a worker does not read (`reads_key`). `worker_part` drops them before the check, and the worker ran
     without a word while its operator took ``--set server.port=9000`` or ``--set platforms.telgram.token=…``
     for done. A key unknown to the gateway too is the error the gateway's ``--set`` of it is
     (`gateway.config.overrides.set_problems`); any other key a warning naming it, that the gateway reads it.
-    Only keys are named: values may be secrets (their own warning is `set_problems`'s, beside these)."""
-    unread = [pair for pair in pairs if not reads_key(pair.partition("=")[0].strip())]
+    Only keys are named: values may be secrets (their own warning is `set_problems`'s, beside these).
+    ``reads`` and ``not_read`` tell of another command the same way (`ASK_NOT_READ`, `gateway.inbox_cli`), one
+    that checks the whole file, so that these errors are among its own already: only the warnings are new there."""
+    unread = [pair for pair in pairs if not reads(pair.partition("=")[0].strip())]
     if not unread:
         return [], []
     # Checked alone, over no file: whether a key is known does not hang on the file's values, and the gateway's
@@ -81,12 +93,7 @@ def unread_set_problems(pairs: Sequence[str]) -> tuple[list[str], list[str]]:
               if error.startswith("--set ")]
     refused = {key for error in errors for key in error.removeprefix("--set ").partition(": ")[0].split(" and --set ")}
     keys = dict.fromkeys(pair.partition("=")[0].strip() for pair in unread)
-    return errors, [f"--set {key}: {NOT_READ}" for key in keys if key not in refused]
-
-
-NOT_READ = ("switchboard worker does not read this setting, so it changes nothing here; it is the gateway's: give it"
-            " to `switchboard run` (docs/scale-out.md)")
-"""The warning about a ``--set`` of a known key a worker does not read, after the key."""
+    return errors, [f"--set {key}: {not_read}" for key in keys if key not in refused]
 
 
 def unread_secrets(document: object, env: Mapping[str, str]) -> frozenset[str]:
