@@ -695,10 +695,15 @@ class DiscordAdapter:
                 return self._noted(message, await discord_posts.post(self._channel, self._twins, self._posted_in,
                                                                       self._refused_replies, message))
             except Forbidden as exc:
-                if not discord_locked.moves(message, exc):
+                if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
                     raise
         with self._membership.writing(message.chat_id, None):  # the thread locked: its channel's (`discord_locked`)
             return self._noted(message, await discord_locked.post(self._channel, self._twins, message))
+
+    async def _to_its_channel(self, message: Outbound) -> bool:
+        """Whether ``message``, refused in its locked thread, may go to the thread's channel (`discord_locked`)."""
+        assert message.thread_id is not None
+        return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout)
 
     def _noted(self, message: Outbound, sent: Sent) -> Sent:
         """``sent``, noted among the bot's answers when ``message`` is one (anything but a command's answer or a
@@ -786,7 +791,7 @@ class DiscordAdapter:
                 return self._noted(message, await discord_posts.post_file(
                     self._channel, self._twins, self._posted_in, self._refused_replies, message, file))
             except Forbidden as exc:
-                if not discord_locked.moves(message, exc):
+                if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
                     raise
         with self._membership.writing(message.chat_id, None):
             return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file))

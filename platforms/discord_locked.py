@@ -9,12 +9,14 @@ in the thread's parent channel instead, headed by a line that names the thread (
 as a link to it) and, on the part that quotes the message it answers, that message's author, the asker, pinged
 (read from the thread, which a locked thread still lets the bot do; without it, the head names the thread alone).
 The rest of what a turn posts (progress notices, cards, command answers) is not moved: it would be noise in the
-channel, and the thread has the card it showed.
+channel, and the thread has the card it showed. Nor is the answer of a private thread, which would show the channel
+what its members alone may read, or of a forum's post, whose forum takes no message (`to_its_channel`).
 
 The part keeps its nonce, so a post the parent took whose answer was lost is not posted again (Discord answers a
 repeated nonce with the first message, and `find_sent` finds it by its nonce), as for any part. A part whose text and
 head are over Discord's 2,000 characters is refused here as too long, so the outbox cuts it in two and journals the
-halves (`gateway.resplit`), each moved in its turn.
+halves (`gateway.resplit`), each moved in its turn; a file's caption goes without the head instead (a file is never
+halved).
 
 Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
 """
@@ -33,8 +35,10 @@ from platforms.formatting import blank, discord_markdown
 
 log = logging.getLogger("platforms.discord")
 
-MOVED = frozenset({"reply", "completion"})
-"""The kinds of part that are answers, moved to the thread's channel when the thread is locked."""
+MOVED = frozenset({"reply", "interim", "completion"})
+"""The kinds of part that are answers, moved to the thread's channel when the thread is locked: a turn's reply, what
+the agent sends on its way (its messages, its files, which take the question's quote), the results of background
+work."""
 TEXT_LIMIT = 2000
 
 
@@ -46,6 +50,24 @@ def moves(message: Outbound, exc: BaseException) -> bool:
         and isinstance(cause, discord.Forbidden) and cause.code in THREAD_LOCKED
 
 
+async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool:
+    """Whether the answers of the locked thread ``thread_id`` may go to its channel: a public thread of a channel that
+    takes messages. Not a private thread, whose channel's members may not read it: the answer would show them what
+    was said there; nor a post of a forum or media channel, which takes no message but in its posts. Asked of Discord
+    (within ``timeout``) when discord.py does not hold the thread (archived); not moved when that fails."""
+    if client is None:
+        return False
+    thread = client.get_channel(int(thread_id))
+    if thread is None:
+        try:
+            thread = await asyncio.wait_for(client.fetch_channel(int(thread_id)), timeout)
+        except Exception as exc:
+            log.debug("discord: could not read locked thread %s to move its answer: %s", thread_id, described(exc))
+            return False
+    return isinstance(thread, discord.Thread) and not thread.is_private() \
+        and not isinstance(thread.parent, discord.ForumChannel)
+
+
 async def post(channel: Channel, twins: Twins, message: Outbound, file: OutboundFile | None = None) -> Sent:
     """Post ``message`` (with ``file``), refused in its locked thread, in the thread's parent channel, headed
     (`head`), with the part's nonce; not as a reply: Discord quotes no message of another channel."""
@@ -54,7 +76,8 @@ async def post(channel: Channel, twins: Twins, message: Outbound, file: Outbound
     twins.sending(nonce)
     top, mentions = await head(channel(message.thread_id), message)
     text = discord_markdown.render(message.text if file is None else blank.caption(scalar_text(message.text)))
-    content = fitting(top + text, message)
+    # A file is never halved (the outbox fails a file's part too long): its caption goes without the head rather.
+    content = text if file is not None and len(top + text) > TEXT_LIMIT else fitting(top + text, message)
     target = channel(message.chat_id)
     with answered() as answer:
         try:
