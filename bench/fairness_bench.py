@@ -9,8 +9,9 @@ a quarter second at a time once nothing is on its way to the fake. Prints, in fa
   (0: no chat waits behind another's parts; 1: behind all of them);
 - a 429 with ``retry_after`` in one chat: the worst delay of the other chats' answers sent meanwhile;
 - progress cards edited every second in N chats, and 10 other chats' answers ready at once: the worst
-  delay of those answers and of the answers in the cards' own chats (one whose card's edit already waits
-  in the bot's overall line waits for it);
+  delay of those answers and of the answers in the cards' own chats (a card's edit already waiting in the
+  bot's overall line steps aside for its chat's answer: the bot's overall rate alone bounds that delay, all
+  N + 10 answers in turn, given beside it), and the cards not showing their newest state at the end;
 - whether each chat's parts reached it whole and in order; and the 429s drawn (the fake's own counting
   of the overall window can differ from the adapter's by a step of the clock).
 
@@ -119,8 +120,9 @@ async def one_chat_refused() -> tuple[float, float]:
         return max(rig.sends_after(asked, {"1"})), max(rig.sends_after(asked, others))
 
 
-async def card_storm(cards: int, seconds: float = 5.0) -> tuple[float, float, int]:
-    """(worst answer in a chat without a card, worst in a card's chat, edits sent), cards edited every second."""
+async def card_storm(cards: int, seconds: float = 5.0) -> tuple[float, float, int, int]:
+    """(worst answer in a chat without a card, worst in a card's chat, edits sent, cards not showing their newest
+    state), cards edited every second."""
     async with Rig() as rig:
         card_chats = [str(1000 + c) for c in range(cards)]
         for chat in card_chats:
@@ -140,7 +142,8 @@ async def card_storm(cards: int, seconds: float = 5.0) -> tuple[float, float, in
             await rig.tick()
         edits = sum(1 for w in rig.flood.writes if w.method == "editMessageText")
         own = rig.sends_after(asked, set(card_chats))
-        return max(rig.sends_after(asked, others)), max([a for a in own if a >= 0], default=0.0), edits
+        stale = sum(1 for chat in card_chats if rig.fake.messages[chat][0]["text"] != f"⏳ Working: step {edited}")
+        return max(rig.sends_after(asked, others)), max([a for a in own if a >= 0], default=0.0), edits, stale
 
 
 async def main() -> None:
@@ -153,9 +156,11 @@ async def main() -> None:
     print(f"a 429 of 7 s in one chat: its next send after {refused_next:.2f} s,"
           f" the 10 other chats' worst {others:.2f} s")
     for cards in (0, 20, 60, 120):
-        other, own, edits = await card_storm(cards)
+        other, own, edits, stale = await card_storm(cards)
+        floor = (cards + 10 - 1) // BOT_WRITES_PER_SECOND
         print(f"{cards:3} cards edited every second: answers in other chats worst {other:.2f} s,"
-              f" in the cards' chats worst {own:.2f} s ({edits} edits sent)")
+              f" in the cards' chats worst {own:.2f} s (the bot's rate alone: {floor} s; {edits} edits sent,"
+              f" {stale} cards left stale)")
 
 
 if __name__ == "__main__":

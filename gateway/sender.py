@@ -44,7 +44,7 @@ from platforms.base import (
     SendsFiles,
     Unauthorized,
 )
-from platforms.pacing import GIVES_WAY, Pacing
+from platforms.pacing import GIVES_WAY, STEPS_ASIDE, Pacing, SteppedAside
 from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("gateway.outbox")
@@ -337,7 +337,10 @@ class Sender:
                         return True
                     stale = True
                     continue
-                message_id = await self._attempt(adapter, pacing, row, target_id, edit_of)
+                message_id = await self._attempt(adapter, pacing, row, target_id, edit_of, preempt)
+            except SteppedAside:  # not made: the chat's answer, queued meanwhile, goes first
+                self._holds.release(row.platform, row.id)
+                return False
             except Closed as exc:
                 self._holds.release(row.platform, row.id)  # no answer about the credentials either
                 self._close(row, exc)
@@ -534,7 +537,8 @@ class Sender:
         self._left_behind.pop(row.id, None)
 
     async def _attempt(
-        self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None
+        self, adapter: Adapter, pacing: Pacing, row: OutboxRow, target_id: str | None, edit_of: str | None,
+        preempt: asyncio.Event | None = None,
     ) -> str:
         self._attempting.add(row.id)
         op = account_op(row.op, edit_of)
@@ -544,6 +548,9 @@ class Sender:
         # A progress message's write gives way to the other chats' answers where the adapter keeps the
         # account's rate (`platforms.pacing.AccountRate`), as it gives way to its own chat's here.
         gives_way = GIVES_WAY.set(row.kind in PROGRESS_KINDS)
+        # Not a card's first send: stepping aside, it would follow the answer, news of work over.
+        steps_aside = STEPS_ASIDE.set(preempt if row.kind in PROGRESS_KINDS and edit_of is not None else None)
+        made = True
         try:
             if row.op == "delete" and target_id is not None:
                 await adapter.delete(row.chat_id, row.thread_id, target_id)  # type: ignore[attr-defined]
@@ -554,10 +561,15 @@ class Sender:
             if row.op == "file":
                 return await self._send_file(adapter, row)
             return (await adapter.send(outbound(row))).message_id
+        except SteppedAside:
+            made = False
+            raise
         finally:
             GIVES_WAY.reset(gives_way)
+            STEPS_ASIDE.reset(steps_aside)
             self._attempting.discard(row.id)
-            self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
+            if made:
+                self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
 
     async def _send_file(self, adapter: Adapter, row: OutboxRow) -> str:
         """Upload the copy `send_file` kept for ``row``, its text the caption. A copy that has gone

@@ -79,6 +79,15 @@ coming without end, at the account's rate, held it back without end."""
 GIVES_WAY: ContextVar[bool] = ContextVar("gives_way", default=False)
 """True while the write under way only says how work is going (a progress card, a notice): the outbox sets it
 around such a call (`gateway.sender`), and an `AccountRate` lets every other write waiting go first."""
+STEPS_ASIDE: ContextVar[asyncio.Event | None] = ContextVar("steps_aside", default=None)
+"""Set around a progress card's edit (`gateway.sender`): the event its chat sets once an answer is queued there. The
+outbox sends a chat's writes one at a time, so the answer waited behind its own card's edit waiting in an
+`AccountRate` (up to `GIVE_WAY_MOST` rounds: 7 s with 120 busy cards); such a wait ends with `SteppedAside` once it is
+set, the edit not made. It goes after the answer, unless the card's next change (its final state) replaces it."""
+
+
+class SteppedAside(Exception):
+    """An `AccountRate` wait ended without a turn: the write's own chat has an answer to send first (`STEPS_ASIDE`)."""
 
 
 class AccountRate:
@@ -90,7 +99,8 @@ class AccountRate:
     callers go in the order they came, but a write that gives way (`GIVES_WAY`: a progress card's edit)
     goes after every other one waiting, for `GIVE_WAY_MOST` rounds at most. Taken in the order they came, the
     edits of many busy cards (a hundred chats, each card changing every second) took the slots an answer in
-    another chat would have had, and it came seconds late. A caller cancelled while it waits gives its place to those behind it.
+    another chat would have had, and it came seconds late. A card's edit steps aside for its own chat's answer
+    (`STEPS_ASIDE`). A caller cancelled while it waits, or stepping aside, gives its place to those behind it.
     ``clock`` and ``sleep`` are seams for tests (the event loop's by default)."""
 
     def __init__(self, count: int, per: float, *, clock: Callable[[], float] | None = None,
@@ -112,12 +122,15 @@ class AccountRate:
         if not self._lines[0] and not self._lines[1] and self._free(0, now) <= now:
             self._taken.append(now)
             return
+        aside = STEPS_ASIDE.get()
         me = asyncio.Event()
         line = self._lines[GIVES_WAY.get()]
         line.append(me)
         behind_by = now + GIVE_WAY_MOST * self.per  # when one giving way goes to the end of the first line
         try:
             while (at := self._free(self._place(me), now := self._now())) > now:
+                if aside is not None and aside.is_set():
+                    raise SteppedAside("its own chat's answer goes first")
                 if line is self._lines[1] and now >= behind_by:
                     line.remove(me)
                     line = self._lines[0]
@@ -125,7 +138,7 @@ class AccountRate:
                     continue
                 # Woken at its turn, or early when one ahead gave up; a caller put ahead of it meanwhile (an
                 # answer ahead of an edit) makes it wait on when it wakes.
-                await self._wait(me, min(at, behind_by) if line is self._lines[1] else at)
+                await self._wait(me, min(at, behind_by) if line is self._lines[1] else at, aside)
         except BaseException:
             place = self._place(me)
             line.remove(me)
@@ -156,15 +169,16 @@ class AccountRate:
         after = self._taken[slot] if slot < len(self._taken) else now
         return max(now + rounds * self.per, after + (rounds + 1) * self.per)
 
-    async def _wait(self, me: asyncio.Event, until: float) -> None:
+    async def _wait(self, me: asyncio.Event, until: float, aside: asyncio.Event | None) -> None:
         me.clear()
-        sleeping = asyncio.ensure_future(self._sleep_until(until))
-        woken = asyncio.ensure_future(me.wait())
+        waits = [asyncio.ensure_future(self._sleep_until(until)), asyncio.ensure_future(me.wait())]
+        if aside is not None:
+            waits.append(asyncio.ensure_future(aside.wait()))
         try:
-            await asyncio.wait((sleeping, woken), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeping.cancel()
-            woken.cancel()
+            for wait in waits:
+                wait.cancel()
 
     async def _sleep_until(self, until: float) -> None:
         """Until the time ``until``, read when the sleep starts: the loop may run other work between a caller
