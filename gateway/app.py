@@ -676,6 +676,8 @@ class Gateway:
         if answered is None and listening is not None and not inbound.attachments \
                 and self.questions.hand_answer(listening, inbound):
             answered = listening.turn_id
+        if answered is None:  # a reply from another topic to the question waiting there
+            answered = self.questions.hand_across_threads(inbound)
         if answered is not None:
             # Handed over: a restart asks again.
             self.store.inbox.settle(inbound.platform, inbound.event_id, into_turn=answered)

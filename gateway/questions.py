@@ -507,10 +507,37 @@ class Questions:
         # The question waiting is the turn's last asked: its questions are asked one at a time (`ask`).
         if self.replies_elsewhere(running, running.asked - 1, answer):
             return False
+        self._hand(running, answer)
+        return True
+
+    def hand_across_threads(self, answer: Inbound) -> str | None:
+        """Hand the text message ``answer`` to the question of another thread of its chat (another topic of a
+        Telegram forum) that it replies to, from that thread (Telegram's reply in another topic): the id of
+        the turn that asked, or None. Only a reply to the question's own message, by the member whose message
+        the turn answers: it took a reply across topics to another message (an earlier answer) for the answer
+        (Carol's aside became Bob's deploy target), and another member's reply there is their own request, in
+        the topic they wrote it in. As in the question's thread, not one sent before the question was asked."""
+        if answer.is_private or answer.reply_to is None or answer.attachments:
+            return None
+        for session in self._sessions:
+            running = session.running
+            if session.chat[:2] != (answer.platform, answer.chat_id) or session.chat[2] == answer.thread_id \
+                    or running is None or running.suppressed or running.event is None \
+                    or running.event.user_id != answer.user_id or not self.waits(running) \
+                    or self._inbox.sent_before(answer, self._asked_at(running)):
+                continue
+            number = running.asked - 1
+            if any(of_question(part["key"], running.turn_id, number) and part["status"] == "sent"
+                   and part["message_id"] == answer.reply_to
+                   for part in self._outbox.turn_messages(answer.platform, running.turn_id)):
+                self._hand(running, answer)
+                return running.turn_id
+        return None
+
+    def _hand(self, running: RunningTurn, answer: Inbound) -> None:
         running.answered_by = answer
         running.question.set_result(answer.text)
         self._handed[(answer.platform, answer.event_id)] = running.turn_id
-        return True
 
     def replies_elsewhere(self, running: RunningTurn, number: int, message: Inbound) -> bool:
         """Whether ``message``, written in a group, replies to another message than question ``number`` of the
