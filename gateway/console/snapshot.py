@@ -22,6 +22,7 @@ cut to one line (`PREVIEW`, `ERROR` characters).
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,10 @@ ERROR = 500
 proxy answered its model call with, masked again and sent to every page at each refresh."""
 MAX_DEPTH = 8
 FINISHED_CACHE = 2048
+FINISHED_SHOWN = 100
+"""Finished children listed at most under one turn (or one orchestrator), the latest to end: the lifecycle remembers
+a session's last 10 (`HostView.recent`), and a busy turn's first to end, the one an operator stopped among them, left
+the tree while the turn was still shown. More would make each state sent to every page as large as the turn is long."""
 
 
 class ConsoleView:
@@ -58,7 +63,17 @@ class ConsoleView:
         """Snapshots of finished children: final, so read from the journal once."""
         self._chats: dict[str, str] = {}
         """The chats of the sessions not in memory last shown with children (a session's chat never changes)."""
+        self._ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        """The children seen ending (`subagent_stop`), the latest last: each one's parent session and turn."""
         self._reads = LiveReads(log, "console")
+        gateway.host.hooks.register("subagent_stop", self._child_ended)
+
+    async def _child_ended(self, *, parent_session_id: str, parent_turn_id: str, child_session_id: str,
+                           **_: object) -> None:
+        self._ended[child_session_id] = (parent_session_id, parent_turn_id)
+        self._ended.move_to_end(child_session_id)
+        if len(self._ended) > FINISHED_CACHE:
+            self._ended.popitem(last=False)
 
     async def snapshot(self) -> dict[str, Any]:
         g = self._gateway
@@ -66,7 +81,7 @@ class ConsoleView:
         snapshot = {
             "now": g.clock.time(),
             "sessions": read("sessions", self._sessions, []),
-            "work": read("work", self._all_work, []),
+            "work": await self._reads.read_async("work", self._all_work, []),
             "delegations": await self._reads.read_async("delegations", self._delegations, []),
             "outbox": await self._reads.read_async("outbox", self._outbox, {
                 "pending": None, "failed": None, "dead": None, "pending_messages": [], "failed_messages": [],
@@ -121,48 +136,81 @@ class ConsoleView:
             })
         return out
 
-    def _all_work(self) -> list[dict[str, Any]]:
+    async def _all_work(self) -> list[dict[str, Any]]:
         """The work of the sessions in memory, then the live children of sessions that are not:
         not loaded since a restart while their children ran on (``lifecycle.engine: temporal``),
         replaced by ``/new`` while their children wind down, or a plugin's own. Those are not
         loaded to be shown. (An idle session is let go only once no child works for it.)"""
         g = self._gateway
-        work = [w for s in g.sessions for w in self._work(s.session_id, s.key, s.running)]
+        ended = self._ended_by_parent()
+        # A list first: a read of the journal below may let a chat start or end meanwhile.
+        work = [w for s in list(g.sessions) for w in await self._work(s.session_id, s.key, s.running, ended)]
         chats: dict[str, str | None] = {}
         for session_id in g.host.children.sessions_with_children():
             if g.sessions.by_agent(session_id) is None:
                 chats[session_id] = self._chats.get(session_id) or g.store.sessions.key_of(session_id)
-                work.extend(self._work(session_id, chats[session_id], None))
+                work.extend(await self._work(session_id, chats[session_id], None, ended))
         self._chats = {sid: key for sid, key in chats.items() if key is not None}
         return work
 
-    def _work(self, session_id: str, key: str | None, running: RunningTurn | None) -> Iterable[dict[str, Any]]:
+    def _ended_by_parent(self) -> dict[str, list[tuple[str, str]]]:
+        """`_ended` by parent session: (turn, subagent id) pairs, the latest to end last."""
+        by_parent: dict[str, list[tuple[str, str]]] = {}
+        for subagent_id, (parent_id, turn_id) in self._ended.items():
+            by_parent.setdefault(parent_id, []).append((turn_id, subagent_id))
+        return by_parent
+
+    async def _ended_of(self, parent_id: str, turn_id: str | None, live: Iterable[ChildSnapshot],
+                        ended: dict[str, list[tuple[str, str]]]) -> list[ChildSnapshot]:
+        """The parent's finished children (of ``turn_id`` alone, unless None), the latest `FINISHED_SHOWN` to end:
+        those the lifecycle remembers, and those seen ending that it has forgotten since, read back (once)."""
+        recent = [c for c in self._gateway.host.children.recent(parent_id) if turn_id in (None, c.parent_turn_id)]
+        known = {c.subagent_id for c in (*recent, *live)}
+        missing = [sid for turn, sid in ended.get(parent_id, ()) if turn_id in (None, turn) and sid not in known]
+        missing = missing[-FINISHED_SHOWN:]
+        try:
+            found = await self._lookup(missing)
+        except sqlite3.Error:  # the journal unreadable (a full disk): what memory holds, as the delegations' read says
+            found = {}
+        else:
+            for sid in missing:
+                if sid not in found:  # swept from the journal too (`lifecycle.retention_seconds`): not read again
+                    self._ended.pop(sid, None)
+        forgotten = [c for c in found.values() if c.state.terminal]
+        return sorted((*forgotten, *recent), key=lambda c: c.completed_at or 0.0)[-FINISHED_SHOWN:]
+
+    async def _work(self, session_id: str, key: str | None, running: RunningTurn | None,
+                    ended: dict[str, list[tuple[str, str]]]) -> list[dict[str, Any]]:
         """The session's running turn and every earlier turn with children still running, each
-        with its children (the finished ones it still remembers too), in launch order. ``key``:
+        with its children (the latest to end too, `_ended_of`), in launch order. ``key``:
         its chat's; None for a session no chat has now (replaced by ``/new`` while its children wind
         down, or a plugin's own)."""
-        view = self._gateway.host.children
-        live = view.children(session_id)
-        finished = view.recent(session_id)
+        live = self._gateway.host.children.children(session_id)
         platform, chat_id, _ = split_session_key(key) if key is not None else (None, None, None)
         turns = dict.fromkeys([*([running.turn_id] if running is not None else []), *(c.parent_turn_id for c in live)])
+        work = []
         for turn_id in turns:
-            children = sorted((c for c in (*finished, *live) if c.parent_turn_id == turn_id),
-                              key=lambda c: c.created_at)
+            own = [c for c in live if c.parent_turn_id == turn_id]
+            finished = await self._ended_of(session_id, turn_id, own, ended)
+            children = sorted((*finished, *own), key=lambda c: c.created_at)
             turn = running if running is not None and running.turn_id == turn_id else None
-            yield {
+            work.append({
                 "session_key": key, "platform": platform, "chat_id": chat_id,
                 "session_id": session_id, "turn_id": turn_id, "running": turn is not None,
                 "kind": turn.kind if turn is not None else None,
                 "started_at": turn.started_at if turn is not None else None,
                 "tool": turn.current_tool if turn is not None else None,
-                "children": [self._child(c, 0) for c in children],
-            }
+                "children": [await self._child(c, 0, ended) for c in children],
+            })
+        return work
 
-    def _child(self, child: ChildSnapshot, depth: int) -> dict[str, Any]:
-        view = self._gateway.host.children
-        nested = [*view.recent(child.subagent_id), *view.children(child.subagent_id)] if depth < MAX_DEPTH else []
-        return {**_child(child), "children": [self._child(c, depth + 1)
+    async def _child(self, child: ChildSnapshot, depth: int, ended: dict[str, list[tuple[str, str]]]
+                     ) -> dict[str, Any]:
+        nested: list[ChildSnapshot] = []
+        if depth < MAX_DEPTH:
+            live = self._gateway.host.children.children(child.subagent_id)
+            nested = [*await self._ended_of(child.subagent_id, None, live, ended), *live]
+        return {**_child(child), "children": [await self._child(c, depth + 1, ended)
                                               for c in sorted(nested, key=lambda c: c.created_at)]}
 
     async def _delegation(self, row: DelegationRow) -> dict[str, Any]:
