@@ -19,7 +19,7 @@ from typing import NamedTuple, get_args
 from agent import AgentSession, Clock, Tool, active_turn, new_id
 from gateway import senders
 from gateway.replies import stopped_by_member
-from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, quote_of
+from gateway.sessions import ChatKey, GatewaySession, Mode, RunningTurn, WorkItem, arrived, quote_of
 from gateway.store import SessionRow, SessionTable, session_key, split_session_key
 from platforms.base import Inbound
 
@@ -92,9 +92,6 @@ class SessionRegistry:
         start, from the inbox, and are forgotten (`SessionTable.forget_held`)."""
         self._holds = 0
         """Messages this process has held, in all chats: each held one is stored with its number (`_Held.n`)."""
-        self._arrivals = 0
-        """Items this process has queued or steered, in all chats: each is stamped with its number
-        (`WorkItem.arrival`), held ones in the store too."""
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -217,6 +214,7 @@ class SessionRegistry:
             session.held -= len(released)
         _set_aside(session, damaged)
         running = session.running if turn else None
+        self._answer_after_held(session, running.held_answer if running is not None else None)
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
         waiting: list[tuple[str, Inbound]] = []
@@ -257,6 +255,7 @@ class SessionRegistry:
             return False
         # What was steered into it and not read yet runs next, as if the turn had ended before reading
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
+        self._answer_after_held(session, running.held_answer)
         unread = _take_unread(session, running)
         _put_back(session.queue, unread)
         for item in unread:
@@ -273,7 +272,7 @@ class SessionRegistry:
         """Hand a message (accepted with ``turn_id``) to the running turn, read at its next model call."""
         assert session.running is not None
         # Not read, it runs behind the messages held in the store before it came, as a completion does (`enqueue`).
-        session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound, arrival=self._arrive(),
+        session.running.steered.append(WorkItem("message", inbound.text, turn_id, inbound, arrival=arrived(),
                                                 after_held=self._holds if session.held else None))
         session.took(inbound)
         session.agent.steer(senders.for_model(inbound.text, inbound))
@@ -304,7 +303,7 @@ class SessionRegistry:
             self._sessions[session.key] = current = session
             self._by_agent[session.session_id] = session
         current.last_active = self._clock.time()
-        item.arrival = self._arrive()
+        item.arrival = arrived()
         if item.event is not None and (current.held or len(current.queue) >= QUEUED):
             self._hold(current, item)  # refused (a full disk): raised, and the event is handled again later
         else:
@@ -315,7 +314,7 @@ class SessionRegistry:
 
     def begin(self, session: GatewaySession) -> tuple[WorkItem, RunningTurn] | None:
         """Take the next queued item as the running turn; None when the queue is empty."""
-        if session.held and len(session.queue) < QUEUED:
+        if session.held and (len(session.queue) < QUEUED or _after_held(session)):
             self._read_back(session)
         if not session.queue:
             return None
@@ -341,12 +340,12 @@ class SessionRegistry:
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
         unread_items = running.steered[len(read):] if running is not None else []
-        _put_back(session.queue, unread_items)
+        held = [running.held_answer] if running is not None and running.held_answer is not None else []
+        self._answer_after_held(session, held[0] if held else None)
+        _put_back(session.queue, sorted([*held, *unread_items], key=lambda item: item.arrival))
         for item in unread_items:
             if item.event is not None:  # as `stop_turn` does: a death in an earlier turn is not charged to it
                 self._wait_again(item.event)
-        if running is not None and running.held_answer is not None:  # it came before those
-            session.queue.appendleft(running.held_answer)
         session.last_active = self._clock.time()
         return [item.event for item in read if item.event is not None]
 
@@ -362,9 +361,11 @@ class SessionRegistry:
         then()
         session.mark_saved()
 
-    def _arrive(self) -> int:
-        self._arrivals += 1
-        return self._arrivals
+    def _answer_after_held(self, session: GatewaySession, answer: WorkItem | None) -> None:
+        """A message held for a question (`RunningTurn.held_answer`) goes back into the queue: it may have come after
+        messages held in the store, and then runs after them (by `WorkItem.arrival`, `_in_order`), as a steer does."""
+        if answer is not None and session.held and answer.after_held is None:
+            answer.after_held = self._holds
 
     def _wait_again(self, event: Inbound) -> None:
         """`waits_again`, whose refusal (a full disk) only charges the message a death meanwhile: raised, it cut
@@ -412,8 +413,12 @@ class SessionRegistry:
 
     def _read_back(self, session: GatewaySession) -> None:
         """Queue the messages held in the store that the session's queue has room for, oldest first (each before
-        the background deliveries queued after it was held). Rows set aside (`_held`) leave room: read on."""
-        while session.held and (room := QUEUED - len(session.queue)) > 0:
+        the background deliveries queued after it was held). Rows set aside (`_held`) leave room: read on. With no
+        room, one row when the next turn runs after messages held (`WorkItem.after_held`): left in the store behind
+        the queue that holds it and those after it, it ran first."""
+        while session.held and ((room := QUEUED - len(session.queue)) > 0 or _after_held(session)):
+            if room <= 0:  # one past the bound: it goes before the next turn, or after those queued
+                room = 1
             try:
                 held, damaged = self._held(session, room)
                 self._table.release([*damaged, *(row.seq for row in held)])
@@ -428,6 +433,8 @@ class SessionRegistry:
             queued = list(session.queue)
             session.queue.clear()
             session.queue.extend(_in_order(queued, held))
+            if len(session.queue) > QUEUED:
+                return
 
     def _held(self, session: GatewaySession, limit: int | None = None) -> tuple[list[_Held], dict[int, str]]:
         """The session's first ``limit`` rows held in the store (all by default), in order: the messages read from
@@ -531,14 +538,20 @@ def _damaged(row: SessionRow) -> dict[str, str]:
 
 
 def _in_order(queued: Iterable[WorkItem], held: Iterable[_Held]) -> Iterator[WorkItem]:
-    """The ``queued`` items with the ``held`` messages read back (oldest first) where they came: each one before
-    the background deliveries queued after it was held, behind everything else."""
+    """The ``queued`` items with the ``held`` messages read back (oldest first) where they came (`WorkItem.arrival`):
+    each one before the background deliveries queued after it was held, and the messages steered or held for a
+    question after it (put back, `SessionRegistry.end`), behind everything else."""
     rows = deque(held)
     for item in queued:
-        while rows and item.after_held is not None and rows[0].n <= item.after_held:
+        while rows and rows[0].item.arrival < item.arrival:
             yield rows.popleft().item
         yield item
     yield from (row.item for row in rows)
+
+
+def _after_held(session: GatewaySession) -> bool:
+    """Whether the session's next turn runs after messages held in the store (`WorkItem.after_held`)."""
+    return bool(session.queue) and session.queue[0].after_held is not None
 
 
 def _set_aside(session: GatewaySession, damaged: dict[int, str]) -> None:
@@ -573,8 +586,8 @@ def _put_back(queue: deque[WorkItem], items: Iterable[WorkItem]) -> None:
 
 
 def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem]:
-    """Take the messages steered into ``running`` that it has not read yet back out of it, in order,
-    after the answer it holds for a question it has not asked again (`RunningTurn.held_answer`)."""
+    """Take the messages steered into ``running`` that it has not read yet back out of it, with the answer it holds
+    for a question it has not asked again (`RunningTurn.held_answer`), in the order they came."""
     held = [running.held_answer] if running.held_answer is not None else []
     running.held_answer = None
     unread = session.agent.take_steer() if running.steered else []
@@ -583,4 +596,4 @@ def _take_unread(session: GatewaySession, running: RunningTurn) -> list[WorkItem
     first = len(running.steered) - len(unread)
     taken = running.steered[first:]
     del running.steered[first:]
-    return held + taken
+    return sorted(held + taken, key=lambda item: item.arrival)

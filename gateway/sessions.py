@@ -10,6 +10,7 @@ turn — it runs as its own internal turn once the session is idle.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -46,6 +47,14 @@ def quote_of(event: Inbound | None) -> str | None:
     return None if event is None or event.is_private else event.message_id
 
 
+_ARRIVALS = itertools.count(1)
+
+
+def arrived() -> int:
+    """The next `WorkItem.arrival`: one order for all the items of the process, however made."""
+    return next(_ARRIVALS)
+
+
 @dataclass(slots=True)
 class WorkItem:
     kind: Literal["message", "completion"]
@@ -62,11 +71,14 @@ class WorkItem:
     (`quote_of`). A message's turn quotes its event."""
     after_held: int | None = None
     """For a completion turn queued while the chat's messages were held in the store, or a message steered into
-    a turn then: the number of the last one held before it came (`SessionRegistry._holds`), which it runs after."""
-    arrival: int = 0
-    """When the registry took it, queued or steered (`SessionRegistry._arrivals`): one steered into a turn that
+    a turn then: the number of the last one held before it came (`SessionRegistry._holds`), which it runs after (a
+    message held for a question and put back then: the last one held by then). Read back, the held messages go
+    where they came by `arrival`; this only has the store read when the queue is full."""
+    arrival: int = field(default_factory=arrived)
+    """When the registry took it, queued or steered (`SessionRegistry.enqueue`, `steer`), else when it was made (a
+    message held for a question a replay may ask again, `RunningTurn.held_answer`): one steered into a turn that
     ends before reading it goes back into the queue behind what came before it (another group member's message),
-    not ahead of it. 0 for a message held for a question a replay may ask again (`RunningTurn.held_answer`)."""
+    not ahead of it."""
 
 
 @dataclass(slots=True)
@@ -123,7 +135,7 @@ class RunningTurn:
     held_answer: WorkItem | None = None
     """A message that came, in a turn run again after a restart, before the turn asked again the
     question an earlier run had asked (number ``held_for``): its answer if the turn asks it again
-    word for word, else a message of its own, queued next when the turn ends (as an unread steer)."""
+    word for word, else a message of its own, queued when the turn ends where it came (as an unread steer)."""
     held_for: int = 0
     sent: int = 0
     """``send_message`` calls this run has made (their keys count them: a run again after a
