@@ -34,7 +34,9 @@ per chat or message written to within the last interval, however many it has sen
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Collection
+from typing import Any
 
 from agent import Clock
 from platforms.base import Adapter, KnowsUnchangeable
@@ -166,23 +168,31 @@ class Pacer:
         if not queue:
             del self._queues[key]
 
-    def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None, op: str | None = None) -> None:
+    def called(self, chat: ChatKey, pacing: Pacing, *, edit_of: str | None = None,
+               op: str | None = None) -> Callable[[], None]:
         """A call to ``chat`` (of message ``edit_of``, whose next edit must wait; an ``op`` counted
-        across the platform's chats) went out now."""
+        across the platform's chats) went out now. Returns what puts the chat's and the message's pace back
+        as it was, unless a call since counted anew: for a write counted as it began that made no call after
+        all (`platforms.pacing.SteppedAside`: a group's answer waited 3 s from an edit that never went)."""
         account = _account_interval(pacing, op)
         if self._queued:
             self._leave(_running_task(), served=True)
         if not (pacing.call_interval > 0 or (edit_of is not None and pacing.edit_interval > 0) or account > 0):
-            return
+            return _NOTHING
         chat, now = chat[:2], self._clock.monotonic()
+        paces: list[tuple[dict[Any, float], Any, float | None, float]] = []
         if pacing.call_interval > 0:
-            self._call_free[chat] = now + pacing.call_interval
+            paces.append((self._call_free, chat, self._call_free.get(chat), now + pacing.call_interval))
         if edit_of is not None and pacing.edit_interval > 0:
-            self._edit_free[(chat, edit_of)] = now + pacing.edit_interval
+            key = (chat, edit_of)
+            paces.append((self._edit_free, key, self._edit_free.get(key), now + pacing.edit_interval))
+        for free, key, _, until in paces:
+            free[key] = until
         if account > 0:
             self._account_step[(chat[0], op)] = account  # type: ignore[index]
             self._hold_account(chat[0], op, now + account)  # type: ignore[arg-type]
         self._prune(now)
+        return functools.partial(_uncount, paces)
 
     def account_delay(self, platform: str, op: str) -> float:
         """Seconds until an ``op`` counted across the platform's chats may go, whatever the chat's own
@@ -306,3 +316,21 @@ def _running_task() -> asyncio.Task[object] | None:
         return asyncio.current_task()
     except RuntimeError:  # no event loop running (a test asking outside one): nobody queues
         return None
+
+
+def _nothing() -> None:
+    pass
+
+
+_NOTHING = _nothing
+"""`Pacer.called`'s undoing where nothing was counted."""
+
+
+def _uncount(paces: list[tuple[dict[Any, float], Any, float | None, float]]) -> None:
+    """Put each pace `Pacer.called` set back as it was, unless another call set it since (or it was pruned)."""
+    for free, key, was, until in paces:
+        if free.get(key) == until:
+            if was is None:
+                del free[key]
+            else:
+                free[key] = was

@@ -544,12 +544,13 @@ class Sender:
         op = account_op(row.op, edit_of)
         # Counted from now as well as from its answer: another sender of the chat (another topic
         # of a forum group) must not call alongside it, the platform counting both.
-        self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
+        # Not a card's first send: stepping aside, it would follow the answer, news of work over.
+        aside = preempt if row.kind in PROGRESS_KINDS and edit_of is not None else None
+        uncount = self._pacer.called(row.chat, pacing, edit_of=edit_of, op=op)
         # A progress message's write gives way to the other chats' answers where the adapter keeps the
         # account's rate (`platforms.pacing.AccountRate`), as it gives way to its own chat's here.
         gives_way = GIVES_WAY.set(row.kind in PROGRESS_KINDS)
-        # Not a card's first send: stepping aside, it would follow the answer, news of work over.
-        steps_aside = STEPS_ASIDE.set(preempt if row.kind in PROGRESS_KINDS and edit_of is not None else None)
+        steps_aside = STEPS_ASIDE.set(aside)
         made = True
         try:
             if row.op == "delete" and target_id is not None:
@@ -563,6 +564,7 @@ class Sender:
             return (await adapter.send(outbound(row))).message_id
         except SteppedAside:
             made = False
+            uncount()  # no call made: the answer it stepped aside for is not held by the chat's pace from it
             raise
         finally:
             GIVES_WAY.reset(gives_way)

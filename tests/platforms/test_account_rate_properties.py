@@ -1,7 +1,8 @@
 """Properties of `platforms.pacing.AccountRate` under random arrivals of answers and of writes that give way
 (`GIVES_WAY`), and random cancellations, on a manual fake clock moved from one event to the next: never more
 than ``count`` calls in any ``per`` seconds; nobody waits while the window has room (no lost wakeup); an answer
-never goes after a write that gives way and came later, nor after an answer that came later."""
+never goes after a write that gives way and came later, nor after an answer that came later. A write that steps
+aside (`STEPS_ASIDE`) leaves at once when its chat's answer is queued, never going, and gives its place up."""
 
 from __future__ import annotations
 
@@ -12,13 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.testing.clock import FakeClock
-from platforms.pacing import GIVE_WAY_MOST, GIVES_WAY, AccountRate
+from platforms.pacing import GIVE_WAY_MOST, GIVES_WAY, STEPS_ASIDE, AccountRate, SteppedAside
 
 STEP = 0.125  # exact in binary: the fake times compare without rounding
 PER = 1.0
 
 events = st.lists(
     st.tuples(st.integers(0, 12), st.sampled_from(["answer", "gives way", "cancel"]), st.integers(0, 1000)),
+    min_size=1, max_size=40)
+stepping = st.lists(
+    st.tuples(st.integers(0, 12), st.sampled_from(["answer", "gives way", "cancel", "steps aside", "its answer"]),
+              st.integers(0, 1000)),
     min_size=1, max_size=40)
 
 
@@ -40,7 +45,13 @@ async def run(count: int, script: list[tuple[int, str, int]]) -> None:
 
     async def caller(me: dict) -> None:
         GIVES_WAY.set(me["gives way"])
-        await rate.turn()
+        STEPS_ASIDE.set(me.get("aside"))
+        try:
+            await rate.turn()
+        except SteppedAside:
+            me["stepped aside"] = clock.monotonic()
+            assert me["aside"].is_set()
+            raise
         me["went"] = clock.monotonic()
         me["order"] = next(ticks)
 
@@ -65,13 +76,23 @@ async def run(count: int, script: list[tuple[int, str, int]]) -> None:
                     victim = waiting()[which % len(waiting())]
                     victim["task"].cancel()
                     victim["cancelled"] = True
+            elif kind == "its answer":  # the chat of a write that steps aside has an answer queued
+                if asides := [c for c in waiting() if "aside" in c and not c["aside"].is_set()]:
+                    chosen = asides[which % len(asides)]
+                    chosen["aside"].set()
+                    chosen["answered at"] = clock.now
             else:
-                me = {"gives way": kind == "gives way", "came": clock.now, "seq": len(callers), "tick": next(ticks)}
+                me = {"gives way": kind != "answer", "came": clock.now, "seq": len(callers), "tick": next(ticks)}
+                if kind == "steps aside":
+                    me["aside"] = asyncio.Event()
                 callers.append(me)
                 me["task"] = asyncio.ensure_future(caller(me))
             await settle()
         await settle()
         now = clock.now
+        for c in callers:  # its answer queued while it waited: it left at once, not going
+            if "answered at" in c and ("went" not in c or c["went"] > c["answered at"]):
+                assert c["task"].done() and c.get("stepped aside") == c["answered at"], c
         went = sorted(c["went"] for c in callers if "went" in c)
         # No lost wakeup: with someone waiting, the window is full.
         if waiting():
@@ -92,7 +113,7 @@ async def run(count: int, script: list[tuple[int, str, int]]) -> None:
     for i in range(count, len(times)):
         assert times[i] - times[i - count] >= PER, f"more than {count} calls in {PER} s: {times}"
     for c in callers:
-        assert "went" in c or c.get("cancelled"), c
+        assert "went" in c or c.get("cancelled") or "stepped aside" in c, c
         if "went" in c:
             assert c["went"] >= c["came"]
 
@@ -100,4 +121,10 @@ async def run(count: int, script: list[tuple[int, str, int]]) -> None:
 @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(count=st.integers(1, 4), script=events)
 def test_account_rate_keeps_its_window_wakes_every_waiter_and_puts_answers_first(count, script) -> None:
+    asyncio.run(run(count, script))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(count=st.integers(1, 4), script=stepping)
+def test_a_write_stepping_aside_leaves_at_once_and_keeps_the_window_and_the_order(count, script) -> None:
     asyncio.run(run(count, script))

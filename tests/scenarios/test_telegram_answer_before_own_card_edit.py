@@ -135,3 +135,40 @@ async def test_a_write_stepping_aside_gives_its_turn_to_the_next_at_once() -> No
     clock.advance(1.0)
     await asyncio.wait_for(behind, 5)
     assert went == [("another card", 1.0)]
+
+
+async def test_in_a_group_the_edit_that_stepped_aside_does_not_hold_the_chat_for_its_pace(fake, tmp_path) -> None:
+    """From review: the edit is counted against its chat's pace as it starts (`Pacer.called` before the call). One
+    that steps aside made no call, so the answer waits for the bot's next slot only, not a group's 3 s from the
+    edit's start; the chat's last write was long before."""
+    clock = FakeClock(autojump=False)
+    flood = fake.enforce_flood_limits(clock, overall=Window(RATE, 1.0))
+    adapter = TelegramAdapter(fake.token, api_base=fake.base_url,
+                              bot_rate=AccountRate(RATE, 1.0, clock=clock.monotonic, sleep=clock.sleep))
+    store = GatewayStore(tmp_path / "state.db", clock=clock)
+    outbox = Outbox(store.outbox, {"telegram": adapter}, clock=clock, rng=random.Random(5))
+    await outbox.start()
+    groups = [f"-{chat}" for chat in CARDS]
+    last = groups[-1]
+    try:
+        for chat in groups:
+            outbox.enqueue("telegram", chat, None, "⏳ Working", kind="notice", key=f"card-{chat}", silent=True)
+        await fake.wait_for(lambda: len(flood.writes) == RATE)
+        await run_clock_until(fake, clock, lambda: all(fake.messages[c] for c in groups) and outbox.idle)
+        await run_clock(fake, clock, 5.0)  # each group's own pace and the overall window have passed
+        before = len(flood.writes)
+        for chat in groups:
+            outbox.enqueue_edit("telegram", chat, None, f"card-{chat}:0", "⏳ Working: step 2", key=f"edit-{chat}")
+        await fake.wait_for(lambda: len(flood.writes) == before + RATE)
+        await clock.until_sleeping(len(groups) - RATE)
+        asked = clock.monotonic()
+        outbox.enqueue("telegram", last, None, "the answer", kind="reply", key="answer")
+        await run_clock_until(fake, clock, lambda: outbox.idle and len(fake.messages[last]) == 2)
+        own = [(w.method, w.at - asked) for w in flood.writes[before:] if w.chat_id == last]
+        assert own[0] == ("sendMessage", pytest.approx(1.0, abs=0.01)), own
+        assert [m["text"] for m in fake.messages[last]] == ["⏳ Working: step 2", "the answer"]
+        assert flood.refused == []
+    finally:
+        await outbox.close()
+        store.close()
+        await adapter.stop()
