@@ -31,7 +31,7 @@ from gateway import backlog
 from gateway.live_reads import LiveReads
 from gateway.logging import redacted_cut
 from gateway.store import DelegationRow, OutboxRow, split_session_key
-from lifecycle import ChildSnapshot
+from lifecycle import ChildSnapshot, JournalError
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
@@ -65,6 +65,9 @@ class ConsoleView:
         """The chats of the sessions not in memory last shown with children (a session's chat never changes)."""
         self._ended: OrderedDict[str, tuple[str, str]] = OrderedDict()
         """The children seen ending (`subagent_stop`), the latest last: each one's parent session and turn."""
+        self._read_back: dict[str, ChildSnapshot] = {}
+        """Those of `_ended` read back from the journal (final), kept while they are there: apart from `_finished`,
+        whose delegations' tasks would push them out, to be read again at each refresh."""
         self._reads = LiveReads(log, "console")
         gateway.host.hooks.register("subagent_stop", self._child_ended)
 
@@ -73,7 +76,7 @@ class ConsoleView:
         self._ended[child_session_id] = (parent_session_id, parent_turn_id)
         self._ended.move_to_end(child_session_id)
         if len(self._ended) > FINISHED_CACHE:
-            self._ended.popitem(last=False)
+            self._read_back.pop(self._ended.popitem(last=False)[0], None)
 
     async def snapshot(self) -> dict[str, Any]:
         g = self._gateway
@@ -165,18 +168,25 @@ class ConsoleView:
         """The parent's finished children (of ``turn_id`` alone, unless None), the latest `FINISHED_SHOWN` to end:
         those the lifecycle remembers, and those seen ending that it has forgotten since, read back (once)."""
         recent = [c for c in self._gateway.host.children.recent(parent_id) if turn_id in (None, c.parent_turn_id)]
+        if parent_id not in ended:  # most children: none of their own seen ending (each refresh, every child)
+            return recent
         known = {c.subagent_id for c in (*recent, *live)}
         missing = [sid for turn, sid in ended.get(parent_id, ()) if turn_id in (None, turn) and sid not in known]
         missing = missing[-FINISHED_SHOWN:]
-        try:
-            found = await self._lookup(missing)
-        except sqlite3.Error:  # the journal unreadable (a full disk): what memory holds, as the delegations' read says
-            found = {}
-        else:
-            for sid in missing:
-                if sid not in found:  # swept from the journal too (`lifecycle.retention_seconds`): not read again
-                    self._ended.pop(sid, None)
-        forgotten = [c for c in found.values() if c.state.terminal]
+        found = {sid: self._read_back[sid] for sid in missing if sid in self._read_back}
+        if unread := [sid for sid in missing if sid not in found]:
+            try:
+                read = await self._gateway.host.children.lookup(unread)
+            # The journal unreadable (a full disk; it raises JournalError for SQLite's refusal): what memory holds.
+            except (sqlite3.Error, JournalError):
+                read = {}
+            else:
+                for sid in unread:
+                    if (child := read.get(sid)) is None:  # swept (`lifecycle.retention_seconds`): not read again
+                        self._ended.pop(sid, None)
+                    elif child.state.terminal:
+                        found[sid] = self._read_back[sid] = child
+        forgotten = list(found.values())
         return sorted((*forgotten, *recent), key=lambda c: c.completed_at or 0.0)[-FINISHED_SHOWN:]
 
     async def _work(self, session_id: str, key: str | None, running: RunningTurn | None,
