@@ -83,6 +83,10 @@ class ModelSettings:
         None, "Model requests this gateway sends one server at once at most (openai provider), the rest waiting "
         "their turn, first come first served, before their timeout starts: for a server that answers a few at a "
         "time (Ollama's OLLAMA_NUM_PARALLEL, llama.cpp's --parallel); unset: no bound.", min=1)
+    wait_when_down_seconds: float = setting(
+        600.0, "Seconds a chat's message waits in all for the model's server (or model) known to be down to come "
+        "back, its chat told so once, before it is answered that the model is unreachable; 0: answered so at once.",
+        min=0)
     context_window: int = setting(
         128_000, "The model's context window in tokens (drives compaction); set the server's real one (a local "
         "server's is often 8192 or 32768).", min=1024)

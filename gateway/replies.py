@@ -73,6 +73,11 @@ RESULTS_UNREPORTED_DOWN = ("Sorry — the background work has finished, but the 
                            "about it again in a few minutes; /agents lists the subagents and how each ended.")
 """`gateway.turn_runner.MODEL_DOWN` for a completion turn whose model call was not sent, its server known to be down
 (`agent.models._outage`): "in a moment" is wrong advice then, the next moment's call not being sent either."""
+MODEL_DOWN_WAITING = ("The model is unreachable at the moment: it has failed every request for a while. I will answer "
+                      "this as soon as it is back, waiting up to {wait} for it; /stop cancels.")
+"""Told once, as an interim message, when a message's turn first waits for its model's server (or model) known to be
+down to come back (``model.wait_when_down_seconds``, `agent.models._outage.WaitWhenDown`); past that wait the turn
+ends with `gateway.turn_runner.MODEL_DOWN`."""
 REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
            "take (a setting or a feature it does not support), so trying again will not help until the operator "
            "changes the model or its settings.")
@@ -119,6 +124,13 @@ def _model_failed(retry_after: float | None, kind: str, down: bool) -> str:
     if retry_after is None or not math.isfinite(retry_after) or retry_after < 60:
         return RESULTS_UNREPORTED if completion else MODEL_FAILED
     return (RESULTS_UNREPORTED_BUSY if completion else MODEL_BUSY).format(wait=_wait(retry_after))
+
+
+def down_waiting_text(seconds: float) -> str:
+    """`MODEL_DOWN_WAITING` for a wait of up to ``seconds``."""
+    whole = round(seconds)
+    wait = _wait(seconds) if whole >= 60 else "a second" if whole <= 1 else f"{whole} seconds"
+    return MODEL_DOWN_WAITING.format(wait=wait)
 
 
 def _wait(seconds: float) -> str:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from agent import AgentSession, Clock, TurnResult
 from agent._errors import server_down
+from agent.models._outage import waiting_when_down
 from agent.settings import ModelSettings
 from gateway import late_notes, senders
 from gateway.attachments import chat_folder, turn_input
@@ -40,6 +41,7 @@ from gateway.replies import (
     SUPPRESSED_NOTES,
     SUPPRESSED_REASONS,
     UNASKED_STOPS,
+    down_waiting_text,
     outcome,
     pictures_in,
     reply_text,
@@ -80,7 +82,8 @@ shows "typing…" under the answer (Telegram ~5 s, Discord ~10 s), and a cancell
 same. Past this it is cancelled."""
 MODEL_DOWN = ("Sorry — the model is unreachable at the moment: it has failed every request for a while, "
               "so I did not ask it again. Please send your message again in a few minutes.")
-"""What a chat reads of a turn whose model call was not sent, its server known to be down (`agent.models._outage`):
+"""What a chat reads of a turn whose model call was not sent, its server known to be down (`agent.models._outage`), once
+it waited ``model.wait_when_down_seconds`` for it to come back (`gateway.replies.MODEL_DOWN_WAITING`):
 "try again in a moment" (`gateway.replies.MODEL_FAILED`) is wrong advice then, the next moment's call not being sent
 either (`_down_reply`)."""
 
@@ -518,7 +521,12 @@ class TurnRunner:
                     observer = Observer(interim, session, running, display, progress)
                     agent = session.agent
                     version = agent.history_version
-                    result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
+                    # A message's turn waits for its model's server down to come back, told so once; a results
+                    # turn, whose work is in the conversation whatever it says, and a quiet run do not.
+                    waits = self._model.wait_when_down_seconds if item.kind == "message" and not quiet else 0.0
+                    with waiting_when_down(waits, self._clock,
+                                           functools.partial(self._tell_waiting, session, item, running, waits)):
+                        result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
                     if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
                         _reply_as_shown(agent, version, result, shown)
         except Exception:
@@ -772,6 +780,21 @@ class TurnRunner:
                 return None, note
             running.give_back_quote(note.reply_to)
         return (None if content is None else senders.content_for_model(content, item.event)), None
+
+    def _tell_waiting(self, session: GatewaySession, item: WorkItem, running: RunningTurn, seconds: float) -> None:
+        """Tell the chat, once per turn (its key is the turn's), that its message waits up to ``seconds`` for the
+        model's server known to be down (`agent.models._outage.WaitWhenDown`). Refused by the store, it is left out:
+        the turn waits all the same."""
+        if running.suppressed:
+            return
+        quote = running.take_quote()
+        try:
+            self._send(session, down_waiting_text(seconds), kind="interim", key=f"{item.turn_id}:model-down",
+                       turn_id=item.turn_id, reply_to=quote)
+        except sqlite3.Error as exc:
+            running.give_back_quote(quote)
+            log.warning("turn %s: telling its chat that it waits for the model failed: %s: %s", item.turn_id,
+                        type(exc).__name__, exc)
 
     def _finished_before(self, session: GatewaySession, running: RunningTurn) -> bool:
         """Whether an earlier run of the turn finalised its progress message (`ProgressMessage.finish` keys that

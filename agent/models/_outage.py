@@ -34,16 +34,26 @@ What a call's outcome tells is the caller's to say, which knows its SDK's errors
   of a request it took, a proxy's 408/504/524 for one): it may be busy writing a long answer, and three long subagent
   calls had every chat's calls held. Neither counts nor ends anything.
 
+A chat's turn may wait for its server, or its model, to come back rather than fail at once (`WaitWhenDown`, set
+for the turn by the gateway, ``model.wait_when_down_seconds``): it waits for the probes' end (`ServerOutage.changed`),
+sends the next probe itself when one is due (nobody else may ask), and once one is answered, the turns held resume
+first come first served, one at first, then two more for each of theirs answered (`ServerOutage.release`): forty
+chats held through an outage do not all ask a server at once that has just come back.
+
 Kept in memory: a restart begins with every server taken for up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import contextvars
 import hashlib
 import logging
 import os
 import weakref
+from collections.abc import Awaitable, Callable, Iterator
 
 from agent._clock import Clock
 from agent._errors import NOT_SENT, ModelError, model_failure_kind, model_failure_text
@@ -132,17 +142,70 @@ def models_held(loop: asyncio.AbstractEventLoop) -> dict[tuple[str, str], tuple[
 def admit(circuits: tuple[ServerOutage, ...], clock: Clock) -> tuple[ServerOutage, ...]:
     """Those of ``circuits`` a call is a probe of (none: it is sent as usual), each to be told `probe_ended` after it;
     raises the error of a call not sent (`ServerOutage.held`) instead."""
-    probes = []
-    for circuit in circuits:
-        if circuit.down_since is None:
-            continue
-        if circuit.probing or clock.monotonic() < circuit.next_probe:
-            circuit.not_sent += 1
-            raise circuit.held(clock)
-        probes.append(circuit)
+    if (holding := _holding(circuits, clock)) is not None:
+        holding.not_sent += 1
+        raise holding.held(clock)
+    probes = tuple(circuit for circuit in circuits if circuit.down_since is not None)
     for circuit in probes:
         circuit.probing = True
-    return tuple(probes)
+    return probes
+
+
+def _holding(circuits: tuple[ServerOutage, ...], clock: Clock) -> ServerOutage | None:
+    """The first of ``circuits`` that refuses a call now (`admit`), if any."""
+    return next((circuit for circuit in circuits if circuit.down_since is not None
+                 and (circuit.probing or clock.monotonic() < circuit.next_probe)), None)
+
+
+class WaitWhenDown:
+    """A turn's leave to wait, up to ``seconds`` on ``clock`` in all from its first wait, for a server or a model
+    down to come back (`admitted`); ``told()`` is called as it first waits. Its model calls alone wait, those made
+    in the task it was set in: a subagent's, in a task of its own, fail at once, as its parent's tools expect."""
+
+    __slots__ = ("seconds", "clock", "told", "task", "until")
+
+    def __init__(self, seconds: float, clock: Clock, told: Callable[[], object]) -> None:
+        self.seconds, self.clock, self.told = seconds, clock, told
+        self.task = asyncio.current_task()
+        self.until: float | None = None
+        """On ``clock``, once it first waited: when it waits no more."""
+
+
+_WAITING: contextvars.ContextVar[WaitWhenDown | None] = contextvars.ContextVar("waiting_when_down", default=None)
+
+
+@contextlib.contextmanager
+def waiting_when_down(seconds: float, clock: Clock, told: Callable[[], object]) -> Iterator[None]:
+    """Within it, the model calls of the current task wait for a server or a model down (`WaitWhenDown`);
+    ``seconds`` 0: none do."""
+    token = _WAITING.set(WaitWhenDown(seconds, clock, told) if seconds > 0 else None)
+    try:
+        yield
+    finally:
+        _WAITING.reset(token)
+
+
+def waiting() -> WaitWhenDown | None:
+    """The `WaitWhenDown` of a model call made now, if it may wait."""
+    wait = _WAITING.get()
+    return wait if wait is not None and wait.task is asyncio.current_task() else None
+
+
+async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitWhenDown | None,
+                   resumed: list[ServerOutage]) -> tuple[ServerOutage, ...]:
+    """`admit`, but a call held by a server or a model down (not by a key's rate limit: the server said how long)
+    waits for it as ``wait`` lets it (None: not at all), and is then a probe or sent as usual; past ``wait``'s
+    bound it is refused as `admit` refuses it, unless the circuit is up by then. ``resumed`` is given each circuit
+    it waited for, to be told `resume_ended` after the call."""
+    while (holding := _holding(circuits, clock)) is not None and wait is not None and holding.scope != KEY:
+        if wait.until is None:
+            wait.until = wait.clock.monotonic() + wait.seconds
+            wait.told()
+        if holding not in resumed:
+            resumed.append(holding)
+        if not await holding.back(clock, wait):
+            break
+    return admit(circuits, clock)
 
 
 def settle(server: ServerOutage, model: ServerOutage, limit: ServerOutage, outcome: str, error: ModelError | None,
@@ -186,7 +249,7 @@ class ServerOutage:
     when it is asked again (see the module docstring)."""
 
     __slots__ = ("server", "scope", "failures", "down_since", "next_probe", "probe_wait", "probing", "not_sent",
-                 "last")
+                 "last", "waiting", "changed")
 
     def __init__(self, server: str, *, scope: str = SERVER) -> None:
         self.server = server
@@ -202,16 +265,69 @@ class ServerOutage:
         """A probe is under way: other calls are not sent meanwhile."""
         self.not_sent = 0
         self.last: ModelError | None = None
+        self.waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        """The turns waiting for it to come back (`back`), first come first; each future set as its turn resumes."""
+        self.changed = asyncio.Event()
+        """Set, and replaced, as it is taken for down, a probe ends, or it comes back: what its waiters wait for."""
 
     def probe_ended(self) -> None:
         """A probe's call ended, however (a cancelled one too: the next call probes instead)."""
         self.probing = False
+        self._changed()
 
     def answered(self, clock: Clock) -> None:
         """The server answered a call, or the key was not refused: it is up."""
         if self.down_since is not None:
             log.warning(_ENDED[self.scope], self.server, clock.monotonic() - self.down_since, self.not_sent)
+            self.down_since = None
+            self.release(1)
         self.failures, self.down_since, self.probe_wait, self.not_sent, self.last = 0, None, PROBE_FIRST, 0, None
+
+    def _changed(self) -> None:
+        if self.waiting:
+            self.changed.set()
+            self.changed = asyncio.Event()
+
+    def release(self, count: int) -> None:
+        """Let the first ``count`` turns waiting resume, while it is up."""
+        while count > 0 and self.waiting and self.down_since is None:
+            ticket = self.waiting.popleft()
+            if not ticket.done():
+                ticket.set_result(None)
+                count -= 1
+
+    def resume_ended(self, answered: bool) -> None:
+        """A call that waited for it ended, ``answered`` or not (failed, stopped): the turns behind it resume, two
+        for an answer, one else, as it stays up."""
+        self.release(2 if answered else 1)
+
+    async def back(self, clock: Clock, wait: WaitWhenDown) -> bool:
+        """Wait, as a turn whose call it holds: True once the call may go (a probe is due; or it is up and the turn's
+        place came, `release`), False once ``wait``'s bound passed. Stopped with its place come, it passes the place
+        on."""
+        assert wait.until is not None
+        ticket = asyncio.get_running_loop().create_future()
+        self.waiting.append(ticket)
+        went = False
+        try:
+            while not ticket.done():
+                left = wait.until - wait.clock.monotonic()
+                if left <= 0:
+                    return False
+                due = None
+                if self.down_since is not None and not self.probing:
+                    if (due := self.next_probe - clock.monotonic()) <= 0:
+                        break
+                timers = [self.changed.wait(), wait.clock.sleep(left), *([] if due is None else [clock.sleep(due)])]
+                await _first(ticket, timers)
+            went = True
+            return True
+        finally:
+            if not ticket.done():
+                ticket.cancel()
+                self.waiting.remove(ticket)
+            elif not went:
+                self.release(1)
 
     def failed(self, error: ModelError, clock: Clock, *, probe: bool = False) -> None:
         """A call sent failed with ``error``, in the way this counts (``probe``: the call was a probe)."""
@@ -225,6 +341,7 @@ class ServerOutage:
         elif self.failures >= DOWN_AFTER:
             self.down_since = now
             log.warning(_TAKEN[self.scope], self.server, self.failures, error, PROBE_FIRST, PROBE_MOST)
+            self._changed()
         else:
             return
         self.next_probe = now + max(self.probe_wait, min(error.retry_after or 0.0, WAIT_MOST))
@@ -248,3 +365,13 @@ class ServerOutage:
         retry_after = max(0.0, self.next_probe - now) if self.last.kind == "rate_limited" else None
         return ModelError(model_failure_text(self.last.kind, text), kind=self.last.kind, status=self.last.status,
                           retry_after=retry_after)
+
+
+async def _first(ticket: asyncio.Future[None], waits: list[Awaitable[object]]) -> None:
+    """Wait until ``ticket`` is done or one of ``waits`` ends; the others are cancelled (never ``ticket``)."""
+    tasks = [asyncio.ensure_future(awaited) for awaited in waits]
+    try:
+        await asyncio.wait((ticket, *tasks), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

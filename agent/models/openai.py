@@ -49,11 +49,13 @@ from agent.models._outage import (
     UNREACHABLE,
     UNTOLD,
     admit,
+    admitted,
     credential_of,
     limit_of,
     model_outage_of,
     outage_of,
     settle,
+    waiting,
 )
 from agent.models._request_slots import RequestSlots
 from agent.models._retry_budget import CALL, GAVE_UP, PROBE_NOT_AGAIN, RetryBudget, begin
@@ -137,44 +139,58 @@ class OpenAIModel:
         if self._key_problem is not None:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
         server, model = outage_of(self._server), model_outage_of(self._server, self.name)
-        limit = limit_of(self._server, self._credential, self.name)
-        probes = admit((server, model, limit), self._clock)
-        budget = RetryBudget(probe=bool(probes), circuits=(server, model, limit))
-        token = CALL.set(budget)
+        circuits = (server, model, limit_of(self._server, self._credential, self.name))
+        # A turn that may wait for its server or model down (`_outage.admitted`): most calls have none.
+        wait, resumed, answered = waiting(), [], False
         try:
+            while True:
+                probes = admit(circuits, self._clock) if wait is None else await admitted(
+                    circuits, self._clock, wait, resumed)
+                budget = RetryBudget(probe=bool(probes), circuits=circuits)
+                token = CALL.set(budget)
+                try:
+                    try:
+                        completion = await self._completions.create(**kwargs)
+                    except UnicodeEncodeError:  # a lone surrogate in the conversation: rare, so mended only then
+                        kwargs["messages"] = _mend_surrogates(kwargs["messages"])
+                        completion = await self._completions.create(**kwargs)
+                    break
+                # JSON/Unicode decode errors escape the SDK unwrapped when a server sends a broken body with a
+                # JSON content type (RecursionError: one nested too deep); an encode error still there after
+                # mending is in no message (a header).
+                except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
+                    pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
+                    error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
+                                             not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
+                    if not isinstance(exc, _RetryNotSent):  # else the request that failed last was told of no outcome
+                        settle(*circuits, _outcome(exc, error), error, self._clock, probes)
+                    if wait is not None and (server.down_since is not None or model.down_since is not None):
+                        continue  # down under it, or still down (a probe): its turn waits for it to come back
+                    # Taken for down while the call ran: it ends as a call not sent now does, refused by the circuit
+                    # down by now (its own failure may have taken the server for down too). Unless its own failure
+                    # showed the server up again (a 5xx of the server's own words, which is that model's). Counted
+                    # as one not sent, as its chat is told: the turn's failure is left out of the log for the
+                    # outage's end's count.
+                    if (down := budget.down_now()) is not None:
+                        down.not_sent += 1
+                        raise down.held(self._clock) from exc
+                    raise error from exc
+                finally:
+                    CALL.reset(token)
+                    for probed in probes:
+                        probed.probe_ended()
             try:
-                completion = await self._completions.create(**kwargs)
-            except UnicodeEncodeError:  # a lone surrogate in the conversation: rare, so mended only then
-                kwargs["messages"] = _mend_surrogates(kwargs["messages"])
-                completion = await self._completions.create(**kwargs)
-        # JSON/Unicode decode errors escape the SDK unwrapped when a server sends a broken body with a
-        # JSON content type (RecursionError: one nested too deep); an encode error still there after
-        # mending is in no message (a header).
-        except (openai.OpenAIError, json.JSONDecodeError, UnicodeError, RecursionError) as exc:
-            pictures = any(_holds_picture(message.get("content")) for message in kwargs["messages"])
-            error = _translate_error(exc, self._secrets, self._named, pictures=pictures, gave_up=budget.spent,
-                                     not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
-            if not isinstance(exc, _RetryNotSent):  # else the request that failed last was told of no outcome
-                settle(server, model, limit, _outcome(exc, error), error, self._clock, probes)
-            # Taken for down while the call ran: it ends as a call not sent now does, refused by the circuit down by
-            # now (its own failure may have taken the server for down too). Unless its own failure showed the server
-            # up again (a 5xx of the server's own words, which is that model's). Counted as one not sent, as its
-            # chat is told: the turn's failure is left out of the log for the outage's end's count.
-            if (down := budget.down_now()) is not None:
-                down.not_sent += 1
-                raise down.held(self._clock) from exc
-            raise error from exc
+                response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
+                                        named=self._named)
+            except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
+                settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
+                raise
+            settle(*circuits, ANSWERED, None, self._clock, probes)
+            answered = True
+            return response
         finally:
-            CALL.reset(token)
-            for probed in probes:
-                probed.probe_ended()
-        try:
-            response = _to_response(completion, fallback_model=self.name, secrets=self._secrets, named=self._named)
-        except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
-            settle(server, model, limit, _outcome(exc, exc), exc, self._clock, probes)
-            raise
-        settle(server, model, limit, ANSWERED, None, self._clock, probes)
-        return response
+            for circuit in resumed:
+                circuit.resume_ended(answered)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it. Idempotent."""

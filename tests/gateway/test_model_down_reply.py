@@ -24,7 +24,9 @@ async def test_chats_writing_while_the_server_is_down_are_told_it_is_unreachable
     for _ in range(3):
         server.push_error(503, DOWN)
     chat = RecordingAdapter()
-    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat], model=on(server, clock))
+    # Waiting for the server to come back (`test_model_down_wait`) off: told at once, as before that wait.
+    config = make_config(tmp_path, model=openai_model(server, wait_when_down_seconds=0))
+    gateway = await gateways(config, [chat], model=on(server, clock))
     told = [await ask(chat, gateway, f"question {n}") for n in range(5)]
     assert told == [MODEL_FAILED] * 3 + [MODEL_DOWN] * 2
     assert len(server.requests) == 3
