@@ -118,7 +118,7 @@ async def run(count: int, script: list[tuple[int, str, int]]) -> None:
             assert c["went"] >= c["came"]
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(count=st.integers(1, 4), script=events)
 def test_account_rate_keeps_its_window_wakes_every_waiter_and_puts_answers_first(count, script) -> None:
     asyncio.run(run(count, script))
