@@ -9,7 +9,9 @@ Then the same for a reply written as one long paragraph (`one_paragraph`: no bla
 every line formatted), whose every candidate part ends in that paragraph, up to 200 KB.
 Then long tables, split once each (seconds, parts): 200 rows of 200 one-character columns
 (`wide_table`, about 80 KB, a list per row, each row's list about a Discord message), 50 columns of
-what models write in cells (`long_table`, about 130 KB) and 3 aligned columns (`narrow_table`).
+what models write in cells (`long_table`, about 130 KB) and 3 aligned columns (`narrow_table`); and
+about 100 KB of paragraphs each a strikethrough holding one at every word (`nested_strikes`, each longer than a
+part: every cut is inside both, and each candidate cut looks up the styles open there).
 Each split starts with nothing of its reply rendered before, in a process whose garbage
 collector is tuned as the gateway's (`gateway.gc_tuning`).
 
@@ -127,6 +129,13 @@ def narrow_table(size: int) -> str:
     return table(["setting", "default", "note"], rows[:-1])
 
 
+def nested_strikes(size: int) -> str:
+    paragraphs: list[str] = []
+    while sum(map(len, paragraphs)) < size:
+        paragraphs.append(f"~~Note {len(paragraphs) + 1}: " + " ".join("~~ab~~" for _ in range(700)) + " done~~")
+    return "\n\n".join(paragraphs)
+
+
 def digest(parts: list[str]) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -182,7 +191,7 @@ def main() -> None:
     print(f"{'table':<13} {'platform':<9} {'chars':>7} {'parts':>5} {'s/split':>9} {'calls/split':>11} {'ms/call':>8} "
           f"{'digest':>12}")
     for kind, text in (("200x200", wide_table()), ("50 columns", long_table(LARGEST)),
-                       ("3 columns", narrow_table(LARGEST))):
+                       ("3 columns", narrow_table(LARGEST)), ("nested ~~", nested_strikes(100_000))):
         for name, adapter in adapters():
             measure, calls = counted(safe_measure(adapter))  # type: ignore[arg-type]
             forget()

@@ -106,6 +106,97 @@ class _Region:
     literal: list[int] = field(default_factory=list)
     """Where the literal markers are, one position per character, in order."""
     tables: list[Table] = field(default_factory=list)
+    index: _Index | None = None
+    """Built on the region's first lookup, once it is whole (`_Region.indexed`)."""
+
+    def indexed(self) -> _Index:
+        if self.index is None:
+            self.index = _Index(self)
+        return self.index
+
+
+class _MaxTree:
+    """The largest of ``values`` over each power-of-two stretch of them: which of the first ``m`` reach a bound is
+    found in the steps down to those that do, not by reading every one."""
+
+    def __init__(self, values: list[int]) -> None:
+        size = 1
+        while size < len(values):
+            size *= 2
+        tree = [-1] * (2 * size)
+        tree[size:size + len(values)] = values
+        for i in range(size - 1, 0, -1):
+            tree[i] = max(tree[2 * i], tree[2 * i + 1])
+        self._size, self._tree = size, tree
+
+    def reaching(self, m: int, bound: int, *, first: bool = False) -> list[int]:
+        """The indices below ``m`` whose value is ``bound`` or more, ascending (only the lowest if ``first``)."""
+        size, tree, found = self._size, self._tree, []
+        # The stretches that make up the first m, left to right; then down each one that reaches the bound.
+        left, right, lo, hi = [], [], size, size + m
+        while lo < hi:
+            if lo & 1:
+                left.append(lo)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                right.append(hi)
+            lo, hi = lo >> 1, hi >> 1
+        for node in left + right[::-1]:
+            stack = [node]
+            while stack:
+                node = stack.pop()
+                if tree[node] < bound:
+                    continue
+                if node < size:
+                    stack += (2 * node + 1, 2 * node)  # the left one popped first: ascending
+                    continue
+                found.append(node - size)
+                if first:
+                    return found
+        return found
+
+
+class _Index:
+    """A region's styles and atoms arranged for lookups in about log n steps each, where reading them all took
+    seconds for a paragraph of thousands of nested strikethroughs (a lookup at each of a part's candidate cuts)."""
+
+    def __init__(self, region: _Region) -> None:
+        styles = region.styles
+        self.by_open_end = sorted(range(len(styles)), key=lambda i: styles[i].open_end)
+        self.open_ends = [styles[i].open_end for i in self.by_open_end]
+        self.closes = _MaxTree([styles[i].close_start for i in self.by_open_end])
+        self.atom_starts = [a for a, _ in region.atoms]
+        self.atom_ends = _MaxTree([b for _, b in region.atoms])
+        # Where a cut splits a marker or an atom, as ranges of positions (inclusive), overlapping ones merged.
+        inside = sorted([*((s.open_start + 1, s.open_end) for s in styles),
+                         *((s.close_start + 1, s.close_end - 1) for s in styles),
+                         *((a + 1, b - 1) for a, b in region.atoms)])
+        merged: list[list[int]] = []
+        for lo, hi in inside:
+            if lo > hi:
+                continue
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self.inside_starts = [lo for lo, _ in merged]
+        self.inside_ends = [hi for _, hi in merged]
+
+    def open_at(self, pos: int) -> list[int]:
+        """The indices of the styles with ``open_end <= pos <= close_start``, in the region's order."""
+        m = bisect.bisect_right(self.open_ends, pos)
+        return sorted(self.by_open_end[k] for k in self.closes.reaching(m, pos))
+
+    def atom_at(self, pos: int) -> int | None:
+        """The index of the first atom (by start) with ``a < pos < b``."""
+        found = self.atom_ends.reaching(bisect.bisect_left(self.atom_starts, pos), pos + 1, first=True)
+        return found[0] if found else None
+
+    def splits(self, pos: int) -> bool:
+        """``pos`` falls inside a marker (past its first character) or an atom."""
+        i = bisect.bisect_right(self.inside_starts, pos) - 1
+        return i >= 0 and pos <= self.inside_ends[i]
 
 
 # -- a parser that remembers positions ---------------------------------------------------
@@ -184,7 +275,8 @@ class Structure:
 
     def styles_open_at(self, pos: int) -> list[Style]:
         """Styles whose markers enclose ``pos`` (``open_end <= pos <= close_start``), outermost first."""
-        return [s for s in self._region(pos).styles if s.open_end <= pos <= s.close_start]
+        region = self._region(pos)
+        return [region.styles[i] for i in region.indexed().open_at(pos)]
 
     def splits_marker(self, pos: int) -> bool:
         """A cut at ``pos`` would fall inside a marker, an atom or a table row, or leave a style empty."""
@@ -194,11 +286,7 @@ class Structure:
         return table is not None and pos not in table.row_ends
 
     def _splits_inline(self, pos: int) -> bool:
-        region = self._region(pos)
-        for s in region.styles:
-            if s.open_start < pos <= s.open_end or s.close_start < pos < s.close_end:
-                return True
-        return any(a < pos < b for a, b in region.atoms)
+        return self._region(pos).indexed().splits(pos)
 
     def row_at(self, pos: int) -> Row | None:
         """The table body row whose text holds ``pos`` (past its first character, up to its end)."""
@@ -238,7 +326,9 @@ class Structure:
         return start
 
     def atom_at(self, pos: int) -> tuple[int, int] | None:
-        return next(((a, b) for a, b in self._region(pos).atoms if a < pos < b), None)
+        region = self._region(pos)
+        i = region.indexed().atom_at(pos)
+        return None if i is None else region.atoms[i]
 
     def atoms_starting_in(self, start: int, end: int) -> list[tuple[int, int]]:
         """The atoms of the region holding ``start`` that begin from ``start`` up to before ``end``, in order."""

@@ -34,10 +34,12 @@ points). What a cut never breaks:
   where they would join the markers reopened (or closed) there, or the cut falls within a word:
   ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic, ``~~`` + ``~10`` a code
   fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (no cut
-  there); a part given up on as plain text (an address longer than a part) that opened styles before the
-  address ends in it, closing them, not in or right before their closing markers (``_`` + ``_`` alone), nor
-  before an autolink's ``>`` (`_closed_in_atom`); inline code a part could hold whole is cut only where the part
-  has no line break to end at (`choose_cut`);
+  there), or both reopened (``~~~~``): a part starting inside a strikethrough nested in one reopens the outer one
+  alone and leaves out the nested one's closing ``~~`` (struck all the same, `_reopening`); a part given up on as
+  plain text (an address longer than a part) that opened styles before the address ends in it, closing them,
+  not in or right before their closing markers (``_`` + ``_`` alone), nor before an autolink's ``>``
+  (`_closed_in_atom`); inline code a part could hold whole is cut only where the part has no line break to end at
+  (`choose_cut`);
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
   link or image longer than a part is cut in its label (at a space where it can) into links (images)
   to the same address, like a style, and one whose address takes more than a quarter of the limit
@@ -45,7 +47,8 @@ points). What a cut never breaks:
   a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown;
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
-  (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`);
+  (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`); a table
+  whose header and delimiter rows no part can hold is written as text (`_untabled`), cut as a paragraph;
 - **list items**: a part starting inside one (past its marker) has none, so the item's
   later lines are taken out as far as its text, and a blank line goes before the next item
   when it could not open a list right after that text (`gateway.split_items`). Items in a
@@ -75,8 +78,9 @@ points). What a cut never breaks:
 Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a quoted line's before the styles reopened on it, and a
 blank line, that backslash or a quote's markers may be added, backslashes before markers shown as
-typed, and list markers and links too long for a part rewritten, as said, and a part of only empty
-code blocks left out; nothing else is added or removed.
+typed (and before the delimiter row of a table written as text), and list markers and links too long for a part
+rewritten, as said, and a part of only empty code blocks left out, and the closing ``~~`` of a strikethrough nested
+in one that a part reopens alone; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -287,8 +291,7 @@ class _Splitter(InLists):
     def _reopened(self, row_head: str | None, start: int) -> tuple[str, int]:
         """`head` for a part starting outside code: ``row_head`` (in a table row; else the quote markers
         `_quoted` finds, or a backslash it may need), then the markers of the styles open at ``start``."""
-        styles = self.with_cut_link(start, self.structure.styles_open_at(start))
-        markers = self._carried("".join(s.opener for s in styles if start < s.close_start))
+        markers = self._reopening(start)[0]
         quote, text_from = (row_head, start) if row_head is not None else self._quoted(start, bool(markers))
         literal = self.structure.literal_run(text_from)
         if markers.endswith("~") and literal == text_from:
@@ -305,6 +308,30 @@ class _Splitter(InLists):
             return quote + markers, text_from  # in a cell, what opens a block at a line's start is text
         escape, text_from = self._escape(start)
         return quote + escape, text_from
+
+    def _reopening(self, start: int) -> tuple[str, list[Style]]:
+        """The markers a part starting at ``start`` reopens, and the strikethroughs nested in the outermost style it
+        reopens, itself one, that it reopens with that one alone: ``~~`` + ``~~`` at a line's start is ``~~~~``, a
+        code fence. Struck all the same, the part leaves out their closing ``~~`` (`assemble`)."""
+        styles = [s for s in self.with_cut_link(start, self.structure.styles_open_at(start)) if start < s.close_start]
+        merged = []
+        if styles and styles[0].opener == "~~":
+            for s in styles[1:]:
+                if s.opener != "~~":
+                    break
+                merged.append(s)
+        markers = self._carried("".join(s.opener for s in styles[:1] + styles[1 + len(merged):]))
+        return markers, merged if markers else []
+
+    def _without(self, merged: list[Style], start: int, end: int, piece: Callable[[int, int], str]) -> str:
+        """``piece(start, end)`` (the part's text from ``start`` to ``end``) without the closing markers of ``merged``
+        (`_reopening`) that it holds."""
+        out = []
+        for s in sorted(merged, key=lambda s: s.close_start):
+            if start <= s.close_start and s.close_end <= end:
+                out.append(piece(start, s.close_start))
+                start = s.close_end
+        return "".join([*out, piece(start, end)])
 
     def _row_head(self, row: Row, start: int) -> str:
         """What a part starting inside a table row (one no part held) opens its rest with: a row of its own,
@@ -403,8 +430,8 @@ class _Splitter(InLists):
 
     def reopens_a_fence(self, end: int) -> bool:
         """The part after one ending at ``end`` would start with a strikethrough reopened before the opening ``~~``
-        of one nested in it (``~~`` + ``~~b~~``): ``~~~~b``, a code fence. (Cut inside both, a part reopens
-        them so all the same: a strikethrough nested in one longer than a part is left so.)"""
+        of one nested in it (``~~`` + ``~~b~~``): ``~~~~b``, a code fence. (Cut inside both, a part reopens the
+        outer one alone: `_reopening`.)"""
         text, j = self.text, end
         while j < len(text) and text[j].isspace():
             j += 1
@@ -413,8 +440,7 @@ class _Splitter(InLists):
             j = quoted.end()
         if text[j:j + 1] != "~" or self.structure.literal_run(j) > j:
             return False  # the usual case; a "~" shown as typed is escaped (`_reopened`)
-        styles = self.with_cut_link(j, self.structure.styles_open_at(j))
-        return self._carried("".join(s.opener for s in styles if j < s.close_start)) == "~~"
+        return self._reopening(j)[0] == "~~"
 
     def ends_at_underline(self, end: int) -> bool:
         """A part ending at ``end`` would end with a line of only ``=`` or ``-`` that its text goes on from
@@ -776,7 +802,8 @@ class _Splitter(InLists):
         styles = self.styles_left_open(body_end) if closes else []
         if not self._carried("".join(st.closer for st in styles)):
             styles = []
-        tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles))
+        merged = self._reopening(start)[1] if markers else []
+        tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles) if s not in merged)
         outside = self.outside_its_item(start, head)
         # The lines up to `placed` stand as they are (a fence the part starts in, reopened at its own
         # indentation) or are taken out with a fence opened in the first column; the rest, out of
@@ -795,9 +822,9 @@ class _Splitter(InLists):
         items = self.items_left(start, placed, body_end) if placed < body_end else []
         numbers = self.rewritten(start, placed, body_end, items) if placed < body_end else {}
         if items or numbers:
-            body += self.out_of_items(items, numbers, placed, body_end)
+            body += self._without(merged, placed, body_end, lambda a, b: self.out_of_items(items, numbers, a, b))
         else:
-            body += self.text[placed:body_end]
+            body += self._without(merged, placed, body_end, lambda a, b: self.text[a:b])
         if markers and cut < len(self.text) and (tail[:1] == self.text[body_end - 1] or
                                                  not self.text[body_end].isspace()):
             # Literal markers it ends with would join those closing it, or, no longer before a character
@@ -940,7 +967,9 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     reopen code blocks, styles, tables (a row longer than a part: its first cell too) and links longer
     than a part (or such a link written out, its address too long to repeat), a backslash keeping a part
     that starts within a line from opening a block there (a quote, a list...) or markers shown as typed
-    from marking a style, a quote's markers before the rest of a quoted line, and the list markers
+    from marking a style, a backslash before the delimiter row of a table whose header no part can hold (written
+    as text), the closing ``~~`` of a strikethrough nested in one that a part reopens alone, a quote's markers
+    before the rest of a quoted line, and the list markers
     rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
     or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
     nothing); a text with link reference definitions has those a part uses at its end (up to half the
@@ -954,7 +983,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
         return []
     if measure(text) <= limit:
         return [text]
-    text = _unlinked(text, limit, measure)
+    text = _untabled(_unlinked(text, limit, measure), limit, measure)
     references = link_references.References(text, limit // _REFERENCE_SHARE)
     splitter = _Splitter(text, limit,
                          (lambda part: measure(part + references.for_part(part))) if references else measure)
@@ -1022,6 +1051,32 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
                 at = _block_escape(written, 0)
                 written = written if at is None else f"{written[:at]}\\{written[at:]}"
             text = f"{text[:link.open_start]}{written}{text[link.close_end:]}"
+    return text
+
+
+def _untabled(text: str, limit: int, measure: Measure) -> str:
+    """``text`` with every table whose header row, with its delimiter row, no part can hold written as text: a
+    backslash before its delimiter row (``\\|---|``). A table is cut only between body rows, each part repeating its
+    header rows, so such a header was cut as plain text, mid-word, and the part after it read the rest of the header
+    with the delimiter row as a table's, its first cell (over the rows' first column, a title no renderer shows)
+    lost. Only a header line longer than a quarter of the limit is looked at, so the text is parsed only where one
+    may be that long."""
+    if not re.search(r"^(?=[^\n]{%d})[^\n|]*\|" % (limit // _MARKER_SHARE), text, re.MULTILINE):
+        return text
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n?|\n", text))]  # markdown-it's line breaks, \r too
+    escapes = []
+    for tok in markdown.block_tokens(text):
+        if tok.type != "table_open" or tok.map is None or tok.map[0] + 2 > len(starts):
+            continue
+        header, delimiter = starts[tok.map[0]], starts[tok.map[0] + 1]
+        if delimiter - header <= limit // _MARKER_SHARE:
+            continue
+        at = re.compile(r"[ \t>]*").match(text, delimiter).end()  # type: ignore[union-attr]
+        end = starts[tok.map[0] + 2] if tok.map[0] + 2 < len(starts) else len(text)
+        if measure(f"{text[header:at]}\\{text[at:end]}".rstrip()) > limit:
+            escapes.append(at)
+    for at in reversed(escapes):
+        text = f"{text[:at]}\\{text[at:]}"
     return text
 
 
