@@ -330,6 +330,13 @@ class AsyncSubagentLifecycle(KeyRotation):
         if request.model is not None:
             raise SubagentLifecycleError("Per-launch model override is not supported; configure delegation.model.")
         session = turn.session
+        limit = self.host.delegation.max_spawn_depth
+        if session.depth >= limit:
+            # A plugin's tool is inherited by the children it launches: unchecked, each level launched the next.
+            levels = "level" if limit == 1 else "levels"
+            raise SubagentLifecycleError(
+                f"Subagents nest at most {limit} {levels} deep (delegation.max_spawn_depth): this session is a"
+                f" subagent at depth {session.depth}, and may not launch one.", code="DEPTH_LIMIT")
         allowed = tuple(request.allowed_toolsets) if request.allowed_toolsets else None
         if allowed:
             check_toolsets(self.host, session, allowed)

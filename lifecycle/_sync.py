@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -29,6 +30,9 @@ from lifecycle._service import CANCEL_REASON, AsyncSubagentLifecycle
 from lifecycle._supervisor import CLOSED, NOT_STARTED
 
 T = TypeVar("T")
+
+CLOSED_CHECK_SECONDS = 0.25
+"""How often a call waiting for its answer looks whether the service's event loop has closed meanwhile."""
 
 ON_LOOP_THREAD = (
     "The synchronous subagent lifecycle API was called on the event-loop thread, where it would deadlock; "
@@ -88,8 +92,12 @@ class SubagentLifecycle:
             task = asyncio.ensure_future(coro)
             task.add_done_callback(lambda t: _settle(t, outcome))
 
-        loop.call_soon_threadsafe(start, context=contextvars.copy_context())
-        return outcome.result()
+        try:
+            loop.call_soon_threadsafe(start, context=contextvars.copy_context())
+        except RuntimeError:  # closed since the check above
+            coro.close()
+            raise SubagentLifecycleError(CLOSED, code="CLOSED") from None
+        return _answer(outcome, loop, coro)
 
 
 def _before_start(coro: Coroutine[Any, Any, T]) -> T:
@@ -105,6 +113,26 @@ def _before_start(coro: Coroutine[Any, Any, T]) -> T:
         return done.value
     coro.close()
     raise SubagentLifecycleError(NOT_STARTED, code="NOT_STARTED")
+
+
+def _answer(
+    outcome: concurrent.futures.Future[T], loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]
+) -> T:
+    """The call's answer, once the loop has given it. A loop that closes first never will: the call was handed
+    to it after its last step, or its task never stepped, and the thread would wait for ever (a non-daemon one
+    holding up the process's exit). Its shutdown cancels the calls still under way."""
+    while True:
+        try:
+            return outcome.result(timeout=CLOSED_CHECK_SECONDS)
+        except concurrent.futures.CancelledError:
+            raise SubagentLifecycleError(CLOSED, code="CLOSED") from None
+        except TimeoutError as error:
+            if outcome.done() and not outcome.cancelled() and outcome.exception() is error:
+                raise  # the call's own
+            if loop.is_closed() and not outcome.done():
+                if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:  # never run: nothing of it to unwind
+                    coro.close()
+                raise SubagentLifecycleError(CLOSED, code="CLOSED") from None
 
 
 def _settle(task: asyncio.Task, outcome: concurrent.futures.Future) -> None:
