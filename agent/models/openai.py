@@ -48,6 +48,7 @@ from agent.models._outage import (
     LIMITED,
     UNREACHABLE,
     UNTOLD,
+    ServerOutage,
     admit,
     admitted,
     credential_of,
@@ -142,6 +143,14 @@ class OpenAIModel:
         circuits = (server, model, limit_of(self._server, self._credential, self.name))
         # A turn that may wait for its server or model down (`_outage.admitted`): most calls have none.
         wait, resumed, answered = waiting(), [], False
+
+        def waits_again(probes: tuple[ServerOutage, ...]) -> bool:
+            # Down under it, or still down (a probe): its turn waits for it to come back. Not a probe that told its
+            # circuit nothing (a proxy's 504, a read timeout: `UNTOLD`), the next probe due at once: sent again and
+            # again, nothing moving it on, it ends as before.
+            return wait is not None and (server.down_since is not None or model.down_since is not None) and not any(
+                probed.down_since is not None and probed.next_probe <= self._clock.monotonic() for probed in probes)
+
         try:
             while True:
                 probes = admit(circuits, self._clock) if wait is None else await admitted(
@@ -154,7 +163,6 @@ class OpenAIModel:
                     except UnicodeEncodeError:  # a lone surrogate in the conversation: rare, so mended only then
                         kwargs["messages"] = _mend_surrogates(kwargs["messages"])
                         completion = await self._completions.create(**kwargs)
-                    break
                 # JSON/Unicode decode errors escape the SDK unwrapped when a server sends a broken body with a
                 # JSON content type (RecursionError: one nested too deep); an encode error still there after
                 # mending is in no message (a header).
@@ -164,8 +172,8 @@ class OpenAIModel:
                                              not_again=PROBE_NOT_AGAIN if budget.probe else GAVE_UP)
                     if not isinstance(exc, _RetryNotSent):  # else the request that failed last was told of no outcome
                         settle(*circuits, _outcome(exc, error), error, self._clock, probes)
-                    if wait is not None and (server.down_since is not None or model.down_since is not None):
-                        continue  # down under it, or still down (a probe): its turn waits for it to come back
+                    if waits_again(probes):
+                        continue
                     # Taken for down while the call ran: it ends as a call not sent now does, refused by the circuit
                     # down by now (its own failure may have taken the server for down too). Unless its own failure
                     # showed the server up again (a 5xx of the server's own words, which is that model's). Counted
@@ -179,12 +187,15 @@ class OpenAIModel:
                     CALL.reset(token)
                     for probed in probes:
                         probed.probe_ended()
-            try:
-                response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
-                                        named=self._named)
-            except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
-                settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
-                raise
+                try:
+                    response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
+                                            named=self._named)
+                except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
+                    settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
+                    if waits_again(probes):  # OpenRouter's upstream failing: as a 5xx in its own words
+                        continue
+                    raise
+                break
             settle(*circuits, ANSWERED, None, self._clock, probes)
             answered = True
             return response

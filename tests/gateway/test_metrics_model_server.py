@@ -29,7 +29,9 @@ async def test_a_model_server_taken_for_down_reads_0_until_a_probe_is_answered(t
     chat = RecordingAdapter()
     model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
                                       max_retries=0), env={}, clock=clock)
-    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat], model=model)
+    # Waiting for the server to come back off (`test_model_down_wait`): the fourth is refused at once, not sent.
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server, wait_when_down_seconds=0)), [chat],
+                             model=model)
     await ask(chat, gateway, "hello")
     url = server.base_url.rstrip("/")
     assert page(gateway)("switchboard_model_server_up", server=url) == 1
@@ -55,7 +57,9 @@ async def test_a_models_calls_held_at_a_server_that_answers_read_by_reason_until
     chat = RecordingAdapter()
     model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-secret-key",
                                       max_retries=0), env={}, clock=clock)
-    gateway = await gateways(make_config(tmp_path, model=openai_model(server)), [chat], model=model)
+    # Waiting for the server to come back off (`test_model_down_wait`): the fourth is refused at once, not sent.
+    gateway = await gateways(make_config(tmp_path, model=openai_model(server, wait_when_down_seconds=0)), [chat],
+                             model=model)
     await ask(chat, gateway, "hello")
     url, other = server.base_url.rstrip("/"), {"rate_limited": "server_error", "server_error": "rate_limited"}[reason]
     assert page(gateway)("switchboard_model_held", server=url, model="m", reason=reason) == 0
