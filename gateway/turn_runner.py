@@ -787,12 +787,12 @@ class TurnRunner:
         the turn waits all the same."""
         if running.suppressed:
             return
-        quote = running.take_quote()
         try:
+            # It quotes the message, and leaves the quote to the answer (`RunningTurn.take_quote`): coming minutes
+            # later, among a group's other messages, the answer shows whose it is too.
             self._send(session, down_waiting_text(seconds), kind="interim", key=f"{item.turn_id}:model-down",
-                       turn_id=item.turn_id, reply_to=quote)
+                       turn_id=item.turn_id, reply_to=running.quote)
         except sqlite3.Error as exc:
-            running.give_back_quote(quote)
             log.warning("turn %s: telling its chat that it waits for the model failed: %s: %s", item.turn_id,
                         type(exc).__name__, exc)
 

@@ -102,3 +102,25 @@ async def test_a_stop_ends_the_wait_and_nothing_is_answered_later(tmp_path, llm,
 def _waiting(clock: FakeClock) -> bool:
     """Whether a turn waits for a probe due 10 s after the server was taken for down."""
     return clock._count(10.0) > 0
+
+
+async def test_in_a_group_the_answer_after_the_wait_quotes_the_message_as_the_notice_does(tmp_path, llm, gateways):
+    # The notice took the quote, and the answer, minutes later among the group's other messages, showed no one's.
+    server, clock = await llm(), FakeClock(autojump=False)
+    server.respond_with(failing_first(server, [3]))
+    chat = RecordingAdapter()
+    config = make_config(tmp_path, model=openai_model(server), display={"busy_input_mode": "queue"})
+    gateway = await gateways(config, [chat], model=on(server, clock), clock=clock)
+    for n in range(2):
+        await chat.say(f"question {n}", private=False, message_id=f"m{n}")
+        await chat.wait_for(lambda n=n: len(chat.texts("reply")) == n + 1)
+    await chat.say("question 2", private=False, message_id="m2")
+    await chat.wait_for(lambda: chat.texts("interim"))
+    await clock.until_sleeping(lasting=10.0)
+    clock.advance(10)
+    await chat.wait_for(lambda: len(chat.texts("reply")) == 3)
+    await settled(gateway)
+    [notice] = [m for m in chat.messages if m.kind == "interim"]
+    answer = [m for m in chat.messages if m.kind == "reply"][-1]
+    assert (notice.outbound.reply_to, answer.outbound.reply_to) == ("m2", "m2")
+    assert answer.text.endswith("question 2")
