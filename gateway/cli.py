@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import shlex
 import signal
 import sqlite3
@@ -29,6 +30,7 @@ from gateway import inbox_cli, left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
 from gateway.config.check import write_problems
 from gateway.config.loader import unread_secrets_of
+from gateway.config.overrides import only_with_set
 from gateway.config.sections import DisplayOverrides
 from gateway.config.worker_reads import ASK_NOT_READ, reads_key, unread_set_problems
 from gateway.early_signals import lost_stop
@@ -227,7 +229,7 @@ def _command(argv: Sequence[str] | None) -> int:
         # A worker serves no chat: the platforms' secrets stay on the gateway's machine (docs/scale-out.md).
         config, warnings = load_config(args.config, overrides=args.set, worker=args.command == "worker")
     except ConfigError as exc:
-        exc.warnings += unread
+        exc.warnings += _unread_not_refused(unread, exc.errors)
         write_problems(exc, _STDERR)
         print(f"switchboard: the configuration has errors; {_check_hint(exc.source, args.set)} shows them all",
               file=_STDERR)
@@ -278,6 +280,23 @@ def _unread_sets(args: argparse.Namespace) -> list[str]:
         return unread_set_problems(args.set, reads, not_read)[1]
     except ConfigError:  # a pair that is not KEY=VALUE: the load's error, which names it, is all there is to say
         return []
+
+
+def _unread_not_refused(unread: Sequence[str], errors: Sequence[str]) -> list[str]:
+    """The warnings of `_unread_sets` but those of a key an error is about (its value refused: ``--set
+    server.port=abc``, an unset ``${VAR}``) or comes only with (``--set server.host=0.0.0.0``, the console's token
+    then required): the command ended with status 78 for it, and told beside that it "changes nothing here", its
+    operator could not tell whether to mend the value or drop the pair."""
+    named = set()
+    for error in errors:
+        named.update(error.removeprefix("--set ").partition(": ")[0].split(" and --set "))
+        if only_with_set(error):
+            named.update(re.split(r" (?:and|or) --set ", error.rpartition(" (only with --set ")[2].removesuffix(")")))
+
+    def refused(key: str) -> bool:
+        return any(about == key or about.startswith(f"{key}.") for about in named)
+
+    return [line for line in unread if not refused(line.removeprefix("--set ").partition(": ")[0])]
 
 
 def _config_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:

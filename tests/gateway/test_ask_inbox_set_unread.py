@@ -83,3 +83,21 @@ def test_a_pair_that_is_no_key_value_is_its_error_alone(capsys):
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.startswith(("error:", "warning:"))] == [
         "error: --set server.port: expected KEY=VALUE with a dotted key, e.g. server.port=9000"]
+
+
+def test_a_value_refused_is_its_error_alone_not_also_said_to_change_nothing(capsys, tmp_path, monkeypatch):
+    # `inbox dead --set server.port=abc` ends with status 78 for that value, `ask --set server.host=0.0.0.0` for the
+    # console's token it then needs: told beside it that the setting "changes nothing here", its operator could not
+    # tell whether to mend it or drop it. A key beside them that is fine is told.
+    monkeypatch.delenv("SB_TEST_UNSET", raising=False)
+    (tmp_path / "state").mkdir()
+    GatewayStore(tmp_path / "state" / STATE_DB).close()
+    for command in (["ask", "hello"], ["inbox", "dead"], ["inbox", "retry", "1"]):
+        assert main([*command, "--set", "server.port=abc", "--set", "display.progress=${SB_TEST_UNSET}",
+                     "--set", "server.host=0.0.0.0", "--set", "display.busy_input_mode=queue"]) == EXIT_CONFIG
+        err = capsys.readouterr().err
+        errors = [line.partition(": ")[2].partition(":")[0] for line in err.splitlines() if line.startswith("error:")]
+        assert sorted(errors) == ["display.progress", "server.console_token", "server.port"], (command, err)
+        assert "(only with --set server.host)" in err
+        what = ASK if command[0] == "ask" else inbox(command[1])
+        assert told(err) == [f"warning: --set display.busy_input_mode: {what}"], (command, err)
