@@ -688,6 +688,10 @@ class Gateway:
         if listening is not None and not inbound.attachments and session.platform not in TRACKS_TURN_IDS \
                 and self.questions.hold(session, listening, WorkItem("message", inbound.text, turn_id, inbound)):
             return Accepted(listening.turn_id, session.key)  # settled once used, else run as its own turn
+        # Or the turn run again in another topic, whose question it replies to from here: not taken, it is queued here.
+        if session.platform not in TRACKS_TURN_IDS and (held_by := self.questions.hold_across_threads(
+                inbound, turn_id, functools.partial(self.runner.submit, session))) is not None:
+            return Accepted(held_by, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
         # So does each request of a caller that follows its turn id (webhooks): a steer shares the running

@@ -283,7 +283,7 @@ class Questions:
         asked_at = before[1] if shown else self._clock.time()
         if held is not None and held.event is not None and shown:
             # Answered as the user saw it before the restart: not asked twice.
-            running.held_answer = None
+            running.held_answer = running.held_home = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
             return senders.for_model(chosen(held.text, choices), held.event)
         self._journal(session, running, text, key)
@@ -401,6 +401,33 @@ class Questions:
             return False
         running.held_answer, running.held_for = item, left_open[0]
         return True
+
+    def hold_across_threads(self, answer: Inbound, turn_id: str, home: Callable[[WorkItem], None]) -> str | None:
+        """Hold the text message ``answer`` (accepted with ``turn_id``) for the question an earlier run of a turn in
+        another thread of its chat left open (`hold`), which it replies to from its thread, as `hand_across_threads`
+        hands one to a question waiting: the id of the turn that holds it, or None. Not taken, it is a message of its
+        own in the thread it was written in, queued there by ``home`` where it came (`RunningTurn.held_home`). Else
+        the reply sent while the gateway was down opened a turn of its own there, and the question asked again
+        waited until it expired."""
+        if answer.is_private or answer.reply_to is None or answer.attachments:
+            return None
+        for session in self._sessions:
+            running = session.running
+            if session.chat[:2] != (answer.platform, answer.chat_id) or session.chat[2] == answer.thread_id \
+                    or running is None or not running.replay or running.suppressed or running.question is not None \
+                    or running.held_answer is not None or running.event is None \
+                    or running.event.user_id != answer.user_id:
+                continue
+            left_open = self._open_before(session, running, running.asked)
+            if left_open is None or self._inbox.sent_before(answer, left_open[2]):
+                continue
+            if any(of_question(part["key"], running.turn_id, left_open[0]) and part["status"] == "sent"
+                   and part["message_id"] == answer.reply_to
+                   for part in self._outbox.turn_messages(answer.platform, running.turn_id)):
+                running.held_answer = WorkItem("message", answer.text, turn_id, answer)
+                running.held_for, running.held_home = left_open[0], home
+                return running.turn_id
+        return None
 
     def _open_before(self, session: GatewaySession, running: RunningTurn,
                      first: int) -> tuple[int, str, float] | None:

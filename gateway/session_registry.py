@@ -214,6 +214,7 @@ class SessionRegistry:
             session.held -= len(released)
         _set_aside(session, damaged)
         running = session.running if turn else None
+        self._send_home(running)
         self._answer_after_held(session, running.held_answer if running is not None else None)
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
@@ -255,6 +256,7 @@ class SessionRegistry:
             return False
         # What was steered into it and not read yet runs next, as if the turn had ended before reading
         # it: winding down, the stopped turn could still read it (with a tool's result), never to answer.
+        self._send_home(running)
         self._answer_after_held(session, running.held_answer)
         unread = _take_unread(session, running)
         _put_back(session.queue, unread)
@@ -303,6 +305,11 @@ class SessionRegistry:
             self._sessions[session.key] = current = session
             self._by_agent[session.session_id] = session
         current.last_active = self._clock.time()
+        if item.put_back:  # it came before what was queued since: it goes where it came, as a steer put back does
+            item.put_back = False
+            self._answer_after_held(current, item)
+            _put_back(current.queue, [item])
+            return current
         item.arrival = arrived()
         if item.event is not None and (current.held or len(current.queue) >= QUEUED):
             self._hold(current, item)  # refused (a full disk): raised, and the event is handled again later
@@ -337,6 +344,7 @@ class SessionRegistry:
         running, session.running = session.running, None
         if running is not None and running.runs_again:
             return []
+        self._send_home(running)
         unread = session.agent.take_steer() if running is not None and running.steered else []
         read = running.steered[: len(running.steered) - len(unread)] if running is not None else []
         unread_items = running.steered[len(read):] if running is not None else []
@@ -360,6 +368,18 @@ class SessionRegistry:
             self._table.save_transcript(session.key, messages, start=start)
         then()
         session.mark_saved()
+
+    @staticmethod
+    def _send_home(running: RunningTurn | None) -> None:
+        """The message held for the turn's question from another thread of the chat (`RunningTurn.held_home`), not
+        taken: queued in the session of the thread it was written in, where it came there. Not put back in this
+        thread's queue, nor dropped by a stop here: it is that thread's message."""
+        if running is None or running.held_answer is None or running.held_home is None:
+            return
+        item, home = running.held_answer, running.held_home
+        running.held_answer = running.held_home = None
+        item.put_back = True
+        home(item)
 
     def _answer_after_held(self, session: GatewaySession, answer: WorkItem | None) -> None:
         """A message held for a question (`RunningTurn.held_answer`) goes back into the queue: it may have come after

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -79,6 +80,9 @@ class WorkItem:
     message held for a question a replay may ask again, `RunningTurn.held_answer`): one steered into a turn that
     ends before reading it goes back into the queue behind what came before it (another group member's message),
     not ahead of it."""
+    put_back: bool = False
+    """A message held for the question of another thread's turn (`RunningTurn.held_home`) that the turn did not
+    take: queued where it came by its ``arrival`` (`SessionRegistry.enqueue`), not behind what came after it."""
 
 
 @dataclass(slots=True)
@@ -137,6 +141,10 @@ class RunningTurn:
     question an earlier run had asked (number ``held_for``): its answer if the turn asks it again
     word for word, else a message of its own, queued when the turn ends where it came (as an unread steer)."""
     held_for: int = 0
+    held_home: Callable[[WorkItem], None] | None = None
+    """For a ``held_answer`` written in another thread of the chat (a reply from another topic of a Telegram forum
+    quoting the question): queues it, not taken, in that thread's session, where it came. Put back in this turn's
+    session, it was answered in the question's topic, not the one its member wrote in."""
     sent: int = 0
     """``send_message`` calls this run has made (their keys count them: a run again after a
     restart sends none twice); taken as a call begins, so calls split at once get keys of their own."""

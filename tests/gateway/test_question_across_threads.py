@@ -7,8 +7,6 @@ import asyncio
 import itertools
 import os
 
-import pytest
-
 from agent.models.scripted import ScriptedModel
 from agent.testing import FakeClock
 from gateway.questions import question_text
@@ -45,7 +43,6 @@ async def test_the_reply_from_another_thread_answers_the_question(tmp_path, gate
     assert gateway.store.inbox.unfinished() == []
 
 
-@pytest.mark.xfail(strict=True, reason="from review, not fixed: a cross-thread reply is not held for a replay")
 async def test_the_reply_from_another_thread_to_a_question_asked_before_a_restart_is_held_for_it(tmp_path, gateways):
     """The member answers, from another topic, the question they saw, sent while the gateway was down; the turn
     run again has not asked it yet. In the question's own topic such an answer is held for the question asked again
