@@ -22,7 +22,7 @@ from gateway.access import REFUSAL, allowed, refused_user
 from gateway.chat_intake import ChatIntake, Replays
 from gateway.chat_services import ChatServices
 from gateway.command_answers import CommandAnswers, answer_key
-from gateway.commands import Command, Commands
+from gateway.commands import ANSWERED_AT_ONCE, Command, Commands
 from gateway.console.recent_errors import RecentErrors
 from gateway.dead_letters import DeadLetterPolicy
 from gateway.delegation_cards import DelegationCards
@@ -643,8 +643,14 @@ class Gateway:
             if turn_id is not None:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.commands.is_plugin(route):
-                self._answers.answer_aside(session, inbound, route, turn_id)
+                self._answers.answer_in_line(session, inbound, route, turn_id)
+            elif self._answers.waits(session) and route.name not in ANSWERED_AT_ONCE:
+                # Run as it comes, answered after the chat's commands sent before it (a pasted block, in order).
+                self._answers.answer_in_line(session, inbound, route, turn_id,
+                                             text=await self._answers.run(session, route, inbound))
             else:
+                if route.name == "stop":
+                    self._answers.let_go(session)
                 # Run once: an answer the store refuses is kept for the event handled again, not made anew.
                 text = await self._answers.run(session, route, inbound)
                 with self._answers.kept_if_refused(inbound, text, turn_id):

@@ -10,6 +10,12 @@ the command again (`run`, `kept_if_refused`). Kept answers live in memory: a sto
 (`journal_kept`), so that a disk with room again before their next try does not have the next start run
 their commands again. Kept apart from `gateway.app`'s intake, which only decides that an event is a
 command and hands it here.
+
+A chat's commands are answered in the order they were sent (a pasted block of them, one after the other): a command
+that comes while an earlier one of its chat is still being answered (a plugin's, taking its time) is run as it comes,
+and its answer waits for the earlier ones' (`answer_in_line`). Only ``/stop`` and ``/new`` are answered at once
+(`gateway.commands.ANSWERED_AT_ONCE`); a ``/stop`` also lets the answers waiting in its chat go as soon as they are
+ready (`let_go`), so a handler that hangs holds up its chat's later answers only until the next ``/stop``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,16 @@ class _Kept:
     """A plugin command's answer: the task trying it again (`_journal`), ended once `journal_kept` journals it."""
 
 
+@dataclass(slots=True)
+class _Line:
+    """A chat's commands being answered aside, in the order sent (`CommandAnswers.answer_in_line`)."""
+
+    let_go: asyncio.Future[None]
+    """Done at a ``/stop`` in the chat: its answers wait no more for those before them."""
+    last: asyncio.Future[None] | None = None
+    """Done once the latest command of the chat is answered (or given up): the next one's answer waits for it."""
+
+
 class CommandAnswers:
     def __init__(self, outbox: Outbox, inbox: Inbox, commands: Commands, dead_letters: DeadLetterPolicy, *,
                  accepting: Callable[[], bool], clock: Clock) -> None:
@@ -59,10 +75,12 @@ class CommandAnswers:
         self._outbox, self._inbox, self._commands, self._dead_letters = outbox, inbox, commands, dead_letters
         self._accepting, self._clock = accepting, clock
         self.aside: set[asyncio.Task] = set()
-        """Plugin commands being answered (`answer_aside`)."""
+        """Commands being answered beside intake (`answer_in_line`)."""
         self._unjournaled: dict[tuple[str, str], _Kept] = {}
         """By (platform, event id): the answers of commands that ran, which the store refused to journal
         (`kept_if_refused`, `_journal`)."""
+        self._lines: dict[str, _Line] = {}
+        """By session key: the chats with a command being answered aside (`answer_in_line`)."""
 
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         """`Commands.run` for a built-in command, unless it ran already for ``inbound`` and the store refused to
@@ -119,15 +137,39 @@ class CommandAnswers:
                 kept.task.cancel()  # its answer is in: no need to wait out its pause before the next try
         return journaled
 
-    def answer_aside(self, session: GatewaySession, inbound: Inbound, command: Command,
-                     turn_id: str | None = None) -> None:
-        """Run a plugin's command beside intake: its handler may take its time (another service to
-        ask), and no other chat's message waits for it. Its event is settled once it is answered,
-        so a stop before then runs it again after the next start. The handler's failures are its answer
-        (`Commands.run`); what fails after it is journaling that answer (`_journal`)."""
+    def waits(self, session: GatewaySession) -> bool:
+        """Whether a command of ``session``'s chat is still being answered aside: one coming now is answered after
+        it (`answer_in_line`), unless answered at once (`gateway.commands.ANSWERED_AT_ONCE`)."""
+        return session.key in self._lines
+
+    def let_go(self, session: GatewaySession) -> None:
+        """A ``/stop`` in ``session``'s chat: the answers waiting there for earlier ones go as soon as they are
+        ready. Else a plugin's handler that hangs held every later command of the chat unanswered, with no way out
+        but a restart, which asked the handler again first."""
+        if (line := self._lines.pop(session.key, None)) is not None:
+            line.let_go.set_result(None)
+
+    def answer_in_line(self, session: GatewaySession, inbound: Inbound, command: Command,
+                       turn_id: str | None = None, *, text: str | None = None) -> None:
+        """Answer a command beside intake, after the commands of its chat sent before it. A plugin's command (no
+        ``text``) runs at once: its handler may take its time (another service to ask), and no other chat's event,
+        nor a message of its own chat, waits for it. ``text``: the answer of a built-in command that ran already,
+        which a plugin's command before it keeps waiting. Its event is settled once it is answered, so a stop
+        before then runs it again after the next start. The handler's failures are its answer (`Commands.run`);
+        what fails after it is journaling that answer (`_journal`)."""
+        line = self._lines.get(session.key)
+        if line is None:
+            line = self._lines[session.key] = _Line(asyncio.get_running_loop().create_future())
+        before, done = line.last, asyncio.get_running_loop().create_future()
+        line.last = done
+
         async def answer() -> None:
             try:
-                await self._journal(inbound, await self._commands.run(session, command, inbound), turn_id)
+                said = await self._commands.run(session, command, inbound) if text is None else text
+                if before is not None and not before.done():
+                    # Never awaited directly: a waiter cancelled (a stop) would cancel what the next one waits on.
+                    await asyncio.wait([before, line.let_go], return_when=asyncio.FIRST_COMPLETED)
+                await self._journal(inbound, said, turn_id)
             except Exception as exc:
                 if not self._accepting():  # stopping: the event stays unsettled, handled again after the next start
                     log.warning("answering %s event %s failed while stopping: %s", inbound.platform,
@@ -139,6 +181,10 @@ class CommandAnswers:
                     log.exception("%s event %s: answering it failed (%s: %s), and so did counting that; it is not "
                                   "answered now and is kept for the next start", inbound.platform, inbound.event_id,
                                   type(exc).__name__, exc)
+            finally:
+                done.set_result(None)  # answered, given up or cancelled: the next answer never waits for good
+                if line.last is done and self._lines.get(session.key) is line:
+                    del self._lines[session.key]
 
         task = asyncio.ensure_future(answer())
         self.aside.add(task)

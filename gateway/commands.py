@@ -48,6 +48,11 @@ LEAD_A_MESSAGE = frozenset({"new"})
 """Commands without arguments whose text after the name is the chat's next message: ``/new
 plan the trip`` starts the new session with it. (After ``/stop`` it is mostly emphasis —
 ``/stop now`` — so it is not sent to the model; the answer says so.)"""
+ANSWERED_AT_ONCE = frozenset({"stop", "new"})
+"""Commands answered as they come, ahead of the chat's earlier commands still being answered (a plugin's, which may
+take its time: `gateway.command_answers.CommandAnswers.answer_in_line`). ``/stop`` is the chat's brake, never to
+wait behind a handler that hangs; ``/new`` decides what the chat's next messages are answered in, and those do not
+wait for commands: answered after a slow command, it found them answered in the old session and reset nothing."""
 STOP_ARGS_NOTE = "What you wrote after /stop was not read: send it as a message of its own to have it answered."
 NEW_TEXT_AT_TOP = ("What you wrote after /new is answered at this channel's top level, where no conversation goes on: "
                    "a reply to that answer is not read as part of it. To talk it over, mention me with it in the "
