@@ -9,7 +9,8 @@ description Telegram gives (``can't parse entities: Unsupported start tag "p" at
 byte offset 0``). Entity offsets and lengths are UTF-16 code units. Entities
 Telegram cannot nest are dropped as it drops them: anything inside code or pre
 (a pre's language comes from its inner ``<code class="language-x">``), a quote
-inside a quote, a link inside a link. A link goes where Telegram sends it
+inside a quote, a link inside a link. A link to ``tg://user?id=…`` is a ``text_mention`` of that user (with a
+``user`` named ``user<id>``), which pings them. A link goes where Telegram sends it
 (`checked_link`): not always where ``href`` says, and nowhere, the text left
 unlinked without an error, for an address Telegram cannot read.
 """
@@ -33,6 +34,8 @@ _KEPT = re.compile(r"(?:https?://|tg:|ton:|tonsite:)", re.IGNORECASE)
 _SCHEME = re.compile(r"[^:/?#@\[\]]*://")
 _AUTHORITY = re.compile(r"([^/?#]*)(.*)", re.DOTALL)
 _URL_PART = re.compile(r"(?:[A-Za-z0-9.\-_!$,~*'();&+=]|%[0-9A-Fa-f]{2}|[^\x00-\x7f])*")
+_USER_LINK = re.compile(r"tg:(?://)?user/?\?(?:[^#]*&)?id=(\d+)(?:[&#]|$)", re.IGNORECASE)
+"""A link Telegram makes a ``text_mention`` of, the user's id its ``id`` (TDLib's LinkManager::get_link_user_id)."""
 _ATTRIBUTE = re.compile(r"\s*([a-zA-Z0-9_-]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+)))?")
 
 
@@ -173,7 +176,11 @@ def _entities(found: list[tuple[_Open, int]]) -> list[dict[str, Any]]:
         if kind == "text_link":
             if not (url := checked_link(opened.attrs.get("href", ""))):
                 continue
-            entity["url"] = url
+            if (user := _USER_LINK.match(url)) is not None:  # a mention, which notifies the user
+                entity.update(type="text_mention", user={"id": int(user.group(1)), "is_bot": False,
+                                                         "first_name": f"user{user.group(1)}"})
+            else:
+                entity["url"] = url
         if kind == "custom_emoji":
             entity["custom_emoji_id"] = opened.attrs.get("emoji-id", "")
         entities.append(entity)

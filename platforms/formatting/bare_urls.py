@@ -178,6 +178,20 @@ def as_address(written: str, *, marks: bool = True) -> str:
     return (_DIRECTION if marks else _TURNING).sub(lambda m: quote(m.group()), written)
 
 
+_UNSEEN = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+                     "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+                     "\U000e0000-\U000e0fff]")
+"""Unicode's default-ignorable code points (DerivedCoreProperties.txt): the soft hyphen, zero-width spaces and
+joiners, word joiners, variation selectors, fillers, direction controls: characters no font shows."""
+
+
+def as_read(text: str) -> str:
+    """``text`` as its reader sees it, without the characters no font shows (`_UNSEEN`): a label
+    ``https\\u200b://bank.example`` reads as the address ``https://bank.example``, which a check of the text as
+    written did not take it for."""
+    return _UNSEEN.sub("", text)
+
+
 def link_face(text: str, label: str) -> str:
     """``text``, all or part of a link's label ``label``, as the link is to show it: no direction control left to
     turn it round (`_DIRECTION`), an address's percent-encoded as its link holds them (`as_address`), other words'

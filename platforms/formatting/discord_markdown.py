@@ -30,7 +30,15 @@ from __future__ import annotations
 
 import re
 
-from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
+from platforms.formatting.bare_urls import (
+    ISOLATE_END,
+    ISOLATE_START,
+    as_address,
+    as_read,
+    isolated,
+    link_face,
+    marks_at_end,
+)
 from platforms.formatting.markdown import Context, Renderer
 
 # What Discord would read as formatting in text CommonMark left literal: a backslash before
@@ -133,7 +141,7 @@ class DiscordMarkdown(Renderer):
             return _address(href)
         if not href.lower().startswith(("http://", "https://")):
             return f"{ISOLATE_START}{inner} ({href}){ISOLATE_END}"  # Discord masks only web links
-        if _UNMASKABLE.search(label) or _escape(label) != label:
+        if _UNMASKABLE.search(as_read(label)) or _escape(label) != label:  # https\u200b:// reads as one
             return f"{ISOLATE_START}{inner} (<{href}>){ISOLATE_END}"
         return f"{ISOLATE_START}[{inner}]({href.replace(')', '%29')}){ISOLATE_END}"
 

@@ -25,7 +25,15 @@ from __future__ import annotations
 
 import re
 
-from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
+from platforms.formatting.bare_urls import (
+    ISOLATE_END,
+    ISOLATE_START,
+    as_address,
+    as_read,
+    isolated,
+    link_face,
+    marks_at_end,
+)
 from platforms.formatting.markdown import Context, Renderer, parser, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
@@ -147,11 +155,13 @@ class SlackMrkdwn(Renderer):
 def _other_address(label: str, href: str) -> bool:
     """The label is a web address, not the link's own: ``[https://bank.example](https://evil.example)``,
     from a page the model quotes, would show the one and open the other (Slack shows a link's label
-    only, and warns of nothing). Its own address written otherwise (``https://x.org`` for
-    ``https://x.org/``, a host in another case or script) is no other."""
-    if not _ADDRESS_LABEL.match(label):
+    only, and warns of nothing). Read as it shows (`as_read`): ``https\\u200b://bank.example`` is that address too.
+    Its own address written otherwise (``https://x.org`` for ``https://x.org/``, a host in another case or script,
+    with or without characters no font shows) is no other."""
+    if not _ADDRESS_LABEL.match(seen := as_read(label)):
         return False
-    return parser().normalizeLink(label.strip()).rstrip("/").casefold() != href.rstrip("/").casefold()
+    own = href.rstrip("/").casefold()
+    return all(parser().normalizeLink(face.strip()).rstrip("/").casefold() != own for face in (label, seen))
 
 
 def _inert_markers(text: str) -> str:

@@ -2,8 +2,8 @@
 
 Bold, italic and strikethrough become ``<b>``, ``<i>``, ``<s>``; inline code
 ``<code>``; fenced code ``<pre><code class="language-x">`` (``<pre>`` without a
-language); quotes ``<blockquote>``; links ``<a href>`` (http, https and tg only;
-any other target is written out after its label, a ``mailto:`` one as the bare
+language); quotes ``<blockquote>``; links ``<a href>`` (http, https and tg only, not a
+``tg://user`` mention; any other target is written out after its label, a ``mailto:`` one as the bare
 address, which Telegram links itself; a web address written as itself stays as written, which
 Telegram links too, unless Telegram would end it elsewhere: then it is a link to itself). Headings are
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
@@ -43,6 +43,10 @@ _LINKABLE = ("http://", "https://", "tg://")
 """What Telegram links as sent. It reads any other target as an http address or drops the link: a
 labelled ``mailto:help@example.com`` went to http://mailto:help@example.com/, the web site example.com
 (TDLib's LinkManager::check_link, td/telegram/LinkManager.cpp)."""
+_USER = re.compile(r"tg://user/?\?", re.IGNORECASE)
+"""A link to a user, which Telegram makes a mention (a ``text_mention``) that notifies them, whatever its label says
+(``[the docs](tg://user?id=…)``): a model repeating a member's words would ping whom they chose. Any ``tg://user``
+link with a query, as TDLib's LinkManager::get_link_user_id reads one."""
 _STYLE_TAGS = {"strong": "b", "em": "i", "strike": "s"}
 _WEB = ("http://", "https://")
 # A web address written as itself, marked until the text around it is known (`_addresses`): noncharacters,
@@ -84,8 +88,8 @@ class TelegramHtml(Renderer):
                 address = f"{_ADDRESS_START}{address}{_ADDRESS_END}"
             return f"{ISOLATE_START}{address}{ISOLATE_END}{_escape(label[end:])}"
         inner, label, href = link_face(inner, label), link_face(label, label), as_address(href)
-        if not href.lower().startswith(_LINKABLE):
-            # Telegram links a mail address written out; other targets cannot be links at all.
+        if not href.lower().startswith(_LINKABLE) or _USER.match(href):
+            # Telegram links a mail address written out; other targets cannot be links at all, nor be mentions.
             target = href[7:] if href.lower().startswith("mailto:") else href
             shown = inner if label == target else f"{inner} ({_escape(target)})"
         else:
