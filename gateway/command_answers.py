@@ -168,7 +168,13 @@ class CommandAnswers:
                 said = await self._commands.run(session, command, inbound) if text is None else text
                 if before is not None and not before.done():
                     # Never awaited directly: a waiter cancelled (a stop) would cancel what the next one waits on.
-                    await asyncio.wait([before, line.let_go], return_when=asyncio.FIRST_COMPLETED)
+                    try:
+                        await asyncio.wait([before, line.let_go], return_when=asyncio.FIRST_COMPLETED)
+                    except asyncio.CancelledError:
+                        # A stop while the one before hangs: answered now, out of turn. Else the command, its work
+                        # done (a plugin's deploy, a /retry), ran again after the next start.
+                        await self._answered_at_stop(inbound, said, turn_id)
+                        raise
                 await self._journal(inbound, said, turn_id)
             except Exception as exc:
                 if not self._accepting():  # stopping: the event stays unsettled, handled again after the next start
@@ -189,6 +195,15 @@ class CommandAnswers:
         task = asyncio.ensure_future(answer())
         self.aside.add(task)
         task.add_done_callback(self.aside.discard)
+
+    async def _answered_at_stop(self, inbound: Inbound, text: str, turn_id: str | None) -> None:
+        """Journal the answer of a command that ran and was waiting for the one before it when the stop cancelled it.
+        Never raises: refused (a full disk), the command runs again after the next start, as `journal_kept` says."""
+        try:
+            await self._answer_long(inbound, text, turn_id)
+        except (Exception, asyncio.CancelledError) as exc:
+            log.warning("%s event %s: the answer of its command could not be journaled at the stop (%s): the command "
+                        "runs again after the next start", inbound.platform, inbound.event_id, type(exc).__name__)
 
     async def _journal(self, inbound: Inbound, text: str, turn_id: str | None) -> None:
         """`_answer_long` with the text a plugin's handler gave, tried again while the store refuses it (a full disk,

@@ -128,3 +128,81 @@ async def test_the_terminal_chat_answers_commands_piped_in_together_in_their_ord
         reader.close()
     shown = output.getvalue()
     assert shown.index("slow a") < shown.index("quick b") < shown.index("/stop — ") < shown.index("slow c"), shown
+
+
+async def test_a_stop_while_a_ready_answer_waits_behind_a_hung_one_does_not_run_its_handler_again(
+        tmp_path, monkeypatch, gateways):
+    # b's handler has done its work (a deploy, say) and its answer waits for a's, which hangs past the stop: the stop
+    # lost b's answer, and the next start ran b's handler again.
+    chat = RecordingAdapter()
+    plugin, gateway = await started(tmp_path, monkeypatch, gateways, chat)
+    await chat.say("/slow a")
+    await chat.say("/quick b")
+    await until(lambda: plugin.ended == ["b"])
+    await gateway.stop(grace=0)
+    plugin.gate("a").set()
+    chat2 = RecordingAdapter()
+    gateway2 = await gateways(make_config(tmp_path, plugins=["ordered_commands_plugin"]), [chat2],
+                              script={"parent": [[{"text": "hi"}]]})
+    await chat2.wait_for(lambda: "slow a" in chat2.texts())
+    await settled(gateway2)
+    assert plugin.ended.count("b") == 1, plugin.ended
+    assert [*chat.texts(), *chat2.texts()].count("quick b") == 1
+
+
+def test_answers_come_in_the_order_sent_between_stops_each_once_whatever_order_handlers_end():
+    # A property of `CommandAnswers` alone: handlers ending in any order, /stops anywhere among them.
+    from types import SimpleNamespace
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from gateway.command_answers import CommandAnswers
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(1, 7).flatmap(lambda n: st.tuples(
+        st.permutations(range(n)), st.lists(st.booleans(), min_size=n, max_size=n))))
+    def check(case):
+        ends, stops_before = case
+
+        async def run():
+            gates = {i: asyncio.Event() for i in range(len(ends))}
+            said: list[int] = []
+
+            class Fake:
+                async def run(self, session, command, inbound):
+                    await gates[command].wait()
+                    return str(command)
+
+            answers = CommandAnswers(None, None, Fake(), None, accepting=lambda: True, clock=None)
+
+            async def answer_long(inbound, text, turn_id):
+                await asyncio.sleep(0)
+                said.append(int(text))
+
+            answers._answer_long = answer_long
+            session = SimpleNamespace(key="chat")
+            segments, segment = [], []
+            for i in range(len(ends)):
+                if stops_before[i]:
+                    answers.let_go(session)
+                    segments.append(segment)
+                    segment = []
+                answers.answer_in_line(session, SimpleNamespace(platform="p", event_id=str(i)), i)
+                segment.append(i)
+            segments.append(segment)
+            for i in ends:
+                gates[i].set()
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            async with asyncio.timeout(5):
+                while answers.aside:
+                    await asyncio.sleep(0)
+            assert sorted(said) == list(range(len(ends)))
+            # Those sent before a /stop go each as it is ready; those after the last one, in order.
+            assert [i for i in said if i in segments[-1]] == segments[-1], (said, segments)
+            assert answers._lines == {}
+
+        asyncio.run(run())
+
+    check()
