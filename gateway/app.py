@@ -644,7 +644,7 @@ class Gateway:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if self.commands.is_plugin(route):
                 self._answers.answer_in_line(session, inbound, route, turn_id)
-            elif self._answers.waits(session) and route.name not in ANSWERED_AT_ONCE:
+            elif self._answers.waits(session, inbound) and route.name not in ANSWERED_AT_ONCE:
                 # Run as it comes, answered after the chat's commands sent before it (a pasted block, in order).
                 self._answers.answer_in_line(session, inbound, route, turn_id,
                                              text=await self._answers.run(session, route, inbound))

@@ -15,7 +15,9 @@ A chat's commands are answered in the order they were sent (a pasted block of th
 that comes while an earlier one of its chat is still being answered (a plugin's, taking its time) is run as it comes,
 and its answer waits for the earlier ones' (`answer_in_line`). Only ``/stop`` and ``/new`` are answered at once
 (`gateway.commands.ANSWERED_AT_ONCE`); a ``/stop`` also lets the answers waiting in its chat go as soon as they are
-ready (`let_go`), so a handler that hangs holds up its chat's later answers only until the next ``/stop``.
+ready (`let_go`), so a handler that hangs holds up its chat's later answers only until the next ``/stop``. In a
+group each member's commands are in a line of their own (`_line_of`): another member's ``/help`` does not wait for
+one member's slow ``/deploy``.
 """
 
 from __future__ import annotations
@@ -79,8 +81,9 @@ class CommandAnswers:
         self._unjournaled: dict[tuple[str, str], _Kept] = {}
         """By (platform, event id): the answers of commands that ran, which the store refused to journal
         (`kept_if_refused`, `_journal`)."""
-        self._lines: dict[str, _Line] = {}
-        """By session key: the chats with a command being answered aside (`answer_in_line`)."""
+        self._lines: dict[tuple[str, str | None], _Line] = {}
+        """By session key and, in a group, member (`_line_of`): the lines with a command being answered aside
+        (`answer_in_line`)."""
 
     async def run(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
         """`Commands.run` for a built-in command, unless it ran already for ``inbound`` and the store refused to
@@ -137,17 +140,17 @@ class CommandAnswers:
                 kept.task.cancel()  # its answer is in: no need to wait out its pause before the next try
         return journaled
 
-    def waits(self, session: GatewaySession) -> bool:
-        """Whether a command of ``session``'s chat is still being answered aside: one coming now is answered after
-        it (`answer_in_line`), unless answered at once (`gateway.commands.ANSWERED_AT_ONCE`)."""
-        return session.key in self._lines
+    def waits(self, session: GatewaySession, inbound: Inbound) -> bool:
+        """Whether a command of ``inbound``'s line (`_line_of`) is still being answered aside: one coming now is
+        answered after it (`answer_in_line`), unless answered at once (`gateway.commands.ANSWERED_AT_ONCE`)."""
+        return _line_of(session, inbound) in self._lines
 
     def let_go(self, session: GatewaySession) -> None:
-        """A ``/stop`` in ``session``'s chat: the answers waiting there for earlier ones go as soon as they are
-        ready. Else a plugin's handler that hangs held every later command of the chat unanswered, with no way out
-        but a restart, which asked the handler again first."""
-        if (line := self._lines.pop(session.key, None)) is not None:
-            line.let_go.set_result(None)
+        """A ``/stop`` in ``session``'s chat: the answers waiting there for earlier ones (any member's) go as soon as
+        they are ready. Else a plugin's handler that hangs held every later command of the chat unanswered, with no
+        way out but a restart, which asked the handler again first."""
+        for key in [key for key in self._lines if key[0] == session.key]:
+            self._lines.pop(key).let_go.set_result(None)
 
     def answer_in_line(self, session: GatewaySession, inbound: Inbound, command: Command,
                        turn_id: str | None = None, *, text: str | None = None) -> None:
@@ -157,9 +160,10 @@ class CommandAnswers:
         which a plugin's command before it keeps waiting. Its event is settled once it is answered, so a stop
         before then runs it again after the next start. The handler's failures are its answer (`Commands.run`);
         what fails after it is journaling that answer (`_journal`)."""
-        line = self._lines.get(session.key)
+        key = _line_of(session, inbound)
+        line = self._lines.get(key)
         if line is None:
-            line = self._lines[session.key] = _Line(asyncio.get_running_loop().create_future())
+            line = self._lines[key] = _Line(asyncio.get_running_loop().create_future())
         before, done = line.last, asyncio.get_running_loop().create_future()
         line.last = done
 
@@ -189,8 +193,8 @@ class CommandAnswers:
                                   type(exc).__name__, exc)
             finally:
                 done.set_result(None)  # answered, given up or cancelled: the next answer never waits for good
-                if line.last is done and self._lines.get(session.key) is line:
-                    del self._lines[session.key]
+                if line.last is done and self._lines.get(key) is line:
+                    del self._lines[key]
 
         task = asyncio.ensure_future(answer())
         self.aside.add(task)
@@ -272,3 +276,9 @@ class CommandAnswers:
     @staticmethod
     def _turn_id(inbound: Inbound, turn_id: str | None) -> str | None:
         return turn_id if inbound.platform in TRACKS_TURN_IDS else None
+
+
+def _line_of(session: GatewaySession, inbound: Inbound) -> tuple[str, str | None]:
+    """The line a command's answer waits in: its chat's, and in a group its member's too. A pasted block is one
+    member's; a line of the whole group held every member's ``/help`` behind one member's hung ``/deploy``."""
+    return session.key, None if inbound.is_private else inbound.user_id

@@ -188,7 +188,8 @@ def test_answers_come_in_the_order_sent_between_stops_each_once_whatever_order_h
                     answers.let_go(session)
                     segments.append(segment)
                     segment = []
-                answers.answer_in_line(session, SimpleNamespace(platform="p", event_id=str(i)), i)
+                answers.answer_in_line(session, SimpleNamespace(platform="p", event_id=str(i), is_private=True,
+                                                               user_id="u"), i)
                 segment.append(i)
             segments.append(segment)
             for i in ends:
@@ -206,3 +207,20 @@ def test_answers_come_in_the_order_sent_between_stops_each_once_whatever_order_h
         asyncio.run(run())
 
     check()
+
+
+async def test_in_a_group_another_members_command_does_not_wait_for_one_members_slow_one(tmp_path, monkeypatch,
+                                                                                        gateways):
+    # One line for the whole group held Bob's /help behind Alice's hung /slow, with /stop (which also stops the
+    # chat's turn) the only way out; a pasted block is one member's.
+    chat = RecordingAdapter()
+    plugin, gateway = await started(tmp_path, monkeypatch, gateways, chat)
+    await chat.say("/slow a", private=False, user="alice", message_id="m1")
+    await chat.say("/quick x", private=False, user="alice", message_id="m2")
+    await chat.say("/quick b", private=False, user="bob", name="bob", message_id="m3")
+    await chat.wait_for(lambda: len(chat.messages) == 1)
+    assert chat.texts() == ["quick b"]  # Alice's /quick x still waits for her /slow a
+    plugin.gate("a").set()
+    await chat.wait_for(lambda: len(chat.messages) == 3)
+    assert chat.texts() == ["quick b", "slow a", "quick x"]
+    await settled(gateway)
