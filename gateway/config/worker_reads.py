@@ -54,10 +54,15 @@ def _read_server_key(key: object) -> bool:
     return bool(close) and close[0] in SERVER_KEYS_READ
 
 
+MODEL_KEYS_UNREAD = frozenset({"model.wait_when_down_seconds"})
+"""``model`` keys a worker (and `switchboard ask`) holds but never acts on: only a chat message's turn waits for a
+model server down to come back, and neither runs one."""
+
+
 def reads_key(key: str) -> bool:
     """Whether a worker reads the setting at the dotted ``key`` (a ``--set``'s), as `worker_part` keeps it."""
     section, _, rest = key.partition(".")
-    if section in UNREAD_SECTIONS:
+    if section in UNREAD_SECTIONS or key in MODEL_KEYS_UNREAD:
         return False
     return section != "server" or not rest or _read_server_key(rest.partition(".")[0])
 

@@ -101,3 +101,9 @@ def test_a_value_refused_is_its_error_alone_not_also_said_to_change_nothing(caps
         assert "(only with --set server.host)" in err
         what = ASK if command[0] == "ask" else inbox(command[1])
         assert told(err) == [f"warning: --set display.busy_input_mode: {what}"], (command, err)
+
+
+def test_the_wait_for_a_model_server_down_is_warned_of_as_unread_by_ask(capsys):
+    # Only a chat message's turn waits for a model server down; ask held the setting and never acted on it.
+    assert main(["ask", "--set", "model.wait_when_down_seconds=30", "--set", "model.timeout_seconds=30", "hello"]) == 0
+    assert told(capsys.readouterr().err) == [f"warning: --set model.wait_when_down_seconds: {ASK}"]
