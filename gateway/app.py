@@ -44,7 +44,7 @@ from gateway.questions import FILE_WAITS, Questions
 from gateway.refusals import QUIET_SECONDS, Refusals
 from gateway.retention import Retention
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import ChatKey, Heard, Mode, RunningTurn, WorkItem, new_turn_id
+from gateway.sessions import ChatKey, GatewaySession, Heard, Mode, RunningTurn, WorkItem, new_turn_id
 from gateway.store import GatewayStore, OutboxRow, session_key, split_session_key
 from gateway.store.checkpointer import Checkpointer
 from gateway.telemetry import build_tracing
@@ -696,7 +696,7 @@ class Gateway:
             return Accepted(listening.turn_id, session.key)  # settled once used, else run as its own turn
         # Or the turn run again in another topic, whose question it replies to from here: not taken, it is queued here.
         if session.platform not in TRACKS_TURN_IDS and (held_by := self.questions.hold_across_threads(
-                inbound, turn_id, functools.partial(self.runner.submit, session))) is not None:
+                inbound, turn_id, functools.partial(self._send_home, session))) is not None:
             return Accepted(held_by, session.key)
         busy_mode = self.display.turn(session.platform).busy_input_mode
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
@@ -735,6 +735,19 @@ class Gateway:
             self._answers.send(inbound, FILE_WAITS, turn_id)
         self.runner.submit(session, WorkItem("message", inbound.text, turn_id, inbound))
         return Accepted(turn_id, session.key)
+
+    def _send_home(self, session: GatewaySession, item: WorkItem) -> None:
+        """Queue ``item``, written in ``session``'s thread and held for another thread's question that did not take
+        it (`RunningTurn.held_home`), in that thread's session as it is now. Not ``session`` itself: it may have left
+        memory since, come back as another (whose turns grew the conversation) and left again; queued in it, the
+        turn ran on the conversation as it was and stored it whole, those turns lost. A load the store refuses
+        leaves it to ``session``."""
+        try:
+            session = self.sessions.get(*session.chat)
+        except Exception as exc:
+            log.warning("%s chat %s: could not load its session for a held message (%s: %s); queued in the one it"
+                        " was accepted in", session.platform, session.chat_id, type(exc).__name__, exc)
+        self.runner.submit(session, item)
 
     def _began_at(self, running: RunningTurn) -> float:
         """When ``running`` began, on the wall clock as it reads now: one stepped back since (NTP setting right

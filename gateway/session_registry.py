@@ -218,7 +218,8 @@ class SessionRegistry:
         self._answer_after_held(session, running.held_answer if running is not None else None)
         # Taken before `stop_turn`, which would queue them again as turns; settled as the running turn's.
         unread = [(running.turn_id, item) for item in _take_unread(session, running)] if running is not None else []
-        waiting: list[tuple[str, Inbound]] = []
+        # Written here and held for another thread's question (`RunningTurn.held_home`): waiting here, as if queued.
+        waiting: list[tuple[str, Inbound]] = [(item.turn_id, item.event) for item in self._take_homed(session, drops)]
         kept: list[WorkItem] = []
         back = 0  # the first of those kept: steered into the turn and not read yet
         for n, (turn_id, item) in enumerate([*unread, *((item.turn_id, item) for item in session.queue)]):
@@ -368,6 +369,21 @@ class SessionRegistry:
             self._table.save_transcript(session.key, messages, start=start)
         then()
         session.mark_saved()
+
+    def _take_homed(self, session: GatewaySession, drops: Drops) -> list[WorkItem]:
+        """Take the messages written in ``session``'s thread that ``drops`` picks out of the turns of other threads
+        that hold them for their question (`RunningTurn.held_home`): a stop there drops them as it drops those queued
+        there. Left held, one not taken was answered there after its sender's ``/stop`` (in the new generation after
+        a ``/new``)."""
+        taken: list[WorkItem] = []
+        for other in self._sessions.values():
+            running = other.running
+            item = running.held_answer if running is not None and running.held_home is not None else None
+            if item is not None and item.event is not None and drops(item.event) \
+                    and (item.event.platform, item.event.chat_id, item.event.thread_id) == session.chat:
+                running.held_answer = running.held_home = None
+                taken.append(item)
+        return taken
 
     @staticmethod
     def _send_home(running: RunningTurn | None) -> None:

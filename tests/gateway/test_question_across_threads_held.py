@@ -6,6 +6,7 @@ At the gateway with `RecordingAdapter`."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 
@@ -152,3 +153,62 @@ async def test_a_restart_while_it_is_held_loses_it_not_nor_answers_it_twice(tmp_
     inbox = gateway3.store.inbox
     assert inbox.turn_of(chat3.name, reply) != inbox.turn_of(chat3.name, request)
     assert inbox.unfinished() == []
+
+
+def asks_otherwise(request: ModelRequest) -> dict:
+    """The turn run again asks another question; a message with "slow" in it waits at "slow"."""
+    step = asking_parent(request)
+    if "tool_calls" in step:
+        return {"wait": "asking", "tool_calls": [{"name": "clarify", "arguments": {"question": "Which region?"}}]}
+    return {**step, "wait": "slow"} if "slow" in str(request.messages[-1]["content"]) else step
+
+
+async def test_held_and_its_sender_stops_their_own_topic_the_reply_is_dropped_with_it(tmp_path, gateways):
+    """Bob's /stop in the topic he wrote his reply in drops his messages waiting there: the held reply too, as one
+    queued behind his slow turn there is. Else, not taken, it was answered there after his /stop."""
+    clock = FakeClock(autojump=False)
+    config, question, asked, _ = await asked_before_a_restart(tmp_path, gateways, clock,
+                                                             display={"busy_input_mode": "queue"})
+    chat, model = restarted(100), ScriptedModel({"parent": asks_otherwise})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await model.reached("asking")
+    await say(chat, "a slow one", ELSEWHERE)
+    await model.reached("slow")
+    reply = await say(chat, "2", ELSEWHERE, reply_to=question, sent_at=asked + 10)  # held
+    await say(chat, "/stop", ELSEWHERE)
+    model.release("slow")
+    model.release("asking")
+    await chat.wait_for(lambda: any(text.startswith("❓ Which region?") for text, _ in answers(chat)))
+    await say(chat, "eu-west", ASKED)
+    await chat.wait_for(lambda: any(text.startswith("deploying") for text, _ in answers(chat)))
+    await settled(gateway)
+    assert ("plain answer to [@bob] 2", ELSEWHERE) not in answers(chat), chat.texts()
+    assert gateway.store.inbox.settled(chat.name, reply) and gateway.store.inbox.unfinished() == []
+
+
+async def test_held_while_its_topic_leaves_memory_twice_the_topic_keeps_its_conversation(tmp_path, gateways):
+    """Bob's reply held, its topic's session leaves memory, comes back for Carol's message and leaves again: sent
+    home, the reply runs in the topic's session as it is now, not in the one it was accepted in, whose conversation
+    lacks Carol's exchange (stored whole again, it was lost)."""
+    clock = FakeClock(autojump=False)
+    config, question, asked, _ = await asked_before_a_restart(tmp_path, gateways, clock)
+    chat, model = restarted(100), ScriptedModel({"parent": asks_otherwise})
+    gateway = await gateways(config, [chat], model=model, clock=clock)
+    await model.reached("asking")
+    await say(chat, "2", ELSEWHERE, reply_to=question, sent_at=asked + 10)  # held
+    assert gateway.sessions.evict_idle(0, lambda session_id: False) == 1  # topic 7's session leaves memory
+    await say(chat, "hello there", ELSEWHERE, user="carol")
+    await chat.wait_for(lambda: ("plain answer to [@carol] hello there", ELSEWHERE) in answers(chat))
+    for _ in range(20):
+        await asyncio.sleep(0)
+        if not gateway.sessions.find(chat.name, "g", ELSEWHERE).busy:
+            break
+    assert gateway.sessions.evict_idle(0, lambda session_id: False) == 1  # and again, Carol's exchange stored
+    model.release("asking")
+    await chat.wait_for(lambda: any(text.startswith("❓ Which region?") for text, _ in answers(chat)))
+    await say(chat, "eu-west", ASKED)
+    await chat.wait_for(lambda: ("plain answer to [@bob] 2", ELSEWHERE) in answers(chat))
+    await settled(gateway)
+    stored = gateway.store.sessions.load(gateway.sessions.find(chat.name, "g", ELSEWHERE).key).transcript
+    said = [str(message.get("content")) for message in stored]
+    assert any("hello there" in text for text in said) and any("[@bob] 2" in text for text in said), said
