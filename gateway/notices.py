@@ -72,6 +72,7 @@ class Notifier:
         self._clock = clock
         self._task: asyncio.Task | None = None
         self._armed = False
+        self._held = False
         self.sent = 0
         """Notices sent so far (not those that failed): 0 means the chat has none to finalise."""
 
@@ -104,12 +105,19 @@ class Notifier:
             self._task.cancel()
             self._task = None
 
+    def hold(self, held: bool) -> None:
+        """While ``held`` (the turn waits for its model to come back, its chat told so), the notices due are not
+        sent: "still working" would contradict that notice. They keep their times, counted from the turn's start."""
+        self._held = held
+
     async def _run(self) -> None:
         started = self._clock.monotonic()
         while True:
             await self._clock.sleep(self.interval)
             if not self._armed:
                 return
+            if self._held:
+                continue
             try:
                 detail = self._detail() if self.mode != "generic" else None
                 self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), self.sent)

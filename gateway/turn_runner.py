@@ -1,7 +1,8 @@
 """Running a session's turns, one at a time, and deciding what the user sees of each.
 
 Interim assistant text goes out as ``interim`` messages (when resolved on) and is
-never mistaken for the final reply; typing stays on while the turn runs, and a
+never mistaken for the final reply; typing stays on while the turn runs (but
+while it waits for its model to come back, as its progress notices do), and a
 typing request still on the wire is answered before the reply goes; the
 long-running notifier is armed for this turn only and disarmed before the final
 reply is queued; a suppressed turn (stopped, reset, or interrupted by a
@@ -49,7 +50,7 @@ from gateway.replies import (
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
-from gateway.turn_progress import Observer, TurnProgress
+from gateway.turn_progress import Observer, TurnProgress, hold_progress
 from gateway.turn_refusals import UNSETTLED, Refusals, owed_by
 from lifecycle import HostView
 from platforms.base import Adapter, Inbound
@@ -525,7 +526,8 @@ class TurnRunner:
                     # turn, whose work is in the conversation whatever it says, and a quiet run do not.
                     waits = self._model.wait_when_down_seconds if item.kind == "message" and not quiet else 0.0
                     with waiting_when_down(waits, self._clock,
-                                           functools.partial(self._tell_waiting, session, item, running, waits)):
+                                           functools.partial(self._tell_waiting, session, item, running, waits),
+                                           functools.partial(self._hold, session, running, typing, progress)):
                         result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
                     if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
                         _reply_as_shown(agent, version, result, shown)
@@ -796,6 +798,20 @@ class TurnRunner:
             log.warning("turn %s: telling its chat that it waits for the model failed: %s: %s", item.turn_id,
                         type(exc).__name__, exc)
 
+    def _hold(self, session: GatewaySession, running: RunningTurn, typing: _Typing | None,
+              progress: Notifier | ProgressCard, held: bool) -> None:
+        """Pause (``held``) or resume the turn's typing and progress message while it waits for its model to come
+        back (`agent.models._outage.WaitWhenDown`), its chat told so: "typing…" for ten minutes, and "⏳ Still
+        working", said it writes. Never raises: the model call that calls it goes on whatever."""
+        try:
+            if typing is not None and typing.hold(held) and (adapter := self._adapters.get(session.platform)):
+                self._idle_soon(adapter, session)
+            if not running.suppressed:  # a stop finished its progress message
+                hold_progress(progress, held)
+        except Exception as exc:  # decoration: the wait is what matters
+            log.warning("turn %s: %s its typing and progress failed (%s: %s)", running.turn_id,
+                        "pausing" if held else "resuming", type(exc).__name__, exc)
+
     def _finished_before(self, session: GatewaySession, running: RunningTurn) -> bool:
         """Whether an earlier run of the turn finalised its progress message (`ProgressMessage.finish` keys that
         ``<message key>-final-<run>``): a run that answered did so with its answer, and a quiet run again (``quiet``
@@ -938,6 +954,7 @@ class _Typing:
         the wire."""
         self._sending = False
         self._stopped = False
+        self._held = False
         self._task = asyncio.ensure_future(self._keep_typing())
         self._ending: asyncio.Task[None] | None = None
 
@@ -946,6 +963,19 @@ class _Typing:
         self._stopped = True
         if not self._sending:
             self._task.cancel()
+
+    def hold(self, held: bool) -> bool:
+        """No typing request starts while ``held``; one on the wire is left to be answered. Released, the next
+        goes at once (one that lapses meanwhile is gone). True when an indicator that does not lapse is to be
+        cleared (`lapses`: Slack's placeholder would read "working" all along)."""
+        if self._stopped or held == self._held:
+            return False
+        self._held = held
+        if not self._sending:
+            self._task.cancel()
+            if not held:
+                self._task = asyncio.ensure_future(self._keep_typing())
+        return held and not self.lapses
 
     def ending(self) -> asyncio.Task[None] | None:
         """`stop`, and `ended` (waiting) in a task of its own, begun once, while a request is on the wire (else
@@ -995,7 +1025,7 @@ class _Typing:
                 log.debug("typing on %s failed: %s", session.platform, exc)
             finally:
                 self._sending = False
-            if self._stopped:
+            if self._stopped or self._held:
                 return
             await asyncio.sleep(interval)
 

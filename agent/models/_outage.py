@@ -159,26 +159,45 @@ def _holding(circuits: tuple[ServerOutage, ...], clock: Clock) -> ServerOutage |
 
 class WaitWhenDown:
     """A turn's leave to wait, up to ``seconds`` on ``clock`` in all from its first wait, for a server or a model
-    down to come back (`admitted`); ``told()`` is called as it first waits. Its model calls alone wait, those made
-    in the task it was set in: a subagent's, in a task of its own, fail at once, as its parent's tools expect."""
+    down to come back (`admitted`); ``told()`` is called as it first waits. ``held(True)`` is called as its turn
+    begins to wait, ``held(False)`` as its call goes again, the server or model back (`going`): a turn that shows
+    "typing…" meanwhile says it writes while it waits (its own probes are part of the wait, until one is answered).
+    Its model calls alone wait, those made in the task it was set in: a subagent's, in a task of its own, fail at
+    once, as its parent's tools expect."""
 
-    __slots__ = ("seconds", "clock", "told", "task", "until")
+    __slots__ = ("seconds", "clock", "told", "held", "holding", "task", "until")
 
-    def __init__(self, seconds: float, clock: Clock, told: Callable[[], object]) -> None:
-        self.seconds, self.clock, self.told = seconds, clock, told
+    def __init__(self, seconds: float, clock: Clock, told: Callable[[], object],
+                 held: Callable[[bool], object] = lambda holding: None) -> None:
+        self.seconds, self.clock, self.told, self.held = seconds, clock, told, held
+        self.holding = False
+        """Its turn waits (or sends a probe while it does): between ``held(True)`` and ``held(False)``."""
         self.task = asyncio.current_task()
         self.until: float | None = None
         """On ``clock``, once it first waited: when it waits no more."""
+
+    def hold(self) -> None:
+        """Its turn waits from now on."""
+        if not self.holding:
+            self.holding = True
+            self.held(True)
+
+    def going(self) -> None:
+        """Its call goes as usual, or its probe was answered: its turn waits no more."""
+        if self.holding:
+            self.holding = False
+            self.held(False)
 
 
 _WAITING: contextvars.ContextVar[WaitWhenDown | None] = contextvars.ContextVar("waiting_when_down", default=None)
 
 
 @contextlib.contextmanager
-def waiting_when_down(seconds: float, clock: Clock, told: Callable[[], object]) -> Iterator[None]:
+def waiting_when_down(seconds: float, clock: Clock, told: Callable[[], object],
+                      held: Callable[[bool], object] = lambda holding: None) -> Iterator[None]:
     """Within it, the model calls of the current task wait for a server or a model down (`WaitWhenDown`);
     ``seconds`` 0: none do."""
-    token = _WAITING.set(WaitWhenDown(seconds, clock, told) if seconds > 0 else None)
+    token = _WAITING.set(WaitWhenDown(seconds, clock, told, held) if seconds > 0 else None)
     try:
         yield
     finally:
@@ -196,16 +215,21 @@ async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitW
     """`admit`, but a call held by a server or a model down (not by a key's rate limit: the server said how long)
     waits for it as ``wait`` lets it (None: not at all), and is then a probe or sent as usual; past ``wait``'s
     bound it is refused as `admit` refuses it, unless the circuit is up by then. ``resumed`` is given each circuit
-    it waited for, to be told `resume_ended` after the call."""
+    it waited for, to be told `resume_ended` after the call. Sent as usual, its turn waits no more
+    (`WaitWhenDown.going`); a probe's caller says so once it is answered."""
     while (holding := _holding(circuits, clock)) is not None and wait is not None and holding.scope != KEY:
         if wait.until is None:
             wait.until = wait.clock.monotonic() + wait.seconds
             wait.told()
+        wait.hold()
         if holding not in resumed:
             resumed.append(holding)
         if not await holding.back(clock, wait):
             break
-    return admit(circuits, clock)
+    probes = admit(circuits, clock)
+    if wait is not None and not probes:
+        wait.going()
+    return probes
 
 
 def settle(server: ServerOutage, model: ServerOutage, limit: ServerOutage, outcome: str, error: ModelError | None,

@@ -198,6 +198,8 @@ class OpenAIModel:
                 break
             settle(*circuits, ANSWERED, None, self._clock, probes)
             answered = True
+            if wait is not None:
+                wait.going()
             return response
         finally:
             for circuit in resumed:

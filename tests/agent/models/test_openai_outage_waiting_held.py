@@ -1,0 +1,77 @@
+"""A turn waiting for its model down to come back is told as it begins to wait and as its call goes again
+(`agent.models._outage.WaitWhenDown`'s ``held``): the gateway pauses its "typing…" in between. Its own probes are
+part of the wait: one that fails does not resume it for the time of the request."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent import ModelError
+from agent._model import ModelRequest
+from agent.models import OpenAIModel
+from agent.models._outage import waiting_when_down
+from agent.settings import ModelSettings
+from agent.testing import FakeClock, FakeOpenAIServer
+
+DOWN = {"error": {"message": "upstream connect error", "type": "server_error", "param": None, "code": None}}
+
+
+def ask() -> ModelRequest:
+    return ModelRequest(messages=[{"role": "user", "content": "hi"}])
+
+
+async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
+    clock = FakeClock(autojump=False)
+    async with FakeOpenAIServer() as server:
+        failures, answers = [4], []
+
+        async def play(body):
+            if failures[0]:
+                failures[0] -= 1
+                server.push_error(503, DOWN)
+                return None
+            answers.append(answer := asyncio.get_running_loop().create_future())
+            await answer
+            return {"text": "ok"}
+
+        server.respond_with(play)
+        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
+                                          max_retries=0), env={}, clock=clock)
+        try:
+            for _ in range(3):
+                with pytest.raises(ModelError):
+                    await model.complete(ask())
+            held: dict[str, list[bool]] = {"a": [], "b": []}
+
+            async def turn(name: str) -> str | None:
+                with waiting_when_down(600, clock, lambda: None, held[name].append):
+                    return (await model.complete(ask())).text
+
+            first = asyncio.create_task(turn("a"))
+            await clock.until_sleeping(lasting=10.0)
+            assert held["a"] == [True]
+            clock.advance(10)  # its probe fails: it waits 20 s more, held all along
+            await server.wait_for(lambda: len(server.requests) == 4)
+            await clock.until_sleeping(lasting=20.0)
+            second = asyncio.create_task(turn("b"))
+            await clock.until_sleeping(2, lasting=20.0)
+            assert held == {"a": [True], "b": [True]}
+            clock.advance(20)  # a's probe is answered: b's call goes too, as usual
+            await server.wait_for(lambda: len(answers) == 1)
+            assert held == {"a": [True], "b": [True]}  # the probe is still out: a waits, and so does b
+            answers[0].set_result(None)
+            await server.wait_for(lambda: len(answers) == 2)
+            assert held == {"a": [True, False], "b": [True, False]}  # b as its call went, before its answer
+            answers[1].set_result(None)
+            assert await asyncio.gather(first, second) == ["ok", "ok"]
+            with waiting_when_down(600, clock, lambda: None, held["a"].append):  # up: never held
+                answers.clear()
+                call = asyncio.create_task(model.complete(ask()))
+                await server.wait_for(lambda: answers)
+                answers[0].set_result(None)
+                await call
+            assert held["a"] == [True, False]
+        finally:
+            await model.aclose()
