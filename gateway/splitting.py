@@ -800,9 +800,10 @@ class _Splitter(InLists):
         fence = self.open_at_end(body_end) if markers and (head or self.reserve(start)) else None
         closes = markers and fence is None and cut < len(self.text) and not self.in_code(body_end - 1)
         styles = self.styles_left_open(body_end) if closes else []
-        if not self._carried("".join(st.closer for st in styles)):
-            styles = []
         merged = self._reopening(start)[1] if markers else []
+        # Weighed without the closers of those it left out: reopening the outer one, it closes it.
+        if not self._carried("".join(st.closer for st in styles if st not in merged)):
+            styles = []
         tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles) if s not in merged)
         outside = self.outside_its_item(start, head)
         # The lines up to `placed` stand as they are (a fence the part starts in, reopened at its own
@@ -1073,7 +1074,9 @@ def _untabled(text: str, limit: int, measure: Measure) -> str:
             continue
         at = re.compile(r"[ \t>]*").match(text, delimiter).end()  # type: ignore[union-attr]
         end = starts[tok.map[0] + 2] if tok.map[0] + 2 < len(starts) else len(text)
-        if measure(f"{text[header:at]}\\{text[at:end]}".rstrip()) > limit:
+        # Held neither as text nor as the table a part repeats (a padded one is far shorter so on Discord).
+        as_text = f"{text[header:at]}\\{text[at:end]}".rstrip()
+        if measure(as_text) > limit and measure(text[header:end].rstrip()) > limit:
             escapes.append(at)
     for at in reversed(escapes):
         text = f"{text[:at]}\\{text[at:]}"
