@@ -2,12 +2,12 @@
 is edited in place as the turn goes, instead of a stack of notices.
 
 The card is a headline (what the agent is doing, for how long: waiting for the chat's answer while
-the model's question waits) and up to `MAX_LINES` lines of at most `LINE_CHARS` characters (a longer
-one is cut with "…", see `gateway.excerpt`), made from real events only: tools started
-and finished (by name: never their arguments or output) and the turn's subagents
-(goal, state, elapsed time, N of M done), and the chat's messages waiting for their turn behind
-it (`waiting_line`), so that whoever sent one (another member of a group, say) sees it was taken
-and will be answered. A turn that ends before
+the model's question waits, for the model while its server is down: `ProgressCard.hold`) and up to
+`MAX_LINES` lines of at most `LINE_CHARS` characters (a longer one is cut with "…", see
+`gateway.excerpt`), made from real events only: tools started and finished (by name: never their
+arguments or output) and the turn's subagents (goal, state, elapsed time, N of M done), and the chat's
+messages waiting for their turn behind it (`waiting_line`), so that whoever sent one (another member of
+a group, say) sees it was taken and will be answered. A turn that ends before
 ``display.progress_delay`` seconds shows no card at all. The outbox coalesces the
 card's edits and paces them as the platform asks; the turn runner finalises the card
 when the turn ends.
@@ -35,6 +35,9 @@ CHILD_TICK_SECONDS = 2.0
 DELEGATE = "delegate_task"
 ASK = "clarify"
 """The tool that asks the chat and waits for its answer (`gateway.questions`): the card says whose move it is."""
+HELD = "Waiting for the model to come back"
+"""The headline's words while the turn waits for its model's server known to be down (`ProgressCard.hold`), as its
+chat's notice says it (`gateway.replies.MODEL_DOWN_WAITING`)."""
 
 Publish = Callable[[str, int], None]
 """``publish(text, n)``: n = 0 sends the card, later n edit it."""
@@ -50,7 +53,8 @@ class ChildView(Protocol):
 
 
 class ProgressCard:
-    """Arm with `start`; feed it tool events; `disarm` is synchronous and final."""
+    """Arm with `start`; feed it tool events, and `hold` while its turn waits for the model; `disarm` is synchronous
+    and final."""
 
     def __init__(self, *, delay: float, heartbeat: float, mode: bool | Literal["generic"], clock: Clock,
                  publish: Publish, children: Callable[[], Sequence[ChildView]],
@@ -74,6 +78,7 @@ class ProgressCard:
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._armed = False
+        self._held = False
         self.sent = 0
         """Renders published so far: 0 means the chat has no card to finalise."""
         self._last_text: str | None = None
@@ -92,6 +97,17 @@ class ProgressCard:
             self._task.cancel()
             self._task = None
 
+    def hold(self, held: bool) -> None:
+        """While ``held`` (the turn waits for its model to come back, its chat told so:
+        `agent.models._outage.WaitWhenDown`), a card shown reads so (`HELD`), still refreshed at its pace; "Thinking"
+        for ten minutes said the bot was writing. One not shown yet is shown meanwhile only once a message waits
+        behind the turn (the chat's notice says the rest), else ``delay`` after the wait ends (at ``delay`` as ever,
+        the wait over by then). Released, the card reads as before at once. Nothing after `disarm`: it stays
+        final."""
+        if held != self._held:
+            self._held = held
+            self._wake.set()
+
     def queue_changed(self) -> None:
         """A message of the chat was queued behind the turn: shown at once (once the card is due)."""
         self._wake.set()
@@ -107,6 +123,11 @@ class ProgressCard:
 
     async def _run(self) -> None:
         await self._clock.sleep(self._delay)
+        while self._held and not self._waiting():  # `hold`
+            self._wake.clear()
+            await self._wake.wait()
+            if not self._held:
+                await self._clock.sleep(self._delay)
         while self._armed:
             try:
                 self._render_and_publish()
@@ -138,7 +159,9 @@ class ProgressCard:
         if not launched:
             done, launched = sum(1 for c in children if _ended(c)), len(children)
         self.subagents = max(self.subagents, launched)
-        if self._current == DELEGATE and launched:
+        if self._held:
+            doing = HELD
+        elif self._current == DELEGATE and launched:
             doing = f"Waiting for subagents: {done} of {launched} done"
         elif self._current == ASK:  # as a notice says it: the turn waits for the chat, not for a tool
             doing = "Waiting for your answer"
@@ -149,7 +172,7 @@ class ProgressCard:
         headline = f"⏳ {doing} — {elapsed}"
         waiting = waiting_line(self._waiting())
         if self._generic:
-            return "\n".join([f"⏳ Still working — {elapsed}", *waiting])
+            return "\n".join([headline if self._held else f"⏳ Still working — {elapsed}", *waiting])
         current = [f"▸ {self._current}"] if self._current is not None and self._current != DELEGATE else []
         lines = [*self._tools, *_child_lines(children, self._clock.time(), MAX_LINES - len(current)), *current]
         return "\n".join([headline, *(shorten(line, LINE_CHARS) for line in lines[-MAX_LINES:]), *waiting])

@@ -98,18 +98,6 @@ class TurnProgress:
         return f"running {tool}"
 
 
-def hold_progress(progress: Notifier | ProgressCard, held: bool) -> None:
-    """Pause (``held``) or resume the turn's progress message while it waits for its model to come back, its chat
-    told so (`agent.models._outage.WaitWhenDown`): neither "⏳ Still working" nor "⏳ Thinking" is true meanwhile. A
-    card stays as it last read, and goes on once its delay passed again."""
-    if isinstance(progress, Notifier):
-        progress.hold(held)
-    elif held:
-        progress.disarm()
-    else:
-        progress.start()
-
-
 def finish_left(outbox: Outbox, chat: ChatKey, turn_id: str, display: TurnDisplay) -> None:
     """Finalise as failed the progress message of a turn a dead process left running that never runs again (its
     message set aside, charged with that death at the start): nothing else would, and it would read ⏳ for good.

@@ -50,7 +50,7 @@ from gateway.replies import (
 from gateway.session_registry import SessionRegistry
 from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
 from gateway.store import Inbox
-from gateway.turn_progress import Observer, TurnProgress, hold_progress
+from gateway.turn_progress import Observer, TurnProgress
 from gateway.turn_refusals import UNSETTLED, Refusals, owed_by
 from lifecycle import HostView
 from platforms.base import Adapter, Inbound
@@ -800,14 +800,15 @@ class TurnRunner:
 
     def _hold(self, session: GatewaySession, running: RunningTurn, typing: _Typing | None,
               progress: Notifier | ProgressCard, held: bool) -> None:
-        """Pause (``held``) or resume the turn's typing and progress message while it waits for its model to come
+        """Pause (``held``) or resume the turn's typing and progress notices while it waits for its model to come
         back (`agent.models._outage.WaitWhenDown`), its chat told so: "typing…" for ten minutes, and "⏳ Still
-        working", said it writes. Never raises: the model call that calls it goes on whatever."""
+        working", said it writes; a card says it waits (`ProgressCard.hold`). Never raises: the model call that calls
+        it goes on whatever."""
         try:
             if typing is not None and typing.hold(held) and (adapter := self._adapters.get(session.platform)):
                 self._idle_soon(adapter, session)
             if not running.suppressed:  # a stop finished its progress message
-                hold_progress(progress, held)
+                progress.hold(held)
         except Exception as exc:  # decoration: the wait is what matters
             log.warning("turn %s: %s its typing and progress failed (%s: %s)", running.turn_id,
                         "pausing" if held else "resuming", type(exc).__name__, exc)
