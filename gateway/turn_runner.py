@@ -956,6 +956,7 @@ class _Typing:
         self._sending = False
         self._stopped = False
         self._held = False
+        self._again = False
         self._task = asyncio.ensure_future(self._keep_typing())
         self._ending: asyncio.Task[None] | None = None
 
@@ -967,11 +968,14 @@ class _Typing:
 
     def hold(self, held: bool) -> bool:
         """No typing request starts while ``held``; one on the wire is left to be answered. Released, the next
-        goes at once (one that lapses meanwhile is gone). True when an indicator that does not lapse is to be
-        cleared (`lapses`: Slack's placeholder would read "working" all along)."""
+        goes at once (one that lapses meanwhile is gone), or as soon as the one on the wire is answered. True when an
+        indicator that does not lapse is to be cleared (`lapses`: Slack's placeholder would read "working" all
+        along)."""
         if self._stopped or held == self._held:
             return False
         self._held = held
+        # Released with one still on the wire: the next goes once it is answered (`idle` cleared what it showed).
+        self._again = self._sending and not held
         if not self._sending:
             self._task.cancel()
             if not held:
@@ -1028,6 +1032,9 @@ class _Typing:
                 self._sending = False
             if self._stopped or self._held:
                 return
+            if self._again:  # released while it was on the wire (`hold`)
+                self._again = False
+                continue
             await asyncio.sleep(interval)
 
 
