@@ -36,14 +36,16 @@ points). What a cut never breaks:
   fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (no cut
   there), or both reopened (``~~~~``): a part starting inside a strikethrough nested in one reopens the outer one
   alone and leaves out the nested one's closing ``~~`` (struck all the same, `_reopening`); a part given up on as
-  plain text (an address longer than a part) that opened styles before the address ends in it, closing them,
+  plain text (an address longer than a part, a piece of which keeps its line's quote markers, and leaves one of its
+  characters to the punctuation glued after it) that opened styles before the address ends in it, closing them,
   not in or right before their closing markers (``_`` + ``_`` alone), nor before an autolink's ``>``
   (`_closed_in_atom`); inline code a part could hold whole is cut only where the part has no line break to end at
   (`choose_cut`);
 - **links (reference links too), bare URLs, images, escapes and entities**, which are kept whole; a
-  link or image longer than a part is cut in its label (at a space where it can) into links (images)
-  to the same address, like a style, and one whose address takes more than a quarter of the limit
-  is written out as its label and its address (`_unlinked`; a backslash before a label that would open
+  link or image longer than a part (or than a part with its line's quote markers and the text glued after it, the
+  ``)`` of ``(see [docs](…))``, that alone would make a part of its own) is cut in its label (at a space where it
+  can) into links (images) to the same address, like a style, and one whose address takes more than a quarter of
+  the limit is written out as its label and its address (`_unlinked`; a backslash before a label that would open
   a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown;
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
@@ -435,6 +437,14 @@ class _Splitter(InLists):
         text, j = self.text, end
         while j < len(text) and text[j].isspace():
             j += 1
+        left = self.styles_left_open(end) if text[j:j + 1] in ("*", "_", "~") else []
+        if self._carried("".join(s.closer for s in left)):
+            # Past the closing markers the part closes and ends before, and the whitespace after them (`next_start`).
+            for style in reversed(left):
+                if j == style.close_start:
+                    j = style.close_end
+                    while j < len(text) and text[j].isspace():
+                        j += 1
         if "\n" in text[end:j] and (quoted := _QUOTE_MARKERS.match(text, j)) is not None:
             # At a quoted line: its part reopens the styles after its ">"s (`_quoted`), ``> ~~~~b``.
             j = quoted.end()
@@ -658,7 +668,28 @@ class _Splitter(InLists):
                 cut = in_row
             elif not self.in_code(body_end - 1):
                 cut = self._before_marker(start, body_end, cut)
+        elif (glued := self._before_glued(start, body_end)) is not None:
+            cut = glued
         return cut
+
+    def _before_glued(self, start: int, end: int) -> int | None:
+        """Where a part from ``start`` that a hard cut ends at ``end`` ends instead, when text is glued there (the ``)``
+        of ``(see [docs](…))``) that would go on alone: in the label of the link it ends, when the run is short (at
+        most a quarter of the limit); before the last word character of the word it ends, when the run is only
+        punctuation (`_short_of_glued`). None when neither is so, or the part holds too little of the label to leave
+        some of it to the next."""
+        text = self.text
+        if end >= len(text) or text[end].isspace():
+            return None
+        if (link := self.link_at(end - 1)) is None or link.close_end != end:
+            return None if (cut := self._short_of_glued(start, end)) == end else cut
+        glued = re.compile(r"\S{1,%d}(?!\S)" % max(self.limit // _MARKER_SHARE, 1)).match(text, end)
+        first = max(start, link.open_end) + 1
+        if glued is None or first >= link.close_start:
+            return None
+        cut = self._label_cut(first, link.close_start - 1)
+        # One atom filling the label (an image) is cut nowhere: the run goes on alone.
+        return None if any(a < cut < b for a, b in self.structure.atoms_starting_in(first - 1, cut)) else cut
 
     def _cuts_code_span(self, start: int, pos: int, end: int) -> bool:
         """A cut at ``pos`` falls within a code span that a part starting at the line break the part from ``start``
@@ -724,11 +755,30 @@ class _Splitter(InLists):
             # atom the part starts with, after it: a shorter guess (`next_part` cuts earlier by what a part is
             # over, which the link definitions it carries need not shrink with) cut it, shown as typed. One
             # longer than a part is over again, and the part given up on as plain text.
-            return max(start, self._openers_before(atom[0])) if atom[0] > start else atom[1]
+            if atom[0] > start:
+                return max(start, self._openers_before(atom[0]))
+            return self._short_of_glued(start, atom[1])
         for p in range(end - 1, max(start, end - 16), -1):
             if self.valid_end(start, p) and _whole(self.text, p):
                 return p
         return cut
+
+    def _short_of_glued(self, start: int, end: int) -> int:
+        """``end`` for a part from ``start`` cut within a word, or, where only punctuation follows it up to a space
+        (``)``, ``).``), before the last word character it holds, where that is a valid end, or in a piece of an
+        address it starts within (cut anyway): the next part would hold only that punctuation."""
+        text = self.text
+        if re.compile(r"[^\w\s]{1,%d}(?!\S)" % max(self.limit // _MARKER_SHARE, 1)).match(text, end) is None:
+            return end
+        last = end
+        while last > start and re.match(r"[^\w\s]", text[last - 1]):
+            last -= 1
+        if last - 1 <= start or text[last - 1].isspace():
+            return end
+        cut = _character_start(text, start, last - 1)
+        if (atom := self.structure.atom_at(last - 1)) is not None:
+            return cut if atom[0] < start else end
+        return cut if cut > start and self.valid_end(start, cut) else end
 
     def _openers_before(self, pos: int) -> int:
         """Where the style markers that open right before ``pos`` start (``pos`` when none do)."""
@@ -740,7 +790,7 @@ class _Splitter(InLists):
                     pos, moved = s.open_start, True
         return pos
 
-    def _closed_in_atom(self, start: int, end: int) -> tuple[int, str]:
+    def _closed_in_atom(self, start: int, end: int, quote: str) -> tuple[int, str]:
         """The end of a part given up on as plain text from ``start`` up to ``end``, and what it closes: where it
         ends in an atom longer than a part (a long address) that it opened styles before, those styles, closed
         as a part keeping its structure would (alone, ``- **https://…`` showed its ``**``); else nothing. One ending
@@ -758,7 +808,7 @@ class _Splitter(InLists):
             return end, ""
         text, cut = self.text, end
         for _ in range(_RETRIES):
-            over = self.measure(text[start:cut] + closers) - self.limit
+            over = self.measure(quote + text[start:cut] + closers) - self.limit
             if over <= 0 and text[cut - 1] not in _JOINS_CLOSERS and self._short_of_bracket(atom, start, cut) == cut:
                 return cut, closers
             if over <= 0:
@@ -883,6 +933,8 @@ class _Splitter(InLists):
         for style in reversed(closed):
             if j == style.close_start:
                 j = style.close_end
+                while j < n and text[j].isspace():  # the whitespace after them is at the cut too
+                    j += 1
         if (code := self.inside(j)) is not None:
             # At its line's code (the cut before the line or in its indentation): keep the indentation.
             line = text.rfind("\n", 0, j) + 1
@@ -929,6 +981,21 @@ class _Splitter(InLists):
                 break  # the line's text, longer than a part, is cut as plain text, its markers going with it
             part, fence, styles = self.assemble(head, start, cut, markers=markers)
             over = self.measure(part) - self.limit
+            if over <= 0 and markers and fence is None and not styles and (
+                    unclosed := self._unclosed(start, self.rstrip(start, cut))) is not None:
+                # It closes none of the styles it leaves open, their markers taking too much of it: it would show
+                # those it opened (and reopened) as typed, and the next part the closing ones. Ended before one it
+                # opened, it closes those around it; else it holds the outermost whole, reopening none (`**~~a~~ b**`).
+                style, before = unclosed
+                shorter = self.choose_cut(start, before) if before > start else start
+                if shorter > start and self.valid_end(start, self.rstrip(start, shorter)):
+                    end, cut = before, shorter
+                    continue
+                whole = self._quoted(first, False)[0] + self.body(first, style.close_end)
+                if self.measure(whole) <= self.limit:
+                    # The part before closed the styles around it: the next part starts past their closers there.
+                    return self._kept(whole, first, style.close_end), self.next_start(
+                        first, style.close_end, None, self.styles_left_open(style.close_end))
             if over <= 0:
                 return self._kept(part, first, cut), self.next_start(start, cut, fence, styles)
             # Closing markers (or a measure that is not monotone) pushed it over: cut earlier.
@@ -938,7 +1005,11 @@ class _Splitter(InLists):
                 break  # an atom the part starts with, longer than a part
         # Give up on structure for this part: plain text, as much as fits, at least one character.
         start = first
-        end = self.max_end("", start, "")
+        # Within a quoted line's text, it keeps the line's quote markers: without them, the piece is out of the quote.
+        quote = self._quoted(start, False)[0]
+        end = self.max_end(quote, start, "")
+        if end <= start or (end == start + 1 and _is_pair(text, end)):
+            quote, end = "", self.max_end("", start, "")
         end = _character_start(text, start, end)
         end = end if end > start else start + (2 if _is_pair(text, start + 1) else 1)
         # Of the styles open at its start, which it does not reopen, a closer in its later half, alone, would show
@@ -948,9 +1019,34 @@ class _Splitter(InLists):
         if self._carried("".join(s.closer for s in open_here)):
             end = min((s.close_start for s in open_here if start + (end - start) // 2 < s.close_start < end),
                       default=end)
-        end, closers = self._closed_in_atom(start, end)
-        return (self._kept(text[start:end] + closers, start, end),
+        end = self._short_of_glued(start, end)
+        end, closers = self._closed_in_atom(start, end, quote)
+        return (self._kept(quote + text[start:end] + closers, start, end),
                 self.next_start(start, end, None, self.styles_left_open(end)))
+
+    def _unclosed(self, start: int, end: int) -> tuple[Style, int] | None:
+        """For a part from ``start`` to ``end`` that cannot close the styles it leaves open (their closers take more
+        than a quarter of the limit), the outermost of them it opened, and the last end before ``end`` that leaves
+        open only styles it can close: before the markers opening the innermost one it opened whose outer ones it
+        can close (``start`` if none). None if it can close them all, or opened none of them."""
+        left = self.styles_left_open(end)
+        if self._carried("".join(s.closer for s in left)):
+            return None
+        first = next((i for i, s in enumerate(left) if s.open_start >= start), None)
+        if first is None:
+            return None
+        # Summed, not joined for each, and walked out through ``left`` alone: thousands may be open (`_carried`).
+        total, inner, room = 0, None, self.limit // _MARKER_SHARE
+        for i, s in enumerate(left):
+            if total > room:
+                break
+            inner = i if i >= first else inner
+            total += len(s.closer)
+        if inner is None:
+            return left[first], start
+        while inner > 0 and left[inner - 1].open_end == left[inner].open_start:
+            inner -= 1  # past the markers opening the styles around it right before it: ended there, it opens them
+        return left[first], left[inner].open_start
 
     def _kept(self, part: str, start: int, end: int) -> str | None:
         """``part``, unless its text from ``start`` to ``end`` is blank (it holds only markers)."""
@@ -1036,7 +1132,12 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
         link = _link_label(text, *atom) if atom is not None else None
         if link is None or link.close_start != q or len(link.closer) <= marker_room:
             continue
-        if measure(text[link.open_start:link.close_end]) > limit:
+        line = text.rfind("\n", 0, link.open_start) + 1
+        # A part holding the link holds the quote markers of its line too, and the text glued after it (a ``)`` or
+        # ``.``), unless that is longer than a quarter of the limit: left to the next part, it would be one alone.
+        quotes = "> " * text.count(">", line, _LINE_PREFIX.match(text, line).end())  # type: ignore[union-attr]
+        glued = re.compile(r"\S{0,%d}(?!\S)" % marker_room).match(text, link.close_end)
+        if measure(quotes + text[link.open_start:glued.end() if glued else link.close_end]) > limit:
             body = link.closer[2:-1].lstrip(" \t\n")
             destination = parseLinkDestination(body, 0, len(body))
             href = body[:destination.pos]
@@ -1044,7 +1145,6 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
                 href = f"<{destination.str}>"  # its escapes would show as typed; an autolink has none
             gap = "" if bare_urls.ends_before(href, text, link.close_end) else " "
             written = f"{text[link.open_end:q]} {href}{gap}"
-            line = text.rfind("\n", 0, link.open_start) + 1
             if _LINE_PREFIX.fullmatch(text, line, link.open_start):
                 # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown;
                 # after spaces too (``[ > go](…)``), which, four of them, would open a code block.
