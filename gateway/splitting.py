@@ -33,9 +33,10 @@ points). What a cut never breaks:
   and ``~`` the text shows as typed (no style pairs them) that a part starts or ends with are escaped
   where they would join the markers reopened (or closed) there, or the cut falls within a word:
   ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic, ``~~`` + ``~10`` a code
-  fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (no cut
-  there), or both reopened (``~~~~``): a part starting inside a strikethrough nested in one reopens the outer one
-  alone and leaves out the nested one's closing ``~~`` (struck all the same, `_reopening`); a part given up on as
+  fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (the part
+  starts past that ``~~``, and a closer's spaces), or both reopened (``~~~~``): a part starting inside (or at) a
+  strikethrough nested in one reopens the outer one alone and leaves out the nested one's ``~~`` (struck all the
+  same, `_reopening`); a part given up on as
   plain text (an address longer than a part, a piece of which keeps its line's quote markers, and leaves one of its
   characters to the punctuation glued after it) that opened styles before the address ends in it, closing them,
   not in or right before their closing markers (``_`` + ``_`` alone), nor before an autolink's ``>``
@@ -81,7 +82,7 @@ Whitespace at a cut is dropped (inside code, the indentation of the next line is
 kept); so is a list item's lines', and a quoted line's before the styles reopened on it, and a
 blank line, that backslash or a quote's markers may be added, backslashes before markers shown as
 typed (and before the delimiter row of a table written as text), and list markers and links too long for a part
-rewritten, as said, and a part of only empty code blocks left out, and the closing ``~~`` of a strikethrough nested
+rewritten, as said, and a part of only empty code blocks left out, and the ``~~`` of a strikethrough nested
 in one that a part reopens alone; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
@@ -295,6 +296,12 @@ class _Splitter(InLists):
         `_quoted` finds, or a backslash it may need), then the markers of the styles open at ``start``."""
         markers = self._reopening(start)[0]
         quote, text_from = (row_head, start) if row_head is not None else self._quoted(start, bool(markers))
+        while markers == "~~" and (past := self._past_nested_strike(text_from)) is not None:
+            # At a nested strikethrough's "~~", after the outer one reopened alone: ``~~~~b``, a code fence. Not every
+            # text has an end that avoids it (``~~a ~~b~~ ~~c~~``: each leaves one next), so the part starts past it
+            # (and the spaces after a closer, which would leave the reopened "~~" opening nothing), struck all the
+            # same, an opened one leaving out its closer too (`_reopening`).
+            text_from = past
         literal = self.structure.literal_run(text_from)
         if markers.endswith("~") and literal == text_from:
             # A lone "~" marks nothing (a strikethrough takes two), so it is no literal marker; but after the "~~"
@@ -324,6 +331,21 @@ class _Splitter(InLists):
                 merged.append(s)
         markers = self._carried("".join(s.opener for s in styles[:1] + styles[1 + len(merged):]))
         return markers, merged if markers else []
+
+    def _past_nested_strike(self, pos: int) -> int | None:
+        """Past the ``~~`` at ``pos`` opening a strikethrough, or closing one nested in another still open (and the
+        spaces after it); None if none is there."""
+        if not self.text.startswith("~~", pos):
+            return None
+        if any(s.open_start == pos and s.opener == "~~" for s in self.structure.styles_open_at(pos + 2)):
+            return pos + 2
+        strikes = [s for s in self.structure.styles_open_at(pos) if s.opener == "~~"]
+        if not any(s.close_start == pos for s in strikes) or not any(s.close_start > pos for s in strikes):
+            return None
+        pos += 2
+        while self.text[pos:pos + 1] in (" ", "\t"):
+            pos += 1
+        return pos
 
     def _without(self, merged: list[Style], start: int, end: int, piece: Callable[[int, int], str]) -> str:
         """``piece(start, end)`` (the part's text from ``start`` to ``end``) without the closing markers of ``merged``
@@ -427,30 +449,7 @@ class _Splitter(InLists):
             return False
         if self.text[end - 1] in "=-" and self.ends_at_underline(end) or self.ends_before_underline(end):
             return False
-        # Cheap but where it refuses (a "~" next), so first: every space before a nested "~~" read all the styles twice.
-        return not self.reopens_a_fence(end) and not self.structure.splits_marker(end)
-
-    def reopens_a_fence(self, end: int) -> bool:
-        """The part after one ending at ``end`` would start with a strikethrough reopened before the opening ``~~``
-        of one nested in it (``~~`` + ``~~b~~``): ``~~~~b``, a code fence. (Cut inside both, a part reopens the
-        outer one alone: `_reopening`.)"""
-        text, j = self.text, end
-        while j < len(text) and text[j].isspace():
-            j += 1
-        left = self.styles_left_open(end) if text[j:j + 1] in ("*", "_", "~") else []
-        if self._carried("".join(s.closer for s in left)):
-            # Past the closing markers the part closes and ends before, and the whitespace after them (`next_start`).
-            for style in reversed(left):
-                if j == style.close_start:
-                    j = style.close_end
-                    while j < len(text) and text[j].isspace():
-                        j += 1
-        if "\n" in text[end:j] and (quoted := _QUOTE_MARKERS.match(text, j)) is not None:
-            # At a quoted line: its part reopens the styles after its ">"s (`_quoted`), ``> ~~~~b``.
-            j = quoted.end()
-        if text[j:j + 1] != "~" or self.structure.literal_run(j) > j:
-            return False  # the usual case; a "~" shown as typed is escaped (`_reopened`)
-        return self._reopening(j)[0] == "~~"
+        return not self.structure.splits_marker(end)
 
     def ends_at_underline(self, end: int) -> bool:
         """A part ending at ``end`` would end with a line of only ``=`` or ``-`` that its text goes on from
@@ -1065,7 +1064,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     than a part (or such a link written out, its address too long to repeat), a backslash keeping a part
     that starts within a line from opening a block there (a quote, a list...) or markers shown as typed
     from marking a style, a backslash before the delimiter row of a table whose header no part can hold (written
-    as text), the closing ``~~`` of a strikethrough nested in one that a part reopens alone, a quote's markers
+    as text), the ``~~`` of a strikethrough nested in one that a part reopens alone, a quote's markers
     before the rest of a quoted line, and the list markers
     rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
     or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
