@@ -8,17 +8,9 @@ import asyncio
 import pytest
 
 from agent import ModelError
-from agent._model import ModelRequest
-from agent.models import OpenAIModel
 from agent.models._outage import model_outage_of, waiting_when_down
-from agent.settings import ModelSettings
 from agent.testing import FakeClock, FakeOpenAIServer
-
-DOWN = {"error": {"message": "upstream connect error", "type": "server_error", "param": None, "code": None}}
-
-
-def ask() -> ModelRequest:
-    return ModelRequest(messages=[{"role": "user", "content": "hi"}])
+from tests.agent.models.waiting import DOWN, ask, on, taken_down
 
 
 async def test_turns_held_resume_a_few_at_a_time_once_the_probe_is_answered():
@@ -36,12 +28,9 @@ async def test_turns_held_resume_a_few_at_a_time_once_the_probe_is_answered():
             return {"text": "ok"}
 
         server.respond_with(play)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             circuit, told = model_outage_of(server.base_url, "m"), []
 
             async def turn(n: int) -> str | None:
@@ -76,12 +65,9 @@ async def test_a_subagent_task_does_not_wait_for_its_parents_leave():
     async with FakeOpenAIServer() as server:
         for _ in range(3):
             server.push_error(503, DOWN)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             told = []
             with waiting_when_down(600, clock, lambda: told.append(1)):  # a task begun within is the subagent's
                 with pytest.raises(ModelError, match="not sent"):

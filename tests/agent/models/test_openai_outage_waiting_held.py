@@ -6,20 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
-from agent import ModelError
-from agent._model import ModelRequest
-from agent.models import OpenAIModel
 from agent.models._outage import waiting_when_down
-from agent.settings import ModelSettings
 from agent.testing import FakeClock, FakeOpenAIServer
-
-DOWN = {"error": {"message": "upstream connect error", "type": "server_error", "param": None, "code": None}}
-
-
-def ask() -> ModelRequest:
-    return ModelRequest(messages=[{"role": "user", "content": "hi"}])
+from tests.agent.models.waiting import DOWN, ask, on, taken_down
 
 
 async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
@@ -37,12 +26,9 @@ async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
             return {"text": "ok"}
 
         server.respond_with(play)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             held: dict[str, list[bool]] = {"a": [], "b": []}
 
             async def turn(name: str) -> str | None:

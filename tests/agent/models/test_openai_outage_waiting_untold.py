@@ -9,17 +9,12 @@ import pytest
 
 from agent import ModelError
 from agent._model import ModelRequest
-from agent.models import OpenAIModel
 from agent.models._outage import model_outage_of, outage_of, waiting_when_down
-from agent.settings import ModelSettings
 from agent.testing import FakeClock, FakeOpenAIServer
+from tests.agent.models.waiting import ask, on, taken_down
 
 PAGE = "<html><title>502 Bad Gateway</title></html>"  # a proxy's: the server behind is not answering
 GAVE_UP = "<html><title>504 Gateway Time-out</title></html>"  # a proxy that stopped waiting: tells nothing
-
-
-def ask() -> ModelRequest:
-    return ModelRequest(messages=[{"role": "user", "content": "hi"}])
 
 
 async def test_a_probe_a_proxy_gave_up_on_is_not_sent_again_at_once_and_again():
@@ -27,12 +22,9 @@ async def test_a_probe_a_proxy_gave_up_on_is_not_sent_again_at_once_and_again():
     async with FakeOpenAIServer() as server:
         for _ in range(3):
             server.push_error(502, PAGE)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             assert outage_of(server.base_url).down_since is not None
 
             def gave_up(body):
@@ -68,12 +60,9 @@ async def test_a_probe_failing_in_a_200_body_goes_on_waiting_as_a_503_does():
     async with FakeOpenAIServer(default_text="back") as server:
         for _ in range(4):
             server.push_raw(UPSTREAM_200)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             circuit = model_outage_of(server.base_url, "m")
             assert circuit.down_since is not None
 
@@ -112,12 +101,9 @@ async def test_a_message_sent_once_the_server_is_back_does_not_go_before_those_t
             return {"text": body["messages"][-1]["content"]}
 
         server.respond_with(play)
-        model = OpenAIModel(ModelSettings(provider="openai", name="m", base_url=server.base_url, api_key="sk-test",
-                                          max_retries=0), env={}, clock=clock)
+        model = on(server, clock)
         try:
-            for _ in range(3):
-                with pytest.raises(ModelError):
-                    await model.complete(ask())
+            await taken_down(model)
             circuit = model_outage_of(server.base_url, "m")
 
             async def turn(text: str) -> str | None:
