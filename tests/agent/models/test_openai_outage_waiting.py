@@ -10,24 +10,13 @@ import pytest
 from agent import ModelError
 from agent.models._outage import model_outage_of, waiting_when_down
 from agent.testing import FakeClock, FakeOpenAIServer
-from tests.agent.models.waiting import DOWN, ask, on, taken_down
+from tests.agent.models.waiting import DOWN, ask, failing_then_held, on, taken_down
 
 
 async def test_turns_held_resume_a_few_at_a_time_once_the_probe_is_answered():
     clock = FakeClock(autojump=False)
     async with FakeOpenAIServer() as server:
-        failures, held = [3], []
-
-        async def play(body):
-            if failures[0]:
-                failures[0] -= 1
-                server.push_error(503, DOWN)
-                return None
-            held.append(answer := asyncio.get_running_loop().create_future())
-            await answer
-            return {"text": "ok"}
-
-        server.respond_with(play)
+        held = failing_then_held(server, 3)
         model = on(server, clock)
         try:
             await taken_down(model)

@@ -8,24 +8,13 @@ import asyncio
 
 from agent.models._outage import waiting_when_down
 from agent.testing import FakeClock, FakeOpenAIServer
-from tests.agent.models.waiting import DOWN, ask, on, taken_down
+from tests.agent.models.waiting import ask, failing_then_held, on, taken_down
 
 
 async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
     clock = FakeClock(autojump=False)
     async with FakeOpenAIServer() as server:
-        failures, answers = [4], []
-
-        async def play(body):
-            if failures[0]:
-                failures[0] -= 1
-                server.push_error(503, DOWN)
-                return None
-            answers.append(answer := asyncio.get_running_loop().create_future())
-            await answer
-            return {"text": "ok"}
-
-        server.respond_with(play)
+        answers = failing_then_held(server, 4)
         model = on(server, clock)
         try:
             await taken_down(model)

@@ -3,6 +3,8 @@ on a loopback server without retries, and its three calls that fail, taking it f
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agent import ModelError
@@ -28,3 +30,21 @@ async def taken_down(model: OpenAIModel) -> None:
     for _ in range(3):
         with pytest.raises(ModelError):
             await model.complete(ask())
+
+
+def failing_then_held(server: FakeOpenAIServer, failures: int) -> list[asyncio.Future[None]]:
+    """Have ``server`` fail its next ``failures`` calls with a 503 of its own words, then hold each call's answer
+    (``ok``) until the test sets the future it appends to the list returned."""
+    left, held = [failures], []
+
+    async def play(body):
+        if left[0]:
+            left[0] -= 1
+            server.push_error(503, DOWN)
+            return None
+        held.append(answer := asyncio.get_running_loop().create_future())
+        await answer
+        return {"text": "ok"}
+
+    server.respond_with(play)
+    return held
