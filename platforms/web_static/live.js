@@ -37,7 +37,11 @@ window.SwitchboardLive = (() => {
       history.replaceState(null, "", location.pathname + location.search + (fragment.toString() ? "#" + fragment : ""));
     }
     let asking = null;
-    $("login").addEventListener("cancel", (event) => event.preventDefault()); // Escape: nothing works without it
+    // Escape: nothing works without it. Chromium lets a page refuse it once or twice in a row only, then closes the
+    // dialog all the same (as Android's back does): the page said "sign in" with no dialog left to sign in with.
+    $("login").addEventListener("cancel", (event) => event.preventDefault());
+    // Closed, not signed in: open again (unless the next ask opened it meanwhile).
+    $("login").addEventListener("close", () => asking && !$("login").open && $("login").showModal());
     return {
       headers(extra) {
         const token = sessionStorage.getItem(tokenKey);
@@ -59,6 +63,13 @@ window.SwitchboardLive = (() => {
           // Worded for a link that was wrong all along and for one whose token a restart has since changed.
           const linkRefused = "The token in the link is not accepted; it may have been changed.";
           error.textContent = tried && tried === linked ? linkRefused : typedRefused;
+          // The refusal is the field's to say: the dialog opens with the focus there, and a screen reader reads the
+          // field, which it heard as at first, nothing telling the token had been refused. Not while hidden: a hidden
+          // paragraph the field names is read all the same.
+          for (const [name, value] of [["aria-invalid", "true"], ["aria-describedby", error.id]]) {
+            if (error.hidden) $("token").removeAttribute(name);
+            else $("token").setAttribute(name, value);
+          }
           linked = null;
           $("login").showModal();
           asking = new Promise((resolve) => {

@@ -169,6 +169,11 @@ async def test_a_link_with_a_wrong_token_says_the_links_token_was_not_accepted(c
     error = page.locator("#login-error")
     assert await error.is_visible() and await error.text_content() == ("The token in the link is not accepted; "
                                                                      "it may have been changed.")
+    # Named, and the refusal said at the field the focus is in: a screen reader heard "dialog" and "Token" alone.
+    assert await page.get_by_role("dialog", name="Sign in").count() == 1
+    token = page.get_by_role("textbox", name="Token")
+    assert await token.get_attribute("aria-invalid") == "true"
+    assert await token.get_attribute("aria-describedby") == "login-error"
     await page.fill("#token", TOKEN)
     await page.press("#token", "Enter")
     await page.wait_for_selector("body[data-state=connected]")
