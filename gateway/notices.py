@@ -3,7 +3,9 @@
 The first notice comes after one full interval of a still-running turn; each
 later one edits that same message. The notifier belongs to exactly one turn and
 is disarmed the instant that turn ends, before its final reply is queued, so no
-notice can follow the reply and a queued follow-up never inherits it.
+notice can follow the reply and a queued follow-up never inherits it. While the
+turn waits for its model to come back (`Notifier.hold`), a notice already sent
+reads so (`HELD`), and none is sent anew.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ log = logging.getLogger("gateway.notices")
 Send = Callable[[str, int], None]
 """``send(text, n)``: n = 0 sends the notice, later n edit it in place."""
 Detail = Callable[[], str | None]
+HELD = "⏳ Waiting for the model to come back"
+"""What a notice reads while its turn waits for its model's server known to be down (`Notifier.hold`), as a progress
+card's headline does then (`gateway.progress_card.HELD`), whatever the mode: "still working" is what it is not."""
 
 
 def format_elapsed(seconds: float, interval: float = 1.0) -> str:
@@ -41,6 +46,11 @@ def notice_text(elapsed: float, interval: float, mode: bool | Literal["generic"]
     if mode == "generic" or not detail:
         return f"⏳ Still working — {when}"
     return f"⏳ Working — {when} — {detail}"
+
+
+def held_text(elapsed: float, interval: float) -> str:
+    """`HELD`, timed as a notice is (counted from the turn's start)."""
+    return f"{HELD} — {format_elapsed(elapsed, interval)}"
 
 
 def final_text(outcome: str, elapsed: float, interval: float = 1.0, *, subagents: int = 0, endings: str = "") -> str:
@@ -73,6 +83,8 @@ class Notifier:
         self._task: asyncio.Task | None = None
         self._armed = False
         self._held = False
+        self._started = 0.0
+        self._last: str | None = None
         self.sent = 0
         """Notices sent so far (not those that failed): 0 means the chat has none to finalise."""
 
@@ -97,6 +109,7 @@ class Notifier:
         if not self.enabled:
             return
         self._armed = True
+        self._started = self._clock.monotonic()
         self._task = asyncio.ensure_future(self._run())
 
     def disarm(self) -> None:
@@ -106,22 +119,39 @@ class Notifier:
             self._task = None
 
     def hold(self, held: bool) -> None:
-        """While ``held`` (the turn waits for its model to come back, its chat told so), the notices due are not
-        sent: "still working" would contradict that notice. They keep their times, counted from the turn's start."""
+        """While ``held`` (the turn waits for its model to come back, its chat told so), no notice is sent anew:
+        "still working" would contradict that notice. One already in the chat reads so (`HELD`) at once, its time
+        refreshed as ever, and as before at once once released: left as it was, it said for up to ten minutes that
+        the bot was writing. Where the platform cannot edit, the publisher drops these edits (`TurnDisplay.edits`).
+        Nothing after `disarm`: it stays final."""
+        if held == self._held:
+            return
         self._held = held
+        if self._armed and self.sent:
+            self._notify()
 
     async def _run(self) -> None:
-        started = self._clock.monotonic()
         while True:
             await self._clock.sleep(self.interval)
             if not self._armed:
                 return
-            if self._held:
+            if self._held and not self.sent:  # the chat's own notice of the wait says it all
                 continue
-            try:
-                detail = self._detail() if self.mode != "generic" else None
-                self._send(notice_text(self._clock.monotonic() - started, self.interval, self.mode, detail), self.sent)
-            except Exception:  # a notice must never break the turn it describes
-                log.exception("sending a long-running notice failed")
-                continue  # not sent (a full disk refused it): the next one is sent, not an edit of nothing
-            self.sent += 1
+            self._notify()
+
+    def _notify(self) -> None:
+        try:
+            elapsed = self._clock.monotonic() - self._started
+            if self._held:
+                text = held_text(elapsed, self.interval)
+            else:
+                text = notice_text(elapsed, self.interval, self.mode,
+                                   self._detail() if self.mode != "generic" else None)
+            if text == self._last:  # a hold changed as a notice was due: one edit says it
+                return
+            self._send(text, self.sent)
+        except Exception:  # a notice must never break the turn it describes
+            log.exception("sending a long-running notice failed")
+            return  # not sent (a full disk refused it): the next one is sent, not an edit of nothing
+        self.sent += 1
+        self._last = text
