@@ -75,7 +75,7 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -263,6 +263,8 @@ class DiscordAdapter:
         self._answers: OrderedDict[int, None] = OrderedDict()
         """The bot's latest answers (their message ids, `REMEMBERED_CHANNELS`): a thread opened on one is the bot's."""
         self._refused_replies = RefusedReplies(clock)
+        self._locked = discord_locked.LockedThreads(clock)
+        """Threads that refused an answer as locked: the next ones go to the thread's channel at once."""
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._content_warned = False
         self._watch = ConnectionWatch(self.name)
@@ -344,6 +346,7 @@ class DiscordAdapter:
             client.on_guild_channel_delete = self._on_channel_delete  # type: ignore[attr-defined]
             client.on_raw_thread_delete = self._on_thread_delete  # type: ignore[attr-defined]
             client.on_thread_remove = self._on_thread_remove  # type: ignore[attr-defined]
+            client.on_raw_thread_update = self._on_thread_update  # type: ignore[attr-defined]
             # Not on_guild_available: an outage's end, or a new session's GUILD_CREATE, gives back no chat it took.
             client.on_guild_join = self._on_guild_back  # type: ignore[attr-defined]
             client.on_ready = functools.partial(self._on_ready, sink)  # type: ignore[attr-defined]
@@ -450,6 +453,7 @@ class DiscordAdapter:
         # Live events wait for this session's catch-up (`_on_ready`); an earlier one still running is
         # of no use any more and must not let them through when it ends.
         self._caught_up.clear()
+        self._locked.forget()
         if self._catch_up_task is not None:
             self._catch_up_task.cancel()
             self._catch_up_task = None
@@ -624,7 +628,12 @@ class DiscordAdapter:
 
     async def _on_thread_delete(self, event: discord.RawThreadDeleteEvent) -> None:
         """``THREAD_DELETE``, raw: a thread discord.py no longer holds (archived, or from before a restart) too."""
+        self._locked.drop(event.thread_id)
         self._membership.thread_lost(str(event.parent_id), str(event.thread_id), THREAD_DELETED)
+
+    async def _on_thread_update(self, event: discord.RawThreadUpdateEvent) -> None:
+        """``THREAD_UPDATE``, raw: a thread unlocked takes its answers again (`discord_locked.LockedThreads`)."""
+        self._locked.updated(event)
 
     async def _on_thread_remove(self, thread: discord.Thread) -> None:
         """The bot removed from a thread (``THREAD_MEMBERS_UPDATE``): a private one it may no longer write to, unless
@@ -690,25 +699,44 @@ class DiscordAdapter:
                     raise self._not_in_channel(message.reply_token, exc) from exc
                 if self._interactions.acknowledged(message.reply_token):  # else said once (`discord_commands.received`)
                     log.info("discord: interaction expired; answering in channel %s instead", message.chat_id)
-        with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
-            try:
-                return self._noted(message, await discord_posts.post(self._channel, self._twins, self._posted_in,
-                                                                      self._refused_replies, message))
-            except Forbidden as exc:
-                if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
-                    raise
+        return await self._post_or_move(message, functools.partial(
+            discord_posts.post, self._channel, self._twins, self._posted_in, self._refused_replies, message))
+
+    async def _post_or_move(self, message: Outbound, post: Callable[[], Awaitable[Sent]],
+                      file: OutboundFile | None = None) -> Sent:
+        """``post`` (``message``'s, with ``file``), in its thread's channel when the thread refuses it as locked
+        (`discord_locked`); at once, without trying the thread, while the thread is known locked."""
+        if not self._locked.at_once(message, self._client):
+            with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
+                try:
+                    sent = await post()
+                except Forbidden as exc:
+                    if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
+                        raise
+                    assert message.thread_id is not None
+                    self._locked.refused(message.thread_id)
+                else:
+                    if message.thread_id is not None:
+                        self._locked.drop(message.thread_id)
+                    return self._noted(message, sent, message.thread_id or message.chat_id)
         with self._membership.writing(message.chat_id, None):  # the thread locked: its channel's (`discord_locked`)
-            return self._noted(message, await discord_locked.post(self._channel, self._twins, message))
+            return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file),
+                               message.chat_id)
 
     async def _to_its_channel(self, message: Outbound) -> bool:
         """Whether ``message``, refused in its locked thread, may go to the thread's channel (`discord_locked`)."""
         assert message.thread_id is not None
         return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout)
 
-    def _noted(self, message: Outbound, sent: Sent) -> Sent:
-        """``sent``, noted among the bot's answers when ``message`` is one (anything but a command's answer or a
-        refusal, as `discord_posts.joins` counts them): whoever opens a thread on it talks to the bot."""
-        if message.kind != "command":
+    def _noted(self, message: Outbound, sent: Sent, posted_in: str) -> Sent:
+        """``sent`` (posted in the channel ``posted_in``), noted among the bot's answers when ``message`` is one
+        (anything but a command's answer or a refusal, as `discord_posts.joins` counts them; a progress card too, on
+        which a member's thread is for the bot all the same): whoever opens a thread on it talks to the bot. Only in
+        a channel discord.py holds that takes threads on its messages: a DM, a thread or a forum's post takes none,
+        and their answers' ids only crowded the channels' out of the memory."""
+        client = self._client
+        if message.kind != "command" and client is not None \
+                and isinstance(client.get_channel(int(posted_in)), discord.TextChannel):
             remember(self._answers, int(sent.message_id), None, REMEMBERED_CHANNELS)
         return sent
 
@@ -786,15 +814,9 @@ class DiscordAdapter:
                 return await self._interactions.answer(message, file)
             except NotFound as exc:
                 raise self._not_in_channel(message.reply_token, exc) from exc
-        with self._membership.writing(message.chat_id, message.thread_id):
-            try:
-                return self._noted(message, await discord_posts.post_file(
-                    self._channel, self._twins, self._posted_in, self._refused_replies, message, file))
-            except Forbidden as exc:
-                if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
-                    raise
-        with self._membership.writing(message.chat_id, None):
-            return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file))
+        return await self._post_or_move(message, functools.partial(
+            discord_posts.post_file, self._channel, self._twins, self._posted_in, self._refused_replies, message,
+            file), file)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
         """Replace a message's text; command answers are edited through their interaction."""

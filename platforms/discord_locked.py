@@ -18,6 +18,14 @@ head are over Discord's 2,000 characters is refused here as too long, so the out
 halves (`gateway.resplit`), each moved in its turn; a file's caption goes without the head instead (a file is never
 halved).
 
+Once a thread refused an answer so, the thread is known locked (`LockedThreads`): the rest of the turn's answers, and
+those that come later, go to the channel at once. Each refused post counts toward Discord's limit on invalid requests
+(10,000 in 10 minutes bar the bot's address), and a long answer's every part, file and agent's message tried the thread
+first. Known until Discord says the thread unlocked (``THREAD_UPDATE``, or discord.py's copy of the thread: that
+update may come after the next part), a post there succeeds (a notice, which is not moved), a new gateway session
+begins (whose missed updates are not sent again), the thread is deleted, or `RECHECK_SECONDS` pass: then a part tries
+the thread again.
+
 Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
 """
 
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 
 from platforms.base import MessageTooLong, Outbound, OutboundFile, Sent, scalar_text
 from platforms.discord_errors import answered, described, made_all_the_same, translate
@@ -32,6 +42,7 @@ from platforms.discord_posts import ROUTE, THREAD_LOCKED, Channel
 from platforms.discord_twins import Twins, nonce_of
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting import blank, discord_markdown
+from platforms.recent import remember
 
 log = logging.getLogger("platforms.discord")
 
@@ -40,6 +51,53 @@ MOVED = frozenset({"reply", "interim", "completion"})
 the agent sends on its way (its messages, its files, which take the question's quote), the results of background
 work."""
 TEXT_LIMIT = 2000
+RECHECK_SECONDS = 600.0
+"""How long a thread that refused an answer as locked takes the answers' way to its channel unasked, unless told it
+unlocked: at most one refused post a thread per that time, should Discord's word of the unlock be missed."""
+REMEMBERED_LOCKED = 1000
+"""Locked threads known at once, the most recently refused kept: one dropped costs one refused post again."""
+
+
+class LockedThreads:
+    """The threads that refused an answer as locked, by when (on the adapter's clock, epoch seconds)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._refused: OrderedDict[int, float] = OrderedDict()
+
+    def at_once(self, message: Outbound, client: discord.Client | None) -> bool:
+        """Whether ``message`` is an answer (as `moves` counts them) for a thread known locked, which goes to the
+        thread's channel without trying the thread. Not when discord.py's copy of the thread (``client``'s) says it
+        is unlocked: the raw update that says so may be on its way still."""
+        if message.thread_id is None or message.kind not in MOVED or message.reply_token:
+            return False
+        thread = int(message.thread_id)
+        since = self._refused.get(thread)
+        if since is None:
+            return False
+        if not 0 <= self._clock() - since < RECHECK_SECONDS:  # a clock stepped back counts as time gone too
+            del self._refused[thread]
+            return False
+        held = client.get_channel(thread) if client is not None else None
+        return not (isinstance(held, discord.Thread) and not held.locked)
+
+    def refused(self, thread_id: str) -> None:
+        """The thread refused an answer as locked, which goes to its channel (`to_its_channel`)."""
+        remember(self._refused, int(thread_id), self._clock(), REMEMBERED_LOCKED)
+
+    def drop(self, thread_id: str | int) -> None:
+        """The thread is tried again: Discord said it is unlocked, took a post there, or deleted it (whose answers
+        are not the channel's: the thread is lost, `platforms.discord_membership`)."""
+        self._refused.pop(int(thread_id), None)
+
+    def updated(self, event: discord.RawThreadUpdateEvent) -> None:
+        """``THREAD_UPDATE``, raw: of a thread discord.py does not hold (archived) too."""
+        if not (event.data.get("thread_metadata") or {}).get("locked", False):
+            self.drop(event.thread_id)
+
+    def forget(self) -> None:
+        """A new gateway session: an unlock while the last one was down is never sent."""
+        self._refused.clear()
 
 
 def moves(message: Outbound, exc: BaseException) -> bool:

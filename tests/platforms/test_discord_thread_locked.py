@@ -91,7 +91,8 @@ async def test_an_answer_refused_by_a_locked_thread_goes_to_its_channel_once(fak
     later = fake.bot_messages(CHANNEL)[-1]
     assert later.content == f"**↪ From <#{THREAD}>** (the thread is locked):\nand more" and not later.pings.users
 
-    fake.lock_thread(THREAD, locked=False)  # unlocked: answers go to the thread again
+    fake.lock_thread(THREAD, locked=False)  # unlocked: answers go to the thread again, once the bot is told
+    await fake.wait_for(lambda: adapter._client.get_channel(THREAD).locked is False)
     await adapter.send(answer(asked, "back in the thread", key="turn-2/0"))
     assert fake.bot_messages(THREAD)[-1].content == "back in the thread"
 
