@@ -698,7 +698,9 @@ class Gateway:
         if session.platform not in TRACKS_TURN_IDS and (held_by := self.questions.hold_across_threads(
                 inbound, turn_id, functools.partial(self._send_home, session))) is not None:
             return Accepted(held_by, session.key)
-        busy_mode = self.display.turn(session.platform).busy_input_mode
+        # Sent after a reply held for the question the turn asks again: it neither stops the turn nor reaches it first.
+        busy_mode = ("queue" if self.questions.holds_answer(listening)
+                     else self.display.turn(session.platform).busy_input_mode)
         # A steer carries text only; files are downloaded when a turn starts, so they make a turn of their own.
         # So does each request of a caller that follows its turn id (webhooks): a steer shares the running
         # turn's id, and a turn that ends before reading it leaves the text to a turn of another id. Nor

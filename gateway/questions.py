@@ -11,7 +11,8 @@ A question nobody answers within `agent.clarify_timeout_seconds` is given up on 
 model carries on without the answer. The answer's event is settled as soon as it is
 handed over, so a restart re-asks the question (the replayed turn asks it again, as
 a new message) instead of replaying the answer as a message of its own. What the chat
-writes in the replayed turn before it asks again is held for that question (`Questions.hold`);
+writes in the replayed turn before it asks again is held for that question (`Questions.hold`), a message
+after that queued behind the turn (`Questions.holds_answer`);
 only a replay (`RunningTurn.replay`) looks for questions an earlier run asked. One the earlier run
 journaled and did not get sent before it died is in the chat as soon as it may have gone out (tried
 before the death and not refused at its one try, or now); one that cannot have gone out before the
@@ -388,7 +389,8 @@ class Questions:
         """Hold the text message ``item`` for the question an earlier run of the turn (before a restart)
         left open in the chat (`_open_before`), which the chat may have answered; False,
         holding nothing, otherwise. The question, if asked again word for word, takes it for its
-        answer; else it is a message of its own once the turn ends (`RunningTurn.held_answer`)."""
+        answer; else it is a message of its own once the turn ends (`RunningTurn.held_answer`). One message only: a
+        later one is a message of its own, queued behind the turn (`holds_answer`)."""
         # Only a replay can have asked before: an ordinary turn reads nothing for each message.
         if not running.replay or running.suppressed or running.question is not None \
                 or running.held_answer is not None:
@@ -401,6 +403,13 @@ class Questions:
             return False
         running.held_answer, running.held_for = item, left_open[0]
         return True
+
+    def holds_answer(self, running: RunningTurn | None) -> bool:
+        """Whether the running turn holds a message for a question (`hold`, `hold_across_threads`): a message that
+        comes meanwhile is queued behind the turn, whatever `display.busy_input_mode` says, a request of its own.
+        Interrupting, a second reply to the question stopped the turn before it asked again, and both replies ran as
+        messages of their own, the question's answer lost; steered, the turn could read it before the held answer."""
+        return running is not None and running.held_answer is not None
 
     def hold_across_threads(self, answer: Inbound, turn_id: str, home: Callable[[WorkItem], None]) -> str | None:
         """Hold the text message ``answer`` (accepted with ``turn_id``) for the question an earlier run of a turn in
