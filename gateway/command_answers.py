@@ -17,7 +17,8 @@ and its answer waits for the earlier ones' (`answer_in_line`). Only ``/stop`` an
 (`gateway.commands.ANSWERED_AT_ONCE`); a ``/stop`` also lets the answers waiting in its chat go as soon as they are
 ready (`let_go`), so a handler that hangs holds up its chat's later answers only until the next ``/stop``. In a
 group each member's commands are in a line of their own (`_line_of`): another member's ``/help`` does not wait for
-one member's slow ``/deploy``.
+one member's slow ``/deploy``. An answer waiting in line is kept in the store (`_keep`): after a crash its event,
+handled again, is answered with it, its command not run again.
 """
 
 from __future__ import annotations
@@ -93,7 +94,26 @@ class CommandAnswers:
         since. Only in this process: a stop the store still refuses the answer at (`journal_kept`) runs the
         command again after the next start, as it does a plugin's."""
         kept = self._unjournaled.get((inbound.platform, inbound.event_id))
-        return kept.text if kept is not None else await self._commands.run(session, command, inbound)
+        return kept.text if kept is not None else await self._ran(session, command, inbound)
+
+    async def _ran(self, session: GatewaySession, command: Command, inbound: Inbound) -> str:
+        """`Commands.run`, unless the command ran before a death and its answer, kept while it waited in line
+        (`_keep`), was never given: then that answer."""
+        kept = self._inbox.kept_answer(inbound.platform, inbound.event_id)
+        return kept if kept is not None else await self._commands.run(session, command, inbound)
+
+    def _keep(self, inbound: Inbound, text: str) -> None:
+        """Keep ``text``, the answer of ``inbound``'s command, for as long as it waits in line (`answer_in_line`):
+        handled again after a crash meanwhile, the event is answered with it. Else the command ran again, its work
+        (a ``/retry``, a plugin's deploy) done twice. Refused (a full disk), it is not kept, and still given in its
+        turn: only a crash before then runs the command again, as it did before. Never raises: raised, it cost the
+        answer of a command whose work is done."""
+        try:
+            self._inbox.keep_answer(inbound.platform, inbound.event_id, text)
+        except Exception as exc:
+            log.warning("%s event %s: the state database refused to keep the answer of its command while it waits"
+                        " (%s: %s): a crash before it is given runs the command again", inbound.platform,
+                        inbound.event_id, type(exc).__name__, exc)
 
     @contextlib.contextmanager
     def kept_if_refused(self, inbound: Inbound, text: str, turn_id: str | None = None, *,
@@ -159,7 +179,8 @@ class CommandAnswers:
         nor a message of its own chat, waits for it. ``text``: the answer of a built-in command that ran already,
         which a plugin's command before it keeps waiting. Its event is settled once it is answered, so a stop
         before then runs it again after the next start. The handler's failures are its answer (`Commands.run`);
-        what fails after it is journaling that answer (`_journal`)."""
+        what fails after it is journaling that answer (`_journal`). An answer that has to wait is kept in the store
+        meanwhile (`_keep`): a crash then does not run its command again."""
         key = _line_of(session, inbound)
         line = self._lines.get(key)
         if line is None:
@@ -169,8 +190,9 @@ class CommandAnswers:
 
         async def answer() -> None:
             try:
-                said = await self._commands.run(session, command, inbound) if text is None else text
+                said = await self._ran(session, command, inbound) if text is None else text
                 if before is not None and not before.done():
+                    self._keep(inbound, said)
                     # Never awaited directly: a waiter cancelled (a stop) would cancel what the next one waits on.
                     try:
                         await asyncio.wait([before, line.let_go], return_when=asyncio.FIRST_COMPLETED)

@@ -10,7 +10,8 @@ reply journaled. An event accepted but never settled is replayed after a restart
 it ``begun`` once the turn that handles it starts: a gateway that dies then counts as a
 failed attempt of that event, not of those still waiting for their turns (`Inbox.begun`), nor
 of those whose turn waits for the chat's answer to a question while no child it launched runs here
-(unmarked meanwhile, `Inbox.reopen`).
+(unmarked meanwhile, `Inbox.reopen`), nor of a command that has run and whose answer waits for its chat's earlier
+commands: that answer is kept with the event (`Inbox.keep_answer`), for the event handled again after a crash.
 
 An event may stand for several platform events that can be delivered again apart (a Telegram
 album, one update per item: `Inbound.aliases`). Their ids are recorded with it, in the same commit
@@ -81,6 +82,10 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_inbox_aliases (
         platform TEXT NOT NULL, alias TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (platform, alias))""",
     "CREATE INDEX IF NOT EXISTS gateway_inbox_aliases_event ON gateway_inbox_aliases (platform, event_id)",
+    # Added to schema 11 without a new version, as a table is: created where missing. An older build that opens the
+    # file runs such a command again, as it did.
+    """CREATE TABLE IF NOT EXISTS gateway_inbox_answers (
+        platform TEXT NOT NULL, event_id TEXT NOT NULL, answer NOT NULL, PRIMARY KEY (platform, event_id))""",
 )
 
 
@@ -178,6 +183,28 @@ class Inbox:
         and not to those still waiting for their turns."""
         self._db.write("UPDATE gateway_inbox SET status='begun' WHERE platform=? AND event_id=? AND status='received'",
                        (_text(platform), _text(event_id)))
+
+    def keep_answer(self, platform: str, event_id: str, answer: str) -> None:
+        """The event's command has run and gave ``answer``, which waits for its chat's earlier commands
+        (`gateway.command_answers`): handled again after a crash, the event is answered with it (`kept_answer`),
+        the command not run again. The event waits for its turn meanwhile, as after `reopen`: a death then is no
+        fault of it. Together, in one commit."""
+        key = (_text(platform), _text(event_id))
+        with self._db.transaction():
+            self._db.write("INSERT OR REPLACE INTO gateway_inbox_answers (platform, event_id, answer) VALUES (?, ?, ?)",
+                           (*key, _text(answer)))
+            self._db.write("UPDATE gateway_inbox SET status='received' WHERE platform=? AND event_id=?"
+                           " AND status='begun'", key)
+
+    def kept_answer(self, platform: str, event_id: str) -> str | None:
+        """The answer `keep_answer` kept for the event; None for none, or for one that no longer reads back (a hand
+        edit): its command runs again."""
+        row = self._db.read_one(f"SELECT {as_bytes('answer')} FROM gateway_inbox_answers WHERE platform=?"
+                                " AND event_id=?", (_text(platform), _text(event_id)))
+        try:
+            return None if row is None else str(text(row[0]))
+        except UNREADABLE:
+            return None
 
     def edit(self, inbound: Inbound) -> bool:
         """The event recorded under ``inbound``'s (platform, event id) is ``inbound`` from now on (its user edited
@@ -368,8 +395,9 @@ class Inbox:
                      " ORDER BY received_at, rowid LIMIT ?")
         args = (older_than, -1 if limit is None else limit)
         with self._db.transaction():
-            self._db.write("DELETE FROM gateway_inbox_aliases WHERE (platform, event_id) IN"
-                           f" (SELECT platform, event_id {forgotten})", args)
+            for table in ("gateway_inbox_aliases", "gateway_inbox_answers"):
+                self._db.write(f"DELETE FROM {table} WHERE (platform, event_id) IN"
+                               f" (SELECT platform, event_id {forgotten})", args)
             return self._db.write(f"DELETE FROM gateway_inbox WHERE rowid IN (SELECT rowid {forgotten})", args).rowcount
 
     def _keys(self, rows: list[tuple]) -> Iterator[tuple[str, str]]:

@@ -174,7 +174,18 @@ def test_answers_come_in_the_order_sent_between_stops_each_once_whatever_order_h
                     await gates[command].wait()
                     return str(command)
 
-            answers = CommandAnswers(None, None, Fake(), None, accepting=lambda: True, clock=None)
+            class Inbox:  # where answers waiting in line are kept
+                def __init__(self):
+                    self.kept = {}
+
+                def keep_answer(self, platform, event_id, text):
+                    self.kept[event_id] = text
+
+                def kept_answer(self, platform, event_id):
+                    return self.kept.get(event_id)
+
+            inbox = Inbox()
+            answers = CommandAnswers(None, inbox, Fake(), None, accepting=lambda: True, clock=None)
 
             async def answer_long(inbound, text, turn_id):
                 await asyncio.sleep(0)
@@ -203,6 +214,7 @@ def test_answers_come_in_the_order_sent_between_stops_each_once_whatever_order_h
             # Those sent before a /stop go each as it is ready; those after the last one, in order.
             assert [i for i in said if i in segments[-1]] == segments[-1], (said, segments)
             assert answers._lines == {}
+            assert all(text == event for event, text in inbox.kept.items())  # each its own command's answer
 
         asyncio.run(run())
 

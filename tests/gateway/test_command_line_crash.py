@@ -1,0 +1,83 @@
+"""A SIGKILL of the real `switchboard run` while a command's answer waits in line behind a plugin's hung command
+(`gateway.command_answers.CommandAnswers.answer_in_line`): the command ran, and after the restart its answer is given
+once, in its turn, its handler not run again."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sqlite3
+import textwrap
+import time
+
+from tests.gateway.cli_process import Running, write_config
+from tests.gateway.test_shutdown_with_hung_plugins import SECRET, post
+
+PLUGIN = """
+    import logging
+    import pathlib
+    import threading
+
+    here = pathlib.Path(__file__).parent
+
+    def hang(args, context):
+        logging.getLogger("line_plugin").warning("the hang has started")
+        while (here / "hang").exists():  # gone at the restart: the command run again ends
+            threading.Event().wait(0.05)
+        return "hang over"
+
+    def bump(args, context):
+        with open(here / "bumps", "a") as bumps:
+            bumps.write("bumped\\n")
+        return "bumped"
+
+    def register(ctx):
+        ctx.register_command("hang", hang)
+        ctx.register_command("bump", bump)
+"""
+
+
+def _rows(db, sql: str) -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        try:
+            return conn.execute(sql).fetchall()
+        except sqlite3.OperationalError:  # not created yet
+            return []
+
+
+def _until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_an_answer_waiting_in_line_at_a_sigkill_is_given_after_the_restart_its_command_not_run_again(tmp_path):
+    (tmp_path / "line_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (tmp_path / "hang").touch()
+    db = tmp_path / "state" / "switchboard.db"
+    config = write_config(tmp_path / "c.yaml", {
+        "state_dir": str(tmp_path / "state"),
+        "server": {"port": 0, "shutdown_grace_seconds": 1},
+        "model": {"demo": {"child_steps": 0, "step_seconds": 0}},
+        "plugins": ["line_plugin"],
+        "platforms": {"webhook": {"enabled": True, "routes": {"hook": {"secret": SECRET}}}},
+    })
+    with Running(tmp_path, "--config", str(config)).started() as gateway:
+        assert post(gateway.url, "/hang") == 202
+        gateway.wait_for("the hang has started")
+        assert post(gateway.url, "/bump") == 202
+        _until(lambda: (tmp_path / "bumps").exists())
+        # Accepted once what the gateway wrote before it is committed: the answer of /bump, which ran by then.
+        assert post(gateway.url, "/help") == 202
+        gateway.proc.send_signal(signal.SIGKILL)
+        gateway.proc.wait(10)
+    (tmp_path / "hang").unlink()
+    assert (tmp_path / "bumps").read_text() == "bumped\n"
+
+    with Running(tmp_path, "--config", str(config)).started() as gateway:
+        _until(lambda: _rows(db, "SELECT status FROM gateway_inbox") == [("done",)] * 3)
+        gateway.ends_on_sigterm(10.0)
+    assert (tmp_path / "bumps").read_text() == "bumped\n"  # its work done once
+    answers = [text for (text,) in _rows(db, "SELECT text FROM gateway_outbox WHERE kind='command' ORDER BY id")]
+    assert answers[:2] == ["hang over", "bumped"] and len(answers) == 3  # in the order sent, each once
