@@ -38,7 +38,9 @@ A chat's turn may wait for its server, or its model, to come back rather than fa
 for the turn by the gateway, ``model.wait_when_down_seconds``): it waits for the probes' end (`ServerOutage.changed`),
 sends the next probe itself when one is due (nobody else may ask), and once one is answered, the turns held resume
 first come first served, one at first, then two more for each of theirs answered (`ServerOutage.release`): forty
-chats held through an outage do not all ask a server at once that has just come back.
+chats held through an outage do not all ask a server at once that has just come back. A call made while turns still
+wait there, the server back, waits its turn behind them as they do (a call that may not wait too, failing as it
+would if the server is taken for down meanwhile): the message of minute 9 was answered before that of minute 1.
 
 Kept in memory: a restart begins with every server taken for up.
 """
@@ -49,6 +51,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import functools
 import hashlib
 import logging
 import os
@@ -159,13 +162,13 @@ def _holding(circuits: tuple[ServerOutage, ...], clock: Clock) -> ServerOutage |
 
 class WaitWhenDown:
     """A turn's leave to wait, up to ``seconds`` on ``clock`` in all from its first wait, for a server or a model
-    down to come back (`admitted`); ``told()`` is called as it first waits. ``held(True)`` is called as its turn
-    begins to wait, ``held(False)`` as its call goes again, the server or model back (`going`): a turn that shows
-    "typing…" meanwhile says it writes while it waits (its own probes are part of the wait, until one is answered).
-    Its model calls alone wait, those made in the task it was set in: a subagent's, in a task of its own, fail at
-    once, as its parent's tools expect."""
+    down to come back (`admitted`), or behind the turns that did, as they resume; ``told()`` is called as it first
+    waits for one down. ``held(True)`` is called as its turn begins to wait for one down, ``held(False)`` as its call
+    goes again, the server or model back (`going`): a turn that shows "typing…" meanwhile says it writes while it
+    waits (its own probes are part of the wait, until one is answered). Its model calls alone wait, those made in the
+    task it was set in: a subagent's, in a task of its own, fail at once, as its parent's tools expect."""
 
-    __slots__ = ("seconds", "clock", "told", "held", "holding", "task", "until")
+    __slots__ = ("seconds", "clock", "told", "held", "holding", "task", "until", "was_told")
 
     def __init__(self, seconds: float, clock: Clock, told: Callable[[], object],
                  held: Callable[[bool], object] = lambda holding: None) -> None:
@@ -175,9 +178,19 @@ class WaitWhenDown:
         self.task = asyncio.current_task()
         self.until: float | None = None
         """On ``clock``, once it first waited: when it waits no more."""
+        self.was_told = False
+
+    def start(self) -> None:
+        """Its turn waits from now on: its bound runs from its first wait."""
+        if self.until is None:
+            self.until = self.clock.monotonic() + self.seconds
 
     def hold(self) -> None:
-        """Its turn waits from now on."""
+        """Its turn waits for a server or a model down from now on: its chat is told so once."""
+        self.start()
+        if not self.was_told:
+            self.was_told = True
+            self.told()
         if not self.holding:
             self.holding = True
             self.held(True)
@@ -214,18 +227,29 @@ async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitW
                    resumed: list[ServerOutage]) -> tuple[ServerOutage, ...]:
     """`admit`, but a call held by a server or a model down (not by a key's rate limit: the server said how long)
     waits for it as ``wait`` lets it (None: not at all), and is then a probe or sent as usual; past ``wait``'s
-    bound it is refused as `admit` refuses it, unless the circuit is up by then. ``resumed`` is given each circuit
-    it waited for, to be told `resume_ended` after the call. Sent as usual, its turn waits no more
-    (`WaitWhenDown.going`); a probe's caller says so once it is answered."""
-    while (holding := _holding(circuits, clock)) is not None and wait is not None and holding.scope != KEY:
-        if wait.until is None:
-            wait.until = wait.clock.monotonic() + wait.seconds
-            wait.told()
-        wait.hold()
-        if holding not in resumed:
-            resumed.append(holding)
+    bound it is refused as `admit` refuses it, unless the circuit is up by then. A call of a circuit up whose turns
+    held still wait to resume waits behind them, first come first served, ``wait`` or not (`ServerOutage.back`),
+    but that of a turn that waited already.
+    ``resumed`` is given each circuit whose place came (or whose probe it sends), to be told `resume_ended` after
+    the call: one that went past its bound, or was stopped, holds no place of the few let go at a time. Sent as
+    usual, its turn waits no more (`WaitWhenDown.going`); a probe's caller says so once it is answered."""
+    while True:
+        if (holding := _holding(circuits, clock)) is not None:
+            if wait is None or holding.scope == KEY:
+                break
+            wait.hold()
+        # A turn that waited has had its place: its next calls (a tool's result sent on) do not wait again behind.
+        elif (wait is None or wait.until is None) and (holding := next(
+                (circuit for circuit in circuits if circuit.down_since is None and circuit.waiting
+                 and circuit not in resumed), None)) is not None:
+            if wait is not None:
+                wait.start()
+        else:
+            break
         if not await holding.back(clock, wait):
             break
+        if holding not in resumed:
+            resumed.append(holding)
     probes = admit(circuits, clock)
     if wait is not None and not probes:
         wait.going()
@@ -325,25 +349,30 @@ class ServerOutage:
         for an answer, one else, as it stays up."""
         self.release(2 if answered else 1)
 
-    async def back(self, clock: Clock, wait: WaitWhenDown) -> bool:
-        """Wait, as a turn whose call it holds: True once the call may go (a probe is due; or it is up and the turn's
-        place came, `release`), False once ``wait``'s bound passed. Stopped with its place come, it passes the place
-        on."""
-        assert wait.until is not None
+    async def back(self, clock: Clock, wait: WaitWhenDown | None) -> bool:
+        """Wait, as a turn whose call it holds, or a call behind the turns it holds: True once the call may go (a
+        probe is due; or it is up and the turn's place came, `release`), False once ``wait``'s bound passed, or
+        without ``wait`` once it is taken for down. Stopped with its place come, it passes the place on."""
         ticket = asyncio.get_running_loop().create_future()
         self.waiting.append(ticket)
         went = False
         try:
             while not ticket.done():
-                left = wait.until - wait.clock.monotonic()
-                if left <= 0:
-                    return False
-                due = None
-                if self.down_since is not None and not self.probing:
-                    if (due := self.next_probe - clock.monotonic()) <= 0:
-                        break
-                timers = [self.changed.wait(), wait.clock.sleep(left), *([] if due is None else [clock.sleep(due)])]
-                await _first(ticket, timers)
+                timers: list[Callable[[], Awaitable[object]]] = [self.changed.wait]
+                if wait is not None:
+                    assert wait.until is not None
+                    if (left := wait.until - wait.clock.monotonic()) <= 0:
+                        return False
+                    timers.append(functools.partial(wait.clock.sleep, left))
+                if self.down_since is not None:
+                    if wait is None:
+                        return False
+                    wait.hold()  # it came behind the turns held, and is held with them now
+                    if not self.probing:
+                        if (due := self.next_probe - clock.monotonic()) <= 0:
+                            break
+                        timers.append(functools.partial(clock.sleep, due))
+                await _first(ticket, [timer() for timer in timers])
             went = True
             return True
         finally:

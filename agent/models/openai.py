@@ -49,7 +49,6 @@ from agent.models._outage import (
     UNREACHABLE,
     UNTOLD,
     ServerOutage,
-    admit,
     admitted,
     credential_of,
     limit_of,
@@ -141,7 +140,8 @@ class OpenAIModel:
             raise ModelError(model_failure_text("auth", self._key_problem), kind="auth")
         server, model = outage_of(self._server), model_outage_of(self._server, self.name)
         circuits = (server, model, limit_of(self._server, self._credential, self.name))
-        # A turn that may wait for its server or model down (`_outage.admitted`): most calls have none.
+        # A turn that may wait for its server or model down (`_outage.admitted`): most calls have none, and wait only
+        # behind the turns that did, as they resume.
         wait, resumed, answered = waiting(), [], False
 
         def waits_again(probes: tuple[ServerOutage, ...]) -> bool:
@@ -153,8 +153,7 @@ class OpenAIModel:
 
         try:
             while True:
-                probes = admit(circuits, self._clock) if wait is None else await admitted(
-                    circuits, self._clock, wait, resumed)
+                probes = await admitted(circuits, self._clock, wait, resumed)
                 budget = RetryBudget(probe=bool(probes), circuits=circuits)
                 token = CALL.set(budget)
                 try:
