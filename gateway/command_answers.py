@@ -41,6 +41,12 @@ from platforms.not_recorded import storage_refusal
 
 log = logging.getLogger("gateway.app")  # intake's lines, wherever they are written from
 
+KEPT_AT_MOST = 200_000
+"""The longest answer (in characters) kept in the store while it waits in line (`CommandAnswers._keep`): some three
+times what the outbox journals of one (`gateway.long_messages.DEFAULT_MAX_PARTS`), written on the event loop in a few
+milliseconds. A plugin's answer of megabytes, kept, held every chat some 160-300 ms per 10 MB, and the database
+for the inbox's week; it is not kept, and only a crash before it is given runs its command again, as it did."""
+
 
 def answer_key(inbound: Inbound) -> str:
     return f"cmd-{inbound.platform}-{inbound.event_id}"
@@ -107,7 +113,12 @@ class CommandAnswers:
         handled again after a crash meanwhile, the event is answered with it. Else the command ran again, its work
         (a ``/retry``, a plugin's deploy) done twice. Refused (a full disk), it is not kept, and still given in its
         turn: only a crash before then runs the command again, as it did before. Never raises: raised, it cost the
-        answer of a command whose work is done."""
+        answer of a command whose work is done. Nor is an answer past `KEPT_AT_MOST` kept."""
+        if len(text) > KEPT_AT_MOST:
+            log.info("%s event %s: the answer of its command (%d characters) is too long to keep while it waits:"
+                     " a crash before it is given runs the command again", inbound.platform, inbound.event_id,
+                     len(text))
+            return
         try:
             self._inbox.keep_answer(inbound.platform, inbound.event_id, text)
         except Exception as exc:

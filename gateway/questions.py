@@ -408,8 +408,10 @@ class Questions:
         """Whether the running turn holds a message for a question (`hold`, `hold_across_threads`): a message that
         comes meanwhile is queued behind the turn, whatever `display.busy_input_mode` says, a request of its own.
         Interrupting, a second reply to the question stopped the turn before it asked again, and both replies ran as
-        messages of their own, the question's answer lost; steered, the turn could read it before the held answer."""
-        return running is not None and running.held_answer is not None
+        messages of their own, the question's answer lost; steered, the turn could read it before the held answer.
+        Only until the turn asks that question: asked otherwise, the held message waits for the turn's end as a message
+        of its own, and one sent after that takes the busy mode as any does."""
+        return running is not None and running.held_answer is not None and running.asked <= running.held_for
 
     def hold_across_threads(self, answer: Inbound, turn_id: str, home: Callable[[WorkItem], None]) -> str | None:
         """Hold the text message ``answer`` (accepted with ``turn_id``) for the question an earlier run of a turn in

@@ -4,12 +4,17 @@ once, in its turn, its handler not run again."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import sqlite3
 import textwrap
 import time
+from types import SimpleNamespace
 
+from gateway.command_answers import CommandAnswers
+from gateway.store import GatewayStore
+from platforms.base import Inbound
 from tests.gateway.cli_process import Running, write_config
 from tests.gateway.test_shutdown_with_hung_plugins import SECRET, post
 
@@ -81,3 +86,46 @@ def test_an_answer_waiting_in_line_at_a_sigkill_is_given_after_the_restart_its_c
     assert (tmp_path / "bumps").read_text() == "bumped\n"  # its work done once
     answers = [text for (text,) in _rows(db, "SELECT text FROM gateway_outbox WHERE kind='command' ORDER BY id")]
     assert answers[:2] == ["hang over", "bumped"] and len(answers) == 3  # in the order sent, each once
+
+
+async def test_an_answer_of_megabytes_waiting_in_line_is_not_written_to_the_state_database_on_the_event_loop(tmp_path):
+    # A plugin's answer may be megabytes: the outbox journals its first parts and writes the whole as answer.md in a
+    # worker thread. Kept in the store while it waited, all 10 MB were written on the event loop (some 160-300 ms
+    # holding every chat, read back as long at a replay) and held in the database for the inbox's week.
+    store = GatewayStore(tmp_path / "s.db")
+    gate, said = asyncio.Event(), []
+    big = "é" * 10_000_000
+
+    class Commands:
+        async def run(self, session, command, inbound):
+            if command == "hang":
+                await gate.wait()
+                return "hang over"
+            return big if command == "big" else "small"
+
+    answers = CommandAnswers(None, store.inbox, Commands(), None, accepting=lambda: True, clock=None)
+
+    async def answer_long(inbound, text, turn_id):
+        said.append(text)
+        store.inbox.settle(inbound.platform, inbound.event_id)
+
+    answers._answer_long = answer_long
+    session = SimpleNamespace(key="chat")
+    for command in ("hang", "big", "small"):
+        inbound = Inbound(platform="chat", chat_id="c1", thread_id=None, user_id="u1", user_name=None,
+                          text=f"/{command}", event_id=command)
+        store.inbox.accept(inbound, None)
+        store.inbox.begin("chat", command)
+        answers.answer_in_line(session, inbound, command)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    try:
+        assert store.inbox.kept_answer("chat", "small") == "small"  # kept, as any answer within the bound
+        assert len(store.inbox.kept_answer("chat", "big") or "") == 0  # not kept: a crash runs it again, as before
+        gate.set()
+        async with asyncio.timeout(5):
+            while answers.aside:
+                await asyncio.sleep(0)
+        assert said == ["hang over", big, "small"]  # still given in its turn
+    finally:
+        store.close()
