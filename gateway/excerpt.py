@@ -27,6 +27,10 @@ _LEAD = "x "
 """Parsed before the text: it shows after other words on its line, where a leading ``` or #
 opens no block, so it must be read as inline Markdown, as the platform will."""
 _WORD = re.compile(r"\S+")
+_DIRECTION = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Unicode's direction controls (embeddings, overrides, isolates, their ends, the marks), which lay out the text
+after them otherwise than written: a file name ``invoice\u202egpj.exe`` quoted back showed as ``invoiceexe.jpg``.
+A line quoted or cut here shows its characters in the order they were written, without them (`shorten`, `literal`)."""
 _INLINE_MARKUP = re.compile(
     r"\\(?=[!-/:-@\[-`{-~])|[`*\[]"  # an escape, code, emphasis, a link or an image
     r"|(?<![^\W_])_|_(?![^\W_])|~(?=~)|(?<=~)~"  # emphasis, never within snake_case; strikethrough, of two
@@ -38,8 +42,10 @@ _INLINE_MARKUP = re.compile(
 
 
 def shorten(line: str, limit: int) -> str:
-    """``line`` (one line) as is when it has at most ``limit`` characters, else cut with "…" to at most
-    ``limit``, between whole characters, outside links and markers, with the styles open at the cut closed."""
+    """``line`` (one line) without direction controls (`_DIRECTION`), as is when it then has at most ``limit``
+    characters, else cut with "…" to at most ``limit``, between whole characters, outside links and markers, with the
+    styles open at the cut closed."""
+    line = _DIRECTION.sub("", line)
     if len(line) <= limit:
         return line
     structure = Structure(_LEAD + line, ())
@@ -77,7 +83,9 @@ def literal(text: str) -> str:
     gateway, read as Markdown showed ``_x_`` in italics, ``&amp;`` as ``&``, and ``[Verify](https://…)``
     as a link in the bot's own words. Escaped with backslashes, which `shorten` never cuts off; not
     inside a bare web address, which every renderer reads first, as written (backslashes and all). Nor right
-    after an ``https://`` with no address after it (the backslash would make one): its colon is escaped instead."""
+    after an ``https://`` with no address after it (the backslash would make one): its colon is escaped instead.
+    Without direction controls (`_DIRECTION`), which would show it otherwise than written."""
+    text = _DIRECTION.sub("", text)
     urls, bare = [], set()
     for start, end, address in bare_urls.spans(text):
         if address:

@@ -34,11 +34,11 @@ from platforms.formatting.bare_urls import (
     ISOLATE_END,
     ISOLATE_START,
     as_address,
-    as_read,
     isolated,
     link_face,
     marks_at_end,
 )
+from platforms.formatting.link_labels import as_seen, other_address
 from platforms.formatting.markdown import Context, Renderer
 
 # What Discord would read as formatting in text CommonMark left literal: a backslash before
@@ -141,7 +141,8 @@ class DiscordMarkdown(Renderer):
             return _address(href)
         if not href.lower().startswith(("http://", "https://")):
             return f"{ISOLATE_START}{inner} ({href}){ISOLATE_END}"  # Discord masks only web links
-        if _UNMASKABLE.search(as_read(label)) or _escape(label) != label:  # https\u200b:// reads as one
+        # ``һttps\u200b://`` (a Cyrillic һ, a zero-width space) reads as one; ``bank.example`` is an address too.
+        if _UNMASKABLE.search(as_seen(label)) or other_address(label, href) or _escape(label) != label:
             return f"{ISOLATE_START}{inner} (<{href}>){ISOLATE_END}"
         return f"{ISOLATE_START}[{inner}]({href.replace(')', '%29')}){ISOLATE_END}"
 

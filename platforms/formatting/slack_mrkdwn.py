@@ -25,15 +25,8 @@ from __future__ import annotations
 
 import re
 
-from platforms.formatting.bare_urls import (
-    ISOLATE_END,
-    ISOLATE_START,
-    as_address,
-    as_read,
-    isolated,
-    link_face,
-    marks_at_end,
-)
+from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
+from platforms.formatting.link_labels import other_address
 from platforms.formatting.markdown import Context, Renderer, parser, width
 
 _MARKERS = {"strong": "*", "em": "_", "strike": "~"}
@@ -42,7 +35,6 @@ _LINKABLE = ("http://", "https://", "mailto:")
 for its scheme: ``<smb://host/share|the report>``, from a page the model quotes, would open a file share
 on that host (Windows signing in to it as the reader), ``<vscode://…|docs>`` an editor. Another target
 is written out after the label, as on Telegram and Discord."""
-_ADDRESS_LABEL = re.compile(r"\s*https?://\S+\s*\Z", re.IGNORECASE)
 _ZWSP = "\u200b"
 _BACKTICK_RUN = re.compile(r"`(?=`)")
 # A backtick two more follow: a zero-width space after each leaves no three in a row, which would
@@ -113,7 +105,7 @@ class SlackMrkdwn(Renderer):
             return inner if auto or label == href else f"{inner} ({url})"
         if label == href or not inner:
             return f"<{url}>"
-        if not auto and _other_address(label, href):
+        if not auto and other_address(label, href):  # Slack shows only the label
             return f"{inner} (<{url}>)"
         return f"<{url}|{inner.replace('|', '¦')}>"
 
@@ -150,18 +142,6 @@ class SlackMrkdwn(Renderer):
         if ctx.quote:
             return inner
         return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
-
-
-def _other_address(label: str, href: str) -> bool:
-    """The label is a web address, not the link's own: ``[https://bank.example](https://evil.example)``,
-    from a page the model quotes, would show the one and open the other (Slack shows a link's label
-    only, and warns of nothing). Read as it shows (`as_read`): ``https\\u200b://bank.example`` is that address too.
-    Its own address written otherwise (``https://x.org`` for ``https://x.org/``, a host in another case or script,
-    with or without characters no font shows) is no other."""
-    if not _ADDRESS_LABEL.match(seen := as_read(label)):
-        return False
-    own = href.rstrip("/").casefold()
-    return all(parser().normalizeLink(face.strip()).rstrip("/").casefold() != own for face in (label, seen))
 
 
 def _inert_markers(text: str) -> str:

@@ -4,7 +4,9 @@ Bold, italic and strikethrough become ``<b>``, ``<i>``, ``<s>``; inline code
 ``<code>``; fenced code ``<pre><code class="language-x">`` (``<pre>`` without a
 language); quotes ``<blockquote>``; links ``<a href>`` (http, https and tg only, not a
 ``tg://user`` mention; any other target is written out after its label, a ``mailto:`` one as the bare
-address, which Telegram links itself; a web address written as itself stays as written, which
+address, which Telegram links itself; a label reading as another address,
+``[https://bank.example](https://evil.example)``, is followed by a link to the address as its label,
+`link_labels.other_address`; a web address written as itself stays as written, which
 Telegram links too, unless Telegram would end it elsewhere: then it is a link to itself). Headings are
 bold lines, lists use ``•`` or numbers, rules a line of ``─``, tables a ``<pre>``
 block. Everything else is text, with ``&``, ``<`` and ``>`` escaped.
@@ -28,6 +30,7 @@ import html
 import re
 
 from platforms.formatting.bare_urls import ISOLATE_END, ISOLATE_START, as_address, isolated, link_face, marks_at_end
+from platforms.formatting.link_labels import other_address
 from platforms.formatting.markdown import Context, Renderer
 from platforms.formatting.telegram_urls import candidates, linked_as_is, refused, taken_out
 
@@ -92,6 +95,9 @@ class TelegramHtml(Renderer):
             # Telegram links a mail address written out; other targets cannot be links at all, nor be mentions.
             target = href[7:] if href.lower().startswith("mailto:") else href
             shown = inner if label == target else f"{inner} ({_escape(target)})"
+        elif inner and other_address(label, href):
+            # Telegram shows the label, and the address only on a tap: it follows, a link to itself.
+            shown = f'{inner} (<a href="{html.escape(href, quote=True)}">{_escape(href)}</a>)'
         else:
             shown = f'<a href="{html.escape(href, quote=True)}">{inner or _escape(href)}</a>'
         return f"{ISOLATE_START}{shown}{ISOLATE_END}"
