@@ -26,17 +26,30 @@ A request carries the tools' schemas beside its messages, and they count against
 built-in tools come to about 1,200 tokens by this estimate (delegate_task's alone 700), a plugin's more. Left out,
 a chat on a 4k window at a trigger of three quarters passed the window before it was compacted, and the server
 refused a request each time (`schema_tokens`).
+
+A picture counts what OpenAI counts for its size (`picture_tokens`: 255 to 1,445 at high detail), read from its data
+URL's leading bytes (`data_url_size`); a flat 512 whatever its size let three 1920×1080 screenshots (3,315 tokens)
+pass as 1,536, and a conversation of screenshots ran past the trigger unsummarised.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 MESSAGE_OVERHEAD = 4  # role and separators, roughly what chat templates add per message
-IMAGE_TOKENS = 512  # flat guess: counting a base64 data URL's characters would overshoot wildly
+IMAGE_TOKENS = 512
+"""A picture whose size cannot be read from its part (an http(s) URL, a data URL that is no picture), and any other
+part that is not text: a flat guess, as counting a base64 data URL's characters would overshoot wildly."""
+LOW_DETAIL_TOKENS = 85
+"""OpenAI's count for a picture at ``detail: low``, whatever its size, and the base of every other count."""
+TILE_TOKENS = 170
+"""OpenAI's count for each 512×512 tile of a picture at high detail (`picture_tokens`)."""
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
@@ -64,11 +77,106 @@ def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     for message in messages:
         extra += MESSAGE_OVERHEAD
         for text in _texts(message):
-            if text is None:
-                extra += IMAGE_TOKENS
-            else:
+            if isinstance(text, str):
                 eighths += weight(text)
+            else:
+                extra += part_tokens(text)
     return eighths, extra
+
+
+def part_tokens(part: object) -> int:
+    """The estimate of a content part that is not text: a picture's by its size (`picture_tokens`), read from the
+    leading bytes of its data URL; `IMAGE_TOKENS` for anything else, or a picture whose size is not in it."""
+    image = part.get("image_url") if isinstance(part, Mapping) and part.get("type") == "image_url" else None
+    if not isinstance(image, Mapping) or not isinstance(url := image.get("url"), str):
+        return IMAGE_TOKENS
+    size = data_url_size(url)
+    return IMAGE_TOKENS if size is None else picture_tokens(*size, detail=str(image.get("detail") or "auto"))
+
+
+def picture_tokens(width: int, height: int, *, detail: str = "auto") -> int:
+    """What OpenAI counts for a ``width``×``height`` picture: `LOW_DETAIL_TOKENS` at ``detail: low``; else the
+    picture fitted within 2048×2048, then its short side brought down to 768, and `TILE_TOKENS` for each 512×512
+    tile that covers it, plus the base. A part sent without ``detail`` (as the gateway sends every picture) is
+    ``auto``, which the server may take as low for a small picture: counted as high, the window is not overrun.
+    From 255 (one tile) to 1,445 (a 768×2048 strip); a 4:3 phone photo of any size comes to 765, a 16:9
+    screenshot to 1,105."""
+    if detail == "low":
+        return LOW_DETAIL_TOKENS
+    for limit, side in ((2048, max), (768, min)):
+        if (edge := side(width, height)) > limit:
+            width, height = width * limit // edge, height * limit // edge
+    return LOW_DETAIL_TOKENS + TILE_TOKENS * -(-max(width, 1) // 512) * -(-max(height, 1) // 512)
+
+
+_DATA_URL_HEAD = re.compile(r"data:image/[A-Za-z0-9.+-]+;base64,", re.IGNORECASE)
+_JPEG_FRAMES = frozenset({*range(0xC0, 0xD0)} - {0xC4, 0xC8, 0xCC})
+"""The JPEG markers that start a frame (SOF0 to SOF15 but DHT, JPG and DAC), whose header holds the size."""
+_JPEG_SEGMENTS = 64
+"""Segments of a JPEG looked through for its frame at most: APPn (EXIF, ICC, XMP), DQT, DHT and COM before it."""
+
+
+def data_url_size(url: str) -> tuple[int, int] | None:
+    """``(width, height)`` of the PNG, JPEG, GIF or WebP picture in a base64 data URL, from its header alone: only
+    the few bytes needed are decoded, as the estimate runs before every model call over every picture of the
+    conversation (a JPEG's segments are skipped by their lengths to its frame header). None when it is not one."""
+    head = _DATA_URL_HEAD.match(url, 0, 64)
+    if head is None:
+        return None
+    read = functools.partial(_decoded, url, head.end())
+    start = read(0, 30)
+    if start.startswith(b"\x89PNG\r\n\x1a\n") and start[12:16] == b"IHDR":
+        return int.from_bytes(start[16:20], "big"), int.from_bytes(start[20:24], "big")
+    if start[:6] in (b"GIF87a", b"GIF89a"):
+        return int.from_bytes(start[6:8], "little"), int.from_bytes(start[8:10], "little")
+    if start[:4] == b"RIFF" and start[8:12] == b"WEBP":
+        return _webp_size(start)
+    if start.startswith(b"\xff\xd8"):
+        return _jpeg_size(read)
+    return None
+
+
+def _decoded(url: str, start: int, offset: int, length: int) -> bytes:
+    """Bytes ``offset`` to ``offset + length`` of the base64 from ``url[start:]``: only the 4-character groups that
+    hold them are decoded (fewer bytes past its end)."""
+    first, last = offset // 3, -(-(offset + length) // 3)
+    chunk = url[start + 4 * first:start + 4 * last]
+    try:
+        data = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
+    except ValueError:  # binascii.Error: not base64 there
+        return b""
+    return data[offset - 3 * first:offset - 3 * first + length]
+
+
+def _webp_size(start: bytes) -> tuple[int, int] | None:
+    chunk = start[12:16]
+    if chunk == b"VP8 " and start[23:26] == b"\x9d\x01\x2a":  # lossy: the key frame's start code, then the size
+        return int.from_bytes(start[26:28], "little") & 0x3FFF, int.from_bytes(start[28:30], "little") & 0x3FFF
+    if chunk == b"VP8L" and start[20:21] == b"\x2f":  # lossless: 14 bits each, less one
+        bits = int.from_bytes(start[21:25], "little")
+        return (bits & 0x3FFF) + 1, (bits >> 14 & 0x3FFF) + 1
+    if chunk == b"VP8X":  # extended (animation, alpha, EXIF): the canvas, 24 bits each, less one
+        return int.from_bytes(start[24:27], "little") + 1, int.from_bytes(start[27:30], "little") + 1
+    return None
+
+
+def _jpeg_size(read: Callable[[int, int], bytes]) -> tuple[int, int] | None:
+    offset = 2
+    for _ in range(_JPEG_SEGMENTS):
+        segment = read(offset, 9)
+        if len(segment) < 4 or segment[0] != 0xFF:
+            return None
+        marker = segment[1]
+        if marker == 0xFF:  # a fill byte before the marker
+            offset += 1
+        elif marker in _JPEG_FRAMES:
+            return (int.from_bytes(segment[7:9], "big"), int.from_bytes(segment[5:7], "big")) \
+                if len(segment) == 9 else None
+        elif marker == 0x01 or 0xD0 <= marker <= 0xD8:  # markers without a length
+            offset += 2
+        else:
+            offset += 2 + int.from_bytes(segment[2:4], "big")
+    return None
 
 
 FOUR_BYTE_EIGHTHS = 24
@@ -108,20 +216,20 @@ def chars_per_token(messages: Sequence[Mapping[str, Any]]) -> float:
     chars = eighths = 0
     for message in messages:
         for text in _texts(message):
-            if text:
+            if isinstance(text, str) and text:
                 chars += len(text)
                 eighths += weight(text)
     return 8 * chars / eighths if eighths else 4.0
 
 
-def _texts(message: Mapping[str, Any]) -> list[str | None]:
-    """What the model reads of ``message``: its texts, and None for each part that is not text (an image)."""
-    texts: list[str | None] = []
+def _texts(message: Mapping[str, Any]) -> list[object]:
+    """What the model reads of ``message``: its texts, and each part that is not text (a picture) as it is."""
+    texts: list[object] = []
     content = message.get("content")
     if isinstance(content, str):
         texts.append(content)
     elif isinstance(content, list):
-        texts.extend(str(part.get("text", "")) if isinstance(part, Mapping) and part.get("type") == "text" else None
+        texts.extend(str(part.get("text", "")) if isinstance(part, Mapping) and part.get("type") == "text" else part
                      for part in content)
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})

@@ -8,12 +8,17 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
   as image parts (OpenAI-style content parts, via `agent.images`, which fits each
   to at most 2048 px once, as it enters the conversation); a model
-  without vision gets their workspace paths and a hint instead. Images past the
-  eighth, and files labelled images whose bytes are not a picture, are listed as files;
+  without vision gets their workspace paths and a hint instead. What is an image is
+  decided by the bytes (`gateway.file_contents.content_type`), not by the platform's label nor the type
+  stated: a PNG sent as a document typed application/pdf is one (the model is told
+  the type it was sent under), and text, HTML or SVG typed image/png never is. Images
+  past the eighth are listed as files;
   one a vision model is not sent because it cannot be decoded is among the files that
-  did not reach the model, and so is a HEIC or AVIF picture (`_heif`), of which the user is told too.
+  did not reach the model, and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user is told too.
 - **documents** are listed in the text with their workspace path, size and type, so
-  the model can read them with its file tools.
+  the model can read them with its file tools: the type stated, when the bytes bear it
+  out or tell nothing, else what they hold beside it (`gateway.file_contents.type_said`: "stated image/png,
+  but the content is text").
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
   transcript becomes the turn's text); otherwise the user is told that voice is
   not supported.
@@ -71,10 +76,11 @@ from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock, ModelError, ToolError
 from agent._durable import write_whole
-from agent.images import MAX_IMAGES, first_turn_content_async, image_type, with_text
+from agent.images import MAX_IMAGES, first_turn_content_async, with_text
 from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_directory
+from gateway import file_contents
 from gateway.config.platform_settings import PLATFORM_NAMES
 from gateway.events import GatewayEvents
 from gateway.file_names import file_name
@@ -437,7 +443,8 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
     retries, events = _Retries(clock), events or GatewayEvents()
     notes: list[str] = []
     images: list[tuple[str, Attachment]] = []
-    files: list[tuple[str, Attachment]] = []
+    files: list[tuple[str, Attachment, str]] = []
+    relabelled: list[str] = []
     missed: list[str] = []
     spoken: list[str] = []
     for attachment in attachments:
@@ -472,13 +479,18 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             notes.append(f"I couldn't store {_named(attachment.name)} on my side; please tell whoever runs me.")
             missed.append(f"{attachment.name} (not stored)")
             continue
-        # The platform's label is not proof: a model would never see an image it cannot decode,
-        # nor learn of the file, so what is not a picture is listed like any other file.
-        if attachment.kind == "image" and len(images) < MAX_IMAGES and image_type(data):
+        # The bytes decide, not the platform's label nor the sender's type (`content_type`): a picture sent as a
+        # document or typed application/pdf is shown, and HTML, SVG or text typed image/png is listed as a file,
+        # with what it holds, never inlined as an image.
+        held = file_contents.content_type(data)
+        said = file_contents.type_said(attachment.mime_type, held)
+        if held is not None and held[0] in file_contents.PICTURES and len(images) < MAX_IMAGES:
             images.append((path, attachment))
+            if file_contents.relabelled(attachment.mime_type):
+                relabelled.append(f"{attachment.name} ({said})")
             continue
-        files.append((path, attachment))
-        if supports_vision and (heif := _heif(data)):
+        files.append((path, attachment, said))
+        if supports_vision and (heif := file_contents.heif(data)):
             # An iPhone's photo sent as a file: listed, it was a path the model could neither be shown nor read
             # (read_file takes text), and the user, told nothing, had an answer about a picture it never saw.
             notes.append(f"I can't see {_named(attachment.name)}: it is {heif} picture, and only PNG, JPEG, GIF"
@@ -487,23 +499,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
     if not (body or images or files):
         return Prepared(None, notes)
-    return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
-
-
-_HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs", b"mif1", b"msf1"})
-"""The major brands of a HEIF file's ``ftyp`` box: Apple's HEIC photos and their image sequences."""
-_AVIF_BRANDS = frozenset({b"avif", b"avis"})
-
-
-def _heif(data: bytes) -> str | None:
-    """What picture ``data`` is ("a HEIC", "an AVIF") if it is one of these, by its leading ``ftyp`` box,
-    whatever its name or label. An AVIF is HEIF too: some encoders give it HEIF's own major brand (``mif1``),
-    and AVIF's only among the compatible brands that follow the minor version."""
-    if data[4:8] != b"ftyp" or data[8:12] not in _HEIF_BRANDS | _AVIF_BRANDS:
-        return None
-    box = data[16:min(int.from_bytes(data[:4], "big"), 256)]
-    brands = {data[8:12], *(box[i:i + 4] for i in range(0, len(box) - 3, 4))}
-    return "an AVIF" if brands & _AVIF_BRANDS else "a HEIC"
+    return Prepared(await _content(body, images, files, relabelled, missed, workspace, supports_vision), notes)
 
 
 async def _stored(workspace: Path, folder: str, name: str, data: bytes) -> str:
@@ -532,14 +528,18 @@ async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, not
     return transcript
 
 
-async def _content(body: str, images: list[tuple[str, Attachment]], files: list[tuple[str, Attachment]],
-                   missed: list[str], workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
+async def _content(body: str, images: list[tuple[str, Attachment]], files: list[tuple[str, Attachment, str]],
+                   relabelled: list[str], missed: list[str], workspace: Path,
+                   supports_vision: bool) -> str | list[dict[str, Any]]:
     parts = [body] if body else []
     if not body and images and not files:
         sent = "an image" if len(images) == 1 else f"{len(images)} images"
         parts.append(f"(The user sent {sent} without a caption.)")
+    if relabelled:
+        parts.append("[Pictures the user sent under another type, taken as the pictures they are: "
+                     f"{'; '.join(relabelled)}]")
     if files:
-        listing = "\n".join(f"- {path} ({a.mime_type or 'unknown type'}, {_size(a.size)})" for path, a in files)
+        listing = "\n".join(f"- {path} ({said}, {_size(a.size)})" for path, a, said in files)
         parts.append(f"[The user sent these files, saved in the workspace; read them with your file tools:\n{listing}]")
     content: str | list[dict[str, Any]] = "\n\n".join(parts)
     if images:

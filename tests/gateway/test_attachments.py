@@ -302,7 +302,7 @@ async def test_a_download_failing_on_the_network_is_tried_again_a_few_times_then
     assert files.tries == [("d1", 0.0), ("d1", 0.5), ("d1", 1.5),  # 0.5 s, then twice as long
                            ("d2", 1.5), ("d2", 2.0), ("d2", 3.0), ("d2", 5.0)]
     assert prepared.notes == ["I couldn't download lost\\.txt from telegram; please send it again."]
-    assert "notes.txt (unknown type, unknown size)" in prepared.content
+    assert "notes.txt (unknown type, content is text, unknown size)" in prepared.content
     assert prepared.content.endswith("[Files the user sent that did not reach you: lost.txt (failed)]")
 
 

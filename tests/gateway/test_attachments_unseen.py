@@ -47,7 +47,9 @@ async def test_a_heic_picture_is_named_whatever_it_is_called_and_stays_listed(tm
     prepared = await run(Files({"h": HEIC}), Attachment("image", "photo.jpg", "image/jpeg", None, "h"), tmp_path)
     assert prepared.notes == ["I can't see photo\\.jpg: it is a HEIC picture, and only PNG, JPEG, GIF and WebP"
                               " pictures reach me; please send it as a JPEG or PNG."]
-    assert "- attachments/c-1/photo.jpg (image/jpeg, unknown size)" in prepared.content
+    # Typed image/jpeg by the platform, but its bytes are what the model is told.
+    assert ("- attachments/c-1/photo.jpg (stated image/jpeg, but the content is a HEIC picture, unknown size)"
+            in prepared.content)
     assert "did not reach you: photo.jpg (a HEIC picture, which you cannot be shown" in prepared.content
 
 

@@ -177,7 +177,8 @@ async def test_a_file_labelled_an_image_that_is_not_one_is_listed_as_a_file(tele
     assert await telegram.answered() == ["Nice picture."]
     content = user_content(openai.requests[0])
     assert isinstance(content, str) and content.startswith("what does this say?")
-    assert "- attachments/" in content and "/scan.png (image/png, 22 bytes)" in content
+    assert "- attachments/" in content
+    assert "/scan.png (stated image/png, but the content is a PDF document, 22 bytes)" in content
 
 
 def reading_model(request: ModelRequest) -> dict:
