@@ -491,8 +491,10 @@ class Gateway:
                           inbound.platform, inbound.event_id)
         if not accepted.new:
             # Also one all of whose ids (`Inbound.aliases`: a Telegram album's items) were recorded with
-            # earlier events, whatever they were gathered with then.
-            log.info("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
+            # earlier events, whatever they were gathered with then. Platforms redeliver routinely (retried webhooks,
+            # Discord's RESUME replays), a flaky network many times a minute: each names another event, so the repeat
+            # filter folds none. `switchboard_inbound_duplicates_total` counts them; the ids are for debugging.
+            log.debug("dropping duplicate %s event %s", inbound.platform, inbound.event_id)
             # Recorded by an earlier handing over, maybe not durably yet (its commit refused, or due):
             # the caller acknowledges it to the platform on our word.
             await self._recorded_durably()

@@ -13,14 +13,17 @@ process holds its write lock (`gateway.store.write_lock`), and the messages wait
 whether the gateway is catching up after its start (`gateway.backlog.GatewayBacklog`, which ``/healthz`` shows too), and
 whether each model server is taken for down (`model_servers_up`), and each model's calls held there (`models_held`).
 
-Each of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
-full disk keeps the store from writing again what it rolled back, a failing device) leaves
-out only its own gauges, logs once until it reads again, and makes ``switchboard_storage_up``
-0 when SQLite refused it. Were the whole page a 500 instead, the gauge that says the
-database is down could never be read at the moment it is.
+Each group of those reads is guarded on its own (`LiveReads`): one that raises (a read while a
+full disk keeps the store from writing again what it rolled back, a failing device, one still under
+way after `gateway.backlog.READ_WAIT`) gives its gauges as that group last read them (left out
+until it first reads), logs once until it reads again, makes ``switchboard_storage_up`` 0 when
+SQLite refused it, and shows in ``switchboard_live_read_up`` and ``switchboard_live_read_age_seconds``.
+Were the whole page a 500 instead, the gauge that says the database is down could never be read at
+the moment it is; were the group left out, its series went stale for Prometheus in that scrape, its
+graphs gapped and every ``absent()`` alert on it fired.
 
 Labels are bounded: platform, kind, outcome, role, state, status, model, server (a model server's base URL, of the
-configuration). Never a chat,
+configuration), group (of the gauges read at each scrape). Never a chat,
 user, session or message id. A model's name is what the provider answered as, so it is
 bounded too: the first `MAX_MODELS` names seen, then ``other`` (`GatewayMetrics.model_label`).
 The turns and deliveries of each platform are on the page at zero from the start, each kind
@@ -268,18 +271,31 @@ class _Live(Collector):
                  children: HostView, connections: Callable[[], Mapping[str, ConnectionState]]) -> None:
         self._metrics, self._store, self._sessions, self._children = metrics, store, sessions, children
         self._connections = connections
-        self._reads = LiveReads(log, "/metrics")
+        self._reads = LiveReads(log, "/metrics", keep_last=True, clock=metrics._clock.monotonic)
+        self._groups: tuple[tuple[str, Callable[[], list[GaugeMetricFamily]]], ...] = (
+            ("outbox", self._outbox), ("subagents", self._subagents), ("sessions", self._sessions_now),
+            ("platforms", self._platforms), ("backlog", self._backlog))
 
     def describe(self) -> list:
         return []  # read live: nothing to check for clashes ahead of time
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        read = self._reads.read
-        yield from read("the outbox", self._outbox, [])
-        yield from read("the subagents", self._subagents, [])
-        yield from read("the sessions", self._sessions_now, [])
-        yield from read("the platforms", self._platforms, [])
-        yield from read("the backlog", self._backlog, [])
+        reads = self._reads
+        for group, read in self._groups:
+            yield from reads.read(f"the {group}", read, [])
+        read_up = GaugeMetricFamily("switchboard_live_read_up", "1 while the group's gauges were read in this scrape,"
+                                    " 0 while their read fails or is still under way: they show what it last read"
+                                    " (none before it first read).", labels=["group"])
+        read_age = GaugeMetricFamily("switchboard_live_read_age_seconds", "Seconds since the group's gauges were"
+                                     " last read (0: in this scrape); none before they first were.", labels=["group"])
+        now = self._metrics._clock.monotonic()
+        for group, _ in self._groups:
+            failing = f"the {group}" in reads.failing
+            read_up.add_metric([group], 0 if failing else 1)
+            if (read_at := reads.read_at.get(f"the {group}")) is not None:
+                read_age.add_metric([group], now - read_at if failing else 0)
+        yield read_up
+        yield read_age
         up = GaugeMetricFamily("switchboard_model_server_up", "1 while a model server the gateway has called is taken"
                                " for up, 0 while it is taken for down after failing calls in a row: calls to it are"
                                " not sent, but one every 10 to 60 s as a probe, until one is answered.",

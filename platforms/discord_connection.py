@@ -24,6 +24,29 @@ from platforms.discord_urls import discord  # discord.py, imported there without
 from platforms.proxies import proxy_for, proxy_refusal
 
 log = logging.getLogger("platforms.discord")
+RECONNECT_LOG = logging.getLogger("discord.client")
+"""discord.py's client logs here each try again at the gateway connection: where `_ReconnectLines` reads it."""
+_RECONNECT_LINE = "Attempting a reconnect in %.2fs"
+
+
+class _ReconnectLines(logging.Filter):
+    """discord.py's ``Attempting a reconnect in 3.52s``, logged at ERROR with the whole traceback of the network
+    error that cut or refused the gateway connection (no route, a refused handshake, a timeout: the only ones it
+    tries again after), at each try while Discord or the network is down, the delay in the line so that the repeat
+    filter folds none: a WARNING of one line instead, the error's type and words kept. The connection's state
+    (``reconnecting``) says the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _RECONNECT_LINE and record.exc_info and record.exc_info[1] is not None:
+            record.msg = "discord: the gateway connection failed (%s); discord.py tries again in %.2f s"
+            record.args = (discord_errors.described(record.exc_info[1]), *(record.args or ()))
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+            return RECONNECT_LOG.isEnabledFor(logging.WARNING)  # the level it was let through at was its own
+        return True
+
+
+RECONNECT_LOG.addFilter(_ReconnectLines())
 
 
 class DiscordStartError(RuntimeError):

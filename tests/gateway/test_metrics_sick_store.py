@@ -35,7 +35,7 @@ def allow_reads(db) -> None:
     del db.read, db.read_one
 
 
-async def test_a_read_the_store_refuses_leaves_out_its_gauges_and_storage_up_reports_it(tmp_path, gateways,
+async def test_a_read_the_store_refuses_keeps_its_last_gauges_and_storage_up_reports_it(tmp_path, gateways,
                                                                                          caplog) -> None:
     chat = RecordingAdapter()
     gateway = await gateways(make_config(tmp_path), [chat], script={"parent": [[{"text": "hi"}]]})
@@ -55,14 +55,16 @@ async def test_a_read_the_store_refuses_leaves_out_its_gauges_and_storage_up_rep
 
     assert db.write_error is None  # no write was refused: the gauge says so from the read alone
     assert sick("switchboard_storage_up") == 0
-    assert "switchboard_outbox_messages" not in sick.names  # not a made-up 0
+    # As last read: no gap, nothing made up.
+    assert sick.labels("switchboard_outbox_messages", "status") == {"pending", "failed", "dead"}
+    assert sick("switchboard_live_read_up", group="outbox") == 0
     assert sick("switchboard_sessions") == 1  # what memory holds is still there
     assert sick("switchboard_inbound_events_total", platform="chat") == 1
     assert sick.labels("switchboard_subagents", "state") == {"pending", "starting", "running", "cancel_requested"}
     assert "switchboard_last_inbound_age_seconds" in sick.names
     logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "gateway.metrics"]
     assert logged == [
-        ("WARNING", "/metrics: reading the outbox failed, so it is left out until it can be read: "
+        ("WARNING", "/metrics: reading the outbox failed, so its last read is shown until it can be read: "
                     "OperationalError: disk I/O error"),
         ("INFO", "/metrics: the outbox read again"),
     ]

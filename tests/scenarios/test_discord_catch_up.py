@@ -52,6 +52,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 async def test_a_message_both_caught_up_and_heard_live_is_answered_once(
         tmp_path, fake: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="gateway")
+    caplog.set_level(logging.DEBUG, logger="gateway.app")  # where a redelivery is told
     # Queued: by default the live message would interrupt the turn of the one caught up before it.
     config, dm = await answered_then_down(tmp_path, fake, display={"busy_input_mode": "queue"})
     fake.push_dm(USER, "while down")

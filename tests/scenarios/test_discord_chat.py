@@ -395,7 +395,7 @@ async def test_a_command_answer_told_to_wait_an_hour_is_retried_by_the_outbox_no
 
 
 async def test_a_message_replayed_after_resume_runs_one_turn(fake, start, caplog):
-    caplog.set_level(logging.INFO, logger="gateway.app")
+    caplog.set_level(logging.DEBUG, logger="gateway.app")
     model = ScriptedModel(echo_script())
     await start(model=model)
     dm = fake.dm_channel(USER)
