@@ -235,13 +235,16 @@ async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitW
     usual, its turn waits no more (`WaitWhenDown.going`); a probe's caller says so once it is answered."""
     while True:
         if (holding := _holding(circuits, clock)) is not None:
-            if wait is None or holding.scope == KEY:
+            # Past its bound (one that waited behind long ago, told nothing): refused untold that it waits.
+            if wait is None or holding.scope == KEY or (
+                    wait.until is not None and wait.until <= wait.clock.monotonic()):
                 break
             wait.hold()
         # A turn that waited has had its place: its next calls (a tool's result sent on) do not wait again behind.
-        elif (wait is None or wait.until is None) and (holding := next(
-                (circuit for circuit in circuits if circuit.down_since is None and circuit.waiting
-                 and circuit not in resumed), None)) is not None:
+        # Nor does a call with its place behind one circuit wait behind another: two such, each the other's way,
+        # waited for each other's end for ever.
+        elif (wait is None or wait.until is None) and not resumed and (holding := next(
+                (circuit for circuit in circuits if circuit.down_since is None and circuit.waiting), None)) is not None:
             if wait is not None:
                 wait.start()
         else:
