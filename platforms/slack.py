@@ -30,7 +30,8 @@ gateway goes on knowing it by the old one, its session and what is under way the
 with a subtype other than ``file_share``/``thread_broadcast`` (deletions, joins) and
 messages from bots, this one included, are ignored. A user's edit (``message_changed``) goes to the gateway
 (`HearsEdits`), read as the message is (`platforms.slack_edits`): a message still waiting for its turn is
-answered as edited; any other edit changes nothing and starts no turn. Acked once the gateway has it, as a
+answered as edited, and so is one whose edit came first (Slack does not order events); any other edit
+changes nothing and starts no turn. Acked once the gateway has it, as a
 message is (unacked, Slack sends it again).
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), with no Web API call
@@ -467,7 +468,7 @@ class SlackAdapter:
         must not be recorded past it, or a stop or a crash before it is taken would leave it behind the
         record, lost to the next start's catch-up once Slack gives up sending it again."""
         with self._under_way.listener():
-            event = self._moves.inbound(event)
+            event = self._latest_edits.as_edited(self._moves.inbound(event))  # its edit may have come first
             addressed = self._addressed(event)
             if addressed is None:
                 return
@@ -544,8 +545,9 @@ class SlackAdapter:
                 raise Stopping(f"slack adapter stopping: the edit of {event['channel']}:{message['ts']} left for"
                                " Slack to send again")
             self._latest_edits.handing_over(message)  # for the next process too: Slack may send it an older one
-            await edited(self.name, message["channel"], addressed.thread, message["ts"],
-                         text_of(message, addressed, names))
+            if not await edited(self.name, message["channel"], addressed.thread, message["ts"],
+                                text_of(message, addressed, names)):
+                self._latest_edits.kept(message)  # the message itself may come later (`LatestEdits.as_edited`)
 
     @property
     def _turning_away(self) -> bool:

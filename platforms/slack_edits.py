@@ -13,6 +13,11 @@ The latest edit of a message handed to the gateway is also recorded in the gatew
 message taken in per conversation (`LatestEdits.bind`, under `edit_key`): a restart forgot it, and an older
 edit Slack sent the next process again (its answer cut off by the stop, or lost in the crash) was handed over
 as the latest, the message still waiting for its turn then answered as it read before the later edit.
+An edit may also come before its message: one sent on a Socket Mode connection gone half-open (or whose HTTP
+request failed) comes again a minute later, the user's edit made meanwhile at once. The gateway, which has no such
+message yet, takes no such edit; `LatestEdits.kept` keeps it, and the message, when it comes, is handed over as
+edited (`LatestEdits.as_edited`). Answered as first written, the user's correction ("deploy to staging", not
+"prod") was lost.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ again over about five minutes (at once, after a minute, after five), so an older
 MOST_KEPT = 10_000
 """Messages' latest edits `LatestEdits` keeps at most, however recent: more than Slack hands an app from one
 workspace in `KEPT_FOR` (30,000 events an hour, past which it holds them back), so only memory is bounded by it."""
+EARLY_KEPT = 1000
+"""Edits the gateway did not take that `LatestEdits.kept` keeps at most, the most recent, for `KEPT_FOR` each:
+their text, unlike a time, may be long, and nearly all of them are of messages answered already."""
+_EDITED_PARTS = ("text", "blocks", "attachments", "edited")
+"""What an edit changes of a message as the adapter reads it (`platforms.slack_inbound.text_of`, `mentioned`)."""
 EDITED = "edited:"
 """How `edit_key` begins: no conversation's key does (`platforms.slack_catchup.conversation_key`)."""
 
@@ -65,11 +75,14 @@ class LatestEdits:
     store (`bind`), that of each message whose edit was handed over, for good (the store forgets it with the
     conversations no message was seen in for a month)."""
 
-    def __init__(self, *, kept_for: float = KEPT_FOR, most: int = MOST_KEPT,
+    def __init__(self, *, kept_for: float = KEPT_FOR, most: int = MOST_KEPT, early: int = EARLY_KEPT,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self._latest: OrderedDict[tuple[str, str], tuple[tuple[int, int], float]] = OrderedDict()
         """By (channel, ts): the latest edit's time, and when it was heard; least recently heard first."""
-        self._kept_for, self._most, self._monotonic = kept_for, most, monotonic
+        self._untaken: OrderedDict[tuple[str, str], tuple[dict[str, Any], tuple[int, int], float]] = OrderedDict()
+        """By (channel, ts): what the latest edit the gateway did not take made of the message, its time, and when
+        it was kept; least recently kept first (`kept`)."""
+        self._kept_for, self._most, self._early, self._monotonic = kept_for, most, early, monotonic
         self._record: SeenRecorder | None = None
         self._stored: SeenLookup = lambda key: None
 
@@ -101,6 +114,24 @@ class LatestEdits:
             remember(self._latest, key, (when, now), self._most)
         while self._latest and now - next(iter(self._latest.values()))[1] >= self._kept_for:
             self._latest.popitem(last=False)
+
+    def kept(self, message: dict[str, Any]) -> None:
+        """The gateway did not take ``message``'s edit (an `edited_message` for the bot): perhaps the message has
+        not come yet. Kept for `as_edited`, unless a later edit of it was."""
+        key, when, now = (message["channel"], message["ts"]), _edited_at(message), self._monotonic()
+        if when is not None and (key not in self._untaken or self._untaken[key][1] < when):
+            parts = {part: message[part] for part in _EDITED_PARTS if part in message}
+            remember(self._untaken, key, (parts, when, now), self._early)
+        while self._untaken and now - next(iter(self._untaken.values()))[2] >= self._kept_for:
+            self._untaken.popitem(last=False)
+
+    def as_edited(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A live message's event as the latest edit `kept` of it made it (Slack sent the edit first), or as it is."""
+        early = self._untaken.get((str(event.get("channel")), str(event.get("ts"))))
+        if early is None or self._monotonic() - early[2] >= self._kept_for:
+            return event
+        log.debug("slack: message %s:%s came after its edit; handed over as edited", event["channel"], event["ts"])
+        return {**{k: v for k, v in event.items() if k not in _EDITED_PARTS}, **early[0]}
 
     def handing_over(self, message: dict[str, Any]) -> None:
         """``message`` (an edit heard, or a message read back as edited) goes to the gateway: its edit's time is
