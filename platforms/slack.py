@@ -507,6 +507,10 @@ class SlackAdapter:
                     asyncio.get_running_loop().call_soon(read.set_result, None)
                     if self._reading.get(channel) is read:
                         del self._reading[channel]
+            # An edit that came while it waited for names or files was not the gateway's to take (it had no such
+            # message yet) and was kept: handed over with no await between, so none comes in between unkept.
+            if (later := self._latest_edits.as_edited(event)) is not event:
+                event, addressed = later, self._addressed(later) or addressed
             taken = taken_of(self.name, event, addressed, attachments, conversations, names)
             try:
                 # Reading a Slack Connect file's details took part of the time the ack may wait.
