@@ -14,7 +14,8 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   the type it was sent under), and text, HTML or SVG typed image/png never is. Images
   past the eighth are listed as files;
   one a vision model is not sent because it cannot be decoded is among the files that
-  did not reach the model, and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user is told too.
+  did not reach the model, and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user
+  is told too.
 - **documents** are listed in the text with their workspace path, size and type, so
   the model can read them with its file tools: the type stated, when the bytes bear it
   out or tell nothing, else what they hold beside it (`gateway.file_contents.type_said`: "stated image/png,
@@ -483,7 +484,8 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         # document or typed application/pdf is shown, and HTML, SVG or text typed image/png is listed as a file,
         # with what it holds, never inlined as an image.
         held = file_contents.content_type(data)
-        said = file_contents.type_said(attachment.mime_type, held)
+        # An empty file tells nothing (not "binary, not text"): its stated type is said.
+        said = file_contents.type_said(attachment.mime_type, held) if data else attachment.mime_type or "unknown type"
         if held is not None and held[0] in file_contents.PICTURES and len(images) < MAX_IMAGES:
             images.append((path, attachment))
             if file_contents.relabelled(attachment.mime_type):

@@ -59,7 +59,7 @@ def content_type(data: bytes) -> tuple[str, str] | None:
     (a picture's by its MIME type) and ``said`` its words for the model; None for an empty file or bytes of
     no kind told apart here (an MP4, an Office 97 file, an executable). By the magic numbers of the pictures a
     vision model takes, HEIC and AVIF, PDF and ZIP (which Office's and OpenDocument's files are), then text as
-    UTF-8 (or UTF-16 with its byte-order mark), HTML and SVG among it."""
+    UTF-8 (or UTF-16, with its byte-order mark or mostly ASCII without one: `_utf`), HTML and SVG among it."""
     if picture := image_type(data):
         return picture, _SAID[picture]
     if which := heif(data):
@@ -95,7 +95,7 @@ def _markup_start(text: str) -> str:
 
 def _text(head: bytes, *, whole: bool) -> tuple[str, bool] | None:
     """``head``, a file's first bytes (a character perhaps cut at its end, unless it is the ``whole`` file), as
-    text, and whether it is UTF-8 (or UTF-16 with its byte-order mark), if it is text: one in another encoding
+    text, and whether it is UTF-8 (or UTF-16: `_utf`), if it is text: one in another encoding
     (a CSV saved by Excel in Windows-1252, a Shift JIS page) is read as Latin-1, as long as it holds no control
     character (`_TEXT_CONTROLS`), which binary data has in its first few hundred bytes."""
     utf = _utf(head, whole=whole)
@@ -104,11 +104,17 @@ def _text(head: bytes, *, whole: bool) -> tuple[str, bool] | None:
 
 
 def _utf(head: bytes, *, whole: bool) -> str | None:
-    """``head`` decoded as UTF-8, or UTF-16 after its byte-order mark; None if it is neither."""
+    """``head`` decoded as UTF-8, or UTF-16 after its byte-order mark, or without one when a zero is every other
+    byte at least as often as not, and never between (ASCII in UTF-16, as Excel and PowerShell export it: read as
+    UTF-8, its zeros made it binary); None if it is neither."""
     codec, body = "utf-8", head
     for bom, name in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
         if head.startswith(bom):
             codec, body = name, head[len(bom):]
+    if codec == "utf-8" and b"\x00" in head:
+        for name, high, low in (("utf-16-le", head[1::2], head[::2]), ("utf-16-be", head[::2], head[1::2])):
+            if 0 not in low and 2 * high.count(0) >= len(high):
+                codec = name
     try:
         return codecs.getincrementaldecoder(codec)().decode(body, final=whole)
     except UnicodeDecodeError:
