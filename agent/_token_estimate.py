@@ -94,6 +94,13 @@ def part_tokens(part: object) -> int:
     return IMAGE_TOKENS if size is None else picture_tokens(*size, detail=str(image.get("detail") or "auto"))
 
 
+def pictures_tokens(content: object) -> int:
+    """What `estimate_tokens` counts for the pictures (``image_url`` parts) of a message's ``content``."""
+    if not isinstance(content, list):
+        return 0
+    return sum(part_tokens(part) for part in content if isinstance(part, Mapping) and part.get("type") == "image_url")
+
+
 def picture_tokens(width: int, height: int, *, detail: str = "auto") -> int:
     """What OpenAI counts for a ``width``×``height`` picture: `LOW_DETAIL_TOKENS` at ``detail: low``; else the
     picture fitted within 2048×2048, then its short side brought down to 768, and `TILE_TOKENS` for each 512×512

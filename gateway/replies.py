@@ -144,11 +144,14 @@ def _wait(seconds: float) -> str:
     return f"{round(seconds / 86400)} days"
 
 
-def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pictures: int = 0) -> str | None:
+def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pictures: int = 0,
+               picture_tokens: int | None = None) -> str | None:
     """The text to send for a turn of ``kind`` that ended with ``result`` (None: it crashed);
     None when nothing is to be sent. ``spoke``: the turn sent messages itself (``send_message``, ``send_file``),
     so a completed turn without a final answer has said what it had to. ``pictures``: how many the turn's
-    message held (`pictures_in`), for the news of one the provider could not read."""
+    message held (`pictures_in`), for the news of one the provider could not read; ``picture_tokens``: what the
+    estimate counted for them (`agent._token_estimate.pictures_tokens`; None: `IMAGE_TOKENS` each), for the length
+    of its text alone when it is too long."""
     if result is None:
         text = CRASHED
     elif result.exit_reason == "error":
@@ -159,7 +162,8 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
         several = result.error_kind == "bad_image" and pictures > 1  # an album: which one, the provider does not say
         permanent = PICTURES_UNREADABLE if several else _PERMANENT.get(result.error_kind or "")
         text = RESULTS_FILTERED if filtered_results else permanent or (
-            _message_too_long(result.message_too_long, pictures) if result.message_too_long and kind != "completion"
+            _message_too_long(result.message_too_long, pictures, picture_tokens)
+            if result.message_too_long and kind != "completion"
             else TOO_LONG if exceeds_context(result.error or "")
             else REFUSED if result.error_kind == "bad_request"
             else _model_failed(result.retry_after, kind, _down(result)))
@@ -180,14 +184,15 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
     return f"{text}\n\n{SUMMARY_FAILED}" if result is not None and result.summary_failed else text
 
 
-def _message_too_long(tokens: tuple[int, int], pictures: int = 0) -> str:
-    """`MESSAGE_TOO_LONG` for a message of ``tokens[0]`` estimated tokens, ``pictures`` of them at `IMAGE_TOKENS`,
-    where the model's window leaves it ``tokens[1]``; `PICTURES_TOO_MANY` when its text alone would fit, and
-    `WINDOW_TOO_SMALL` when nothing is left."""
+def _message_too_long(tokens: tuple[int, int], pictures: int = 0, picture_tokens: int | None = None) -> str:
+    """`MESSAGE_TOO_LONG` for a message of ``tokens[0]`` estimated tokens, ``picture_tokens`` of them its
+    ``pictures``' (None: `IMAGE_TOKENS` each), where the model's window leaves it ``tokens[1]``; `PICTURES_TOO_MANY`
+    when its text alone would fit, and `WINDOW_TOO_SMALL` when nothing is left."""
     length, room = tokens
     if room <= 0:
         return WINDOW_TOO_SMALL
-    text = length - pictures * IMAGE_TOKENS  # the words: a picture's estimate is none
+    # The words: a picture's estimate is none, and counts its size (a screenshot 1,105 tokens), not a flat 512.
+    text = length - (pictures * IMAGE_TOKENS if picture_tokens is None else picture_tokens)
     if pictures and text <= room:
         return PICTURE_TOO_LONG if pictures == 1 else PICTURES_TOO_MANY.format(count=pictures)
     return MESSAGE_TOO_LONG.format(length=_about_words(text), room=_about_words(room))

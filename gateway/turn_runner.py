@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from agent import AgentSession, Clock, TurnResult
 from agent._errors import server_down
+from agent._token_estimate import pictures_tokens
 from agent.models._outage import waiting_when_down
 from agent.settings import ModelSettings
 from gateway import late_notes, senders
@@ -502,6 +503,7 @@ class TurnRunner:
         result: TurnResult | None = None
         answered = False  # by the attachments' notes alone: nothing for the model
         pictures = 0  # its input's: one the provider cannot read is "one of" an album's
+        picture_tokens = 0  # what the estimate counted for them: a message too long is told its text's length
         untold: EndMessage | None = None  # those notes, the store refused: the answer to owe
         crashed = False
         stop = self._stops[running.run_id] = asyncio.Event()
@@ -515,7 +517,7 @@ class TurnRunner:
                 elif item.delegation_id is not None:
                     await self._begin_delivery(item.delegation_id)
                 content, untold = await self._input(session, item, running, stop, refused)
-                answered, pictures = content is None, pictures_in(content)
+                answered, pictures, picture_tokens = content is None, pictures_in(content), pictures_tokens(content)
                 # Not stopped (nor the gateway stopping) while its event was marked begun and its files downloaded.
                 if content is not None and not running.suppressed and not running.shutdown:
                     interim = functools.partial(self._withheld if quiet else self._interim, refused, running)
@@ -526,7 +528,7 @@ class TurnRunner:
                     # turn, whose work is in the conversation whatever it says, and a quiet run do not.
                     waits = self._model.wait_when_down_seconds if item.kind == "message" and not quiet else 0.0
                     with waiting_when_down(waits, self._clock,
-                                           functools.partial(self._tell_waiting, session, item, running, waits),
+                                           functools.partial(self._tell_waiting, session, item, running),
                                            functools.partial(self._hold, session, running, typing, progress)):
                         result = await agent.run_turn(content, observer=observer, turn_id=item.turn_id)
                     if quiet and (shown := answer_shown(self._outbox, session.platform, running)) is not None:
@@ -567,7 +569,7 @@ class TurnRunner:
             with log_context(session_id=session.session_id, turn_id=item.turn_id):  # a failed model call's line
                 reply = _down_reply(item.kind, result) or reply_text(item.kind, result,
                                                                     spoke=running.said + running.files > 0,
-                                                                    pictures=pictures)
+                                                                    pictures=pictures, picture_tokens=picture_tokens)
             text = "\n\n".join(t for t in (reply, "\n".join(item.notes)) if t) or None
         if text is None:
             finish_progress()
@@ -784,9 +786,9 @@ class TurnRunner:
         return (None if content is None else senders.content_for_model(content, item.event)), None
 
     def _tell_waiting(self, session: GatewaySession, item: WorkItem, running: RunningTurn, seconds: float) -> None:
-        """Tell the chat, once per turn (its key is the turn's), that its message waits up to ``seconds`` for the
-        model's server known to be down (`agent.models._outage.WaitWhenDown`). Refused by the store, it is left out:
-        the turn waits all the same."""
+        """Tell the chat, once per turn (its key is the turn's), that its message waits up to ``seconds``, what its
+        wait has left, for the model's server known to be down (`agent.models._outage.WaitWhenDown`). Refused by the
+        store, it is left out: the turn waits all the same."""
         if running.suppressed:
             return
         try:

@@ -39,8 +39,10 @@ for the turn by the gateway, ``model.wait_when_down_seconds``): it waits for the
 sends the next probe itself when one is due (nobody else may ask), and once one is answered, the turns held resume
 first come first served, one at first, then two more for each of theirs answered (`ServerOutage.release`): forty
 chats held through an outage do not all ask a server at once that has just come back. A call made while turns still
-wait there, the server back, waits its turn behind them as they do (a call that may not wait too, failing as it
-would if the server is taken for down meanwhile): the message of minute 9 was answered before that of minute 1.
+wait there, the server back, waits its turn behind them as they do: the message of minute 9 was answered before
+that of minute 1. A call that may not wait does too, failing as it would if the server is taken for down meanwhile,
+but for no longer than its own request may take (``model.timeout_seconds``), then goes: a subagent's call, told
+nothing, waited as long as the turns ahead were slow to be answered.
 
 Kept in memory: a restart begins with every server taken for up.
 """
@@ -162,15 +164,17 @@ def _holding(circuits: tuple[ServerOutage, ...], clock: Clock) -> ServerOutage |
 
 class WaitWhenDown:
     """A turn's leave to wait, up to ``seconds`` on ``clock`` in all from its first wait, for a server or a model
-    down to come back (`admitted`), or behind the turns that did, as they resume; ``told()`` is called as it first
-    waits for one down. ``held(True)`` is called as its turn begins to wait for one down, ``held(False)`` as its call
-    goes again, the server or model back (`going`): a turn that shows "typing…" meanwhile says it writes while it
-    waits (its own probes are part of the wait, until one is answered). Its model calls alone wait, those made in the
+    down to come back (`admitted`), or behind the turns that did, as they resume; ``told(seconds)`` is called as it
+    first waits for one down, with the seconds its wait has left then (less than ``seconds`` once it waited behind
+    first: its chat, told the whole wait, read that its message failed seconds later). ``held(True)`` is called as
+    its turn begins to wait for one down, ``held(False)`` as its call goes again, the server or model back
+    (`going`): a turn that shows "typing…" meanwhile says it writes while it waits (its own probes are part of the
+    wait, until one is answered). Its model calls alone wait, those made in the
     task it was set in: a subagent's, in a task of its own, fail at once, as its parent's tools expect."""
 
     __slots__ = ("seconds", "clock", "told", "held", "holding", "task", "until", "was_told")
 
-    def __init__(self, seconds: float, clock: Clock, told: Callable[[], object],
+    def __init__(self, seconds: float, clock: Clock, told: Callable[[float], object],
                  held: Callable[[bool], object] = lambda holding: None) -> None:
         self.seconds, self.clock, self.told, self.held = seconds, clock, told, held
         self.holding = False
@@ -187,10 +191,11 @@ class WaitWhenDown:
 
     def hold(self) -> None:
         """Its turn waits for a server or a model down from now on: its chat is told so once."""
+        left = self.seconds if self.until is None else self.until - self.clock.monotonic()
         self.start()
         if not self.was_told:
             self.was_told = True
-            self.told()
+            self.told(left)
         if not self.holding:
             self.holding = True
             self.held(True)
@@ -206,7 +211,7 @@ _WAITING: contextvars.ContextVar[WaitWhenDown | None] = contextvars.ContextVar("
 
 
 @contextlib.contextmanager
-def waiting_when_down(seconds: float, clock: Clock, told: Callable[[], object],
+def waiting_when_down(seconds: float, clock: Clock, told: Callable[[float], object],
                       held: Callable[[bool], object] = lambda holding: None) -> Iterator[None]:
     """Within it, the model calls of the current task wait for a server or a model down (`WaitWhenDown`);
     ``seconds`` 0: none do."""
@@ -224,15 +229,16 @@ def waiting() -> WaitWhenDown | None:
 
 
 async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitWhenDown | None,
-                   resumed: list[ServerOutage]) -> tuple[ServerOutage, ...]:
+                   resumed: list[ServerOutage], behind_most: float) -> tuple[ServerOutage, ...]:
     """`admit`, but a call held by a server or a model down (not by a key's rate limit: the server said how long)
     waits for it as ``wait`` lets it (None: not at all), and is then a probe or sent as usual; past ``wait``'s
     bound it is refused as `admit` refuses it, unless the circuit is up by then. A call of a circuit up whose turns
     held still wait to resume waits behind them, first come first served, ``wait`` or not (`ServerOutage.back`),
-    but that of a turn that waited already.
+    but that of a turn that waited already; without ``wait``, ``behind_most`` seconds at most, then it goes.
     ``resumed`` is given each circuit whose place came (or whose probe it sends), to be told `resume_ended` after
     the call: one that went past its bound, or was stopped, holds no place of the few let go at a time. Sent as
     usual, its turn waits no more (`WaitWhenDown.going`); a probe's caller says so once it is answered."""
+    until: float | None = None  # without ``wait``, once it waits behind: when it goes all the same
     while True:
         if (holding := _holding(circuits, clock)) is not None:
             # Past its bound (one that waited behind long ago, told nothing): refused untold that it waits.
@@ -247,9 +253,11 @@ async def admitted(circuits: tuple[ServerOutage, ...], clock: Clock, wait: WaitW
                 (circuit for circuit in circuits if circuit.down_since is None and circuit.waiting), None)) is not None:
             if wait is not None:
                 wait.start()
+            else:
+                until = clock.monotonic() + behind_most
         else:
             break
-        if not await holding.back(clock, wait):
+        if not await holding.back(clock, wait, until):
             break
         if holding not in resumed:
             resumed.append(holding)
@@ -352,21 +360,22 @@ class ServerOutage:
         for an answer, one else, as it stays up."""
         self.release(2 if answered else 1)
 
-    async def back(self, clock: Clock, wait: WaitWhenDown | None) -> bool:
+    async def back(self, clock: Clock, wait: WaitWhenDown | None, until: float | None = None) -> bool:
         """Wait, as a turn whose call it holds, or a call behind the turns it holds: True once the call may go (a
         probe is due; or it is up and the turn's place came, `release`), False once ``wait``'s bound passed, or
-        without ``wait`` once it is taken for down. Stopped with its place come, it passes the place on."""
+        without ``wait`` once it is taken for down or ``until`` (on ``clock``) passed. Stopped with its place come,
+        it passes the place on."""
         ticket = asyncio.get_running_loop().create_future()
         self.waiting.append(ticket)
         went = False
         try:
             while not ticket.done():
                 timers: list[Callable[[], Awaitable[object]]] = [self.changed.wait]
-                if wait is not None:
-                    assert wait.until is not None
-                    if (left := wait.until - wait.clock.monotonic()) <= 0:
+                bound, on = (until, clock) if wait is None else (wait.until, wait.clock)
+                if bound is not None:
+                    if (left := bound - on.monotonic()) <= 0:
                         return False
-                    timers.append(functools.partial(wait.clock.sleep, left))
+                    timers.append(functools.partial(on.sleep, left))
                 if self.down_since is not None:
                     if wait is None:
                         return False

@@ -126,6 +126,7 @@ class OpenAIModel:
         self._server = _without_credentials(base_url)  # whose outage this model's calls share (`_outage`)
         self._credential = credential_of(str(getattr(client, "api_key", None) or api_key), *_url_credentials(base_url))
         self._clock = clock
+        self._behind_most = settings.timeout_seconds  # a call that may not wait, behind the turns held (`admitted`)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         messages = request.messages if self.supports_vision else _without_pictures(request.messages)
@@ -153,7 +154,7 @@ class OpenAIModel:
 
         try:
             while True:
-                probes = await admitted(circuits, self._clock, wait, resumed)
+                probes = await admitted(circuits, self._clock, wait, resumed, self._behind_most)
                 budget = RetryBudget(probe=bool(probes), circuits=circuits)
                 token = CALL.set(budget)
                 try:

@@ -23,7 +23,7 @@ async def test_turns_held_resume_a_few_at_a_time_once_the_probe_is_answered():
             circuit, told = model_outage_of(server.base_url, "m"), []
 
             async def turn(n: int) -> str | None:
-                with waiting_when_down(600, clock, lambda: told.append(n)):
+                with waiting_when_down(600, clock, lambda left: told.append(n)):
                     return (await model.complete(ask())).text
 
             turns = [asyncio.create_task(turn(n)) for n in range(8)]
@@ -58,7 +58,7 @@ async def test_a_subagent_task_does_not_wait_for_its_parents_leave():
         try:
             await taken_down(model)
             told = []
-            with waiting_when_down(600, clock, lambda: told.append(1)):  # a task begun within is the subagent's
+            with waiting_when_down(600, clock, lambda left: told.append(1)):  # a task begun within is the subagent's
                 with pytest.raises(ModelError, match="not sent"):
                     await asyncio.create_task(model.complete(ask()))
             assert told == []

@@ -15,6 +15,7 @@ from agent._model import ModelRequest
 from agent.models import OpenAIModel
 from agent.models._outage import ServerOutage, model_outage_of, waiting_when_down
 from agent.testing import FakeClock, FakeOpenAIServer
+from gateway.replies import MODEL_DOWN_WAITING, down_waiting_text
 from tests.agent.models.waiting import on, taken_down
 
 UPSTREAM_200 = {"error": {"message": "Upstream error from the provider", "code": 502}}  # OpenRouter's, in a 200 body
@@ -60,7 +61,7 @@ class Outage:
     def answer(self, n: int, *, fails: bool = False) -> None:
         self.held[n].set_result(not fails)
 
-    async def turn(self, text: str, *, seconds: float = 600, told: Callable[[], object] = lambda: None,
+    async def turn(self, text: str, *, seconds: float = 600, told: Callable[[float], object] = lambda left: None,
                    held: Callable[[bool], object] = lambda holding: None) -> str:
         with waiting_when_down(seconds, self.clock, told, held):
             return (await self.model.complete(said(text))).text or ""
@@ -171,7 +172,7 @@ async def test_a_turn_behind_goes_once_its_wait_is_over_untold_as_the_server_is_
         try:
             circuit = await outage.resuming()
             told, held = [], []
-            late = outage.start("late", seconds=7, told=lambda: told.append(1), held=held.append)
+            late = outage.start("late", seconds=7, told=lambda left: told.append(1), held=held.append)
             await clock.until_sleeping(lasting=7.0)
             assert len(circuit.waiting) == 3 and "late" not in sent(server)
             clock.advance(7)  # waited behind as long as it may wait: it is not held longer
@@ -190,7 +191,7 @@ async def test_a_turn_behind_is_told_and_held_with_the_others_once_the_model_goe
         try:
             circuit = await outage.resuming()
             told, held = [], []
-            late = outage.start("late", told=lambda: told.append(1), held=held.append)
+            late = outage.start("late", told=lambda left: told.append(1), held=held.append)
             await until(lambda: len(circuit.waiting) == 3)
             assert told == [] and held == []  # the server is up: nobody tells it unreachable
             for n in (1, 2, 3):
@@ -232,7 +233,7 @@ async def test_a_turn_that_had_its_place_sends_its_next_call_at_once():
             circuit = await outage.resuming()
 
             async def two_calls() -> tuple[str | None, str | None]:
-                with waiting_when_down(600, clock, lambda: None):
+                with waiting_when_down(600, clock, lambda left: None):
                     first = await outage.model.complete(said("late"))
                     return first.text, (await outage.model.complete(said("late again"))).text
 
@@ -265,7 +266,7 @@ async def test_a_turn_that_waited_behind_longer_ago_than_its_wait_is_not_told_it
             told, go_on = [], asyncio.get_running_loop().create_future()
 
             async def two_calls() -> str | None:
-                with waiting_when_down(600, clock, lambda: told.append(1)):
+                with waiting_when_down(600, clock, lambda left: told.append(1)):
                     await outage.model.complete(said("late"))
                     await go_on  # its tools run
                     return (await outage.model.complete(said("late again"))).text
@@ -290,27 +291,42 @@ async def test_a_turn_that_waited_behind_longer_ago_than_its_wait_is_not_told_it
             await outage.aclose()
 
 
-@pytest.mark.xfail(strict=True, reason="reported, not fixed: told it waits up to its whole wait, which began behind")
-async def test_a_turn_told_it_waits_as_the_model_goes_down_while_it_is_behind_waits_as_long_as_it_was_told():
-    # Told "waiting up to 10 minutes" once the model goes down after 9 min 52 s behind the turns held, it failed
-    # eight seconds later: its wait ran from its first behind them.
+async def test_a_turn_told_it_waits_as_the_model_goes_down_while_it_is_behind_is_told_the_time_it_has_left():
+    # Told "waiting up to 10 minutes" once the model went down after 9 min 52 s behind the turns held, it failed
+    # eight seconds later: its wait runs from its first, behind them, and so does what it is told.
     clock = FakeClock(autojump=False)
     async with FakeOpenAIServer() as server:
         outage = Outage(server, clock)
         try:
             circuit = await outage.resuming()
-            told = []
-            late = outage.start("late", told=lambda: told.append(1))
+            told: list[float] = []
+            late = outage.start("late", told=told.append)
             await until(lambda: len(circuit.waiting) == 3)
             clock.advance(592)  # the two still held before it go, as long as they may wait: it waits on
             await server.wait_for(lambda: len(outage.held) == 6)
             assert len(circuit.waiting) == 1
             for n in range(1, 6):
                 outage.answer(n, fails=True)  # the model is taken for down again
-            await until(lambda: told == [1])
+            await until(lambda: len(told) == 1)
+            assert told == [pytest.approx(8)]
+            assert down_waiting_text(told[0]) == MODEL_DOWN_WAITING.format(wait="8 seconds")
             await clock.until_sleeping(lasting=8.0)
-            clock.advance(8)
-            await asyncio.sleep(0.2)
-            assert not late.done()  # eight seconds after it was told it waits ten minutes
+            clock.advance(8)  # as long as it was told
+            with pytest.raises(ModelError, match=NOT_SENT):
+                await asyncio.wait_for(late, 5)
+        finally:
+            await outage.aclose()
+
+
+async def test_a_turn_that_waits_first_for_the_model_down_is_told_its_whole_wait():
+    clock = FakeClock(autojump=False)
+    async with FakeOpenAIServer() as server:
+        outage = Outage(server, clock)
+        try:
+            await taken_down(outage.model)
+            told: list[float] = []
+            outage.start("first", told=told.append)
+            await until(lambda: len(told) == 1)
+            assert told == [600] and down_waiting_text(told[0]) == MODEL_DOWN_WAITING.format(wait="10 minutes")
         finally:
             await outage.aclose()

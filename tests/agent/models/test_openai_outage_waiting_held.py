@@ -21,7 +21,7 @@ async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
             held: dict[str, list[bool]] = {"a": [], "b": []}
 
             async def turn(name: str) -> str | None:
-                with waiting_when_down(600, clock, lambda: None, held[name].append):
+                with waiting_when_down(600, clock, lambda left: None, held[name].append):
                     return (await model.complete(ask())).text
 
             first = asyncio.create_task(turn("a"))
@@ -41,7 +41,7 @@ async def test_a_turn_is_held_from_its_first_wait_until_its_call_goes_again():
             assert held == {"a": [True, False], "b": [True, False]}  # b as its call went, before its answer
             answers[1].set_result(None)
             assert await asyncio.gather(first, second) == ["ok", "ok"]
-            with waiting_when_down(600, clock, lambda: None, held["a"].append):  # up: never held
+            with waiting_when_down(600, clock, lambda left: None, held["a"].append):  # up: never held
                 answers.clear()
                 call = asyncio.create_task(model.complete(ask()))
                 await server.wait_for(lambda: answers)

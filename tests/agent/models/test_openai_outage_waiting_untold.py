@@ -33,7 +33,7 @@ async def test_a_probe_a_proxy_gave_up_on_is_not_sent_again_at_once_and_again():
             server.respond_with(gave_up)
 
             async def turn():
-                with waiting_when_down(15, clock, lambda: None):
+                with waiting_when_down(15, clock, lambda left: None):
                     return await model.complete(ask())
 
             task = asyncio.create_task(turn())
@@ -67,7 +67,7 @@ async def test_a_probe_failing_in_a_200_body_goes_on_waiting_as_a_503_does():
             assert circuit.down_since is not None
 
             async def turn():
-                with waiting_when_down(600, clock, lambda: None):
+                with waiting_when_down(600, clock, lambda left: None):
                     return (await model.complete(ask())).text
 
             task = asyncio.create_task(turn())
@@ -106,7 +106,7 @@ async def test_a_message_sent_once_the_server_is_back_does_not_go_before_those_t
             circuit = model_outage_of(server.base_url, "m")
 
             async def turn(text: str) -> str | None:
-                with waiting_when_down(600, clock, lambda: None):
+                with waiting_when_down(600, clock, lambda left: None):
                     return (await model.complete(ModelRequest(messages=[{"role": "user", "content": text}]))).text
 
             turns = [asyncio.create_task(turn(f"early {n}")) for n in range(8)]
