@@ -43,17 +43,37 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 _ids: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("switchboard_log_ids", default=_EMPTY)
 
 MASK = "***"
+
+
+class _Gated:
+    """A token shape's regex, tried only on a text where one of ``gates`` finds what each of its matches holds
+    (a bot token's digit, colon and 30 characters after it): the shape's regex starts at any digit, and tried at
+    each took 0.03 s a megabyte of log text, where a gate, starting with a fixed string, passes over the text as
+    fast as that string is found."""
+
+    def __init__(self, regex: str, *gates: str) -> None:
+        self._regex = re.compile(regex)
+        self._gates = [re.compile(gate) for gate in gates]
+
+    def sub(self, replacement: str, text: str) -> str:
+        return self._regex.sub(replacement, text) if any(gate.search(text) for gate in self._gates) else text
+
+
 # Shapes of credentials that may reach a log line without ever being registered
 # (an SDK echoing a URL, a key from the environment of a plugin).
 _PATTERNS = [
+    # Each starts with a character, its word boundary checked behind it: the regex engine then skips to where that
+    # character is, where a pattern starting with the boundary was tried at every place in the text (0.3 s a
+    # megabyte for the four).
     # `Bot` is Discord's Authorization scheme; case-sensitive and long, so prose about bots survives.
-    (re.compile(r"\b(Bearer|Bot) [A-Za-z0-9._~+/=-]{20,}"), r"\1 " + MASK),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
+    (re.compile(r"(B(?<!\wB)(?:earer|ot)) [A-Za-z0-9._~+/=-]{20,}"), r"\1 " + MASK),
+    (re.compile(r"sk-(?<!\wsk-)[A-Za-z0-9_-]{16,}"), MASK),
     # A Telegram bot token stands alone or follows /bot; a number at the end of an id (an outbox key's
     # ``tc-<turn id>:card-…``) is no bot id.
     # A URL's path may hold it percent-encoded, its colon as %3A (an error page quoting the request).
-    (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%3[Aa])[A-Za-z0-9_-]{30,}"), MASK),
-    (re.compile(r"\bx(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
+    (_Gated(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%3[Aa])[A-Za-z0-9_-]{30,}",
+            r":(?<=[0-9]:)[A-Za-z0-9_-]{30}", r"%3[Aa](?<=[0-9]%3[Aa])[A-Za-z0-9_-]{30}"), MASK),
+    (re.compile(r"x(?<!\wx)(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
 ]
 MAX_TEXT_CHARS = 16_000
 """A record's message, its traceback and its stack are each cut to about this many characters
@@ -130,9 +150,13 @@ def _secrets_pattern() -> re.Pattern[str] | None:
 
 _NEVER_QUOTED = frozenset(string.ascii_letters + string.digits)
 _REPR_ESCAPE = {"\t": "t", "\n": "n", "\r": "r", "\b": "b", "\f": "f"}
-"""How JSON (all five) and a repr (the first three) escape a control character short."""
+"""How JSON (all five) and a repr (the first three; the others as ``\\x08``) escape a control character short."""
 _BACKSLASHED = frozenset(string.punctuation + " ")
 """What an escaping writer may put a backslash before: JSON ``\\"``, ``\\\\`` and ``\\/``, a repr's ``\\'``."""
+_BACKSLASH_CODED = r"\\?(?:u005[Cc]|x5[Cc])"
+"""A backslash written as ``\\u005c`` or ``\\x5c``, after the backslash that starts it (`_pieces`)."""
+_Form = tuple[str, str]
+"""A form's first character and a pattern of the rest: the regex engine skips a form at its first character."""
 
 
 def _alternatives(secrets: Iterable[str]) -> str:
@@ -142,8 +166,9 @@ def _alternatives(secrets: Iterable[str]) -> str:
     alternative per secret tried every secret at every character: with 200 secrets, a second or more a megabyte."""
     groups: dict[str, list[str]] = {}
     for secret in sorted(secrets, key=len, reverse=True):
-        rest = _spellings(secret[1:])
-        for first, then in _forms(secret[0]):
+        first_piece, *pieces = _pieces(secret)
+        rest = "".join(_either(forms) for forms in pieces)
+        for first, then in first_piece:
             groups.setdefault(first, []).append(then + rest)
     return "|".join(f"{re.escape(first)}(?:{'|'.join(group)})" for first, group in groups.items())
 
@@ -159,35 +184,87 @@ def _spellings(value: str) -> str:
     - escaped as a JSON string or a repr writes it, once or twice over (a JSON body quoted in an error that is
       itself JSON): after one to three backslashes (``\\"``, ``\\\\``, ``\\/`` as some encoders write a
       slash), or as ``\\u`` and four hex digits, either case (``ensure_ascii``'s ``\\u00e9``, Go's ``\\u0026``
-      for ``&``), a character beyond the BMP as its surrogate pair.
+      for ``&``), a character beyond the BMP as its surrogate pair, or as a repr's ``\\x`` or ``\\U`` code.
 
     Every mix is one pattern, not a literal per form (there are 2 to the power of the characters that may be
-    quoted)."""
-    parts = []
-    for char in value:
-        forms = [re.escape(first) + then for first, then in _forms(char)]
-        parts.append(forms[0] if len(forms) == 1 else f"(?:{'|'.join(forms)})")
-    return "".join(parts)
+    quoted). Its cost grows with the length of ``value``, not with the number of its backslashes (`_pieces`)."""
+    return "".join(_either(forms) for forms in _pieces(value))
 
 
-def _forms(char: str) -> list[tuple[str, str]]:
-    """The forms of ``char`` `_spellings` lists, each as its first character and a pattern of the rest. Each
-    starts with a character, not a repeat: the regex engine skips such a form at its first character."""
+def _either(forms: list[_Form]) -> str:
+    alternatives = [re.escape(first) + then for first, then in forms]
+    return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+
+
+def _pieces(value: str) -> list[list[_Form]]:
+    """The forms of each character of ``value``, a run of backslashes and the character after it being one
+    piece: ``k`` backslashes escaped are ``k`` to ``4k`` of them, counted with the character's own escaping
+    ones and taken all at once (``\\{…}+``), or are ``k`` codes (``\\u005c``, ``%5C``), never a mix of the two.
+    Matched a backslash at a time, the regex engine tried every way of sharing out a run of backslashes in the
+    text among a secret's: about 4 to the power of their number wherever a near miss of the secret was written.
+    Every form ends in a character other than a backslash but that of a run ending ``value``: where the form of
+    the next piece starts is never in doubt."""
+    pieces = []
+    for piece in re.findall(r"\\+.?|.", value, re.DOTALL):
+        char = piece.lstrip("\\")
+        run = len(piece) - len(char)
+        forms = _escaped(char, run)
+        if run:
+            more = rf"(?:\\{_BACKSLASH_CODED}|%(?:25)?5[Cc]){{{run - 1}}}" if run > 1 else ""
+            coded = more + (_either(_escaped(char, 0)) if char else "")
+            forms += [("\\", _BACKSLASH_CODED + coded), ("%", "(?:25)?5[Cc]" + coded)]
+        pieces.append(_merged(forms))
+    return pieces
+
+
+def _escaped(char: str, run: int) -> list[_Form]:
+    """The forms of ``char`` (none: the end of a secret) after ``run`` backslashes, all escaped (`_pieces`)."""
+    forms = []
+    for low, high, first, then in _tails(char) if char else [(0, 0, "", "")]:
+        low, high = low + run, high + 4 * run
+        if low == 0:
+            forms.append((first, then))
+        if high:
+            forms.append(("\\", _backslashes(max(low, 1) - 1, high - 1) + re.escape(first) + then))
+    return _merged(forms)
+
+
+def _tails(char: str) -> list[tuple[int, int, str, str]]:
+    """How ``char`` may be written: each form as the fewest and the most backslashes before it, the character
+    after them and a pattern of the rest."""
     if char in _NEVER_QUOTED:
-        return [(char, "")]
-    escaped = r"\\?" + r"\\{1,2}".join(f"u{_hex(unit, 4)}" for unit in _utf16_units(char))
-    if code := _REPR_ESCAPE.get(char) or (f"x{_hex(ord(char))}" if ord(char) < 0x100 else ""):
-        escaped += rf"|\\?{code}"  # a repr's ``\xa0`` (a no-break space), JSON's and a repr's ``\t``
+        return [(0, 0, char, "")]
+    encoded = _utf8_bytes(char)
+    # Percent-encoded first: ``%`` as ``%25`` is then tried before ``%`` as itself, so that a secret ending in one
+    # leaves no ``25`` after its mask.
+    tails = [(0, 0, "%", "%".join(f"(?:25)?{_hex(byte)}" for byte in encoded))] if encoded else []
+    first_unit, *units = _utf16_units(char)
+    tails += [(0, 3 if char in _BACKSLASHED else 0, char, ""),
+              (1, 2, "u", _hex(first_unit, 4) + "".join(rf"\\{{1,2}}u{_hex(unit, 4)}" for unit in units))]
+    if code := _REPR_ESCAPE.get(char):
+        tails.append((1, 2, code, ""))  # JSON's and a repr's ``\t``
+    if ord(char) < 0x100:
+        tails.append((1, 2, "x", _hex(ord(char))))  # a repr's ``\xa0`` (a no-break space), ``\x08``
     elif ord(char) >= 0x10000:
-        escaped += rf"|\\?U{_hex(ord(char), 8)}"  # a repr's ``\U000e0041``: one it does not print
-    if char in _BACKSLASHED:
-        escaped = rf"\\{{0,2}}{re.escape(char)}|{escaped}"
-    forms = [(char, ""), ("\\", f"(?:{escaped})")]
-    if encoded := _utf8_bytes(char):
-        forms.append(("%", "%".join(f"(?:25)?{_hex(byte)}" for byte in encoded)))
+        tails.append((1, 2, "U", _hex(ord(char), 8)))  # a repr's ``\U000e0041``: one it does not print
     if char == " ":
-        forms += [("+", ""), ("%", "(?:25)?2[Bb]")]
-    return forms
+        tails += [(0, 0, "+", ""), (0, 0, "%", "(?:25)?2[Bb]")]
+    return tails
+
+
+def _backslashes(fewest: int, most: int) -> str:
+    """A pattern of ``fewest`` to ``most`` backslashes, taken all at once: a possessive count is tried once."""
+    if most == 0:
+        return ""
+    return rf"\\{{{most}}}" if fewest == most else rf"\\{{{fewest},{most}}}+"
+
+
+def _merged(forms: list[_Form]) -> list[_Form]:
+    """``forms`` with those starting with the same character as one."""
+    by_first: dict[str, list[str]] = {}
+    for first, then in forms:
+        by_first.setdefault(first, []).append(then)
+    return [(first, thens[0] if len(thens) == 1 else f"(?:{'|'.join(thens)})") for first, thens in by_first.items()]
 
 
 def _longest_spelling(value: str) -> int:
