@@ -27,11 +27,15 @@ _LETTERS = str.maketrans(
     "асԁеһіјӏорԛѕԝхуАВСЕНІЈКМОРЅТХҮԚԜӀ"
     "αινορυϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹͿ"
     "օոսհ"
-    "ıȷɑɡǀİ",
+    "ıȷɑɡǀİ"
+    "ᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴ"  # Cherokee and Lisu, whole scripts of look-alike capitals: ᎻTTPS, ꓑꓮꓬꓑꓮꓡ
+    "ꓐꓑꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲꓳꓴ",
     "acdehijlopqswxyABCEHIJKMOPSTXYQWl"
     "aivopucjABEZHIKMNOPTYXCJ"
     "onuh"
-    "ijaglI",
+    "ijaglI"
+    "DRTiYAJEWMHYGhZbRWSVSLCPKdGB"
+    "BPDTGKJCZFMNLSRVHWXYAElOU",
 )
 _PUNCTUATION = str.maketrans({
     # What reads as an address's ``.``, ``/`` or ``:`` and NFKC leaves as it is (it makes the fullwidth ``．／：``
@@ -42,9 +46,18 @@ _PUNCTUATION = str.maketrans({
 })
 _WORD = re.compile(r"[^\W_]+")
 _WEB = re.compile(r"\s*https?://\S+\s*\Z", re.IGNORECASE)
-_HOST = re.compile(r"\s*((?:[^\W_](?:[^\W_]|-)*\.)+([^\W\d_]{2,}))([:/?#]\S*)?\.?\s*\Z")
-"""An address written without its scheme: a host of two or more names, then a port, path, query or fragment (or the
-root's dot, ``bank.example.``)."""
+_HOST = re.compile(
+    r"\s*((?:[^\W_](?:[^\W_]|-)*\.)+([^\W\d_]{2,})|(?:\d{1,3}\.){3}\d{1,3})([:/?#]\S*)?[.,;!]?\s*\Z")
+"""An address written without its scheme: a host of two or more names (or an IPv4 one, ``192.168.0.1``), then a port,
+path, query or fragment (or the root's dot, ``bank.example.``, or the sentence's mark, ``paypal.com,``)."""
+_TOP_NAMES = frozenset(
+    "com net org edu gov mil int info biz name pro mobi aero asia coop jobs tel travel museum xxx app dev page web "
+    "online site website tech store shop blog cloud link live news wiki email mail bank finance money pay support help "
+    "login secure account services network systems digital media art club xyz top icu vip one today world global "
+    "example test invalid localhost".split())
+"""Top names a host alone (no scheme, path or ``www.``) is read by: any of two letters (a country's, ``python.org``,
+``bit.ly``, but `_FILE_TYPES`), one not in ASCII (``пример.рф``), and these: ``os.path.join``, ``re.sub``,
+``np.array`` or ``torch.nn.Module``, a label naming code on the page it links to, are no address."""
 _FILE_TYPES = frozenset(
     "py md rs sh js ts jsx tsx json yaml yml toml txt html htm css cfg ini conf lock log csv xml sql cpp hpp go rb "
     "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx".split())
@@ -74,7 +87,7 @@ def other_address(label: str, href: str) -> bool:
     web = _WEB.match(seen)
     host = None if web else _HOST.match(seen)
     if not web and (host is None or not (host.group(3) or host.group(1).casefold().startswith("www.")
-                                         or host.group(2).casefold() not in _FILE_TYPES)):
+                                         or host.group(2) is None or _top_name(host.group(2).casefold()))):
         return False
     plain = as_read(label)
     # Only a label that looks like nothing else may be read as written too: with look-alikes its letters are not
@@ -92,9 +105,14 @@ def other_address(label: str, href: str) -> bool:
     return True
 
 
+def _top_name(name: str) -> bool:
+    return name not in _FILE_TYPES and (len(name) == 2 or not name.isascii() or name in _TOP_NAMES)
+
+
 def _site(address: str) -> str | None:
     try:
         name = urlsplit(address).hostname
     except ValueError:  # a port of letters, an unclosed ``[``
         return None
-    return name.rstrip(".").removeprefix("www.") if name else None  # the root's dot, ``bank.example.``, or none
+    # The root's dot, ``bank.example.``, or the sentence's mark, ``paypal.com,``; or none.
+    return name.rstrip(".,;!").removeprefix("www.") if name else None

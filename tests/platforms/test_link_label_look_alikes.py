@@ -122,3 +122,43 @@ async def test_telegram_shows_where_a_look_alike_label_goes() -> None:
     [link] = [e for e in message["entities"] if e["type"] == "text_link"]
     assert link["url"] == "https://evil.example/x"
     assert message["text"][link["offset"]:link["offset"] + link["length"]] == "https://evil.example/x"
+
+
+# From review (R5): spoofs the look-alike table and the host pattern missed, and code the host pattern took for hosts.
+@pytest.mark.parametrize(("label", "href"), [
+    ("ᎻTTPS://bank.example", "https://evil.example"),  # Cherokee Ꮋ
+    ("ꓧꓔꓔꓑꓢ://bank.example", "https://evil.example"),  # Lisu capitals
+    ("bank.example,", "https://evil.example"),  # the sentence's comma
+    ("paypal.com!", "https://evil.example"),
+    ("192.168.0.1", "https://evil.example"),  # an IPv4 host
+    ("10.0.0.1/admin", "https://evil.example"),
+])
+def test_a_label_in_cherokee_or_lisu_letters_with_a_mark_or_an_ip_is_another_address(label: str, href: str) -> None:
+    markdown = f"[{label}]({href})"
+    assert slack_mrkdwn.render(markdown) == _slack(label, href)
+    assert discord_markdown.render(markdown) == f"{label} (<{href}>)"
+    assert telegram_html.render(markdown) == f'{html.escape(label)} (<a href="{href}">{href}</a>)'
+
+
+def test_a_cherokee_host_reading_as_a_latin_one_is_followed_by_its_punycode() -> None:
+    # ᏴᎪNK.com reads BANK.com and opens xn--nk-s9lzs.com, the link's own address only in Unicode.
+    assert slack_mrkdwn.render("[https://ᏴᎪNK.com](https://ᏴᎪNK.com)") == (
+        "https://ᏴᎪNK.com (<https://xn--NK-s9lzs.com>)")
+    assert telegram_html.render("[ᏴᎪNK.com](https://ᏴᎪNK.com)") == (
+        'ᏴᎪNK.com (<a href="https://xn--NK-s9lzs.com">https://xn--NK-s9lzs.com</a>)')
+
+
+@pytest.mark.parametrize(("label", "href"), [
+    ("os.path.join", "https://docs.python.org/3/library/os.path.html#os.path.join"),
+    ("re.sub", "https://docs.python.org/3/library/re.html#re.sub"),
+    ("np.array", "https://numpy.org/doc/stable/reference/generated/numpy.array.html"),
+    ("torch.nn.Module", "https://pytorch.org/docs/stable/generated/torch.nn.Module.html"),
+    ("java.util.List", "https://docs.oracle.com/javase/8/docs/api/java/util/List.html"),
+    ("Array.prototype.map", "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Array/map"),
+    ("App.vue", "https://github.com/o/r/blob/main/src/App.vue"),
+    ("paypal.com,", "https://www.paypal.com/signin"),  # its own site, a comma after it
+])
+def test_a_label_naming_code_or_its_own_site_stays_a_link(label: str, href: str) -> None:
+    assert slack_mrkdwn.render(f"[{label}]({href})") == f"<{href}|{label}>"
+    assert discord_markdown.render(f"[{label}]({href})") == f"[{label}]({href})"
+    assert telegram_html.render(f"[`{label}`]({href})") == f'<a href="{href}">{label}</a>'  # code in a link: text
