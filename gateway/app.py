@@ -66,6 +66,7 @@ from platforms.base import (
     MovesChats,
     NamesOrigins,
     OperatorScreen,
+    RemembersAnswers,
     StopsWithin,
     ThreadMemory,
     TurnRead,
@@ -259,6 +260,8 @@ class Gateway:
                                         functools.partial(self._chat_moved, adapter.name))
             if isinstance(adapter, HearsEdits):
                 adapter.bind_edits(self.edits.edited)
+            if isinstance(adapter, RemembersAnswers):
+                adapter.bind_answers(functools.partial(self.store.outbox.sent_answer, adapter.name))
             await adapter.start(self.handle, specs)
             log.info("platform %s started", adapter.name)
         undelivered = [row for row in self.store.delegations.running() if configured(row, self.adapters)]

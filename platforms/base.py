@@ -472,6 +472,23 @@ class CatchesUp(Protocol):
         forgotten after the same month."""
 
 
+AnswerLookup = Callable[[str], bool]
+"""``sent(message_id)``: whether the platform's message ``message_id`` is one the outbox sent, in this process or an
+earlier one (not a command's answer), while its row is kept (a week, `gateway.store.outbox_rows.RETENTION_SECONDS`);
+raises when the store cannot be read."""
+
+
+@runtime_checkable
+class RemembersAnswers(Protocol):
+    """An adapter to which a conversation opened on one of the bot's messages belongs (a Discord thread a member
+    opens on its answer, which has the message's id): the ids it holds in memory are this process's only, so it asks
+    the gateway's outbox of one it does not hold, sent before a restart."""
+
+    def bind_answers(self, sent: AnswerLookup) -> None:
+        """Called once, before `Adapter.start`, with ``sent``, which the adapter calls sparingly (a sync read of the
+        state database, on the event loop): once per new conversation, not per message."""
+
+
 ChatMoved = Callable[[str, str], Awaitable[None]]
 """``moved(old_chat_id, new_chat_id)``: stores that the chat the gateway knows as ``old_chat_id``
 is ``new_chat_id`` on the platform now; returns once that is durable, raises when it cannot be."""

@@ -88,6 +88,7 @@ from platforms import (
     discord_files,
     discord_inbound,
     discord_locked,
+    discord_opened,
     discord_posts,
     discord_sent,
     discord_token,
@@ -95,6 +96,7 @@ from platforms import (
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
     LAST_CALLS_FLOOR,
+    AnswerLookup,
     Attachment,
     BadRequest,
     ChatLost,
@@ -260,11 +262,12 @@ class DiscordAdapter:
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
-        self._answers: OrderedDict[int, None] = OrderedDict()
-        """The bot's latest answers (their message ids, `REMEMBERED_CHANNELS`): a thread opened on one is the bot's."""
+        self._answers = discord_opened.Answers()
+        """The bot's answers (their message ids), those of before a restart asked of the store: a thread opened on one
+        is the bot's."""
         self._refused_replies = RefusedReplies(clock)
         self._locked = discord_locked.LockedThreads(clock)
-        """Threads that refused an answer as locked: the next ones go to the thread's channel at once."""
+        """Threads that refused a write as locked: no typing or edit there, answers to the thread's channel at once."""
         self._text_commands: tuple[str, ...] = ("!stop", "!new")
         self._content_warned = False
         self._watch = ConnectionWatch(self.name)
@@ -305,6 +308,10 @@ class DiscordAdapter:
         self._last_seen.bind(last_seen, seen)
         for channel in last_seen:  # a thread's too, which names no chat: harmless
             self._membership.knows(channel)
+
+    def bind_answers(self, sent: AnswerLookup) -> None:
+        """The outbox's message ids, which name the answers an earlier process sent (`platforms.discord_opened`)."""
+        self._answers.bind(sent)
 
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a member's edit of their message goes (`HearsEdits`)."""
@@ -648,6 +655,7 @@ class DiscordAdapter:
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
         me = self._client.user if self._client is not None else None
+        self._answers.heard(message)
         return discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
                                           no_content=self._no_content, thread_chat=self._membership.thread_chat,
                                           answers=self._answers)
@@ -709,7 +717,8 @@ class DiscordAdapter:
         if not self._locked.at_once(message, self._client):
             with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
                 try:
-                    sent = await post()
+                    with self._locked.writing(message.thread_id):  # a notice refused so too: no more typing there
+                        sent = await post()
                 except Forbidden as exc:
                     if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
                         raise
@@ -737,7 +746,7 @@ class DiscordAdapter:
         client = self._client
         if message.kind != "command" and client is not None \
                 and isinstance(client.get_channel(int(posted_in)), discord.TextChannel):
-            remember(self._answers, int(sent.message_id), None, REMEMBERED_CHANNELS)
+            self._answers.noted(int(sent.message_id))
         return sent
 
     def _not_in_channel(self, reply_token: str, exc: NotFound) -> NotFound:
@@ -819,14 +828,20 @@ class DiscordAdapter:
             file), file)
 
     async def edit(self, chat_id: str, thread_id: str | None, message_id: str, text: str) -> None:
-        """Replace a message's text; command answers are edited through their interaction."""
-        with self._membership.writing(chat_id, thread_id):
+        """Replace a message's text; command answers are edited through their interaction. In a thread known locked,
+        refused without a call (`discord_locked.unedited`)."""
+        if self._interactions.token_of(message_id) is None and self._locked.shut(thread_id, self._client):
+            assert thread_id is not None
+            raise discord_locked.unedited(thread_id)
+        with self._membership.writing(chat_id, thread_id), self._locked.writing(thread_id):
             await discord_edits.edit(self._interactions, self._channel, chat_id, thread_id, message_id, text)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """Refreshed every few seconds while a turn runs, warned of once per channel and reason
-        (`platforms.discord_typing`)."""
-        with self._membership.writing(chat_id, thread_id):
+        (`platforms.discord_typing`); not sent in a thread known locked, which shows no one typing."""
+        if self._locked.shut(thread_id, self._client):
+            return
+        with self._membership.writing(chat_id, thread_id), self._locked.writing(thread_id):
             await self._typing.show(chat_id, thread_id)
 
     async def idle(self, chat_id: str, thread_id: str | None) -> None:

@@ -26,17 +26,24 @@ update may come after the next part), a post there succeeds (a notice, which is 
 begins (whose missed updates are not sent again), the thread is deleted, or `RECHECK_SECONDS` pass: then a part tries
 the thread again.
 
+A thread known locked also takes no "typing" (refreshed every few seconds of a turn, each refresh refused there) and
+no edit of the bot's messages there (a progress card shown before the lock, edited at each step): the edit is refused
+without a call (`unedited`), final as Discord's refusal is, so the card reads as it did. What matters, the answer,
+is in the channel. A "typing", an edit or a notice refused as locked makes the thread known so too (`writing`); its
+answers are then tried there still, once, before they go to the channel (a private thread's never do).
+
 Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from platforms.base import MessageTooLong, Outbound, OutboundFile, Sent, scalar_text
+from platforms.base import DeliveryError, Forbidden, MessageTooLong, Outbound, OutboundFile, Sent, scalar_text
 from platforms.discord_errors import answered, described, made_all_the_same, translate
 from platforms.discord_posts import ROUTE, THREAD_LOCKED, Channel
 from platforms.discord_twins import Twins, nonce_of
@@ -54,28 +61,37 @@ TEXT_LIMIT = 2000
 RECHECK_SECONDS = 600.0
 """How long a thread that refused an answer as locked takes the answers' way to its channel unasked, unless told it
 unlocked: at most one refused post a thread per that time, should Discord's word of the unlock be missed."""
+EDIT_ROUTE = "PATCH /channels/{channel_id}/messages/{message_id}"
 REMEMBERED_LOCKED = 1000
 """Locked threads known at once, the most recently refused kept: one dropped costs one refused post again."""
 
 
 class LockedThreads:
-    """The threads that refused an answer as locked, by when (on the adapter's clock, epoch seconds)."""
+    """The threads that refused a write of the bot's as locked: by when (on the adapter's clock, epoch seconds), and
+    whether their answers go to the thread's channel (one refused there could be moved: `to_its_channel`)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        self._refused: OrderedDict[int, float] = OrderedDict()
+        self._refused: OrderedDict[int, tuple[float, bool]] = OrderedDict()
 
     def at_once(self, message: Outbound, client: discord.Client | None) -> bool:
-        """Whether ``message`` is an answer (as `moves` counts them) for a thread known locked, which goes to the
-        thread's channel without trying the thread. Not when discord.py's copy of the thread (``client``'s) says it
-        is unlocked: the raw update that says so may be on its way still."""
+        """Whether ``message`` is an answer (as `moves` counts them) for a thread known locked whose answers go to its
+        channel, without trying the thread."""
         if message.thread_id is None or message.kind not in MOVED or message.reply_token:
             return False
-        thread = int(message.thread_id)
-        since = self._refused.get(thread)
-        if since is None:
+        return self.shut(message.thread_id, client) and self._refused[int(message.thread_id)][1]
+
+    def shut(self, thread_id: str | None, client: discord.Client | None) -> bool:
+        """Whether thread ``thread_id`` is known locked: its "typing" and the edits of the bot's messages there are
+        not sent, each would be refused (`writing`). Not when discord.py's copy of the thread (``client``'s) says it
+        is unlocked: the raw update that says so may be on its way still."""
+        if thread_id is None:
             return False
-        if not 0 <= self._clock() - since < RECHECK_SECONDS:  # a clock stepped back counts as time gone too
+        thread = int(thread_id)
+        known = self._refused.get(thread)
+        if known is None:
+            return False
+        if not 0 <= self._clock() - known[0] < RECHECK_SECONDS:  # a clock stepped back counts as time gone too
             del self._refused[thread]
             return False
         held = client.get_channel(thread) if client is not None else None
@@ -83,7 +99,20 @@ class LockedThreads:
 
     def refused(self, thread_id: str) -> None:
         """The thread refused an answer as locked, which goes to its channel (`to_its_channel`)."""
-        remember(self._refused, int(thread_id), self._clock(), REMEMBERED_LOCKED)
+        remember(self._refused, int(thread_id), (self._clock(), True), REMEMBERED_LOCKED)
+
+    @contextlib.contextmanager
+    def writing(self, thread_id: str | None) -> Iterator[None]:
+        """Around a write in thread ``thread_id`` (a post, "typing", an edit): one refused as the thread locked
+        (`locked_out`) makes it known so (`shut`). Its answers go to its channel only once one was refused and moved
+        (`refused`): a private thread's would show its channel what its members alone may read."""
+        try:
+            yield
+        except DeliveryError as error:
+            if thread_id is not None and locked_out(error):
+                moves = self._refused.get(int(thread_id), (0.0, False))[1]
+                remember(self._refused, int(thread_id), (self._clock(), moves), REMEMBERED_LOCKED)
+            raise
 
     def drop(self, thread_id: str | int) -> None:
         """The thread is tried again: Discord said it is unlocked, took a post there, or deleted it (whose answers
@@ -100,12 +129,26 @@ class LockedThreads:
         self._refused.clear()
 
 
+def locked_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (a `DeliveryError` from a write in a thread) is Discord's refusal of a locked thread's."""
+    cause = exc.__cause__
+    return isinstance(cause, discord.Forbidden) and cause.code in THREAD_LOCKED
+
+
 def moves(message: Outbound, exc: BaseException) -> bool:
     """Whether ``message``, refused with ``exc`` (a `DeliveryError` from the post), is an answer that goes to its
     thread's channel: refused in a thread as the thread locked."""
-    cause = exc.__cause__
-    return message.thread_id is not None and message.kind in MOVED and not message.reply_token \
-        and isinstance(cause, discord.Forbidden) and cause.code in THREAD_LOCKED
+    return message.thread_id is not None and message.kind in MOVED and not message.reply_token and locked_out(exc)
+
+
+def unedited(thread_id: str) -> Forbidden:
+    """The refusal of an edit of the bot's message in thread ``thread_id``, known locked, made without asking
+    Discord, which would refuse it (403), one more refusal toward barring the bot: final, as Discord's, so nothing
+    tries it again, and the outbox logs it once a chat, the progress message it edits no longer updated
+    (`gateway.progress_message`). A card there reads as it did when the thread locked; the thread's answers are in
+    its channel."""
+    return Forbidden(f"thread {thread_id} is locked: the bot's message there is left as it is", method=EDIT_ROUTE,
+                     chat_id=thread_id, platform="discord")
 
 
 async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool:
