@@ -58,6 +58,7 @@ from platforms.base import (
     Adapter,
     CatchesUp,
     CommandSpec,
+    HearsDeletions,
     HearsEdits,
     HearsRefusals,
     HistoryReading,
@@ -175,8 +176,8 @@ class Gateway:
         self.edits = MessageEdits(self.sessions, self.store.inbox, self._intake, self._replays,
                                   is_command=lambda text: self.commands.parse(text) is not None,
                                   durable=self._recorded_durably, before_waiting=self._durable_before_waiting,
-                                  accepting=lambda: self._accepting)
-        """Users' edits of their messages waiting for their turns (`gateway.message_edits`)."""
+                                  accepting=lambda: self._accepting, not_beginning=self.runner.not_beginning)
+        """Users' edits and deletions of their messages waiting for their turns (`gateway.message_edits`)."""
         self._left_indicators = LeftIndicators(self.store, self.adapters)
         for adapter in self.adapters.values():
             if isinstance(adapter, TurnReading):  # the webhook platform's GET reads the outbox
@@ -260,6 +261,8 @@ class Gateway:
                                         functools.partial(self._chat_moved, adapter.name))
             if isinstance(adapter, HearsEdits):
                 adapter.bind_edits(self.edits.edited)
+            if isinstance(adapter, HearsDeletions):
+                adapter.bind_deletions(self.edits.deleted)
             if isinstance(adapter, RemembersAnswers):
                 adapter.bind_answers(functools.partial(self.store.outbox.sent_answer, adapter.name))
             await adapter.start(self.handle, specs)

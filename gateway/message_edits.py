@@ -18,6 +18,13 @@ no queue yet (`gateway.chat_intake.Replays`): its edit changes it there at once,
 events over one at a time, goes on with every chat's events while the replay waits. A start that fails or is
 stopped before the replay leaves it there for the next start: edited until the process ends, its record in the
 inbox is, so the next start answers it as edited.
+
+A deletion (`platforms.base.HearsDeletions`, `MessageEdits.deleted`) drops a message that waits in its session's
+queue, the text after a ``/new`` too (the user took back what they sent, perhaps a pasted secret): its turn is
+taken out of the queue and its event settled in the inbox without its text, in one step, so it is neither answered
+nor replayed, and the chat is told nothing. Everything else is left as it is, as for an edit: a message whose turn
+has begun (its model may have read it), an album, one held in the store behind a hundred others, one waiting behind
+a start's replay or replayed and not queued again yet (a window of a start only).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from gateway.chat_intake import ChatIntake, Replays
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import WorkItem
+from gateway.sessions import GatewaySession, WorkItem
 from gateway.store import session_key
 from gateway.store.inbox import Inbox
 from platforms.base import Inbound
@@ -44,10 +51,11 @@ class MessageEdits:
 
     def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, behind_replay: Replays, *,
                  is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
-                 before_waiting: Callable[[], Awaitable[None]], accepting: Callable[[], bool]) -> None:
+                 before_waiting: Callable[[], Awaitable[None]], accepting: Callable[[], bool],
+                 not_beginning: Callable[[str], None]) -> None:
         self._sessions, self._inbox, self._intake, self._behind_replay = sessions, inbox, intake, behind_replay
         self._is_command, self._durable, self._before_waiting = is_command, durable, before_waiting
-        self._accepting = accepting
+        self._accepting, self._not_beginning = accepting, not_beginning
         self._replays: dict[tuple[str, str], Inbound] = {}
         """By (platform, event id): the events a start replays that wait to be queued again."""
 
@@ -93,6 +101,27 @@ class MessageEdits:
         await self._durable()
         return True
 
+    async def deleted(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> bool:
+        """`platforms.base.MessageDeleted`. Idempotent: the same deletion handed over again drops nothing more."""
+        async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
+            found = self._queued(platform, chat_id, thread_id, message_id) if self._accepting() else None
+            if found is None:
+                log.debug("%s chat %s: message %s was deleted, but does not wait for its turn; left as it is",
+                          platform, chat_id, message_id)
+                return False
+            session, item = found
+            event = item.event
+            assert event is not None
+            if not self._inbox.withdraw(event):
+                return False
+            # With no await since it was found: no worker took it meanwhile.
+            session.queue.remove(item)
+            self._not_beginning(item.turn_id)
+        log.info("%s chat %s: message %s (event %s) was deleted while it waited for its turn; it is not answered",
+                 platform, chat_id, message_id, event.event_id)
+        await self._durable()
+        return True
+
     def _edit(self, event: Inbound, text: str) -> Inbound | None:
         """``event`` as its user edited it to ``text``, so in the inbox too; None if it is left as it is."""
         if event.text == text:  # handed over again (its commit refused before), or edited back
@@ -118,11 +147,19 @@ class MessageEdits:
 
     def _waiting(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> WorkItem | None:
         """The queued turn of the message, if it waits for one of its own and is answered as it was written."""
+        found = self._queued(platform, chat_id, thread_id, message_id)
+        item = found[1] if found is not None else None
+        return item if item is not None and item.event is not None and item.text == item.event.text else None
+
+    def _queued(self, platform: str, chat_id: str, thread_id: str | None,
+                message_id: str) -> tuple[GatewaySession, WorkItem] | None:
+        """The message's session and queued turn, if it waits for one of its own (not an album's, its items
+        gathered: one of them is not the message)."""
         session = self._sessions.find(platform, chat_id, thread_id)
         for item in session.queue if session is not None else ():
             event = item.event
             if item.kind == "message" and event is not None and event.message_id == message_id:
-                return item if not event.aliases and item.text == event.text else None
+                return (session, item) if not event.aliases else None
         return None
 
     def _replay(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> Inbound | None:

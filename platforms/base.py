@@ -36,7 +36,8 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
-to their message: Telegram, Slack, Discord), `LosesChats` (is told the bot can no longer write to a chat:
+to their message: Telegram, Slack, Discord), `HearsDeletions` (is told a user deleted their message: Slack),
+`LosesChats` (is told the bot can no longer write to a chat:
 removed from it, blocked by its user, the channel archived or deleted: Telegram, Slack, Discord), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
 gateway's outbox is flushed: Discord, Slack, Telegram, webhooks). An adapter that
@@ -524,6 +525,23 @@ class HearsEdits(Protocol):
     def bind_edits(self, edited: MessageEdited) -> None:
         """Called once, before `Adapter.start`, with ``edited``, which the adapter awaits for each edit of a
         user's message, in the order of the chat's events, before it confirms the edit to its platform."""
+
+
+MessageDeleted = Callable[[str, str, str | None, str], Awaitable[bool]]
+"""``deleted(platform, chat_id, thread_id, message_id)``: the user deleted their message ``message_id`` in that chat
+and thread (ids as the adapter put them in the message's `Inbound`). A message still waiting for its turn is then
+dropped: never answered, nor replayed after a restart, and the chat is told nothing. One whose turn has begun, or was
+answered, or that the gateway never took (or has forgotten), is left as it is. Returns whether it was dropped, once
+that is durable; raises as `InboundSink` does when the store refuses it (the adapter hands it over again)."""
+
+
+@runtime_checkable
+class HearsDeletions(Protocol):
+    """An adapter whose platform tells it of users' deletions of their messages (Slack's ``message_deleted``)."""
+
+    def bind_deletions(self, deleted: MessageDeleted) -> None:
+        """Called once, before `Adapter.start`, with ``deleted``, which the adapter awaits for each deletion of a
+        user's message, in the order of the chat's events, before it confirms the deletion to its platform."""
 
 
 class ChatLost(Protocol):

@@ -27,12 +27,13 @@ the gateway once that it can no longer write there (`LosesChats`, `platforms.sla
 channel's work. A private channel shared with another organization gets a new id (``channel_id_changed``): the
 gateway goes on knowing it by the old one, its session and what is under way there with it (`MovesChats`,
 `platforms.slack_moves`). Messages
-with a subtype other than ``file_share``/``thread_broadcast`` (deletions, joins) and
+with a subtype other than ``file_share``/``thread_broadcast`` (joins, topics) and
 messages from bots, this one included, are ignored. A user's edit (``message_changed``) goes to the gateway
 (`HearsEdits`), read as the message is (`platforms.slack_edits`): a message still waiting for its turn is
 answered as edited, and so is one whose edit came first (Slack does not order events); any other edit
-changes nothing and starts no turn. Acked once the gateway has it, as a
-message is (unacked, Slack sends it again).
+changes nothing and starts no turn. A user's deletion (``message_deleted``, or a thread's parent made a tombstone)
+goes to the gateway too (`HearsDeletions`): a message still waiting for its turn is not answered. Acked once the
+gateway has it, as a message is (unacked, Slack sends it again).
 
 Acks: bolt runs our listeners before it acks (``process_before_response``), with no Web API call
 of its own first (`platforms.slack_app`), and the sink only
@@ -116,6 +117,7 @@ from platforms.base import (
     Inbound,
     InboundSink,
     IndicatorLeft,
+    MessageDeleted,
     MessageEdited,
     NetworkError,
     Outbound,
@@ -229,6 +231,7 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._sink: InboundSink | None = None
         self._edits: MessageEdited | None = None
+        self._deletions: MessageDeleted | None = None
         self._latest_edits = slack_edits.LatestEdits(monotonic=monotonic)
         self.bot_user_id: str | None = None
         self._mention: re.Pattern[str] | None = None
@@ -321,6 +324,7 @@ class SlackAdapter:
             app = bolt_app(auth, bot_token=self._bot_token, base_url=self._api_base, session=self._session,
                            signing_secret=self._signing_secret, http=self.mode == "http")
             app.event({"type": "message", "subtype": "message_changed"})(self._on_changed)  # bolt runs the first match
+            app.event({"type": "message", "subtype": "message_deleted"})(self._on_deleted)
             app.event("message")(self._on_message)
             app.command(re.compile(r"^/.+"))(self._on_command)
             app.event("tokens_revoked")(self._on_tokens_revoked)
@@ -526,6 +530,9 @@ class SlackAdapter:
         addresses the bot (its mention taken out at a channel's top level) is not handed over, as a message
         would not be, nor is one older than an edit heard already (sent again by Slack after it). Not acked during
         a stop: Slack sends it again, to the next process."""
+        if slack_edits.deleted_message(event) is not None:  # a thread's parent deleted, kept as a tombstone
+            await self._on_deleted(event)
+            return
         with self._under_way.listener():
             event = self._moves.inbound(event)
             message, edited = slack_edits.edited_message(event), self._edits
@@ -552,6 +559,21 @@ class SlackAdapter:
             if not await edited(self.name, message["channel"], addressed.thread, message["ts"],
                                 text_of(message, addressed, names)):
                 self._latest_edits.kept(message)  # the message itself may come later (`LatestEdits.as_edited`)
+
+    async def _on_deleted(self, event: dict[str, Any]) -> None:
+        """A user deleted their message (``message_deleted``, or its tombstone): the gateway drops it if it still
+        waits for its turn, in the conversation it was handed over in, whether or not it was for the bot (one that
+        was not waits nowhere). Not acked during a stop: Slack sends it again, to the next process."""
+        with self._under_way.listener():
+            event = self._moves.inbound(event)
+            message, deleted = slack_edits.deleted_message(event), self._deletions
+            if message is None or deleted is None:
+                return
+            channel, ts = message["channel"], message["ts"]
+            if self._turning_away:
+                raise Stopping(f"slack adapter stopping: the deletion of {channel}:{ts} left for Slack to send again")
+            private = message.get("channel_type") == "im" or channel.startswith("D")  # as `slack_addressed` reads it
+            await deleted(self.name, channel, None if private else message.get("thread_ts") or ts, ts)
 
     @property
     def _turning_away(self) -> bool:
@@ -644,6 +666,10 @@ class SlackAdapter:
     def bind_edits(self, edited: MessageEdited) -> None:
         """Where a user's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
+
+    def bind_deletions(self, deleted: MessageDeleted) -> None:
+        """Where a user's deletion of their message goes (`HearsDeletions`)."""
+        self._deletions = deleted
 
     def bind_chat_lost(self, lost: ChatLost) -> None:
         """Where the channels the bot can no longer write to go (`LosesChats`, `platforms.slack_membership`)."""

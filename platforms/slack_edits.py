@@ -69,6 +69,30 @@ def edited_message(event: dict[str, Any]) -> dict[str, Any] | None:
     return shaped
 
 
+def deleted_message(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The message a user's deletion took away, shaped as its own ``message`` event came (its channel and channel
+    type, its ``thread_ts`` but a parent's own), from ``message_deleted`` (``previous_message``, ``deleted_ts``) or
+    from the ``message_changed`` that makes a thread's parent a tombstone (Slack keeps it, "This message was
+    deleted.", for its replies); None for any other event, or a message of a bot."""
+    if event.get("subtype") == "message_deleted":
+        previous = event.get("previous_message")
+        message = {**previous, "ts": event.get("deleted_ts", previous.get("ts"))} if isinstance(previous, dict) \
+            else None
+    else:
+        message = event.get("message")
+        if not isinstance(message, dict) or message.get("subtype") != "tombstone":
+            return None
+        previous = event.get("previous_message")
+        # A tombstone is Slackbot's: whose the message was, the message before it says.
+        message = {**message, "user": previous.get("user") if isinstance(previous, dict) else None}
+    if message is None or not isinstance(message.get("ts"), str) or message.get("bot_id") or not message.get("user"):
+        return None
+    shaped = {**message, "channel": event["channel"], "channel_type": event.get("channel_type")}
+    if shaped.get("thread_ts") == shaped["ts"]:
+        del shaped["thread_ts"]
+    return shaped
+
+
 class LatestEdits:
     """The time of the latest edit heard of each message edited lately (its ``edited.ts``), for `KEPT_FOR` seconds
     of ``monotonic`` after it was heard, and of `MOST_KEPT` messages at most; and, once bound to the gateway's

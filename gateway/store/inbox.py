@@ -215,6 +215,16 @@ class Inbox:
                              (json.dumps(inbound.to_json()), _text(inbound.platform), _text(inbound.event_id)))
         return cur.rowcount == 1
 
+    def withdraw(self, inbound: Inbound) -> bool:
+        """Its user deleted the event recorded under ``inbound``'s (platform, event id) while it waited for its turn
+        (received, not begun): settled, so never replayed, and kept without its text and files, which may be what they
+        took back (a pasted secret), for the week a redelivery may still come. Returns whether it did."""
+        bare = dataclasses.replace(inbound, text="", attachments=())
+        cur = self._db.write("UPDATE gateway_inbox SET status='done', payload=? WHERE platform=? AND event_id=?"
+                             " AND status='received'",
+                             (json.dumps(bare.to_json()), _text(inbound.platform), _text(inbound.event_id)))
+        return cur.rowcount == 1
+
     def begun(self) -> set[tuple[str, str]]:
         """At start: the (platform, event id) of the unsettled events whose turns had begun."""
         rows = self._db.read(f"SELECT {as_bytes('platform', 'event_id')}, rowid FROM gateway_inbox WHERE {OPEN}"

@@ -380,15 +380,24 @@ class FakeSlack(SlackWebApi, SlackSocketMode, SlackHttpDelivery, SlackFiles, Sla
                                       "ts": (now := self._next_ts()), "event_ts": now})
 
     async def push_deletion(self, channel: str, ts: str) -> dict[str, Any]:
-        """A user deletes their message: it is gone and Slack sends a ``message_deleted`` event."""
+        """A user deletes their message: it is gone and Slack sends a ``message_deleted`` event. A thread's
+        parent with replies stays as a tombstone ("This message was deleted.", Slackbot's): a ``message_changed``."""
         message = self._find(channel, ts)
         assert message is not None, f"no message {ts} in {channel}"
+        channel_type = "im" if channel.startswith("D") else "channel"
+        if self.messages.get((channel, ts)):
+            previous = dict(message)
+            for key in [k for k in message if k not in ("channel", "ts", "thread_ts", "reply_count", "latest_reply")]:
+                del message[key]
+            message.update(type="message", subtype="tombstone", text="This message was deleted.", user="USLACKBOT",
+                           hidden=True)
+            return await self._push_changed(channel, message, previous)
         for (chan, _), messages in self.messages.items():  # a broadcast reply is listed twice
             if chan == channel and message in messages:
                 messages.remove(message)
         return await self.push_event({"type": "message", "subtype": "message_deleted", "channel": channel,
-                                      "deleted_ts": ts, "previous_message": message, "hidden": True,
-                                      "ts": (now := self._next_ts()), "event_ts": now})
+                                      "channel_type": channel_type, "deleted_ts": ts, "previous_message": message,
+                                      "hidden": True, "ts": (now := self._next_ts()), "event_ts": now})
 
     def shared_message(self, channel: str, user: str, text: str, *, author: str,
                        channel_name: str | None = None) -> dict[str, Any]:
