@@ -47,3 +47,13 @@ def test_three_large_screenshots_beside_a_text_that_fits_are_told_as_too_many_pi
 def test_a_long_text_with_large_pictures_is_told_the_length_of_its_text():
     content = [{"type": "text", "text": "x" * 40_000}] + [png(768, 2048) for _ in range(2)]  # 10,000 tokens of text
     assert told(content, 5_000) == MESSAGE_TOO_LONG.format(length="7,500", room="3,800")
+
+
+def test_the_docs_do_not_say_a_picture_counts_a_flat_512():
+    # docs/gateway.md's row for `PICTURES_TOO_MANY` said "a picture counts 512 estimated tokens": the reply now
+    # subtracts what the estimate counted for each by its size (a 768×2048 strip 1,445).
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "gateway.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if "with its 12 pictures" in line)
+    assert "a picture counts 512" not in row
