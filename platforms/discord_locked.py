@@ -98,8 +98,12 @@ class LockedThreads:
         return not (isinstance(held, discord.Thread) and not held.locked)
 
     def refused(self, thread_id: str) -> None:
-        """The thread refused an answer as locked, which goes to its channel (`to_its_channel`)."""
-        remember(self._refused, int(thread_id), (self._clock(), True), REMEMBERED_LOCKED)
+        """The thread refused an answer as locked, which goes to its channel (`to_its_channel`). Only while the
+        refusal is still known (`writing` noted it): Discord may have said the thread unlocked (or a new session
+        began) while the move was decided, whose fetch of the thread is an await; its later answers try it again."""
+        known = self._refused.get(int(thread_id))
+        if known is not None:
+            remember(self._refused, int(thread_id), (known[0], True), REMEMBERED_LOCKED)
 
     @contextlib.contextmanager
     def writing(self, thread_id: str | None) -> Iterator[None]:

@@ -173,3 +173,28 @@ async def test_only_answers_a_thread_can_be_opened_on_are_remembered(fake, start
     in_channel = await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=None, text="done", kind="reply"))
     assert int(card.message_id) in adapter._answers and int(in_channel.message_id) in adapter._answers
     assert int(in_dm.message_id) not in adapter._answers and int(in_thread.message_id) not in adapter._answers
+
+
+async def test_an_unlock_heard_while_the_move_is_decided_is_not_forgotten(fake, started, monkeypatch):
+    """discord.py holds no archived thread: the move fetches it, an await in which ``THREAD_UPDATE`` may say it
+    unlocked. The refused answer is moved; the later ones are not sent to the channel for `RECHECK_SECONDS`."""
+    adapter, asked, _ = started
+    await lock(fake, adapter)
+    fake.archive_thread(THREAD)
+    await fake.wait_for(lambda: adapter._client.get_channel(THREAD) is None)
+    to_its_channel = adapter._to_its_channel
+
+    async def unlocked_meanwhile(message: Outbound) -> bool:
+        moves = await to_its_channel(message)
+        fake.lock_thread(THREAD, locked=False)  # a moderator unlocks it meanwhile: the raw update comes
+        await fake.wait_for(lambda: THREAD not in adapter._locked._refused)
+        return moves
+
+    monkeypatch.setattr(adapter, "_to_its_channel", unlocked_meanwhile)
+    await adapter.send(part(asked, "turn-1/0", "first"))
+    monkeypatch.undo()
+    later = part(None, "turn-2/0", "second")
+    assert not adapter._locked.at_once(later, adapter._client)  # was: to the channel at once, for 10 minutes
+    await adapter.send(later)
+    assert [m.content for m in fake.bot_messages(THREAD)] == ["second"]
+    assert thread_posts(fake) == [403, 200]
