@@ -18,6 +18,8 @@ WAL checkpoints run in
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 from agent import SYSTEM_CLOCK, Clock
@@ -45,6 +47,9 @@ from gateway.store.outbox_rows import NewMessage, OutboxRow, OutboxRows
 from gateway.store.sessions import SessionRow, SessionTable, session_key, split_session_key
 from gateway.store.unreadable_rows import UNREADABLE, as_bytes, text
 from lifecycle import SqliteDatabase
+
+log = logging.getLogger("gateway.store")
+_NEW_INDEX = re.compile(r"CREATE INDEX IF NOT EXISTS (\w+) ON (\w+)")
 
 __all__ = [
     "Acceptance",
@@ -164,6 +169,7 @@ class GatewayStore:
             for statement in (*sessions.SCHEMA, *inbox.SCHEMA, *outbox_rows.SCHEMA, *delegations.SCHEMA,
                               *chat_history.SCHEMA, *dead_letters.SCHEMA, *chat_moves.SCHEMA,
                               *indicators_left.SCHEMA, *last_seen.SCHEMA):
+                self._say_if_built(statement)
                 db.write(statement)
             version = schema_version(db, db.path)
             if version is None:
@@ -181,6 +187,18 @@ class GatewayStore:
                 self.delegations.add_card_owed()
                 db.write("UPDATE gateway_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
             damaged_times.mend(db, self._clock.time())
+
+    def _say_if_built(self, statement: str) -> None:
+        """Log that ``statement`` builds an index a table already full of rows lacks (the first start after an
+        upgrade that adds one): seconds on a large database, during which the gateway does not answer yet, not even
+        ``/healthz``; told nothing, an operator saw a start hang."""
+        new = _NEW_INDEX.match(statement)
+        if new is None or self.db.read_one("SELECT 1 FROM sqlite_master WHERE type='index' AND name=?",
+                                           (new.group(1),)) is not None:
+            return
+        if self.db.read_one(f"SELECT 1 FROM {new.group(2)} LIMIT 1") is not None:
+            log.info("building the state database's index %s (once, after an upgrade): a large database takes a few"
+                     " seconds, and the gateway answers nothing meanwhile", new.group(1))
 
     def _inbox_attempts(self) -> None:
         """Schema < 3: the inbox counts failed attempts; its open-events index covers re-queued ones."""

@@ -49,3 +49,23 @@ def test_a_state_file_without_the_index_gets_it_at_its_next_open(tmp_path, clock
         assert "gateway_outbox_message" in indexes
     finally:
         store.close()
+
+
+def test_an_index_built_on_a_table_of_rows_at_an_open_is_said_in_the_log(tmp_path, clock, caplog):
+    # Seconds on a large database before the gateway answers anything, /healthz included: told nothing, an operator
+    # saw the first start after an upgrade hang.
+    path = tmp_path / "state.db"
+    store = GatewayStore(path, clock=clock)
+    sent(store, "turn-1:0", "1001")
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX gateway_outbox_message")
+    caplog.set_level("INFO", logger="gateway.store")
+    GatewayStore(path, clock=clock).close()
+    said = [r.getMessage() for r in caplog.records if r.name == "gateway.store"]
+    assert said == ["building the state database's index gateway_outbox_message (once, after an upgrade): a large"
+                    " database takes a few seconds, and the gateway answers nothing meanwhile"]
+    caplog.clear()
+    GatewayStore(path, clock=clock).close()  # built: nothing to say
+    GatewayStore(tmp_path / "new.db", clock=clock).close()  # nor for an empty table's
+    assert [r for r in caplog.records if r.name == "gateway.store"] == []
