@@ -13,11 +13,13 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   stated: a PNG sent as a document typed application/pdf is one (the model is told
   the type it was sent under), and text, HTML or SVG typed image/png never is. Images
   past the eighth are listed as files;
-  one a vision model is not sent because it cannot be decoded is among the files that
-  did not reach the model, and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user
+  a photo a vision model is not sent because it cannot be decoded is among the files that
+  did not reach the model (a document, or text, whose first bytes only name a picture is
+  listed as a file), and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user
   is told too.
 - **documents** are listed in the text with their workspace path, size and type, so
-  the model can read them with its file tools: the type stated, when the bytes bear it
+  the model can read them with its file tools (names and stated types, the sender's, one bounded line:
+  `gateway.file_contents.plain`): the type stated, when the bytes bear it
   out or tell nothing, else what they hold beside it (`gateway.file_contents.type_said`: "stated image/png,
   but the content is text").
 - **voice** messages are transcribed when ``model.transcription.name`` is set (the
@@ -443,16 +445,15 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
     which is stored whole first."""
     retries, events = _Retries(clock), events or GatewayEvents()
     notes: list[str] = []
-    images: list[tuple[str, Attachment]] = []
+    images: list[_Picture] = []
     files: list[tuple[str, Attachment, str]] = []
-    relabelled: list[str] = []
     missed: list[str] = []
     spoken: list[str] = []
     for attachment in attachments:
         if attachment.kind == "voice" and transcriber is None:
             if VOICE_UNSUPPORTED not in notes:
                 notes.append(VOICE_UNSUPPORTED)
-            missed.append(f"{attachment.name} (a voice message; voice is not supported)")
+            missed.append(f"{_plain_name(attachment)} (a voice message; voice is not supported)")
             continue
         try:
             data = await _download(adapter, attachment, platform, retries, events)
@@ -464,12 +465,12 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
                     "%s attachment (%s) not taken: %s: %s", platform, attachment.kind, type(exc).__name__,
                     _unnamed(exc, attachment.name))
             notes.append(_refusal(attachment, exc, platform))
-            missed.append(f"{attachment.name} ({_missed(exc, platform)})")
+            missed.append(f"{_plain_name(attachment)} ({_missed(exc, platform)})")
             continue
         if attachment.kind == "voice":
             transcript = await _transcribe(transcriber, data, attachment, notes)
             if transcript is None:
-                missed.append(f"{attachment.name} (a voice message; transcription failed)")
+                missed.append(f"{_plain_name(attachment)} (a voice message; transcription failed)")
             elif transcript:
                 spoken.append(transcript)
             continue
@@ -478,18 +479,17 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         except OSError as exc:  # the operator's to fix (a file in the way, a full disk): the chat is told
             log.error("%s attachment (%s) not stored: %s", platform, attachment.kind, _unnamed(exc, attachment.name))
             notes.append(f"I couldn't store {_named(attachment.name)} on my side; please tell whoever runs me.")
-            missed.append(f"{attachment.name} (not stored)")
+            missed.append(f"{_plain_name(attachment)} (not stored)")
             continue
         # The bytes decide, not the platform's label nor the sender's type (`content_type`): a picture sent as a
         # document or typed application/pdf is shown, and HTML, SVG or text typed image/png is listed as a file,
         # with what it holds, never inlined as an image.
         held = file_contents.content_type(data)
         # An empty file tells nothing (not "binary, not text"): its stated type is said.
-        said = file_contents.type_said(attachment.mime_type, held) if data else attachment.mime_type or "unknown type"
+        said = file_contents.type_said(attachment.mime_type, held) if data else (
+            file_contents.plain(attachment.mime_type or "") or "unknown type")
         if held is not None and held[0] in file_contents.PICTURES and len(images) < MAX_IMAGES:
-            images.append((path, attachment))
-            if file_contents.relabelled(attachment.mime_type):
-                relabelled.append(f"{attachment.name} ({said})")
+            images.append(_Picture(path, attachment, said, file_contents.content_type(data, pictures=False)))
             continue
         files.append((path, attachment, said))
         if supports_vision and (heif := file_contents.heif(data)):
@@ -497,11 +497,30 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             # (read_file takes text), and the user, told nothing, had an answer about a picture it never saw.
             notes.append(f"I can't see {_named(attachment.name)}: it is {heif} picture, and only PNG, JPEG, GIF"
                          " and WebP pictures reach me; please send it as a JPEG or PNG.")
-            missed.append(f"{attachment.name} ({heif} picture, which you cannot be shown; only its file is saved)")
+            missed.append(f"{_plain_name(attachment)} ({heif} picture, which you cannot be shown; only its file is"
+                          " saved)")
     body = "\n\n".join(p for p in (text.strip(), *spoken) if p)
     if not (body or images or files):
         return Prepared(None, notes)
-    return Prepared(await _content(body, images, files, relabelled, missed, workspace, supports_vision), notes)
+    return Prepared(await _content(body, images, files, missed, workspace, supports_vision), notes)
+
+
+@dataclass(slots=True)
+class _Picture:
+    """A stored file whose bytes name a picture a vision model takes: shown, unless the decoder refuses it."""
+
+    path: str
+    attachment: Attachment
+    said: str
+    """Its type for the model (`gateway.file_contents.type_said`)."""
+    otherwise: tuple[str, str] | None
+    """What it holds if it is no picture (`gateway.file_contents.content_type` without pictures): for a document
+    the decoder refuses, listed as a file. Not its bytes, which would be held until every picture is decoded."""
+
+
+def _plain_name(attachment: Attachment) -> str:
+    """``attachment``'s name for the model's notes (`gateway.file_contents.plain`)."""
+    return file_contents.plain(attachment.name) or "a file with no name"
 
 
 async def _stored(workspace: Path, folder: str, name: str, data: bytes) -> str:
@@ -530,30 +549,50 @@ async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, not
     return transcript
 
 
-async def _content(body: str, images: list[tuple[str, Attachment]], files: list[tuple[str, Attachment, str]],
-                   relabelled: list[str], missed: list[str], workspace: Path,
-                   supports_vision: bool) -> str | list[dict[str, Any]]:
+async def _content(body: str, images: list[_Picture], files: list[tuple[str, Attachment, str]], missed: list[str],
+                   workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
+    shown: str | list[dict[str, Any]] = ""
+    missed, files = [*missed], [*files]
+    if images:
+        # Decoded before a word is written: what the decoder refuses decides the text. A document that only starts
+        # like a picture (a note beginning "GIF89a is…", a JPEG cut short sent as a file) was said to be taken as a
+        # picture, then did not reach the model, its path never listed.
+        largest = max(os.path.getsize(workspace / p.path) for p in images)
+        unusable: list[tuple[str, str]] = []
+        shown = await first_turn_content_async("", [p.path for p in images], workspace=workspace,
+                                               supports_vision=supports_vision, max_bytes=largest, unusable=unusable)
+        refused = dict(unusable)
+        kept = []
+        for picture in images:
+            why = refused.get(picture.path)
+            if why is None:
+                kept.append(picture)
+            elif picture.otherwise is None and picture.attachment.kind == "image":
+                # A photo cut short did not reach the model any more than a failed download.
+                kept.append(picture)
+                missed.append(f"{_plain_name(picture.attachment)} ({why})")
+            else:  # text that only starts like a picture, or a broken one sent as a file: listed with its path
+                said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
+                        else f"{picture.said}; it {why}")
+                files.append((picture.path, picture.attachment, said))
+        images = kept
     parts = [body] if body else []
     if not body and images and not files:
         sent = "an image" if len(images) == 1 else f"{len(images)} images"
         parts.append(f"(The user sent {sent} without a caption.)")
-    if relabelled:
+    if relabelled := [f"{_plain_name(p.attachment)} ({p.said})" for p in images
+                      if file_contents.relabelled(p.attachment.mime_type)]:
         parts.append("[Pictures the user sent under another type, taken as the pictures they are: "
                      f"{'; '.join(relabelled)}]")
     if files:
         listing = "\n".join(f"- {path} ({said}, {_size(a.size)})" for path, a, said in files)
         parts.append(f"[The user sent these files, saved in the workspace; read them with your file tools:\n{listing}]")
-    content: str | list[dict[str, Any]] = "\n\n".join(parts)
-    if images:
-        # Every stored image is inlined for a vision model (they are within the platform's cap already).
-        largest = max(os.path.getsize(workspace / p) for p, _ in images)
-        unusable: list[tuple[str, str]] = []
-        content = await first_turn_content_async(content, [p for p, _ in images], workspace=workspace,
-                                                 supports_vision=supports_vision, max_bytes=largest,
-                                                 unusable=unusable)
-        # One Pillow cannot decode (a photo cut short) did not reach the model any more than a failed download.
-        names = dict(images)
-        missed = [*missed, *(f"{names[path].name} ({why})" for path, why in unusable)]
+    text = "\n\n".join(parts)
+    # The pictures' text, when no picture could be shown (`agent.images.first_turn_content`), follows the
+    # message's.
+    content: str | list[dict[str, Any]] = (
+        [{"type": "text", "text": text}, *shown[1:]] if isinstance(shown, list)
+        else "\n\n".join(p for p in (text, shown.lstrip("\n")) if p))
     if missed:
         content = with_text(content, f"[Files the user sent that did not reach you: {'; '.join(missed)}]")
     return content

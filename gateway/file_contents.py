@@ -54,13 +54,15 @@ _STATED_ALIASES = {
 _ZIP_FAMILIES = ("application/vnd.openxmlformats-officedocument.", "application/vnd.oasis.opendocument.")
 
 
-def content_type(data: bytes) -> tuple[str, str] | None:
+def content_type(data: bytes, *, pictures: bool = True) -> tuple[str, str] | None:
     """What ``data`` holds by its bytes, whatever its name or type say: ``(kind, said)``, the kind one of `_SAID`'s
     (a picture's by its MIME type) and ``said`` its words for the model; None for an empty file or bytes of
     no kind told apart here (an MP4, an Office 97 file, an executable). By the magic numbers of the pictures a
     vision model takes, HEIC and AVIF, PDF and ZIP (which Office's and OpenDocument's files are), then text as
-    UTF-8 (or UTF-16, with its byte-order mark or mostly ASCII without one: `_utf`), HTML and SVG among it."""
-    if picture := image_type(data):
+    UTF-8 (or UTF-16, with its byte-order mark or mostly ASCII without one: `_utf`), HTML and SVG among it.
+    ``pictures=False``: what it holds but a picture, for a file whose first bytes only name one, which the
+    decoder refused (a note that begins "GIF89a is…" is text; a JPEG cut short is None)."""
+    if pictures and (picture := image_type(data)):
         return picture, _SAID[picture]
     if which := heif(data):
         return "heif", f"{which} picture"
@@ -137,10 +139,10 @@ def _stated_kind(stated: str | None) -> str | None:
 
 
 def type_said(stated: str | None, held: tuple[str, str] | None) -> str:
-    """A file's type for the model: ``stated`` (the platform's or the sender's) when the bytes (``held``, a
+    """A file's type for the model: ``stated`` (the platform's or the sender's, `plain`) when the bytes (``held``, a
     `content_type`) bear it out or nothing can be told, else both, plainly: "stated image/png, but the content
     is text", "unknown type, content is a PDF document"."""
-    claimed = _stated_kind(stated)
+    claimed, stated = _stated_kind(stated), plain(stated) if stated else stated
     if held is None:
         if claimed in (None, "binary"):
             return stated or "unknown type"
@@ -158,3 +160,19 @@ def relabelled(stated: str | None) -> bool:
     """Whether a picture shown to the model was ``stated`` to be something other than a picture: one typed
     image/jpeg that is a PNG is shown as what it is, and has no need of a word."""
     return _stated_kind(stated) not in (None, *PICTURES)
+
+
+PLAIN_MAX = 200
+"""Characters of a name or type `plain` keeps: a name is the user's, not a page of text for the model to read."""
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_DIRECTION_MARKS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BRACKETS = str.maketrans("[]", "\uff3b\uff3d")
+
+
+def plain(text: str) -> str:
+    """``text``, a name or MIME type the sender chose, as the model's bracketed notes show it: one line (each run of
+    control characters one space), without direction marks, its square brackets full-width look-alikes, at most
+    `PLAIN_MAX` characters. Raw, "application/pdf\\n\\n]SYSTEM: …" closed the note and wrote a paragraph that read
+    as the gateway's; a right-to-left override turned the rest of the note around."""
+    text = _DIRECTION_MARKS.sub("", _LINE_BREAKING.sub(" ", text)).strip().translate(_BRACKETS)
+    return text if len(text) <= PLAIN_MAX else text[:PLAIN_MAX - 1] + "…"

@@ -1,6 +1,6 @@
 """Review of 91749513 (files told apart by their bytes): what the model is told of a file must not be false. An empty
 file, or text in UTF-16 without its byte-order mark, was said to be "binary, not text"; a document whose first bytes
-only looks like a picture is neither shown nor listed (pinned)."""
+only look like a picture was neither shown nor listed."""
 
 from __future__ import annotations
 
@@ -56,9 +56,6 @@ def test_pcm_or_other_16_bit_data_is_not_text(units: list[int]) -> None:
         assert not any(ord(c) < 0x20 and c not in "\t\n\x0b\x0c\r\x1b" for c in decoded)
 
 
-@pytest.mark.xfail(strict=True, reason="91749513: a document that only starts like a picture, undecodable, is "
-                   "taken for a picture, then dropped: neither shown nor listed with its path (left: the fix "
-                   "reorders _content's listing after the decode)")
 async def test_a_text_file_that_starts_like_a_gif_is_still_listed_for_the_model(tmp_path: Path) -> None:
     # Before the commit a document was never an image: "notes.txt (text/plain, …)" was listed with its path.
     data = b"GIF89a is the format of 1989; notes follow\n"
