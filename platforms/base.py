@@ -36,7 +36,7 @@ HTTP responses open that the server must end before it stops), `OwnCommands`
 `OutboundFile`, up to its ``upload_limit``), `MovesChats` (keeps a chat whose platform gave it a new
 id under the id it had, e.g. a Telegram group upgraded to a supergroup) and `CatchesUp` (reads at
 start what was said while the gateway was down: Discord, Slack), `HearsEdits` (is told of a user's edit
-to their message: Telegram, Slack, Discord), `HearsDeletions` (is told a user deleted their message: Slack),
+to their message: Telegram, Slack, Discord), `HearsDeletions` (is told a user deleted their message: Slack, Discord),
 `LosesChats` (is told the bot can no longer write to a chat:
 removed from it, blocked by its user, the channel archived or deleted: Telegram, Slack, Discord), `StopsWithin` (a stop whose waits are
 held to what is left of the gateway's grace, and whose client for sending is closed apart, once the
@@ -537,7 +537,8 @@ that is durable; raises as `InboundSink` does when the store refuses it (the ada
 
 @runtime_checkable
 class HearsDeletions(Protocol):
-    """An adapter whose platform tells it of users' deletions of their messages (Slack's ``message_deleted``)."""
+    """An adapter whose platform tells it of users' deletions of their messages (Slack's ``message_deleted``, Discord's
+    ``MESSAGE_DELETE``)."""
 
     def bind_deletions(self, deleted: MessageDeleted) -> None:
         """Called once, before `Adapter.start`, with ``deleted``, which the adapter awaits for each deletion of a

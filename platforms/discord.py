@@ -19,7 +19,9 @@ The bot's own messages and other bots' are ignored (two bots answering each othe
 would never stop); the bot's mention (or its role's) is stripped from the text. A member's edit of their
 message (``MESSAGE_UPDATE``) is read as the message is, and goes to the gateway (`HearsEdits`) in its place
 among the events: a message still waiting for its turn is answered as edited; any other edit changes nothing
-and starts no turn, nor does one that leaves a message no longer for the bot. The threads
+and starts no turn, nor does one that leaves a message no longer for the bot. A deletion (``MESSAGE_DELETE``, each
+message of a moderator's ``MESSAGE_DELETE_BULK``) goes so too (`HearsDeletions`, `platforms.discord_deletions`): a
+message still waiting for its turn is not answered. The threads
 the bot posted in are remembered across restarts: the gateway hands them over
 (`remember_threads`). What was said to the bot while the gateway was down, which Discord never sends
 again, is asked for at each new session (`platforms.discord_catch_up`): the last message seen in each
@@ -84,6 +86,7 @@ from platforms import (
     discord_answers,
     discord_catch_up,
     discord_commands,
+    discord_deletions,
     discord_edits,
     discord_files,
     discord_inbound,
@@ -105,6 +108,7 @@ from platforms.base import (
     Forbidden,
     Inbound,
     InboundSink,
+    MessageDeleted,
     MessageEdited,
     NetworkError,
     NotFound,
@@ -128,6 +132,7 @@ from platforms.discord_connection import (
     new_client,
     wait_connected,
 )
+from platforms.discord_deletions import Deletion
 from platforms.discord_errors import PORTAL_HINT, described, ended_because
 from platforms.discord_handover import until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
@@ -233,8 +238,9 @@ class DiscordAdapter:
         self._max_retry_after = max_retry_after
         self._acknowledge_timeout = acknowledge_timeout
         self._thread_lookup_timeout = thread_lookup_timeout
-        self._queue: asyncio.Queue[Item | Edit | Access] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item | Edit | Deletion | Access] = asyncio.Queue()
         self._edits: MessageEdited | None = None
+        self._deletions: MessageDeleted | None = None
         self._membership = Membership(lambda access: self._queue.put_nowait(access))
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
@@ -317,6 +323,10 @@ class DiscordAdapter:
         """Where a member's edit of their message goes (`HearsEdits`)."""
         self._edits = edited
 
+    def bind_deletions(self, deleted: MessageDeleted) -> None:
+        """Where a member's deletion of their message goes (`HearsDeletions`)."""
+        self._deletions = deleted
+
     def bind_chat_lost(self, lost: ChatLost) -> None:
         """Where the chats the bot can no longer write to go (`LosesChats`, `platforms.discord_membership`)."""
         self._membership.bind(lost)
@@ -349,6 +359,8 @@ class DiscordAdapter:
             client.on_disconnect = self._on_disconnect  # type: ignore[attr-defined]
             client.on_message = self._on_message  # type: ignore[attr-defined]
             client.on_raw_message_edit = self._on_edit  # type: ignore[attr-defined]
+            client.on_raw_message_delete = self._on_delete  # type: ignore[attr-defined]
+            client.on_raw_bulk_message_delete = self._on_delete  # type: ignore[attr-defined]
             client.on_guild_remove = self._on_guild_remove  # type: ignore[attr-defined]
             client.on_guild_channel_delete = self._on_channel_delete  # type: ignore[attr-defined]
             client.on_raw_thread_delete = self._on_thread_delete  # type: ignore[attr-defined]
@@ -535,9 +547,14 @@ class DiscordAdapter:
             finally:
                 self._queue.task_done()
 
-    async def _hand_over(self, sink: InboundSink, item: Item | Edit | Access) -> None:
+    async def _hand_over(self, sink: InboundSink, item: Item | Edit | Deletion | Access) -> None:
         if isinstance(item, Edit):
             await self._hand_over_edit(item.message)
+            return
+        if isinstance(item, Deletion):
+            if self._deletions is not None:
+                await discord_deletions.hand_over(self._deletions, item, self._client, self._membership.thread_chat,
+                                                  self._stop_asked)
             return
         if isinstance(item, Access):
             await self._membership.tell(item)
@@ -624,6 +641,13 @@ class DiscordAdapter:
         message = self._inbound_of(payload.message)
         if message is not None:
             self._queue.put_nowait(Edit(message))
+
+    async def _on_delete(self, payload: discord.RawMessageDeleteEvent | discord.RawBulkMessageDeleteEvent) -> None:
+        """A message deleted (``MESSAGE_DELETE``), or a moderator's purge (``MESSAGE_DELETE_BULK``): raw, so heard
+        whether discord.py has the message cached or not, and queued behind the events before it."""
+        if self._deletions is not None:
+            for deletion in discord_deletions.deletions(payload):
+                self._queue.put_nowait(deletion)
 
     async def _on_guild_remove(self, guild: discord.Guild) -> None:
         """``GUILD_DELETE`` without ``unavailable``: the bot was removed from the server, whose chats' work the

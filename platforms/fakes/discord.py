@@ -390,6 +390,18 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         self._dispatch("MESSAGE_DELETE", {"id": message_id, "channel_id": channel,
                                           **({"guild_id": guild} if guild is not None else {})})
 
+    def delete_messages(self, channel: str | int, message_ids: Iterable[str | int]) -> None:
+        """A moderator purges messages of a guild channel or thread at once: each is gone as with `delete_message`,
+        and the gateway sends one MESSAGE_DELETE_BULK naming them all, as Discord does."""
+        channel, ids = str(channel), [str(i) for i in message_ids]
+        messages = [self._find(channel, i) for i in ids]
+        if None in messages:
+            raise KeyError(f"not every one of messages {ids} is in channel {channel}")
+        for message in messages:
+            message.deleted = True  # type: ignore[union-attr]
+        self._dispatch("MESSAGE_DELETE_BULK", {"ids": ids, "channel_id": channel,
+                                               "guild_id": self._channel_guild[channel]})
+
     def delete_channel(self, channel: str | int) -> None:
         """A moderator deletes a guild channel or a thread: every call naming it is 404 Unknown Channel from then
         on, and the gateway sends CHANNEL_DELETE (THREAD_DELETE), as Discord does."""

@@ -3,8 +3,8 @@ against `FakeDiscord` (``MESSAGE_UPDATE``, ``MESSAGE_DELETE``), with the real `G
 
 An edit of a message still waiting for its turn is what that turn answers (docs/platforms/discord.md); an edit
 is never answered as a message of its own, nor changes the text of a message running or answered, nor of one
-it leaves no longer for the bot (its mention taken out in a channel). A deletion does not take back a message
-the gateway has received."""
+it leaves no longer for the bot (its mention taken out in a channel). A deletion of a message waiting for its turn
+drops it (`tests.scenarios.test_discord_deletions`)."""
 
 from __future__ import annotations
 
@@ -47,17 +47,16 @@ async def test_an_edit_changes_only_a_message_waiting_for_its_turn(fake, start, 
     await fake.wait_for(lambda: len(waiting(gateway)) == 2)
     fake.edit_message(where, bobs, f"<@{fake.bot_id}> first, running")  # its turn running: left as it is
     fake.edit_message(where, carols, f"<@{fake.bot_id}> deploy to staging")  # waiting for its turn
-    fake.delete_message(where, daves)  # waiting for its turn: answered all the same
-    await fake.wait_for(lambda: "deploy to staging" in waiting(gateway))
+    fake.delete_message(where, daves)  # waiting for its turn: dropped
+    await fake.wait_for(lambda: waiting(gateway) == ["deploy to staging"])
     model.release("first")
-    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 3)
+    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 2)
     fake.edit_message(where, bobs, f"<@{fake.bot_id}> first, answered")  # answered already: no turn of its own
     fake.edit_message(where, carols, f"<@{fake.bot_id}> deploy to dev")
     fake.push_guild_message(GUILD, CHANNEL, BOB, "last", mention_bot=True, thread_id=thread)
-    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 4)
+    await fake.wait_for(lambda: len(fake.bot_messages(where)) == 3)
     await settled(gateway)
-    assert [m.content for m in fake.bot_messages(where)] == [
-        "echo: first", "echo: deploy to staging", "echo: sent by mistake", "echo: last"]
+    assert [m.content for m in fake.bot_messages(where)] == ["echo: first", "echo: deploy to staging", "echo: last"]
 
 
 async def test_an_edit_that_takes_the_mention_out_changes_nothing(fake, start):  # noqa: F811
