@@ -82,7 +82,7 @@ from platforms.web_events import (
     serve_events,
 )
 from platforms.web_files import WebFiles, download_headers
-from platforms.web_pages import Shipped, accepts_gzip, compressed, static_route
+from platforms.web_pages import accepts_gzip, compressed, page_routes, static_route
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,6 @@ class WebChatAdapter:
         self._sweeping: asyncio.Task | None = None
         self._not_recorded = RepeatedWarnings(log)
         """A database that cannot store messages refuses every one while it lasts: warned of once."""
-        self._index = Shipped(STATIC_DIR / "index.html")
 
     def measure(self, text: str) -> int:
         return len(text)
@@ -172,8 +171,7 @@ class WebChatAdapter:
 
     def web_routes(self) -> Sequence[Any]:
         return [
-            web.get("/chat", self._page),
-            web.get("/chat/", self._page),
+            *page_routes("/chat", STATIC_DIR),
             static_route("/chat/static", STATIC_DIR),
             web.post("/chat/api/messages", self._post_message),
             web.route("*", "/chat/api/messages", _only("POST")),
@@ -229,9 +227,6 @@ class WebChatAdapter:
         self._streams.publish(chat_id, "idle", {})
 
     # -- in: the page and its API ------------------------------------------------------
-
-    async def _page(self, request: web.Request) -> web.StreamResponse:
-        return self._index.response(request)
 
     async def _post_message(self, request: web.Request) -> web.Response:
         user = self.access.check(request)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import mimetypes
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -69,8 +70,8 @@ def compressed(request: web.BaseRequest, response: web.Response) -> web.Response
 class Shipped:
     """One shipped file, read once: served from memory with `PAGE_HEADERS`, gzipped for a client that takes it."""
 
-    def __init__(self, path: Path) -> None:
-        self.body = path.read_bytes()
+    def __init__(self, path: Path, body: bytes | None = None) -> None:
+        self.body = path.read_bytes() if body is None else body
         self.gzipped = gzip.compress(self.body, mtime=0) if len(self.body) >= GZIP_FROM else None
         kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         self.content_type = kind + ("; charset=utf-8" if kind.startswith("text/") else "")
@@ -93,9 +94,29 @@ class Shipped:
         return response
 
 
-def page_response(path: Path) -> web.FileResponse:
-    """``path`` (one of the shipped files) with `PAGE_HEADERS`."""
-    return web.FileResponse(path, headers=PAGE_HEADERS)
+def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None) -> list[web.RouteDef]:
+    """``GET <path>`` and ``GET <path>/``: the page ``folder/index.html``; ``extra`` as for `static_route`.
+
+    The page links its own files by bare name (``src="chat.js"``), right where `static_route` serves it too
+    (``<path>/static/index.html``). Served at ``<path>``, each such link becomes ``<last segment>/static/<name>``,
+    at ``<path>/``, ``static/<name>``: relative, so the browser resolves it against the address it asked for,
+    under whatever prefix a reverse proxy took off on the way (``/sb/chat`` loads ``/sb/chat/static/chat.js``),
+    which an absolute ``/chat/static/chat.js`` would take to the proxy's own root. ``<base>`` would do the same
+    in the page but is barred by the policy's ``base-uri 'none'``."""
+    page = folder / "index.html"
+    names = "|".join(re.escape(name) for name in {p.name for p in folder.iterdir() if p.is_file()} | set(extra or {}))
+    linked = re.compile(rf'(\s(?:src|href)=")({names})"'.encode())
+    body = page.read_bytes()
+
+    def relinked(prefix: str) -> Shipped:
+        return Shipped(page, linked.sub(rb'\1' + prefix.encode() + rb'\2"', body))
+
+    bare, slashed = relinked(path.rsplit("/", 1)[-1] + "/static/"), relinked("static/")
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return (slashed if request.path.endswith("/") else bare).response(request)
+
+    return [web.get(path, serve), web.get(path + "/", serve)]
 
 
 def static_route(prefix: str, folder: Path, extra: Mapping[str, Path] | None = None) -> web.RouteDef:

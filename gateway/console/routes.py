@@ -45,7 +45,7 @@ from gateway.unconfigured import TERMINAL
 from platforms.web import STATIC_DIR as WEB_STATIC_DIR
 from platforms.web_access import Access, Refusal, error_response, refusal_response, stream_owner
 from platforms.web_events import STREAMS_PER_USER, ChatStreams, connection_open, serve_events
-from platforms.web_pages import page_response, static_route
+from platforms.web_pages import page_routes, static_route
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
@@ -112,8 +112,7 @@ class Console(GatewayListener):
 
     def web_routes(self) -> Sequence[Any]:
         return [
-            web.get("/console", self._page),
-            web.get("/console/", self._page),
+            *page_routes("/console", STATIC_DIR, {"live.js": SHARED_SCRIPT}),
             static_route("/console/static", STATIC_DIR, {"live.js": SHARED_SCRIPT}),
             *_api("GET", "/console/api/state", self._get_state),
             *_api("GET", "/console/api/events", self._get_events),
@@ -176,9 +175,6 @@ class Console(GatewayListener):
             self._streams.publish(_STREAM, "state", state)
 
     # -- the page and its API -----------------------------------------------------------------
-
-    async def _page(self, request: web.Request) -> web.StreamResponse:
-        return page_response(STATIC_DIR / "index.html")
 
     async def _get_state(self, request: web.Request) -> web.Response:
         if isinstance(refusal := self.access.check(request), Refusal):

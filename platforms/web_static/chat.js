@@ -31,6 +31,10 @@
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.token");
   const TYPING_LAPSE_MS = 8000; // the gateway repeats "typing" every few seconds while a turn runs
+  // The API's address beside this script's own (…/chat/static/chat.js): the page may be at /chat, /chat/ or under a
+  // reverse proxy's prefix (/sb/chat), where an absolute /chat/api goes to the proxy's root instead.
+  const API = new URL("../api/", document.currentScript.src);
+  const api = (path) => new URL(path, API).href;
 
   // -- identity: the token and the chat ----------------------------------------------
 
@@ -351,7 +355,7 @@
       return;
     }
     const link = document.createElement("a");
-    link.href = "/chat/api/files/" + encodeURIComponent(file.id) + "?chat=" + encodeURIComponent(chat);
+    link.href = api("files/") + encodeURIComponent(file.id) + "?chat=" + encodeURIComponent(chat);
     link.download = file.name;
     link.textContent = file.name;
     link.addEventListener("click", (event) => {
@@ -520,7 +524,7 @@
   let briefOk = true;
   function eventsUrl() {
     const after = newestHeld();
-    return "/chat/api/events?chat=" + encodeURIComponent(chat)
+    return api("events?chat=") + encodeURIComponent(chat)
       + (after ? "&after=" + encodeURIComponent(after) + (briefOk ? "&brief=1" : "") : "");
   }
 
@@ -666,7 +670,7 @@
     const slow = setTimeout(holdBack, WAITING_AFTER_MS);
     posting = abort;
     try {
-      return await fetch("/chat/api/messages", {
+      return await fetch(api("messages"), {
         method: "POST",
         headers: auth.headers({ "Content-Type": "application/json" }),
         body: JSON.stringify({ chat, text: item.text, key: item.key }),
@@ -868,7 +872,7 @@
     let failed = null;
     let response = null;
     try {
-      response = await fetch("/chat/api/history?chat=" + encodeURIComponent(chat) + "&before="
+      response = await fetch(api("history?chat=") + encodeURIComponent(chat) + "&before="
         + encodeURIComponent(oldest.dataset.id), { headers: auth.headers(), cache: "no-store" });
       const body = await response.json().catch(() => ({}));
       if (!response.ok) failed = body.error || "HTTP " + response.status;

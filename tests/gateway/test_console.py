@@ -311,7 +311,7 @@ async def test_the_console_needs_its_token_and_serves_no_other_site(tmp_path, ga
 
 
 async def test_the_console_page_under_its_static_path_may_not_be_framed_either(tmp_path, gateways) -> None:
-    # /console/static/index.html is the whole working console (its files are linked by absolute paths):
+    # /console/static/index.html is the whole working console (it links its files by bare name):
     # framed by another site on loopback, where no token is asked, its Stop buttons take a visitor's clicks.
     gateway = await gateways(make_config(tmp_path), [RecordingAdapter()])
     async with served(gateway) as server, aiohttp.ClientSession() as http:

@@ -89,7 +89,7 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, h
         assert page.status == 200 and "text/html" in page.headers["Content-Type"]
         assert "default-src 'self'" in page.headers["Content-Security-Policy"]
         html = await page.text()
-    assert '<script src="/chat/static/chat.js"' in html and "https://" not in html  # nothing from a CDN
+    assert '<script src="chat/static/chat.js"' in html and "https://" not in html  # nothing from a CDN
     for name, kind in (("live.js", "javascript"), ("markdown.js", "javascript"), ("chat.js", "javascript"),
                        ("chat.css", "text/css")):
         async with http.get(f"{base}/chat/static/{name}") as file:
@@ -99,7 +99,7 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(started, h
 
 
 async def test_the_page_under_its_static_path_may_not_be_framed_either(started, http) -> None:
-    # /chat/static/index.html is the whole working page (its files are linked by absolute paths):
+    # /chat/static/index.html is the whole working page (it links its files by bare name):
     # without the page's headers there, another site could frame it and steer a visitor's clicks.
     _, _, base = await started()
     for name in ("index.html", "chat.js", "markdown.js", "live.js", "chat.css"):

@@ -77,7 +77,7 @@ async def test_markup_and_unsafe_links_the_model_writes_show_as_text_and_run_not
     assert mine == caption == EVIL and reply.startswith(f"You wrote {EVIL}")
     assert "[a](javascript:pwned=4)" in reply and "<script>pwned=5</script>" in reply  # as typed, code as code
     assert shown["file"] == FILE_NAME
-    assert shown["links"][0].startswith("/chat/api/files/")
+    assert shown["links"][0].startswith(f"{web.base}/chat/api/files/")  # beside the page, not at the root
     assert shown["links"][1:] == ["https://example.com/h.png", "https://example.com/j", "https://example.com/k",
                                   "https://example.com/m"]
     assert (shown["markup"], shown["pwned"], shown["violations"]) == (0, None, [])

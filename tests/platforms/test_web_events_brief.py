@@ -73,7 +73,9 @@ async def test_a_brief_reconnect_away_for_longer_than_the_history_gets_the_rest_
 
 async def test_the_page_and_its_files_are_gzipped_for_a_client_that_takes_it(served, http) -> None:
     _, _, base = served
-    for path, file in [("/chat", "index.html"), ("/chat/static/chat.js", "chat.js")]:
+    # The page at /chat links its files relative to it (tests/platforms/test_web_pages_relative_links.py): as shipped,
+    # it is the one under /chat/static.
+    for path, file in [("/chat/static/index.html", "index.html"), ("/chat/static/chat.js", "chat.js")]:
         shipped = (STATIC_DIR / file).read_bytes()
         async with http.get(base + path, headers=GZIP, auto_decompress=False) as response:
             assert response.headers["Content-Encoding"] == "gzip"

@@ -11,6 +11,10 @@
   const $ = (id) => document.getElementById(id);
   const { setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.console.token");
+  // The API's address beside this script's own (…/console/static/console.js): the page may be at /console,
+  // /console/ or under a reverse proxy's prefix (/sb/console), where an absolute /console/api reaches the proxy's root.
+  const API = new URL("../api/", document.currentScript.src);
+  const api = (path) => new URL(path, API).href;
   let skew = 0; // local clock minus the gateway's, in seconds
   let asOf = null; // while what shows is from before a drop, the gateway time it was current: the times stop there
   let pictured = false; // a state has been drawn
@@ -144,7 +148,7 @@
         w.tool ? el("span", { class: "meta" }, "running " + w.tool) : null,
         w.running || w.children.some((c) => c.live)
           ? action("Stop", (w.running ? "the turn in " : "the subagents of the turn in ") + where(w),
-            "/console/api/turns/" + encodeURIComponent(w.turn_id) + "/stop", "danger",
+            api("turns/" + encodeURIComponent(w.turn_id) + "/stop"), "danger",
             w.running ? "Stop this turn and its subagents: the chat is told, what it queued still runs"
               : "Interrupt this turn's running subagents: each ends with the partial output it has",
             w.running ? "Stop the turn running in " + where(w) + "? Nothing more of it is sent, "
@@ -163,7 +167,7 @@
         el("span", { class: "meta activity" }, c.live ? c.activity : (c.error || c.activity)),
         el("span", { class: "meta" }, [c.role, c.model].filter(Boolean).join(" · ")),
         c.live ? action("Stop", "the subagent " + quoted(c.goal),
-          "/console/api/children/" + encodeURIComponent(c.id) + "/stop", "danger",
+          api("children/" + encodeURIComponent(c.id) + "/stop"), "danger",
           "Interrupt this subagent: it ends with the partial output it has",
           "Interrupt the subagent " + quoted(c.goal) + "? It ends with the partial output it has.") : null),
       c.children && c.children.length ? tree(c.children) : null)));
@@ -200,22 +204,22 @@
     $("failed").replaceChildren(...outbox.failed_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind), el("td", {}, since(m.created_at, null, " ago")), td(m.attempts),
       td(m.error, "error"), td(m.text, "text"),
-      el("td", {}, action("Retry", message(m), "/console/api/outbox/" + m.id + "/retry", "", "Send it again"),
-        action("Dismiss", message(m), "/console/api/outbox/" + m.id + "/dismiss", "", "Give up on it",
+      el("td", {}, action("Retry", message(m), api("outbox/" + m.id + "/retry"), "", "Send it again"),
+        action("Dismiss", message(m), api("outbox/" + m.id + "/dismiss"), "", "Give up on it",
           "Give up on this message to " + chat(m.platform, m.chat_id) + " for good? It is never sent.")))));
     $("dead").replaceChildren(...outbox.dead_letters.map((d) => el("tr", { "data-letter-id": d.id },
       td(d.damaged ? "" : chat(d.platform, d.chat_id)), td(d.event_id, "id"),
       el("td", {}, since(d.dead_at, null, " ago")),
       td(d.attempts), td(d.error, "error"), td(d.text, "text"),
-      el("td", {}, action("Retry", letter(d), "/console/api/dead-letters/" + d.id + "/retry", "",
+      el("td", {}, action("Retry", letter(d), api("dead-letters/" + d.id + "/retry"), "",
         "Hand it back to the gateway (as switchboard inbox retry does)"),
-        action("Dismiss", letter(d), "/console/api/dead-letters/" + d.id + "/dismiss", "", "Forget it",
+        action("Dismiss", letter(d), api("dead-letters/" + d.id + "/dismiss"), "", "Forget it",
           "Forget " + (d.damaged ? "dead letter " + d.id : "this event from " + chat(d.platform, d.chat_id))
             + " for good? It is never handled.")))));
     $("pending").replaceChildren(...outbox.pending_messages.map((m) => el("tr", { "data-message-id": m.id },
       td(chat(m.platform, m.chat_id)), td(m.kind + (m.op !== "send" ? " (" + m.op + ")" : "")),
       el("td", {}, since(m.created_at, null, " ago")), td(m.attempts), td(m.error, "error"), td(m.text, "text"),
-      el("td", {}, action("Dismiss", message(m), "/console/api/outbox/" + m.id + "/dismiss", "", "Never send it",
+      el("td", {}, action("Dismiss", message(m), api("outbox/" + m.id + "/dismiss"), "", "Never send it",
         "Never send this message to " + chat(m.platform, m.chat_id) + "?")))));
   }
 
@@ -422,7 +426,7 @@
 
   document.addEventListener("selectionchange", () => { if (held && !selecting()) show(held); });
 
-  SwitchboardLive.listen("/console/api/events", auth, {
+  SwitchboardLive.listen(api("events"), auth, {
     ready: "state",
     onEvent: (type, data) => { if (type === "state") arrived(data); },
     onDrop: stale,
