@@ -35,8 +35,10 @@ points). What a cut never breaks:
   ``**`` + ``** **`` would read ``****``, ``_i_`` cut from ``_i_https`` an italic, ``~~`` + ``~10`` a code
   fence (a lone ``~`` too), as would ``~~`` reopened before the ``~~`` of a strikethrough nested in it (the part
   starts past that ``~~``, and a closer's spaces), or both reopened (``~~~~``): a part starting inside (or at) a
-  strikethrough nested in one reopens the outer one alone and leaves out the nested one's ``~~`` (struck all the
-  same, `_reopening`); a part given up on as
+  strikethrough nested in one (under a bold one too, ``**~~`` + ``~~``) reopens the outer one alone and leaves out the
+  nested one's ``~~`` (struck all the same, `_reopening`); one ending inside both that opened the nested one leaves
+  out its opening ``~~``, closing the outer one alone (and its closing one, ending right after it: ``~~~~``); a part
+  given up on as
   plain text (an address longer than a part, a piece of which keeps its line's quote markers, and leaves one of its
   characters to the punctuation glued after it) that opened styles before the address ends in it, closing them,
   not in or right before their closing markers (``_`` + ``_`` alone), nor before an autolink's ``>``
@@ -47,7 +49,9 @@ points). What a cut never breaks:
   ``)`` of ``(see [docs](…))``, that alone would make a part of its own) is cut in its label (at a space where it
   can) into links (images) to the same address, like a style, and one whose address takes more than a quarter of
   the limit is written out as its label and its address (`_unlinked`; a backslash before a label that would open
-  a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown;
+  a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown; a part holding a bare
+  address whole up to its end, and only what is glued before it, ends before it where the next can hold it with the
+  punctuation glued after it (`_short_of_glued`);
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
   (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`); a table
@@ -83,7 +87,7 @@ kept); so is a list item's lines', and a quoted line's before the styles reopene
 blank line, that backslash or a quote's markers may be added, backslashes before markers shown as
 typed (and before the delimiter row of a table written as text), and list markers and links too long for a part
 rewritten, as said, and a part of only empty code blocks left out, and the ``~~`` of a strikethrough nested
-in one that a part reopens alone; nothing else is added or removed.
+in one that a part reopens (or closes) alone; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -296,7 +300,7 @@ class _Splitter(InLists):
         `_quoted` finds, or a backslash it may need), then the markers of the styles open at ``start``."""
         markers = self._reopening(start)[0]
         quote, text_from = (row_head, start) if row_head is not None else self._quoted(start, bool(markers))
-        while markers == "~~" and (past := self._past_nested_strike(text_from)) is not None:
+        while markers.endswith("~~") and (past := self._past_nested_strike(text_from)) is not None:
             # At a nested strikethrough's "~~", after the outer one reopened alone: ``~~~~b``, a code fence. Not every
             # text has an end that avoids it (``~~a ~~b~~ ~~c~~``: each leaves one next), so the part starts past it
             # (and the spaces after a closer, which would leave the reopened "~~" opening nothing), struck all the
@@ -323,13 +327,9 @@ class _Splitter(InLists):
         reopens, itself one, that it reopens with that one alone: ``~~`` + ``~~`` at a line's start is ``~~~~``, a
         code fence. Struck all the same, the part leaves out their closing ``~~`` (`assemble`)."""
         styles = [s for s in self.with_cut_link(start, self.structure.styles_open_at(start)) if start < s.close_start]
-        merged = []
-        if styles and styles[0].opener == "~~":
-            for s in styles[1:]:
-                if s.opener != "~~":
-                    break
-                merged.append(s)
-        markers = self._carried("".join(s.opener for s in styles[:1] + styles[1 + len(merged):]))
+        # Right inside another, under a bold one too (``**~~`` + ``~~``: ``**~~~~``, shown as typed).
+        merged = _nested_strikes(styles)
+        markers = self._carried("".join(s.opener for s in styles if s not in merged))
         return markers, merged if markers else []
 
     def _past_nested_strike(self, pos: int) -> int | None:
@@ -347,14 +347,16 @@ class _Splitter(InLists):
             pos += 1
         return pos
 
-    def _without(self, merged: list[Style], start: int, end: int, piece: Callable[[int, int], str]) -> str:
-        """``piece(start, end)`` (the part's text from ``start`` to ``end``) without the closing markers of ``merged``
-        (`_reopening`) that it holds."""
+    @staticmethod
+    def _without(left_out: list[tuple[int, int]], start: int, end: int, piece: Callable[[int, int], str]) -> str:
+        """``piece(start, end)`` (the part's text from ``start`` to ``end``) without the markers ``left_out`` (the
+        closers of strikethroughs `_reopening` merged, the openers of those `assemble` closes with the outer one)
+        that it holds."""
         out = []
-        for s in sorted(merged, key=lambda s: s.close_start):
-            if start <= s.close_start and s.close_end <= end:
-                out.append(piece(start, s.close_start))
-                start = s.close_end
+        for a, b in sorted(left_out):
+            if start <= a and b <= end:
+                out.append(piece(start, a))
+                start = b
         return "".join([*out, piece(start, end)])
 
     def _row_head(self, row: Row, start: int) -> str:
@@ -527,10 +529,10 @@ class _Splitter(InLists):
         unbounded_steps, last_width, misses, interpolated = 0, -1, 0, False
         # Each candidate as the part would have it: out of the list items it starts in (`assemble`);
         # measured as written, a part starting in a list item was read otherwise, and rendered whole.
-        as_is = start == 0 or self.inside(start) is not None or self.outside_its_item(start, head) is not None
+        written = self._writes(head, start)
 
         def measured(end: int) -> int:
-            return self.measure(head + (self.text[start:end] if as_is else self.body(start, end)) + tail)
+            return self.measure(head + written(end) + tail)
 
         table = self.structure.table_at(start + 1) if start and not self.in_code(start) else None
         rows = table.row_ends[bisect.bisect_right(table.row_ends, start):] if table is not None else ()
@@ -575,6 +577,13 @@ class _Splitter(InLists):
                 step = (limit - lo_m) * width // max(hi_m - lo_m, 1)
                 guess = min(hi - 1, max(lo + 1, lo + step))
             last_width = width
+
+    def _writes(self, head: str, start: int) -> Callable[[int], str]:
+        """The text of a part from ``start`` after ``head`` up to an end, as the part writes it: out of the list
+        items it starts in (`body`), unless it starts the text or in code."""
+        if start == 0 or self.inside(start) is not None or self.outside_its_item(start, head) is not None:
+            return lambda end: self.text[start:end]
+        return lambda end: self.body(start, end)
 
     def _base(self, head: str) -> int:
         """The measure of a part's ``head`` (and tail) alone, remembered: every part of a long table repeats its
@@ -767,7 +776,8 @@ class _Splitter(InLists):
         (``)``, ``).``), before the last word character it holds, where that is a valid end, or in a piece of an
         address it starts within (cut anyway): the next part would hold only that punctuation."""
         text = self.text
-        if re.compile(r"[^\w\s]{1,%d}(?!\S)" % max(self.limit // _MARKER_SHARE, 1)).match(text, end) is None:
+        glued = re.compile(r"[^\w\s]{1,%d}(?!\S)" % max(self.limit // _MARKER_SHARE, 1)).match(text, end)
+        if glued is None:
             return end
         last = end
         while last > start and re.match(r"[^\w\s]", text[last - 1]):
@@ -775,9 +785,19 @@ class _Splitter(InLists):
         if last - 1 <= start or text[last - 1].isspace():
             return end
         cut = _character_start(text, start, last - 1)
-        if (atom := self.structure.atom_at(last - 1)) is not None:
-            return cut if atom[0] < start else end
-        return cut if cut > start and self.valid_end(start, cut) else end
+        if (atom := self.structure.atom_at(last - 1)) is None:
+            return cut if cut > start and self.valid_end(start, cut) else end
+        if atom[0] < start:
+            return cut
+        # An address it holds whole (never cut when a part can hold it): before it, and the style markers opening
+        # right before it, where the next part holds it with that punctuation (``(`` + ``https://….)``); not where
+        # that leaves a part of punctuation alone (a message reading ``(``, no better than one reading ``)``).
+        before = self._openers_before(atom[0])
+        if before > start and atom[1] == last and re.search(r"\w", text[start:before]) and \
+                self.valid_end(start, self.rstrip(start, before)) and \
+                self.fits(self._quoted(before, False)[0], before, glued.end(), ""):
+            return before
+        return end
 
     def _openers_before(self, pos: int) -> int:
         """Where the style markers that open right before ``pos`` start (``pos`` when none do)."""
@@ -789,7 +809,7 @@ class _Splitter(InLists):
                     pos, moved = s.open_start, True
         return pos
 
-    def _closed_in_atom(self, start: int, end: int, quote: str) -> tuple[int, str]:
+    def _closed_in_atom(self, start: int, end: int, quote: str, written: Callable[[int], str]) -> tuple[int, str]:
         """The end of a part given up on as plain text from ``start`` up to ``end``, and what it closes: where it
         ends in an atom longer than a part (a long address) that it opened styles before, those styles, closed
         as a part keeping its structure would (alone, ``- **https://…`` showed its ``**``); else nothing. One ending
@@ -807,7 +827,7 @@ class _Splitter(InLists):
             return end, ""
         text, cut = self.text, end
         for _ in range(_RETRIES):
-            over = self.measure(quote + text[start:cut] + closers) - self.limit
+            over = self.measure(quote + written(cut) + closers) - self.limit
             if over <= 0 and text[cut - 1] not in _JOINS_CLOSERS and self._short_of_bracket(atom, start, cut) == cut:
                 return cut, closers
             if over <= 0:
@@ -853,7 +873,17 @@ class _Splitter(InLists):
         # Weighed without the closers of those it left out: reopening the outer one, it closes it.
         if not self._carried("".join(st.closer for st in styles if st not in merged)):
             styles = []
-        tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(styles) if s not in merged)
+        closed = [s for s in styles if s not in merged]
+        # A strikethrough it opened right inside another it closes: closed together, ``~~~~``, read as one run of
+        # markers (and, at a line's start in the next part, a fence). Struck all the same, its ``~~`` is left out.
+        inner = [s for s in _nested_strikes(closed) if s.open_start >= start] if fence is None else []
+        tail = fence.close() if fence is not None else "".join(s.closer for s in reversed(closed) if s not in inner)
+        left_out = [*((s.close_start, s.close_end) for s in merged), *((s.open_start, s.open_end) for s in inner)]
+        if tail.startswith("~~") and self.text.endswith("~~", start, body_end):
+            # Ended right after the "~~" closing one nested in the strikethrough it closes: both its markers left out.
+            left_out += [span for s in self.structure.styles_open_at(body_end - 2)
+                         if s.opener == "~~" and s.close_end == body_end and s.open_start >= start
+                         for span in ((s.open_start, s.open_end), (s.close_start, s.close_end))]
         outside = self.outside_its_item(start, head)
         # The lines up to `placed` stand as they are (a fence the part starts in, reopened at its own
         # indentation) or are taken out with a fence opened in the first column; the rest, out of
@@ -872,9 +902,9 @@ class _Splitter(InLists):
         items = self.items_left(start, placed, body_end) if placed < body_end else []
         numbers = self.rewritten(start, placed, body_end, items) if placed < body_end else {}
         if items or numbers:
-            body += self._without(merged, placed, body_end, lambda a, b: self.out_of_items(items, numbers, a, b))
+            body += self._without(left_out, placed, body_end, lambda a, b: self.out_of_items(items, numbers, a, b))
         else:
-            body += self._without(merged, placed, body_end, lambda a, b: self.text[a:b])
+            body += self._without(left_out, placed, body_end, lambda a, b: self.text[a:b])
         if markers and cut < len(self.text) and (tail[:1] == self.text[body_end - 1] or
                                                  not self.text[body_end].isspace()):
             # Literal markers it ends with would join those closing it, or, no longer before a character
@@ -1019,8 +1049,10 @@ class _Splitter(InLists):
             end = min((s.close_start for s in open_here if start + (end - start) // 2 < s.close_start < end),
                       default=end)
         end = self._short_of_glued(start, end)
-        end, closers = self._closed_in_atom(start, end, quote)
-        return (self._kept(quote + text[start:end] + closers, start, end),
+        # As measured: out of the list items it starts in (``2.`` for a list's second ``123456789.``, shorter).
+        written = self._writes(quote, start)
+        end, closers = self._closed_in_atom(start, end, quote, written)
+        return (self._kept(quote + written(end) + closers, start, end),
                 self.next_start(start, end, None, self.styles_left_open(end)))
 
     def _unclosed(self, start: int, end: int) -> tuple[Style, int] | None:
@@ -1064,7 +1096,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     than a part (or such a link written out, its address too long to repeat), a backslash keeping a part
     that starts within a line from opening a block there (a quote, a list...) or markers shown as typed
     from marking a style, a backslash before the delimiter row of a table whose header no part can hold (written
-    as text), the ``~~`` of a strikethrough nested in one that a part reopens alone, a quote's markers
+    as text), the ``~~`` of a strikethrough nested in one that a part reopens (or closes) alone, a quote's markers
     before the rest of a quoted line, and the list markers
     rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
     or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
@@ -1099,6 +1131,11 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
                  for p in shown if not link_references.shows_nothing(p)]
     # A text of nothing else is sent as written, as a renderer sends one that fits: left out, it would vanish.
     return shown or parts
+
+
+def _nested_strikes(styles: list[Style]) -> list[Style]:
+    """Of ``styles`` (outermost first), the strikethroughs right inside another: their markers next to its own."""
+    return [s for before, s in zip(styles, styles[1:]) if s.opener == before.opener == "~~"]
 
 
 def _escaped(markers: str) -> str:

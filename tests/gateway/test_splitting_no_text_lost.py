@@ -73,8 +73,6 @@ def test_no_text_is_lost_or_shown_twice(platform, text, limit):
         assert shown <= slack_mrkdwn.render(text).count("\\"), parts
 
 
-@pytest.mark.xfail(strict=True, reason="older fault (before d3c0786e too): the part starting at the item, "
-                   "before an autolink longer than a part, is 37 characters")
 def test_a_numbered_item_before_an_address_longer_than_a_part_stays_within_the_limit():
     text = "1. y\n\n123456789. <https://x.org/" + "a" * 45 + ">"
     assert [p for p in split_text(text, 32) if len(p) > 32] == []
