@@ -104,7 +104,9 @@ class MessageEdits:
     async def deleted(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> bool:
         """`platforms.base.MessageDeleted`. Idempotent: the same deletion handed over again drops nothing more."""
         async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
-            found = self._queued(platform, chat_id, thread_id, message_id) if self._accepting() else None
+            # Also once a stop has begun (the adapter still hands events over): left queued, the next start replayed
+            # the message from the inbox and answered it, and Slack, which had the deletion acked, sends it no more.
+            found = self._queued(platform, chat_id, thread_id, message_id)
             if found is None:
                 log.debug("%s chat %s: message %s was deleted, but does not wait for its turn; left as it is",
                           platform, chat_id, message_id)

@@ -476,6 +476,10 @@ class SlackAdapter:
             addressed = self._addressed(event)
             if addressed is None:
                 return
+            if self._latest_edits.gone(event):  # its deletion came first: never answered, as if deleted waiting
+                log.info("slack: message %s:%s came after its deletion; not handed over", event["channel"],
+                         event["ts"])
+                return
             ts, conversations = event["ts"], self._conversations(event, addressed)
             if self._turning_away:
                 # Before its files are read: a stop's client may be closed already.
@@ -573,7 +577,8 @@ class SlackAdapter:
             if self._turning_away:
                 raise Stopping(f"slack adapter stopping: the deletion of {channel}:{ts} left for Slack to send again")
             private = message.get("channel_type") == "im" or channel.startswith("D")  # as `slack_addressed` reads it
-            await deleted(self.name, channel, None if private else message.get("thread_ts") or ts, ts)
+            if not await deleted(self.name, channel, None if private else message.get("thread_ts") or ts, ts):
+                self._latest_edits.deleted_first(message)  # the message itself may come later
 
     @property
     def _turning_away(self) -> bool:

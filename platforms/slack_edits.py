@@ -106,6 +106,8 @@ class LatestEdits:
         self._untaken: OrderedDict[tuple[str, str], tuple[dict[str, Any], tuple[int, int], float]] = OrderedDict()
         """By (channel, ts): what the latest edit the gateway did not take made of the message, its time, and when
         it was kept; least recently kept first (`kept`)."""
+        self._gone: OrderedDict[tuple[str, str], float] = OrderedDict()
+        """By (channel, ts): when a deletion the gateway dropped nothing for was heard (`deleted_first`)."""
         self._kept_for, self._most, self._early, self._monotonic = kept_for, most, early, monotonic
         self._record: SeenRecorder | None = None
         self._stored: SeenLookup = lambda key: None
@@ -156,6 +158,19 @@ class LatestEdits:
             return event
         log.debug("slack: message %s:%s came after its edit; handed over as edited", event["channel"], event["ts"])
         return {**{k: v for k, v in event.items() if k not in _EDITED_PARTS}, **early[0]}
+
+    def deleted_first(self, message: dict[str, Any]) -> None:
+        """The gateway dropped nothing for ``message``'s deletion (a `deleted_message`): perhaps the message has not
+        come yet (Slack does not order events). Kept for `gone`, as `kept` keeps an edit."""
+        now = self._monotonic()
+        remember(self._gone, (message["channel"], message["ts"]), now, self._early)
+        while self._gone and now - next(iter(self._gone.values())) >= self._kept_for:
+            self._gone.popitem(last=False)
+
+    def gone(self, event: dict[str, Any]) -> bool:
+        """Whether a live message's event comes after its deletion (`deleted_first`): not to be handed over."""
+        heard = self._gone.get((str(event.get("channel")), str(event.get("ts"))))
+        return heard is not None and self._monotonic() - heard < self._kept_for
 
     def handing_over(self, message: dict[str, Any]) -> None:
         """``message`` (an edit heard, or a message read back as edited) goes to the gateway: its edit's time is
