@@ -164,13 +164,55 @@ def _alternatives(secrets: Iterable[str]) -> str:
     secret first within a group (so a secret containing another is masked whole). The regex engine then passes
     over a character no spelling starts with at once and elsewhere tries only that character's group, where one
     alternative per secret tried every secret at every character: with 200 secrets, a second or more a megabyte."""
+    return "|".join(f"{re.escape(first)}(?:{'|'.join(group)})" for first, group in _groups(secrets).items())
+
+
+def _groups(secrets: Iterable[str]) -> dict[str, list[str]]:
+    """The `_spellings` of ``secrets`` by the character each starts with, a pattern of the rest of each."""
     groups: dict[str, list[str]] = {}
     for secret in sorted(secrets, key=len, reverse=True):
         first_piece, *pieces = _pieces(secret)
         rest = "".join(_either(forms) for forms in pieces)
         for first, then in first_piece:
             groups.setdefault(first, []).append(then + rest)
-    return "|".join(f"{re.escape(first)}(?:{'|'.join(group)})" for first, group in groups.items())
+    return groups
+
+
+_group_forms: tuple[re.Pattern[str] | None, dict[str, list[re.Pattern[str]]]] = (None, {})
+"""The last pattern `_secrets_pattern` built and the spellings of each of its groups apart (`_search`), compiled at
+first need. Not a dictionary by pattern: a pattern's hash is computed anew from all of its code at each look-up."""
+
+
+def _search(pattern: re.Pattern[str], text: str, lo: int, hi: int | None = None) -> tuple[int, int] | None:
+    """Where the first spelling of a registered secret in ``text[lo:hi]`` starts, and where the longest one starting
+    there ends. The pattern stops at the first of its alternatives that matches, longest secret first; but a
+    secret's spelling may be a start of a shorter one's (``a\\\\\\\\bcdQ`` of ``a\\bcdQRS`` escaped
+    twice), whose tail the mask then left to show."""
+    hi = len(text) if hi is None else hi
+    found = pattern.search(text, lo, hi)
+    if found is None:
+        return None
+    start, end = found.span()
+    for form in _forms_starting(pattern, text[start]):
+        if (longer := form.match(text, start, hi)) and longer.end() > end:
+            end = longer.end()
+    return start, end
+
+
+def _forms_starting(pattern: re.Pattern[str], first: str) -> list[re.Pattern[str]]:
+    """The spellings of ``pattern`` starting with ``first``, each apart; none where there is only one."""
+    global _group_forms
+    built, groups = _group_forms
+    forms = groups.get(first) if built is pattern else None
+    if forms is None:
+        with _lock:
+            thens = _groups(_secrets).get(first, [])
+            forms = [re.compile(f"{re.escape(first)}(?:{then})") for then in thens] if len(thens) > 1 else []
+            built, groups = _group_forms
+            if built is not pattern:
+                built, groups = _group_forms = (pattern, {})
+            groups[first] = forms
+    return forms
 
 
 def _spellings(value: str) -> str:
@@ -300,7 +342,11 @@ def redact(text: str) -> str:
     """``text`` with registered secrets and token-shaped strings replaced by ``***``."""
     pattern = _secrets_pattern()
     if pattern is not None:
-        text = pattern.sub(MASK, text)
+        parts, at = [], 0
+        while (span := _search(pattern, text, at)) is not None:
+            parts += [text[at:span[0]], MASK]
+            at = span[1]
+        text = "".join(parts) + text[at:] if parts else text
     for regex, replacement in _PATTERNS:
         text = regex.sub(replacement, text)
     return text
@@ -400,11 +446,11 @@ def _clear_start(text: str, at: int, limit: int) -> int | None:
         scheme = next((word for word in ("Bearer ", "Bot ") if text.endswith(word, 0, start)), "")
         start -= len(scheme)
         lo = max(0, start - _longest + 1)
-        while pattern is not None and (found := pattern.search(text, lo, start + _longest)) and found.start() < start:
-            if found.end() > start:
-                start = found.start()
+        while pattern is not None and (found := _search(pattern, text, lo, start + _longest)) and found[0] < start:
+            if found[1] > start:
+                start = found[0]
                 break
-            lo = found.start() + 1
+            lo = found[0] + 1
         if start == at:
             return start
         if start < limit:
@@ -417,8 +463,8 @@ def _past_secrets(text: str, start: int, end: int) -> int:
     ``end``: masking ``text[start:end]`` alone would leave the rest of such a secret (one with a ``$`` or a
     space in it) to show."""
     pattern, lo = _secrets_pattern(), max(start, end - _longest + 1)
-    while pattern is not None and (found := pattern.search(text, lo, end + _longest)) and found.start() < end:
-        end, lo = max(end, found.end()), found.start() + 1
+    while pattern is not None and (found := _search(pattern, text, lo, end + _longest)) and found[0] < end:
+        end, lo = max(end, found[1]), found[0] + 1
     return end
 
 

@@ -143,3 +143,25 @@ def test_secrets_of_a_configuration_loaded_again_are_masked_as_the_new_logging_s
     out = stream.getvalue()
     assert out.count(MASK) == 6, out
     assert "token-x" not in out and "route-secret" not in out
+
+
+@pytest.mark.parametrize("writer", ["json twice", "repr of json", "json of repr", "repr twice"])
+def test_a_secret_whose_spelling_starts_another_longer_ones_leaves_none_of_that_one_to_show(writer: str) -> None:
+    """The secrets' pattern tries the longest secret first: ``a\\\\\\\\bcdQ`` (nine characters) before ``a\\bcdQRS``
+    (eight), whose form escaped twice starts with the first as written, and whose ``RS`` was left to show."""
+    longer, shorter = "a\\bcdQRS", "a" + "\\" * 4 + "bcdQ"
+    with only(longer, shorter):
+        assert redact(f"⟦{WRITERS[writer](longer)}⟧") == f"⟦{MASK}⟧"
+        assert redact(f"⟦{shorter}⟧ ⟦{WRITERS[writer](shorter)}⟧") == f"⟦{MASK}⟧ ⟦{MASK}⟧"
+
+
+@settings(max_examples=200)  # each example builds a pattern of its own
+@given(secret=secrets, writer=st.sampled_from(sorted(WRITERS)), data=st.data())
+def test_a_registered_start_of_a_secrets_written_form_leaves_none_of_it_to_show(secret: str, writer: str,
+                                                                                data: st.DataObject) -> None:
+    form = WRITERS[writer](secret)
+    if len(form) < 5:
+        return
+    start = form[:data.draw(st.integers(4, len(form) - 1))]
+    with only(secret, start):
+        assert redact(f"⟦{form}⟧") == f"⟦{MASK}⟧", (secret, form, start)
