@@ -2,9 +2,9 @@
 as nginx's ``location /sb/ { proxy_pass http://gateway/; }`` does, for tests of the pages behind one.
 
 ``/sb/<rest>`` goes on to the gateway's ``/<rest>`` (query, method, body, the browser's own ``Host``, as
-``proxy_set_header Host $host`` passes it); its answer comes back as it arrives, so a stream of Server-Sent Events
-is not held back. A path outside the prefix is 404, and kept in `PrefixProxy.strays`: what a page asked for at the
-proxy's root is what would have gone astray.
+``proxy_set_header Host $http_host`` passes it, port and all); its answer comes back as it arrives, so a stream of
+Server-Sent Events is not held back. A path outside the prefix is 404, and kept in `PrefixProxy.strays`: what a
+page asked for at the proxy's root is what would have gone astray.
 """
 
 from __future__ import annotations

@@ -54,3 +54,29 @@ async def test_only_links_to_the_folders_files_change(http, tmp_path) -> None:
                                              '<img src="y.png">')
     finally:
         await runner.cleanup()
+
+
+NGINX_HOST = re.compile(r"proxy_set_header\s+Host\s+(\$\w+);")
+
+
+@pytest.mark.parametrize("published", ["tools.example.com", "tools.example.com:8443"])
+async def test_the_documented_nginx_host_header_lets_the_page_post_on_any_port(http, published) -> None:
+    # docs/platforms/web.md's nginx block, on the port the proxy listens on: nginx's $host is the name alone, no
+    # port, so a browser's Origin "https://tools.example.com:8443" never matched it and every send was 403.
+    from platforms.web import WebChatAdapter
+    from tests.platforms.test_web_adapter import TOKEN, Sink
+    from tests.web_client import post_message, serve
+
+    docs = (Path(__file__).parents[2] / "docs/platforms/web.md").read_text()
+    [variable] = NGINX_HOST.findall(docs.split("### Behind a reverse proxy", 1)[1].split("```", 3)[1])
+    host = {"$host": published.split(":")[0], "$http_host": published}[variable]  # what nginx sets it to
+    adapter = WebChatAdapter(token=TOKEN)
+    await adapter.start(Sink())
+    runner, base = await serve(adapter)
+    try:
+        status, body = await post_message(http, base, "c1", "hi", key="key-00000001", headers={
+            "Host": host, "Origin": f"https://{published}", "Authorization": f"Bearer {TOKEN}"})
+        assert status == 202, body
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
