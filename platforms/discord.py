@@ -241,6 +241,8 @@ class DiscordAdapter:
         self._queue: asyncio.Queue[Item | Edit | Deletion | Access] = asyncio.Queue()
         self._edits: MessageEdited | None = None
         self._deletions: MessageDeleted | None = None
+        self._deleted_first: OrderedDict[int, None] = OrderedDict()
+        """Messages whose deletion dropped nothing, by id: one handed over after it is not (`discord_deletions`)."""
         self._membership = Membership(lambda access: self._queue.put_nowait(access))
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
@@ -552,14 +554,17 @@ class DiscordAdapter:
             await self._hand_over_edit(item.message)
             return
         if isinstance(item, Deletion):
-            if self._deletions is not None:
-                await discord_deletions.hand_over(self._deletions, item, self._client, self._membership.thread_chat,
-                                                  self._stop_asked)
+            if self._deletions is not None and await discord_deletions.hand_over(
+                    self._deletions, item, self._client, self._membership.thread_chat, self._stop_asked) == "missed":
+                remember(self._deleted_first, item.message_id, None, discord_deletions.REMEMBERED_DELETIONS)
             return
         if isinstance(item, Access):
             await self._membership.tell(item)
             return
         inbound, channel_id, message_id = item
+        if inbound is not None and message_id in self._deleted_first:  # read again after its deletion came live
+            log.info("discord: message %s came after its deletion; not handed over", message_id)
+            inbound = None
         if inbound is not None:
             inbound = await self._in_thread(inbound)
             self._membership.handed_over(inbound.chat_id, inbound.thread_id)  # someone writes there: the bot may too

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Literal
 
 from platforms import discord_inbound
 from platforms.base import Inbound, MessageDeleted
 from platforms.discord_handover import until_recorded
 from platforms.discord_inbound import ThreadChat
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+
+REMEMBERED_DELETIONS = 1000
+"""How many deletions that dropped nothing the adapter keeps, newest last: a message handed over after its own
+deletion (`platforms.discord_catch_up.reread` reads a channel while live events flow) is then not handed over."""
 
 
 @dataclass(frozen=True)
@@ -38,19 +43,25 @@ def deletions(payload: discord.RawMessageDeleteEvent | discord.RawBulkMessageDel
 
 
 async def hand_over(deleted: MessageDeleted, deletion: Deletion, client: discord.Client | None,
-                    thread_chat: ThreadChat, stopping: asyncio.Event) -> None:
+                    thread_chat: ThreadChat, stopping: asyncio.Event) -> Literal["dropped", "missed", "left"]:
     """Tell the gateway of ``deletion`` in the conversation its message was handed over in, until it has recorded
     it (`until_recorded`: Discord never sends it again). The thread is the one discord.py holds, or the gateway
     knows (`discord_inbound.chat_of`), with no call to Discord: a message of a thread handed over made it known
-    (`discord_membership.Membership.handed_over`), and a deletion comes after its message."""
+    (`discord_membership.Membership.handed_over`), and a deletion comes after its message, but for one a channel's
+    read again after the catch-up hands over: ``"missed"`` says the gateway dropped nothing (`REMEMBERED_DELETIONS`),
+    ``"dropped"`` that it did, or the hand-over failed; ``"left"``, a stop left it unrecorded."""
     channel = client.get_channel(deletion.channel_id) if client is not None else None
     chat_id, thread_id = discord_inbound.chat_of(channel, deletion.channel_id, thread_chat)
     message_id = str(deletion.message_id)
 
+    found: list[bool] = []
+
     async def tell(_: Inbound) -> None:
-        await deleted("discord", chat_id, thread_id, message_id)
+        found.append(await deleted("discord", chat_id, thread_id, message_id))
 
     # `until_recorded` names the event by its id alone: the message's, as an edit's is.
     named = Inbound(platform="discord", chat_id=chat_id, thread_id=thread_id, user_id="", user_name=None, text="",
                     event_id=message_id, message_id=message_id)
-    await until_recorded(tell, named, stopping)
+    if await until_recorded(tell, named, stopping) == "left":
+        return "left"
+    return "missed" if found and not found[-1] else "dropped"
