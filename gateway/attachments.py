@@ -489,7 +489,8 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         said = file_contents.type_said(attachment.mime_type, held) if data else (
             file_contents.plain(attachment.mime_type or "") or "unknown type")
         if held is not None and held[0] in file_contents.PICTURES and len(images) < MAX_IMAGES:
-            images.append(_Picture(path, attachment, said, file_contents.content_type(data, pictures=False)))
+            otherwise = file_contents.content_type(data, pictures=False)
+            images.append(_Picture(path, attachment, said, otherwise, len(files)))
             continue
         files.append((path, attachment, said))
         if supports_vision and (heif := file_contents.heif(data)):
@@ -516,6 +517,8 @@ class _Picture:
     otherwise: tuple[str, str] | None
     """What it holds if it is no picture (`gateway.file_contents.content_type` without pictures): for a document
     the decoder refuses, listed as a file. Not its bytes, which would be held until every picture is decoded."""
+    after: int
+    """How many files were listed before it: one the decoder refuses is listed in its place, in the order sent."""
 
 
 def _plain_name(attachment: Attachment) -> str:
@@ -552,7 +555,7 @@ async def _transcribe(transcriber: Any, data: bytes, attachment: Attachment, not
 async def _content(body: str, images: list[_Picture], files: list[tuple[str, Attachment, str]], missed: list[str],
                    workspace: Path, supports_vision: bool) -> str | list[dict[str, Any]]:
     shown: str | list[dict[str, Any]] = ""
-    missed, files = [*missed], [*files]
+    missed, files, listed = [*missed], [*files], files
     if images:
         # Decoded before a word is written: what the decoder refuses decides the text. A document that only starts
         # like a picture (a note beginning "GIF89a is…", a JPEG cut short sent as a file) was said to be taken as a
@@ -574,7 +577,7 @@ async def _content(body: str, images: list[_Picture], files: list[tuple[str, Att
             else:  # text that only starts like a picture, or a broken one sent as a file: listed with its path
                 said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
                         else f"{picture.said}; it {why}")
-                files.append((picture.path, picture.attachment, said))
+                files.insert(picture.after + len(files) - len(listed), (picture.path, picture.attachment, said))
         images = kept
     parts = [body] if body else []
     if not body and images and not files:
