@@ -28,6 +28,7 @@ from gateway.outbox import Outbox
 from gateway.sessions import quote_of
 from gateway.store import Inbox
 from platforms.base import Inbound
+from platforms.not_recorded import storage_refusal
 
 log = logging.getLogger("gateway.dead_letters")
 
@@ -156,8 +157,12 @@ class DeadLetterPolicy:
             await self._clock.sleep(interval)
             try:
                 requeued = self._inbox.take_requeued(of=self._platforms)
-            except Exception:
-                log.exception("taking up re-queued events failed")
+            except Exception as exc:
+                if not storage_refusal(exc):
+                    log.exception("taking up re-queued events failed")
+                else:  # expected while the database refuses, at every poll: a traceback would tell nothing more
+                    log.warning("taking up re-queued events failed: the state database refused it (%s: %s); "
+                                "looking again in %.1f s", type(exc).__name__, exc, interval)
                 continue
             for inbound, turn_id in requeued:  # each on its own: one that fails keeps none of the others waiting
                 log.info("handling re-queued %s event %s", inbound.platform, inbound.event_id)

@@ -49,7 +49,9 @@ async def hand_over(deleted: MessageDeleted, deletion: Deletion, client: discord
     knows (`discord_inbound.chat_of`), with no call to Discord: a message of a thread handed over made it known
     (`discord_membership.Membership.handed_over`), and a deletion comes after its message, but for one a channel's
     read again after the catch-up hands over: ``"missed"`` says the gateway dropped nothing (`REMEMBERED_DELETIONS`),
-    ``"dropped"`` that it did, or the hand-over failed; ``"left"``, a stop left it unrecorded."""
+    ``"dropped"`` that it did, or the hand-over failed; ``"left"``, a stop left it unrecorded. A message of a thread
+    Discord did not name in time (`platforms.discord.DiscordAdapter._in_thread`) was handed over as the channel's own,
+    (thread, no thread): looked for there too, as the thread may be known by its deletion."""
     channel = client.get_channel(deletion.channel_id) if client is not None else None
     chat_id, thread_id = discord_inbound.chat_of(channel, deletion.channel_id, thread_chat)
     message_id = str(deletion.message_id)
@@ -57,7 +59,10 @@ async def hand_over(deleted: MessageDeleted, deletion: Deletion, client: discord
     found: list[bool] = []
 
     async def tell(_: Inbound) -> None:
-        found.append(await deleted("discord", chat_id, thread_id, message_id))
+        dropped = await deleted("discord", chat_id, thread_id, message_id)
+        if not dropped and thread_id is not None:  # handed over as the channel's own: its thread not named in time
+            dropped = await deleted("discord", thread_id, None, message_id)
+        found.append(dropped)
 
     # `until_recorded` names the event by its id alone: the message's, as an edit's is.
     named = Inbound(platform="discord", chat_id=chat_id, thread_id=thread_id, user_id="", user_name=None, text="",
