@@ -46,17 +46,21 @@ MASK = "***"
 
 
 class _Gated:
-    """A token shape's regex, tried only on a text where one of ``gates`` finds what each of its matches holds
-    (a bot token's digit, colon and 30 characters after it): the shape's regex starts at any digit, and tried at
-    each took 0.03 s a megabyte of log text, where a gate, starting with a fixed string, passes over the text as
-    fast as that string is found."""
+    """A token shape's regex, tried only on a text where one of ``gates`` (a pattern or a test) finds what each of
+    its matches holds (a bot token's digit, colon and 30 characters after it): the shape's regex starts at any
+    digit, and tried at each took 0.03 s a megabyte of log text, where a gate, starting with a fixed string, passes
+    over the text as fast as that string is found."""
 
-    def __init__(self, regex: str, *gates: str) -> None:
+    def __init__(self, regex: str, *gates: str | Callable[[str], object]) -> None:
         self._regex = re.compile(regex)
-        self._gates = [re.compile(gate) for gate in gates]
+        self._gates = [gate if callable(gate) else re.compile(gate).search for gate in gates]
 
     def sub(self, replacement: str, text: str) -> str:
-        return self._regex.sub(replacement, text) if any(gate.search(text) for gate in self._gates) else text
+        return self._regex.sub(replacement, text) if any(gate(text) for gate in self._gates) else text
+
+
+def _says_bearer(text: str) -> bool:
+    return "bearer" in text.lower()
 
 
 # Shapes of credentials that may reach a log line without ever being registered
@@ -65,15 +69,23 @@ _PATTERNS = [
     # Each starts with a character, its word boundary checked behind it: the regex engine then skips to where that
     # character is, where a pattern starting with the boundary was tried at every place in the text (0.3 s a
     # megabyte for the four).
-    # `Bot` is Discord's Authorization scheme; case-sensitive and long, so prose about bots survives.
-    (re.compile(r"(B(?<!\wB)(?:earer|ot)) [A-Za-z0-9._~+/=-]{20,}"), r"\1 " + MASK),
+    # An HTTP scheme is case-insensitive and may be followed by several spaces (RFC 9110), or a tab as some
+    # clients write it. A pattern starting with either case of a letter is tried at each place in the text (0.01 s
+    # a megabyte): tried only where the text, in lower case, holds ``bearer``.
+    (_Gated(r"([Bb](?<!\w[Bb])[Ee][Aa][Rr][Ee][Rr][ \t]+)[A-Za-z0-9._~+/=-]{20,}", _says_bearer), r"\1" + MASK),
+    # `Bot` is Discord's scheme; case-sensitive, so prose about bots followed by a dotted logger name or a path
+    # survives.
+    (re.compile(r"(B(?<!\wB)ot[ \t]+)[A-Za-z0-9._~+/=-]{20,}"), r"\1" + MASK),
     (re.compile(r"sk-(?<!\wsk-)[A-Za-z0-9_-]{16,}"), MASK),
     # A Telegram bot token stands alone or follows /bot; a number at the end of an id (an outbox key's
     # ``tc-<turn id>:card-…``) is no bot id.
-    # A URL's path may hold it percent-encoded, its colon as %3A (an error page quoting the request).
-    (_Gated(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%3[Aa])[A-Za-z0-9_-]{30,}",
-            r":(?<=[0-9]:)[A-Za-z0-9_-]{30}", r"%3[Aa](?<=[0-9]%3[Aa])[A-Za-z0-9_-]{30}"), MASK),
-    (re.compile(r"x(?<!\wx)(?:ox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),  # Slack bot, user and app tokens
+    # A URL's path may hold it percent-encoded, its colon as %3A or, in a URL quoted in another, %253A (an error
+    # page quoting the request); a JSON string as ``\u003a``, escaped once or twice.
+    (_Gated(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%(?:25)?3[Aa]|\\{1,2}u003[Aa])[A-Za-z0-9_-]{30,}",
+            r":(?<=[0-9]:)[A-Za-z0-9_-]{30}", r"%3[Aa](?<=[0-9]%3[Aa])[A-Za-z0-9_-]{30}",
+            r"%253[Aa](?<=[0-9]%253[Aa])[A-Za-z0-9_-]{30}", r"u003[Aa](?<=\\u003[Aa])[A-Za-z0-9_-]{30}"), MASK),
+    # Slack bot, user, app and refresh tokens, and a rotating one's access token (``xoxe.xoxp-1-…``)
+    (re.compile(r"x(?<!\wx)(?:ox[abepr]|oxe\.xox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),
 ]
 MAX_TEXT_CHARS = 16_000
 """A record's message, its traceback and its stack are each cut to about this many characters
@@ -87,10 +99,12 @@ by the agent."""
 _MIN_SECRET = 4  # shorter values would mask ordinary words all over the log
 _TOKEN_REACH = 128
 """What a token shape needs to be recognised (`_PATTERNS`: at most ``Bearer `` and 20 characters, or a
-bot id and 31): the margin a cut text is masked past what it keeps, with the longest registered secret."""
-_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=:_-%")
-"""What a token shape's characters after its first space are made of (``%``: a bot token's colon as ``%3A``)."""
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_%-]*")
+bot id, its colon (at most 7 characters: ``\\\\u003a``) and 30): the margin a cut text is masked past what it
+keeps, with the longest registered secret."""
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=:_-%\\")
+"""What a token shape's characters after its scheme are made of (``%`` and ``\\``: a bot token's colon as
+``%3A`` or ``\\u003a``)."""
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=:_%\\-]*")
 _secrets: set[str] = set()
 _longest = 0
 _secrets_re: re.Pattern[str] | None = None
@@ -422,8 +436,8 @@ def _masked_end(text: str, keep: int) -> tuple[str, int, bool]:
         start = _clear_start(text, cut, max(0, cut - margin))
         if start is None:
             end = _past_secrets(text, cut, _TOKEN_RUN.match(text, cut).end())
-            scheme = next((word for word in ("Bearer", "Bot") if text.endswith(word, 0, end)), "")
-            return redact(MASK + scheme + text[end:])[-keep:], cut, False
+            scheme = _scheme_start(text, end, spaced=False)
+            return redact(MASK + text[scheme:_spaced(text, end)] + text[end:])[-keep:], cut, False
         masked = redact(text[start:])
         if len(masked) >= keep + (cut - start) + margin:
             return masked[-keep:], start, False
@@ -433,7 +447,7 @@ def _masked_end(text: str, keep: int) -> tuple[str, int, bool]:
 
 def _clear_start(text: str, at: int, limit: int) -> int | None:
     """The last place at or before ``at``, and not before ``limit`` (None: there is none), where masking may
-    start as if the text began there: outside a run of token characters, its ``Bearer `` or ``Bot `` and any
+    start as if the text began there: outside a run of token characters, its scheme (`_scheme_start`) and any
     registered secret. A secret masked just before a run (``…hunter2sk-…``) is what lets a token shape start
     there: masking from inside the secret would leave all of that run, however long, to show."""
     pattern = _secrets_pattern()
@@ -443,8 +457,7 @@ def _clear_start(text: str, at: int, limit: int) -> int | None:
             start -= 1
         if start > 0 and text[start - 1] in _TOKEN_CHARS:
             return None
-        scheme = next((word for word in ("Bearer ", "Bot ") if text.endswith(word, 0, start)), "")
-        start -= len(scheme)
+        start = _scheme_start(text, start)
         lo = max(0, start - _longest + 1)
         while pattern is not None and (found := _search(pattern, text, lo, start + _longest)) and found[0] < start:
             if found[1] > start:
@@ -456,6 +469,24 @@ def _clear_start(text: str, at: int, limit: int) -> int | None:
         if start < limit:
             return None
         at = start
+
+
+def _spaced(text: str, end: int) -> int:
+    """Where the run of spaces and tabs ending at ``end`` in ``text`` starts."""
+    while end > 0 and text[end - 1] in " \t":
+        end -= 1
+    return end
+
+
+def _scheme_start(text: str, start: int, *, spaced: bool = True) -> int:
+    """Where the ``Bearer`` (any case) or ``Bot`` ending ``text[:start]`` starts, with the spaces and tabs after it
+    (``spaced``: at least one), or ``start``: a token shape after it is recognised by it."""
+    word_end = _spaced(text, start)
+    if spaced and word_end == start:
+        return start
+    if text[max(0, word_end - 6):word_end].lower() == "bearer":
+        return word_end - 6
+    return word_end - 3 if text.endswith("Bot", 0, word_end) else start
 
 
 def _past_secrets(text: str, start: int, end: int) -> int:
