@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import io
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +55,9 @@ _UPRIGHT = {
 }
 """What turns an image with each orientation upright (as `PIL.ImageOps.exif_transpose` does)."""
 _LOSSLESS = frozenset({"image/png", "image/gif"})
+_ADDRESS = re.compile(r" ?<[\w.]+ object at 0x[0-9a-fA-F]+>")
+"""What Pillow's refusal names the bytes by ("cannot identify image file <_io.BytesIO object at 0x7f…>"): an
+address that changes every run, noise in the model's note that no prompt cache matches twice."""
 _FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
 """Pillow's name for each type an image is taken as (`agent.images.image_type`). Only the one its
 leading bytes name is tried: by default Pillow tries every format it knows once that one fails,
@@ -100,7 +104,8 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
         except Image.DecompressionBombError as exc:
             raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None
         except Exception as exc:  # Pillow's decoders raise OSError, ValueError, SyntaxError, struct.error, ...
-            raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {exc}") from None
+            why = _ADDRESS.sub("", str(exc))
+            raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {why}") from None
 
 
 def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:

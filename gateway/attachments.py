@@ -12,7 +12,7 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
   decided by the bytes (`gateway.file_contents.content_type`), not by the platform's label nor the type
   stated: a PNG sent as a document typed application/pdf is one (the model is told
   the type it was sent under), and text, HTML or SVG typed image/png never is. Images
-  past the eighth are listed as files;
+  past the eighth shown are listed as files (one the decoder refuses gives its place to the next);
   a photo a vision model is not sent because it cannot be decoded is among the files that
   did not reach the model (a document, or text, whose first bytes only name a picture is
   listed as a file), and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user
@@ -488,7 +488,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
         # An empty file tells nothing (not "binary, not text"): its stated type is said.
         said = file_contents.type_said(attachment.mime_type, held) if data else (
             file_contents.plain(attachment.mime_type or "") or "unknown type")
-        if held is not None and held[0] in file_contents.PICTURES and len(images) < MAX_IMAGES:
+        if held is not None and held[0] in file_contents.PICTURES:
             otherwise = file_contents.content_type(data, pictures=False)
             images.append(_Picture(path, attachment, said, otherwise, len(files)))
             continue
@@ -518,7 +518,8 @@ class _Picture:
     """What it holds if it is no picture (`gateway.file_contents.content_type` without pictures): for a document
     the decoder refuses, listed as a file. Not its bytes, which would be held until every picture is decoded."""
     after: int
-    """How many files were listed before it: one the decoder refuses is listed in its place, in the order sent."""
+    """How many files were listed before it: one the decoder refuses, or past the pictures shown, is listed in its
+    place, in the order sent."""
 
 
 def _plain_name(attachment: Attachment) -> str:
@@ -557,28 +558,7 @@ async def _content(body: str, images: list[_Picture], files: list[tuple[str, Att
     shown: str | list[dict[str, Any]] = ""
     missed, files, listed = [*missed], [*files], files
     if images:
-        # Decoded before a word is written: what the decoder refuses decides the text. A document that only starts
-        # like a picture (a note beginning "GIF89a is…", a JPEG cut short sent as a file) was said to be taken as a
-        # picture, then did not reach the model, its path never listed.
-        largest = max(os.path.getsize(workspace / p.path) for p in images)
-        unusable: list[tuple[str, str]] = []
-        shown = await first_turn_content_async("", [p.path for p in images], workspace=workspace,
-                                               supports_vision=supports_vision, max_bytes=largest, unusable=unusable)
-        refused = dict(unusable)
-        kept = []
-        for picture in images:
-            why = refused.get(picture.path)
-            if why is None:
-                kept.append(picture)
-            elif picture.otherwise is None and picture.attachment.kind == "image":
-                # A photo cut short did not reach the model any more than a failed download.
-                kept.append(picture)
-                missed.append(f"{_plain_name(picture.attachment)} ({why})")
-            else:  # text that only starts like a picture, or a broken one sent as a file: listed with its path
-                said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
-                        else f"{picture.said}; it {why}")
-                files.insert(picture.after + len(files) - len(listed), (picture.path, picture.attachment, said))
-        images = kept
+        shown, images = await _shown(images, files, listed, missed, workspace, supports_vision)
     parts = [body] if body else []
     if not body and images and not files:
         sent = "an image" if len(images) == 1 else f"{len(images)} images"
@@ -593,12 +573,63 @@ async def _content(body: str, images: list[_Picture], files: list[tuple[str, Att
     text = "\n\n".join(parts)
     # The pictures' text, when no picture could be shown (`agent.images.first_turn_content`), follows the
     # message's.
-    content: str | list[dict[str, Any]] = (
-        [{"type": "text", "text": text}, *shown[1:]] if isinstance(shown, list)
-        else "\n\n".join(p for p in (text, shown.lstrip("\n")) if p))
+    told, pictures = (shown[0]["text"], shown[1:]) if isinstance(shown, list) else (shown.lstrip("\n"), [])
+    text = "\n\n".join(p for p in (text, told) if p)
+    content: str | list[dict[str, Any]] = [{"type": "text", "text": text}, *pictures] if pictures else text
     if missed:
         content = with_text(content, f"[Files the user sent that did not reach you: {'; '.join(missed)}]")
     return content
+
+
+async def _shown(pictures: list[_Picture], files: list[tuple[str, Attachment, str]],
+                 listed: list[tuple[str, Attachment, str]], missed: list[str], workspace: Path,
+                 supports_vision: bool) -> tuple[str | list[dict[str, Any]], list[_Picture]]:
+    """What of ``pictures`` the model is shown (`agent.images.first_turn_content`), at most `MAX_IMAGES`, and the
+    pictures it is told of as such. Decoded before a word is written: what the decoder refuses decides the text. A
+    document that only starts like a picture (a note beginning "GIF89a is…", a JPEG cut short sent as a file) was
+    said to be taken as a picture, then did not reach the model, its path never listed. A picture refused gives its
+    place to the next one sent: the first eight sent held the places, so with a photo cut short among them a ninth
+    was listed as a file while seven were shown. Those past the places are listed as files, where they were sent;
+    ``files`` (the files listed, ``listed`` as they were before) and ``missed`` take what is not shown."""
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    kept: list[_Picture] = []
+    places, waiting = MAX_IMAGES, pictures
+    while waiting and places:
+        batch, waiting = waiting[:places], waiting[places:]
+        largest = max(os.path.getsize(workspace / p.path) for p in batch)
+        unusable: list[tuple[str, str]] = []
+        shown = await first_turn_content_async("", [p.path for p in batch], workspace=workspace,
+                                               supports_vision=supports_vision, max_bytes=largest, unusable=unusable)
+        if isinstance(shown, list):
+            images.extend(shown[1:])
+        elif shown:
+            texts.append(shown.lstrip("\n"))
+        refused = dict(unusable)
+        # Without vision nothing is decoded, and what is refused (a file gone since it was stored) keeps its place.
+        places = places - sum(p.path not in refused for p in batch) if supports_vision else 0
+        for picture in batch:
+            why = refused.get(picture.path)
+            if why is None:
+                kept.append(picture)
+            elif picture.otherwise is None and picture.attachment.kind == "image":
+                # A photo cut short did not reach the model any more than a failed download.
+                kept.append(picture)
+                missed.append(f"{_plain_name(picture.attachment)} ({why})")
+            else:  # text that only starts like a picture, or a broken one sent as a file: listed with its path
+                said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
+                        else f"{picture.said}; it {why}")
+                _list_in_place(files, listed, picture, said)
+    for picture in waiting:
+        _list_in_place(files, listed, picture, picture.said)
+    text = "\n\n".join(texts)
+    return ([{"type": "text", "text": text}, *images] if images else text), kept
+
+
+def _list_in_place(files: list[tuple[str, Attachment, str]], listed: list[tuple[str, Attachment, str]],
+                   picture: _Picture, said: str) -> None:
+    """``picture`` listed among ``files`` where it was sent; pictures are listed in the order sent."""
+    files.insert(picture.after + len(files) - len(listed), (picture.path, picture.attachment, said))
 
 
 # -- the turn's side ---------------------------------------------------------------------------
