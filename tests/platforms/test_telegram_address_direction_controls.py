@@ -39,8 +39,9 @@ EVIL = "moc.elgoog.www@evil.example/"
      '<a href="https://5.6.7.8%E2%80%8F@1.2.3.4/">https://5.6.7.8%E2%80%8F@1.2.3.4/</a>'),
     # After an isolate or override each link is laid out by itself; Telegram ends a bare address at the U+2069.
     ("\u2067 https://1.2.3.4/", "\u2067 \u2066https://1.2.3.4/\u2069"),
+    # A label that reads as another address (an IPv4 host and a path) is written out, the link's own after it.
     ("\u2067 [1.2.3.4/5.6.7.8](https://x.example/)",
-     '\u2067 \u2066<a href="https://x.example/">1.2.3.4/5.6.7.8</a>\u2069'),
+     '\u2067 \u20661.2.3.4/5.6.7.8 (<a href="https://x.example/">https://x.example/</a>)\u2069'),
     ("\u202e [/moc.elgoog.www//:sptth](https://evil.example/) **https://x.example/**",
      '\u202e \u2066<a href="https://evil.example/">/moc.elgoog.www//:sptth</a>\u2069 '
      '<b>\u2066https://x.example/\u2069</b>'),
@@ -74,7 +75,7 @@ async def test_telegram_gets_each_address_as_the_address_it_links_to(
     message = fake.messages["42"][-1]
     text = message["text"]
     assert text == ("Log in at https://%E2%81%A75.6.7.8@1.2.3.4/ or https://5.6.7.8%E2%80%8F@1.2.3.4/ then "
-                    "\u2067\u20661.2.3.4/5.6.7.8\u2069")
+                    "\u2067\u20661.2.3.4/5.6.7.8 (https://evil.example/)\u2069")  # another address: written out
     assert [(text[e["offset"]:e["offset"] + e["length"]], e["url"]) for e in message["entities"]
             if e["type"] == "text_link"] == [("https://5.6.7.8%E2%80%8F@1.2.3.4/", "https://5.6.7.8%E2%80%8F@1.2.3.4/"),
-                                             ("1.2.3.4/5.6.7.8", "https://evil.example/")]
+                                             ("https://evil.example/", "https://evil.example/")]
