@@ -6,7 +6,6 @@ be opened on them (a server's channel: no DM, no thread) are remembered as the b
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,21 +17,11 @@ from platforms.discord import DiscordAdapter
 from platforms.discord_locked import RECHECK_SECONDS
 from platforms.discord_membership import THREAD_DELETED
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
-from tests.platforms.chat_lost import Lost, losing
-
-GUILD, CHANNEL, THREAD, BOB = 500, 600, 800, 42
-POST = "POST /channels/{channel_id}/messages"
+from tests.discord_client import fake_discord
+from tests.platforms.chat_lost import Lost
+from tests.platforms.locked_thread import BOB, CHANNEL, POST, THREAD, Clock, asked_in_thread
 
 fake = fake_discord()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -42,15 +31,8 @@ def clock() -> Clock:
 
 @pytest.fixture
 async def started(fake: FakeDiscord, clock: Clock) -> AsyncIterator[tuple[DiscordAdapter, str, Lost]]:
-    """An adapter that has heard Bob ask in ``THREAD``; the id of his question; what it told lost."""
-    try:
-        async with losing(adapter_for(fake, clock=clock)) as (adapter, lost, sink):
-            asked = fake.push_guild_message(GUILD, CHANNEL, BOB, "how big is it?", mention_bot=True,
-                                            thread_id=THREAD)
-            await fake.wait_for(lambda: sink.inbound)
-            yield adapter, asked, lost
-    finally:
-        await join_heartbeat_threads()
+    async with asked_in_thread(fake, clock) as started:
+        yield started
 
 
 def part(asked: str | None, key: str, text: str = "about 3 MB", kind: str = "reply") -> Outbound:

@@ -5,7 +5,6 @@ Discord's refusal is. Real discord.py in `DiscordAdapter` against the loopback `
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,22 +14,12 @@ from platforms.base import Forbidden, Outbound
 from platforms.discord import TYPING, DiscordAdapter
 from platforms.discord_locked import RECHECK_SECONDS
 from platforms.fakes.discord import FakeDiscord
-from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
-from tests.platforms.chat_lost import losing
+from tests.discord_client import fake_discord
+from tests.platforms.locked_thread import CHANNEL, POST, THREAD, Clock, asked_in_thread
 
-GUILD, CHANNEL, THREAD, BOB = 500, 600, 800, 42
-POST = "POST /channels/{channel_id}/messages"
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
 
 fake = fake_discord()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -41,15 +30,9 @@ def clock() -> Clock:
 @pytest.fixture
 async def started(fake: FakeDiscord, clock: Clock) -> AsyncIterator[tuple[DiscordAdapter, str, str]]:
     """An adapter that has heard Bob ask in ``THREAD`` and posted its card there; his question's id, the card's."""
-    try:
-        async with losing(adapter_for(fake, clock=clock)) as (adapter, _, sink):
-            asked = fake.push_guild_message(GUILD, CHANNEL, BOB, "how big is it?", mention_bot=True,
-                                            thread_id=THREAD)
-            await fake.wait_for(lambda: sink.inbound)
-            card = await adapter.send(part("⏳ Thinking", "card", kind="notice"))
-            yield adapter, asked, card.message_id
-    finally:
-        await join_heartbeat_threads()
+    async with asked_in_thread(fake, clock) as (adapter, asked, _):
+        card = await adapter.send(part("⏳ Thinking", "card", kind="notice"))
+        yield adapter, asked, card.message_id
 
 
 def part(text: str, key: str, kind: str = "reply", asked: str | None = None) -> Outbound:
