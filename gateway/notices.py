@@ -23,7 +23,8 @@ log = logging.getLogger("gateway.notices")
 Send = Callable[[str, int], None]
 """``send(text, n)``: n = 0 sends the notice, later n edit it in place."""
 Detail = Callable[[], str | None]
-HELD = "⏳ Waiting for the model to come back"
+WAITING_FOR_MODEL = "Waiting for the model to come back"
+HELD = f"⏳ {WAITING_FOR_MODEL}"
 """What a notice reads while its turn waits for its model's server known to be down (`Notifier.hold`), as a progress
 card's headline does then (`gateway.progress_card.HELD`), whatever the mode: "still working" is what it is not."""
 

@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 from agent import Clock
 from gateway import child_states
 from gateway.excerpt import shorten
-from gateway.notices import format_elapsed
+from gateway.notices import WAITING_FOR_MODEL, format_elapsed
 
 log = logging.getLogger("gateway.progress_card")
 
@@ -35,7 +35,7 @@ CHILD_TICK_SECONDS = 2.0
 DELEGATE = "delegate_task"
 ASK = "clarify"
 """The tool that asks the chat and waits for its answer (`gateway.questions`): the card says whose move it is."""
-HELD = "Waiting for the model to come back"
+HELD = WAITING_FOR_MODEL
 """The headline's words while the turn waits for its model's server known to be down (`ProgressCard.hold`), as its
 chat's notice says it (`gateway.replies.MODEL_DOWN_WAITING`)."""
 
