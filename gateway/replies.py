@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from agent import TurnResult, exceeds_context, model_failure_kind
@@ -128,20 +129,26 @@ def _model_failed(retry_after: float | None, kind: str, down: bool) -> str:
 
 def down_waiting_text(seconds: float) -> str:
     """`MODEL_DOWN_WAITING` for a wait of up to ``seconds``."""
-    whole = round(seconds)
-    wait = _wait(seconds) if whole >= 60 else "a second" if whole <= 1 else f"{whole} seconds"
+    whole = _up(seconds)
+    wait = _wait(seconds, _up) if whole >= 60 else "a second" if whole <= 1 else f"{whole} seconds"
     return MODEL_DOWN_WAITING.format(wait=wait)
 
 
-def _wait(seconds: float) -> str:
+def _up(units: float) -> int:
+    """``units`` rounded up, so that a wait said "up to" is never shorter than the wait (80 s is "2 minutes", not
+    "a minute"); the tolerance keeps a whole number computed from a float (479.9999999 s of 8 minutes) as it is."""
+    return math.ceil(units - 1e-6)
+
+
+def _wait(seconds: float, rounding: Callable[[float], int] = round) -> str:
     """``seconds`` rounded as a person says a wait: a minute, 5 minutes, an hour, 3 hours, 2 days."""
-    minutes = round(seconds / 60)
+    minutes = rounding(seconds / 60)
     if minutes < 60:
         return "a minute" if minutes == 1 else f"{minutes} minutes"
-    hours = round(seconds / 3600)
+    hours = rounding(seconds / 3600)
     if hours < 48:
         return "an hour" if hours == 1 else f"{hours} hours"
-    return f"{round(seconds / 86400)} days"
+    return f"{rounding(seconds / 86400)} days"
 
 
 def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pictures: int = 0,
