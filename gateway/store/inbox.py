@@ -172,9 +172,13 @@ class Inbox:
     def settle(self, platform: str, event_id: str, *, into_turn: str | None = None) -> None:
         """The event is handled: it is not replayed after a restart. ``into_turn``: it was handled
         within that running turn (an answer to its question), which a redelivery then names
-        instead of the unused one `accept` gave it. Idempotent."""
-        self._db.write("UPDATE gateway_inbox SET status='done', turn_id=COALESCE(?, turn_id)"
-                       " WHERE platform=? AND event_id=?", (into_turn, _text(platform), _text(event_id)))
+        instead of the unused one `accept` gave it; a command answer kept for it (`keep_answer`), there for a replay
+        only, goes with it. Idempotent."""
+        key = (_text(platform), _text(event_id))
+        with self._db.transaction():
+            self._db.write("UPDATE gateway_inbox SET status='done', turn_id=COALESCE(?, turn_id)"
+                           " WHERE platform=? AND event_id=?", (into_turn, *key))
+            self._db.write("DELETE FROM gateway_inbox_answers WHERE platform=? AND event_id=?", key)
 
     def begin(self, platform: str, event_id: str) -> None:
         """The turn that handles the event starts (or the event was handed to a running turn, or

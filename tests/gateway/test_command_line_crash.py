@@ -129,3 +129,20 @@ async def test_an_answer_of_megabytes_waiting_in_line_is_not_written_to_the_stat
         assert said == ["hang over", big, "small"]  # still given in its turn
     finally:
         store.close()
+
+
+def test_a_kept_answer_goes_once_its_event_is_settled(tmp_path):
+    """Kept for a replay only: once its event is handled it is not left for the weekly prune (up to 200,000
+    characters a command, a busy chat's week of them)."""
+    store = GatewayStore(tmp_path / "s.db")
+    try:
+        inbound = Inbound(platform="chat", chat_id="c1", thread_id=None, user_id="u1", user_name=None,
+                          text="/deploy", event_id="e1")
+        store.inbox.accept(inbound, None)
+        store.inbox.begin("chat", "e1")
+        store.inbox.keep_answer("chat", "e1", "deployed")
+        assert store.inbox.kept_answer("chat", "e1") == "deployed"
+        store.inbox.settle("chat", "e1")
+        assert store.inbox.kept_answer("chat", "e1") is None
+    finally:
+        store.close()
