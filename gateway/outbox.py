@@ -657,9 +657,13 @@ class Outbox:
                     # The store failed under us, reading the part or recording what became of it.
                     # The part stays at the head: what the chat has queued behind it waits.
                     wait = delay * (0.75 + 0.5 * self._rng.random())
-                    log.error("outbox: %s chat %s: the store failed delivering row %s (%s: %s); the chat"
-                              " tries it again in %.1fs", chat[0], chat[1], row_id, type(exc).__name__, exc, wait,
-                              exc_info=exc if delay == BACKOFF_FIRST else None)
+                    # A full disk the database has said once holds every chat with a reply: a line (and a
+                    # traceback) per chat and try buried that one: 201 chats waiting five tries logged 1,006 ERRORs.
+                    told = self._store.told_down(exc)
+                    log.log(logging.DEBUG if told else logging.ERROR,
+                            "outbox: %s chat %s: the store failed delivering row %s (%s: %s); the chat"
+                            " tries it again in %.1fs", chat[0], chat[1], row_id, type(exc).__name__, exc, wait,
+                            exc_info=exc if delay == BACKOFF_FIRST and not told else None)
                     delay = min(delay * 2, BACKOFF_MAX)
                     await self._sender.held_back((*queue.urgent, *queue.progress), wait, preempt)
                     continue

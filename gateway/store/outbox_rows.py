@@ -10,6 +10,7 @@ module only stores (also when each platform held its parts for a refused token,
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -215,6 +216,13 @@ class OutboxRows:
     def commit(self) -> None:
         """Commit what is journaled now: the sender calls this right before every send."""
         self._db.commit()
+
+    def told_down(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is SQLite's while the database itself says once, for every chat it holds back, why it
+        cannot be written: the file refused (a full disk, a failing device: `SqliteDatabase.write_error`), or
+        another process holds its write lock."""
+        return isinstance(exc, sqlite3.OperationalError) and (
+            self._db.write_error is not None or self._db.write_lock_held_since is not None)
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """Writes that stand or fall together (`SqliteDatabase.transaction`): a part's failure and the note
