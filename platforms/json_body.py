@@ -31,8 +31,8 @@ def load_json_body(body: bytes) -> object:
     except UnicodeDecodeError as exc:
         offset = exc.start + len(body) - len(unmarked)  # of the body as sent
         # Windows PowerShell 5's Out-File and Set-Content write UTF-16 by default.
-        utf16 = " (it is UTF-16: send UTF-8)" if body[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else ""
-        raise ValueError(f"{_NOT_JSON}: the byte at offset {offset} is not UTF-8{utf16}") from None
+        wide = f" (it is {encoding}: send UTF-8)" if (encoding := _wide(body)) else ""
+        raise ValueError(f"{_NOT_JSON}: the byte at offset {offset} is not UTF-8{wide}") from None
     if not text.strip(" \t\r\n"):  # JSON's whitespace
         raise ValueError(f"{_NOT_JSON}: the body is empty")
     try:
@@ -40,12 +40,31 @@ def load_json_body(body: bytes) -> object:
     except _NumberTooLong:
         raise ValueError(f"body has a number too long to read (over {sys.get_int_max_str_digits()} digits)") from None
     except json.JSONDecodeError as exc:
+        if wide := _wide(unmarked):
+            # Without a byte order mark, UTF-16's NUL bytes decode as UTF-8: the parser's words ("Expecting
+            # property name ... column 2") sent the caller looking for a quoting mistake it had not made.
+            raise ValueError(f"{_NOT_JSON}: it is {wide}: send UTF-8") from None
         # Its message is the parser's own ("Expecting value"), never the text: a position, no content.
         raise ValueError(f"{_NOT_JSON}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except ValueError as exc:  # `_no_constant`
         raise ValueError(f"{_NOT_JSON}: {exc}") from None
     except RecursionError:
         raise ValueError(f"{_NOT_JSON}: nested too deeply") from None
+
+
+def _wide(body: bytes) -> str | None:
+    """``"UTF-16"`` or ``"UTF-32"`` for a body in either, told by its byte order mark or, without one, by where
+    the NUL bytes of its first (ASCII) characters fall (RFC 4627, section 3); else None."""
+    if body[:4] in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):
+        return "UTF-32"
+    if body[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "UTF-16"
+    nuls = tuple(b == 0 for b in body[:4])
+    if nuls in ((True, True, True, False), (False, True, True, True)):
+        return "UTF-32"
+    if nuls in ((True, False, True, False), (False, True, False, True)):
+        return "UTF-16"
+    return None
 
 
 class _NumberTooLong(ValueError):

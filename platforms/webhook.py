@@ -17,10 +17,10 @@ failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
 ``Retry-After`` header raises `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
-``delivery.max_retry_after``); any other non-2xx answer or connection failure raises
-`NetworkError` and the outbox backs off. Either way it retries for ``retry_for_seconds``. Each message names
-the request it answers (``origin_turn_id``, from the gateway's `platforms.base.TurnOrigin`): a background result
-comes in a turn of its own. At most
+``delivery.max_retry_after``); a 410 raises `NotFound`, final (the message is not sent again); any other non-2xx
+answer or connection failure raises `NetworkError` and the outbox backs off. Either of those it retries for
+``retry_for_seconds``. Each message names the request it answers (``origin_turn_id``, from the gateway's
+`platforms.base.TurnOrigin`): a background result comes in a turn of its own. At most
 `ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox. A route with one may be read too, each
@@ -433,7 +433,8 @@ class WebhookAdapter:
         any timestamp) but carries the same ``Idempotency-Key``, which receivers dedupe
         on. Raises `NotFound` for a chat of no configured route, `NetworkError` for a
         non-2xx answer (redirects included: a signed body is not forwarded) or a
-        connection failure or timeout. Interim messages are dropped, reported as sent."""
+        connection failure or timeout, `NotFound` (final) for a 410. Interim messages are dropped, reported as
+        sent."""
         name = message.chat_id.partition(":")[0]
         route = self.routes.get(name)
         if route is None:
@@ -492,6 +493,11 @@ class WebhookAdapter:
                                method="send", chat_id=chat_id) from exc
         if 200 <= status < 300:
             return
+        if status == 410:
+            # Gone: the receiver will never take it (a conversation it closed, a hook unsubscribed). Retried, it was
+            # sent again for retry_for_seconds, every later message of its chat waiting behind it.
+            raise NotFound(f"webhook route {name!r}: deliver_url answered HTTP 410 (gone): not sent again",
+                           method="send", chat_id=chat_id)
         wait = header_seconds(retry_after, self._clock()) if status == 429 or status >= 500 else None
         if wait is not None:
             raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
