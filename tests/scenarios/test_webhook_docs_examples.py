@@ -113,6 +113,10 @@ async def test_the_python_signing_example_is_accepted_and_its_reply_delivered(ga
     assert not verified(SECRETS["REPORTS_WEBHOOK_SECRET"], delivery.headers, delivery.body)
     assert not verified(secret, {**delivery.headers, "X-Switchboard-Timestamp": "1700000000"}, delivery.body)
     assert not verified(secret, {**delivery.headers, "X-Switchboard-Signature": "v1=ÿ"}, delivery.body)
+    signature = delivery.headers["X-Switchboard-Signature"]
+    assert verified(secret, {**delivery.headers, "X-Switchboard-Signature": signature.upper().replace("V1=", "v1=")},
+                    delivery.body)  # hex in either case, as the gateway's own check
+    assert not verified(secret, {**delivery.headers, "X-Switchboard-Signature": signature.upper()}, delivery.body)
     assert not verified(secret, {}, delivery.body)
 
 
