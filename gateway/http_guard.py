@@ -47,6 +47,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import ContentEncodingError, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
+from platforms.not_recorded import STOPPING, STOPPING_RETRY_AFTER
 from platforms.repeated_warnings import RepeatedWarnings
 
 log = logging.getLogger("gateway.server")
@@ -64,10 +65,6 @@ async def security_headers(request: web.Request, response: web.StreamResponse) -
     errors too. The answers made before the app (`expect_guard`, `encoding_guard`, a request aiohttp cannot
     parse) carry them from where they are made."""
     response.headers.update(SECURITY_HEADERS)
-
-
-STOPPING = "not accepting messages right now; retry later"
-"""The answer to a request cut off by the stop: the webhook platform's own for a body that arrives after it."""
 
 
 class BodyTimeout(Exception):
@@ -133,7 +130,8 @@ def body_guard(body_timeout: float, arrived: Callable[[RequestHandler], None] = 
         except BodyCutOff:
             said.warning("cut off", "%s %s from %s: body not received before the stop; answered 503",
                          request.method, request.rel_url.path, request.remote)
-            response = web.json_response({"error": STOPPING}, status=503)
+            response = web.json_response({"error": STOPPING}, status=503,
+                                         headers={"Retry-After": str(STOPPING_RETRY_AFTER)})
             response.force_close()
             return response
         except (ConnectionError, web.RequestPayloadError) as exc:

@@ -31,6 +31,12 @@ _FULL_OR_FAILING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO
 limit), failing or read-only: a stored attachment's, say. Not every `OSError`: a timeout or a refused
 connection inside the sink is one too, and taking it for storage would hand the event over again and
 again, holding those after it."""
+STOPPING = "not accepting messages right now; retry later"
+"""The answer (503) to a request that came while the gateway is not taking messages: starting, stopping, or cut
+off by the stop."""
+STOPPING_RETRY_AFTER = 5
+"""Seconds a `STOPPING` answer's ``Retry-After`` asks for: a restart's stop and start take about that; a caller
+without a policy of its own otherwise retried at once, into the same stop, or gave up."""
 
 
 def storage_refusal(exc: BaseException) -> bool:

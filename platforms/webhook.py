@@ -72,7 +72,13 @@ from platforms.base import (
     scalar_text,
 )
 from platforms.json_body import load_json_body
-from platforms.not_recorded import NOT_HANDLED_MESSAGE, NOT_HANDLED_STATUS, storage_refusal
+from platforms.not_recorded import (
+    NOT_HANDLED_MESSAGE,
+    NOT_HANDLED_STATUS,
+    STOPPING,
+    STOPPING_RETRY_AFTER,
+    storage_refusal,
+)
 from platforms.proxies import proxy_for
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.retry_after import header_seconds
@@ -273,7 +279,7 @@ class WebhookAdapter:
         if name not in self.routes:
             return _error(404, f"unknown route {name!r}")
         if self._sink is None:
-            return _error(503, "not accepting messages right now; retry later")
+            return _stopping()
         headers = request.headers
         if reason := malformed(headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)):
             return self._refusal(request, reason, "the body")
@@ -310,7 +316,7 @@ class WebhookAdapter:
                           user_id=user or f"webhook:{name}", user_name=user, text=text,
                           event_id=hashlib.sha256(event.encode()).hexdigest(), is_command=text.startswith("/"))
         if self._sink is None:  # stopped while the body came in: as one that came after the stop
-            return _error(503, "not accepting messages right now; retry later")
+            return _stopping()
         try:
             accepted = await self._sink(inbound)
         except Exception as exc:
@@ -569,6 +575,11 @@ def _only(allowed: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         response.headers["Allow"] = allowed
         return response
     return refuse
+
+
+def _stopping() -> web.Response:
+    """A request that came while the gateway is not taking messages (starting, stopping): try again shortly."""
+    return web.json_response({"error": STOPPING}, status=503, headers={"Retry-After": str(STOPPING_RETRY_AFTER)})
 
 
 def _error(status: int, reason: str, *, busy: bool = False, detail: str | None = None) -> web.Response:

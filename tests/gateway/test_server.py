@@ -206,6 +206,7 @@ async def test_a_body_still_coming_when_the_grace_is_over_is_answered_503(serve,
     writer.close()
     assert reply.startswith(b"HTTP/1.1 503 ")  # as the webhook answers a body that arrives after the stop
     assert json.loads(reply.partition(b"\r\n\r\n")[2]) == {"error": "not accepting messages right now; retry later"}
+    assert b"\r\nRetry-After: 5\r\n" in reply.partition(b"\r\n\r\n")[0]  # when to try again
     assert "body not received before the stop; answered 503" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
 

@@ -58,6 +58,7 @@ async def test_a_client_still_sending_its_body_does_not_hold_the_stop(tmp_path):
     assert code == 0 and took < GRACE + LATE
     assert reply.startswith(b"HTTP/1.1 503 ")  # what the docs promise a request that comes during a stop
     assert json.loads(reply.partition(b"\r\n\r\n")[2]) == {"error": "not accepting messages right now; retry later"}
+    assert b"\r\nRetry-After: 5\r\n" in reply.partition(b"\r\n\r\n")[0]  # when to try again
     assert any(line.endswith("gateway.serve: shutting down") for line in gateway.lines)
     assert any("body not received before the stop; answered 503" in line for line in gateway.lines)
     assert not [line for line in gateway.lines if "Traceback" in line or " ERROR " in line or " WARNING " in line]

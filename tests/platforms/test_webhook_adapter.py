@@ -353,13 +353,16 @@ async def test_same_body_on_two_routes_is_two_events(base: str, sink: Sink) -> N
     assert sink.inbound[0].event_id != sink.inbound[1].event_id
 
 
-async def test_not_started_or_stopped_answers_503(adapter: WebhookAdapter, base: str) -> None:
-    reply = await signed_post(f"{base}/webhooks/alerts", SECRET, {"text": "x"}, timestamp=TS)
-    assert reply.status == 503
+async def test_not_started_or_stopped_answers_503(adapter: WebhookAdapter, base: str,
+                                                  http: aiohttp.ClientSession) -> None:
+    body = body_of({"text": "x"})
+    headers = {TIMESTAMP_HEADER: TS, SIGNATURE_HEADER: sign(SECRET, TS, body)}
+    async with http.post(f"{base}/webhooks/alerts", data=body, headers=headers) as reply:
+        assert (reply.status, reply.headers.get("Retry-After")) == (503, "5")  # a restart's few seconds
     await adapter.start(Sink())
     await adapter.stop()
-    reply = await signed_post(f"{base}/webhooks/alerts", SECRET, {"text": "x"}, timestamp=TS)
-    assert reply.status == 503
+    async with http.post(f"{base}/webhooks/alerts", data=body, headers=headers) as reply:
+        assert (reply.status, reply.headers.get("Retry-After")) == (503, "5")
 
 
 async def test_a_request_whose_body_arrives_after_the_stop_answers_503(
@@ -382,6 +385,7 @@ async def test_a_request_whose_body_arrives_after_the_stop_answers_503(
     rest.set()
     async with await posting as response:
         assert response.status == 503  # the stop's answer: not a 500 from handing it to no gateway
+        assert response.headers.get("Retry-After") == "5"
         assert "retry" in (await response.json())["error"]
     assert sink.inbound == []
 
