@@ -134,7 +134,7 @@ from platforms.discord_connection import (
 )
 from platforms.discord_deletions import Deletion
 from platforms.discord_errors import PORTAL_HINT, described, ended_because
-from platforms.discord_handover import until_recorded
+from platforms.discord_handover import by_either_key, until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
 from platforms.discord_membership import THREAD_DELETED, THREAD_LEFT, Access, Membership, kept_out
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
@@ -270,7 +270,7 @@ class DiscordAdapter:
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
-        self._answers = discord_opened.Answers()
+        self._answers = discord_opened.Answers(clock)
         """The bot's answers (their message ids), those of before a restart asked of the store: a thread opened on one
         is the bot's."""
         self._refused_replies = RefusedReplies(clock)
@@ -589,8 +589,9 @@ class DiscordAdapter:
             return
         message = await self._in_thread(message)
 
-        async def hand_over(_: Inbound) -> None:
-            await edited(self.name, message.chat_id, message.thread_id, message_id, message.text)
+        async def hand_over(_: Inbound) -> None:  # its message perhaps keyed before its thread was known
+            await by_either_key(lambda chat, thread: edited(self.name, chat, thread, message_id, message.text),
+                                message.chat_id, message.thread_id)
 
         await until_recorded(hand_over, message, self._stop_asked)
 
@@ -629,7 +630,7 @@ class DiscordAdapter:
         me = self._client.user if self._client is not None else None
         if me is not None and message.author.id == me.id:
             self._twins.heard(message.id, message.channel.id, message.nonce)
-            self._posted.heard(message.nonce, message.id)
+            self._posted.heard(message.nonce, message.id, message.channel.id)
         inbound = self._inbound_of(message)
         # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
         if inbound is not None or message.channel.id in self._last_seen.last_seen:
@@ -742,17 +743,24 @@ class DiscordAdapter:
     async def _post_or_move(self, message: Outbound, post: Callable[[], Awaitable[Sent]],
                       file: OutboundFile | None = None) -> Sent:
         """``post`` (``message``'s, with ``file``), in its thread's channel when the thread refuses it as locked
-        (`discord_locked`); at once, without trying the thread, while the thread is known locked."""
+        (`discord_locked`); at once, without trying the thread, while the thread is known locked, or nowhere then
+        when it goes to no channel (`LockedThreads.refuses`)."""
+        if self._locked.refuses(message, self._client):
+            assert message.thread_id is not None
+            raise discord_locked.unposted(message.thread_id)
         if not self._locked.at_once(message, self._client):
             with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
                 try:
                     with self._locked.writing(message.thread_id):  # a notice refused so too: no more typing there
                         sent = await post()
                 except Forbidden as exc:
-                    if not (discord_locked.moves(message, exc) and await self._to_its_channel(message)):
+                    if not discord_locked.moves(message, exc):
                         raise
                     assert message.thread_id is not None
-                    self._locked.refused(message.thread_id)
+                    moving = await self._to_its_channel(message)
+                    self._locked.refused(message.thread_id, moving)
+                    if not moving:
+                        raise
                 else:
                     if message.thread_id is not None:
                         self._locked.drop(message.thread_id)
@@ -761,7 +769,7 @@ class DiscordAdapter:
             return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file),
                                message.chat_id)
 
-    async def _to_its_channel(self, message: Outbound) -> bool:
+    async def _to_its_channel(self, message: Outbound) -> bool | None:
         """Whether ``message``, refused in its locked thread, may go to the thread's channel (`discord_locked`)."""
         assert message.thread_id is not None
         return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout)
@@ -828,7 +836,11 @@ class DiscordAdapter:
                 return await discord_sent.find_answer(self._interactions, channel, message, since)
             except NotFound:
                 pass  # the interaction's token is gone: the part went to the channel (`send`), with its nonce
-        return discord_sent.find_sent(self._posted, message)
+        found = discord_sent.find_sent(self._posted, message)
+        if found is None:
+            return None
+        message_id, posted_in = found  # its post's answer lost: a thread may be opened on it all the same
+        return self._noted(message, Sent(message_id), posted_in).message_id
 
     def upload_limit(self, chat_id: str) -> int:
         """The guild's limit per file (by its boost level); 10 MiB in DMs and for a channel

@@ -13,7 +13,7 @@ from typing import Literal
 
 from platforms import discord_inbound
 from platforms.base import Inbound, MessageDeleted
-from platforms.discord_handover import until_recorded
+from platforms.discord_handover import by_either_key, until_recorded
 from platforms.discord_inbound import ThreadChat
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 
@@ -51,7 +51,7 @@ async def hand_over(deleted: MessageDeleted, deletion: Deletion, client: discord
     read again after the catch-up hands over: ``"missed"`` says the gateway dropped nothing (`REMEMBERED_DELETIONS`),
     ``"dropped"`` that it did, or the hand-over failed; ``"left"``, a stop left it unrecorded. A message of a thread
     Discord did not name in time (`platforms.discord.DiscordAdapter._in_thread`) was handed over as the channel's own,
-    (thread, no thread): looked for there too, as the thread may be known by its deletion."""
+    (thread, no thread): looked for there too, as the thread may be known by its deletion (`by_either_key`)."""
     channel = client.get_channel(deletion.channel_id) if client is not None else None
     chat_id, thread_id = discord_inbound.chat_of(channel, deletion.channel_id, thread_chat)
     message_id = str(deletion.message_id)
@@ -59,10 +59,8 @@ async def hand_over(deleted: MessageDeleted, deletion: Deletion, client: discord
     found: list[bool] = []
 
     async def tell(_: Inbound) -> None:
-        dropped = await deleted("discord", chat_id, thread_id, message_id)
-        if not dropped and thread_id is not None:  # handed over as the channel's own: its thread not named in time
-            dropped = await deleted("discord", thread_id, None, message_id)
-        found.append(dropped)
+        found.append(await by_either_key(lambda chat, thread: deleted("discord", chat, thread, message_id), chat_id,
+                                         thread_id))
 
     # `until_recorded` names the event by its id alone: the message's, as an edit's is.
     named = Inbound(platform="discord", chat_id=chat_id, thread_id=thread_id, user_id="", user_name=None, text="",

@@ -1,7 +1,8 @@
 """Handing a Discord event to the gateway until it is recorded: Discord never sends it again.
 
 Apart from the adapter (`platforms.discord`) because it is the one retry policy of the inbound
-side, shared by live events and those a catch-up finds. Logged under ``platforms.discord``.
+side, shared by live events and those a catch-up finds, and the one way an edit or a deletion finds the message it
+changes (`by_either_key`). Logged under ``platforms.discord``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from platforms.base import Inbound, InboundSink
@@ -19,6 +21,10 @@ log = logging.getLogger("platforms.discord")
 SINK_RETRY_FIRST, SINK_RETRY_MAX = 0.5, 5.0
 """How long to wait before handing an event the gateway failed to record over again."""
 
+
+Told = Callable[[str, str | None], Awaitable[bool]]
+"""``told(chat_id, thread_id)``: the gateway told of an edit or a deletion of a message handed over in that
+conversation; whether it found the message there (`platforms.base.MessageEdited`, `MessageDeleted`)."""
 
 Outcome = Literal["recorded", "dropped", "left"]
 """How a hand-over ended (`until_recorded`): the gateway recorded the event; it failed on it otherwise than for
@@ -62,3 +68,13 @@ async def until_recorded(sink: InboundSink, inbound: Inbound, stopping: asyncio.
             await asyncio.wait_for(stopping.wait(), delay)
         delay = min(delay * 2, SINK_RETRY_MAX)
 
+
+async def by_either_key(told: Told, chat_id: str, thread_id: str | None) -> bool:
+    """``told`` of a message in (``chat_id``, ``thread_id``), and, when the gateway found nothing there, in (the
+    thread, no thread): a message of a thread Discord did not name in time (`DiscordAdapter._in_thread`) was handed
+    over as the channel's own, keyed by the thread alone, and its edit or deletion, heard once the thread is known,
+    is keyed by the parent and the thread. Whether either found it."""
+    found = await told(chat_id, thread_id)
+    if not found and thread_id is not None:
+        found = await told(thread_id, None)
+    return found

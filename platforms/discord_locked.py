@@ -21,16 +21,18 @@ halved).
 Once a thread refused an answer so, the thread is known locked (`LockedThreads`): the rest of the turn's answers, and
 those that come later, go to the channel at once. Each refused post counts toward Discord's limit on invalid requests
 (10,000 in 10 minutes bar the bot's address), and a long answer's every part, file and agent's message tried the thread
-first. Known until Discord says the thread unlocked (``THREAD_UPDATE``, or discord.py's copy of the thread: that
-update may come after the next part), a post there succeeds (a notice, which is not moved), a new gateway session
-begins (whose missed updates are not sent again), the thread is deleted, or `RECHECK_SECONDS` pass: then a part tries
-the thread again.
+first. What goes nowhere else is refused without a call (`unposted`), final as Discord's refusal is: the answers of a
+private thread or a forum's post, once one was refused there, and whatever is not an answer (a new progress card, a
+notice, a command's answer). Known until Discord says the thread unlocked (``THREAD_UPDATE``, or discord.py's copy of
+the thread: that update may come after the next part), a new gateway session begins (whose missed updates are not sent
+again), the thread is deleted, or `RECHECK_SECONDS` pass: then a part tries the thread again, and one the thread takes
+(the bot given *Manage Threads* meanwhile) ends it too.
 
 A thread known locked also takes no "typing" (refreshed every few seconds of a turn, each refresh refused there) and
 no edit of the bot's messages there (a progress card shown before the lock, edited at each step): the edit is refused
 without a call (`unedited`), final as Discord's refusal is, so the card reads as it did. What matters, the answer,
 is in the channel. A "typing", an edit or a notice refused as locked makes the thread known so too (`writing`); its
-answers are then tried there still, once, before they go to the channel (a private thread's never do).
+answers are then tried there still, once, to learn whether they may go to the channel (a private thread's never do).
 
 Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
 """
@@ -68,18 +70,28 @@ REMEMBERED_LOCKED = 1000
 
 class LockedThreads:
     """The threads that refused a write of the bot's as locked: by when (on the adapter's clock, epoch seconds), and
-    whether their answers go to the thread's channel (one refused there could be moved: `to_its_channel`)."""
+    whether their answers go to the thread's channel (True: one refused there was moved, `to_its_channel`), go
+    nowhere (False: a private thread's, a forum post's) or are not known to yet (None: no answer was refused there)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        self._refused: OrderedDict[int, tuple[float, bool]] = OrderedDict()
+        self._refused: OrderedDict[int, tuple[float, bool | None]] = OrderedDict()
 
     def at_once(self, message: Outbound, client: discord.Client | None) -> bool:
         """Whether ``message`` is an answer (as `moves` counts them) for a thread known locked whose answers go to its
         channel, without trying the thread."""
         if message.thread_id is None or message.kind not in MOVED or message.reply_token:
             return False
-        return self.shut(message.thread_id, client) and self._refused[int(message.thread_id)][1]
+        return self.shut(message.thread_id, client) and self._refused[int(message.thread_id)][1] is True
+
+    def refuses(self, message: Outbound, client: discord.Client | None) -> bool:
+        """Whether ``message``, for a thread known locked, goes nowhere (`unposted`) rather than try the thread: it
+        is no answer, which the thread's channel never takes in its place (a new progress card, a notice, a command's
+        answer), or an answer of a thread whose answers may not go there (a private thread's, a forum post's)."""
+        if message.thread_id is None or not self.shut(message.thread_id, client):
+            return False
+        return message.kind not in MOVED or bool(message.reply_token) \
+            or self._refused[int(message.thread_id)][1] is False
 
     def shut(self, thread_id: str | None, client: discord.Client | None) -> bool:
         """Whether thread ``thread_id`` is known locked: its "typing" and the edits of the bot's messages there are
@@ -97,13 +109,14 @@ class LockedThreads:
         held = client.get_channel(thread) if client is not None else None
         return not (isinstance(held, discord.Thread) and not held.locked)
 
-    def refused(self, thread_id: str) -> None:
-        """The thread refused an answer as locked, which goes to its channel (`to_its_channel`). Only while the
-        refusal is still known (`writing` noted it): Discord may have said the thread unlocked (or a new session
-        began) while the move was decided, whose fetch of the thread is an await; its later answers try it again."""
+    def refused(self, thread_id: str, moves: bool | None) -> None:
+        """The thread refused an answer as locked, which goes to its channel or nowhere (``moves``, from
+        `to_its_channel`; None, not known: its next answer tries the thread again). Only while the refusal is still
+        known (`writing` noted it): Discord may have said the thread unlocked (or a new session began) while the move
+        was decided, whose fetch of the thread is an await; its later answers try it again."""
         known = self._refused.get(int(thread_id))
-        if known is not None:
-            remember(self._refused, int(thread_id), (known[0], True), REMEMBERED_LOCKED)
+        if known is not None and moves is not None:
+            remember(self._refused, int(thread_id), (known[0], moves), REMEMBERED_LOCKED)
 
     @contextlib.contextmanager
     def writing(self, thread_id: str | None) -> Iterator[None]:
@@ -114,7 +127,7 @@ class LockedThreads:
             yield
         except DeliveryError as error:
             if thread_id is not None and locked_out(error):
-                moves = self._refused.get(int(thread_id), (0.0, False))[1]
+                moves = self._refused.get(int(thread_id), (0.0, None))[1]
                 remember(self._refused, int(thread_id), (self._clock(), moves), REMEMBERED_LOCKED)
             raise
 
@@ -145,6 +158,14 @@ def moves(message: Outbound, exc: BaseException) -> bool:
     return message.thread_id is not None and message.kind in MOVED and not message.reply_token and locked_out(exc)
 
 
+def unposted(thread_id: str) -> Forbidden:
+    """The refusal of a post in thread ``thread_id``, known locked, that goes nowhere else (`LockedThreads.refuses`),
+    made without asking Discord, which would refuse it (403), one more refusal toward barring the bot: final, as
+    Discord's, so nothing tries it again; a progress card refused so is not updated (`gateway.progress_message`)."""
+    return Forbidden(f"thread {thread_id} is locked: the bot's message is not posted there", method=ROUTE,
+                     chat_id=thread_id, platform="discord")
+
+
 def unedited(thread_id: str) -> Forbidden:
     """The refusal of an edit of the bot's message in thread ``thread_id``, known locked, made without asking
     Discord, which would refuse it (403), one more refusal toward barring the bot: final, as Discord's, so nothing
@@ -155,20 +176,21 @@ def unedited(thread_id: str) -> Forbidden:
                      chat_id=thread_id, platform="discord")
 
 
-async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool:
+async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool | None:
     """Whether the answers of the locked thread ``thread_id`` may go to its channel: a public thread of a channel that
     takes messages. Not a private thread, whose channel's members may not read it: the answer would show them what
     was said there; nor a post of a forum or media channel, which takes no message but in its posts. Asked of Discord
-    (within ``timeout``) when discord.py does not hold the thread (archived); not moved when that fails."""
+    (within ``timeout``) when discord.py does not hold the thread (archived); not moved when that fails (None: not
+    known, the thread's next answer asks again)."""
     if client is None:
-        return False
+        return None
     thread = client.get_channel(int(thread_id))
     if thread is None:
         try:
             thread = await asyncio.wait_for(client.fetch_channel(int(thread_id)), timeout)
         except Exception as exc:
             log.debug("discord: could not read locked thread %s to move its answer: %s", thread_id, described(exc))
-            return False
+            return None
     return isinstance(thread, discord.Thread) and not thread.is_private() \
         and not isinstance(thread.parent, discord.ForumChannel)
 

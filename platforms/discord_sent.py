@@ -54,16 +54,17 @@ LOOKUP_MESSAGES = 500
 
 
 class Posted:
-    """The bot's posts this process heard over the gateway (their MESSAGE_CREATE), by nonce."""
+    """The bot's posts this process heard over the gateway (their MESSAGE_CREATE), by nonce: each one's id and the id
+    of the channel it was posted in (a locked thread's answer, in the thread's channel: `platforms.discord_locked`)."""
 
     def __init__(self) -> None:
-        self._ids: OrderedDict[str, int] = OrderedDict()
+        self._ids: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
-    def heard(self, nonce: int | str | None, message_id: int) -> None:
+    def heard(self, nonce: int | str | None, message_id: int, channel_id: int) -> None:
         if nonce is not None:
-            remember(self._ids, str(nonce), message_id, REMEMBERED)
+            remember(self._ids, str(nonce), (message_id, channel_id), REMEMBERED)
 
-    def get(self, nonce: str | None) -> int | None:
+    def get(self, nonce: str | None) -> tuple[int, int] | None:
         return None if nonce is None else self._ids.get(nonce)
 
 
@@ -74,10 +75,11 @@ def findable(interactions: Interactions, message: Outbound) -> bool:
     return not (message.reply_token and interactions.unanswered(message.reply_token))
 
 
-def find_sent(posted: Posted, message: Outbound) -> str | None:
-    """The id of the bot's message posted for ``message`` that this process heard, or None."""
+def find_sent(posted: Posted, message: Outbound) -> tuple[str, str] | None:
+    """The id of the bot's message posted for ``message`` that this process heard, and of the channel it is in; or
+    None."""
     known = posted.get(nonce_of(message.idempotency_key))
-    return None if known is None else str(known)
+    return None if known is None else (str(known[0]), str(known[1]))
 
 
 async def find_answer(interactions: Interactions, channel: discord.abc.Messageable, message: Outbound,

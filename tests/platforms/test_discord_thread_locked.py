@@ -56,15 +56,16 @@ async def test_the_fake_refuses_a_locked_thread_and_reopens_only_an_unlocked_one
     fake.archive_thread(THREAD)
     before = len(fake.messages[str(THREAD)])
     with pytest.raises(Forbidden, match="50083"):  # first: refused so, the thread is known locked, and shows none
-        await adapter.typing(str(CHANNEL), str(THREAD))
-    with pytest.raises(Forbidden, match="50083"):
         await adapter.send(answer(asked, "a notice", key="b", kind="notice"))  # not an answer: not moved
+    await adapter.typing(str(CHANNEL), str(THREAD))
     assert thread_state(fake)["archived"] is True and len(fake.messages[str(THREAD)]) == before
     # Refused as the thread is, not unquoted as for a lacking Read Message History: one call, not two.
     assert [c.status for c in fake.calls_to(POST) if c.path == f"/channels/{THREAD}/messages"][-1:] == [403]
     assert len([c for c in fake.calls_to(POST) if c.path == f"/channels/{THREAD}/messages"]) == 2
+    assert [c for c in fake.calls if c.path == f"/channels/{THREAD}/typing"] == []
 
     fake.manage_threads(CHANNEL)  # a moderator's post goes, and reopens it
+    adapter._locked.drop(THREAD)  # tried again, as after `discord_locked.RECHECK_SECONDS`
     await adapter.send(answer(asked, "a moderator's", key="c", kind="notice"))
     assert thread_state(fake)["archived"] is False and fake.bot_messages(THREAD)[-1].content == "a moderator's"
 

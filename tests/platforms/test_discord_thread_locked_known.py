@@ -1,6 +1,6 @@
 """A thread that refused an answer as locked is known locked (`discord_locked.LockedThreads`): the rest of the answer
 goes to the thread's channel without a refused call each (Discord counts them toward barring the bot), until Discord
-says the thread unlocked, a post there succeeds, or `RECHECK_SECONDS` pass. And only answers posted where a thread can
+says the thread unlocked or `RECHECK_SECONDS` pass. And only answers posted where a thread can
 be opened on them (a server's channel: no DM, no thread) are remembered as the bot's answers. Real discord.py in
 `DiscordAdapter` against the loopback `FakeDiscord`."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import NotFound, Outbound, OutboundFile
+from platforms.base import Forbidden, NotFound, Outbound, OutboundFile
 from platforms.discord import DiscordAdapter
 from platforms.discord_locked import RECHECK_SECONDS
 from platforms.discord_membership import THREAD_DELETED
@@ -79,14 +79,17 @@ async def test_a_locked_threads_answer_makes_one_refused_call_not_one_a_part(fak
     assert fake.bot_messages(THREAD) == []
 
 
-async def test_a_notice_still_tries_the_thread_and_one_taken_there_unlocks_it(fake, started):
+async def test_a_notice_is_not_tried_and_a_post_taken_there_after_a_while_unlocks_it(fake, started, clock: Clock):
     adapter, asked, _ = started
     await lock(fake, adapter)
     await adapter.send(part(asked, "turn-1/0", "first"))
     fake.manage_threads(CHANNEL)  # the bot may post in the locked thread now
-    await adapter.send(part(None, "n-1", "still working", kind="notice"))  # never moved: tried where it belongs
-    await adapter.send(part(None, "turn-1/1", "second"))  # the thread took a post: answers go there again
-    assert [m.content for m in fake.bot_messages(THREAD)] == ["still working", "second"]
+    with pytest.raises(Forbidden, match=f"thread {THREAD} is locked"):  # never moved: refused without a call
+        await adapter.send(part(None, "n-1", "still working", kind="notice"))
+    clock.now += RECHECK_SECONDS
+    await adapter.send(part(None, "turn-1/1", "second"))  # the thread takes a post: answers go there again
+    await adapter.send(part(None, "turn-1/2", "third"))
+    assert [m.content for m in fake.bot_messages(THREAD)] == ["second", "third"]
     assert thread_posts(fake) == [403, 200, 200]
 
 

@@ -5,6 +5,7 @@ Real discord.py in `DiscordAdapter` against the loopback `FakeDiscord`, on a rea
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 
@@ -15,8 +16,10 @@ from agent.testing import FakeClock
 from gateway.store import GatewayStore, NewMessage
 from platforms.base import Outbound
 from platforms.discord import DiscordAdapter
+from platforms.discord_opened import STORE_RETRY_SECONDS
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
+from tests.platforms.locked_thread import Clock
 from tests.platforms.sink import Sink
 
 GUILD, CHANNEL, BOB, ALICE = 500, 600, 42, 43
@@ -41,11 +44,17 @@ class Asked:
 
 
 @pytest.fixture
-async def started(fake: FakeDiscord, tmp_path) -> AsyncIterator[tuple[DiscordAdapter, Sink, GatewayStore, Asked]]:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def started(fake: FakeDiscord, tmp_path, clock: Clock) -> AsyncIterator[tuple[DiscordAdapter, Sink, GatewayStore,
+                                                                                     Asked]]:
     store = GatewayStore(tmp_path / "state.db", clock=FakeClock())
     asked = Asked(store)
     sink = Sink()
-    adapter = adapter_for(fake)
+    adapter = adapter_for(fake, clock=clock)
     adapter.bind_answers(asked)
     await adapter.start(sink)
     try:
@@ -101,12 +110,27 @@ async def test_a_thread_on_an_answer_this_process_sent_asks_nothing(fake, starte
     assert asked.ids == []
 
 
-async def test_a_store_that_cannot_be_read_is_asked_again_at_the_next_message(fake, started, caplog):
+async def test_a_store_that_cannot_be_read_is_asked_again_a_while_later_and_warned_of_once(fake, started, clock,
+                                                                                          caplog):
+    # Each message of each thread not asked of yet read the store again (on the event loop) and warned again.
     _, sink, store, asked = started
     answer = stored(store, "turn-1:0", fake.new_id())
+    others = [fake.push_guild_message(GUILD, CHANNEL, ALICE, f"topic {n}") for n in range(3)]
     asked.broken = True
-    assert await heard(fake, sink, answer, "and compressed?") == []  # heard as in a thread of no answer's
-    assert "could not read the state database" in caplog.text
+    caplog.set_level(logging.INFO, logger="platforms.discord")
+    assert await heard(fake, sink, answer, "and compressed?", "and zipped?") == []  # as in a thread of no answer's
+    for thread in others:
+        assert await heard(fake, sink, thread, "hm", "hmm") == []
+    assert asked.ids == [answer]  # was asked at each of the 8 messages
+    clock.now += STORE_RETRY_SECONDS
+    assert await heard(fake, sink, others[0], "still?") == []
+    assert asked.ids == [answer, others[0]]  # asked again, failing still: said once
+    warned = [r for r in caplog.records if "could not read the state database" in r.getMessage()]
+    assert [r.levelno for r in warned] == [logging.WARNING]
+
     asked.broken = False
-    assert await heard(fake, sink, answer, "and zipped?") == ["and zipped?"]
-    assert asked.ids == [answer, answer]
+    assert await heard(fake, sink, answer, "and now?") == []
+    clock.now += STORE_RETRY_SECONDS
+    assert await heard(fake, sink, answer, "and gzipped?", "thanks") == ["and gzipped?", "thanks"]
+    assert asked.ids == [answer, others[0], answer]
+    assert "the state database says again whether threads were opened on answers of the bot's" in caplog.text

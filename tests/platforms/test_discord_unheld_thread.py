@@ -45,8 +45,9 @@ async def started(fake: FakeDiscord) -> AsyncIterator[tuple[list[Inbound], list[
     adapter.remember_threads([(str(THREADED), str(STORED))])
     edits: list[tuple[str, ...]] = []
 
-    async def edited(platform: str, chat: str, thread: str | None, message: str, text: str) -> None:
+    async def edited(platform: str, chat: str, thread: str | None, message: str, text: str) -> bool:
         edits.append((chat, str(thread), message, text))
+        return True  # taken where it was told: looked for nowhere else
 
     adapter.bind_edits(edited)
     try:
