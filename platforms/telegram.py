@@ -25,7 +25,9 @@ between the two: the edit is kept in the gateway's store (`bind_last_seen`), whi
 nothing else (Telegram serves what came while the gateway was down: there is no catch-up to make).
 The bot blocked by a user or removed from a group (``my_chat_member``, also asked for), or a write Telegram refuses
 as such, tells the gateway once that it can no longer write to the chat (`LosesChats`,
-`platforms.telegram_membership`): it stops the chat's work. While polling, beside the later updates (`_on_membership`).
+`platforms.telegram_membership`): it stops the chat's work. While polling, beside the later updates (`_on_membership`);
+one older than an update of the chat's already handled (a webhook's, delivered late) is passed over. A write refused
+as its forum topic is deleted tells the same of that topic alone (`_into_topic`).
 
 Receiving, and what happens around restarts:
 
@@ -82,13 +84,14 @@ the supergroup's messages over under the old one (`platforms.telegram_supergroup
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
 import re
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -486,6 +489,10 @@ class TelegramAdapter:
         (`_until_recorded`)."""
         here = str(update.chat.id)
         chat = self._moves.moved_from.get(here, here)
+        if not self._membership.current(chat, event_update.update_id):
+            log.info("telegram: update %s (the bot %s in chat %s) came after a later change of the bot's place there;"
+                     " passed over", event_update.update_id, update.new_chat_member.status, chat)
+            return
         if (why := gone(update)) is None:
             if self._membership.back(chat):
                 log.info("telegram: the bot may write to chat %s again (%s there)", chat, update.new_chat_member.status)
@@ -576,6 +583,7 @@ class TelegramAdapter:
 
     async def _hand_over(self, inbound: Inbound) -> None:
         self._membership.back(inbound.chat_id)  # someone writes there: the bot is in the chat
+        self._membership.topic_back(inbound.chat_id, inbound.thread_id)
         # The chat's stop under way (`_on_membership`) first: taking effect after it, it would end its turn.
         await self._membership.settled(inbound.chat_id)
 
@@ -670,7 +678,8 @@ class TelegramAdapter:
                 ),
             ))
 
-        return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
+        with self._into_topic(message.chat_id, message.thread_id):
+            return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
 
     def upload_limit(self, chat_id: str) -> int:
         """The Bot API takes uploads of up to 50 MB from bots."""
@@ -715,7 +724,18 @@ class TelegramAdapter:
         def send_to(chat_id: str) -> Awaitable[Message | None]:
             return self._replying(message, chat_id, lambda reply: deliver(chat_id, reply))
 
-        return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
+        with self._into_topic(message.chat_id, message.thread_id):
+            return _sent(message.chat_id, *await self._moves.where_it_is_now(message.chat_id, send_to))
+
+    @contextlib.contextmanager
+    def _into_topic(self, chat_id: str, thread_id: str | None) -> Iterator[None]:
+        """Around a write into topic ``thread_id`` of ``chat_id``: refused as the topic is deleted, the topic's work is
+        lost (`Membership.refused_in_topic`)."""
+        try:
+            yield
+        except DeliveryError as exc:
+            self._membership.refused_in_topic(chat_id, thread_id, exc)
+            raise
 
     async def _replying(self, message: Outbound, chat_id: str,
                         send: Callable[[ReplyParameters | None], Awaitable[Message | None]]) -> Message | None:
@@ -756,17 +776,18 @@ class TelegramAdapter:
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         """sendChatAction "typing". Cosmetic: a failure is logged, never raised."""
         try:
-            await self._moves.where_it_is_now(
-                chat_id,
-                lambda chat: self._calls.call(
-                    "sendChatAction",
-                    chat,
-                    lambda: self.bot.send_chat_action(
-                        chat_id=chat, action="typing", message_thread_id=_thread(thread_id)
+            with self._into_topic(chat_id, thread_id):
+                await self._moves.where_it_is_now(
+                    chat_id,
+                    lambda chat: self._calls.call(
+                        "sendChatAction",
+                        chat,
+                        lambda: self.bot.send_chat_action(
+                            chat_id=chat, action="typing", message_thread_id=_thread(thread_id)
+                        ),
+                        warn=self._typing_failures,  # refreshed every few seconds: once per cause
                     ),
-                    warn=self._typing_failures,  # refreshed every few seconds: once per cause
-                ),
-            )
+                )
         except DeliveryError:
             pass  # logged (`BotCalls.call`)
         except Exception:  # the chat's upgrade could not be stored: the next write tells it again

@@ -9,20 +9,36 @@ there again (a member once more, or a message of the chat handed over: `platform
 is confirmed to Telegram once the gateway took the stop (`tell`); polling's, and a refused write, tell it in a task
 of its own (`lost`), a store that refuses it asked again until it takes it, the bot is back there or the adapter
 closes.
+
+A forum topic an admin deleted is gone for good, and a write into it is refused "message thread not found" (or
+``TOPIC_DELETED``): the gateway is told the topic alone is lost (``lost(chat, why, thread_id=topic)``), once, as a
+Discord thread deleted is, so its running turn stops and the messages waiting there are not each answered with a model
+call for an answer Telegram refuses. The chat's other topics and its General topic go on. Not a topic an admin closed
+(``TOPIC_CLOSED``): it may be reopened.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict
+
 from aiogram.types import ChatMemberUpdated
 
-from platforms.base import DeliveryError, Forbidden
+from platforms.base import BadRequest, ChatLost, DeliveryError, Forbidden, NotFound
 from platforms.chat_losses import LostChats
+from platforms.recent import remember
 
 GONE = frozenset({"left", "kicked"})
 """The statuses of a bot that is not in the chat (a ``restricted`` one may be too: ``is_member`` says)."""
 GONE_WORDS = ("blocked by the user", "kicked from", "not a member", "user is deactivated", "chat was deleted")
 """Telegram's 403 descriptions for a chat the bot cannot write to at all ("Forbidden: bot was kicked from the
 supergroup chat"), not those of a right it lacks there."""
+TOPIC_GONE_WORDS = ("message thread not found", "TOPIC_DELETED")
+"""Telegram's refusals of a write into a forum topic that was deleted (the Bot API's own check, and the server's when
+the Bot API still held the topic)."""
+TOPIC_DELETED = "the forum topic was deleted"
+REMEMBERED_UPDATES = 10_000
+"""Chats whose latest ``my_chat_member`` update id is kept: one forgotten takes any later update as current."""
 
 
 def gone(update: ChatMemberUpdated) -> str | None:
@@ -39,9 +55,48 @@ class Membership(LostChats):
 
     def __init__(self) -> None:
         super().__init__("telegram", "chat")
+        self._topics = LostChats("telegram", "topic")
+        """The topics told lost, each by ``<chat>/<topic>``: told apart from their chats, so that a topic's loss
+        neither stands for its chat's nor waits behind it."""
+        self._updates: OrderedDict[str, int] = OrderedDict()
+        """Each chat's latest ``my_chat_member`` update id handled (`current`)."""
+
+    def current(self, chat_id: str, update_id: int) -> bool:
+        """Whether the ``my_chat_member`` update ``update_id`` of ``chat_id`` says how the bot is there now: none
+        later of the chat was handled. Telegram numbers a bot's updates in the order they happen, and a webhook may
+        deliver one after a later one (sent again once its first delivery failed, or over another connection): the
+        bot removed, then added back, the late removal stopped the work begun since it came back."""
+        if update_id < self._updates.get(chat_id, update_id):
+            return False
+        remember(self._updates, chat_id, update_id, REMEMBERED_UPDATES)
+        return True
+
+    def bind(self, lost: ChatLost) -> None:
+        super().bind(lost)
+
+        async def topic_lost(topic: str, why: str) -> None:
+            chat, _, thread = topic.rpartition("/")
+            await lost(chat, why, thread_id=thread)
+
+        self._topics.bind(topic_lost)
 
     def refused(self, chat_id: str, error: DeliveryError) -> None:
         """A write to the chat the gateway knows as ``chat_id`` failed with ``error``: one refused as the bot's
         blocked or removed tells the gateway, once (`lost`)."""
         if isinstance(error, Forbidden) and any(words in str(error) for words in GONE_WORDS):
             self.lost(chat_id, str(error).removeprefix("Forbidden: "))
+
+    def refused_in_topic(self, chat_id: str, thread_id: str | None, error: DeliveryError) -> None:
+        """A write into topic ``thread_id`` of the chat the gateway knows as ``chat_id`` failed with ``error``: one
+        refused as the topic is deleted tells the gateway that topic is lost, once (`LostChats.lost`)."""
+        if thread_id is not None and isinstance(error, (BadRequest, NotFound)) and any(
+                words in str(error) for words in TOPIC_GONE_WORDS):
+            self._topics.lost(f"{chat_id}/{thread_id}", TOPIC_DELETED)
+
+    def topic_back(self, chat_id: str, thread_id: str | None) -> None:
+        """A message of the topic was handed over: it is there, its next refusal tells it again."""
+        if thread_id is not None:
+            self._topics.back(f"{chat_id}/{thread_id}")
+
+    async def close(self) -> None:
+        await asyncio.gather(super().close(), self._topics.close())
