@@ -28,7 +28,7 @@
   // messages may reach the gateway first: they show above it, and when the gateway publishes ours, it
   // moves to where the gateway took it.
   const unplaced = new Set();
-  const { setState } = SwitchboardLive;
+  const { scoped, setState } = SwitchboardLive;
   const auth = SwitchboardLive.access("switchboard.token");
   const TYPING_LAPSE_MS = 8000; // the gateway repeats "typing" every few seconds while a turn runs
   // The API's address beside this script's own (…/chat/static/chat.js): the page may be at /chat, /chat/ or under a
@@ -41,11 +41,12 @@
   const chat = (() => {
     const named = new URLSearchParams(location.search).get("chat");
     if (named && /^[A-Za-z0-9_-]{1,64}$/.test(named)) return named;
-    let id = localStorage.getItem("switchboard.chat");
+    const key = scoped(localStorage, "switchboard.chat", true);
+    let id = localStorage.getItem(key);
     if (!id) {
       id = randomId();
       try {
-        localStorage.setItem("switchboard.chat", id);
+        localStorage.setItem(key, id);
       } catch {
         // No room (another app of this origin filled it): thrown here, the page never started. This tab's chat
         // all the same, another after a reload.
@@ -53,9 +54,9 @@
     }
     return id;
   })();
-  const PENDING_KEY = "switchboard.pending." + chat;
-  const REFUSED_KEY = "switchboard.refused." + chat;
-  const DRAFT_KEY = "switchboard.draft." + chat;
+  const PENDING_KEY = scoped(sessionStorage, "switchboard.pending." + chat);
+  const REFUSED_KEY = scoped(sessionStorage, "switchboard.refused." + chat);
+  const DRAFT_KEY = scoped(sessionStorage, "switchboard.draft." + chat);
 
   function randomId() {
     // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
@@ -290,7 +291,7 @@
       reason = document.createElement("div"); // in words, not in a tooltip a phone cannot show
       reason.className = "reason";
       el.removeAttribute("aria-live"); // news, also in a message a history brought (sent before a reload)
-      el.append(reason, refusedActions(message.id));
+      el.append(reason, refusedActions(message.id, message.text));
     }
     if (message.failed) reason.textContent = message.failed;
     if (el.dataset.text !== message.text) write(el, message.text, later && (fresh || plain.has(el)));
@@ -758,14 +759,26 @@
   // A refused message is the only copy of its text (the gateway never took it): it stays, also through
   // a reload (from sessionStorage), until dismissed (asked first unless the box holds its text);
   // Edit puts its text into the box again, after what is typed there (a draft a reload kept, say).
-  function refusedActions(id) {
+  // Each button's name says which message, after the word it shows (what a voice user says to click it): named by
+  // that word alone, a screen reader's list of the page's buttons read "Edit, Dismiss, Edit, Dismiss". Its start is
+  // quoted as the console quotes a message, isolated: a right-to-left text does not turn the name round.
+  const EXCERPT_CHARS = 40;
+  function refusedActions(id, text) {
     const actions = document.createElement("div");
     actions.className = "actions";
     const draft = () => refused.find((d) => "user:" + d.key === id);
+    // By code point: cut between the halves of a surrogate pair (an emoji), the name ended in a broken character.
+    const chars = Array.from(text.trim().replace(/\s+/g, " "));
+    const excerpt = chars.length > EXCERPT_CHARS ? chars.slice(0, EXCERPT_CHARS).join("").trimEnd() + "…"
+      : chars.join("");
+    const named = (button, word) => {
+      button.textContent = word;
+      button.setAttribute("aria-label", word + " the message \u201c\u2068" + excerpt + "\u2069\u201d");
+    };
     const edit = document.createElement("button");
     edit.type = "button";
     edit.className = "edit";
-    edit.textContent = "Edit";
+    named(edit, "Edit");
     edit.addEventListener("click", () => {
       const text = draft() ? draft().text : "";
       setInput(input.value && input.value !== text ? input.value + "\n\n" + text : text); // what was typed stays
@@ -774,7 +787,7 @@
     const dismiss = document.createElement("button");
     dismiss.type = "button";
     dismiss.className = "dismiss";
-    dismiss.textContent = "Dismiss";
+    named(dismiss, "Dismiss");
     dismiss.addEventListener("click", () => {
       // The bubble may be the text's only copy (the box holds other words): a slip must not lose it.
       const text = draft() ? draft().text : "";

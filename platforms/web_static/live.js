@@ -1,6 +1,7 @@
 // What the web chat and the operator console share. Plain JavaScript, no build step, no
 // third-party code; loaded before each page's own script, it defines `SwitchboardLive`.
 //
+// - The keys of the page's storage, each its gateway's own (`scoped`): one origin may hold two gateways.
 // - The access token: taken from a "#token=…" link (and out of the address bar at once), kept
 //   in this tab's sessionStorage, sent as "Authorization: Bearer …". A 401 that asks for a
 //   Bearer token opens the page's sign-in dialog (#login, #login-form, #token, #login-error),
@@ -18,6 +19,30 @@ window.SwitchboardLive = (() => {
   const $ = (id) => document.getElementById(id);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  // Where the gateway publishes this page (/chat/, /a/chat/): this script is its static/live.js, at every address of
+  // the page (/a/chat, /a/chat/, /a/chat/static/index.html).
+  const base = new URL("..", document.currentScript.src).pathname;
+
+  // The page's own key for `name` in `storage` (sessionStorage or localStorage). A proxy may publish two gateways
+  // under two prefixes of one origin (/a/chat, /b/chat), whose pages share its storage: under the same keys, signing
+  // in to one signed the other out (its token sent to the other, refused, dropped) and a draft typed in one showed in
+  // the other. What a page kept under `name` alone, before the keys were its own, it takes over once, so an upgrade
+  // signs nobody out and loses nothing typed: moved, or copied where `shared` (every gateway of the origin kept its
+  // conversation under that one chat id, and each keeps it).
+  function scoped(storage, name, shared = false) {
+    const key = name + "@" + base;
+    try {
+      const before = storage.getItem(name);
+      if (before !== null && storage.getItem(key) === null) {
+        storage.setItem(key, before);
+        if (!shared) storage.removeItem(name);
+      }
+    } catch {
+      // No room for the copy: the old key stays, for a later load with room to take over.
+    }
+    return key;
+  }
+
   function setState(state, text) {
     document.body.dataset.state = state;
     // Written again, the same words are a new line of the status region, read out again: at each try of a
@@ -25,8 +50,9 @@ window.SwitchboardLive = (() => {
     if ($("status").textContent !== text) $("status").textContent = text;
   }
 
-  // The token kept under `tokenKey`: { headers(extra), asksForToken(response), askForToken(rejected) }.
-  function access(tokenKey) {
+  // The token kept under `name` (scoped): { headers(extra), asksForToken(response), askForToken(rejected) }.
+  function access(name) {
+    const tokenKey = scoped(sessionStorage, name);
     const fragment = new URLSearchParams(location.hash.slice(1));
     let linked = fragment.get("token"); // until refused: a refusal then blames the link, not what was typed
     const typedRefused = $("login-error").textContent;
@@ -195,5 +221,5 @@ window.SwitchboardLive = (() => {
     return data.length ? { type, data: JSON.parse(data.join("\n")) } : null;
   }
 
-  return { access, listen, setState };
+  return { access, listen, scoped, setState };
 })();

@@ -16,7 +16,7 @@ from tests.web_client import Intake, chat_alone, open_chat, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
-PENDING = "switchboard.pending.c1"
+PENDING = "switchboard.pending.c1@/chat/"  # the page's own key: live.js scoped()
 COUNT = """(key) => {
   window.writes = 0;
   const setItem = Storage.prototype.setItem;
