@@ -176,7 +176,8 @@ class Gateway:
         self.edits = MessageEdits(self.sessions, self.store.inbox, self._intake, self._replays,
                                   is_command=lambda text: self.commands.parse(text) is not None,
                                   durable=self._recorded_durably, before_waiting=self._durable_before_waiting,
-                                  accepting=lambda: self._accepting, not_beginning=self.runner.not_beginning)
+                                  accepting=lambda: self._accepting, not_beginning=self.runner.not_beginning,
+                                  queue_changed=self.runner.queue_changed)
         """Users' edits and deletions of their messages waiting for their turns (`gateway.message_edits`)."""
         self._left_indicators = LeftIndicators(self.store, self.adapters)
         for adapter in self.adapters.values():
@@ -306,12 +307,15 @@ class Gateway:
                 await self.ledger.resume_first(
                     in_place.before(key, self.store.inbox.arrival(inbound.platform, inbound.event_id)))
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
-            inbound = self.edits.replayed(inbound)
-            if turn_id and (key, turn_id) in replayed_turns and reply_journaled(self.outbox, turn_id):
+            replayed_as = self.edits.replayed(inbound)
+            if replayed_as is None:  # its user deleted it meanwhile: settled, never to begin
+                if turn_id:
+                    self.runner.not_beginning(turn_id)
+            elif turn_id and (key, turn_id) in replayed_turns and reply_journaled(self.outbox, turn_id):
                 # Steered into that turn, whose answer (in the chat) read it (`Inbox.read_into`): read by its run again.
-                self.runner.read_on_replay(turn_id, WorkItem("message", inbound.text, turn_id, inbound))
+                self.runner.read_on_replay(turn_id, WorkItem("message", replayed_as.text, turn_id, replayed_as))
             else:
-                await self._handle_accepted(inbound, turn_id)  # never raises: no stored event can stop a start
+                await self._handle_accepted(replayed_as, turn_id)  # never raises: no stored event can stop a start
             if turn_id:
                 replayed_turns.add((key, turn_id))
             if n == last[key]:  # ahead of the chat's new events, which wait behind its replayed ones

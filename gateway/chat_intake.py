@@ -11,7 +11,8 @@ A start queues the events it replays (those that waited for their turns when the
 its platforms have started, and a platform started first may hand over a newer event of the same chat before
 that: `Replays` keeps it, recorded, and queues it after them, so that the chat is answered in the order it was
 written; the platform goes on handing over the other chats' events meanwhile, and an edit of it changes it
-where it waits (`Replays.waiting`), also once a start that failed has left it to the next start.
+where it waits (`Replays.waiting`), and its deletion drops it there (`Replays.drop`), also once a start that failed
+has left it to the next start.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ class Replays:
             if waiting.event.message_id == message_id:
                 return waiting
         return None
+
+    def drop(self, key: str, waiting: Waiting) -> None:
+        """``waiting`` (`waiting`) is never handed on: its user deleted it (`gateway.message_edits`)."""
+        self._due[key].waiting.remove(waiting)
 
 
 @dataclasses.dataclass(slots=True)

@@ -19,12 +19,13 @@ events over one at a time, goes on with every chat's events while the replay wai
 stopped before the replay leaves it there for the next start: edited until the process ends, its record in the
 inbox is, so the next start answers it as edited.
 
-A deletion (`platforms.base.HearsDeletions`, `MessageEdits.deleted`) drops a message that waits in its session's
-queue, the text after a ``/new`` too (the user took back what they sent, perhaps a pasted secret): its turn is
-taken out of the queue and its event settled in the inbox without its text, in one step, so it is neither answered
-nor replayed, and the chat is told nothing. Everything else is left as it is, as for an edit: a message whose turn
-has begun (its model may have read it), an album, one held in the store behind a hundred others, one waiting behind
-a start's replay or replayed and not queued again yet (a window of a start only).
+A deletion (`platforms.base.HearsDeletions`, `MessageEdits.deleted`) drops a message that waits for its turn (the
+user took back what they sent, perhaps a pasted secret): in its session's queue (the text after a ``/new`` too), held
+in the store behind a hundred others, waiting behind a start's replay, or replayed by this start and not queued again
+yet. Its turn is taken out of where it waits and its event settled in the inbox without its text, in one step, so it
+is neither answered nor replayed, the running turn's progress card counts it no more, and the chat is told nothing.
+Everything else is left as it is, as for an edit: a message whose turn has begun (its model may have read it), an
+album, and a command waiting behind a replay or replayed (routed as it is handed on).
 """
 
 from __future__ import annotations
@@ -52,22 +53,24 @@ class MessageEdits:
     def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, behind_replay: Replays, *,
                  is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
                  before_waiting: Callable[[], Awaitable[None]], accepting: Callable[[], bool],
-                 not_beginning: Callable[[str], None]) -> None:
+                 not_beginning: Callable[[str], None], queue_changed: Callable[[GatewaySession], None]) -> None:
+        """``queue_changed(session)``: a message stopped waiting in ``session`` without its turn beginning."""
         self._sessions, self._inbox, self._intake, self._behind_replay = sessions, inbox, intake, behind_replay
         self._is_command, self._durable, self._before_waiting = is_command, durable, before_waiting
-        self._accepting, self._not_beginning = accepting, not_beginning
-        self._replays: dict[tuple[str, str], Inbound] = {}
-        """By (platform, event id): the events a start replays that wait to be queued again."""
+        self._accepting, self._not_beginning, self._queue_changed = accepting, not_beginning, queue_changed
+        self._replays: dict[tuple[str, str], Inbound | None] = {}
+        """By (platform, event id): the events a start replays that wait to be queued again; None for one its user
+        deleted meanwhile."""
 
     def replaying(self, events: Iterable[Inbound]) -> None:
         """At start, before any platform does: the replayed events whose turns had not begun. Not one that had
         (run again after a clean stop), nor one handed back (`switchboard inbox retry`): it may have run."""
         self._replays = {(event.platform, event.event_id): event for event in events}
 
-    def replayed(self, event: Inbound) -> Inbound:
+    def replayed(self, event: Inbound) -> Inbound | None:
         """``event`` as its user edited it meanwhile, about to be queued again: from now on an edit finds it
         in its session's queue. Called with no await before it is handed to its chat's intake, so an edit
-        handed over meanwhile waits behind it."""
+        handed over meanwhile waits behind it. None if its user deleted it meanwhile: settled, never to be queued."""
         return self._replays.pop((event.platform, event.event_id), event)
 
     async def edited(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
@@ -102,27 +105,59 @@ class MessageEdits:
         return True
 
     async def deleted(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> bool:
-        """`platforms.base.MessageDeleted`. Idempotent: the same deletion handed over again drops nothing more."""
-        async with self._intake.turn(session_key(platform, chat_id, thread_id), self._before_waiting):
-            # Also once a stop has begun (the adapter still hands events over): left queued, the next start replayed
-            # the message from the inbox and answered it, and Slack, which had the deletion acked, sends it no more.
-            found = self._queued(platform, chat_id, thread_id, message_id)
-            if found is None:
-                log.debug("%s chat %s: message %s was deleted, but does not wait for its turn; left as it is",
-                          platform, chat_id, message_id)
-                return False
-            session, item = found
-            event = item.event
-            assert event is not None
-            if not self._inbox.withdraw(event):
-                return False
-            # With no await since it was found: no worker took it meanwhile.
-            session.queue.remove(item)
-            self._not_beginning(item.turn_id)
+        """`platforms.base.MessageDeleted`. Idempotent: the same deletion handed over again drops nothing more.
+        Also once a stop has begun (the adapter still hands events over): left waiting, the next start replayed the
+        message from the inbox and answered it, and Slack, which had the deletion acked, sends it no more."""
+        key = session_key(platform, chat_id, thread_id)
+        behind = self._behind_replay.waiting(key, message_id)
+        if behind is not None:
+            # Dropped now, with no await before, as an edit changes it there (`edited`).
+            if behind.route is not None or behind.event.aliases or not self._inbox.withdraw(behind.event):
+                return self._kept(platform, chat_id, message_id)
+            self._behind_replay.drop(key, behind)
+            event = behind.event
+        else:
+            async with self._intake.turn(key, self._before_waiting):
+                dropped = self._drop(platform, chat_id, thread_id, message_id)
+            if dropped is None:
+                return self._kept(platform, chat_id, message_id)
+            event = dropped
         log.info("%s chat %s: message %s (event %s) was deleted while it waited for its turn; it is not answered",
                  platform, chat_id, message_id, event.event_id)
         await self._durable()
         return True
+
+    def _drop(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> Inbound | None:
+        """Take the message out of where it waits for its turn, with no await, its event withdrawn from the inbox:
+        its session's queue, the store behind it, or this start's replay; returns its event, or None if it waits
+        in none of them."""
+        found = self._queued(platform, chat_id, thread_id, message_id)
+        if found is not None:
+            session, item = found
+            if item.event is None or not self._inbox.withdraw(item.event):
+                return None
+            # With no await since it was found: no worker took it meanwhile.
+            session.queue.remove(item)
+            self._not_beginning(item.turn_id)
+            self._queue_changed(session)
+            return item.event
+        session = self._sessions.find(platform, chat_id, thread_id)
+        if session is not None and (held := self._sessions.drop_held(session, message_id, self._inbox.withdraw)) \
+                is not None:
+            self._not_beginning(held.turn_id)  # a replayed message may be held too
+            self._queue_changed(session)
+            return held.event
+        replay = self._replay(platform, chat_id, thread_id, message_id)
+        if replay is None or not self._inbox.withdraw(replay):
+            return None
+        self._replays[(platform, replay.event_id)] = None
+        return replay
+
+    @staticmethod
+    def _kept(platform: str, chat_id: str, message_id: str) -> bool:
+        log.debug("%s chat %s: message %s was deleted, but does not wait for its turn; left as it is",
+                  platform, chat_id, message_id)
+        return False
 
     def _edit(self, event: Inbound, text: str) -> Inbound | None:
         """``event`` as its user edited it to ``text``, so in the inbox too; None if it is left as it is."""
@@ -168,7 +203,7 @@ class MessageEdits:
         """The replayed event of the message not queued again yet, if it is answered as it was written: not an
         album, nor a command (``/new plan the trip`` too), routed as it came."""
         for event in self._replays.values():
-            if (event.platform, event.chat_id, event.thread_id, event.message_id) == (platform, chat_id, thread_id,
-                                                                                       message_id):
+            if event is not None and (event.platform, event.chat_id, event.thread_id,
+                                      event.message_id) == (platform, chat_id, thread_id, message_id):
                 return None if event.aliases or (self._is_command(event.text) and not event.forwarded) else event
         return None

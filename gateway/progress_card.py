@@ -109,7 +109,8 @@ class ProgressCard:
             self._wake.set()
 
     def queue_changed(self) -> None:
-        """A message of the chat was queued behind the turn: shown at once (once the card is due)."""
+        """A message of the chat was queued behind the turn, or one waiting there was dropped (its user deleted it):
+        shown at once (once the card is due)."""
         self._wake.set()
 
     def tool_started(self, name: str) -> None:

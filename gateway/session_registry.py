@@ -447,6 +447,26 @@ class SessionRegistry:
         self._table.hold(self.run, session.key, json.dumps(held))
         session.held += 1
 
+    def drop_held(self, session: GatewaySession, message_id: str,
+                  withdraw: Callable[[Inbound], bool]) -> WorkItem | None:
+        """Take the message ``message_id`` held in the store for a turn of its own (not an album's, its items gathered)
+        out of it if ``withdraw(event)``, a write in the same store, says so (its user deleted it:
+        `gateway.message_edits`), both in one transaction; returns it, or None. A damaged row is left to the read-back
+        (`_held`), which sets it aside. Raises what the store refuses, and then nothing changed."""
+        found = self._table.held_message(self.run, session.key, message_id) if session.held else None
+        if found is None:
+            return None
+        try:
+            item = _read_held(*found).item
+        except _DAMAGED:
+            return None
+        event = item.event
+        if item.kind != "message" or event is None or event.aliases \
+                or not self._table.release_if(found[0], lambda: withdraw(event)):
+            return None
+        session.held -= 1
+        return item
+
     def _read_back(self, session: GatewaySession) -> None:
         """Queue the messages held in the store that the session's queue has room for, oldest first (each before
         the background deliveries queued after it was held). Rows set aside (`_held`) leave room: read on. With no
@@ -480,12 +500,8 @@ class SessionRegistry:
         damaged: dict[int, str] = {}
         for seq, row in self._table.held(self.run, session.key, limit) if session.held else []:
             try:
-                item = json.loads(row)
-                held.append(_Held(seq, int(item["n"]), WorkItem(item["kind"], item["text"], item["turn_id"],
-                                                                Inbound.from_json(item["event"]),
-                                                                arrival=int(item["arrival"]))))
-            # Recursion: nested deeper than the parser goes; overflow: a number no int holds (``1e999``).
-            except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+                held.append(_read_held(seq, row))
+            except _DAMAGED as exc:
                 damaged[seq] = type(exc).__name__  # not its text, which may quote the row
         return held, damaged
 
@@ -571,6 +587,18 @@ def _damaged(row: SessionRow) -> dict[str, str]:
         elif column == "mode" and value not in get_args(Mode):
             damaged[column] = "not a mode"
     return damaged
+
+
+_DAMAGED = (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError)
+"""What reading a held row that holds no message raises (`_read_held`). Recursion: nested deeper than the parser goes;
+overflow: a number no int holds (``1e999``)."""
+
+
+def _read_held(seq: int, row: bytes) -> _Held:
+    """The message a held row (`SessionTable.held`) holds; raises one of `_DAMAGED` for a row that holds none."""
+    item = json.loads(row)
+    return _Held(seq, int(item["n"]), WorkItem(item["kind"], item["text"], item["turn_id"],
+                                               Inbound.from_json(item["event"]), arrival=int(item["arrival"])))
 
 
 def _in_order(queued: Iterable[WorkItem], held: Iterable[_Held]) -> Iterator[WorkItem]:

@@ -206,10 +206,15 @@ class TurnRunner:
                         " it is configured again", session.platform, item.turn_id, session.chat_id)
             return
         session = self._registry.enqueue(session, item)  # the chat's session in memory: it may have left it
-        if (card := self._cards.get(session)) is not None:
-            card.queue_changed()
+        self.queue_changed(session)
         if session not in self._workers:
             self._workers[session] = asyncio.ensure_future(self._work(session))
+
+    def queue_changed(self, session: GatewaySession) -> None:
+        """A message was queued in ``session``, or stopped waiting there without its turn beginning (its user deleted
+        it): the running turn's progress card shows how many wait at once, not at its next refresh."""
+        if (card := self._cards.get(session)) is not None:
+            card.queue_changed()
 
     @property
     def busy(self) -> list[asyncio.Task[None]]:

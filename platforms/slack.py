@@ -108,6 +108,7 @@ from platforms import (
 )
 from platforms.base import (
     DEFAULT_MAX_ATTACHMENT_BYTES,
+    Accepted,
     Attachment,
     BadRequest,
     ChatLost,
@@ -307,7 +308,7 @@ class SlackAdapter:
         Slash commands are declared in the app manifest, not registered here; ``commands`` only
         names the ``!name`` text forms accepted in threads, aliases included (``stop`` and ``new``
         by default)."""
-        self._sink, self._stopping = sink, False
+        self._sink, self._stopping = functools.partial(self._unless_deleted, sink), False
         names = [name.lstrip("/") for c in commands for name in (c.name, *c.aliases)] or ["stop", "new"]
         self._text_commands = frozenset(f"!{n}" for n in names)
         proxy = proxy_for(self._api_base)  # for the Web API and the files alike: Slack's hosts
@@ -527,6 +528,17 @@ class SlackAdapter:
                 raise
             except Exception as exc:  # told by `Delivery.settled`, traceback and all
                 raise SentAgain(taken.inbound.event_id) from exc
+
+    async def _unless_deleted(self, sink: InboundSink, inbound: Inbound) -> Accepted | None:
+        """Hand ``inbound`` to ``sink`` unless a deletion the gateway dropped nothing for came first
+        (`LatestEdits.gone`): one that came while the message still waited here (for its mentions' names, its files,
+        the catch-up), before the gateway had it. Checked with no await before the sink takes it in its chat's order,
+        so a later deletion finds it there."""
+        if not inbound.is_command and inbound.message_id is not None \
+                and self._latest_edits.gone({"channel": inbound.chat_id, "ts": inbound.message_id}):
+            log.info("slack: message %s was deleted before the gateway had it; not handed over", inbound.event_id)
+            return None
+        return await sink(inbound)
 
     async def _on_changed(self, event: dict[str, Any]) -> None:
         """A message was changed (``message_changed``): a user's edit of a message the bot takes goes to the

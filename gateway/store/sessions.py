@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -222,9 +222,25 @@ class SessionTable:
         return self._db.read_one(f"SELECT 1 FROM gateway_held WHERE key=? AND run=? AND {_HELD_USER}=? LIMIT 1",
                                  (key, run, user_id)) is not None
 
+    def held_message(self, run: str, key: str, message_id: str) -> tuple[int, bytes] | None:
+        """The oldest message ``message_id`` (its event's) held in the chat ``key`` for the process ``run``, as `held`
+        gives it; None if none is. Read among the chat's held rows alone, however many other chats hold."""
+        return self._db.read_one(
+            "SELECT seq, CAST(item AS BLOB) FROM gateway_held WHERE key=? AND run=? AND CASE WHEN json_valid(item)"
+            " THEN json_extract(item, '$.event.message_id') END=? ORDER BY seq LIMIT 1", (key, run, message_id))
+
     def release(self, seqs: Sequence[int]) -> None:
         """The held messages ``seqs`` (`held`) are held no longer."""
         self._db.write_many("DELETE FROM gateway_held WHERE seq=?", [(seq,) for seq in seqs])
+
+    def release_if(self, seq: int, then: Callable[[], bool]) -> bool:
+        """Release the held message ``seq`` if ``then()``, a write in this store, says so: both stand or fall together
+        (a refusal of either raises, and neither was written). Returns whether it did."""
+        with self._db.transaction():
+            if not then():
+                return False
+            self.release([seq])
+        return True
 
     def forget_held(self, run: str, limit: int) -> int:
         """Forget up to ``limit`` messages held by processes other than ``run``: they stopped, and the next
