@@ -772,7 +772,8 @@ class DiscordAdapter:
     async def _to_its_channel(self, message: Outbound) -> bool | None:
         """Whether ``message``, refused in its locked thread, may go to the thread's channel (`discord_locked`)."""
         assert message.thread_id is not None
-        return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout)
+        return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout,
+                                                   self._locked)
 
     def _noted(self, message: Outbound, sent: Sent, posted_in: str) -> Sent:
         """``sent`` (posted in the channel ``posted_in``), noted among the bot's answers when ``message`` is one

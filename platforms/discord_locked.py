@@ -176,12 +176,15 @@ def unedited(thread_id: str) -> Forbidden:
                      chat_id=thread_id, platform="discord")
 
 
-async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool | None:
+async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float,
+                         locked: LockedThreads | None = None) -> bool | None:
     """Whether the answers of the locked thread ``thread_id`` may go to its channel: a public thread of a channel that
     takes messages. Not a private thread, whose channel's members may not read it: the answer would show them what
     was said there; nor a post of a forum or media channel, which takes no message but in its posts. Asked of Discord
     (within ``timeout``) when discord.py does not hold the thread (archived); not moved when that fails (None: not
-    known, the thread's next answer asks again)."""
+    known, the thread's next answer asks again). Read unlocked so (its ``THREAD_UPDATE`` heard before the refusal's
+    answer), the thread is tried again (dropped from ``locked``): its cards, notices and answers are not refused
+    without a call for `RECHECK_SECONDS`."""
     if client is None:
         return None
     thread = client.get_channel(int(thread_id))
@@ -191,6 +194,8 @@ async def to_its_channel(client: discord.Client | None, thread_id: str, timeout:
         except Exception as exc:
             log.debug("discord: could not read locked thread %s to move its answer: %s", thread_id, described(exc))
             return None
+        if locked is not None and isinstance(thread, discord.Thread) and not thread.locked:
+            locked.drop(thread_id)
     return isinstance(thread, discord.Thread) and not thread.is_private() \
         and not isinstance(thread.parent, discord.ForumChannel)
 
