@@ -226,13 +226,37 @@ def _check_json_shape(metadata: Mapping[str, Any]) -> None:
                 if size > MAX_METADATA_BYTES:
                     raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
                 pending.append((path, name, item, depth + 1))
+            # After its items: one too big is refused for its size, read no further. The metadata itself is made a dict.
+            if depth > 1 and not isinstance(value, dict):
+                raise _invalid(f"{_path(path)} is of type {type(value).__name__}, which JSON cannot carry: use a dict.")
             continue
         elif isinstance(value, tuple):
             raise _invalid(f"{_path((parent, key))} is a tuple: use a list (a child on Temporal gets its metadata"
                            " through JSON, which makes it one).")
-        # Anything else was counted as its container's item; one that is no JSON, `json.dumps` refuses next.
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise _invalid(f"{_path((parent, key))} is {float.__repr__(value)}, which JSON cannot carry: use a finite"
+                           " number.")
+        elif value is not None and not isinstance(value, int | float):
+            # Named, with where it is: "not JSON-serializable" alone left a plugin to search its metadata for the
+            # datetime or the set among its values.
+            raise _invalid(f"{_path((parent, key))} is of type {type(value).__name__}, which JSON cannot carry: use a"
+                           " string, number, boolean, None, list or dict.")
+        # Anything else was counted as its container's item.
         if size > MAX_METADATA_BYTES:
             raise _invalid(f"metadata exceeds {MAX_METADATA_BYTES} bytes.")
+
+
+def plain_metadata(value: Any) -> Any:
+    """A copy of metadata `validate_request` passed, in JSON's own containers (dicts, lists), taken at launch. The
+    child reads its metadata when it starts, maybe long after (queued behind ``max_running``): a plugin that went on
+    filling a list it had launched with (one list for a batch, grown a file a launch) gave every queued child the
+    whole batch's, where a child on Temporal, its job sent as JSON as it is launched, read its own. Walks no deeper than
+    `MAX_METADATA_DEPTH`, nor past `MAX_METADATA_BYTES`: checked first."""
+    if isinstance(value, Mapping):
+        return {name: plain_metadata(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [plain_metadata(item) for item in value]
+    return value
 
 
 def _path(path: tuple[Any, Any]) -> str:

@@ -39,6 +39,7 @@ from lifecycle._contract import (
     SubagentStatus,
     SubagentTerminalState,
     grace_seconds,
+    plain_metadata,
     validate_request,
 )
 from lifecycle._engine import Engine
@@ -344,7 +345,7 @@ class AsyncSubagentLifecycle(KeyRotation):
             raise SubagentLifecycleError("parent_session_id does not match the active session.")
         metadata = request.metadata
         spec = ChildSpec._build(request.goal, request.context, request.role, allowed,
-                                dict(metadata) if metadata else _NO_METADATA)
+                                plain_metadata(metadata) if metadata else _NO_METADATA)
         (record,) = await supervisor.submit(
             session, turn.turn_id, [spec], correlation_id=request.correlation_id, handles_out=True
         )

@@ -45,6 +45,8 @@ S = STATES
 LAUNCH_ABANDONED = "cancelled before start: the launching turn was interrupted"
 NOT_STARTED = "The lifecycle service is not started."
 CLOSING = "The lifecycle service is closing."
+PARENT_ENDED = "interrupted: the subagent that launched it ended"
+"""The error of a child whose parent, itself a subagent, ended before it (`Supervisor._orphaned`)."""
 
 
 class Supervisor(StartAdoption, Stopping):
@@ -194,10 +196,20 @@ class Supervisor(StartAdoption, Stopping):
                 log.warning("engine reported the end of unknown or finished child %s; ignored", subagent_id)
             return
         self._completing(record, outcome)
+        if subagent_id in self._by_parent:  # its own children (a plugin's tool it inherited launched them)
+            self._orphaned(subagent_id)
         if self._start_hold is not None:  # the host's `subagent_stop` hooks may not be registered yet
             self._start_hold.ended[subagent_id] = outcome
             return
         await self._finish(record, outcome)
+
+    def _orphaned(self, subagent_id: str) -> None:
+        """Stop the live children of a child that ends, and theirs: their handles work only in its session, which
+        has no later turn, and the host reaches a session's children through the live ones (`with_descendants`), so
+        left running they spent for no one, out of reach of ``/stop`` and ``/new``."""
+        orphans = self.with_descendants(self.children(subagent_id))
+        if orphans:
+            self._carry_on(asyncio.ensure_future(self.interrupt(orphans, PARENT_ENDED)))
 
     @staticmethod
     def _completing(record: Record, outcome: ChildOutcome) -> None:

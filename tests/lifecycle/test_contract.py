@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, settings
@@ -35,6 +36,8 @@ TIMEOUT_MSG = "Per-launch timeout is not supported; configure delegation.child_t
 WORKDIR_MSG = "working_directory is not supported; children use the parent's workspace."
 BLOCKED_MSG = "Per-tool blocking is not supported; use allowed_toolsets. Unsafe child tools are always blocked."
 META_JSON_MSG = "metadata must be JSON-serializable."
+NOT_JSON = "which JSON cannot carry: use a string, number, boolean, None, list or dict."
+META_OBJECT_MSG = f"metadata['x'] is of type object, {NOT_JSON}"
 META_SIZE_MSG = "metadata exceeds 8192 bytes."
 CORRELATION_MSG = "correlation_id must be a non-empty string of at most 256 characters."
 TOOLSETS_MSG = "allowed_toolsets must be a list of toolset names."
@@ -83,7 +86,8 @@ def test_checks_run_in_order_and_report_the_first_failure() -> None:
         "correlation_id": None,
         "allowed_toolsets": None,
     }
-    messages = [GOAL_MSG, CONTEXT_MSG, ROLE_MSG, TIMEOUT_MSG, WORKDIR_MSG, BLOCKED_MSG, META_JSON_MSG, CORRELATION_MSG, TOOLSETS_MSG]
+    messages = [GOAL_MSG, CONTEXT_MSG, ROLE_MSG, TIMEOUT_MSG, WORKDIR_MSG, BLOCKED_MSG, META_OBJECT_MSG,
+                CORRELATION_MSG, TOOLSETS_MSG]
     fields = dict(bad)
     for name, message in zip(bad, messages, strict=True):
         assert rejection(SubagentLaunchRequest(**fields)) == message  # type: ignore[arg-type]
@@ -125,9 +129,16 @@ def test_metadata_size_is_measured_as_sorted_json() -> None:
     assert rejection(SubagentLaunchRequest("x", metadata={"k": "é" * 1400})) == META_SIZE_MSG
 
 
-@pytest.mark.parametrize("metadata", [{"x": float("nan")}, {"x": {1, 2}}, {"x": b"bytes"}])
-def test_metadata_must_be_json(metadata: dict) -> None:
-    assert rejection(SubagentLaunchRequest("x", metadata=metadata)) == META_JSON_MSG
+@pytest.mark.parametrize(("metadata", "message"), [
+    ({"x": float("nan")}, "metadata['x'] is nan, which JSON cannot carry: use a finite number."),
+    ({"x": [1, float("-inf")]}, "metadata['x'][1] is -inf, which JSON cannot carry: use a finite number."),
+    ({"x": {1, 2}}, f"metadata['x'] is of type set, {NOT_JSON}"),
+    ({"x": {"y": b"bytes"}}, f"metadata['x']['y'] is of type bytes, {NOT_JSON}"),
+    ({"x": MappingProxyType({})}, "metadata['x'] is of type mappingproxy, which JSON cannot carry: use a dict."),
+])
+def test_metadata_must_be_json_and_a_value_that_is_not_is_named(metadata: dict, message: str) -> None:
+    # "metadata must be JSON-serializable." alone left a plugin to search its metadata for the datetime among it.
+    assert rejection(SubagentLaunchRequest("x", metadata=metadata)) == message
 
 
 def test_metadata_round_the_json_size_limit_in_items_is_refused_not_walked_for_ever() -> None:

@@ -55,7 +55,9 @@ async def test_a_close_grace_beyond_any_float_or_none_at_all_still_closes(env, g
     ("request_kw", "message"),
     [
         ({"metadata": ["a"]}, "metadata must be a mapping."),
-        ({"metadata": {"x": float("nan")}}, "metadata must be JSON-serializable."),
+        ({"metadata": {"x": float("nan")}}, "metadata['x'] is nan, which JSON cannot carry: use a finite number."),
+        ({"metadata": {"x": {1}}},
+         "metadata['x'] is of type set, which JSON cannot carry: use a string, number, boolean, None, list or dict."),
         ({"metadata": {"k": "é" * 1400}}, "metadata exceeds 8192 bytes."),  # 2,800 bytes of UTF-8, 8,409 escaped
         ({"correlation_id": ""}, "correlation_id must be a non-empty string of at most 256 characters."),
         ({"correlation_id": "c" * 257}, "correlation_id must be a non-empty string of at most 256 characters."),

@@ -180,7 +180,7 @@ async def test_hand_built_handles_with_unhashable_ids_are_unknown_not_errors(env
         ({"timeout_seconds": 5}, "Per-launch timeout is not supported"),
         ({"working_directory": "/tmp"}, "working_directory is not supported"),
         ({"blocked_tools": ("execute_code",)}, "Per-tool blocking is not supported"),
-        ({"metadata": {"x": object()}}, "metadata must be JSON-serializable."),
+        ({"metadata": {"x": object()}}, "metadata['x'] is of type object, which JSON cannot carry"),
         ({"metadata": {"x": "y" * 9000}}, "metadata exceeds 8192 bytes."),
         ({"metadata": {"n": {7: "seven"}}}, "metadata['n'] has a key 7 of type int: metadata keys must be strings"),
         ({"allowed_toolsets": ("nope", "also")}, "Unknown toolsets: also, nope."),
