@@ -530,10 +530,10 @@ class SlackAdapter:
                 raise SentAgain(taken.inbound.event_id) from exc
 
     async def _unless_deleted(self, sink: InboundSink, inbound: Inbound) -> Accepted | None:
-        """Hand ``inbound`` to ``sink`` unless a deletion the gateway dropped nothing for came first
-        (`LatestEdits.gone`): one that came while the message still waited here (for its mentions' names, its files,
-        the catch-up), before the gateway had it. Checked with no await before the sink takes it in its chat's order,
-        so a later deletion finds it there."""
+        """Hand ``inbound`` to ``sink`` unless its deletion came first (`LatestEdits.gone`, marked as it comes): one
+        that came while the message still waited here (for its mentions' names, its files, the catch-up), before the
+        gateway had it, or that still waits for its chat there. Checked with no await before the sink takes it in its
+        chat's order, so a later deletion finds it there."""
         if not inbound.is_command and inbound.message_id is not None \
                 and self._latest_edits.gone({"channel": inbound.chat_id, "ts": inbound.message_id}):
             log.info("slack: message %s was deleted before the gateway had it; not handed over", inbound.event_id)
@@ -589,8 +589,10 @@ class SlackAdapter:
             if self._turning_away:
                 raise Stopping(f"slack adapter stopping: the deletion of {channel}:{ts} left for Slack to send again")
             private = message.get("channel_type") == "im" or channel.startswith("D")  # as `slack_addressed` reads it
-            if not await deleted(self.name, channel, None if private else message.get("thread_ts") or ts, ts):
-                self._latest_edits.deleted_first(message)  # the message itself may come later
+            # Before the gateway is asked, which may wait for the chat: the message, handed over meanwhile from
+            # here, must not pass `_unless_deleted` and wait behind a deletion that then finds nothing.
+            self._latest_edits.deleted_first(message)  # the message itself may come later
+            await deleted(self.name, channel, None if private else message.get("thread_ts") or ts, ts)
 
     @property
     def _turning_away(self) -> bool:
