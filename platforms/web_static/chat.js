@@ -767,8 +767,15 @@
     const actions = document.createElement("div");
     actions.className = "actions";
     const draft = () => refused.find((d) => "user:" + d.key === id);
-    // By code point: cut between the halves of a surrogate pair (an emoji), the name ended in a broken character.
-    const chars = Array.from(text.trim().replace(/\s+/g, " "));
+    // By character as shown (a grapheme): cut between the halves of a surrogate pair, or the code points of one
+    // character (a family emoji, a flag, an accented letter written as two), the name ended in a broken one.
+    const spaced = text.trim().replace(/\s+/g, " ");
+    const parts = typeof Intl.Segmenter === "function"
+      ? new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(spaced) : spaced; // else by code point
+    const chars = [];
+    for (const part of parts) { // the start alone, of a long text too
+      if (chars.push(typeof part === "string" ? part : part.segment) > EXCERPT_CHARS) break;
+    }
     const excerpt = chars.length > EXCERPT_CHARS ? chars.slice(0, EXCERPT_CHARS).join("").trimEnd() + "…"
       : chars.join("");
     const named = (button, word) => {

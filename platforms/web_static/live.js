@@ -21,24 +21,38 @@ window.SwitchboardLive = (() => {
 
   // Where the gateway publishes this page (/chat/, /a/chat/): this script is its static/live.js, at every address of
   // the page (/a/chat, /a/chat/, /a/chat/static/index.html).
-  const base = new URL("..", document.currentScript.src).pathname;
+  // As read, not as spelt: /ch%61t/ is /chat/, whose token and conversation it keeps.
+  const base = ((path) => {
+    try {
+      return decodeURIComponent(path);
+    } catch {
+      return path; // not UTF-8 once decoded: as spelt
+    }
+  })(new URL("..", document.currentScript.src).pathname);
 
   // The page's own key for `name` in `storage` (sessionStorage or localStorage). A proxy may publish two gateways
   // under two prefixes of one origin (/a/chat, /b/chat), whose pages share its storage: under the same keys, signing
   // in to one signed the other out (its token sent to the other, refused, dropped) and a draft typed in one showed in
   // the other. What a page kept under `name` alone, before the keys were its own, it takes over once, so an upgrade
   // signs nobody out and loses nothing typed: moved, or copied where `shared` (every gateway of the origin kept its
-  // conversation under that one chat id, and each keeps it).
+  // conversation under that one chat id, and each keeps it). Moved, it is taken out first: a storage without room for
+  // two copies (a refused paste of megabytes) refused the copy, and the page showed none of what it had kept.
   function scoped(storage, name, shared = false) {
     const key = name + "@" + base;
+    let before = null;
     try {
-      const before = storage.getItem(name);
-      if (before !== null && storage.getItem(key) === null) {
-        storage.setItem(key, before);
-        if (!shared) storage.removeItem(name);
-      }
+      before = storage.getItem(name);
+      if (before === null || storage.getItem(key) !== null) return key;
+      if (!shared) storage.removeItem(name);
+      storage.setItem(key, before);
     } catch {
-      // No room for the copy: the old key stays, for a later load with room to take over.
+      // No room for it under its new key (or no storage): this load keeps to the old one, for a later one to move.
+      try {
+        if (before !== null && storage.getItem(name) === null) storage.setItem(name, before);
+      } catch {
+        // Nothing more to do: the storage refuses what it just held.
+      }
+      return before === null ? key : name;
     }
     return key;
   }
