@@ -32,6 +32,10 @@ PAGE_HEADERS: Mapping[str, str] = {
     "Cache-Control": "no-cache",
 }
 INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+STYLESHEET = re.compile(rb'<link rel="stylesheet" href="[^"]*">')
+RENAMED_PAGE = (Path(__file__).parent / "renamed_page.js").read_bytes()
+"""Put inline after a page's stylesheet link (`page_routes`): a page published by a proxy under another name without
+a trailing slash goes on to that name with one, where its files' links resolve."""
 GZIP_FROM = 1024
 """Bytes from which an answer is gzipped: below, gzip's framing and the work gain next to nothing."""
 
@@ -79,7 +83,7 @@ class Shipped:
         self.content_type = kind + ("; charset=utf-8" if kind.startswith("text/") else "")
         self.etag = hashlib.sha256(self.body).hexdigest()[:24]
         self.headers = dict(PAGE_HEADERS)
-        # A page's own inline script (the web chat's, which finds the page's files under a name a proxy gave it), by
+        # A page's own inline script (`RENAMED_PAGE`, which finds the page's files under a name a proxy gave it), by
         # its hash: no other inline script runs, one written into a message included.
         if kind == "text/html" and (scripts := INLINE_SCRIPT.findall(self.body)):
             allowed = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(s).digest()).decode()}'" for s in scripts)
@@ -110,11 +114,12 @@ def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None
     at ``<path>/``, ``static/<name>``: relative, so the browser resolves it against the address it asked for,
     under whatever prefix a reverse proxy took off on the way (``/sb/chat`` loads ``/sb/chat/static/chat.js``),
     which an absolute ``/chat/static/chat.js`` would take to the proxy's own root. ``<base>`` would do the same
-    in the page but is barred by the policy's ``base-uri 'none'``."""
+    in the page but is barred by the policy's ``base-uri 'none'``. After the stylesheet's link goes `RENAMED_PAGE`,
+    for a proxy that publishes the page under a name of its own without the trailing slash."""
     page = folder / "index.html"
     names = "|".join(re.escape(name) for name in {p.name for p in folder.iterdir() if p.is_file()} | set(extra or {}))
     linked = re.compile(rf'(\s(?:src|href)=")({names})"'.encode())
-    body = page.read_bytes()
+    body = STYLESHEET.sub(lambda link: link[0] + b"\n  <script>" + RENAMED_PAGE + b"</script>", page.read_bytes(), 1)
 
     def relinked(prefix: str) -> Shipped:
         return Shipped(page, linked.sub(rb'\1' + prefix.encode() + rb'\2"', body))
