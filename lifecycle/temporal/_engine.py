@@ -45,8 +45,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.api.enums.v1 import EventType, PendingActivityState, TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, GetSystemInfoRequest
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -183,6 +184,7 @@ class TemporalEngine:
         log.info("children run on Temporal: task queue %s in namespace %s at %s; `switchboard worker` on the same "
                  "configuration runs them", settings.task_queue, settings.namespace, settings.address)
         self._host = host
+        self._spawn(self._check_workers(), "temporal-describe")
         found = await asyncio.gather(*(self._reattach_or_let_go(sid, job) for sid, job in unfinished.items()))
         return [job for job in found if job is not None]
 
@@ -466,6 +468,28 @@ class TemporalEngine:
                         " is a `switchboard worker` running for it?", subagent_id, NO_WORKER_WARNING_SECONDS,
                         self.settings.task_queue, self.settings.namespace, self.settings.address)
 
+    async def _check_workers(self) -> None:
+        """Warn, `NO_WORKER_WARNING_SECONDS` after the start, when no worker has polled the task queue: a
+        task_queue or namespace that differs from the workers' was told only once a child had waited that long
+        (at the first delegation, perhaps hours later), and not as the setting to fix. Not at once: workers
+        started beside the gateway (compose, systemd) come up a few seconds after it."""
+        await asyncio.sleep(NO_WORKER_WARNING_SECONDS)
+        settings = self.settings
+        queue = TaskQueue(name=settings.task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL)
+        request = DescribeTaskQueueRequest(namespace=settings.namespace, task_queue=queue,
+                                           task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+        try:
+            pollers = (await self.client.workflow_service.describe_task_queue(request)).pollers
+        except RPCError as exc:  # not answering, or a key without that right: the children's own warnings remain
+            log.debug("describe task queue %s: %s", settings.task_queue, exc)
+            return
+        if pollers:
+            return
+        log.warning("lifecycle.temporal.task_queue: no `switchboard worker` polls task queue %r in namespace %r at %s"
+                    " (%g s after this gateway started); its children wait until one does: start one, or give the"
+                    " workers this task_queue and namespace", settings.task_queue, settings.namespace,
+                    settings.address, NO_WORKER_WARNING_SECONDS)
+
     async def _running_update(self, handle: WorkflowHandle) -> Any:
         """The ``running`` update of a child re-attached after a restart; None once its workflow
         has ended (its result says how). Asked again while Temporal does not answer: given up, the child
@@ -713,7 +737,14 @@ class TemporalEngine:
             return
         current = pending[-1]
         label = current.activity_id.split("-", 1)[-1]
-        what = "waiting for the model" if label == "model" else f"running {label.removeprefix('tool-')}"
+        tool = label.removeprefix("tool-")
+        if current.attempt > 1 and current.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED:
+            # Only a lost worker's call is retried (`_RETRY`), and none has taken it again: said as another worker
+            # running it, a child whose every worker was gone read as at work for as long as none came.
+            again = "call the model" if label == "model" else f"run {tool}"
+            child.activity = f"waiting for a worker to {again} again (attempt {current.attempt}: its worker was lost)"
+            return
+        what = "waiting for the model" if label == "model" else f"running {tool}"
         child.activity = what if current.attempt <= 1 else f"{what} (attempt {current.attempt}, another worker)"
 
     def _patience(self, subagent_id: str) -> _Patience:
