@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import socket
 import sqlite3
 from pathlib import Path
 from typing import TextIO
@@ -35,7 +36,7 @@ from gateway.errors import StartupError
 from gateway.host import STATE_DB
 from gateway.logging import redact, redacted_cut, register_secret
 from gateway.preflight import check_database, check_state_dir_reachable, open_read_only
-from gateway.state_lock import LOCK_FILE, held_here
+from gateway.state_lock import LOCK_FILE, held_here, holder_of
 from gateway.store import (
     SCHEMA_VERSION,
     DeadLetter,
@@ -275,13 +276,15 @@ def _holder_alive(lock_file: Path) -> bool:
     """Whether the process the lock file names (the last to take it) is alive: a stale pid, left by a
     gateway that died, may name another process since, so this is the fallback only."""
     try:
-        text = lock_file.read_text(encoding="ascii", errors="replace").strip()
+        pid, host = holder_of(lock_file.read_text(encoding="ascii", errors="replace"))
     except OSError:
         return False
-    if not text.isdigit() or int(text) in (0, os.getpid()):
+    if host is not None and host != socket.gethostname():
+        return pid is not None  # another host's: its pid says nothing here, and it may well run
+    if pid is None or pid in (0, os.getpid()):
         return False  # our own pid is a stale one: this process does not hold the lock (`held_here`)
     try:
-        os.kill(int(text), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # alive, another user's

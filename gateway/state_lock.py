@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import socket
 from pathlib import Path
 
 from gateway.errors import StartupError
@@ -50,20 +51,22 @@ class StateLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = _read_pid(fd)
+            holder = _read_holder(fd)
             os.close(fd)
             if exc.errno in _NO_LOCKS:
                 raise StartupError(_unlockable(state_dir, exc)) from exc
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StartupError(_unwritable(state_dir, path, exc)) from exc
-            raise StartupError(_in_use(state_dir, holder)) from None
+            raise StartupError(_in_use(state_dir, *holder)) from None
         dir_fd = _lock_directory(state_dir)
         if dir_fd == _TAKEN:  # by a process whose lock file was deleted: it runs on, unnamed
             os.close(fd)
-            raise StartupError(_in_use(state_dir, None))
+            raise StartupError(_in_use(state_dir, None, None))
         try:
             os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            # The host too: a gateway in another container or on another host sharing the volume has a pid that
+            # means nothing here, and "in use by pid 1" sent its operator looking on this one.
+            os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
         except OSError as exc:
             os.close(fd)
             if dir_fd is not None:
@@ -125,18 +128,26 @@ def _lock_directory(state_dir: Path) -> int | None:
     return fd
 
 
-def _in_use(state_dir: Path, holder: int | None) -> str:
-    who = f"pid {holder}" if holder else "another process"
+def _in_use(state_dir: Path, pid: int | None, host: str | None) -> str:
+    who = f"pid {pid}" if pid else "another process"
+    if pid and host and host != socket.gethostname():
+        who += f" on host {host}"
     return (f"state directory {state_dir} is in use by {who}: stop that gateway first, or give this one"
             " its own state_dir (or $SWITCHBOARD_STATE_DIR)")
 
 
-def _read_pid(fd: int) -> int | None:
+def _read_holder(fd: int) -> tuple[int | None, str | None]:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return holder_of(os.pread(fd, 300, 0).decode("ascii", "replace"))
     except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+        return None, None
+
+
+def holder_of(text: str) -> tuple[int | None, str | None]:
+    """The pid and host name a lock file's ``text`` names (``4711 web-2``; an older gateway's names its pid alone),
+    each None where it names none."""
+    pid, _, host = text.strip().partition(" ")
+    return (int(pid) if pid.isdigit() else None), (host.strip() or None)
 
 
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)

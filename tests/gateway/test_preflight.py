@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 from aiohttp import web
@@ -56,7 +57,7 @@ async def test_other_providers_are_not_probed():
 
 def test_the_lock_is_exclusive_names_its_holder_and_goes_with_release(tmp_path):
     first = StateLock.acquire(tmp_path)
-    assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+    assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()} {socket.gethostname()}\n"
     with pytest.raises(StartupError, match=f"state directory {tmp_path} is in use by pid {os.getpid()}"):
         StateLock.acquire(tmp_path)
     first.release()

@@ -80,3 +80,26 @@ def test_a_file_system_that_keeps_no_locks_is_named_not_blamed_on_write_access(t
         f"state directory {state} cannot be locked ({os.strerror(code)}): its file system keeps no locks (a network"
         " file system?); point state_dir (or $SWITCHBOARD_STATE_DIR) at a local disk, which SQLite's write-ahead"
         " log needs as well")
+
+
+def test_a_holder_on_another_host_is_named_with_its_host(tmp_path, monkeypatch):
+    # A gateway in another container (or on another host sharing the volume): "pid 1" alone sent its operator
+    # looking for a process on this one.
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    first = StateLock.acquire(state)
+    try:
+        assert (state / LOCK_FILE).read_text().split() == [str(os.getpid()), state_lock.socket.gethostname()]
+        with pytest.raises(StartupError, match=f"is in use by pid {os.getpid()}: stop that gateway first"):
+            StateLock.acquire(state)  # on this host: as ever
+        monkeypatch.setattr(state_lock.socket, "gethostname", lambda: "web-2")
+        with pytest.raises(StartupError, match=f"is in use by pid {os.getpid()} on host "):
+            StateLock.acquire(state)
+    finally:
+        first.release()
+
+
+def test_an_older_gateways_lock_file_names_its_pid_alone():
+    assert state_lock.holder_of("4711\n") == (4711, None)
+    assert state_lock.holder_of("4711 web-2\n") == (4711, "web-2")
+    assert state_lock.holder_of("") == (None, None)
