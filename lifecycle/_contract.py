@@ -251,12 +251,19 @@ def plain_metadata(value: Any) -> Any:
     child reads its metadata when it starts, maybe long after (queued behind ``max_running``): a plugin that went on
     filling a list it had launched with (one list for a batch, grown a file a launch) gave every queued child the
     whole batch's, where a child on Temporal, its job sent as JSON as it is launched, read its own. Walks no deeper than
-    `MAX_METADATA_DEPTH`, nor past `MAX_METADATA_BYTES`: checked first."""
+    `MAX_METADATA_DEPTH`, nor past `MAX_METADATA_BYTES`: checked first. Its strings and numbers too, as JSON makes
+    them: an enum's member or a str subclass (a key too) reached an in-process child as itself (``str()`` of a
+    ``(str, Enum)`` member is ``Color.RED``), a child on Temporal as the plain value (``red``)."""
     if isinstance(value, Mapping):
-        return {name: plain_metadata(item) for name, item in value.items()}
+        return {name if type(name) is str else str.__str__(name): plain_metadata(item) for name, item in value.items()}
     if isinstance(value, list):
         return [plain_metadata(item) for item in value]
-    return value
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    return int.__int__(value) if isinstance(value, int) else float.__float__(value)  # what `_check_json_shape` let by
 
 
 def _path(path: tuple[Any, Any]) -> str:
