@@ -489,7 +489,7 @@ class TelegramAdapter:
         (`_until_recorded`)."""
         here = str(update.chat.id)
         chat = self._moves.moved_from.get(here, here)
-        if not self._membership.current(chat, event_update.update_id):
+        if not self._membership.current(chat, event_update.update_id, update.date):
             log.info("telegram: update %s (the bot %s in chat %s) came after a later change of the bot's place there;"
                      " passed over", event_update.update_id, update.new_chat_member.status, chat)
             return

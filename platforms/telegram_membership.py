@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from datetime import datetime
 
 from aiogram.types import ChatMemberUpdated
 
@@ -58,17 +59,20 @@ class Membership(LostChats):
         self._topics = LostChats("telegram", "topic")
         """The topics told lost, each by ``<chat>/<topic>``: told apart from their chats, so that a topic's loss
         neither stands for its chat's nor waits behind it."""
-        self._updates: OrderedDict[str, int] = OrderedDict()
-        """Each chat's latest ``my_chat_member`` update id handled (`current`)."""
+        self._updates: OrderedDict[str, tuple[int, datetime]] = OrderedDict()
+        """Each chat's latest ``my_chat_member`` update handled, its id and the time of its change (`current`)."""
 
-    def current(self, chat_id: str, update_id: int) -> bool:
-        """Whether the ``my_chat_member`` update ``update_id`` of ``chat_id`` says how the bot is there now: none
-        later of the chat was handled. Telegram numbers a bot's updates in the order they happen, and a webhook may
-        deliver one after a later one (sent again once its first delivery failed, or over another connection): the
-        bot removed, then added back, the late removal stopped the work begun since it came back."""
-        if update_id < self._updates.get(chat_id, update_id):
+    def current(self, chat_id: str, update_id: int, when: datetime) -> bool:
+        """Whether the ``my_chat_member`` update ``update_id`` of ``chat_id``, of a change made at ``when``, says how
+        the bot is there now: none later of the chat was handled. Telegram numbers a bot's updates in the order they
+        happen, and a webhook may deliver one after a later one (sent again once its first delivery failed, or over
+        another connection): the bot removed, then added back, the late removal stopped the work begun since it came
+        back. Older is a lower id of a change made no later: after a week without updates, the next one's id is drawn
+        at random, maybe lower than the last heard (the Bot API's ``update_id``), its change the latest all the same."""
+        last = self._updates.get(chat_id)
+        if last is not None and update_id < last[0] and when <= last[1]:
             return False
-        remember(self._updates, chat_id, update_id, REMEMBERED_UPDATES)
+        remember(self._updates, chat_id, (update_id, when), REMEMBERED_UPDATES)
         return True
 
     def bind(self, lost: ChatLost) -> None:
