@@ -38,6 +38,7 @@ except ImportError:  # openai 1 and 2
     import httpx
 
 from agent._clock import SYSTEM_CLOCK, Clock
+from agent._context_window import stated_window
 from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
@@ -60,6 +61,7 @@ from agent.models._outage import (
 from agent.models._request_slots import RequestSlots
 from agent.models._retry_budget import CALL, GAVE_UP, PROBE_NOT_AGAIN, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
+from agent.models._text_tool_calls import calls_in_text, offered_names
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 
 log = logging.getLogger("agent.models")
@@ -189,7 +191,7 @@ class OpenAIModel:
                         probed.probe_ended()
                 try:
                     response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
-                                            named=self._named)
+                                            named=self._named, offered=offered_names(request.tools))
                 except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
                     settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
                     if waits_again(probes):  # OpenRouter's upstream failing: as a 5xx in its own words
@@ -494,6 +496,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
         # the code goes into the text, which is all that outlives the error (`exceeds_context`).
         if exc.code == "context_length_exceeded" and not exceeds_context(text):
             text = f"{text} (context_length_exceeded)"
+        text = _with_window(text, exc.body)
         if exc.status_code == 413:  # a body limit (nginx's 1 MB: one inline photo), so it reads as too long
             sent = exc.response.request.headers.get("content-length", "")
             size = f": {int(sent):,} bytes sent" if sent.isdigit() else ""
@@ -595,10 +598,23 @@ def _error_in_body(error: Any, secrets: tuple[str, ...], named: str | None = Non
         # A 409 is a conflict that passes (a lock timeout), as the status line's is (`_asked_again`).
         else "bad_request" if status is not None and status < 500 and status != 409
         else "server_error")  # no usable code: the server still says it failed
-    text = str(error.get("message") or "no message")
+    text = _with_window(str(error.get("message") or "no message"), error)
     if named and kind in _NAMED_KINDS:
         text = f"{text} ({named})"
     return ModelError(model_failure_text(kind, _scrub(text, secrets)), kind=kind, status=status)
+
+
+def _with_window(text: str, error: object) -> str:
+    """``text``, a refusal's as too long, with the window its error object names in a field of its own
+    (llama.cpp's ``exceed_context_size_error``: "the request exceeds the available context size, try increasing
+    it", ``n_ctx`` beside it) added in LM Studio's words (``n_ctx: 4096``), which `stated_window` reads: only the
+    text outlives the error, and without the window a pasted log too long for it alone read as a conversation
+    grown too long (send /new), and every later session was refused once before it compacted."""
+    window = error.get("n_ctx") if isinstance(error, Mapping) else None
+    if (isinstance(window, int) and not isinstance(window, bool) and window > 0 and exceeds_context(text)
+            and stated_window(text) is None):
+        return f"{text} (n_ctx: {window})"
+    return text
 
 
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -799,7 +815,7 @@ def _sent(body: str, secrets: tuple[str, ...]) -> str:
 
 
 def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...],
-                 named: str | None = None) -> ModelResponse:
+                 named: str | None = None, offered: frozenset[str] = frozenset()) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
     if isinstance(completion, str):  # what the SDK returns for a body whose type is not JSON's
@@ -826,6 +842,11 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
                          kind="content_filter")
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
+    # The calls of ``offered`` tools a server without a parser for the model's format left in the text.
+    if not tool_calls and text and not filtered and (found := calls_in_text(text, offered)) is not None:
+        text, calls = found
+        tool_calls = tuple(ToolCall(id=f"call_{i}_{name}", name=name, arguments=arguments)
+                           for i, (name, arguments) in enumerate(calls))
     model = getattr(completion, "model", None)
     return ModelResponse(
         text=text,

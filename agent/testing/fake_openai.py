@@ -59,6 +59,8 @@ class FakeOpenAIServer:
     this (counted as the ``usage`` is, a character of their JSON a quarter token) is
     refused as OpenAI refuses it (400, ``context_length_exceeded``) and consumes no
     scripted reply: a small local server behind a larger ``model.context_window``.
+    With ``context_refusal="llama.cpp"`` it is refused as llama-server refuses it: 400,
+    ``exceed_context_size_error``, a message that names no number, and the window in ``n_ctx``.
 
     A request whose ``tool`` messages do not answer the assistant message right before them,
     one for each of its ``tool_calls``, is refused with OpenAI's 400 and its words: a
@@ -85,7 +87,9 @@ class FakeOpenAIServer:
         context_window: int | None = None,
         max_request_bytes: int = 50 * 1024 * 1024,
         strict_alternation: bool = False,
+        context_refusal: str = "openai",
     ):
+        self.context_refusal = context_refusal
         self.max_request_bytes = max_request_bytes
         self.strict_alternation = strict_alternation
         self.api_key = api_key
@@ -293,6 +297,10 @@ class FakeOpenAIServer:
         tokens = _prompt_tokens(body)
         if tokens <= self.context_window:
             return None
+        if self.context_refusal == "llama.cpp":
+            error = {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                     "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": self.context_window}
+            return web.json_response({"error": error}, status=400)
         error = {"message": f"This model's maximum context length is {self.context_window} tokens. However, your "
                             f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
                  "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}

@@ -1,0 +1,108 @@
+"""Tool calls a server left in an answer's text.
+
+A self-hosted server turns what the model writes into ``tool_calls`` only with a parser that knows the model's
+format: vLLM's ``--tool-call-parser`` (hermes for Qwen and Hermes, llama3_json for Llama), Ollama's and LM
+Studio's templates. Without one, or with the wrong one, the calls arrive as the answer's ``content``, with
+``finish_reason: stop``: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (Qwen, Hermes), a bare
+``{"name": …, "parameters": {…}}`` (Llama 3.1), a ```json fence or ``<tools>…</tools>`` (Qwen2.5-Coder). Taken as
+the answer, the chat read that JSON as the reply and no tool ran.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+"""Hermes' block; the last may be left open, its end being the model's stop."""
+
+_WRAPPERS = (re.compile(r"<tools>(.*)</tools>", re.DOTALL), re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL))
+
+_PYTHON_TAG = "<|python_tag|>"
+"""Llama 3.1's mark before a call, which servers without its parser leave in the text."""
+
+_ARGUMENT_KEYS = ("arguments", "parameters")
+
+
+def offered_names(tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The names of the tools a request offers (OpenAI's ``{"type": "function", "function": {"name"}}``)."""
+    names = set()
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if isinstance(name, str):
+            names.add(name)
+    return frozenset(names)
+
+
+def calls_in_text(text: str, offered: frozenset[str]) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """(what the answer says beside the calls, or None; each call's name and arguments as JSON text) when
+    ``text`` holds nothing but calls of ``offered`` tools in one of the forms above (Hermes' blocks may follow
+    some words, which are then the answer's text, as vLLM's hermes parser keeps them); else None. A JSON
+    example inside an explanation, a name no tool has or JSON that does not parse leaves the answer as text."""
+    if not offered or "{" not in text:
+        return None
+    text = text.strip()
+    start = text.find("<tool_call>")
+    if start >= 0:
+        said, rest, bodies, at = text[:start].strip() or None, text[start:], [], 0
+        for block in _BLOCK.finditer(rest):
+            if rest[at:block.start()].strip():
+                return None
+            bodies.append(block[1])
+            at = block.end()
+        if rest[at:].strip():
+            return None
+        calls = _calls(bodies, offered)
+        return None if calls is None else (said, calls)
+    text = text.removeprefix(_PYTHON_TAG).strip()
+    for wrapper in _WRAPPERS:
+        if (wrapped := wrapper.fullmatch(text)) is not None:
+            text = wrapped[1]
+            break
+    calls = _calls(_objects(text), offered)
+    return None if calls is None else (None, calls)
+
+
+def _objects(text: str) -> list[str]:
+    """``text`` as the JSON values it holds one after another (Llama writes several calls apart by ``;`` or a
+    space), each as its text; a single item of text that is no JSON when they cannot be told apart."""
+    decoder, values, at, text = json.JSONDecoder(), [], 0, text.strip()
+    while at < len(text):
+        try:
+            _, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return [text]
+        values.append(text[at:end])
+        at = end
+        while at < len(text) and (text[at].isspace() or text[at] == ";"):
+            at += 1
+    return values
+
+
+def _calls(bodies: list[str], offered: frozenset[str]) -> list[tuple[str, str]] | None:
+    calls: list[tuple[str, str]] = []
+    for body in bodies:
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        for item in value if isinstance(value, list) else [value]:
+            call = _call(item, offered)
+            if call is None:
+                return None
+            calls.append(call)
+    return calls or None
+
+
+def _call(item: Any, offered: frozenset[str]) -> tuple[str, str] | None:
+    if not isinstance(item, dict) or item.get("name") not in offered or not set(item) <= {"name", *_ARGUMENT_KEYS}:
+        return None
+    arguments = next((item[key] for key in _ARGUMENT_KEYS if key in item), {})
+    if isinstance(arguments, dict):
+        return item["name"], json.dumps(arguments, ensure_ascii=False)
+    if isinstance(arguments, str):  # as the API writes them: the session parses them, and says what is wrong
+        return item["name"], arguments
+    return None
