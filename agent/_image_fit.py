@@ -109,12 +109,16 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
 
 
 def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
+    whole = image.size
     scale = MAX_EDGE / max(image.size)
     if scale < 1:
         image.draft("RGB", (round(image.width * scale), round(image.height * scale)))  # JPEG: decode smaller
-    # The size to decode, after draft; before getexif, which decodes a PNG whole to find its eXIf chunk.
-    if image.width * image.height > MAX_PIXELS:
-        raise Image.DecompressionBombError(f"{image.width}×{image.height} is more than {MAX_PIXELS:,} pixels")
+    # The size to decode, after draft; before getexif, which decodes a PNG whole to find its eXIf chunk. A JPEG of
+    # several scans (progressive, as web pages save them) is held whole, as coefficients, until its last scan, at
+    # whatever size draft decodes it: a progressive 13000×13000 of 3 MB took 1 GB for a picture of 1625×1625.
+    width, height = whole if scale < 1 and mime == "image/jpeg" and _scans(image, data) else image.size
+    if width * height > MAX_PIXELS:
+        raise Image.DecompressionBombError(f"{width}×{height} is more than {MAX_PIXELS:,} pixels")
     upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
     animated = getattr(image, "is_animated", False)
     image.load()  # decodes it all: a truncated file fails here, not at the model
@@ -133,6 +137,21 @@ def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
     if changed and (transparent or mime in _LOSSLESS):
         candidates.append((_encode(frame, "PNG"), "image/png"))
     return min(candidates, key=lambda candidate: len(candidate[0]))
+
+
+def _scans(image: Image.Image, data: bytes) -> bool:
+    """Whether the JPEG ``image`` (of bytes ``data``) is decoded from several scans, as libjpeg tells: a progressive
+    one, or one whose first scan holds fewer colours than the picture (a scan per colour). By the first scan's header,
+    found by the lengths of the segments before it: an EXIF thumbnail, or an MPO's second picture, has scans of its
+    own, which phones' photos all carry, and the bytes past it are read by nothing else before decoding."""
+    if image.info.get("progressive"):
+        return True
+    at = 2
+    while at + 5 <= len(data) and data[at] == 0xFF:
+        if data[at + 1] == 0xDA:
+            return data[at + 4] < image.layers
+        at += 1 if data[at + 1] == 0xFF else 2 + int.from_bytes(data[at + 2:at + 4], "big")  # fill, or a segment
+    return False
 
 
 def _still(image: Image.Image) -> Image.Image:

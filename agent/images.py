@@ -233,7 +233,11 @@ def _skip(image: str, why: _Skip, skipped: list[tuple[str, _Skip]]) -> None:
     said = str(why).replace(repr(image), "<image>")
     log.warning("an image (%s) skipped: %s", _kind(image), said)
     log.debug("the image skipped: %s", _shown(image))
-    skipped.append((image, why))
+    # Neither with its traceback nor with an error as its context (with that one's traceback): the frames in them
+    # lead back to the one whose ``skipped`` holds it, a cycle, which held the image's bytes read (up to
+    # ``max_bytes`` each) until the garbage collector ran.
+    why.__context__ = None
+    skipped.append((image, why.with_traceback(None)))
 
 
 def _kind(image: str) -> str:

@@ -8,11 +8,13 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
   as image parts (OpenAI-style content parts, via `agent.images`, which fits each
   to at most 2048 px once, as it enters the conversation); a model
-  without vision gets their workspace paths and a hint instead. What is an image is
+  without vision gets their workspace paths and a hint instead, once they are decoded as
+  for a model with vision. What is an image is
   decided by the bytes (`gateway.file_contents.content_type`), not by the platform's label nor the type
   stated: a PNG sent as a document typed application/pdf is one (the model is told
   the type it was sent under), and text, HTML or SVG typed image/png never is. Images
-  past the eighth shown are listed as files (one the decoder refuses gives its place to the next);
+  past the eighth shown are listed as files (one the decoder refuses gives its place to the next, up to
+  `MAX_DECODED` decoded);
   a photo a vision model is not sent because it cannot be decoded is among the files that
   did not reach the model (a document, or text, whose first bytes only name a picture is
   listed as a file), and so is a HEIC or AVIF picture (`gateway.file_contents.heif`), of which the user
@@ -125,6 +127,10 @@ DOWNLOAD_TRIES = 4
 BACKOFF_FIRST = 0.5
 """Seconds before the second try of a download that failed without saying how long to wait (as the
 outbox's first); doubled at each later try."""
+MAX_DECODED = MAX_IMAGES + 2
+"""Pictures of one message decoded at most, as each refused gives its place to the next: as many as an album or a
+message holds on Telegram and Discord (10), so that none of theirs is listed undecoded, while a message of more,
+each refused, is not decoded whole (each of 40 million pixels takes up to a second and 150 MB)."""
 RETRY_WAIT_MAX = 30.0
 """Seconds the downloads of one message's files wait, in all, between tries: the user is waiting for
 the answer, and would rather send a file again than wait minutes to hear it is lost."""
@@ -490,7 +496,7 @@ async def prepare(adapter: SupportsDownload, platform: str, attachments: tuple[A
             file_contents.plain(attachment.mime_type or "") or "unknown type")
         if held is not None and held[0] in file_contents.PICTURES:
             otherwise = file_contents.content_type(data, pictures=False)
-            images.append(_Picture(path, attachment, said, otherwise, len(files)))
+            images.append(_Picture(path, attachment, said, otherwise, len(files), len(data)))
             continue
         files.append((path, attachment, said))
         if supports_vision and (heif := file_contents.heif(data)):
@@ -520,6 +526,8 @@ class _Picture:
     after: int
     """How many files were listed before it: one the decoder refuses, or past the pictures shown, is listed in its
     place, in the order sent."""
+    size: int
+    """Its bytes, as stored: what it is read up to when decoded."""
 
 
 def _plain_name(attachment: Attachment) -> str:
@@ -585,45 +593,65 @@ async def _shown(pictures: list[_Picture], files: list[tuple[str, Attachment, st
                  listed: list[tuple[str, Attachment, str]], missed: list[str], workspace: Path,
                  supports_vision: bool) -> tuple[str | list[dict[str, Any]], list[_Picture]]:
     """What of ``pictures`` the model is shown (`agent.images.first_turn_content`), at most `MAX_IMAGES`, and the
-    pictures it is told of as such. Decoded before a word is written: what the decoder refuses decides the text. A
-    document that only starts like a picture (a note beginning "GIF89a is…", a JPEG cut short sent as a file) was
-    said to be taken as a picture, then did not reach the model, its path never listed. A picture refused gives its
-    place to the next one sent: the first eight sent held the places, so with a photo cut short among them a ninth
-    was listed as a file while seven were shown. Those past the places are listed as files, where they were sent;
-    ``files`` (the files listed, ``listed`` as they were before) and ``missed`` take what is not shown."""
+    pictures it is told of as such. Each is decoded before a word is written, with vision or without: what the
+    decoder refuses decides the text. A document that only starts like a picture (a note beginning "GIF89a is…", a
+    JPEG cut short sent as a file) was said to be taken as a picture, then did not reach the model, its path never
+    listed; to a model without vision it was a picture's path to look at. A picture refused gives its place to the
+    next one sent (the first eight sent held them: with a photo cut short among them, seven were shown and a ninth
+    listed as a file), up to `MAX_DECODED` decoded in all. Those past are listed as files, where they were sent;
+    ``files`` (the files listed, ``listed`` as they were before) and ``missed`` take what is not shown.
+    One at a time in the decode threads (`agent._image_fit.run_decoding`): a stop of the turn ends the decoding at
+    the next picture, and other chats' pictures are decoded between this one's."""
     texts: list[str] = []
     images: list[dict[str, Any]] = []
     kept: list[_Picture] = []
-    places, waiting = MAX_IMAGES, pictures
-    while waiting and places:
-        batch, waiting = waiting[:places], waiting[places:]
-        largest = max(os.path.getsize(workspace / p.path) for p in batch)
+    usable: list[_Picture] = []
+    decoded = 0
+    for picture in pictures:
+        if len(usable) == MAX_IMAGES or decoded == MAX_DECODED:
+            _list_in_place(files, listed, picture, picture.said)
+            continue
+        decoded += 1
         unusable: list[tuple[str, str]] = []
-        shown = await first_turn_content_async("", [p.path for p in batch], workspace=workspace,
-                                               supports_vision=supports_vision, max_bytes=largest, unusable=unusable)
+        # Fitted as for a vision model even without one, which only gets the path: fitting is the decoder's word.
+        shown = await first_turn_content_async("", [picture.path], workspace=workspace, supports_vision=True,
+                                               max_bytes=picture.size, unusable=unusable)
+        if unusable:
+            _refused(picture, unusable[0][1], files, listed, missed, kept)
+            continue
+        usable.append(picture)
+        kept.append(picture)
+        if not supports_vision:
+            continue
         if isinstance(shown, list):
             images.extend(shown[1:])
         elif shown:
             texts.append(shown.lstrip("\n"))
+    if usable and not supports_vision:
+        unusable = []
+        texts.append((await first_turn_content_async("", [p.path for p in usable], workspace=workspace,
+                                                     supports_vision=False, unusable=unusable)).lstrip("\n"))
         refused = dict(unusable)
-        # Without vision nothing is decoded, and what is refused (a file gone since it was stored) keeps its place.
-        places = places - sum(p.path not in refused for p in batch) if supports_vision else 0
-        for picture in batch:
-            why = refused.get(picture.path)
-            if why is None:
-                kept.append(picture)
-            elif picture.otherwise is None and picture.attachment.kind == "image":
-                # A photo cut short did not reach the model any more than a failed download.
-                kept.append(picture)
+        for picture in usable:  # gone since it was decoded: among the missed, as its place in the list is past
+            if (why := refused.get(picture.path)) is not None:
+                kept.remove(picture)
                 missed.append(f"{_plain_name(picture.attachment)} ({why})")
-            else:  # text that only starts like a picture, or a broken one sent as a file: listed with its path
-                said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
-                        else f"{picture.said}; it {why}")
-                _list_in_place(files, listed, picture, said)
-    for picture in waiting:
-        _list_in_place(files, listed, picture, picture.said)
-    text = "\n\n".join(texts)
+    text = "\n\n".join(t for t in texts if t)
     return ([{"type": "text", "text": text}, *images] if images else text), kept
+
+
+def _refused(picture: _Picture, why: str, files: list[tuple[str, Attachment, str]],
+             listed: list[tuple[str, Attachment, str]], missed: list[str], kept: list[_Picture]) -> None:
+    """``picture``, which the decoder refused for ``why``, among the missed (a photo) or the files (any other)."""
+    if picture.otherwise is None and picture.attachment.kind == "image":
+        # A photo cut short did not reach the model any more than a failed download.
+        kept.append(picture)
+        missed.append(f"{_plain_name(picture.attachment)} ({why})")
+        return
+    # Text that only starts like a picture, or a broken one sent as a file: listed with its path.
+    said = (file_contents.type_said(picture.attachment.mime_type, picture.otherwise) if picture.otherwise
+            else f"{picture.said}; it {why}")
+    _list_in_place(files, listed, picture, said)
 
 
 def _list_in_place(files: list[tuple[str, Attachment, str]], listed: list[tuple[str, Attachment, str]],

@@ -91,11 +91,13 @@ async def test_a_photo_cut_short_still_did_not_reach_the_model(tmp_path: Path) -
                                        " file is truncated")
 
 
-async def test_a_document_cut_short_for_a_model_without_vision_is_still_its_path(tmp_path: Path) -> None:
-    # No decoding without vision: its path reaches the model, as an image's, for a vision tool to open.
+async def test_a_document_cut_short_for_a_model_without_vision_is_listed_with_its_path(tmp_path: Path) -> None:
+    # Decoded without vision too: a path given as a picture's, for a vision tool to open, was one no tool could.
     prepared = await run({"f": CUT_JPEG}, (Attachment("document", "scan.jpg", "image/jpeg", None, "f"),), tmp_path,
                          vision=False)
-    assert "[Image attached at: attachments/c-1/scan.jpg]" in prepared.content
+    assert (f"{LISTED}- attachments/c-1/scan.jpg (image/jpeg; it cannot be decoded as an image: OSError: image file"
+            " is truncated") in prepared.content
+    assert "Image attached at" not in prepared.content
 
 
 @pytest.mark.parametrize("name", ["IMG_0001.HEIC", "report (final).pdf", "отчёт за май.pdf", "報告書.docx",
