@@ -48,6 +48,8 @@ def calls_in_text(text: str, offered: frozenset[str]) -> tuple[str | None, list[
     start = text.find("<tool_call>")
     if start >= 0:
         said, rest, bodies, at = text[:start].strip() or None, text[start:], [], 0
+        if said is not None and said.count("```") % 2:  # within a code block left open: an example shown
+            return None
         for block in _BLOCK.finditer(rest):
             if rest[at:block.start()].strip():
                 return None
@@ -98,7 +100,9 @@ def _calls(bodies: list[str], offered: frozenset[str]) -> list[tuple[str, str]] 
 
 
 def _call(item: Any, offered: frozenset[str]) -> tuple[str, str] | None:
-    if not isinstance(item, dict) or item.get("name") not in offered or not set(item) <= {"name", *_ARGUMENT_KEYS}:
+    if not isinstance(item, dict) or not set(item) <= {"name", *_ARGUMENT_KEYS}:
+        return None
+    if not isinstance(item.get("name"), str) or item["name"] not in offered:  # a list or object is no set member
         return None
     arguments = next((item[key] for key in _ARGUMENT_KEYS if key in item), {})
     if isinstance(arguments, dict):

@@ -845,7 +845,8 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
     # The calls of ``offered`` tools a server without a parser for the model's format left in the text.
     if not tool_calls and text and not filtered and (found := calls_in_text(text, offered)) is not None:
         text, calls = found
-        tool_calls = tuple(ToolCall(id=f"call_{i}_{name}", name=name, arguments=arguments)
+        # Mended as a native call's are: JSON's escapes make lone surrogates (half of an emoji's "\\ud83d").
+        tool_calls = tuple(ToolCall(id=f"call_{i}_{name}", name=name, arguments=_mend(arguments))
                            for i, (name, arguments) in enumerate(calls))
     model = getattr(completion, "model", None)
     return ModelResponse(
