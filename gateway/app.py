@@ -13,6 +13,7 @@ import asyncio
 import functools
 import logging
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -227,8 +228,12 @@ class Gateway:
             self.store.inbox.reopen(event.platform, event.event_id)
         self._finish_set_aside(opened, replayed)
         unfinished = [*replayed, *self.store.inbox.take_requeued(of=self.adapters)]
-        # Queued only once the platforms have started, when an edit made meanwhile may have come already.
-        self.edits.replaying(event for event, _ in replayed if (event.platform, event.event_id) not in begun)
+        # Queued only once the platforms have started, when an edit made meanwhile may have come already. Not one
+        # whose turn had begun though no longer marked so (`Inbox.reopen`), and asked the chat a question or answered
+        # it (`gateway.owed_ends`): deleted, the question was left waiting with no turn to take its answer.
+        self.edits.replaying(event for event, turn_id in replayed if (event.platform, event.event_id) not in begun
+                             and not (turn_id and (self.outbox.texts_under(f"{turn_id}:ask:")
+                                                   or reply_journaled(self.outbox, turn_id))))
         running = self.store.delegations.running()
         # Before the first await: the outbox started above has sent nothing yet.
         pending = self.store.outbox.pending_messages()
@@ -301,6 +306,7 @@ class Gateway:
             await self.ledger.resume_first(in_place.rest(key))
             await self._replays.queued(key)
         replayed_turns: set[tuple[str, str]] = set()
+        to_replay = Counter(turn_id for _, turn_id in unfinished if turn_id)
         for n, (inbound, turn_id) in enumerate(unfinished):
             key = session_key(inbound.platform, inbound.chat_id, inbound.thread_id)
             if key in in_place:
@@ -308,15 +314,18 @@ class Gateway:
                     in_place.before(key, self.store.inbox.arrival(inbound.platform, inbound.event_id)))
             log.info("resuming %s event %s received before a restart", inbound.platform, inbound.event_id)
             replayed_as = self.edits.replayed(inbound)
+            if turn_id:
+                to_replay[turn_id] -= 1
             if replayed_as is None:  # its user deleted it meanwhile: settled, never to begin
-                if turn_id:
+                # Its turn neither, unless another event of it was handed on, or is still to be.
+                if turn_id and not to_replay[turn_id] and (key, turn_id) not in replayed_turns:
                     self.runner.not_beginning(turn_id)
             elif turn_id and (key, turn_id) in replayed_turns and reply_journaled(self.outbox, turn_id):
                 # Steered into that turn, whose answer (in the chat) read it (`Inbox.read_into`): read by its run again.
                 self.runner.read_on_replay(turn_id, WorkItem("message", replayed_as.text, turn_id, replayed_as))
             else:
                 await self._handle_accepted(replayed_as, turn_id)  # never raises: no stored event can stop a start
-            if turn_id:
+            if turn_id and replayed_as is not None:
                 replayed_turns.add((key, turn_id))
             if n == last[key]:  # ahead of the chat's new events, which wait behind its replayed ones
                 await self.ledger.resume_first(in_place.rest(key))

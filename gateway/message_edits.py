@@ -64,7 +64,8 @@ class MessageEdits:
 
     def replaying(self, events: Iterable[Inbound]) -> None:
         """At start, before any platform does: the replayed events whose turns had not begun. Not one that had
-        (run again after a clean stop), nor one handed back (`switchboard inbox retry`): it may have run."""
+        (run again after a clean stop), also unmarked since (`Inbox.reopen`: its question waits for the chat's
+        answer), nor one handed back (`switchboard inbox retry`): it may have run."""
         self._replays = {(event.platform, event.event_id): event for event in events}
 
     def replayed(self, event: Inbound) -> Inbound | None:
