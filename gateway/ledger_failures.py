@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from gateway.dead_letters import CUT_SHORT, FIRST_PAUSE_SECONDS, MAX_PAUSE_SECONDS
+from gateway.graphemes import is_boundary
 from gateway.logging import redacted_bounded, redacted_cut
 from gateway.outbox import Outbox
 from gateway.replies import child_failure_reason
@@ -244,5 +245,10 @@ def _short(text: str | None, limit: int) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    while cut > 0 and not is_boundary(text, cut):  # half a flag showed as a letter, a family as one of its people
+        cut -= 1
+    return text[:cut] + "…"
 

@@ -51,7 +51,7 @@ from markdown_it.rules_inline import (
 )
 from markdown_it.token import Token
 
-from platforms.formatting import bare_urls, tables
+from platforms.formatting import bare_urls, flanking, tables
 from platforms.formatting.markdown import Definitions
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
@@ -247,7 +247,8 @@ def _bare_url(state: StateInline, silent: bool) -> bool:
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     # A row's cells beyond its header's show on every platform: read, they are cut between words as the others are.
-    md = tables.keep_extra_cells(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = flanking.enable(tables.keep_extra_cells(md))  # styles where the renderers' parser reads them
     md.disable("text_join")  # it would merge escapes and entities into text, and drop their ranges
     md.disable("fragments_join")  # it would merge the markers no style pairs into text, and drop their positions
     md.inline.ruler.at("emphasis", _delimiters(emphasis.tokenize))

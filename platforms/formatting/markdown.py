@@ -1,6 +1,7 @@
 """The Markdown the agent writes, as Switchboard reads it, and the walk every platform renderer shares.
 
-Dialect: CommonMark plus GFM tables and ``~~strikethrough~~``, parsed by markdown-it-py;
+Dialect: CommonMark plus GFM tables and ``~~strikethrough~~``, parsed by markdown-it-py, its
+style markers beside Chinese, Japanese and Korean read as the CJK-friendly amendment reads them (`flanking`);
 a bare ``http(s)://`` address is a link written as itself, its characters never Markdown
 (`bare_urls`).
 Raw HTML is text (an agent's ``<b>`` is shown, never interpreted), and links with
@@ -46,7 +47,7 @@ from typing import NamedTuple
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from platforms.formatting import bare_urls, blocks, inline_lines, tables
+from platforms.formatting import bare_urls, blocks, flanking, inline_lines, tables
 from platforms.formatting.blank import is_blank
 from platforms.formatting.columns import width
 from platforms.formatting.tables import table_text
@@ -67,7 +68,7 @@ _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.-]")
 def parser() -> MarkdownIt:
     """The one configured parser (its rules are read-only once built; parsing is reentrant), used
     from several threads at once (replies are split in worker threads, the loop renders too)."""
-    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = flanking.enable(MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]))
     md = tables.enable(tables.keep_extra_cells(bare_urls.enable(md)))
     # Each rule chain is compiled now, not at its first use, which empties then fills a dict that
     # another thread's parse may read meanwhile, finding no rules.
