@@ -84,6 +84,11 @@ _PATTERNS = [
     (_Gated(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%(?:25)?3[Aa]|\\{1,2}u003[Aa])[A-Za-z0-9_-]{30,}",
             r":(?<=[0-9]:)[A-Za-z0-9_-]{30}", r"%3[Aa](?<=[0-9]%3[Aa])[A-Za-z0-9_-]{30}",
             r"%253[Aa](?<=[0-9]%253[Aa])[A-Za-z0-9_-]{30}", r"u003[Aa](?<=\\u003[Aa])[A-Za-z0-9_-]{30}"), MASK),
+    # A Discord bot token: the bot's id in base64 (a snowflake's starts M, N or O), a time and an HMAC, stood alone,
+    # since `Bot` above is case-sensitive and a client or a person writes ``bot …`` or ``BOT …`` too. Tried at each
+    # M, N and O, 0.005 s a megabyte: only where its time and HMAC are.
+    (_Gated(r"[MNO](?<![\w.-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}",
+            r"\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27}"), MASK),
     # Slack bot, user, app and refresh tokens, and a rotating one's access token (``xoxe.xoxp-1-…``)
     (re.compile(r"x(?<!\wx)(?:ox[abepr]|oxe\.xox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),
 ]
@@ -167,8 +172,12 @@ _REPR_ESCAPE = {"\t": "t", "\n": "n", "\r": "r", "\b": "b", "\f": "f"}
 """How JSON (all five) and a repr (the first three; the others as ``\\x08``) escape a control character short."""
 _BACKSLASHED = frozenset(string.punctuation + " ")
 """What an escaping writer may put a backslash before: JSON ``\\"``, ``\\\\`` and ``\\/``, a repr's ``\\'``."""
-_BACKSLASH_CODED = r"\\?(?:u005[Cc]|x5[Cc])"
-"""A backslash written as ``\\u005c`` or ``\\x5c``, after the backslash that starts it (`_pieces`)."""
+_TWICE_MORE = "(?:25){0,2}"
+"""What a character percent-encoded once more (``%2F``) is, twice or three times over: ``%252F``, ``%25252F``."""
+_BACKSLASH = rf"\\{{1,8}}+(?:u005[Cc]|x5[Cc])?|%{_TWICE_MORE}5[Cc]"
+"""A piece of a run of backslashes as written (`_pieces`): at most eight backslashes (one escaped three times over)
+taken all at once, and the code one of them may end in (``\\u005c``, ``\\\\u005c``, ``\\x5c``); or a
+percent-encoded one."""
 _Form = tuple[str, str]
 """A form's first character and a pattern of the rest: the regex engine skips a form at its first character."""
 
@@ -233,14 +242,15 @@ def _spellings(value: str) -> str:
     """A pattern of ``value`` as written and as a URL or a JSON string may quote it, wholly or in part: each
     character but a letter or digit as itself or
 
-    - percent-encoded (UTF-8, either case of hex), once or twice over (``%252F``: a URL in another's query), a
+    - percent-encoded (UTF-8, either case of hex), up to three times over (``%252F``: a URL in another's query), a
       space also as ``+`` or, that quoted, ``%2B``. Encoders differ in what they leave: ``quote`` keeps ``/``,
       ``quote_plus`` and a form body write a space as ``+``, aiohttp's query keeps ``/``, ``:`` and ``@``,
       httpx's path ``+`` and ``=``;
-    - escaped as a JSON string or a repr writes it, once or twice over (a JSON body quoted in an error that is
-      itself JSON): after one to three backslashes (``\\"``, ``\\\\``, ``\\/`` as some encoders write a
-      slash), or as ``\\u`` and four hex digits, either case (``ensure_ascii``'s ``\\u00e9``, Go's ``\\u0026``
-      for ``&``), a character beyond the BMP as its surrogate pair, or as a repr's ``\\x`` or ``\\U`` code.
+    - escaped as a JSON string or a repr writes it, up to three times over (a JSON body quoted in an error that
+      is itself JSON, and that in a log shipper's JSON): after one to seven backslashes (``\\"``, ``\\\\``,
+      ``\\/`` as some encoders write a slash), or as ``\\u`` and four hex digits, either case
+      (``ensure_ascii``'s ``\\u00e9``, Go's ``\\u0026`` for ``&``), a character beyond the BMP as its surrogate
+      pair, or as a repr's ``\\x`` or ``\\U`` code.
 
     Every mix is one pattern, not a literal per form (there are 2 to the power of the characters that may be
     quoted). Its cost grows with the length of ``value``, not with the number of its backslashes (`_pieces`)."""
@@ -254,30 +264,32 @@ def _either(forms: list[_Form]) -> str:
 
 def _pieces(value: str) -> list[list[_Form]]:
     """The forms of each character of ``value``, a run of backslashes and the character after it being one
-    piece: ``k`` backslashes escaped are ``k`` to ``4k`` of them, counted with the character's own escaping
-    ones and taken all at once (``\\{…}+``), or are ``k`` codes (``\\u005c``, ``%5C``), never a mix of the two.
-    Matched a backslash at a time, the regex engine tried every way of sharing out a run of backslashes in the
-    text among a secret's: about 4 to the power of their number wherever a near miss of the secret was written.
-    Every form ends in a character other than a backslash but that of a run ending ``value``: where the form of
-    the next piece starts is never in doubt."""
+    piece: ``k`` backslashes written, with the character's own escaping ones, are one to ``k + 1`` `_BACKSLASH`
+    pieces, whatever each of them is written as (``\\\\`` and ``\\u005c`` in one run: a writer escaping its
+    input's backslashes, and an escape of a backslash another wrote). Matched a backslash at a time, the
+    regex engine tried every way of sharing out a run of backslashes in the text among a secret's: about 4 to the
+    power of their number wherever a near miss of the secret was written. A run's spelling is not one of exactly
+    ``k`` backslashes: a few more or fewer backslashes in a spelling of a secret are masked as it is. Every form
+    ends in a character other than a backslash but that of a run ending ``value``: where the form of the next
+    piece starts is never in doubt."""
     pieces = []
     for piece in re.findall(r"\\+.?|.", value, re.DOTALL):
         char = piece.lstrip("\\")
         run = len(piece) - len(char)
-        forms = _escaped(char, run)
-        if run:
-            more = rf"(?:\\{_BACKSLASH_CODED}|%(?:25)?5[Cc]){{{run - 1}}}" if run > 1 else ""
-            coded = more + (_either(_escaped(char, 0)) if char else "")
-            forms += [("\\", _BACKSLASH_CODED + coded), ("%", "(?:25)?5[Cc]" + coded)]
-        pieces.append(_merged(forms))
+        if not run:
+            pieces.append(_escaped(char))
+            continue
+        # The character's forms without the backslashes before them, which the run has taken.
+        after = _either(_merged([(first, then) for _, _, first, then in _tails(char)])) if char else ""
+        rest = f"(?:{_BACKSLASH}){{0,{run}}}{after}"
+        pieces.append([("\\", rf"\\{{0,7}}+(?:u005[Cc]|x5[Cc])?{rest}"), ("%", f"{_TWICE_MORE}5[Cc]{rest}")])
     return pieces
 
 
-def _escaped(char: str, run: int) -> list[_Form]:
-    """The forms of ``char`` (none: the end of a secret) after ``run`` backslashes, all escaped (`_pieces`)."""
+def _escaped(char: str) -> list[_Form]:
+    """The forms of ``char``, each after as many backslashes as its escaping, up to three times over, writes."""
     forms = []
-    for low, high, first, then in _tails(char) if char else [(0, 0, "", "")]:
-        low, high = low + run, high + 4 * run
+    for low, high, first, then in _tails(char):
         if low == 0:
             forms.append((first, then))
         if high:
@@ -293,18 +305,18 @@ def _tails(char: str) -> list[tuple[int, int, str, str]]:
     encoded = _utf8_bytes(char)
     # Percent-encoded first: ``%`` as ``%25`` is then tried before ``%`` as itself, so that a secret ending in one
     # leaves no ``25`` after its mask.
-    tails = [(0, 0, "%", "%".join(f"(?:25)?{_hex(byte)}" for byte in encoded))] if encoded else []
+    tails = [(0, 0, "%", "%".join(f"{_TWICE_MORE}{_hex(byte)}" for byte in encoded))] if encoded else []
     first_unit, *units = _utf16_units(char)
-    tails += [(0, 3 if char in _BACKSLASHED else 0, char, ""),
-              (1, 2, "u", _hex(first_unit, 4) + "".join(rf"\\{{1,2}}u{_hex(unit, 4)}" for unit in units))]
+    tails += [(0, 7 if char in _BACKSLASHED else 0, char, ""),
+              (1, 4, "u", _hex(first_unit, 4) + "".join(rf"\\{{1,4}}u{_hex(unit, 4)}" for unit in units))]
     if code := _REPR_ESCAPE.get(char):
-        tails.append((1, 2, code, ""))  # JSON's and a repr's ``\t``
+        tails.append((1, 4, code, ""))  # JSON's and a repr's ``\t``
     if ord(char) < 0x100:
-        tails.append((1, 2, "x", _hex(ord(char))))  # a repr's ``\xa0`` (a no-break space), ``\x08``
+        tails.append((1, 4, "x", _hex(ord(char))))  # a repr's ``\xa0`` (a no-break space), ``\x08``
     elif ord(char) >= 0x10000:
-        tails.append((1, 2, "U", _hex(ord(char), 8)))  # a repr's ``\U000e0041``: one it does not print
+        tails.append((1, 4, "U", _hex(ord(char), 8)))  # a repr's ``\U000e0041``: one it does not print
     if char == " ":
-        tails += [(0, 0, "+", ""), (0, 0, "%", "(?:25)?2[Bb]")]
+        tails += [(0, 0, "+", ""), (0, 0, "%", f"{_TWICE_MORE}2[Bb]")]
     return tails
 
 
@@ -324,10 +336,11 @@ def _merged(forms: list[_Form]) -> list[_Form]:
 
 
 def _longest_spelling(value: str) -> int:
-    """The most characters `_spellings` of ``value`` matches: every character that may be quoted quoted twice
-    (five per UTF-8 byte) or escaped twice (seven per UTF-16 unit), whichever is longer."""
-    return sum(1 if char in _NEVER_QUOTED else max(5 * len(_utf8_bytes(char)), 7 * len(_utf16_units(char)))
-               for char in value)
+    """The most characters `_spellings` of ``value`` matches: every character that may be quoted quoted three
+    times over (seven per UTF-8 byte) or escaped so (nine per UTF-16 unit), whichever is longer; a backslash two
+    `_BACKSLASH` pieces of thirteen (one for the escaping of the character after its run)."""
+    return sum(1 if char in _NEVER_QUOTED else 26 if char == "\\" else
+               max(7 * len(_utf8_bytes(char)), 9 * len(_utf16_units(char))) for char in value)
 
 
 def _utf8_bytes(char: str) -> bytes:

@@ -11,9 +11,12 @@ address with no scheme is one too (``bank.example/login``, ``www.bank.example``,
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from urllib.parse import urlsplit
+
+from publicsuffixlist import PublicSuffixList
 
 from platforms.formatting.bare_urls import as_read
 from platforms.formatting.markdown import parser
@@ -47,22 +50,36 @@ _PUNCTUATION = str.maketrans({
 _WORD = re.compile(r"[^\W_]+")
 _WEB = re.compile(r"\s*https?://\S+\s*\Z", re.IGNORECASE)
 _HOST = re.compile(
-    r"\s*((?:[^\W_](?:[^\W_]|-)*\.)+([^\W\d_]{2,})|(?:\d{1,3}\.){3}\d{1,3})([:/?#]\S*)?[.,;!]?\s*\Z")
-"""An address written without its scheme: a host of two or more names (or an IPv4 one, ``192.168.0.1``), then a port,
-path, query or fragment (or the root's dot, ``bank.example.``, or the sentence's mark, ``paypal.com,``)."""
+    r"\s*(?P<user>[^\s/?#]+@)?"
+    r"(?P<host>(?:[^\W_](?:[^\W_]|-)*\.)+(?P<ending>[^\W\d_]{2,})|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}))"
+    r"(?P<rest>[:/?#]\S*)?[.,;!]?\s*\Z")
+"""An address written without its scheme: a host of two or more names (or an IPv4 one, ``192.168.0.1``), after a
+user's name and ``@`` or not (``bank.example@evil.example``, which a browser opens as evil.example, and a mail address
+reads as one), then a port, path, query or fragment (or the root's dot, ``bank.example.``, or the sentence's mark,
+``paypal.com,``)."""
 _TOP_NAMES = frozenset(
     "com net org edu gov mil int info biz name pro mobi aero asia coop jobs tel travel museum xxx app dev page web "
     "online site website tech store shop blog cloud link live news wiki email mail bank finance money pay support help "
     "login secure account services network systems digital media art club xyz top icu vip one today world global "
     "example test invalid localhost".split())
-"""Top names a host alone (no scheme, path or ``www.``) is read by: any of two letters (a country's, ``python.org``,
-``bit.ly``, but `_FILE_TYPES`), one not in ASCII (``пример.рф``), and these: ``os.path.join``, ``re.sub``,
-``np.array`` or ``torch.nn.Module``, a label naming code on the page it links to, are no address."""
+"""The commonest top names, which a host alone (no scheme, path or ``www.``) is read by however it is written. It is
+read by any other top name in the root zone too (`_delegated`: a country's, ``python.org``, ``bit.ly``; a brand's or
+a word's, ``login.microsoftonline.security``) and by one not in ASCII (``пример.рф``), but not by `_FILE_TYPES` and
+`_CODE_NAMES`, nor by one in capitals after small letters: ``System.IO``, ``Socket.IO``, ``java.util.Date``, names
+of code on the page the label links to, are no address."""
 _FILE_TYPES = frozenset(
     "py md rs sh js ts jsx tsx json yaml yml toml txt html htm css cfg ini conf lock log csv xml sql cpp hpp go rb "
-    "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx".split())
+    "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx mov pub cab pid".split())
 """Ends of a name with no scheme, path or ``www.`` that name a file more often than a host: ``[setup.py](…)`` is a
 file on the page it links to, ``[bank.com](…)`` a site."""
+_CODE_NAMES = frozenset(
+    "auto bar call case cat center chat click data date day dot events fail final fit foo group host map new next now "
+    "open ping place play plus post press prod property read rest run save search select shell show storage style tab "
+    "target total watch audio video".split())
+"""Top names in the root zone that end a name of code more often than a host: ``asyncio.run``, ``re.search``,
+``Array.prototype.map``, ``plt.show``, ``model.fit``."""
+_PLATFORM = re.compile(r"[A-Z]{2,3}\.NET")
+"""``ASP.NET``, ``ADO.NET``, ``VB.NET``, ``ML.NET``: .NET's names, in capitals."""
 
 
 def as_seen(label: str) -> str:
@@ -86,27 +103,59 @@ def other_address(label: str, href: str) -> bool:
     seen = as_seen(label)
     web = _WEB.match(seen)
     host = None if web else _HOST.match(seen)
-    if not web and (host is None or not (host.group(3) or host.group(1).casefold().startswith("www.")
-                                         or host.group(2) is None or _top_name(host.group(2).casefold()))):
+    if not web and (host is None or not _written_address(host)):
         return False
     plain = as_read(label)
     # Only a label that looks like nothing else may be read as written too: with look-alikes its letters are not
     # what the reader reads.
     faces = {label, plain, seen} if seen == unicodedata.normalize("NFKC", plain) else {seen}
     if host is not None:
-        faces = {f"{scheme}{face.strip()}" for face in faces for scheme in ("https://", "http://")}
+        schemes = ("https://", "http://", "mailto:") if host["user"] else ("https://", "http://")
+        faces = {f"{scheme}{face.strip()}" for face in faces for scheme in schemes}
     own = href.rstrip("/").casefold()
     normalized = [parser().normalizeLink(face.strip()) for face in faces]
     if any(face.rstrip("/").casefold() == own for face in normalized):
         return False
-    if host is not None and not host.group(3):
+    # A host alone names its site; one after a user's name (``bank.example@evil.example``) reads as either host.
+    if host is not None and not host["rest"] and not host["user"]:
         site = _site(href)
         return site is None or all(_site(face) != site for face in normalized)
     return True
 
 
-def _top_name(name: str) -> bool:
-    return name not in _FILE_TYPES and (len(name) == 2 or not name.isascii() or name in _TOP_NAMES)
+def _written_address(host: re.Match[str]) -> bool:
+    """Whether a label `_HOST` matched reads as an address: one with a port or path or ``www.`` always, a host
+    alone (a user's name before it or not: ``x@self.weight`` is code) by its top name (`_top_name`; not
+    ``ASP.NET``); an IPv4 one unless a number is no address's (``999.1.1.1``) or, alone, it reads as a version
+    (``1.2.3.4``: four digits, not all the same as in ``8.8.8.8`` and ``1.1.1.1``)."""
+    if host["ip"]:
+        numbers = [int(number) for number in host["ip"].split(".")]
+        return max(numbers) <= 255 and bool(host["rest"] or max(numbers) > 9 or len(set(numbers)) == 1)
+    if host["rest"] or host["host"].casefold().startswith("www."):
+        return True
+    return not _PLATFORM.fullmatch(host["host"]) and _top_name(host["ending"], host["host"])
+
+
+def _top_name(ending: str, host: str) -> bool:
+    name = ending.casefold()
+    if name in _FILE_TYPES:
+        return False
+    if name in _TOP_NAMES or not name.isascii():
+        return True
+    if ending != name and not host.isupper():  # System.IO, java.util.Date: capitals in a host are all capitals
+        return False
+    return name not in _CODE_NAMES and _delegated(name)
+
+
+@functools.cache
+def _top_names() -> PublicSuffixList:
+    # Read at the first host alone (70 ms), not at import: most commands render no link.
+    return PublicSuffixList(only_icann=True, accept_unknown=False)
+
+
+def _delegated(name: str) -> bool:
+    """Whether ``name`` is a top-level domain, by the root zone's list as publicsuffixlist bundles it (no fetch)."""
+    return _top_names().is_public(name)
 
 
 def _site(address: str) -> str | None:

@@ -109,13 +109,15 @@ REFERENCE_SHAPES = [
     (re.compile(r"\b(Bot[ \t]+)[A-Za-z0-9._~+/=-]{20,}"), r"\1" + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
     (re.compile(r"(?:(?<![\w-])|(?<=bot))[0-9]+(?::|%3[Aa]|%253[Aa]|\\{1,2}u003[Aa])[A-Za-z0-9_-]{30,}"), MASK),
+    (re.compile(r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}"), MASK),
     (re.compile(r"\bx(?:ox[abepr]|oxe\.xox[abpr]|app)-[A-Za-z0-9-]{8,}"), MASK),
 ]
 """The token shapes as the log documents them: a word boundary, then the token."""
 
 pieces = st.sampled_from(["Bearer ", "bearer", "BEARER\t", "Bot ", "bot", "sk-", "xoxb-", "xapp-", "xoxq-", "xoxe",
                           "xoxe.", "123", "9", ":", "%3A", "%3a", "%253a", "\\u003A", "\\", "_", "-", " ", "\t",
-                          "a", "Z", "é", "/", "=", ".", "\n", "A" * 8, "b7" * 8, "Q" * 30])
+                          "a", "Z", "é", "/", "=", ".", "\n", "A" * 8, "b7" * 8, "Q" * 30,
+                          "MTk4NjIyNDgzNDcxOTI1MjQ4", ".Cl2FMQ."])
 
 
 @settings(max_examples=400)
