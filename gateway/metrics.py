@@ -52,6 +52,7 @@ from gateway.live_reads import LiveReads
 from gateway.store import checkpointer
 from lifecycle import HostView, SubagentState
 from platforms.connection import ConnectionState
+from platforms.messages import scalar_text
 
 if TYPE_CHECKING:
     from gateway.session_registry import SessionRegistry
@@ -220,8 +221,10 @@ class GatewayMetrics(GatewayListener):
 
     def model_label(self, model: str | None) -> str:
         """``model`` as a label value: ``unknown`` when the provider named none; itself when it is one of
-        the first `MAX_MODELS` names seen (and at most `MAX_MODEL_NAME` characters); else `OTHER_MODEL`."""
-        name = model or "unknown"
+        the first `MAX_MODELS` names seen (and at most `MAX_MODEL_NAME` characters); else `OTHER_MODEL`. A lone
+        surrogate in it (JSON's ``"\\ud83d"``: half of an emoji) is U+FFFD: kept as it came, the page could not be
+        encoded, and every scrape after that call was a 500."""
+        name = scalar_text(model) if model else "unknown"
         if name in self._models:
             return name
         if len(self._models) >= MAX_MODELS or len(name) > MAX_MODEL_NAME:

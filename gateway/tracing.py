@@ -42,6 +42,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from agent import HookRegistry, TurnResult
 from gateway.events import GatewayListener
 from gateway.logging import redacted_bounded
+from gateway.metrics import MAX_MODEL_NAME, MAX_MODELS
+from platforms.messages import scalar_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -94,6 +96,8 @@ class Tracing(GatewayListener):
         self._launchers: OrderedDict[tuple[str, str], trace.SpanContext] = OrderedDict()
         """The latest delegate_task span of each (session, turn): what its children hang under
         when they start outside the launching call's context (an engine's own task)."""
+        self._span_models: set[str] = set()
+        """The model names `chat` spans are named after (`_chat_name`)."""
         self._launcher: ContextVar[trace.SpanContext | None] = ContextVar(f"launcher-{id(self)}")
         """The delegate_task span of the tool call running in this context (None for another
         tool). Set by the tool_start hook, which runs in the turn's own context, so a child task
@@ -173,7 +177,7 @@ class Tracing(GatewayListener):
             span.set_attribute("gen_ai.usage.input_tokens", result.usage.prompt_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", result.usage.completion_tokens)
             if result.model:
-                span.set_attribute("gen_ai.response.model", result.model)
+                span.set_attribute("gen_ai.response.model", scalar_text(result.model))
             span.set_attribute("gen_ai.response.finish_reasons", [result.exit_reason])
             if self.capture_content and result.text:
                 span.set_attribute("gen_ai.output.messages", _messages("assistant", result.text, result.exit_reason))
@@ -229,7 +233,8 @@ class Tracing(GatewayListener):
             # Not the parent's model: delegation.model or a route may name another. The name a call answered
             # as once one did, else the one it was launched with.
             answered = bool(child_usage and child_usage.get("api_calls"))
-            span.set_attribute("gen_ai.response.model" if answered else "gen_ai.request.model", child_model)
+            span.set_attribute("gen_ai.response.model" if answered else "gen_ai.request.model",
+                               scalar_text(child_model))
         span.set_attribute("gen_ai.response.finish_reasons", [child_exit_reason])
         if self.capture_content and child_summary:
             span.set_attribute("gen_ai.output.messages", _messages("assistant", child_summary, child_exit_reason))
@@ -277,6 +282,8 @@ class Tracing(GatewayListener):
     async def _model_called(self, *, session_id: str, turn_id: str, role: str, model: str | None, prompt_tokens: int,
                             completion_tokens: int, duration_seconds: float, error: str | None, **_: Any) -> None:
         end = time.time_ns()
+        # As the reply named it: a lone surrogate there (JSON's "\\ud83d") failed the OTLP export of the whole batch.
+        model = scalar_text(model) if model else model
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                       "gen_ai.conversation.id": self._conversations.get(session_id, session_id),
                                       "gen_ai.usage.input_tokens": prompt_tokens,
@@ -289,7 +296,7 @@ class Tracing(GatewayListener):
             attributes["gen_ai.request.model"] = self._request_model
         if self._provider_name:
             attributes["gen_ai.provider.name"] = self._provider_name
-        span = self._tracer.start_span(f"chat {model or 'model'}", context=self._context_of(session_id, turn_id),
+        span = self._tracer.start_span(self._chat_name(role, model), context=self._context_of(session_id, turn_id),
                                        kind=SpanKind.CLIENT, attributes=attributes,
                                        start_time=end - max(0, int(duration_seconds * 1e9)))
         if error is not None:
@@ -298,6 +305,21 @@ class Tracing(GatewayListener):
         span.end(end_time=end)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _chat_name(self, role: str, model: str | None) -> str:
+        """``chat {gen_ai.request.model}``, as the GenAI conventions name it: the parent's configured model; else
+        the name the call gave, among the first `MAX_MODELS` (``chat`` alone past them). Named after each reply's
+        model, a router or a provider naming a new one in each reply added span names without end, and with
+        them the series of every span-metrics pipeline (an OpenTelemetry Collector's ``spanmetrics``)."""
+        if role == "parent" and self._request_model:
+            model = self._request_model
+        if not model or len(model) > MAX_MODEL_NAME:
+            return "chat"
+        if model not in self._span_models:
+            if len(self._span_models) >= MAX_MODELS:
+                return "chat"
+            self._span_models.add(model)
+        return f"chat {model}"
 
     def _end_cut(self, keys: list[tuple[str, str, str]], ended_by: str) -> None:
         """End the spans of the tool calls ``keys``, which their agent's end cut short: an interrupt answered them
