@@ -854,7 +854,7 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         tool_calls=tool_calls,
         usage=_to_usage(getattr(completion, "usage", None)),
         cost_usd=_cost(getattr(completion, "usage", None)),
-        model=model if isinstance(model, str) and model else fallback_model,
+        model=_mend(model) if isinstance(model, str) and model else fallback_model,  # kept, logged, labelled
         truncated=finish_reason == "length",
         reasoning=_reasoning(message),
         filtered=filtered,

@@ -468,14 +468,15 @@ async def test_an_answer_cut_off_at_the_output_limit_is_marked(server, make_mode
 async def test_a_lone_surrogate_from_the_server_never_reaches_the_conversation(server, make_model):
     # A server that splits an emoji's \ud83d\ude00 escape (or streams half of it) sends a lone
     # surrogate: Python decodes it, but no UTF-8 encoder takes it back, the SDK's included.
-    server.push_raw('{"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0,'
-                    ' "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "half \\ud83d smile",'
+    server.push_raw('{"id": "c", "object": "chat.completion", "created": 0, "model": "m-\\ud83d",'
+                    ' "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "half \\ud83d smile",'
                     ' "tool_calls": [{"id": "t", "type": "function", "function": {"name": "search",'
                     ' "arguments": "{\\"q\\": \\"\\ude00\\"}"}}]}}]}')
     model = make_model()
     response = await model.complete(HELLO)
     assert response.text == "half \ufffd smile"
     assert response.tool_calls[0].arguments == '{"q": "\ufffd"}'
+    assert response.model == "m-\ufffd"  # the model that answered: logged, a metric's label, a span's name
     response.text.encode()
 
 
