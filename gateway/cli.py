@@ -19,6 +19,7 @@ import re
 import shlex
 import signal
 import sqlite3
+import stat
 import sys
 from collections.abc import Coroutine, Sequence
 from functools import partial
@@ -53,6 +54,9 @@ CHAT_LOG = "chat.log"
 """Where `switchboard chat` logs, inside the state directory, unless --verbose."""
 CHAT_LOG_CAP = 10 * 1024 * 1024
 """Bytes past which `switchboard chat` sets its log aside as ``chat.log.1`` when it starts."""
+ASK_INPUT_LIMIT = 4 * 1024 * 1024
+"""Bytes `ask` takes from a pipe or a file on its standard input: more than a million tokens, past any model's
+context. Read whole without a bound, ``yes | switchboard ask …`` held the machine's memory until it ran out."""
 
 
 EXIT_CONFIG = 78
@@ -108,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="set one setting over the file, e.g. server.port=9000 (repeatable; not for secrets)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ask = _add(commands, "ask", common, "run one agent turn and print the reply")
-    ask.add_argument("message", nargs="+", action=_Message, help="what to ask")
+    ask.add_argument("message", nargs="+", action=_Message,
+                     help="what to ask; what a pipe or a file on standard input holds is added under it")
+    ask.set_defaults(ask_parser=ask)  # its usage mistakes found past parsing are told with its usage line
     chat = _add(commands, "chat", common, "talk to the agent in this terminal (the gateway with the local platform)")
     chat.add_argument("--verbose", action="store_true",
                       help=f"print the log here instead of writing it to <state_dir>/{CHAT_LOG}")
@@ -222,6 +228,12 @@ def _command(argv: Sequence[str] | None) -> int:
             return 1
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's for good
     args.set = [pair for level in SET_LEVELS for pair in getattr(args, level, [])]  # in the order written
+    if args.command == "ask":  # read before the state directory is held: a slow pipe must not keep it from others
+        try:
+            args.piped = _piped_input(args.ask_parser)
+        except OSError as exc:
+            print(f"switchboard: cannot read the standard input ({exc.strerror or exc})", file=_STDERR)
+            return 1
     if args.command == "config":
         return config_check(_checked_path(parser, args), sys.stdout, _STDERR, overrides=args.set)
     unread = _unread_sets(args)
@@ -368,7 +380,8 @@ def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> i
     if args.command == "ask":
         # Bytes of the arguments that are not UTF-8 arrive as lone surrogates, which nothing
         # downstream can encode: U+FFFD instead, as for bytes typed into the chat.
-        runner = _ask(config, scalar_text(" ".join(args.message)))
+        message = " ".join(args.message) + (f"\n\n{args.piped}" if args.piped else "")
+        runner = _ask(config, scalar_text(message))
     elif args.command == "worker":
         runner = _worker(config)
     elif args.command == "chat" and not _typed_at(sys.stdin):
@@ -376,6 +389,27 @@ def _run(args: argparse.Namespace, config: Config, warnings: Sequence[str]) -> i
     else:
         runner = _serve(config, local=args.command == "chat")
     return _run_to_end(runner, config)
+
+
+def _piped_input(parser: argparse.ArgumentParser) -> str:
+    """What a pipe, a file or a socket on standard input holds, for `ask` to add to its message (``cat app.log |
+    switchboard ask summarise``); "" from a terminal, ``/dev/null``, or a stream with no descriptor (a test's).
+    Ignored, the model was asked about nothing and its answer came with status 0. Decoded as the chat decodes a
+    pipe, a byte its encoding lacks as U+FFFD. More than `ASK_INPUT_LIMIT` bytes is a usage mistake."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):
+        return ""
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
+        return ""
+    os.set_blocking(fd, True)  # left non-blocking by whatever ran before, a read of a pipe not yet written is None
+    data = sys.stdin.buffer.read(ASK_INPUT_LIMIT + 1)
+    if len(data) > ASK_INPUT_LIMIT:
+        parser.error(f"the standard input holds more than {ASK_INPUT_LIMIT // 2**20} MiB; pipe in the part to ask"
+                     " about (`tail -n 2000 app.log | switchboard ask …`)")
+    text = data.decode(sys.stdin.encoding or "utf-8", "replace")
+    return "" if is_blank(text) else text
 
 
 def _typed_at(stream: TextIO | None) -> bool:

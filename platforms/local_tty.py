@@ -137,8 +137,9 @@ def typed_line(readline: Any, column: int) -> tuple[str, str]:
     else:  # a count of bytes of the line as readline holds it, which Python's module decodes so
         encoding = locale.getencoding()
         before = typed.encode(encoding, "surrogateescape")[:max(point.value, 0)].decode(encoding, "surrogateescape")
-    drawn = as_readline_draws(before, column)
-    return drawn, as_readline_draws(typed[len(before):], column + columns(drawn))
+    octal = _bytes_in_octal(readline)
+    drawn = as_readline_draws(before, column, octal=octal)
+    return drawn, as_readline_draws(typed[len(before):], column + columns(drawn), octal=octal)
 
 
 def back_to_line_start(before: str, width: int) -> str:
@@ -190,15 +191,35 @@ def _point(readline: Any) -> Any:
         return None
 
 
-def as_readline_draws(text: str, column: int) -> str:
+@functools.cache
+def _bytes_in_octal(readline: Any) -> bool:
+    """Whether readline shows a byte the locale cannot decode as ``\\303`` (``output-meta`` off, its default in
+    the C locale: ``LC_ALL=C``, which Python's UTF-8 mode reads UTF-8 under all the same). False where that
+    cannot be read, as `_point`."""
+    try:
+        import ctypes  # noqa: PLC0415 - only for a chat typed at a terminal
+
+        value = ctypes.CDLL(readline.__file__).rl_variable_value
+        value.restype, value.argtypes = ctypes.c_char_p, [ctypes.c_char_p]
+        return value(b"output-meta") == b"off"
+    except (AttributeError, OSError, TypeError, ValueError):
+        return False
+
+
+def as_readline_draws(text: str, column: int, *, octal: bool = False) -> str:
     """``text``, typed at readline's prompt from ``column`` on, as readline draws it: a control character in
-    caret notation (ESC as ``^[``, DEL as ``^?``), a tab as spaces to the next multiple of eight columns. Drawn
-    so again it takes the columns readline counts it to take, and a control character pasted into the line
-    is shown, not obeyed, as readline shows it."""
+    caret notation (ESC as ``^[``, DEL as ``^?``), a tab as spaces to the next multiple of eight columns, and
+    with ``octal`` (`_bytes_in_octal`) a byte the locale cannot decode (a lone surrogate, as Python's module
+    hands it over) as a backslash and three octal digits. Drawn so again it takes the columns readline counts
+    it to take, and a control character pasted into the line is shown, not obeyed, as readline shows it: a
+    ``héllo`` typed under ``LC_ALL=C``, shown ``h\\303\\251llo``, was drawn again ``h��llo``, six columns short,
+    and the keys typed next landed where readline did not have them."""
     drawn = []
     for c in text:
         if c == "\t":
             piece = " " * (8 - column % 8)
+        elif octal and "\udc80" <= c <= "\udcff":
+            piece = f"\\{ord(c) - 0xDC00:03o}"
         elif c < " " or c == "\x7f":
             piece = "^" + chr(ord(c) ^ 0x40)
         elif "\x80" <= c <= "\x9f":  # an 8-bit control (CSI...): a terminal may obey it too
