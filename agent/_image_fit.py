@@ -40,6 +40,10 @@ MAX_PIXELS = 40_000_000
 screenshot is 33 million. A PNG of zeros compresses a thousandfold, so a file of a few hundred KB
 can hold a hundred million pixels, gigabytes once decoded and fitted; Pillow's own limit
 (`Image.MAX_IMAGE_PIXELS`, 89 million) only warns below twice that."""
+MAX_SAMPLES = 4 * MAX_PIXELS
+"""Samples (colours of a pixel: 1.5 a pixel in most photos, which keep colour at half size, 3 or 4 in others) a
+JPEG of several scans may hold at once while decoding, 2 bytes each: 320 MB, less than a picture of `MAX_PIXELS`
+takes decoded and fitted (360 MB). A 48 MP photo holds 72 million, or 144 million at full colour."""
 MAX_DECODES = 2
 """Images decoded at once at most, in the whole process. One of `MAX_PIXELS` takes about 550 MB
 at its peak, and every chat's photos are fitted as its turn starts: five chats sending photos at
@@ -54,6 +58,8 @@ _UPRIGHT = {
     8: Image.Transpose.ROTATE_90,
 }
 """What turns an image with each orientation upright (as `PIL.ImageOps.exif_transpose` does)."""
+_BARE = frozenset({0x01, *range(0xD0, 0xD8)})
+"""The markers of a JPEG with no segment after them (TEM, RST0–RST7), which libjpeg passes over anywhere."""
 _LOSSLESS = frozenset({"image/png", "image/gif"})
 _ADDRESS = re.compile(r" ?<[\w.]+ object at 0x[0-9a-fA-F]+>")
 """What Pillow's refusal names the bytes by ("cannot identify image file <_io.BytesIO object at 0x7f…>"): an
@@ -116,9 +122,13 @@ def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
     # The size to decode, after draft; before getexif, which decodes a PNG whole to find its eXIf chunk. A JPEG of
     # several scans (progressive, as web pages save them) is held whole, as coefficients, until its last scan, at
     # whatever size draft decodes it: a progressive 13000×13000 of 3 MB took 1 GB for a picture of 1625×1625.
-    width, height = whole if scale < 1 and mime == "image/jpeg" and _scans(image, data) else image.size
-    if width * height > MAX_PIXELS:
-        raise Image.DecompressionBombError(f"{width}×{height} is more than {MAX_PIXELS:,} pixels")
+    if image.width * image.height > MAX_PIXELS:
+        raise Image.DecompressionBombError(f"{image.width}×{image.height} is more than {MAX_PIXELS:,} pixels")
+    if scale < 1 and mime == "image/jpeg" and _scans(image, data):
+        samples = _samples(image, *whole)
+        if samples > MAX_SAMPLES:
+            raise Image.DecompressionBombError(f"{whole[0]}×{whole[1]} in several scans holds {samples:,} samples"
+                                               f" while decoding, more than {MAX_SAMPLES:,}")
     upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
     animated = getattr(image, "is_animated", False)
     image.load()  # decodes it all: a truncated file fails here, not at the model
@@ -147,11 +157,23 @@ def _scans(image: Image.Image, data: bytes) -> bool:
     if image.info.get("progressive"):
         return True
     at = 2
-    while at + 5 <= len(data) and data[at] == 0xFF:
-        if data[at + 1] == 0xDA:
+    while at + 5 <= len(data):
+        if data[at] != 0xFF or data[at + 1] in (0x00, 0xFF):
+            at += 1  # a byte between segments, which libjpeg (and Pillow) skip as it does, or fill before a marker
+        elif data[at + 1] == 0xDA:
             return data[at + 4] < image.layers
-        at += 1 if data[at + 1] == 0xFF else 2 + int.from_bytes(data[at + 2:at + 4], "big")  # fill, or a segment
+        elif data[at + 1] in _BARE:
+            at += 2
+        else:
+            at += 2 + int.from_bytes(data[at + 2:at + 4], "big")
     return False
+
+
+def _samples(image: Image.Image, width: int, height: int) -> int:
+    """The samples the JPEG ``image`` of ``width``×``height`` holds: each colour's, at its own size."""
+    factors = [(h, v) for _, h, v, _ in image.layer] or [(1, 1)] * image.layers
+    most_h, most_v = max(h for h, _ in factors), max(v for _, v in factors)
+    return sum(-(-width * h // most_h) * -(-height * v // most_v) for h, v in factors)
 
 
 def _still(image: Image.Image) -> Image.Image:

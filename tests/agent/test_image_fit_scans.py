@@ -9,10 +9,11 @@ import io
 import pytest
 from PIL import Image
 
-from agent._image_fit import MAX_PIXELS, UnusableImage, fit_image
+from agent._image_fit import MAX_PIXELS, MAX_SAMPLES, UnusableImage, _scans, fit_image
 from tests.pictures import picture
 
-TOO_MANY = "has too many pixels to decode safely: 9000×9000 is more than 40,000,000 pixels"
+TOO_MANY = ("has too many pixels to decode safely: 9000×9000 in several scans holds 243,000,000 samples while"
+            " decoding, more than 160,000,000")
 
 
 def sized(jpeg: bytes, width: int, height: int) -> bytes:
@@ -34,7 +35,8 @@ def refusal(data: bytes) -> str:
 
 def test_a_progressive_jpeg_is_refused_by_its_own_size_before_a_byte_is_decoded():
     assert 9000 * 9000 > MAX_PIXELS and 2250 * 2250 < MAX_PIXELS  # as large as Pillow opens without a warning
-    assert refusal(sized(small(progressive=True), 9000, 9000)) == TOO_MANY
+    assert 9000 * 9000 * 3 > MAX_SAMPLES  # at full colour (no colour kept at half size)
+    assert refusal(sized(small(progressive=True, subsampling=0), 9000, 9000)) == TOO_MANY
 
 
 def fitted_size(data: bytes) -> tuple[int, int]:
@@ -51,7 +53,26 @@ def scan_per_colour(jpeg: bytes) -> bytes:
 
 
 def test_a_jpeg_of_a_scan_per_colour_is_refused_by_its_own_size():
-    assert refusal(scan_per_colour(sized(small(), 9000, 9000))) == TOO_MANY
+    assert refusal(scan_per_colour(sized(small(subsampling=0), 9000, 9000))) == TOO_MANY
+
+
+@pytest.mark.parametrize("between", [b"\x00", b"\xff\x00", b"\xff\xd0", b"\x00" * 7])
+def test_a_scan_per_colour_is_told_past_bytes_libjpeg_skips_before_it(between: bytes):
+    # libjpeg (and Pillow) pass over stray bytes between segments, and a restart marker: one byte before the first
+    # scan's header hid it, and 710 bytes saying 12000×12000 took 860 MB and 8 s to decode.
+    data = scan_per_colour(sized(small(subsampling=0), 9000, 9000))
+    at = data.find(b"\xff\xda")
+    data = data[:at] + between + data[at:]
+    assert _scans(Image.open(io.BytesIO(data)), data)
+    assert refusal(data) == TOO_MANY
+
+
+@pytest.mark.parametrize("subsampling", [2, 0])  # colour at half size, as phones save it, and at full
+def test_a_progressive_photo_of_48_megapixels_is_fitted(subsampling: int):
+    # Held whole while decoding, 2 bytes a sample: 144 MB (288 MB at full colour), less than a PNG of MAX_PIXELS
+    # takes decoded (360 MB). Counted as its pixels against MAX_PIXELS, it was refused.
+    data = sized(small(progressive=True, subsampling=subsampling), 8000, 6000)
+    assert fitted_size(data) == (2048, 1536)
 
 
 def test_a_jpeg_of_one_scan_is_still_decoded_smaller():
