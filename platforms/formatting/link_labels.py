@@ -65,19 +65,23 @@ _TOP_NAMES = frozenset(
 """The commonest top names, which a host alone (no scheme, path or ``www.``) is read by however it is written. It is
 read by any other top name in the root zone too (`_delegated`: a country's, ``python.org``, ``bit.ly``; a brand's or
 a word's, ``login.microsoftonline.security``) and by one not in ASCII (``пример.рф``), but not by `_FILE_TYPES` and
-`_CODE_NAMES`, nor by one in capitals after small letters: ``System.IO``, ``Socket.IO``, ``java.util.Date``, names
-of code on the page the label links to, are no address."""
+`_CODE_NAMES`, nor by one in capitals after small letters (a longer one capitalised, but not a country's:
+``PayPal.Me`` is an address): ``System.IO``, ``Socket.IO``, ``java.util.Date``, names of code on the page the label
+links to, are no address."""
 _FILE_TYPES = frozenset(
     "py md rs sh js ts jsx tsx json yaml yml toml txt html htm css cfg ini conf lock log csv xml sql cpp hpp go rb "
-    "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx mov pub cab pid".split())
+    "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx mov pub cab pid "
+    "properties".split())
 """Ends of a name with no scheme, path or ``www.`` that name a file more often than a host: ``[setup.py](…)`` is a
 file on the page it links to, ``[bank.com](…)`` a site."""
 _CODE_NAMES = frozenset(
     "auto bar call case cat center chat click data date day dot events fail final fit foo group host map new next now "
-    "open ping place play plus post press prod property read rest run save search select shell show storage style tab "
-    "target total watch audio video".split())
+    "open ping place play plus post press prod property read rest run save search seek select shell show storage style "
+    "tab target total watch audio video".split())
 """Top names in the root zone that end a name of code more often than a host: ``asyncio.run``, ``re.search``,
 ``Array.prototype.map``, ``plt.show``, ``model.fit``."""
+_CLONE_PATH = re.compile(r":(?!\d)[^/]")
+"""What follows the host of a clone address, ``git@github.com:org/repo``: a path after the colon, not a port."""
 _PLATFORM = re.compile(r"[A-Z]{2,3}\.NET")
 """``ASP.NET``, ``ADO.NET``, ``VB.NET``, ``ML.NET``: .NET's names, in capitals."""
 
@@ -116,8 +120,10 @@ def other_address(label: str, href: str) -> bool:
     normalized = [parser().normalizeLink(face.strip()) for face in faces]
     if any(face.rstrip("/").casefold() == own for face in normalized):
         return False
-    # A host alone names its site; one after a user's name (``bank.example@evil.example``) reads as either host.
-    if host is not None and not host["rest"] and not host["user"]:
+    # A host alone names its site; one after a user's name (``bank.example@evil.example``) reads as either host, but
+    # for a clone address's (``git@github.com:org/repo``: a name that is no host, a colon and a path).
+    clone = host is not None and host["user"] and "." not in host["user"] and _CLONE_PATH.match(host["rest"] or "")
+    if host is not None and (clone or not host["rest"] and not host["user"]):
         site = _site(href)
         return site is None or all(_site(face) != site for face in normalized)
     return True
@@ -142,7 +148,8 @@ def _top_name(ending: str, host: str) -> bool:
         return False
     if name in _TOP_NAMES or not name.isascii():
         return True
-    if ending != name and not host.isupper():  # System.IO, java.util.Date: capitals in a host are all capitals
+    # System.IO, java.util.Date: capitals in a host are all capitals; a country's may be capitalised (PayPal.Me).
+    if ending != name and not host.isupper() and (len(name) > 2 or ending.isupper()):
         return False
     return name not in _CODE_NAMES and _delegated(name)
 

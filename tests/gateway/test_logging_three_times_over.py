@@ -106,7 +106,8 @@ def test_a_bot_token_after_bot_in_any_case_is_masked(line: str, masked: str) -> 
 
 @pytest.mark.parametrize("line", [
     "a bot platforms.discord.adapter_for_guilds started",
-    "module MTk4NjIyNDgzNDcxOTI1MjQ4.gateway.connection_established_ok",  # a middle part of no six characters
+    "module MTk4NjIyNDgzNDcxOTI1MjQ4.gateway.connection_established_ok",  # a last part of fewer than 27
+    "module MTk4NjIyNDgzNDcxOTI1MjQ4.gateways.connection_established_okay",  # a middle part of neither 6 nor 7
     "xMTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",  # a word runs into it
 ])
 def test_prose_and_dotted_names_near_a_discord_token_are_left(line: str) -> None:

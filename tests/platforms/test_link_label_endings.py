@@ -90,3 +90,32 @@ def test_a_label_with_a_users_name_that_is_the_links_own_address_stays_a_link(la
 def test_each_top_name_taken_for_code_is_one_of_the_root_zones() -> None:
     # A name no longer in the root zone would be no address anyway: its entry would be dead.
     assert all(_delegated(name) for name in _CODE_NAMES)
+
+
+@pytest.mark.parametrize("label", ["PayPal.Me", "Youtu.Be", "Amazon.De", "Bit.Ly", "Wa.Me", "T.Me"])
+def test_a_host_whose_countrys_ending_is_capitalised_is_another_address(label: str) -> None:
+    # A brand's own spelling (PayPal.Me); only an ending all in capitals after small letters is code's (System.IO).
+    _written_out(label, EVIL)
+
+
+@pytest.mark.parametrize(("label", "href"), [
+    ("git@github.com:org/repo", "https://github.com/org/repo"),
+    ("git@github.com:org/repo.git", "https://github.com/org/repo"),
+    ("git@gitlab.com:group/project.git", "https://gitlab.com/group/project/-/tree/main"),
+])
+def test_an_ssh_clone_address_for_its_own_sites_page_stays_a_link(label: str, href: str) -> None:
+    _a_link(label, href)
+
+
+@pytest.mark.parametrize("label", ["git@github.com:org/repo", "git@bank.example:org/repo",
+                                   "bank.example@evil.example:org/repo"])
+def test_an_ssh_clone_address_for_another_site_is_written_out(label: str) -> None:
+    _written_out(label, "https://evil.example/org/repo" if label.startswith("git@github") else EVIL)
+
+
+@pytest.mark.parametrize(("label", "href"), [
+    ("application.properties", "https://docs.spring.io/spring-boot/reference/features/external-config.html"),
+    ("f.seek", "https://docs.python.org/3/library/io.html#io.IOBase.seek"),
+])
+def test_a_file_or_call_whose_ending_is_a_newer_top_name_stays_a_link(label: str, href: str) -> None:
+    _a_link(label, href)
