@@ -15,7 +15,8 @@ see is lost below that. The fitting is done once, as the image enters the conver
   transparency that is smaller as a JPEG.
 
 A re-encoded image carries no metadata (no EXIF, so no location either). An image that would
-decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`), and at most
+decode to more than `MAX_PIXELS` is not decoded at all (`UnusableImage`). For a model without vision,
+which is given an image's path, `check_image` refuses the same images without fitting them. At most
 `MAX_DECODES` images are decoded at once in the process, however many chats send photos: async
 callers wait for one of the `MAX_DECODES` decode threads (`run_decoding`) holding no thread.
 """
@@ -58,6 +59,10 @@ _UPRIGHT = {
     8: Image.Transpose.ROTATE_90,
 }
 """What turns an image with each orientation upright (as `PIL.ImageOps.exif_transpose` does)."""
+_SMALLEST = (1, 1)
+"""The size `check_image` asks draft for: a JPEG is decoded at an eighth of its size, the least it can be, all of its
+data read still (a file cut short fails). `MAX_PIXELS` refuses the same JPEGs at that size as at `fit_image`'s: one
+that `fit_image` decodes at a fourth of its size or more is some 17 million pixels at most there."""
 _BARE = frozenset({0x01, *range(0xD0, 0xD8)})
 """The markers of a JPEG with no segment after them (TEM, RST0–RST7), which libjpeg passes over anywhere."""
 _LOSSLESS = frozenset({"image/png", "image/gif"})
@@ -103,10 +108,24 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
     re-encoding.
     Raises `UnusableImage`. Blocking and CPU-bound: call it from a worker thread, where it waits
     while `MAX_DECODES` others are decoding; from async code, in `run_decoding`."""
+    return _opened(data, mime, lambda image: _fit(image, data, mime))
+
+
+def check_image(data: bytes, mime: str) -> None:
+    """Raises `UnusableImage` where `fit_image` would, for a model without vision, which is given the image's path:
+    decoded whole within the same limits, so a file cut short fails, but neither scaled nor encoded, a JPEG at an
+    eighth of its size. A 12 MP photo takes a fifth of the CPU fitting it takes, in a decode slot all the same.
+    Blocking and CPU-bound, as `fit_image`."""
+    _opened(data, mime, lambda image: _decoded(image, data, mime, _SMALLEST))
+
+
+def _opened(data: bytes, mime: str, use: Callable[[Image.Image], T]) -> T:
+    """``use(image)``, ``data`` open as the image ``mime`` names, in one of the `MAX_DECODES` slots; what Pillow
+    raises, as `UnusableImage`."""
     with _decoding:
         try:
             with Image.open(io.BytesIO(data), formats=[_FORMATS[mime]]) as image:
-                return _fit(image, data, mime)
+                return use(image)
         except Image.DecompressionBombError as exc:
             raise UnusableImage(f"has too many pixels to decode safely: {exc}") from None
         except Exception as exc:  # Pillow's decoders raise OSError, ValueError, SyntaxError, struct.error, ...
@@ -114,17 +133,20 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str]:
             raise UnusableImage(f"cannot be decoded as an image: {type(exc).__name__}: {why}") from None
 
 
-def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
+def _decoded(image: Image.Image, data: bytes, mime: str,
+             size: tuple[int, int] | None) -> tuple[Image.Transpose | None, bool]:
+    """Decodes ``image`` (of bytes ``data``) whole, after refusing one past the limits; a JPEG at the least of its
+    size, a half, a fourth or an eighth of it that is not smaller than ``size`` (as draft does). Returns what turns it
+    upright, and whether it is animated."""
     whole = image.size
-    scale = MAX_EDGE / max(image.size)
-    if scale < 1:
-        image.draft("RGB", (round(image.width * scale), round(image.height * scale)))  # JPEG: decode smaller
+    if size is not None:
+        image.draft("RGB", size)
     # The size to decode, after draft; before getexif, which decodes a PNG whole to find its eXIf chunk. A JPEG of
     # several scans (progressive, as web pages save them) is held whole, as coefficients, until its last scan, at
     # whatever size draft decodes it: a progressive 13000×13000 of 3 MB took 1 GB for a picture of 1625×1625.
     if image.width * image.height > MAX_PIXELS:
         raise Image.DecompressionBombError(f"{image.width}×{image.height} is more than {MAX_PIXELS:,} pixels")
-    if scale < 1 and mime == "image/jpeg" and _scans(image, data):
+    if max(whole) > MAX_EDGE and mime == "image/jpeg" and _scans(image, data):
         samples = _samples(image, *whole)
         if samples > MAX_SAMPLES:
             raise Image.DecompressionBombError(f"{whole[0]}×{whole[1]} in several scans holds {samples:,} samples"
@@ -132,6 +154,13 @@ def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
     upright = _UPRIGHT.get(image.getexif().get(_ORIENTATION, 1))
     animated = getattr(image, "is_animated", False)
     image.load()  # decodes it all: a truncated file fails here, not at the model
+    return upright, animated
+
+
+def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
+    scale = MAX_EDGE / max(image.size)
+    smaller = (round(image.width * scale), round(image.height * scale)) if scale < 1 else None
+    upright, animated = _decoded(image, data, mime, smaller)
     changed = upright is not None or animated or scale < 1
     if not changed and mime == "image/jpeg":
         return data, mime

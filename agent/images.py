@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agent._errors import ToolError
-from agent._image_fit import UnusableImage, fit_image, run_decoding
+from agent._image_fit import UnusableImage, check_image, fit_image, run_decoding
 from agent.tools import resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_unfollowed
 from agent.tools.file_scope import FileScope
@@ -184,6 +184,13 @@ def _image_url(image: str, workspace: Path, max_bytes: int, scope: FileScope | N
             raise _Skip(f"is larger than {max_bytes} bytes")
         fitted, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
         return image if fitted is data else f"data:{mime};base64,{base64.b64encode(fitted).decode('ascii')}"
+    data = _read(workspace, image, max_bytes, scope)
+    data, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _read(workspace: Path, image: str, max_bytes: int, scope: FileScope | None) -> bytes:
+    """The bytes of the local image ``image``, at most ``max_bytes`` of them; or `_Skip`."""
     opened, size = _local(workspace, image, scope)
     try:
         with opened as f:
@@ -194,8 +201,7 @@ def _image_url(image: str, workspace: Path, max_bytes: int, scope: FileScope | N
         raise _Skip(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise _Skip(f"is larger than {max_bytes} bytes")
-    data, mime = _fitted(data, _sniff(data[:_HEAD_BYTES]))
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return data
 
 
 def _fitted(data: bytes, mime: str) -> tuple[bytes, str]:
@@ -203,6 +209,35 @@ def _fitted(data: bytes, mime: str) -> tuple[bytes, str]:
         return fit_image(data, mime)
     except UnusableImage as why:
         raise _Undecodable(str(why)) from None
+
+
+def picture_problem(image: str, *, workspace: Path, max_bytes: int = DEFAULT_MAX_BYTES,
+                    file_scope: FileScope | None = None) -> str | None:
+    """Why the local image ``image`` (a workspace path) is unusable, in the words `first_turn_content` gives a vision
+    model's in ``unusable``; None when it is usable. For a model without vision, which is given the path, not the
+    image: decoded within the limits a vision model's image is fitted within (`agent._image_fit.check_image`), so a
+    file that only starts like an image is refused, but neither scaled nor encoded. Skipped with a warning as there.
+    Never raises: what fails unforeseen is logged and the image taken as usable. Blocking and CPU-bound: from async
+    code, `picture_problem_async`."""
+    try:
+        data = _read(Path(workspace), image, max_bytes, file_scope)
+        try:
+            check_image(data, _sniff(data[:_HEAD_BYTES]))
+        except UnusableImage as unusable:
+            raise _Undecodable(str(unusable)) from None
+    except _Skip as why:
+        _skip(image, why, [])
+        return str(why)
+    except Exception:
+        log.exception("checking an image failed; it is taken as usable")
+    return None
+
+
+async def picture_problem_async(image: str, *, workspace: Path, max_bytes: int = DEFAULT_MAX_BYTES,
+                                file_scope: FileScope | None = None) -> str | None:
+    """`picture_problem` in one of the decode threads (`run_decoding`), as `first_turn_content_async` fits images."""
+    return await run_decoding(functools.partial(picture_problem, image, workspace=workspace, max_bytes=max_bytes,
+                                                file_scope=file_scope))
 
 
 def _text_line(image: str, workspace: Path, scope: FileScope | None) -> str:

@@ -8,8 +8,8 @@ workspace under ``attachments/<platform>/<chat id>/`` (`chat_folder`, `store`):
 - **images** (at most `MAX_IMAGES` per turn, as for subagents) reach a vision model
   as image parts (OpenAI-style content parts, via `agent.images`, which fits each
   to at most 2048 px once, as it enters the conversation); a model
-  without vision gets their workspace paths and a hint instead, once they are decoded as
-  for a model with vision. What is an image is
+  without vision gets their workspace paths and a hint instead, once they are decoded within
+  the same limits (not fitted: `agent.images.picture_problem`). What is an image is
   decided by the bytes (`gateway.file_contents.content_type`), not by the platform's label nor the type
   stated: a PNG sent as a document typed application/pdf is one (the model is told
   the type it was sent under), and text, HTML or SVG typed image/png never is. Images
@@ -81,7 +81,7 @@ from typing import Any
 
 from agent import SYSTEM_CLOCK, Clock, ModelError, ToolError
 from agent._durable import write_whole
-from agent.images import MAX_IMAGES, first_turn_content_async, with_text
+from agent.images import MAX_IMAGES, first_turn_content_async, picture_problem_async, with_text
 from agent.settings import ModelSettings
 from agent.tools import FileScope, resolve_in_workspace
 from agent.tools._open_unfollowed import is_swapped, open_directory
@@ -612,12 +612,17 @@ async def _shown(pictures: list[_Picture], files: list[tuple[str, Attachment, st
             _list_in_place(files, listed, picture, picture.said)
             continue
         decoded += 1
-        unusable: list[tuple[str, str]] = []
-        # Fitted as for a vision model even without one, which only gets the path: fitting is the decoder's word.
-        shown = await first_turn_content_async("", [picture.path], workspace=workspace, supports_vision=True,
-                                               max_bytes=picture.size, unusable=unusable)
-        if unusable:
-            _refused(picture, unusable[0][1], files, listed, missed, kept)
+        if supports_vision:
+            unusable: list[tuple[str, str]] = []
+            shown = await first_turn_content_async("", [picture.path], workspace=workspace, supports_vision=True,
+                                                   max_bytes=picture.size, unusable=unusable)
+            why = unusable[0][1] if unusable else None
+        else:
+            # Decoded within the same limits, not fitted: only its path is given, and fitting a 12 MP photo to throw
+            # it away took four times the CPU of decoding it alone, holding a decode slot all the while.
+            why = await picture_problem_async(picture.path, workspace=workspace, max_bytes=picture.size)
+        if why is not None:
+            _refused(picture, why, files, listed, missed, kept)
             continue
         usable.append(picture)
         kept.append(picture)

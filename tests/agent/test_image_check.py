@@ -1,0 +1,60 @@
+"""agent._image_fit.check_image: what a model without vision is given the path of is decoded within the limits a
+vision model's image is fitted within, and refused as `fit_image` refuses it, word for word, but not fitted: a JPEG is
+decoded at an eighth of its size, still whole, so one cut anywhere fails as it does fitted (`Image.verify` passes a
+JPEG cut in half)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent._image_fit import UnusableImage, check_image, fit_image
+from tests.agent.test_image_fit_scans import TOO_MANY, scan_per_colour, sized, small
+from tests.gateway.test_attachments_decoded_always import BOMB, BOMB_WHY, JUNK
+from tests.pictures import GIF, PNG, WEBP, photo, picture
+
+
+def refusal(fit, data: bytes, mime: str) -> str | None:
+    try:
+        fit(data, mime)
+    except UnusableImage as why:
+        return str(why)
+    return None
+
+
+@functools.cache
+def progressive() -> bytes:
+    return photo((2200, 300), progressive=True)
+
+
+CASES = {
+    "progressive 9000²": (sized(small(progressive=True, subsampling=0), 9000, 9000), "image/jpeg", TOO_MANY),
+    "a scan per colour": (scan_per_colour(sized(small(subsampling=0), 9000, 9000)), "image/jpeg", TOO_MANY),
+    "png bomb": (BOMB, "image/png", BOMB_WHY),
+    "junk": (JUNK, "image/jpeg", "cannot be decoded as an image: UnidentifiedImageError: cannot identify image"),
+    "12 MP cut": (photo((4000, 3000))[:2_000_000], "image/jpeg",
+                  "cannot be decoded as an image: OSError: image file is truncated"),
+    "png without its end": (PNG[:-12], "image/png", None),
+    "png": (PNG, "image/png", None), "gif": (GIF, "image/gif", None), "webp": (WEBP, "image/webp", None),
+    "progressive 48 MP": (sized(small(progressive=True), 8000, 6000), "image/jpeg", None),
+    "rgba png": (picture("PNG", (3000, 2000), "RGBA"), "image/png", None),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_refused_as_fitting_refuses(case: str):
+    data, mime, why = CASES[case]
+    fitting = refusal(fit_image, data, mime)
+    assert (fitting or "").startswith(why or "") and (fitting is None) == (why is None)
+    assert refusal(check_image, data, mime) == fitting
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["baseline", "progressive"]), data=st.data())
+def test_a_jpeg_cut_anywhere_is_refused_as_fitting_refuses_it(kind: str, data: st.DataObject):
+    whole = progressive() if kind == "progressive" else photo((2200, 300))
+    cut = whole[:data.draw(st.integers(2, len(whole)), label="cut")]
+    assert refusal(check_image, cut, "image/jpeg") == refusal(fit_image, cut, "image/jpeg")
