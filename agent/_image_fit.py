@@ -159,7 +159,8 @@ def _decoded(image: Image.Image, data: bytes, mime: str,
 
 def _fit(image: Image.Image, data: bytes, mime: str) -> tuple[bytes, str]:
     scale = MAX_EDGE / max(image.size)
-    smaller = (round(image.width * scale), round(image.height * scale)) if scale < 1 else None
+    # At least a pixel a side: a 10000×1 strip drafted to a height of 0 made Pillow divide by it.
+    smaller = (max(1, round(image.width * scale)), max(1, round(image.height * scale))) if scale < 1 else None
     upright, animated = _decoded(image, data, mime, smaller)
     changed = upright is not None or animated or scale < 1
     if not changed and mime == "image/jpeg":

@@ -6,10 +6,12 @@ JPEG cut in half)."""
 from __future__ import annotations
 
 import functools
+import io
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from agent._image_fit import UnusableImage, check_image, fit_image
 from tests.agent.test_image_fit_scans import TOO_MANY, scan_per_colour, sized, small
@@ -58,3 +60,14 @@ def test_a_jpeg_cut_anywhere_is_refused_as_fitting_refuses_it(kind: str, data: s
     whole = progressive() if kind == "progressive" else photo((2200, 300))
     cut = whole[:data.draw(st.integers(2, len(whole)), label="cut")]
     assert refusal(check_image, cut, "image/jpeg") == refusal(fit_image, cut, "image/jpeg")
+
+
+@pytest.mark.parametrize("size", [(10000, 1), (9000, 2), (1, 10000)])
+def test_a_strip_one_pixel_high_is_fitted_as_it_is_checked(size: tuple[int, int]):
+    # Its draft asked for a height of 0, which Pillow divided by: "ZeroDivisionError: integer division or modulo by
+    # zero" for a picture a check without vision took.
+    kept = io.BytesIO()
+    Image.new("RGB", size, (200, 10, 10)).save(kept, "JPEG")
+    check_image(kept.getvalue(), "image/jpeg")
+    fitted, _ = fit_image(kept.getvalue(), "image/jpeg")
+    assert max(Image.open(io.BytesIO(fitted)).size) == 2048
