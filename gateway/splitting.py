@@ -8,8 +8,10 @@ HTML is parsed; Discord: characters of the rendered content; Slack: characters
 of the mrkdwn), so a part that fits here fits there.
 
 `split_text` cuts where a reader would: at a paragraph break, else a line break,
-else a space, else between two characters as a reader sees them (never inside a
-grapheme cluster — a flag, an emoji with a skin tone or zero-width joiners, a letter
+else, in the last quarter of what a part can hold, after the end of a Chinese or Japanese sentence or clause
+(``。！？；`` and the closing quotes or brackets right after it) or at an ideographic space (``　``), as such
+prose puts no spaces between its words, else a space, else between two characters as a reader sees them (never
+inside a grapheme cluster — a flag, an emoji with a skin tone or zero-width joiners, a letter
 and its combining marks: `gateway.graphemes` — nor between the two halves of a UTF-16
 surrogate pair; only a cluster longer than a whole part is cut between its code
 points). What a cut never breaks:
@@ -149,6 +151,11 @@ _QUOTE_MARKERS = re.compile(r"([ \t>]*>)[ \t]*")
 # The characters a line's markers end with (`_LINE_PREFIX`): only a cut after one can leave a bare marker.
 _MARKER_ENDS = frozenset("-+*.)>")
 _HALF = 2  # a structural cut is preferred only in the last 1/_HALF of the window; see choose_cut
+# Where Chinese and Japanese prose may end a part: after a sentence's or clause's end, with the quotes and brackets
+# closing there, or after ideographic spaces (dropped at the cut, as other whitespace).
+_SENTENCE_END = re.compile(r"[。！？；][」』）】〕〗〙〛〉》”’]*|　+")
+_SENTENCE_CLOSERS = 8  # closing quotes after a sentence's end looked at past the window: a cut takes them along
+_SENTENCE_SHARE = 4  # a sentence's end is cut after only in the last 1/_SENTENCE_SHARE of the window
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _JOINS_CLOSERS = "*_~\\"  # what an address cut ends with that would join the style markers closing it
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
@@ -175,6 +182,12 @@ def _link_label(text: str, start: int, end: int) -> Style | None:
     if label_end <= bracket or text[label_end + 1:label_end + 2] != "(":
         return None
     return Style(start, bracket + 1, label_end, end, text[start:bracket + 1], text[label_end:end])
+
+
+def _last_before(cuts: list[int], before: int) -> int:
+    """The last of ``cuts`` (in order) before ``before``, or -1."""
+    i = bisect.bisect_left(cuts, before)
+    return cuts[i - 1] if i else -1
 
 
 def _character_start(text: str, start: int, end: int) -> int:
@@ -642,24 +655,33 @@ class _Splitter(InLists):
     def choose_cut(self, start: int, end: int) -> int:
         """Where to end the part that may run up to ``end``.
 
-        Paragraph, line, then space breaks in the later half of the window first, so parts stay
-        full rather than ending at an early blank line; then the same anywhere; then a hard cut. But a
-        space within inline code a part starting at a line break before it could hold whole comes after
-        that line break: cut, the code (a command, a path) is copied in two pieces from two messages.
+        Paragraph, line, then space breaks in the later half of the window first, so parts stay full rather than
+        ending at an early blank line; then the same anywhere; then a hard cut. Before spaces in the later half,
+        the end of a CJK sentence in the last quarter (`_SENTENCE_END`), where Chinese and Japanese prose, which has
+        no spaces, reads best cut. But a space (or a sentence's end) within inline code a part starting at a line
+        break before it could hold whole comes after that line break: cut, the code (a command, a path) is copied in
+        two pieces from two messages.
         """
         text = self.text
         half = start + (end - start) // _HALF
         for lo in (half, start + 1):
-            for sep in ("\n\n", "\n", " "):
-                p = text.rfind(sep, lo, end)
+            for sep in ("\n\n", "\n", _SENTENCE_END, " "):
+                ends: list[int] = []  # the cuts after sentences' ends, found once, not again at each retry
+                if not isinstance(sep, str):
+                    if lo != half:
+                        continue  # prose of long sentences would take up to twice the parts: cut as if it had none
+                    late = end - (end - start) // _SENTENCE_SHARE
+                    stop = min(end + _SENTENCE_CLOSERS, len(text))
+                    ends = [m.end() for m in sep.finditer(text, late, stop) if m.end() <= end]
+                p = text.rfind(sep, lo, end) if isinstance(sep, str) else _last_before(ends, end + 1)
                 while p != -1:
                     body_end = self.rstrip(start, p)
                     if self.valid_end(start, body_end) and not (
-                            sep == " " and lo == half and self._cuts_code_span(start, body_end, end)):
+                            sep not in ("\n\n", "\n") and lo == half and self._cuts_code_span(start, body_end, end)):
                         return p
                     # Every break between body_end and p ends the part at body_end too: skip them,
                     # so a long run of whitespace is walked once, not once per break in it.
-                    p = text.rfind(sep, lo, body_end)
+                    p = text.rfind(sep, lo, body_end) if isinstance(sep, str) else _last_before(ends, body_end)
         cut = _character_start(text, start, end)
         body_end = self.rstrip(start, cut)
         if not self.valid_end(start, body_end):

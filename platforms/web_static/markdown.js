@@ -603,19 +603,54 @@ window.SwitchboardMarkdown = (() => {
   // does not, and next to punctuation (or a symbol) only if a space or punctuation is on its other side:
   // `**Note:**next` is no bold, the second run being followed by a letter and preceded by punctuation. An `_` run
   // flanking both sides, within a word, opens or closes only on the side of punctuation: `snake_case_names`.
+  // Beside Chinese, Japanese and Korean the gateway reads runs by the CJK-friendly amendment to CommonMark
+  // (platforms/formatting/flanking.py), and so does the page, or `**注意：**这里` showed its asterisks here
+  // only: a CJK character on a run's other side counts as punctuation would, and CJK punctuation beside it asks
+  // for no space on the other. Characters are whole code points, as in Python (`𠮷`, an emoji).
   const EMPHASIS_SPACE = new RegExp(EM_SPACE);
   const PUNCTUATION = /[\p{P}\p{S}]/u;
-  const sort = (c) => c === undefined || EMPHASIS_SPACE.test(c) ? " " : PUNCTUATION.test(c) ? "." : "a";
+  // flanking.py's CJK characters (East Asian wide, full-width or half-width, but emoji and unassigned ones; Hangul;
+  // ideographic variation selectors), as its Unicode version lists them: browsers know no East Asian width.
+  // tests/scenarios/test_web_chat_markdown_cjk.py checks the list against flanking.py's.
+  const CJK = new RegExp("[" +
+    "\\u1100-\\u11ff\\u20a9\\u2329-\\u232a\\u2630-\\u2637\\u268a-\\u268f\\u2e80-\\u2e99\\u2e9b-\\u2ef3\\u2f00-\\u2fd5" +
+    "\\u2ff0-\\u303e\\u3041-\\u3096\\u3099-\\u30ff\\u3105-\\u312f\\u3131-\\u318e\\u3190-\\u31e5\\u31ef-\\u321e" +
+    "\\u3220-\\u3247\\u3250-\\ua48c\\ua490-\\ua4c6\\ua960-\\ua97c\\uac00-\\ud7a3\\ud7b0-\\ud7c6\\ud7cb-\\ud7fb" +
+    "\\uf900-\\ufa6d\\ufa70-\\ufad9\\ufe10-\\ufe19\\ufe30-\\ufe52\\ufe54-\\ufe66\\ufe68-\\ufe6b\\uff01-\\uffbe" +
+    "\\uffc2-\\uffc7\\uffca-\\uffcf\\uffd2-\\uffd7\\uffda-\\uffdc\\uffe0-\\uffe6\\uffe8-\\uffee\\u{16fe0}-\\u{16fe4}" +
+    "\\u{16ff0}-\\u{16ff6}\\u{17000}-\\u{18cda}\\u{18cff}-\\u{18d20}\\u{18d80}-\\u{18df2}\\u{18e00}-\\u{19191}" +
+    "\\u{191a0}-\\u{191d2}\\u{1aff0}-\\u{1aff3}\\u{1aff5}-\\u{1affb}\\u{1affd}-\\u{1affe}\\u{1b000}-\\u{1b128}" +
+    "\\u{1b132}\\u{1b150}-\\u{1b152}\\u{1b155}\\u{1b164}-\\u{1b168}\\u{1b170}-\\u{1b2fb}\\u{1d300}-\\u{1d356}" +
+    "\\u{1d360}-\\u{1d376}\\u{1f1ae}\\u{1f200}\\u{1f202}\\u{1f210}-\\u{1f219}\\u{1f21b}-\\u{1f22e}" +
+    "\\u{1f230}-\\u{1f231}\\u{1f237}\\u{1f23b}\\u{1f240}-\\u{1f248}\\u{1f260}-\\u{1f265}\\u{1f7da}" +
+    "\\u{20000}-\\u{2a6df}\\u{2a700}-\\u{2b81e}\\u{2b820}-\\u{2cead}\\u{2ceb0}-\\u{2ebe0}\\u{2ebf0}-\\u{2ee5d}" +
+    "\\u{2f800}-\\u{2fa1d}\\u{30000}-\\u{3134a}\\u{31350}-\\u{33479}\\u{3d000}-\\u{3fc3f}\\u{e0100}-\\u{e01ef}]", "u");
+  // The code point ending at `at` (a pair's two halves are one), or undefined at the text's start.
+  const codeBefore = (text, at) => at > 1 && text.codePointAt(at - 2) > 0xffff ? text.codePointAt(at - 2)
+    : text.codePointAt(at - 1);
+  // Whether the character `code` is a space (as are a text's start and end), punctuation, CJK; ASCII's, beside
+  // most runs, sorted once.
+  function sortOf(code) {
+    if (code === undefined) return [true, false, false];
+    const c = String.fromCodePoint(code);
+    return [EMPHASIS_SPACE.test(c), PUNCTUATION.test(c), code >= 0x1100 && CJK.test(c)];
+  }
+  const ASCII_SORTS = Array.from({ length: 128 }, (_, code) => sortOf(code));
+  const sort = (code) => code < 128 ? ASCII_SORTS[code] : sortOf(code);
   function flanks(text, start, end) {
     const mark = text[start];
     while (start > 0 && text[start - 1] === mark && text[start - 2] !== "\\") start--;
     while (text[end] === mark) end++;
-    const before = sort(text[start - 1]);
-    const after = sort(text[end]);
-    const left = after !== " " && (after !== "." || before !== "a");
-    const right = before !== " " && (before !== "." || after !== "a");
+    let before = codeBefore(text, start);
+    // A variation selector but the emoji one (U+FE0F) after a CJK character takes that character's part.
+    const selected = before >= 0xfe00 && before <= 0xfe0e ? codeBefore(text, start - 1) : undefined;
+    if (sort(selected)[2]) before = selected;
+    const [lastSpace, lastPunct, lastCjk] = sort(before);
+    const [nextSpace, nextPunct, nextCjk] = sort(text.codePointAt(end));
+    const left = !nextSpace && (!nextPunct || nextCjk || lastSpace || lastPunct || lastCjk);
+    const right = !lastSpace && (!lastPunct || lastCjk || nextSpace || nextPunct || nextCjk);
     if (mark !== "_") return { open: left, close: right };
-    return { open: left && (!right || before === "."), close: right && (!left || after === ".") };
+    return { open: left && (!right || lastPunct), close: right && (!left || nextPunct) };
   }
   const STYLE_TAGS = { both: ["em", "strong"], bold: ["strong"], em: ["em"], strike: ["s"] };
 
