@@ -28,6 +28,7 @@ import contextvars
 import io
 import re
 import threading
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -41,6 +42,9 @@ MAX_PIXELS = 40_000_000
 screenshot is 33 million. A PNG of zeros compresses a thousandfold, so a file of a few hundred KB
 can hold a hundred million pixels, gigabytes once decoded and fitted; Pillow's own limit
 (`Image.MAX_IMAGE_PIXELS`, 89 million) only warns below twice that."""
+# Pillow's warning for a picture of 89 to 179 million pixels went to stderr, unlogged, beside the refusal `MAX_PIXELS`
+# makes of it: one line, logged where it should be. Set once, at import: a filter set per decode is not thread-safe.
+warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 MAX_SAMPLES = 4 * MAX_PIXELS
 """Samples (colours of a pixel: 1.5 a pixel in most photos, which keep colour at half size, 3 or 4 in others) a
 JPEG of several scans may hold at once while decoding, 2 bytes each: 320 MB, less than a picture of `MAX_PIXELS`

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import io
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -71,3 +73,16 @@ def test_a_strip_one_pixel_high_is_fitted_as_it_is_checked(size: tuple[int, int]
     check_image(kept.getvalue(), "image/jpeg")
     fitted, _ = fit_image(kept.getvalue(), "image/jpeg")
     assert max(Image.open(io.BytesIO(fitted)).size) == 2048
+
+
+def test_a_picture_of_a_hundred_million_pixels_is_refused_without_pillows_warning_on_stderr(tmp_path):
+    # Pillow warns of 89 to 179 million pixels on stderr, unlogged, beside the refusal of our own limit.
+    bomb = tmp_path / "bomb.png"
+    Image.new("L", (10_000, 10_000)).save(bomb)
+    code = ("import pathlib, sys; from agent._image_fit import UnusableImage, fit_image\n"
+            "try:\n    fit_image(pathlib.Path(sys.argv[1]).read_bytes(), 'image/png')\n"
+            "except UnusableImage as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code, str(bomb)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert "more than 40,000,000 pixels" in done.stdout
+    assert done.stderr == ""
