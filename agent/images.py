@@ -351,7 +351,7 @@ def first_turn_content(
         if supports_vision:
             content = _vision_form(goal, wanted, workspace, max_bytes, skipped, file_scope)
             if content is None:
-                log.warning("no usable image for a vision model; the child gets the text goal")
+                log.warning("no usable image for a vision model (%d refused); the text goes without it", len(skipped))
                 # A path a vision tool might open (an image too large to inline), not one that is no image.
                 wanted = [image for image, why in skipped if not isinstance(why, _Undecodable)]
                 skipped = [(image, why) for image, why in skipped if isinstance(why, _Undecodable)]
