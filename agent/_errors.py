@@ -47,6 +47,17 @@ def server_down(error_text: str) -> bool:
     return NOT_SENT in error_text
 
 
+TOOLS_NOT_SET_UP = "the model server is not set up for tool calls"
+"""Written into the text of a ``bad_request`` whose server refuses any request that offers tools (vLLM started
+without ``--enable-auto-tool-choice``, an Ollama model whose template has none), with what to fix: every turn
+offers tools, so every turn meets it, and the chat is told so rather than of a setting it cannot name."""
+
+
+def refuses_tools(error_text: str) -> bool:
+    """Whether a model error's text says its server takes no tools (`TOOLS_NOT_SET_UP`)."""
+    return TOOLS_NOT_SET_UP in error_text
+
+
 _FAILURE_KIND = re.compile(r"model request failed \((\w+)\): ")
 
 

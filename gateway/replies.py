@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent import TurnResult, exceeds_context, model_failure_kind
-from agent._errors import server_down
+from agent._errors import refuses_tools, server_down
 from agent._token_estimate import IMAGE_TOKENS
 from gateway.logging import redact
 from platforms.base import Inbound
@@ -82,6 +82,10 @@ ends with `gateway.turn_runner.MODEL_DOWN`."""
 REFUSED = ("Sorry — the model provider refused the request as one the model this gateway is set up to use cannot "
            "take (a setting or a feature it does not support), so trying again will not help until the operator "
            "changes the model or its settings.")
+TOOLS_REFUSED = ("Sorry — the model server this gateway uses is not set up for the tools I answer with, so I cannot "
+                 "answer until the operator sets it up for tool calls or changes the model.")
+"""`REFUSED` for a server that refuses every request offering tools (`agent._errors.TOOLS_NOT_SET_UP`): the log names
+the server flag or the model to change."""
 PICTURE_UNREADABLE = ("Sorry — the model provider could not read the picture you sent, so I have left that message "
                       "out of our conversation. Please send the picture in another format, or describe it in words.")
 PICTURES_UNREADABLE = ("Sorry — the model provider could not read one of the pictures you sent, so I have left that "
@@ -172,7 +176,7 @@ def reply_text(kind: str, result: TurnResult | None, *, spoke: bool = False, pic
             _message_too_long(result.message_too_long, pictures, picture_tokens)
             if result.message_too_long and kind != "completion"
             else TOO_LONG if exceeds_context(result.error or "")
-            else REFUSED if result.error_kind == "bad_request"
+            else (TOOLS_REFUSED if refuses_tools(result.error or "") else REFUSED) if result.error_kind == "bad_request"
             else _model_failed(result.retry_after, kind, _down(result)))
         if result.text:
             text = f"{result.text}\n\n({text})"

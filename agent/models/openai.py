@@ -39,7 +39,7 @@ except ImportError:  # openai 1 and 2
 
 from agent._clock import SYSTEM_CLOCK, Clock
 from agent._context_window import stated_window
-from agent._errors import BODY_TOO_LARGE, ModelError, exceeds_context, model_failure_text
+from agent._errors import BODY_TOO_LARGE, TOOLS_NOT_SET_UP, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
 from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
@@ -503,6 +503,8 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
             text = f"{text} ({BODY_TOO_LARGE}{size})"
     if named and kind in _NAMED_KINDS:
         text = f"{text} ({named})"
+    if kind == "bad_request" and (fix := _tools_fix(text)) is not None:
+        text = f"{text} ({TOOLS_NOT_SET_UP}: {fix})"
     if gave_up:
         text = f"{text} ({not_again})"
     text = _scrub(text, secrets)
@@ -634,6 +636,23 @@ def _permanent_kind(status: int | None, code: object) -> str | None:
     if status == 404:
         return "not_found"
     return None
+
+
+_TOOLS_REFUSALS = (
+    (re.compile(r"--enable-auto-tool-choice"),
+     "start vLLM with --enable-auto-tool-choice and the --tool-call-parser of the model's format "
+     "(hermes for Qwen2.5 and Hermes, llama3_json for Llama 3.1 to 3.3, mistral for Mistral)"),
+    (re.compile(r"\bdoes not support tools\b"),
+     "set model.name to a model that takes tools (Ollama lists them at https://ollama.com/search?c=tools)"),
+)
+"""A self-hosted server's 400 for any request that offers tools, and what the operator fixes: vLLM's '"auto" tool
+choice requires --enable-auto-tool-choice and --tool-call-parser to be set' (tool_choice sent or not), Ollama's
+"registry.ollama.ai/library/gemma3:4b does not support tools"."""
+
+
+def _tools_fix(text: str) -> str | None:
+    """What to fix where ``text``, a 400's, is a server's refusal of tools (`_TOOLS_REFUSALS`), else None."""
+    return next((fix for refusal, fix in _TOOLS_REFUSALS if refusal.search(text)), None)
 
 
 def _asked_again(exc: openai.APIStatusError) -> bool:

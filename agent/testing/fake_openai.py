@@ -75,6 +75,9 @@ class FakeOpenAIServer:
     do not alternate user/assistant starting with a user message, tool results and assistant
     messages with tool calls left out of the count; or that holds a system message anywhere
     else. OpenAI takes both; Mistral, Mixtral, Devstral and Gemma templates do not.
+
+    ``tools_refusal``: ``"vllm"`` or ``"ollama"`` refuses any request that offers tools as that server does when not
+    set up for them (400): vLLM started without ``--enable-auto-tool-choice``, an Ollama model without tool support.
     """
 
     def __init__(
@@ -88,7 +91,11 @@ class FakeOpenAIServer:
         max_request_bytes: int = 50 * 1024 * 1024,
         strict_alternation: bool = False,
         context_refusal: str = "openai",
+        tools_refusal: str | None = None,
     ):
+        if tools_refusal not in (None, "vllm", "ollama"):
+            raise ValueError(f"tools_refusal: {tools_refusal!r} is not 'vllm' nor 'ollama'")
+        self.tools_refusal = tools_refusal
         self.context_refusal = context_refusal
         self.max_request_bytes = max_request_bytes
         self.strict_alternation = strict_alternation
@@ -276,6 +283,8 @@ class FakeOpenAIServer:
             return refused
         if (refused := self._over_context_window(body)) is not None:
             return refused
+        if self.tools_refusal is not None and isinstance(body, dict) and body.get("tools"):
+            return _tools_refused(self.tools_refusal, str(body.get("model")))
         reply = await self._from_responder(body)
         if reply is None:
             reply = self._replies.popleft() if self._replies else _Reply(body=_Completion(None, None, None, default=True))
@@ -392,6 +401,16 @@ def _roles_not_alternating(body: Any) -> web.Response | None:
         return _template_error("Only user and assistant roles are supported, with the exception of an initial "
                                "optional system message!")
     return None
+
+
+def _tools_refused(server: str, model: str) -> web.Response:
+    """vLLM's 400 for tools offered to a server started without ``--enable-auto-tool-choice`` (whatever the
+    ``tool_choice``), or Ollama's for a model whose template has no tools, in its OpenAI-compatible shape."""
+    if server == "vllm":
+        return _template_error('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+    error = {"message": f"registry.ollama.ai/library/{model} does not support tools", "type": "api_error",
+             "param": None, "code": None}
+    return web.json_response({"error": error}, status=400)
 
 
 def _template_error(message: str) -> web.Response:
