@@ -117,6 +117,7 @@ from platforms.local_tty import (
     tty_state,
     typed_line,
     up,
+    waiting,
 )
 from platforms.not_recorded import NOT_HANDLED_MESSAGE, storage_refusal
 from platforms.web import MAX_TEXT
@@ -190,7 +191,15 @@ class LocalAdapter:
         self._encoding: str | None = getattr(self._output, "encoding", None)  # what it can print (`printable`)
         # Nobody types at a pipe or a file: a prompt there would only be glued to the replies.
         self._interactive = _isatty(self._input)
+        # Where "you> " goes: where what is typed shows. With the output redirected (`switchboard chat > out.txt`),
+        # the terminal on stderr, if any: in the file, the prompts were glued to the replies, the terminal had none.
+        self._prompts = None if not self._interactive else self._output if self._terminal or output is not None \
+            else sys.stderr if _isatty(sys.stderr) else None
+        self._prompt_aside = False  # "you> " is on the terminal on stderr (`_prompts`), waiting for input
         self._prompting = False  # "you> " is on screen, waiting for input
+        # What readline's read shows before the line: none for a later line of a paste, whose lines arrive
+        # together (a 2,000-line log showed 2,000 prompts, one per line).
+        self._prompt = PROMPT
         self._readline: ModuleType | None = None  # set by start() on a terminal
         self._ended_early = False  # Ctrl-D was pressed before the chat took the terminal (`start`)
         self._saved_tty: Any = None
@@ -252,6 +261,8 @@ class LocalAdapter:
                 # The shell's prompt comes next: at the start of a clean line, not after a stale "you> ".
                 self._emit("\r\x1b[2K" if self._ansi else "\n")
                 self._prompting = False
+        if self._prompt_aside:  # the shell's prompt comes next there
+            self._aside("\n")
         if self._on_resume is not None:
             self._on_resume.remove_signal_handler(signal.SIGCONT)
             self._on_resume = None
@@ -273,12 +284,14 @@ class LocalAdapter:
         pasted: deque[str] = deque()  # the commands of a pasted block still to run
         lines.read_on()
         while True:
-            if self._readline is None and self._interactive:  # readline shows its own prompt
+            if self._readline is None and self._prompts is self._output is not None:  # readline shows its own
                 self._write(PROMPT, newline=False)
                 self._prompting = True
+            elif self._readline is None and self._prompts is not None:
+                self._prompt_aside = self._aside(PROMPT)
             text = pasted.popleft() if pasted else await self._next_message(lines)
             if self._readline is None:
-                self._prompting = False
+                self._prompting = self._prompt_aside = False
             if isinstance(text, TooLong):
                 self._leaving = False
                 await self.send(Outbound(CHAT_ID, None, TOO_LONG, kind="command"))
@@ -385,8 +398,9 @@ class LocalAdapter:
             platform=self.name, chat_id=CHAT_ID, thread_id=None, user_id=self._user, user_name=self._user,
             text="/stop", event_id=f"local-{os.urandom(8).hex()}", is_command=True))
 
-    def _edit_line(self) -> str:
-        """One line typed with readline's editing, newline-terminated like readline(); "" at EOF."""
+    def _edit_line(self, more: bool) -> str:
+        """One line typed with readline's editing, newline-terminated like readline(); "" at EOF. A later line
+        of a message begun (``more``) gets no prompt when it is already waiting: a paste's."""
         if self._ended_early:  # the first read, of a terminal whose input had ended: Ctrl-D, as if pressed now
             self._ended_early = False
             return ""
@@ -396,9 +410,10 @@ class LocalAdapter:
             self._prompt_draw.drawing()
             set_hook(self._prompt_draw.drawn)
         self._prompting = not leaving
+        self._prompt = "" if leaving or (more and waiting(self._input)) else PROMPT
         self._echo(self._echoes)  # readline draws what it reads only on a terminal it finds echoing
         try:
-            line = input("" if leaving else PROMPT)
+            line = input(self._prompt)
         except EOFError:  # Ctrl-D leaves "you> " on screen, for stop() to clear
             return ""
         except OSError as exc:
@@ -464,7 +479,14 @@ class LocalAdapter:
 
     async def _next_message(self, lines: Lines) -> str | TooLong | None:
         """One message (`platforms.local_messages.next_message`); None at end of input."""
-        return await next_message(lines.next, lines.keep, self._input, editing=self._readline is not None)
+        begun = False
+
+        async def next_line(timeout: float | None) -> str:
+            nonlocal begun
+            more, begun = begun, True
+            return await lines.next(timeout, more=more)
+
+        return await next_message(next_line, lines.keep, self._input, editing=self._readline is not None)
 
     async def send(self, message: Outbound) -> Sent:
         """Print the message. Raises `Closed` once nothing reads the output: the outbox keeps the
@@ -519,7 +541,8 @@ class LocalAdapter:
         text = shown(scalar_text(text))
         below = 1  # the rows under the message, to the cursor's: they and the message's must all be on the screen
         if self._prompting:
-            below += cursor_after(PROMPT + "".join(typed_line(self._readline, len(PROMPT))), width(self._output))[0]
+            prompt = self._prompt
+            below += cursor_after(prompt + "".join(typed_line(self._readline, len(prompt))), width(self._output))[0]
         if (message_id != self._last_id or width(self._output) != self._last_width
                 or self._last_rows + below > height(self._output)):
             raise EditUnsupported("the terminal can only redraw its last message", method="edit", chat_id=chat_id)
@@ -537,10 +560,10 @@ class LocalAdapter:
         return rows(printable(text, self._encoding), width(self._output))  # as printed: a wide 検 as ? takes 1
 
     def _prompt_start(self) -> str:
-        return prompt_start(self._readline, PROMPT, width(self._output))
+        return prompt_start(self._readline, self._prompt, width(self._output))
 
     def _prompt_again(self) -> str:
-        return prompt_again(self._readline, PROMPT, width(self._output), ansi=self._ansi)
+        return prompt_again(self._readline, self._prompt, width(self._output), ansi=self._ansi)
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
         return None
@@ -553,6 +576,15 @@ class LocalAdapter:
 
     def _write(self, text: str, *, newline: bool = True) -> None:
         self._emit(scalar_text(text) + ("\n" if newline else ""))
+
+    def _aside(self, text: str) -> bool:
+        """Write ``text`` to the terminal on stderr that shows the prompts (`_prompts`); False if it could not."""
+        try:
+            self._prompts.write(printable(text, getattr(self._prompts, "encoding", None)))
+            self._prompts.flush()
+        except (OSError, ValueError):  # gone (hung up), or closed: the prompt is only a help, the chat goes on
+            return False
+        return True
 
     def _emit(self, text: str) -> bool:
         """Write and flush ``text``; False, and the chat ends, when nothing reads the output."""

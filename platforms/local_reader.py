@@ -25,9 +25,10 @@ class Lines:
     """What the reader thread read, in order: lines ("" at the end of input), or what reading raised.
 
     With line editing (``edit_line``, one line typed with readline) a line is read only once asked for
-    (`next`); else the lines that arrived together (`platforms.local_input.reader_of`) are read ahead."""
+    (`next`), told whether it is a later line of a message begun (``more``); else the lines that arrived
+    together (`platforms.local_input.reader_of`) are read ahead."""
 
-    def __init__(self, stream: TextIO, edit_line: Callable[[], str] | None) -> None:
+    def __init__(self, stream: TextIO, edit_line: Callable[[bool], str] | None) -> None:
         self._stream = stream
         self._edit_line = edit_line
         self._queue: asyncio.Queue[str | Exception] = asyncio.Queue()
@@ -36,6 +37,7 @@ class Lines:
         # and, the chat ending on it, the shell's line is left with a stray "you> ".
         self._wanted = threading.Semaphore(0)
         self._asked = False  # a read has been asked for and its line has not arrived yet
+        self._more = False  # the read asked for is of a later line of a message begun (`next`)
         self._kept: deque[str] = deque()  # lines put back (`keep`), taken before any read
 
     def read_on(self) -> None:
@@ -44,13 +46,15 @@ class Lines:
         threading.Thread(target=self._pump, args=(asyncio.get_running_loop(),), daemon=True,
                          name="switchboard-terminal").start()
 
-    async def next(self, timeout: float | None = None) -> str:
-        """The next line read, asking the reader for one when none is waiting; TimeoutError after
-        ``timeout``; what the reader raised, when reading failed (`LocalAdapter._read_ended` ends the chat)."""
+    async def next(self, timeout: float | None = None, *, more: bool = False) -> str:
+        """The next line read, asking the reader for one when none is waiting (``more``: a later line of a
+        message begun); TimeoutError after ``timeout``; what the reader raised, when reading failed
+        (`LocalAdapter._read_ended` ends the chat)."""
         if self._kept:
             return self._kept.popleft()
         if self._edit_line is not None and self._queue.empty() and not self._asked:  # else it reads ahead, unasked
             self._asked = True
+            self._more = more
             self._wanted.release()
         line = await asyncio.wait_for(self._queue.get(), timeout)
         if isinstance(line, Exception):
@@ -76,7 +80,7 @@ class Lines:
                     line = read()
                 else:
                     self._wanted.acquire()
-                    line = self._edit_line()
+                    line = self._edit_line(self._more)
             except Exception as exc:  # the chat, waiting for a line that never comes, would hang: it ends
                 line = exc
             try:

@@ -96,6 +96,15 @@ def ended_in_line_mode(stream: TextIO) -> bool:
     return False
 
 
+def waiting(stream: TextIO) -> bool:
+    """Whether input waits on the terminal, unread (the rest of a paste); False where that cannot be told."""
+    import select  # noqa: PLC0415
+
+    with contextlib.suppress(*_GONE):
+        return bool(select.select([stream.fileno()], [], [], 0)[0])
+    return False
+
+
 def echoes(state: Any) -> bool:
     """Whether a terminal in ``state`` (`tty_state`) showed the keys typed. Not Emacs's shell buffer: Emacs turns
     its subprocesses' echo off, as it shows what is typed itself and sends a line once it is entered (nor one set

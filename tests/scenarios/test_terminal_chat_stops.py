@@ -55,7 +55,7 @@ def test_ctrl_c_that_comes_with_the_line_before_it_stops_that_lines_turn(tmp_pat
     try:
         chat.read_until(b"you> ")
         os.write(chat.controller, b"a long task\r\x03")
-        chat.read_until(b"Stopped the running turn", after=b"you> ^C", timeout=10)
+        chat.read_until(b"Stopped the running turn", after=b"^C", timeout=10)
         os.write(chat.controller, b"\x04")
         assert chat.wait() == 0
     finally:
