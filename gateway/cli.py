@@ -25,7 +25,7 @@ from collections.abc import Coroutine, Sequence
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from gateway import inbox_cli, left_behind, preflight, state_lock
 from gateway.config import Config, ConfigError, config_check, config_secrets, load_config
@@ -460,14 +460,31 @@ def _run_to_end(main: Coroutine[Any, Any, int], config: Config) -> int:
                 _tell(f"switchboard: {explain(exc, config)}")
         try:
             if exited:
-                runner.run(_unwound(main, config.server.shutdown_grace_seconds))
-            stuck = runner.run(left_behind.end_the_rest())
+                _run_through(runner, _unwound(main, config.server.shutdown_grace_seconds))
+            stuck = _run_through(runner, left_behind.end_the_rest())
             _closing(runner.get_loop())
         except (KeyboardInterrupt, SystemExit):  # a signal again while those are given their time: no more waiting
             stuck = True
         if stuck:
             end_process_now(status)
     return status
+
+
+_T = TypeVar("_T")
+
+
+def _run_through(runner: asyncio.Runner, coro: Coroutine[Any, Any, _T]) -> _T:
+    """``coro`` run on ``runner``'s loop to its end. A stop left in the loop's queue by the run before (its end's,
+    a SIGINT's KeyboardInterrupt raised in the same pass of the loop before it ran) ended the next run at once:
+    "Event loop stopped before Future completed", a traceback and status 1 for a chat a burst of SIGINTs ended."""
+    loop = runner.get_loop()
+    task = loop.create_task(coro)
+    while True:
+        try:
+            return loop.run_until_complete(task)
+        except RuntimeError:
+            if task.done():  # its own
+                raise
 
 
 def _closing(loop: asyncio.AbstractEventLoop) -> None:
