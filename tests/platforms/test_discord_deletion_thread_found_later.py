@@ -8,8 +8,8 @@ from __future__ import annotations
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.platforms.chat_lost import losing
-from tests.platforms.test_discord_chat_lost import GUILD, THREAD, THREADED, USER
-from tests.platforms.test_discord_unheld_thread import GET_CHANNEL, NEW, key, unheld
+from tests.platforms.test_discord_unheld_thread import NEW, key
+from tests.platforms.thread_found_later import handed_over_before_and_after_the_thread_was_known
 
 fake = fake_discord()
 
@@ -29,19 +29,8 @@ async def test_a_message_handed_over_before_its_thread_was_known_is_dropped_by_i
     adapter.bind_deletions(deleted)
     try:
         async with losing(adapter) as (_, _, sink):
-            fake.push_guild_message(GUILD, THREADED, USER, "in a thread", mention_bot=True, thread_id=THREAD)
-            fake.push_guild_message(GUILD, THREADED, USER, "not to the bot", thread_id=NEW)
-            await fake.wait_for(lambda: len(sink.inbound) == 1)
-            release = fake.hold(GET_CHANNEL)
-            try:
-                first = unheld(fake, NEW, "first")
-                await fake.wait_for(lambda: len(sink.inbound) == 2, timeout=2.0)  # past the look-up's bound
-            finally:
-                release.set()
-            second = unheld(fake, NEW, "second")  # its look-up answered: the thread is known from now on
-            await fake.wait_for(lambda: len(sink.inbound) == 3)
-            assert [key(m) for m in sink.inbound[1:]] == [(str(NEW), None), (str(THREADED), str(NEW))]
-            waiting.update((*key(m), m.message_id) for m in sink.inbound[1:])
+            handed, first, second = await handed_over_before_and_after_the_thread_was_known(fake, sink)
+            waiting.update((*key(m), m.message_id) for m in handed)
             fake.delete_message(NEW, first)
             fake.delete_message(NEW, second)
             await fake.wait_for(lambda: len({m for *_, m in told}) == 2)

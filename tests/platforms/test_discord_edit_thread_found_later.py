@@ -8,8 +8,9 @@ from __future__ import annotations
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
 from tests.platforms.chat_lost import losing
-from tests.platforms.test_discord_chat_lost import GUILD, THREAD, THREADED, USER
-from tests.platforms.test_discord_unheld_thread import GET_CHANNEL, NEW, key, unheld
+from tests.platforms.test_discord_chat_lost import THREADED
+from tests.platforms.test_discord_unheld_thread import NEW, key
+from tests.platforms.thread_found_later import handed_over_before_and_after_the_thread_was_known
 
 fake = fake_discord()
 
@@ -29,19 +30,8 @@ async def test_a_message_handed_over_before_its_thread_was_known_takes_its_edit(
     adapter.bind_edits(edited)
     try:
         async with losing(adapter) as (_, _, sink):
-            fake.push_guild_message(GUILD, THREADED, USER, "in a thread", mention_bot=True, thread_id=THREAD)
-            fake.push_guild_message(GUILD, THREADED, USER, "not to the bot", thread_id=NEW)
-            await fake.wait_for(lambda: len(sink.inbound) == 1)
-            release = fake.hold(GET_CHANNEL)
-            try:
-                first = unheld(fake, NEW, "first")
-                await fake.wait_for(lambda: len(sink.inbound) == 2, timeout=2.0)  # past the look-up's bound
-            finally:
-                release.set()
-            unheld(fake, NEW, "second")  # its look-up answered: the thread is known from now on
-            await fake.wait_for(lambda: len(sink.inbound) == 3)
-            assert [key(m) for m in sink.inbound[1:]] == [(str(NEW), None), (str(THREADED), str(NEW))]
-            waiting.update({(*key(m), m.message_id): m.text for m in sink.inbound[1:]})
+            handed, first, _ = await handed_over_before_and_after_the_thread_was_known(fake, sink)
+            waiting.update({(*key(m), m.message_id): m.text for m in handed})
             fake.edit_message(NEW, first, f"<@{fake.bot_id}> first, corrected")
             await fake.wait_for(lambda: told)  # both keys are told in one step
     finally:
