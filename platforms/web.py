@@ -60,6 +60,7 @@ from platforms.base import (
     OutboundFile,
     Sent,
 )
+from platforms.formatting.blank import is_blank
 from platforms.json_body import load_json_body
 from platforms.not_recorded import (
     NOT_HANDLED_MESSAGE,
@@ -467,11 +468,24 @@ def _parse(body: bytes) -> tuple[str, str, str]:
     chat, text, key = data.get("chat"), data.get("text"), data.get("key")
     if not isinstance(chat, str) or not _CHAT.fullmatch(chat):
         raise ValueError(_CHAT_RULE)
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError('"text" must be a non-empty string')
-    if len(text) > MAX_TEXT:
-        raise ValueError(f'"text" must be at most {MAX_TEXT} characters')
+    text = message_text(text)
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ValueError('"key" must be 8 to 128 letters, digits, "-" or "_" (a new one per message)')
     return chat, text, key
 
+
+def message_text(text: object) -> str:
+    """``text`` as a message typed by a person or sent by a program (the web chat's API, a webhook's); ValueError
+    naming the problem: not a string, nothing shown (empty, whitespace, or only invisible characters), or longer
+    than `MAX_TEXT`."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('"text" must be a non-empty string')
+    if len(text) > MAX_TEXT:
+        raise ValueError(f'"text" must be at most {MAX_TEXT} characters')
+    if is_blank(text):
+        # Zero-width spaces, joiners, a byte order mark: a chat shows none of them, yet each such text cost a turn
+        # of the model, answering what no one could read.
+        shown = list(dict.fromkeys(c for c in text if not c.isspace()))
+        named = ", ".join(f"U+{ord(c):04X}" for c in shown[:3]) + (", …" if len(shown) > 3 else "")
+        raise ValueError(f'"text" must be a non-empty string, not only invisible characters ({named})')
+    return text

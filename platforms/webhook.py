@@ -17,10 +17,11 @@ failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
 ``Retry-After`` header raises `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
-``delivery.max_retry_after``); a 410 raises `NotFound`, final (the message is not sent again); any other non-2xx
-answer or connection failure raises `NetworkError` and the outbox backs off. Either of those it retries for
-``retry_for_seconds``. Each message names the request it answers (``origin_turn_id``, from the gateway's
-`platforms.base.TurnOrigin`): a background result comes in a turn of its own. At most
+``delivery.max_retry_after``); a refusal the receiver would repeat (400, 405, 410, 413, 415, 422:
+`_REFUSED_FOR_GOOD`) raises `NotFound`, final (the message is not sent again; the error quotes the start of the
+answer); any other non-2xx answer or connection failure raises `NetworkError` and the outbox backs off. Either of
+those it retries for ``retry_for_seconds``. Each message names the request it answers (``origin_turn_id``, from
+the gateway's `platforms.base.TurnOrigin`): a background result comes in a turn of its own. At most
 `ROUTE_CONNECTIONS` deliveries per route are in flight at once, each route its own. A route without a
 ``deliver_url`` is read instead: ``GET /webhooks/<route>/turns/<turn_id>``, signed,
 answers with what ``turn_reader`` returns from the outbox. A route with one may be read too, each
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yarl
 from aiohttp import web
 
 from platforms.base import (
@@ -83,7 +85,7 @@ from platforms.proxies import proxy_for
 from platforms.repeated_warnings import RepeatedWarnings
 from platforms.retry_after import header_seconds
 from platforms.unsigned_bodies import RETRY_AFTER, Busy, UnsignedBodies, refuse_before_continue
-from platforms.web import MAX_TEXT
+from platforms.web import MAX_TEXT, message_text
 from platforms.web_files import WebFiles, download_headers
 from platforms.webhook_files import KEEP_SECONDS, SWEEP_SECONDS, UPLOAD_LIMIT, described
 from platforms.webhook_signing import (
@@ -124,6 +126,15 @@ _CONNECT_ERRORS = frozenset({OSError, ConnectionRefusedError, ConnectionResetErr
 """A connect's failures whose errno says why (refused, no route to host, unreachable, timed out); not TLS's."""
 _DELIVERY_JSON = json.JSONEncoder(ensure_ascii=False)
 """Encodes every delivery: ``json.dumps`` given any option builds a new encoder for each call."""
+_REFUSED_FOR_GOOD = {400: "bad request", 405: "method not allowed", 410: "gone", 413: "content too large",
+                     415: "unsupported media type", 422: "unprocessable content"}
+"""A receiver's answers that refuse the delivery itself, which it would refuse again however long it waited (410:
+a conversation it closed). Retried, each was sent again for retry_for_seconds, every later message of its chat
+waiting behind it. Not 401 or 403 (a receiver not yet given a rotated secret), 404 (an ingress's default backend
+answers it while the receiver is deployed), 408, 409 (one still handling the same Idempotency-Key), 425 or 429:
+they pass."""
+_ANSWER_CHARS = 200
+"""Characters of a final refusal's answer the log quotes: a receiver's reason, not its error page."""
 
 
 class SentBack(Exception):
@@ -439,8 +450,8 @@ class WebhookAdapter:
         any timestamp) but carries the same ``Idempotency-Key``, which receivers dedupe
         on. Raises `NotFound` for a chat of no configured route, `NetworkError` for a
         non-2xx answer (redirects included: a signed body is not forwarded) or a
-        connection failure or timeout, `NotFound` (final) for a 410. Interim messages are dropped, reported as
-        sent."""
+        connection failure or timeout, `NotFound` (final) for a refusal the receiver would repeat (a 410, a 422...).
+        Interim messages are dropped, reported as sent."""
         name = message.chat_id.partition(":")[0]
         route = self.routes.get(name)
         if route is None:
@@ -494,16 +505,15 @@ class WebhookAdapter:
                     proxy=proxy_for(route.deliver_url),
                 ) as response:
                     status, retry_after = response.status, response.headers.get("Retry-After")
+                    said = await _answer(response, route) if status in _REFUSED_FOR_GOOD else ""
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise NetworkError(f"webhook route {name!r}: delivery failed: {self._failure(exc)}",
                                method="send", chat_id=chat_id) from exc
         if 200 <= status < 300:
             return
-        if status == 410:
-            # Gone: the receiver will never take it (a conversation it closed, a hook unsubscribed). Retried, it was
-            # sent again for retry_for_seconds, every later message of its chat waiting behind it.
-            raise NotFound(f"webhook route {name!r}: deliver_url answered HTTP 410 (gone): not sent again",
-                           method="send", chat_id=chat_id)
+        if (refused := _REFUSED_FOR_GOOD.get(status)) is not None:
+            raise NotFound(f"webhook route {name!r}: deliver_url answered HTTP {status} ({refused}): not sent again"
+                           f"{said}", method="send", chat_id=chat_id)
         wait = header_seconds(retry_after, self._clock()) if status == 429 or status >= 500 else None
         if wait is not None:
             raise RateLimited(f"webhook route {name!r}: deliver_url answered HTTP {status}, retry after {wait:g} s",
@@ -559,6 +569,39 @@ def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, 
     # A model may emit a lone surrogate ("\\ud800"); UTF-8 cannot carry it, the caller gets U+FFFD.
     return {"route": route, "chat_id": None if chat in ("", "default") else chat, "turn_id": turn_id,
             "origin_turn_id": origin, "kind": kind, "text": scalar_text(text), "sequence": sequence}
+
+
+async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
+    """``"; its answer: "`` and the start of ``response``'s body on one line, for the log of a final refusal (the
+    operator's one clue to why: a field the receiver misses, a size it takes); ``""`` for an empty or unreadable
+    one. A receiver may echo what it was sent: the route's secrets are masked, and the URL and its path (which may
+    carry a token), also one cut short by the end of what is read."""
+    limit = 4 * _ANSWER_CHARS  # bytes: enough for that many characters, however encoded
+    head = b""
+    try:
+        while len(head) < limit and (chunk := await response.content.read(limit - len(head))):
+            head += chunk
+    except (aiohttp.ClientError, TimeoutError):
+        pass  # the status says enough; what came is quoted
+    text = head.decode("utf-8", "replace")
+    for hidden in _hidden(route):
+        text = text.replace(hidden, "***")
+    cut = len(head) >= limit
+    if cut:  # what the read cut short ends the text: drop any start of one there
+        for hidden in _hidden(route):
+            text = text[:len(text) - next((n for n in range(len(hidden) - 1, 0, -1) if text.endswith(hidden[:n])), 0)]
+    # Control characters (a terminal's escapes) and invisible ones as spaces, then one line.
+    shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(shown) > _ANSWER_CHARS or cut:
+        shown = shown[:_ANSWER_CHARS] + "…"
+    return f"; its answer: {shown}" if shown else ""
+
+
+def _hidden(route: Route) -> list[str]:
+    """What a receiver's answer quoted in the log must not show, longest first (a URL before its path)."""
+    url = yarl.URL(route.deliver_url or "")
+    paths = {url.raw_path_qs, url.path_qs} - {"/"}
+    return sorted({*route.secrets(), route.deliver_url or "", *paths} - {""}, key=len, reverse=True)
 
 
 def _own_origin(turn_id: str) -> str:
@@ -626,13 +669,9 @@ def _parse(body: bytes, route: str) -> tuple[str, str | None, str | None]:
         if _holds_file(data.get(name), name.startswith("attachment")):
             raise ValueError(f'"{name}" cannot be taken: a webhook message carries text only, so the agent would'
                              f' never see it; put what it should read in "text" (at most {MAX_TEXT} characters)')
-    text = data.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError('"text" must be a non-empty string')
-    if len(text) > MAX_TEXT:
-        # The bound a message typed into the web chat or the terminal has: the body's 1 MiB let a caller start a
-        # turn on a quarter of a million tokens, more than most models' windows, kept whole in the session.
-        raise ValueError(f'"text" must be at most {MAX_TEXT} characters')
+    # The bound a message typed into the web chat or the terminal has (`MAX_TEXT`): the body's 1 MiB let a caller
+    # start a turn on a quarter of a million tokens, more than most models' windows, kept whole in the session.
+    text = message_text(data.get("text"))
     _require_scalars("text", text)
     chat = data.get("chat_id")
     if isinstance(chat, bool) or not isinstance(chat, str | int | float | None) or chat in (math.inf, -math.inf):

@@ -55,7 +55,7 @@ async def test_retry_after_becomes_rate_limited(
     assert str(status) in str(info.value) and SECRET not in str(info.value)
 
 
-@pytest.mark.parametrize(("status", "header"), [(429, None), (500, None), (503, "soon"), (400, 5), (404, 5)])
+@pytest.mark.parametrize(("status", "header"), [(429, None), (500, None), (503, "soon"), (408, 5), (409, 5)])
 async def test_without_a_usable_retry_after_it_is_a_network_error(
     adapter: WebhookAdapter, receiver: WebhookReceiver, status: int, header: float | str | None
 ) -> None:
