@@ -66,24 +66,48 @@ _TOP_NAMES = frozenset(
 read by any other top name in the root zone too (`_delegated`: a country's, ``python.org``, ``bit.ly``; a brand's or
 a word's, ``login.microsoftonline.security``) and by one not in ASCII (``пример.рф``), but not by `_FILE_TYPES` and
 `_CODE_NAMES`, nor by one in capitals after small letters (a longer one capitalised, but not a country's:
-``PayPal.Me`` is an address): ``System.IO``, ``Socket.IO``, ``java.util.Date``, names of code on the page the label
-links to, are no address."""
+``PayPal.Me`` is an address): ``System.IO``, ``Socket.IO``, ``java.util.Date``, ``Locale.US``, names of code on the
+page the label links to, are no address. Neither is a Java package (`_PACKAGE_ROOTS`) nor ``.NET``'s name (`_PLATFORM`).
+Only a name a reader knows as a site's (`_BRANDS`) tells ``Amazon.DE``, ``paypal.IO`` and ``paypal.run`` from code
+written the same way: before any of those endings but a file's it reads as that site, which is what misleads."""
 _FILE_TYPES = frozenset(
     "py md rs sh js ts jsx tsx json yaml yml toml txt html htm css cfg ini conf lock log csv xml sql cpp hpp go rb "
     "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx mov pub cab pid "
-    "properties".split())
+    "properties cc so ac am cu tf mm".split())
 """Ends of a name with no scheme, path or ``www.`` that name a file more often than a host: ``[setup.py](…)`` is a
-file on the page it links to, ``[bank.com](…)`` a site."""
+file on the page it links to, ``[bank.com](…)`` a site. Countries' among them (C++'s ``main.cc``, ``lib.so``,
+Autotools' ``configure.ac`` and ``Makefile.am``, CUDA's ``kernel.cu``, Terraform's ``main.tf``, Objective-C++'s
+``view.mm``) are small ones whose sites a reader rarely meets; ``.in`` and ``.pl`` (India's, Poland's) are not."""
 _CODE_NAMES = frozenset(
     "auto bar call case cat center chat click data date day dot events fail final fit foo group host map new next now "
     "open ping place play plus post press prod property read rest run save search seek select shell show storage style "
-    "tab target total watch audio video".split())
+    "tab target total watch audio video abc author blue bot box build channel circle city compare contact degree delta "
+    "directory family fun game green menu mobile omega parts phone photo photos prime red report star stream team "
+    "tools zero".split())
 """Top names in the root zone that end a name of code more often than a host: ``asyncio.run``, ``re.search``,
-``Array.prototype.map``, ``plt.show``, ``model.fit``."""
+``Array.prototype.map``, ``plt.show``, ``model.fit``, ``cv2.circle``, ``user.phone``, ``collections.abc``. Most end
+an attribute in Python's own library and the packages this project installs 20 times or more (``.read`` 3,300,
+``.circle`` 6, ``.phone`` and ``.photo`` fields of apps' code); none is a word a sign-in page is named by."""
+_BRANDS = frozenset(
+    "paypal amazon apple icloud google gmail youtube microsoft outlook hotmail office365 skype linkedin github gitlab "
+    "facebook instagram whatsapp twitter tiktok snapchat reddit discord telegram slack netflix spotify "
+    "steam steampowered steamcommunity roblox epicgames ebay walmart alibaba aliexpress shopify stripe adobe dropbox "
+    "docusign yahoo yandex sberbank tinkoff baidu tencent wechat naver kakao rakuten flipkart paytm "
+    "mercadolibre samsung huawei xiaomi dhl fedex ups usps chase wellsfargo bankofamerica citibank hsbc barclays "
+    "santander revolut venmo cashapp coinbase binance kraken metamask trezor mastercard amex "
+    "americanexpress openai chatgpt".split())
+"""Brands phishing most often names (its yearly reports: Microsoft, Google, Apple, Amazon, PayPal, DHL, banks, coin
+exchanges), as a host's name, or a hyphen's part of it (``paypal-login``), or, six letters or more, its start
+(``microsoftonline``): not words that name code too (``meta.data``, ``target.show``, ``ledger.save``)."""
+_BRAND_STARTS = tuple(sorted(brand for brand in _BRANDS if len(brand) >= 6))
+_GENERIC = frozenset("com org net edu gov".split())
+_PACKAGE_ROOTS = _GENERIC | {"io"}
+"""First names of a Java or Android package (``com.google.android``, ``org.apache.commons.io``): with a third name
+after one, the whole is a package, unless it ends as a site's host does, as ``edu.google.com``; no package does."""
 _CLONE_PATH = re.compile(r":(?!\d)[^/]")
 """What follows the host of a clone address, ``git@github.com:org/repo``: a path after the colon, not a port."""
 _PLATFORM = re.compile(r"[A-Z]{2,3}\.NET")
-"""``ASP.NET``, ``ADO.NET``, ``VB.NET``, ``ML.NET``: .NET's names, in capitals."""
+"""``ASP.NET``, ``ADO.NET``, ``VB.NET``, ``ML.NET``: .NET's names, in capitals (``Json.NET``, ``Akka.NET`` too)."""
 
 
 def as_seen(label: str) -> str:
@@ -131,20 +155,27 @@ def other_address(label: str, href: str) -> bool:
 
 def _written_address(host: re.Match[str]) -> bool:
     """Whether a label `_HOST` matched reads as an address: one with a port or path or ``www.`` always, a host
-    alone (a user's name before it or not: ``x@self.weight`` is code) by its top name (`_top_name`; not
-    ``ASP.NET``); an IPv4 one unless a number is no address's (``999.1.1.1``) or, alone, it reads as a version
-    (``1.2.3.4``: four digits, not all the same as in ``8.8.8.8`` and ``1.1.1.1``)."""
+    alone (a user's name before it or not: ``x@self.weight`` is code) by its top name (`_top_name`); an IPv4 one
+    unless a number is no address's (``999.1.1.1``) or, alone, it reads as a version (``1.2.3.4``: four digits, not
+    all the same as in ``8.8.8.8`` and ``1.1.1.1``)."""
     if host["ip"]:
         numbers = [int(number) for number in host["ip"].split(".")]
         return max(numbers) <= 255 and bool(host["rest"] or max(numbers) > 9 or len(set(numbers)) == 1)
     if host["rest"] or host["host"].casefold().startswith("www."):
         return True
-    return not _PLATFORM.fullmatch(host["host"]) and _top_name(host["ending"], host["host"])
+    return _top_name(host["ending"], host["host"])
 
 
 def _top_name(ending: str, host: str) -> bool:
     name = ending.casefold()
-    if name in _FILE_TYPES:
+    names = host.casefold().split(".")[:-1]
+    if len(names) > 1 and names[0] in _PACKAGE_ROOTS and name not in _GENERIC or name in _FILE_TYPES:
+        return False
+    # Where code and hosts are written alike (Amazon.DE and Locale.DE, paypal.run and asyncio.run) only the name tells
+    # them apart, and only a brand's misleads: its site is what the reader trusts. Microsoft.Azure is a namespace.
+    if _brand(names) and (ending.islower() or ending.isupper() or len(name) == 2) and _delegated(name):
+        return True
+    if ending == "NET" and (_PLATFORM.fullmatch(host) or host[0].isupper() and not host.isupper()):
         return False
     if name in _TOP_NAMES or not name.isascii():
         return True
@@ -152,6 +183,11 @@ def _top_name(ending: str, host: str) -> bool:
     if ending != name and not host.isupper() and (len(name) > 2 or ending.isupper()):
         return False
     return name not in _CODE_NAMES and _delegated(name)
+
+
+def _brand(names: list[str]) -> bool:
+    parts = [part for name in names for part in name.split("-")]
+    return any(part in _BRANDS or part.startswith(_BRAND_STARTS) for part in parts)
 
 
 @functools.cache
