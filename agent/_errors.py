@@ -19,11 +19,13 @@ shorter conversation (compacted, its older images dropped) may."""
 _CONTEXT_EXCEEDED = re.compile(
     r"context[_ ](length|size|window)|maximum context|prompt is too long|maximum (model|prompt) length"
     r"|input tokens? (count \(\d+\) )?exceeds?|`inputs`( tokens \+ `max_new_tokens`)? must (be <=|have less than)|"
-    + re.escape(BODY_TOO_LARGE), re.IGNORECASE)
+    r"ContextWindowExceeded|" + re.escape(BODY_TOO_LARGE), re.IGNORECASE)
 """How servers word a request over the model's context window (OpenAI, vLLM, llama.cpp, LM Studio,
-Gemini, Anthropic's proxies, xAI, Hugging Face's text-generation-inference). A refusal told only by OpenAI's
-``context_length_exceeded`` code (Groq), or only by its status 413, has that written into its text
-(`agent.models.openai`), which is what outlives the error."""
+Gemini, Anthropic's proxies, xAI, Hugging Face's text-generation-inference); LiteLLM names its exception
+(``litellm.ContextWindowExceededError: …``) before the upstream's words, which may be none of these (Bedrock's
+"Input is too long for requested model", Vertex's "The input token count exceeds the maximum"). A refusal told
+only by OpenAI's ``context_length_exceeded`` code (Groq), or only by its status 413, has that written into its
+text (`agent.models.openai`), which is what outlives the error."""
 
 
 def exceeds_context(error_text: str) -> bool:

@@ -244,6 +244,9 @@ _CHILD_PERMANENT = {
     "blocked": "the model provider refuses requests from where this gateway runs",
 }
 CHILD_REFUSED = "the model provider refused its request as one the model it was set up to use cannot take"
+CHILD_TOOLS_REFUSED = f"{CHILD_REFUSED}: its model server is not set up for tool calls"
+"""`CHILD_REFUSED` where the server refuses every request that offers tools (`agent._errors.TOOLS_NOT_SET_UP`), as a
+turn's reads `TOOLS_REFUSED`: the log names the server flag or the model to change."""
 CHILD_TOO_LONG = "its work grew longer than the model can take in"
 CHILD_MODEL_FAILED = "it could not get an answer from the model just now"
 CHILD_MODEL_DOWN = ("the model is unreachable at the moment (it has failed every request for a while), so its call "
@@ -261,6 +264,7 @@ def child_failure_reason(error: str) -> str:
     if kind is None:
         return redact(error)
     return _CHILD_PERMANENT.get(kind) or (CHILD_TOO_LONG if exceeds_context(error)
+                                          else CHILD_TOOLS_REFUSED if kind == "bad_request" and refuses_tools(error)
                                           else CHILD_REFUSED if kind == "bad_request"
                                           else CHILD_MODEL_DOWN if kind != "rate_limited" and server_down(error)
                                           else CHILD_MODEL_FAILED)

@@ -191,7 +191,8 @@ class OpenAIModel:
                         probed.probe_ended()
                 try:
                     response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
-                                            named=self._named, offered=offered_names(request.tools))
+                                            named=self._named, offered=offered_names(request.tools),
+                                            asked=request.messages)
                 except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
                     settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
                     if waits_again(probes):  # OpenRouter's upstream failing: as a 5xx in its own words
@@ -308,6 +309,8 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
             raise openai.APIConnectionError(request=request) from exc
         if response.status_code == 429 and _error_code(response.content) in _QUOTA_CODES:
             response.headers["x-should-retry"] = "false"
+        elif response.status_code == 500 and _NO_JINJA.search(_error_message(response)):
+            response.headers["x-should-retry"] = "false"  # every request offers tools: each meets it again
         elif response.status_code in _GAVE_UP_WAITING and "x-should-retry" not in response.headers:
             response.headers["x-should-retry"] = "false"
         elif budget is not None and response.status_code >= 400 and _sdk_asks_again(response):
@@ -329,7 +332,7 @@ class _AskOnceClient(DefaultAsyncHttpxClient):
                 watch = asyncio.create_task(expire_after_suspend(cutoff, self._clock, self._lost_after))
                 try:
                     response = await super().send(request, **kwargs)
-                    if response.status_code == 429:
+                    if response.status_code == 429 or (response.status_code == 500 and _in_json_said(response)):
                         await response.aread()  # kept on the response: the SDK's own read gets the same bytes
                 finally:
                     watch.cancel()
@@ -418,6 +421,22 @@ def _in_own_words(response: httpx.Response) -> bool:
         return False
 
 
+def _in_json_said(response: httpx.Response) -> bool:
+    """Whether ``response`` says its body is JSON: a server's own error (llama-server's 500 refusing tools,
+    `_NO_JINJA`), read whole before the SDK asks again; a proxy's page is not."""
+    return "json" in response.headers.get("content-type", "")
+
+
+def _error_message(response: httpx.Response) -> str:
+    """``error.message`` of ``response``'s body, OpenAI-shaped, ``""`` when there is none or it was not read."""
+    try:
+        error = json.loads(response.content).get("error")
+    except (ValueError, AttributeError, RecursionError, httpx.ResponseNotRead):  # not JSON, nor an object; too deep
+        return ""
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return message if isinstance(message, str) else ""
+
+
 def _error_code(body: bytes) -> str | None:
     """``error.code`` of an OpenAI-shaped error body, None when there is none."""
     try:
@@ -468,7 +487,8 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     elif isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
         kind = _permanent_kind(exc.status_code, exc.code) or (
-            "rate_limited" if isinstance(exc, openai.RateLimitError)
+            "bad_request" if exc.status_code == 500 and _NO_JINJA.search(exc.message)
+            else "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "timeout" if exc.status_code in _GAVE_UP_WAITING
             else "server_error" if exc.status_code >= 500 or gave_up or _asked_again(exc)
             else "bad_image" if pictures and exc.status_code in (400, 422) and _about_a_picture(exc)
@@ -638,16 +658,22 @@ def _permanent_kind(status: int | None, code: object) -> str | None:
     return None
 
 
+_NO_JINJA = re.compile(r"\b(tools|tool_choice) param requires --jinja flag")
+"""llama-server's words, with a 500, for a request that offers tools (or names a ``tool_choice``) while its chat
+templates are not Jinja's (``--no-jinja``, or a build older than ``--jinja`` as the default, started without it): no
+failing server, which asking again, or waiting for it to come back, would cure."""
+
 _TOOLS_REFUSALS = (
     (re.compile(r"--enable-auto-tool-choice"),
      "start vLLM with --enable-auto-tool-choice and the --tool-call-parser of the model's format "
      "(hermes for Qwen2.5 and Hermes, llama3_json for Llama 3.1 to 3.3, mistral for Mistral)"),
     (re.compile(r"\bdoes not support tools\b"),
      "set model.name to a model that takes tools (Ollama lists them at https://ollama.com/search?c=tools)"),
+    (_NO_JINJA, "start llama-server with --jinja, not --no-jinja"),
 )
-"""A self-hosted server's 400 for any request that offers tools, and what the operator fixes: vLLM's '"auto" tool
-choice requires --enable-auto-tool-choice and --tool-call-parser to be set' (tool_choice sent or not), Ollama's
-"registry.ollama.ai/library/gemma3:4b does not support tools"."""
+"""A self-hosted server's refusal of any request that offers tools, and what the operator fixes: vLLM's 400 '"auto"
+tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set' (tool_choice sent or not), Ollama's
+400 "registry.ollama.ai/library/gemma3:4b does not support tools", llama-server's 500 (`_NO_JINJA`)."""
 
 
 def _tools_fix(text: str) -> str | None:
@@ -833,8 +859,8 @@ def _sent(body: str, secrets: tuple[str, ...]) -> str:
     return text if len(text) <= _SENT_KEPT else text[:_SENT_KEPT] + "…"
 
 
-def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...],
-                 named: str | None = None, offered: frozenset[str] = frozenset()) -> ModelResponse:
+def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...], named: str | None = None,
+                 offered: frozenset[str] = frozenset(), asked: Sequence[Mapping[str, Any]] = ()) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
     if isinstance(completion, str):  # what the SDK returns for a body whose type is not JSON's
@@ -861,8 +887,10 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
                          kind="content_filter")
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
-    # The calls of ``offered`` tools a server without a parser for the model's format left in the text.
-    if not tool_calls and text and not filtered and (found := calls_in_text(text, offered)) is not None:
+    # The calls of ``offered`` tools a server without a parser for the model's format left in the text, but for
+    # one the user pasted into the message the model answers (``asked``'s latest).
+    if (not tool_calls and text and not filtered
+            and (found := calls_in_text(text, offered, _latest_user_text(asked))) is not None):
         text, calls = found
         # Mended as a native call's are: JSON's escapes make lone surrogates (half of an emoji's "\\ud83d").
         tool_calls = tuple(ToolCall(id=f"call_{i}_{name}", name=name, arguments=_mend(arguments))
@@ -878,6 +906,15 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         reasoning=_reasoning(message),
         filtered=filtered,
     )
+
+
+def _latest_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last user message of ``messages`` (its text parts, where it has pictures), else ``""``."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return _text_of_parts(content) if isinstance(content, list) else content if isinstance(content, str) else ""
+    return ""
 
 
 def _text_of_parts(parts: list[Any]) -> str:
