@@ -21,6 +21,7 @@ from agent._ids import new_id
 from agent._interrupts import _Guard, _HardInterrupted, _Interrupt
 from agent._model import Model, ModelRequest, ModelResponse, ToolCall, Usage
 from agent._saved_turn import load_turn, save_turn
+from agent._steer_note import STEER_NOTE
 from agent._token_estimate import estimate_tokens, schema_tokens
 from agent._tool_calls import (
     _answer_open_calls,
@@ -34,7 +35,6 @@ from agent._turn import _NO_USAGE, ToolTraceEntry, TurnResult, _charge, _plus, _
 
 log = logging.getLogger("agent.session")
 
-STEER_NOTE = "[Message from the user while you were working]"
 TOOL_LOG_SIZE = 50
 CUT_OFF_CALLS_ENDING_A_TURN = 2
 """Answers in a row with a tool call cut off at the output-length limit that end a turn (`_tool_calls.CUT_OFF`)."""

@@ -29,8 +29,8 @@ _ARGUMENT_KEYS = ("arguments", "parameters")
 _MISTRAL = "[TOOL_CALLS]"
 """The mark Mistral's models begin their calls with; before each, from its v11 tokenizer on."""
 
-_MISTRAL_CALL = re.compile(r"\s*([A-Za-z0-9_.-]+)\[ARGS\](.*)", re.DOTALL)
-"""One call of Mistral's v11 form, after its mark: the tool's name, then its arguments' JSON object."""
+_MISTRAL_CALL = re.compile(r"\s*([A-Za-z0-9_.-]+)\[ARGS\]\s*")
+"""One call of Mistral's v11 form, after its mark: the tool's name, before its arguments' JSON object."""
 
 _MISTRAL_ID = "id"
 """Mistral Nemo writes each call of the list form with the 9-character id its template sends back."""
@@ -93,20 +93,27 @@ def _mistral(text: str, offered: frozenset[str]) -> tuple[list[str], list[tuple[
     if rest.startswith(("[", "{")):  # before its v11 tokenizer: a JSON list of calls
         sources = _objects(rest)
         return sources, _calls(sources, offered, extra_keys=(_MISTRAL_ID,))
-    sources, calls = rest.split(_MISTRAL), []
-    for source in sources:
-        call = _MISTRAL_CALL.fullmatch(source)
-        arguments = _objects(call[2]) if call is not None else []
-        if len(arguments) != 1 or not arguments[0].startswith("{"):
-            return sources, None
+    # Read call by call, not split at each mark: an argument's text may hold the mark itself (a note about it).
+    decoder, sources, calls, at = json.JSONDecoder(), [], [], 0
+    while True:
+        call = _MISTRAL_CALL.match(rest, at)
         try:
-            found = _call({"name": call[1], "arguments": json.loads(arguments[0])}, offered)
+            arguments, end = decoder.raw_decode(rest, call.end()) if call is not None else (None, at)
         except (ValueError, RecursionError):
             return sources, None
+        sources.append(rest[at:end])
+        found = _call({"name": call[1], "arguments": arguments}, offered) if isinstance(arguments, dict) else None
         if found is None:
             return sources, None
         calls.append(found)
-    return sources, calls
+        at = end
+        while at < len(rest) and rest[at].isspace():
+            at += 1
+        if at == len(rest):
+            return sources, calls
+        if not rest.startswith(_MISTRAL, at):
+            return sources, None
+        at += len(_MISTRAL)
 
 
 def _quoted(sources: list[str], quoted: str) -> bool:

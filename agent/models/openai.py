@@ -41,6 +41,7 @@ from agent._clock import SYSTEM_CLOCK, Clock
 from agent._context_window import stated_window
 from agent._errors import BODY_TOO_LARGE, TOOLS_NOT_SET_UP, ModelError, exceeds_context, model_failure_text
 from agent._model import ModelRequest, ModelResponse, ToolCall, Usage
+from agent._steer_note import STEER_NOTE
 from agent.models._alternation import alternating
 from agent.models._error_pages import is_web_page, page_text, refuses_the_network
 from agent.models._outage import (
@@ -909,11 +910,16 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
 
 
 def _latest_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The text of the last user message of ``messages`` (its text parts, where it has pictures), else ``""``."""
+    """What the user wrote last in ``messages``: the last user message's text (its text parts, where it has
+    pictures), or a message steered in after it, which the session writes behind a tool's result
+    (`STEER_NOTE`); else ``""``."""
     for message in reversed(messages):
+        content = message.get("content")
+        text = _text_of_parts(content) if isinstance(content, list) else content if isinstance(content, str) else ""
         if message.get("role") == "user":
-            content = message.get("content")
-            return _text_of_parts(content) if isinstance(content, list) else content if isinstance(content, str) else ""
+            return text
+        if message.get("role") == "tool" and (at := text.rfind(f"\n\n{STEER_NOTE}\n")) >= 0:
+            return text[at:]
     return ""
 
 

@@ -138,3 +138,17 @@ async def test_a_call_pasted_in_an_earlier_message_runs_when_the_model_makes_it_
     assert await ask(chat, gateway, f"What is this? {BLOCK}") == "That is a call of the memory tool."
     assert await ask(chat, gateway, "Then do it.") == "Noted."
     assert tool_results(server.requests[2]) == ["added note 1"]
+
+
+MARKED = {"action": "add", "text": "Mistral's calls begin [TOOL_CALLS]name[ARGS]"}
+
+
+@pytest.mark.parametrize("again", [False, True], ids=["one", "two"])
+async def test_mistrals_name_args_call_whose_arguments_hold_the_mark_runs(tmp_path, llm, gateways, again):
+    # Split at each mark, the note's text cut the call in two: no call ran and the chat read "[TOOL_CALLS]memory…".
+    content = f"[TOOL_CALLS]memory[ARGS]{json.dumps(MARKED)}" + (f"[TOOL_CALLS]memory[ARGS]{json.dumps(OTHER)}"
+                                                                  if again else "")
+    requests, reply = await answered(tmp_path, llm, gateways, content, said="remember how Mistral marks its calls")
+    assert reply == "Noted." and len(requests) == 2
+    assert [(name, json.loads(arguments)) for name, arguments in calls_sent_back(requests[1])] == (
+        [("memory", MARKED), ("memory", OTHER)] if again else [("memory", MARKED)])
