@@ -46,6 +46,7 @@ from gateway.startup_errors import explain, lasting
 from gateway.store import StoreError, row_id
 from platforms.base import scalar_text
 from platforms.formatting.blank import is_blank
+from platforms.local_input import PIPE_ENCODING
 from platforms.local_screen import printable, shown
 
 log = logging.getLogger("gateway.cli")
@@ -268,13 +269,21 @@ def _command(argv: Sequence[str] | None) -> int:
     if args.command == "worker":  # the gateway's secrets it holds, unread, masked all the same
         secrets += unread_secrets_of(config.source, args.set)
     try:
-        with logging_installed(config.logging.level, config.logging.format, log_file or sys.stderr,
-                               secrets=secrets, repeat_window=config.logging.repeat_window_seconds):
+        with logging_installed(_log_level(args.command, config.logging.level), config.logging.format,
+                               log_file or sys.stderr, secrets=secrets,
+                               repeat_window=config.logging.repeat_window_seconds):
             return _run(args, config, warnings)
     finally:
         if log_file is not None:
             with contextlib.suppress(OSError):  # its last lines may not fit a full disk: said once already
                 log_file.close()
+
+
+def _log_level(command: str, level: str) -> str:
+    """The lowest level ``command`` logs at. `ask` prints one answer: its INFO lines (the start's ``switchboard 0.1.0:
+    state in …``) are no part of it, and on stderr a script took them for a problem. It logs what an operator must
+    see (WARNING and above), or all that DEBUG asks for."""
+    return "WARNING" if command == "ask" and level == "INFO" else level
 
 
 def _unread_sets(args: argparse.Namespace) -> list[str]:
@@ -395,7 +404,8 @@ def _piped_input(parser: argparse.ArgumentParser) -> str:
     """What a pipe, a file or a socket on standard input holds, for `ask` to add to its message (``cat app.log |
     switchboard ask summarise``); "" from a terminal, ``/dev/null``, or a stream with no descriptor (a test's).
     Ignored, the model was asked about nothing and its answer came with status 0. Decoded as the chat decodes a
-    pipe, a byte its encoding lacks as U+FFFD. More than `ASK_INPUT_LIMIT` bytes is a usage mistake."""
+    pipe (`platforms.local_input.PIPE_ENCODING`), a byte that is not UTF-8 as U+FFFD. More than `ASK_INPUT_LIMIT`
+    bytes is a usage mistake."""
     try:
         fd = sys.stdin.fileno()
         mode = os.fstat(fd).st_mode
@@ -408,7 +418,7 @@ def _piped_input(parser: argparse.ArgumentParser) -> str:
     if len(data) > ASK_INPUT_LIMIT:
         parser.error(f"the standard input holds more than {ASK_INPUT_LIMIT // 2**20} MiB; pipe in the part to ask"
                      " about (`tail -n 2000 app.log | switchboard ask …`)")
-    text = data.decode(sys.stdin.encoding or "utf-8", "replace")
+    text = data.decode(PIPE_ENCODING, "replace")
     return "" if is_blank(text) else text
 
 
@@ -564,7 +574,10 @@ def _chat_log(config: Config) -> TextIO:
     except OSError as exc:
         raise StartupError(f"cannot write the chat log {path} ({exc.strerror}); fix its permissions, or run"
                            " `switchboard chat --verbose` to log here instead") from exc
-    print(f"(logs go to {path}; `switchboard chat --verbose` prints them here)")
+    # With the output redirected and a terminal on stderr (`switchboard chat > out.txt`), the line is for the person
+    # at the terminal, as the prompts are (`platforms.local`): in the file, it came first, before the replies.
+    aside = not _typed_at(sys.stdout) and _typed_at(sys.stderr)
+    print(f"(logs go to {path}; `switchboard chat --verbose` prints them here)", file=_STDERR if aside else sys.stdout)
     return stream
 
 

@@ -30,7 +30,8 @@ A reader that fails (the gateway could not record a message for want of storage,
 be read) ends the chat, saying why: nothing typed, Ctrl-C included, would be read any more. A message the
 gateway fails on otherwise (a fault it trips) is answered that it could not be handled, and the chat goes on.
 
-Input from a pipe or a file gets no prompt: the output is the replies alone, and a Ctrl-C
+Input from a pipe or a file (read as UTF-8 whatever the locale says: `platforms.local_input.PIPE_ENCODING`) gets no
+prompt: the output is the replies alone, and a Ctrl-C
 character (0x03) in it is text like any other, as for most tools: a pipe has no keys. Its end
 is the end of the questions, not of the chat: ``on_input_end`` is called, which lets
 the chat end once everything asked has been answered (Ctrl-D on a terminal, or

@@ -38,6 +38,11 @@ from typing import TextIO
 from platforms.web import MAX_TEXT
 
 CHUNK = 65536
+PIPE_ENCODING = "utf-8"
+"""What a pipe or a file is read as, whatever the locale or ``PYTHONIOENCODING`` says (a byte that is not UTF-8 as
+U+FFFD): what is piped in (``git diff``, a log, JSON) is UTF-8 whatever the terminal's encoding, and a setting made
+for the output (``PYTHONIOENCODING=latin-1``) turned a piped ``café`` into ``cafÃ©``, unsaid. A terminal's keys come in
+its own encoding: read in it."""
 LINE_GRACE = 0.05
 """Seconds a line's reader waits for the next line of the same write burst (see above): far less
 than anyone types a line in, far more than a writer takes from one ``write`` to its next."""
@@ -56,19 +61,22 @@ class Cut(str):
 def reader_of(stream: TextIO) -> Callable[[], str]:
     """A blocking read of what arrived together on ``stream``: newline-terminated lines (the last
     one unterminated at the end of input), "" at the end of input; past `READ_BOUND` characters, their
-    start as `Cut`. A stream without a descriptor (a test's ``StringIO``) is read a line at a time."""
+    start as `Cut`. A stream without a descriptor (a test's ``StringIO``) is read a line at a time. A terminal is
+    read in its encoding, anything else as `PIPE_ENCODING`."""
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
         return stream.readline
-    return _Together(fd, getattr(stream, "encoding", None) or locale.getpreferredencoding(False)).read
+    encoding = PIPE_ENCODING
+    if os.isatty(fd):
+        encoding = getattr(stream, "encoding", None) or locale.getpreferredencoding(False)
+    return _Together(fd, encoding).read
 
 
 class _Together:
     def __init__(self, fd: int, encoding: str) -> None:
         self._fd = fd
-        # As the stream would decode: invalid bytes become U+FFFD (a stray byte must not end the
-        # reader), and CR LF or CR ends a line as LF does.
+        # Invalid bytes become U+FFFD (a stray byte must not end the reader), and CR LF or CR ends a line as LF does.
         self._decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)("replace"), translate=True)
         self._ended = False
         self._dropping = False  # the last read was `Cut`: the rest of what arrived with it is dropped
