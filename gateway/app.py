@@ -230,10 +230,12 @@ class Gateway:
         unfinished = [*replayed, *self.store.inbox.take_requeued(of=self.adapters)]
         # Queued only once the platforms have started, when an edit made meanwhile may have come already. Not one
         # whose turn had begun though no longer marked so (`Inbox.reopen`), and asked the chat a question or answered
-        # it (`gateway.owed_ends`): deleted, the question was left waiting with no turn to take its answer.
-        self.edits.replaying(event for event, turn_id in replayed if (event.platform, event.event_id) not in begun
-                             and not (turn_id and (self.outbox.texts_under(f"{turn_id}:ask:")
-                                                   or reply_journaled(self.outbox, turn_id))))
+        # it (`gateway.owed_ends`), a message steered into it and read there too (`Inbox.read_into`): deleted, the
+        # question was left waiting with no turn to take its answer, also once queued again behind a completion turn.
+        shown = {turn_id for _, turn_id in unfinished if turn_id and self._turn_shown(turn_id)}
+        self.edits.replaying((event for event, turn_id in replayed if (event.platform, event.event_id) not in begun
+                              and turn_id not in shown), too_late=(event for event, turn_id in unfinished
+                                                                   if turn_id in shown))
         running = self.store.delegations.running()
         # Before the first await: the outbox started above has sent nothing yet.
         pending = self.store.outbox.pending_messages()
@@ -320,8 +322,9 @@ class Gateway:
                 # Its turn neither, unless another event of it was handed on, or is still to be.
                 if turn_id and not to_replay[turn_id] and (key, turn_id) not in replayed_turns:
                     self.runner.not_beginning(turn_id)
-            elif turn_id and (key, turn_id) in replayed_turns and reply_journaled(self.outbox, turn_id):
-                # Steered into that turn, whose answer (in the chat) read it (`Inbox.read_into`): read by its run again.
+            elif turn_id and (key, turn_id) in replayed_turns and turn_id in shown:
+                # Steered into that turn, whose answer or question (in the chat) read it (`Inbox.read_into`): read by
+                # its run again, which asks that question again.
                 self.runner.read_on_replay(turn_id, WorkItem("message", replayed_as.text, turn_id, replayed_as))
             else:
                 await self._handle_accepted(replayed_as, turn_id)  # never raises: no stored event can stop a start
@@ -340,6 +343,11 @@ class Gateway:
         that after a restart too the new chat's messages reach the chat's session."""
         self.store.chat_moves.record(platform, chat_id, moved_to)
         await self.store.durable()
+
+    def _turn_shown(self, turn_id: str) -> bool:
+        """Whether the chat has the turn's question or answer (`gateway.owed_ends`): its messages are too late to
+        drop or change after a restart."""
+        return bool(self.outbox.texts_under(f"{turn_id}:ask:")) or reply_journaled(self.outbox, turn_id)
 
     def _finish_set_aside(self, opened: list[tuple[Inbound, str | None]],
                           replayed: list[tuple[Inbound, str | None]]) -> None:
@@ -527,6 +535,8 @@ class Gateway:
             # Shutting down: keep the event (the platform may count it as delivered) and handle it after the next
             # start, with the other unsettled events, in the order received. Or behind the older events of its chat
             # that the start has not replayed yet: queued after them, or, the start failed, left to the next start.
+            if not self._accepting:
+                self.edits.taken_in_stop(inbound)
             await self._recorded_durably()
             return Accepted(accepted.turn_id, key)  # the id it is handled under
         result = await self._handle_accepted(inbound, accepted.turn_id, route)

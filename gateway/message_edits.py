@@ -21,11 +21,13 @@ inbox is, so the next start answers it as edited.
 
 A deletion (`platforms.base.HearsDeletions`, `MessageEdits.deleted`) drops a message that waits for its turn (the
 user took back what they sent, perhaps a pasted secret): in its session's queue (the text after a ``/new`` too), held
-in the store behind a hundred others, waiting behind a start's replay, or replayed by this start and not queued again
-yet. Its turn is taken out of where it waits and its event settled in the inbox without its text, in one step, so it
-is neither answered nor replayed, the running turn's progress card counts it no more, and the chat is told nothing.
-Everything else is left as it is, as for an edit: a message whose turn has begun (its model may have read it), an
-album, and a command waiting behind a replay or replayed (routed as it is handed on).
+in the store behind a hundred others, waiting behind a start's replay, replayed by this start and not queued again
+yet, or taken once the stop had begun, for the next start. Its turn is taken out of where it waits and its event
+settled in the inbox without its text, in one step, so it is neither answered nor replayed, the running turn's progress
+card counts it no more, and the chat is told nothing. Everything else is left as it is, as for an edit: a message whose
+turn has begun (its model may have read it), also one a start replays whose turn had asked the chat a question or
+answered it, or that was steered into such a turn and read there, wherever it waits; an album, and a command waiting
+behind a replay or replayed (routed as it is handed on).
 """
 
 from __future__ import annotations
@@ -61,12 +63,27 @@ class MessageEdits:
         self._replays: dict[tuple[str, str], Inbound | None] = {}
         """By (platform, event id): the events a start replays that wait to be queued again; None for one its user
         deleted meanwhile."""
+        self._too_late: set[tuple[str, str]] = set()
+        """By (platform, event id): the events a start replays whose turns had asked the chat a question or answered
+        it: neither dropped nor changed, also once queued again (behind a completion turn that runs first)."""
+        self._taken_in_stop: dict[tuple[str, str], Inbound] = {}
+        """By (platform, event id): the events taken once the stop had begun, recorded for the next start in no
+        queue (`taken_in_stop`)."""
 
-    def replaying(self, events: Iterable[Inbound]) -> None:
+    def replaying(self, events: Iterable[Inbound], too_late: Iterable[Inbound] = ()) -> None:
         """At start, before any platform does: the replayed events whose turns had not begun. Not one that had
         (run again after a clean stop), also unmarked since (`Inbox.reopen`: its question waits for the chat's
-        answer), nor one handed back (`switchboard inbox retry`): it may have run."""
+        answer), nor one handed back (`switchboard inbox retry`): it may have run. ``too_late``: those whose turns
+        had asked the chat a question or answered it (`gateway.owed_ends`), the messages steered into them and read
+        (`Inbox.read_into`) too: deleted, the question was left waiting with no turn to take its answer."""
         self._replays = {(event.platform, event.event_id): event for event in events}
+        self._too_late = {(event.platform, event.event_id) for event in too_late}
+
+    def taken_in_stop(self, event: Inbound) -> None:
+        """The stop has begun and ``event``, handed over meanwhile, is recorded for the next start, in no queue: its
+        deletion heard before the adapter stops drops it there (the platform, told the deletion was taken, sends it
+        no more), as one of a message in its session's queue does."""
+        self._taken_in_stop[(event.platform, event.event_id)] = event
 
     def replayed(self, event: Inbound) -> Inbound | None:
         """``event`` as its user edited it meanwhile, about to be queued again: from now on an edit finds it
@@ -143,16 +160,27 @@ class MessageEdits:
             self._queue_changed(session)
             return item.event
         session = self._sessions.find(platform, chat_id, thread_id)
-        if session is not None and (held := self._sessions.drop_held(session, message_id, self._inbox.withdraw)) \
+        if session is not None and (held := self._sessions.drop_held(session, message_id, self._withdraw)) \
                 is not None:
             self._not_beginning(held.turn_id)  # a replayed message may be held too
             self._queue_changed(session)
             return held.event
         replay = self._replay(platform, chat_id, thread_id, message_id)
-        if replay is None or not self._inbox.withdraw(replay):
+        if replay is not None:
+            if not self._inbox.withdraw(replay):
+                return None
+            self._replays[(platform, replay.event_id)] = None
+            return replay
+        taken = None if self._accepting() else _as_written(self._taken_in_stop.values(), self._is_command, platform,
+                                                                chat_id, thread_id, message_id)
+        if taken is None or not self._inbox.withdraw(taken):
             return None
-        self._replays[(platform, replay.event_id)] = None
-        return replay
+        del self._taken_in_stop[(platform, taken.event_id)]
+        return taken
+
+    def _withdraw(self, event: Inbound) -> bool:
+        """`Inbox.withdraw` ``event``, unless its turn is too late to drop (`replaying`)."""
+        return (event.platform, event.event_id) not in self._too_late and self._inbox.withdraw(event)
 
     @staticmethod
     def _kept(platform: str, chat_id: str, message_id: str) -> bool:
@@ -197,14 +225,23 @@ class MessageEdits:
         for item in session.queue if session is not None else ():
             event = item.event
             if item.kind == "message" and event is not None and event.message_id == message_id:
-                return (session, item) if not event.aliases else None
+                too_late = event.aliases or (event.platform, event.event_id) in self._too_late
+                return (session, item) if not too_late else None
         return None
 
     def _replay(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> Inbound | None:
-        """The replayed event of the message not queued again yet, if it is answered as it was written: not an
-        album, nor a command (``/new plan the trip`` too), routed as it came."""
-        for event in self._replays.values():
-            if event is not None and (event.platform, event.chat_id, event.thread_id,
-                                      event.message_id) == (platform, chat_id, thread_id, message_id):
-                return None if event.aliases or (self._is_command(event.text) and not event.forwarded) else event
-        return None
+        """The replayed event of the message not queued again yet, if it is answered as it was written
+        (`_as_written`)."""
+        return _as_written((event for event in self._replays.values() if event is not None), self._is_command,
+                           platform, chat_id, thread_id, message_id)
+
+
+def _as_written(events: Iterable[Inbound], is_command: Callable[[str], bool], platform: str, chat_id: str,
+                thread_id: str | None, message_id: str) -> Inbound | None:
+    """The event of ``events`` of the message, if it is answered as it was written: not an album, nor a command
+    (``/new plan the trip`` too), routed as it came."""
+    for event in events:
+        if (event.platform, event.chat_id, event.thread_id, event.message_id) == (platform, chat_id, thread_id,
+                                                                                  message_id):
+            return None if event.aliases or (is_command(event.text) and not event.forwarded) else event
+    return None

@@ -288,6 +288,7 @@ class Questions:
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
             return senders.for_model(chosen(held.text, choices), held.event)
         self._journal(session, running, text, key)
+        self._read_within(session, running)
         try:
             answer = await self._wait(running, None if shown else f"{key}:0", asked_at, session.platform,
                                       idle=not self._busy(session, running))
@@ -322,6 +323,20 @@ class Questions:
         except Exception:
             running.give_back_quote(quote)
             raise
+
+    def _read_within(self, session: GatewaySession, running: RunningTurn) -> None:
+        """The messages steered into the turn that its model read may be what the question asks about: marked as read
+        within it (`Inbox.read_into`), a restart runs them within the turn run again, which asks it again, and a
+        deletion finds them too late to drop (`gateway.message_edits`). Else each ran as a turn of its own after the
+        rerun, which, not having read it, left the question to be answered as a new message."""
+        read = running.steered[:len(running.steered) - session.agent.unread_steers]
+        try:
+            for item in read:
+                if item.event is not None:
+                    self._inbox.read_into(item.event.platform, item.event.event_id, running.turn_id)
+        except sqlite3.Error as exc:  # the question is asked all the same; a restart runs those as turns of their own
+            log.warning("could not record that turn %s read the messages steered into it: %s: %s", running.turn_id,
+                        type(exc).__name__, exc)
 
     async def _wait(self, running: RunningTurn, shown_by: str | None, asked_at: float, platform: str, *,
                     idle: bool) -> str | None:

@@ -313,6 +313,10 @@ class TurnRunner:
                 notes.setdefault(turn_id, ("reply", quote_of(event)))
             with refused.noting("the waiting messages' settling"):
                 self._inbox.settle(event.platform, event.event_id)
+        if waiting and running is not None and running is not stopped and not running.suppressed:
+            # A turn the stop left going on (a late /stop's, or one whose answer is being written): its card counts
+            # them no more at once, not at its next refresh, as for a deletion (`queue_changed`).
+            self.queue_changed(session)
         if session.platform in TRACKS_TURN_IDS or why in UNASKED_STOPS:
             for turn_id, (kind, quote) in notes.items():
                 with refused.noting("its notes"):
