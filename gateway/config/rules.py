@@ -6,7 +6,9 @@ starts (a missing token) or never (a bot nobody may talk to).
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from pathlib import Path
 
 from yarl import URL
@@ -260,6 +262,9 @@ def _temporal_rules(config: Config) -> list[str]:
         errors.append('lifecycle.temporal.namespace: expected a non-empty name such as "default"')
     if not temporal.task_queue.strip():
         errors.append("lifecycle.temporal.task_queue: expected a non-empty name such as \"switchboard-children\"")
+    for key in ("namespace", "task_queue"):
+        if problem := _temporal_name_problem(getattr(temporal, key)):
+            errors.append(f"lifecycle.temporal.{key}: {problem}")
     errors.extend(_ends_problems({"lifecycle.temporal.api_key": (
         temporal.api_key, "an API key holds none, and the client sends one with a line break not at all: every"
         " call would be refused unauthenticated")}))
@@ -272,6 +277,26 @@ def _temporal_rules(config: Config) -> list[str]:
             if (path := getattr(tls, key)) is not None and (problem := _unreadable(path)):
                 errors.append(f"lifecycle.temporal.tls.{key}: {problem}")
     return errors
+
+
+def _temporal_name_problem(name: str) -> str | None:
+    """Why a Temporal name (task queue, namespace) would not be the one meant, else None. Temporal matches it as
+    written: with a space at an end or a control character kept, the gateway and workers whose files differ only
+    there use different queues (children wait for a worker that never comes), and the log shows the same name."""
+    if not name.strip():
+        return None  # told as empty
+    shown = json.dumps(name, ensure_ascii=False)
+    if name != name.strip():
+        where = "starts" if name[0].isspace() else "ends"
+        return (f"{shown} {where} with whitespace: Temporal keeps it in the name, so a gateway and workers whose files"
+                " differ there use different ones; remove it")
+    for char in name:
+        kind = unicodedata.category(char)
+        if kind in ("Cc", "Cf"):
+            what = "a control" if kind == "Cc" else "an invisible"
+            return (f"{shown} holds {what} character (U+{ord(char):04X}): Temporal keeps it in the name, which reads"
+                    " the same without it in the log; remove it")
+    return None
 
 
 def _ends_problems(secrets: dict[str, tuple[str | None, str]]) -> list[str]:

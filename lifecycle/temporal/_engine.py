@@ -23,6 +23,8 @@ stop is when asked) so that the next start sends them (`steer_again`: once Tempo
 that start sends anew) if this process stops or is killed first;
 one the client fails to send, Temporal's answer aside, or one Temporal refuses, is logged and given up, and the next
 is sent;
+while children are followed, the task queue's pollers are looked at (`_watch_workers`): every worker gone mid-run
+is warned of once, and told at INFO when one polls again;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
 than a second, and says when Temporal does not answer, until it does again (`_answering_again`).
 
@@ -76,6 +78,12 @@ _FIRST_EVENTS = 50
 NO_WORKER_WARNING_SECONDS = 30.0
 """A child waiting this long for a worker to take it is worth a warning: with no worker on the task
 queue, children wait for ever and nothing else says why."""
+LONG_POLL_SECONDS = 60.0
+"""How long Temporal holds a worker's poll open with nothing to hand it (its matching.longPollExpirationInterval, a
+minute by default): a live worker begins a poll of the task queue at least this often, a busy one too (it polls for
+workflow tasks whether or not its call slots are full), so a poll older than this alone does not mean it is gone."""
+WATCH_SECONDS = 5.0
+"""How often the task queue's pollers are looked at while the gateway follows children: one request each time."""
 _FOLLOW_AGAIN_FIRST, _FOLLOW_AGAIN_MAX = 0.5, 10.0
 _UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.UNKNOWN, RPCStatusCode.DEADLINE_EXCEEDED,
                           RPCStatusCode.RESOURCE_EXHAUSTED})
@@ -149,8 +157,11 @@ class TemporalEngine:
     runs_here = False  # on workers, which run no hooks: the children's spend comes in their outcomes
 
     def __init__(self, settings: TemporalSettings, *, compaction: CompactionPolicy | None = None,
-                 client: Client | None = None, connect: Callable[[], Any] | None = None) -> None:
+                 client: Client | None = None, connect: Callable[[], Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
+        self._clock = clock
+        """Times how long no worker has polled (`_watch_workers`); a test moves its own on past the real minutes."""
         self.compaction = compaction
         self._client = client
         self._connect = connect
@@ -160,6 +171,13 @@ class TemporalEngine:
         self._closed = False
         self._warned_no_worker = False
         """Warned that children wait for a worker, and no worker has taken one since."""
+        self._watch: asyncio.Task | None = None
+        """Looks at the task queue's pollers while children are followed (`_watch_workers`)."""
+        self._workers_gone = False
+        """The watch found no worker polling while children were followed, and none has polled since."""
+        self._newest_poll = 0.0
+        """When the newest poll of the task queue the watch has seen began (Temporal's clock): one it saw before it
+        last stopped, the pollers Temporal lists for minutes after a worker is gone, is not a worker polling again."""
         self._silent = False
         """Temporal did not answer a request, and has not answered one since (`_answering_again`): every child's
         activity says so. Else `/agents` read `waiting for a worker` for a child launched while Temporal was down,
@@ -193,6 +211,7 @@ class TemporalEngine:
             raise RuntimeError("the engine is not running")
         child = self._children[job.subagent_id] = _Child(job)
         child.follow = self._spawn(self._follow(child, new=True), _FOLLOWING)
+        self._watch_from_now()
 
     def withdraw(self, subagent_id: str) -> bool:
         return False  # once on the task queue, a child can only be cancelled
@@ -490,6 +509,64 @@ class TemporalEngine:
                     " workers this task_queue and namespace", settings.task_queue, settings.namespace,
                     settings.address, NO_WORKER_WARNING_SECONDS)
 
+    def _watch_from_now(self) -> None:
+        if self._watch is None and not self._closed:
+            self._watch = self._spawn(self._watch_workers(), "temporal-describe")
+
+    async def _watch_workers(self) -> None:
+        """While children are followed, warn once when no worker has polled the task queue for
+        `NO_WORKER_WARNING_SECONDS` past a long poll (every worker stopped or crashed while children run: their
+        calls, handed back, wait for ever, and nothing else said why), and say once when one polls again.
+
+        A poll is seen as the newest time a poll began going forward, timed on this process's clock (the server's
+        may differ from it): a worker waiting for work begins one each `LONG_POLL_SECONDS`, so none seen for that
+        long and `NO_WORKER_WARNING_SECONDS` more means none polls. Not while no child is followed: workers may be
+        stopped on purpose while there is nothing to run (the start's own check, `_check_workers`, tells a task
+        queue that no worker polls at all)."""
+        settings = self.settings
+        queue = TaskQueue(name=settings.task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL)
+        request = DescribeTaskQueueRequest(namespace=settings.namespace, task_queue=queue,
+                                           task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+        seen = self._clock()
+        try:
+            while self._children and not self._closed:
+                try:
+                    pollers = (await self.client.workflow_service.describe_task_queue(request)).pollers
+                except RPCError as exc:  # Temporal down: said by the children's requests, not here
+                    log.debug("describe task queue %s: %s", settings.task_queue, exc)
+                    # No worker polls a Temporal that does not answer: counted from its answer, those back with it
+                    # are not warned of as gone while they connect again.
+                    pollers, seen = None, self._clock()
+                if pollers is not None:
+                    began = max((p.last_access_time.ToNanoseconds() / 1e9 for p in pollers), default=0.0)
+                    if began > self._newest_poll:
+                        self._newest_poll, seen = began, self._clock()
+                        if self._workers_gone:
+                            # Else the next time they all go quiet stays unsaid until a worker takes a new child,
+                            # which the calls of running children handed back never ask for.
+                            self._workers_gone = self._warned_no_worker = False
+                            log.info("lifecycle.temporal.task_queue: a `switchboard worker` polls task queue %r in"
+                                     " namespace %r at %s again; the children waiting for one go on",
+                                     settings.task_queue, settings.namespace, settings.address)
+                    elif not self._workers_gone:
+                        quiet = self._clock() - seen
+                        if quiet >= LONG_POLL_SECONDS + NO_WORKER_WARNING_SECONDS:
+                            self._workers_gone = True
+                            self._no_poll(quiet)
+                await asyncio.sleep(WATCH_SECONDS)
+        finally:
+            self._watch = None
+
+    def _no_poll(self, quiet: float) -> None:
+        if self._warned_no_worker:  # a child that waited for one said it already
+            return
+        self._warned_no_worker = True
+        settings = self.settings
+        log.warning("lifecycle.temporal.task_queue: no `switchboard worker` polls task queue %r in namespace %r at %s"
+                    " (none has for %.0f s, while %d child(ren) wait or run there); its children wait until one does:"
+                    " start one, or give the workers this task_queue and namespace", settings.task_queue,
+                    settings.namespace, settings.address, quiet, len(self._children))
+
     async def _running_update(self, handle: WorkflowHandle) -> Any:
         """The ``running`` update of a child re-attached after a restart; None once its workflow
         has ended (its result says how). Asked again while Temporal does not answer: given up, the child
@@ -553,6 +630,7 @@ class TemporalEngine:
                     log.info("child %s was launched but its workflow never started; starting it now", subagent_id)
                     child = self._children[subagent_id] = _Child(job)
                     child.follow = self._spawn(self._follow(child, new=True), _FOLLOWING)
+                    self._watch_from_now()
                     return job
                 return None
         if wire is None:
@@ -567,6 +645,7 @@ class TemporalEngine:
             child.running, child.activity = True, "running"
             self._host.running(subagent_id, started_at=began)
         child.follow = self._spawn(self._follow(child, new=False), _FOLLOWING)
+        self._watch_from_now()
         return job
 
     async def _found(self, handle: WorkflowHandle) -> tuple[dict[str, Any] | None, float | None]:
