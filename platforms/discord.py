@@ -137,8 +137,9 @@ from platforms.discord_errors import PORTAL_HINT, described, ended_because
 from platforms.discord_handover import by_either_key, until_recorded
 from platforms.discord_interactions import UNACKNOWLEDGED, Interactions
 from platforms.discord_membership import THREAD_DELETED, THREAD_LEFT, Access, Membership, kept_out
+from platforms.discord_opened import Unsure
 from platforms.discord_seen import REMEMBERED_CHANNELS, LastSeen
-from platforms.discord_twins import Twins
+from platforms.discord_twins import Twins, nonce_of
 from platforms.discord_typing import TYPING as TYPING  # the typing route, where it always was
 from platforms.discord_typing import Typing
 from platforms.discord_unquoted import RefusedReplies
@@ -238,7 +239,7 @@ class DiscordAdapter:
         self._max_retry_after = max_retry_after
         self._acknowledge_timeout = acknowledge_timeout
         self._thread_lookup_timeout = thread_lookup_timeout
-        self._queue: asyncio.Queue[Item | Edit | Deletion | Access] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item | Edit | Deletion | Access | Unsure] = asyncio.Queue()
         self._edits: MessageEdited | None = None
         self._deletions: MessageDeleted | None = None
         self._deleted_first: OrderedDict[int, None] = OrderedDict()
@@ -495,7 +496,7 @@ class DiscordAdapter:
 
     async def _catch_up(self, sink: InboundSink, earlier: set[asyncio.Task[None]]) -> None:
         async def deliver(message: discord.Message) -> None:
-            await self._hand_over(sink, (self._inbound_of(message), message.channel.id, message.id))
+            await self._hand_over(sink, self._item_of(message))
 
         try:
             if earlier:
@@ -549,7 +550,15 @@ class DiscordAdapter:
             finally:
                 self._queue.task_done()
 
-    async def _hand_over(self, sink: InboundSink, item: Item | Edit | Deletion | Access) -> None:
+    async def _hand_over(self, sink: InboundSink, item: Item | Edit | Deletion | Access | Unsure) -> None:
+        if isinstance(item, Unsure):  # read once the store says whether its thread is on an answer of the bot's
+            if not await self._answers.settle(item, self._stop_asked):
+                self._unrecorded.held_back.add(item.channel_id)
+                self._unrecorded.left(item, self._last_seen)
+                return
+            item = (self._inbound_of(item.message), item.channel_id, item.message_id)
+            if item[0] is None and item[1] not in self._last_seen.last_seen:
+                return  # as `_on_message` passes over a message not for the bot
         if isinstance(item, Edit):
             await self._hand_over_edit(item.message)
             return
@@ -631,10 +640,11 @@ class DiscordAdapter:
         if me is not None and message.author.id == me.id:
             self._twins.heard(message.id, message.channel.id, message.nonce)
             self._posted.heard(message.nonce, message.id, message.channel.id)
-        inbound = self._inbound_of(message)
+            self._answers.posted(message)  # before Discord's answer to the post: a thread may be opened on it now
+        item = self._item_of(message)
         # Any message moves a channel's last seen forward, so a catch-up there looks only at what came after.
-        if inbound is not None or message.channel.id in self._last_seen.last_seen:
-            self._queue.put_nowait((inbound, message.channel.id, message.id))
+        if isinstance(item, Unsure) or item[0] is not None or message.channel.id in self._last_seen.last_seen:
+            self._queue.put_nowait(item)
 
     async def _on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """A message changed (``MESSAGE_UPDATE``): the raw event, which discord.py sends whether it has the message
@@ -684,11 +694,20 @@ class DiscordAdapter:
 
     def _inbound_of(self, message: discord.Message) -> Inbound | None:
         """The event for the gateway, if the message is for the bot (`platforms.discord_inbound`)."""
+        item = self._item_of(message)
+        return None if isinstance(item, Unsure) else item[0]
+
+    def _item_of(self, message: discord.Message) -> Item | Unsure:
+        """``message`` read (`platforms.discord_inbound`), queued so; or, not for the bot unless its thread was opened
+        on an answer of the bot's, which the store could not say, held until it does (`discord_opened.Unsure`)."""
         me = self._client.user if self._client is not None else None
-        self._answers.heard(message)
-        return discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
-                                          no_content=self._no_content, thread_chat=self._membership.thread_chat,
-                                          answers=self._answers)
+        unsure = self._answers.heard(message)
+        inbound = discord_inbound.inbound_of(message, me, posted_in=self._posted_in, text_commands=self._text_commands,
+                                             no_content=self._no_content, thread_chat=self._membership.thread_chat,
+                                             answers=self._answers)
+        if inbound is None and unsure:
+            return Unsure(message)
+        return inbound, message.channel.id, message.id
 
     def _no_content(self) -> None:
         if not self._content_warned:
@@ -748,32 +767,55 @@ class DiscordAdapter:
         if self._locked.refuses(message, self._client):
             assert message.thread_id is not None
             raise discord_locked.unposted(message.thread_id)
+        if message.kind != "command":  # as `_noted` counts answers
+            self._answers.sending(nonce_of(message.idempotency_key))
         if not self._locked.at_once(message, self._client):
             with self._membership.writing(message.chat_id, message.thread_id):  # refused as closed: the chat is lost
-                try:
-                    with self._locked.writing(message.thread_id):  # a notice refused so too: no more typing there
-                        sent = await post()
-                except Forbidden as exc:
-                    if not discord_locked.moves(message, exc):
-                        raise
-                    assert message.thread_id is not None
-                    moving = await self._to_its_channel(message)
-                    self._locked.refused(message.thread_id, moving)
-                    if not moving:
-                        raise
-                else:
-                    if message.thread_id is not None:
-                        self._locked.drop(message.thread_id)
-                    return self._noted(message, sent, message.thread_id or message.chat_id)
+                sent = await self._post_in_thread(message, post)
+            if sent is not None:
+                if message.thread_id is not None:
+                    self._locked.drop(message.thread_id)
+                return self._noted(message, sent, message.thread_id or message.chat_id)
         with self._membership.writing(message.chat_id, None):  # the thread locked: its channel's (`discord_locked`)
             return self._noted(message, await discord_locked.post(self._channel, self._twins, message, file),
                                message.chat_id)
 
-    async def _to_its_channel(self, message: Outbound) -> bool | None:
+    async def _post_in_thread(self, message: Outbound, post: Callable[[], Awaitable[Sent]]) -> Sent | None:
+        """``post`` in ``message``'s thread (or channel); None when the thread refused it as locked and it goes to
+        the thread's channel (`discord_locked.to_its_channel`). Tried once more when the thread was unlocked as it
+        refused: Discord said so while the post was on its way (`LockedThreads.unlocks`), or, asked after the
+        refusal, it reads unlocked; a private thread's answer, which goes nowhere else, failed as Discord's 403."""
+        tried = False
+        while True:
+            unlocks = self._locked.unlocks(message.thread_id)
+            try:
+                with self._locked.writing(message.thread_id):  # a notice refused so too: no more typing there
+                    return await post()
+            except Forbidden as exc:
+                if message.thread_id is None or not discord_locked.locked_out(exc):
+                    raise
+                moving: bool | None | discord_locked.Unlocked = discord_locked.UNLOCKED
+                if self._locked.unlocks(message.thread_id) == unlocks:
+                    if not discord_locked.moves(message, exc):
+                        raise
+                    moving = await self._to_its_channel(message)
+                if moving == discord_locked.UNLOCKED:
+                    self._locked.drop(message.thread_id)
+                    if tried:
+                        raise
+                    tried = True
+                    log.info("discord: thread %s refused the bot's message as locked as it was unlocked; trying it "
+                             "there again", message.thread_id)
+                    continue
+                self._locked.refused(message.thread_id, moving)
+                if not moving:
+                    raise
+                return None
+
+    async def _to_its_channel(self, message: Outbound) -> bool | None | discord_locked.Unlocked:
         """Whether ``message``, refused in its locked thread, may go to the thread's channel (`discord_locked`)."""
         assert message.thread_id is not None
-        return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout,
-                                                   self._locked)
+        return await discord_locked.to_its_channel(self._client, message.thread_id, self._thread_lookup_timeout)
 
     def _noted(self, message: Outbound, sent: Sent, posted_in: str) -> Sent:
         """``sent`` (posted in the channel ``posted_in``), noted among the bot's answers when ``message`` is one

@@ -34,6 +34,12 @@ without a call (`unedited`), final as Discord's refusal is, so the card reads as
 is in the channel. A "typing", an edit or a notice refused as locked makes the thread known so too (`writing`); its
 answers are then tried there still, once, to learn whether they may go to the channel (a private thread's never do).
 
+A post refused as locked as the thread was unlocked (Discord's word of the unlock heard while the post was on its way,
+`LockedThreads.unlocks`; or the thread, asked of Discord after the refusal, reads unlocked: `UNLOCKED`) is tried in
+the thread once more: a private thread's answer failed so, a public one's went to the channel under a "locked" head.
+discord.py's copy of a thread it holds does not count: it may not have heard the lock yet, and the try would be one
+more refusal.
+
 Apart from the adapter (`platforms.discord`) because it is one concept: where an answer goes when its thread closed.
 """
 
@@ -44,6 +50,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from typing import Literal
 
 from platforms.base import DeliveryError, Forbidden, MessageTooLong, Outbound, OutboundFile, Sent, scalar_text
 from platforms.discord_errors import answered, described, made_all_the_same, translate
@@ -66,6 +73,9 @@ unlocked: at most one refused post a thread per that time, should Discord's word
 EDIT_ROUTE = "PATCH /channels/{channel_id}/messages/{message_id}"
 REMEMBERED_LOCKED = 1000
 """Locked threads known at once, the most recently refused kept: one dropped costs one refused post again."""
+Unlocked = Literal["unlocked"]
+UNLOCKED: Unlocked = "unlocked"
+"""`to_its_channel`: the thread, asked of Discord after it refused the post, reads unlocked."""
 
 
 class LockedThreads:
@@ -76,6 +86,9 @@ class LockedThreads:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self._refused: OrderedDict[int, tuple[float, bool | None]] = OrderedDict()
+        self._updates: OrderedDict[int, tuple[bool, int]] = OrderedDict()
+        """Of the `REMEMBERED_LOCKED` threads updated last (``THREAD_UPDATE``): whether the last update said locked,
+        and how many said unlocked after one that said locked."""
 
     def at_once(self, message: Outbound, client: discord.Client | None) -> bool:
         """Whether ``message`` is an answer (as `moves` counts them) for a thread known locked whose answers go to its
@@ -138,8 +151,17 @@ class LockedThreads:
 
     def updated(self, event: discord.RawThreadUpdateEvent) -> None:
         """``THREAD_UPDATE``, raw: of a thread discord.py does not hold (archived) too."""
-        if not (event.data.get("thread_metadata") or {}).get("locked", False):
+        locked = bool((event.data.get("thread_metadata") or {}).get("locked", False))
+        if not locked:
             self.drop(event.thread_id)
+        # Only an update after one that said locked unlocks: another said unlocked (archived, renamed) may come late.
+        was_locked, unlocks = self._updates.get(event.thread_id, (False, 0))
+        remember(self._updates, event.thread_id, (locked, unlocks + (was_locked and not locked)), REMEMBERED_LOCKED)
+
+    def unlocks(self, thread_id: str | int | None) -> int:
+        """How many times Discord said thread ``thread_id`` unlocked: one more after a post there than before it
+        says that the post's refusal as locked crossed the unlock on its way (the post is tried again)."""
+        return 0 if thread_id is None else self._updates.get(int(thread_id), (False, 0))[1]
 
     def forget(self) -> None:
         """A new gateway session: an unlock while the last one was down is never sent."""
@@ -176,15 +198,16 @@ def unedited(thread_id: str) -> Forbidden:
                      chat_id=thread_id, platform="discord")
 
 
-async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float,
-                         locked: LockedThreads | None = None) -> bool | None:
+async def to_its_channel(client: discord.Client | None, thread_id: str, timeout: float) -> bool | None | Unlocked:
     """Whether the answers of the locked thread ``thread_id`` may go to its channel: a public thread of a channel that
     takes messages. Not a private thread, whose channel's members may not read it: the answer would show them what
     was said there; nor a post of a forum or media channel, which takes no message but in its posts. Asked of Discord
     (within ``timeout``) when discord.py does not hold the thread (archived); not moved when that fails (None: not
-    known, the thread's next answer asks again). Read unlocked so (its ``THREAD_UPDATE`` heard before the refusal's
-    answer), the thread is tried again (dropped from ``locked``): its cards, notices and answers are not refused
-    without a call for `RECHECK_SECONDS`."""
+    known, the thread's next answer asks again). Read unlocked so (its ``THREAD_UPDATE`` missed, or heard before the
+    refusal's answer), `UNLOCKED`: the answer is tried there again (`platforms.discord.DiscordAdapter`), and its
+    cards, notices and answers are not refused without a call for `RECHECK_SECONDS`. discord.py's own copy of the
+    thread is not so trusted: it may not have heard the lock yet (`LockedThreads.unlocks` says when it heard an
+    unlock)."""
     if client is None:
         return None
     thread = client.get_channel(int(thread_id))
@@ -194,8 +217,8 @@ async def to_its_channel(client: discord.Client | None, thread_id: str, timeout:
         except Exception as exc:
             log.debug("discord: could not read locked thread %s to move its answer: %s", thread_id, described(exc))
             return None
-        if locked is not None and isinstance(thread, discord.Thread) and not thread.locked:
-            locked.drop(thread_id)
+        if isinstance(thread, discord.Thread) and not thread.locked:
+            return UNLOCKED
     return isinstance(thread, discord.Thread) and not thread.is_private() \
         and not isinstance(thread.parent, discord.ForumChannel)
 

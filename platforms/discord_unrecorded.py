@@ -17,6 +17,7 @@ from platforms import discord_commands
 from platforms.base import Inbound, Outbound, Sent
 from platforms.discord_deletions import Deletion
 from platforms.discord_membership import Access
+from platforms.discord_opened import Unsure
 from platforms.discord_seen import LastSeen
 
 Item = tuple[Inbound | None, int, int]
@@ -55,7 +56,8 @@ class Unrecorded:
         self.telling.add(task)
         task.add_done_callback(self.telling.discard)
 
-    def left(self, item: Item | Edit | Deletion | Access, last_seen: LastSeen, *, cut_off: bool = False) -> None:
+    def left(self, item: Item | Edit | Deletion | Access | Unsure, last_seen: LastSeen, *,
+             cut_off: bool = False) -> None:
         """A stop leaves ``item`` unrecorded. A command is answered to be sent again: Discord never sends an
         interaction again, nor keeps it in a history. One ``cut_off`` (the stop cancelled the sink's call) may
         be recorded, and then answered after the next start: told so instead, or its user would be told no and
@@ -64,9 +66,12 @@ class Unrecorded:
         first mention) gets one just before the message, or the message would be lost. An edit is dropped:
         Discord never sends it again, and a message still waiting for its turn is answered as the gateway has it.
         So is a deletion (that message answered after the restart all the same), and a change of the bot's access
-        to chats: the gateway stops, and the chats' next refusals tell it."""
+        to chats: the gateway stops, and the chats' next refusals tell it. A message held for the store
+        (`discord_opened.Unsure`) is read back so too."""
         if isinstance(item, Edit | Deletion | Access):
             return
+        if isinstance(item, Unsure):
+            item = (None, item.channel_id, item.message_id)
         inbound, channel_id, message_id = item
         if inbound is not None and inbound.is_command:
             (self.cut_off if cut_off else self.not_taken).append(inbound)

@@ -3,7 +3,9 @@ unlocked (its ``THREAD_UPDATE`` heard while the refused post was on its way back
 locked, and its move fetched the thread, which read unlocked, and went on all the same. For `RECHECK_SECONDS` the
 thread's new progress cards and notices, and a private thread's every answer, were refused without a call
 (`discord_locked.unposted`), lost, though the thread takes them; a public thread's answers went to its channel. The
-thread read unlocked is tried again. Real discord.py in `DiscordAdapter` against the loopback `FakeDiscord`."""
+thread read unlocked is tried again, the refused answer first: a private thread's failed as Discord's 403, a public
+one's went to the channel headed as from a locked thread. Real discord.py in `DiscordAdapter` against the loopback
+`FakeDiscord`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import platforms.discord  # noqa: F401  (first: imports discord.py without its audioop warning)
-from platforms.base import Forbidden, Outbound
+from platforms.base import Outbound
 from platforms.discord import DiscordAdapter
 from platforms.fakes.discord import FakeDiscord
 from tests.discord_client import adapter_for, fake_discord, join_heartbeat_threads
@@ -59,12 +61,10 @@ async def test_a_thread_read_unlocked_after_its_refusal_is_tried_again(fake, sta
     fake.lock_thread(THREAD, locked=False)  # unlocked meanwhile (still archived: a post reopens it)
     await fake.wait_for(lambda: heard)
     release.set()
-    if private:
-        with pytest.raises(Forbidden, match="50083"):
-            await sending
-    else:
-        await sending  # moved to the channel: the refusal's answer
+    await sending  # tried there again: was Forbidden (private), in the channel under a "locked" head (public)
 
     await adapter.send(part("turn-2:card", "⏳ working", kind="notice"))  # was: refused, no call, for 10 minutes
     await adapter.send(part("turn-1/1", "second"))  # was: refused (private), in the channel (public)
-    assert [m.content for m in fake.bot_messages(THREAD)] == ["⏳ working", "second"]
+    assert [m.content for m in fake.bot_messages(THREAD)] == ["first", "⏳ working", "second"]
+    assert fake.bot_messages(CHANNEL) == []
+    assert [c.status for c in fake.calls_to(POST)][-4:] == [403, 200, 200, 200]  # one refusal, no more

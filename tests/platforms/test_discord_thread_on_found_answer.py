@@ -1,8 +1,9 @@
 """An answer whose post lost its answer (Discord's 2xx unreadable) is found by its nonce (`platforms.discord_sent`),
 its id learned by the outbox only then: a thread a member opened on it meanwhile was asked of the store, which named
-no such answer yet, and kept as a thread of no answer's: its later messages, for the bot, were never heard. The answer
-joins the bot's answers as it is found (`discord_opened.Answers.noted`). Real discord.py in `DiscordAdapter` against
-the loopback `FakeDiscord`, with the real outbox and store on a fake clock."""
+no such answer yet, and kept as a thread of no answer's: its messages until then, for the bot, were never heard. The
+answer joins the bot's answers as its post is heard over the gateway (`discord_opened.Answers.posted`), the store not
+asked. Real discord.py in `DiscordAdapter` against the loopback `FakeDiscord`, with the real outbox and store on a
+fake clock."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ JSON = {"Content-Type": "application/json"}
 fake = fake_discord()
 
 
-async def test_a_thread_opened_on_an_answer_before_the_outbox_learned_its_id_is_heard_once_it_did(
+async def test_a_thread_opened_on_an_answer_before_the_outbox_learned_its_id_is_heard(
         fake: FakeDiscord, tmp_path: Path) -> None:
     clock = FakeClock(autojump=False)  # the outbox's back-off holds the lookup while the thread is opened
     store = GatewayStore(tmp_path / "state.db", clock=clock)
@@ -48,8 +49,8 @@ async def test_a_thread_opened_on_an_answer_before_the_outbox_learned_its_id_is_
         [answer] = await fake.wait_for(lambda: fake.bot_messages(CHANNEL))
         await fake.wait_for(lambda: adapter._posted.get(answer.nonce))  # its MESSAGE_CREATE came
         await clock.until_sleeping()  # the outbox backs off before it looks the part up
-        assert await heard(fake, sink, answer.id, "and compressed?") == []  # no answer of the bot's, yet
-        assert asked == [answer.id]
+        assert await heard(fake, sink, answer.id, "and compressed?") == ["and compressed?"]  # was [], not heard
+        assert asked == []
         sending = asyncio.ensure_future(outbox.wait_sent("t1:0", timeout=5.0))
         while not sending.done():  # the back-off's end: the part is looked up, found by its nonce
             clock.advance(1.0)
