@@ -17,7 +17,7 @@ failed on it otherwise (`platforms.not_recorded.NOT_HANDLED_STATUS`).
 Out: each message is POSTed, signed, to the route's ``deliver_url`` (through the proxy the environment
 names for that URL, `platforms.proxies`) with an ``Idempotency-Key``; a 429 or 5xx answer with a
 ``Retry-After`` header raises `RateLimited` with the seconds it asks for (the outbox waits that long, capped by
-``delivery.max_retry_after``); a refusal the receiver would repeat (400, 405, 410, 413, 415, 422:
+``delivery.max_retry_after``); a refusal the receiver would repeat (405, 410, 413, 415, 422:
 `_REFUSED_FOR_GOOD`) raises `NotFound`, final (the message is not sent again; the error quotes the start of the
 answer); any other non-2xx answer or connection failure raises `NetworkError` and the outbox backs off. Either of
 those it retries for ``retry_for_seconds``. Each message names the request it answers (``origin_turn_id``, from
@@ -126,15 +126,17 @@ _CONNECT_ERRORS = frozenset({OSError, ConnectionRefusedError, ConnectionResetErr
 """A connect's failures whose errno says why (refused, no route to host, unreachable, timed out); not TLS's."""
 _DELIVERY_JSON = json.JSONEncoder(ensure_ascii=False)
 """Encodes every delivery: ``json.dumps`` given any option builds a new encoder for each call."""
-_REFUSED_FOR_GOOD = {400: "bad request", 405: "method not allowed", 410: "gone", 413: "content too large",
-                     415: "unsupported media type", 422: "unprocessable content"}
+_REFUSED_FOR_GOOD = {405: "method not allowed", 410: "gone", 413: "content too large", 415: "unsupported media type",
+                     422: "unprocessable content"}
 """A receiver's answers that refuse the delivery itself, which it would refuse again however long it waited (410:
 a conversation it closed). Retried, each was sent again for retry_for_seconds, every later message of its chat
-waiting behind it. Not 401 or 403 (a receiver not yet given a rotated secret), 404 (an ingress's default backend
-answers it while the receiver is deployed), 408, 409 (one still handling the same Idempotency-Key), 425 or 429:
+waiting behind it. Not 400 or 401 or 403 (a receiver not yet given a rotated secret: Stripe's and Svix's examples
+answer a bad signature with 400), 404 (an ingress's default backend answers it while the receiver is deployed), 408, 409 (one still handling the same Idempotency-Key), 425 or 429:
 they pass."""
 _ANSWER_CHARS = 200
 """Characters of a final refusal's answer the log quotes: a receiver's reason, not its error page."""
+_TOKEN_CHARS = 8
+"""A deliver_url's path segment or query value this long may be a token a receiver names on its own: masked too."""
 
 
 class SentBack(Exception):
@@ -574,8 +576,9 @@ def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, 
 async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
     """``"; its answer: "`` and the start of ``response``'s body on one line, for the log of a final refusal (the
     operator's one clue to why: a field the receiver misses, a size it takes); ``""`` for an empty or unreadable
-    one. A receiver may echo what it was sent: the route's secrets are masked, and the URL and its path (which may
-    carry a token), also one cut short by the end of what is read."""
+    one. A receiver may echo what it was sent: the route's secrets are masked, and the URL, its path and query (which
+    may carry a token) and their parts of `_TOKEN_CHARS` or more, in either case, also one cut short by the end of
+    what is read."""
     limit = 4 * _ANSWER_CHARS  # bytes: enough for that many characters, however encoded
     head = b""
     try:
@@ -583,13 +586,17 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
             head += chunk
     except (aiohttp.ClientError, TimeoutError):
         pass  # the status says enough; what came is quoted
-    text = head.decode("utf-8", "replace")
-    for hidden in _hidden(route):
-        text = text.replace(hidden, "***")
     cut = len(head) >= limit
+    # A character the read cut in two decodes as U+FFFD, which would hide the start of a secret before it.
+    text = head.decode("utf-8", "replace").rstrip("\ufffd" if cut else "")
+    hidden = _hidden(route)
+    # In any case: percent-encoding's hex digits and a URL's host are echoed in either.
+    text = re.sub("|".join(map(re.escape, hidden)), "***", text, flags=re.IGNORECASE) if hidden else text
     if cut:  # what the read cut short ends the text: drop any start of one there
-        for hidden in _hidden(route):
-            text = text[:len(text) - next((n for n in range(len(hidden) - 1, 0, -1) if text.endswith(hidden[:n])), 0)]
+        for one in hidden:
+            folded = text.lower()
+            text = text[:len(text) - next((n for n in range(len(one) - 1, 0, -1)
+                                           if folded.endswith(one[:n].lower())), 0)]
     # Control characters (a terminal's escapes) and invisible ones as spaces, then one line.
     shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     if len(shown) > _ANSWER_CHARS or cut:
@@ -598,10 +605,20 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
 
 
 def _hidden(route: Route) -> list[str]:
-    """What a receiver's answer quoted in the log must not show, longest first (a URL before its path)."""
-    url = yarl.URL(route.deliver_url or "")
-    paths = {url.raw_path_qs, url.path_qs} - {"/"}
-    return sorted({*route.secrets(), route.deliver_url or "", *paths} - {""}, key=len, reverse=True)
+    """What a receiver's answer quoted in the log must not show, longest first (a URL before its path): the
+    secrets, the URL, its path and query with and without each other (Spring's error body names the path alone),
+    their parts long enough to be a token (named alone: "unknown token …"), each raw and decoded, and JSON's ``\\/``
+    for ``/``."""
+    hidden = {*route.secrets(), route.deliver_url or ""}
+    # As sent (yarl's normalising: %2F in a query is sent as /) and as written in the configuration.
+    for url in (yarl.URL(route.deliver_url or ""), yarl.URL(route.deliver_url or "", encoded=True)):
+        raw_values = [pair.partition("=")[2] for pair in url.raw_query_string.split("&")]
+        parts = (*url.raw_parts, *url.parts, *raw_values, *url.query.values())
+        hidden |= {p for p in parts if len(p) >= _TOKEN_CHARS}
+        hidden |= {url.raw_path_qs, url.path_qs, url.raw_path, url.path, url.raw_query_string, url.query_string,
+                   url.raw_password or "", url.password or ""}
+    hidden -= {"", "/"}
+    return sorted(hidden | {h.replace("/", "\\/") for h in hidden}, key=len, reverse=True)
 
 
 def _own_origin(turn_id: str) -> str:
