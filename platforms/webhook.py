@@ -131,8 +131,8 @@ _REFUSED_FOR_GOOD = {405: "method not allowed", 410: "gone", 413: "content too l
 """A receiver's answers that refuse the delivery itself, which it would refuse again however long it waited (410:
 a conversation it closed). Retried, each was sent again for retry_for_seconds, every later message of its chat
 waiting behind it. Not 400 or 401 or 403 (a receiver not yet given a rotated secret: Stripe's and Svix's examples
-answer a bad signature with 400), 404 (an ingress's default backend answers it while the receiver is deployed), 408, 409 (one still handling the same Idempotency-Key), 425 or 429:
-they pass."""
+answer a bad signature with 400), 404 (an ingress's default backend answers it while the receiver is deployed),
+408, 409 (one still handling the same Idempotency-Key), 425 or 429: they pass."""
 _ANSWER_CHARS = 200
 """Characters of a final refusal's answer the log quotes: a receiver's reason, not its error page."""
 _TOKEN_CHARS = 8
