@@ -242,6 +242,12 @@ class AgentSession:
         """How many steered texts no model call has read yet (the last ones steered)."""
         return len(self._steer)
 
+    @property
+    def unseen_steers(self) -> int:
+        """How many steered texts are in the conversation, after a tool's result, that no model call has read yet
+        (the call whose result took them is not answered)."""
+        return sum(len(texts) for _, _, texts in self._unseen_steer or ())
+
     def take_steer(self) -> list[str]:
         """Remove and return steered text no model call has read yet (a turn that ended first
         leaves it here); the host decides what becomes of it."""

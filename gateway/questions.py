@@ -329,7 +329,10 @@ class Questions:
         within it (`Inbox.read_into`), a restart runs them within the turn run again, which asks it again, and a
         deletion finds them too late to drop (`gateway.message_edits`). Else each ran as a turn of its own after the
         rerun, which, not having read it, left the question to be answered as a new message."""
-        read = running.steered[:len(running.steered) - session.agent.unread_steers]
+        # Nor those that came with the result of a call of the question's answer (`AgentSession.unseen_steers`): in
+        # the conversation, but no model call has read them yet.
+        agent = session.agent
+        read = running.steered[:max(0, len(running.steered) - agent.unread_steers - agent.unseen_steers)]
         try:
             for item in read:
                 if item.event is not None:
