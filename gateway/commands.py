@@ -19,6 +19,7 @@ from gateway.session_registry import Drops, SessionRegistry, every, unread_steer
 from gateway.sessions import GatewaySession, Heard
 from lifecycle import HostView, Routing
 from platforms.base import Adapter, CommandSpec, Inbound, LosesChats, OwnCommands
+from platforms.formatting.blank import is_blank, trimmed
 
 log = logging.getLogger("gateway.commands")
 
@@ -112,18 +113,20 @@ class Command:
     @property
     def then_message(self) -> str | None:
         """What follows ``/new`` in the same message (``/new plan the trip``): the chat's next
-        message, handled once the command has run; None for the other commands."""
-        return (self.args or None) if self.name in LEAD_A_MESSAGE else None
+        message, handled once the command has run; None for the other commands, and when nothing shown follows
+        (``/new`` and a zero-width space: a turn of the model answering what no one could read)."""
+        return self.args if self.name in LEAD_A_MESSAGE and not is_blank(self.args) else None
 
 
 def parse(text: str, known: Container[str]) -> Command | None:
     """``/name args`` or ``!name args`` for a known command (the name ends at the first space or
-    line break); anything else is a message."""
-    stripped = text.strip()
+    line break); anything else is a message. Invisible characters around it or its name count as spaces do: the
+    chat shows ``/stop`` (`platforms.formatting.blank.trimmed`)."""
+    stripped = trimmed(text)
     if len(stripped) < 2 or stripped[0] not in "/!" or stripped[1].isspace():
         return None
     head, *rest = stripped[1:].split(maxsplit=1)
-    name = head.split("@", 1)[0].lower()  # /stop@botname
+    name = trimmed(head.split("@", 1)[0]).lower()  # /stop@botname
     name = ALIASES.get(name, name)
     return Command(name, rest[0] if rest else "") if name in known else None
 

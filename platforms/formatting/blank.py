@@ -28,6 +28,16 @@ def is_blank(text: str) -> bool:
     return _BLANK.fullmatch(text) is not None
 
 
+def trimmed(text: str) -> str:
+    """``text`` without the whitespace and invisible characters at its ends: what a reader sees it start and end
+    with (``/stop`` with a zero-width space a keyboard or a paste glued on is ``/stop``)."""
+    start = _BLANK.match(text).end()
+    # Its end read from the end: a pattern anchored at $ tries the run before it at every blank character, long
+    # runs of them inside a text taking time in the square of their length.
+    end = len(text) - _BLANK.match(text[::-1]).end()
+    return text[start:max(start, end)]
+
+
 def caption(markdown: str) -> str:
     """A file's caption as it goes: none (``""``) for one that shows nothing. Telegram would drop it,
     Discord and Slack show an empty line above the file, which a reader takes for a caption lost."""
