@@ -795,7 +795,7 @@ class DiscordAdapter:
                 if message.thread_id is None or not discord_locked.locked_out(exc):
                     raise
                 moving: bool | None | discord_locked.Unlocked = discord_locked.UNLOCKED
-                if self._locked.unlocks(message.thread_id) == unlocks:
+                if not self._locked.unlocked_since(message.thread_id, unlocks):
                     if not discord_locked.moves(message, exc):
                         raise
                     moving = await self._to_its_channel(message)

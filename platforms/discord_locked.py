@@ -163,6 +163,13 @@ class LockedThreads:
         says that the post's refusal as locked crossed the unlock on its way (the post is tried again)."""
         return 0 if thread_id is None else self._updates.get(int(thread_id), (False, 0))[1]
 
+    def unlocked_since(self, thread_id: str | int, unlocks: int) -> bool:
+        """Whether Discord said thread ``thread_id`` unlocked since `unlocks` read ``unlocks``, and its last word is
+        unlocked still: locked again meanwhile, a post tried there again would be one more refusal. Not once the
+        thread's updates were forgotten (`REMEMBERED_LOCKED`): its count read 0 then."""
+        locked, now = self._updates.get(int(thread_id), (False, 0))
+        return now > unlocks and not locked
+
     def forget(self) -> None:
         """A new gateway session: an unlock while the last one was down is never sent."""
         self._refused.clear()

@@ -32,6 +32,7 @@ from platforms.discord_errors import described
 from platforms.discord_seen import REMEMBERED_CHANNELS
 from platforms.discord_twins import REMEMBERED as REMEMBERED_NONCES
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.not_recorded import storage_refusal
 from platforms.recent import remember
 
 log = logging.getLogger("platforms.discord")
@@ -75,6 +76,10 @@ class Answers:
         self._sent: AnswerLookup | None = None
         self._failed_at: float | None = None
         """When the store last failed to answer (warned of once until it answers again), None while it answers."""
+        self._holding = True
+        """Whether the store's last failure was for want of storage (`storage_refusal`: a disk, a lock), which
+        holds a thread's message (`Unsure`) until it answers; another (a corrupt file) recurs at every try, and
+        would hold every chat's events for good: the message is heard as in a thread of no answer's."""
         self._sending: OrderedDict[str, None] = OrderedDict()
         """Nonces of the answers' parts posted (`sending`), until their post is heard (`posted`)."""
 
@@ -121,8 +126,8 @@ class Answers:
         failed_at = self._failed_at
         # A clock stepped back counts as time gone.
         if failed_at is not None and 0 <= self._clock() - failed_at < STORE_RETRY_SECONDS:
-            return True
-        return not self._ask(channel.id, message.id)
+            return self._holding
+        return not self._ask(channel.id, message.id) and self._holding
 
     async def settle(self, unsure: Unsure, stopping: asyncio.Event) -> bool:
         """Until the store says whether ``unsure``'s thread was opened on an answer (or the thread is known so
@@ -133,7 +138,7 @@ class Answers:
         while unsure.channel_id not in self._ids and unsure.channel_id not in self._asked:
             if stopping.is_set():
                 return False
-            if self._ask(unsure.channel_id, unsure.message_id):
+            if self._ask(unsure.channel_id, unsure.message_id) or not self._holding:
                 break
             with contextlib.suppress(TimeoutError):  # a stop cuts the wait short
                 await asyncio.wait_for(stopping.wait(), delay)
@@ -148,10 +153,13 @@ class Answers:
             found = self._sent(str(thread_id))
         except Exception as exc:
             self._failed_at = self._clock()
+            self._holding = storage_refusal(exc)
             if failed_at is None:
                 log.warning("discord: could not read the state database for whether thread %s was opened on an answer"
-                            " of the bot's (%s); its message %s waits for it, as do those of threads not asked of"
-                            " yet, all in order", thread_id, described(exc), message_id)
+                            " of the bot's (%s); its message %s %s", thread_id, described(exc), message_id,
+                            "waits for it, as does every event after it (every chat's), in order" if self._holding
+                            else "is heard as any, as are those of threads not asked of yet until it is read again, "
+                            f"in {STORE_RETRY_SECONDS:g} s")
             return False
         if failed_at is not None:
             self._failed_at = None

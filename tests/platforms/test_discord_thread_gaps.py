@@ -12,6 +12,8 @@ Real discord.py in `DiscordAdapter` against the loopback `FakeDiscord`."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 from collections.abc import AsyncIterator
 
 import pytest
@@ -145,3 +147,58 @@ async def test_a_refusal_whose_unlock_was_not_heard_is_not_tried_again(fake, ask
         await adapter.send(part(asked))  # to the channel, as documented
         assert len(fake.bot_messages(CHANNEL)) == 1
     assert posts_in_thread(fake) == [403]
+
+
+async def test_a_thread_relocked_before_the_refusal_came_back_is_not_tried_again(fake, asked_in_thread) -> None:
+    # Unlocked, then locked again, while the refused post was on its way: Discord's last word is "locked", and the
+    # post tried there again was one more refusal (two 403s toward the invalid-request ban).
+    adapter, asked = asked_in_thread
+    thread = adapter._client.get_channel(THREAD)
+    private = thread.is_private()
+    fake.lock_thread(THREAD)
+    await fake.wait_for(lambda: thread.locked)
+    release = fake.hold(IN_THREAD)
+    sending = asyncio.ensure_future(adapter.send(part(asked)))
+    await fake.wait_for(lambda: posts_in_thread(fake))
+    fake.lock_thread(THREAD, locked=False)
+    await fake.wait_for(lambda: not thread.locked)
+    fake.lock_thread(THREAD)
+    await fake.wait_for(lambda: thread.locked)
+    release.set()
+    if private:
+        with pytest.raises(Forbidden, match="50083"):
+            await sending
+    else:
+        await sending  # to the channel, as documented
+        assert len(fake.bot_messages(CHANNEL)) == 1
+    assert posts_in_thread(fake) == [403]
+
+
+class Corrupt:
+    """A store whose lookup fails for good, and not for want of storage (`platforms.not_recorded.storage_refusal`):
+    its file corrupt."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def __call__(self, message_id: str) -> bool:
+        self.ids.append(message_id)
+        exc = sqlite3.DatabaseError("database disk image is malformed")
+        exc.sqlite_errorcode = sqlite3.SQLITE_CORRUPT  # type: ignore[attr-defined]
+        raise exc
+
+
+async def test_a_store_failing_otherwise_than_for_storage_holds_no_chat(fake, started, caplog) -> None:
+    # Held, the thread's message was asked again and again for good, and every chat's events waited behind it: the
+    # bot answered no one, the log said one WARNING. As `discord_handover.until_recorded` drops an event whose
+    # failure is its own, the message is heard as in a thread of no answer's (as before the hold).
+    adapter, sink, store, _ = started
+    corrupt = Corrupt()
+    adapter.bind_answers(corrupt)
+    answer = stored(store, "turn-1:0", fake.new_id())
+    caplog.set_level(logging.INFO, logger="platforms.discord")
+    assert await asyncio.wait_for(heard(fake, sink, answer, "and compressed?"), 5) == []
+    assert await asyncio.wait_for(heard(fake, sink, answer, "and zipped?"), 5) == []
+    assert corrupt.ids == [answer]  # not asked again within `STORE_RETRY_SECONDS`
+    [warned] = [r for r in caplog.records if "could not read the state database" in r.getMessage()]
+    assert warned.levelno == logging.WARNING and "heard as any" in warned.getMessage()

@@ -38,7 +38,9 @@ class Asked:
     def __call__(self, message_id: str) -> bool:
         self.ids.append(message_id)
         if self.broken:
-            raise sqlite3.OperationalError("disk I/O error")
+            exc = sqlite3.OperationalError("disk I/O error")
+            exc.sqlite_errorcode = sqlite3.SQLITE_IOERR  # type: ignore[attr-defined]  # as SQLite's own carries it
+            raise exc
         return self.store.outbox.sent_answer("discord", message_id)
 
 
