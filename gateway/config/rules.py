@@ -285,18 +285,24 @@ def _temporal_name_problem(name: str) -> str | None:
     there use different queues (children wait for a worker that never comes), and the log shows the same name."""
     if not name.strip():
         return None  # told as empty
-    shown = json.dumps(name, ensure_ascii=False)
+    # Every character that does not print escaped (what is refused among them: printed raw, NEL or U+2028 broke the
+    # error's line, U+202E turned the rest of it around, a lone surrogate could not be printed at all).
+    shown = "".join(char if char.isprintable() else (f"\\u{ord(char):04x}" if ord(char) < 0x10000 else
+                    f"\\U{ord(char):08x}") for char in json.dumps(name, ensure_ascii=False))
     if name != name.strip():
         where = "starts" if name[0].isspace() else "ends"
         return (f"{shown} {where} with whitespace: Temporal keeps it in the name, so a gateway and workers whose files"
                 " differ there use different ones; remove it")
     for char in name:
         kind = unicodedata.category(char)
-        if kind in ("Cc", "Cf"):
-            what = "a control" if kind == "Cc" else "an invisible"
-            return (f"{shown} holds {what} character (U+{ord(char):04X}): Temporal keeps it in the name, which reads"
+        if what := _NAME_REFUSED.get(kind):  # a lone surrogate cannot even be sent: the client fails encoding it
+            return (f"{shown} holds {what} (U+{ord(char):04X}): Temporal keeps it in the name, which reads"
                     " the same without it in the log; remove it")
     return None
+
+
+_NAME_REFUSED = {"Cc": "a control character", "Cf": "an invisible character", "Zl": "a line break",
+                 "Zp": "a line break", "Cs": "half of a UTF-16 pair"}
 
 
 def _ends_problems(secrets: dict[str, tuple[str | None, str]]) -> list[str]:

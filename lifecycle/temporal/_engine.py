@@ -78,10 +78,13 @@ _FIRST_EVENTS = 50
 NO_WORKER_WARNING_SECONDS = 30.0
 """A child waiting this long for a worker to take it is worth a warning: with no worker on the task
 queue, children wait for ever and nothing else says why."""
-LONG_POLL_SECONDS = 60.0
-"""How long Temporal holds a worker's poll open with nothing to hand it (its matching.longPollExpirationInterval, a
-minute by default): a live worker begins a poll of the task queue at least this often, a busy one too (it polls for
-workflow tasks whether or not its call slots are full), so a poll older than this alone does not mean it is gone."""
+LONG_POLL_SECONDS = 70.0
+"""How long a worker's poll may stay open with nothing to hand it: Temporal's matching.longPollExpirationInterval, a
+minute by default, and never past the SDK's own 70 s deadline (measured: idle polls began every 54-57 s, 69 s with
+the server's set longer). A live worker begins a poll of the task queue at least this often, a busy one too (it
+polls for workflow tasks whether or not its call slots are full), so a poll older than this alone does not mean it
+is gone; and a poll's time is when it began, so the warning comes 30 s or more after the last worker went (a lone
+worker's restart is not taken for it)."""
 WATCH_SECONDS = 5.0
 """How often the task queue's pollers are looked at while the gateway follows children: one request each time."""
 _FOLLOW_AGAIN_FIRST, _FOLLOW_AGAIN_MAX = 0.5, 10.0

@@ -87,3 +87,65 @@ async def test_a_gateway_following_no_child_does_not_watch_for_workers(make_env,
         await asyncio.sleep(0.05)
     assert env.service.engine._watch is None and clock.reads == 0
     assert lines(caplog, "WARNING") == []
+
+
+async def test_children_reattached_after_a_restart_are_watched_and_the_watch_ends_with_the_close(make_env, queue,
+                                                                                                monkeypatch, caplog):
+    """Review of d3c18a7a: a gateway restarted while its children run, their only worker gone meanwhile, warns as
+    one that launched them does; its close leaves no watch behind."""
+    settings, client, worker = queue
+    monkeypatch.setattr(temporal_engine, "WATCH_SECONDS", 0.01)
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "done"}})
+    running = await worker(model)
+    first = await make_env(engine=TemporalEngine(settings, client=client), db="shared.db",
+                           delegation=DelegationSettings(heartbeat_interval_seconds=0.2))
+    with first.turn():
+        await first.service.launch(SubagentLaunchRequest(goal="outlives its gateway"))
+        await asyncio.wait_for(model.reached("gate"), 10)
+    await first.service.close()
+    await running.__aexit__(None, None, None)
+    clock = Clock()
+    engine = TemporalEngine(settings, client=client, clock=clock)
+    with caplog.at_level("INFO", logger="lifecycle.temporal"):
+        second = await make_env(engine=engine, db="shared.db")
+        await until(lambda: engine._watch is not None, 10)
+        watch = engine._watch
+        await clock.looks(2)
+        clock.ahead += temporal_engine.LONG_POLL_SECONDS + temporal_engine.NO_WORKER_WARNING_SECONDS + 1
+        await until(lambda: lines(caplog, "WARNING"), 10)
+        await second.service.close()
+    assert watch.done() and engine._watch is None
+    [warning] = lines(caplog, "WARNING")
+    assert "while 1 child(ren) wait or run there" in warning
+
+
+async def test_a_describe_temporal_refuses_neither_warns_nor_ends_the_watch(make_env, queue, monkeypatch, caplog):
+    """Review of d3c18a7a: an API key without the right to describe the task queue (PERMISSION_DENIED, an
+    RPCError) is no worker gone, and the watch goes on asking, quietly."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    settings, client, worker = queue
+    monkeypatch.setattr(temporal_engine, "WATCH_SECONDS", 0.01)
+    model = ScriptedModel({"leaf": lambda r: {"wait": "gate", "text": "done"}})
+    await worker(model)
+
+    async def refused(request, **kwargs):
+        raise RPCError("no right to describe", RPCStatusCode.PERMISSION_DENIED, b"")
+
+    monkeypatch.setattr(client.workflow_service, "describe_task_queue", refused)
+    clock = Clock()
+    engine = TemporalEngine(settings, client=client, clock=clock)
+    with caplog.at_level("INFO", logger="lifecycle.temporal"):
+        env = await make_env(engine=engine, delegation=DelegationSettings(heartbeat_interval_seconds=0.2))
+        with env.turn():
+            await env.service.launch(SubagentLaunchRequest(goal="refused"))
+            await asyncio.wait_for(model.reached("gate"), 10)
+        watch = engine._watch
+        for _ in range(3):
+            clock.ahead += 3600
+            await clock.looks(3)
+        assert not watch.done()
+        model.release("gate")
+        await env.service.close()
+    assert watch.done() and (watch.cancelled() or watch.exception() is None)
+    assert lines(caplog, "WARNING") == []
