@@ -125,10 +125,12 @@ def parse(text: str, known: Container[str]) -> Command | None:
     stripped = trimmed(text)
     if len(stripped) < 2 or stripped[0] not in "/!" or stripped[1].isspace():
         return None
-    head, *rest = stripped[1:].split(maxsplit=1)
+    # Its arguments as written to their end: what `trimmed` cut off may end their last character (❤️'s variation
+    # selector, a flag's tags), and the model got a black heart. What shows nothing is none.
+    head, *rest = text[text.index(stripped[0]):].rstrip()[1:].split(maxsplit=1)
     name = trimmed(head.split("@", 1)[0]).lower()  # /stop@botname
     name = ALIASES.get(name, name)
-    return Command(name, rest[0] if rest else "") if name in known else None
+    return Command(name, "" if not rest or is_blank(rest[0]) else rest[0]) if name in known else None
 
 
 class Commands:

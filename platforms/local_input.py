@@ -38,11 +38,12 @@ from typing import TextIO
 from platforms.web import MAX_TEXT
 
 CHUNK = 65536
-PIPE_ENCODING = "utf-8"
+PIPE_ENCODING = "utf-8-sig"
 """What a pipe or a file is read as, whatever the locale or ``PYTHONIOENCODING`` says (a byte that is not UTF-8 as
 U+FFFD): what is piped in (``git diff``, a log, JSON) is UTF-8 whatever the terminal's encoding, and a setting made
 for the output (``PYTHONIOENCODING=latin-1``) turned a piped ``café`` into ``cafÃ©``, unsaid. A terminal's keys come in
-its own encoding: read in it."""
+its own encoding: read in it. A byte order mark at the start (Notepad's, PowerShell's) is no text: as U+FEFF, glued to
+the first line, it made a list's first item none."""
 LINE_GRACE = 0.05
 """Seconds a line's reader waits for the next line of the same write burst (see above): far less
 than anyone types a line in, far more than a writer takes from one ``write`` to its next."""

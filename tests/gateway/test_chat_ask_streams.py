@@ -93,3 +93,16 @@ def test_chat_reads_a_pipe_as_utf8_whatever_pythonioencoding_says(tmp_path):
                           timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert b"caf\xe9: completed" in done.stdout and b"t?a: completed" in done.stdout, done.stdout
+
+
+def test_a_pipe_that_begins_with_a_utf8_bom_is_read_without_it(tmp_path):
+    """A UTF-8 file saved with a byte order mark (Notepad, PowerShell 5's ``Out-File``): the mark reached the model as
+    U+FEFF, glued to the first line, which was no list item any more (the demo model delegated ``- tea`` alone)."""
+    piped = b"\xef\xbb\xbf- caf\xc3\xa9\n- tea\n"
+    chat = subprocess.run(command("--config", _config(tmp_path), "chat"), input=piped, capture_output=True,
+                          cwd=tmp_path, env=environment(tmp_path), timeout=TIMEOUT)
+    ask = subprocess.run(command("--config", _config(tmp_path), "ask", "Compare these:"), input=piped,
+                         capture_output=True, cwd=tmp_path, env=environment(tmp_path), timeout=TIMEOUT)
+    for done in chat, ask:
+        assert done.returncode == 0, done.stderr
+        assert b"caf\xc3\xa9: completed" in done.stdout and b"tea: completed" in done.stdout, done.stdout
