@@ -61,6 +61,12 @@ class ActiveTurn:
         it after it has ended, `active_turn` returning it there: the lifecycle API takes that for no turn."""
         return self.held or self.session._active_turn is self
 
+    @property
+    def stopping(self) -> bool:
+        """Whether the turn has been asked to stop (`/stop`, `/new`, a subagent's own stop) and ends at its next
+        boundary. Never a held turn's: its session may keep the interrupt of an earlier turn, no model running it."""
+        return not self.held and self.session._interrupt is not None
+
 
 _ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
 

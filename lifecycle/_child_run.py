@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from agent import AgentSession, TurnResult
 from agent._errors import model_failure_kind, model_failure_text
@@ -20,6 +20,16 @@ from lifecycle._project_context import ProjectContext
 log = logging.getLogger("lifecycle.children")
 
 _PROJECT_CONTEXT = ProjectContext()
+
+
+class Slots(Protocol):
+    """What a `ChildRun` tells the engine that gave it a slot (`InProcessEngine`)."""
+
+    def run_ended(self, run: ChildRun) -> None:
+        """Its end is about to be reported: the slot is free, while the service finishes it."""
+
+    def run_done(self, run: ChildRun) -> None:
+        """Its end has been reported (the service's completion pipeline included): forget it."""
 
 
 class ChildRun:
@@ -48,11 +58,13 @@ class ChildRun:
         self.first: ChildOutcome | None = None
         """The first turn's outcome while the correction turn of a failed output contract runs."""
 
-    async def run(self, release: Callable[[ChildRun], None]) -> None:
+    async def run(self, slots: Slots) -> None:
         """The child's whole life here, in one coroutine (a thousand of them wait at once):
         report starting, build it, report running, run its turn (and one correction turn for
-        a failed output contract), report it finished exactly once however it ended, and
-        finally ``release`` its slot. Never raises but for its own cancellation."""
+        a failed output contract), give its slot up (`Slots.run_ended`) and report it finished exactly
+        once however it ended, and finally say it is done (`Slots.run_done`). Never raises but for its
+        own cancellation. ``slots`` is the engine, not two bound methods: each would be one more object
+        held by each of a thousand waiting children."""
         host, job = self.host, self.job
         sid = job.subagent_id
         try:
@@ -69,16 +81,18 @@ class ChildRun:
                     host.running(sid)
                     outcome = await self.execute()
             except asyncio.CancelledError:
+                slots.run_ended(self)
                 await host.finished(sid, ChildOutcome("interrupted", "interrupted", None, PROCESS_EXIT))
                 raise
             except Exception as exc:
                 log.exception("child %s failed to start", sid)
                 outcome = ChildOutcome("error", "error", None, self._masked(exc))
+            slots.run_ended(self)
             await host.finished(sid, outcome)
         except Exception:  # the service records its own failures; reaching here is a bug worth a loud line
             log.exception("child %s could not be finished", sid)
         finally:
-            release(self)
+            slots.run_done(self)
 
     def _ran(self, outcome: ChildOutcome, seconds: float) -> None:
         """Complete the outcome of a turn: its duration, and a timeout for the liveness monitor's stop."""

@@ -236,6 +236,18 @@ def _check_json_shape(metadata: Mapping[str, Any]) -> None:
         elif isinstance(value, float) and not math.isfinite(value):
             raise _invalid(f"{_path((parent, key))} is {float.__repr__(value)}, which JSON cannot carry: use a finite"
                            " number.")
+        elif isinstance(value, int) and value.bit_length() > 64:
+            # Counted as the digits it has at least, not as one byte: a list of long integers is refused for its size
+            # before any is made text (each conversion costs time quadratic in its digits).
+            bits = value.bit_length()
+            limit = sys.get_int_max_str_digits()
+            if limit and bits * 30103 // 100000 + 1 > limit:  # may have more digits than Python makes text of
+                try:
+                    int.__repr__(value)
+                except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+                    raise _invalid(f"{_path((parent, key))} is an integer of more than {limit} digits, which JSON"
+                                   " cannot carry (Python's limit for integers as text): use a string.") from None
+            size += (bits - 1) * 30102 // 100000  # digits past the first, at least (30102: under log10(2))
         elif value is not None and not isinstance(value, int | float):
             # Named, with where it is: "not JSON-serializable" alone left a plugin to search its metadata for the
             # datetime or the set among its values.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -32,6 +33,10 @@ class InProcessEngine:
     (`lend_slot`) and takes one back before it goes on (`reclaim_slot`): were it to
     hold its slot while they queue for one, orchestrators filling every slot would
     wait for ever.
+
+    A child gives its slot up as its end is reported, before the service's completion pipeline (its
+    ``subagent_stop`` hooks) runs: a hook that launches a child and waits for it would otherwise wait,
+    with every slot held by children in their hooks, for the hook timeout.
     """
 
     survives_restart = False
@@ -42,9 +47,9 @@ class InProcessEngine:
             raise ValueError("max_running must be at least 1")
         self.max_running = max_running
         self._host: EngineHost | None = None
-        self._lanes: dict[str, dict[str, ChildJob]] = {}
-        """Jobs waiting for a slot, by lane (the chat's session id), each oldest first; the lane
-        served next is first (dicts: withdrawing a job and rotating a lane are O(1))."""
+        self._lanes: dict[str, dict[str, tuple[ChildJob, contextvars.Context]]] = {}
+        """Jobs waiting for a slot, by lane (the chat's session id), each oldest first, with the context they were
+        submitted in; the lane served next is first (dicts: withdrawing a job and rotating a lane are O(1))."""
         self._waiting: dict[str, str] = {}
         """The lane of each waiting job."""
         self._nested: dict[str, str] = {}
@@ -53,6 +58,8 @@ class InProcessEngine:
         """Children holding a slot, until their task has reported their end (and those lending theirs)."""
         self._lending: set[str] = set()
         """Runs waiting for their own children, whose slots those children may take meanwhile."""
+        self._ending: set[str] = set()
+        """Runs whose end is reported, in the service's completion pipeline: they hold no slot any more."""
         self._reclaiming: dict[str, asyncio.Future] = {}
         """Lenders whose children are done, waiting for a slot back, oldest first: served before the queue."""
         self._monitor: asyncio.Task | None = None
@@ -61,8 +68,8 @@ class InProcessEngine:
 
     @property
     def running(self) -> int:
-        """Children holding a slot (being built, running, or reporting their end)."""
-        return len(self._runs) - len(self._lending)
+        """Children holding a slot (being built or running; not one whose end is being reported)."""
+        return len(self._runs) - len(self._lending) - len(self._ending)
 
     @property
     def pending(self) -> int:
@@ -83,14 +90,16 @@ class InProcessEngine:
         pid = job.parent_session_id
         parent = self._runs.get(pid)  # an orchestrator child of ours: its chat's lane
         lane = pid if parent is None else self._nested.get(pid, parent.job.parent_session_id)
-        if len(self._runs) - len(self._lending) < self.max_running and not self._reclaiming:  # `running`, inline
-            self._start(job, lane)
+        if len(self._runs) - len(self._lending) - len(self._ending) < self.max_running and not self._reclaiming:
+            self._start(job, lane)  # `running`, inline
         else:
             self._waiting[job.subagent_id] = lane
             waiting = self._lanes.get(lane)
             if waiting is None:
                 waiting = self._lanes[lane] = {}
-            waiting[job.subagent_id] = job
+            # Started later from another child's task: in this context, not that one's, it runs its hooks in the
+            # turn that launched it (a `subagent_stop` hook of a queued child of one chat ran in another chat's turn).
+            waiting[job.subagent_id] = (job, contextvars.copy_context())
 
     def withdraw(self, subagent_id: str) -> bool:
         lane = self._waiting.pop(subagent_id, None)
@@ -198,27 +207,38 @@ class InProcessEngine:
                     run.watch = Watch(run.session, run.running_since, run.stop_for_timeout)
                 yield run.watch
 
-    def _start(self, job: ChildJob, lane: str) -> None:
+    def _start(self, job: ChildJob, lane: str, context: contextvars.Context | None = None) -> None:
         assert self._host is not None
         run = self._runs[job.subagent_id] = ChildRun(job, self._host)
         if lane != job.parent_session_id:
             self._nested[job.subagent_id] = lane
         # Named after the child (what a task left behind at shutdown is reported as); a name given also
         # spares asyncio formatting a "Task-<n>" one for every child.
-        run.task = self._loop.create_task(run.run(self._release), name=job.subagent_id)
+        run.task = self._loop.create_task(run.run(self), name=job.subagent_id, context=context)
 
-    def _release(self, run: ChildRun) -> None:
-        """A child has reported its end: its slot goes to a lender taking one back, else to the
-        oldest queued job."""
+    def run_ended(self, run: ChildRun) -> None:
+        """`Slots`: a child's end is about to be reported: its slot is free for the next, while the service
+        finishes it."""
+        sid = run.job.subagent_id
+        self._ending.add(sid)
+        self._lending.discard(sid)  # not counted off twice
+        if self._lanes or self._reclaiming:
+            self._fill()
+
+    def run_done(self, run: ChildRun) -> None:
+        """`Slots`: a child has reported its end. Its slot, unless given up already as its end was reported
+        (`run_ended`), goes to a lender taking one back, else to the oldest queued job."""
         sid = run.job.subagent_id
         del self._runs[sid]
         self._lending.discard(sid)
         self._nested.pop(sid, None)
-        if self._lanes or self._reclaiming:  # most often nothing waits for the slot
+        if sid in self._ending:
+            self._ending.discard(sid)  # its slot was given up already
+        elif self._lanes or self._reclaiming:  # most often nothing waits for the slot
             self._fill()
 
     def _fill(self) -> None:
-        while len(self._runs) - len(self._lending) < self.max_running and not self._closed:  # `running`, inline
+        while len(self._runs) - len(self._lending) - len(self._ending) < self.max_running and not self._closed:
             if self._reclaiming:
                 sid = next(iter(self._reclaiming))
                 waiter = self._reclaiming.pop(sid)
@@ -236,8 +256,8 @@ class InProcessEngine:
         lane = next(iter(self._lanes))
         waiting = self._lanes.pop(lane)
         sid = next(iter(waiting))
-        job = waiting.pop(sid)
+        job, context = waiting.pop(sid)
         del self._waiting[sid]
         if waiting:
             self._lanes[lane] = waiting
-        self._start(job, lane)
+        self._start(job, lane, context)

@@ -318,7 +318,10 @@ class AsyncSubagentLifecycle(KeyRotation):
         Raises `SubagentLifecycleError` for every rejection, naming the problem.
         """
         turn = active_turn()  # a plugin has no other way to name its parent
-        if turn is None or not turn.live:  # not live: a task the plugin started in a turn that has ended
+        # Not live: a task the plugin started in a turn that has ended. Being stopped (`/stop`, `/new`, a subagent's
+        # own stop: its interrupt asked, its end to come): a blocking tool's thread runs on after the stop, and a
+        # child it launched then, after the stop had ended the session's children, ran on out of its reach.
+        if turn is None or not turn.live or turn.stopping:
             raise SubagentLifecycleError(NO_PARENT, code="NO_PARENT")
         supervisor = self._supervisor
         if supervisor.keyring is None or supervisor.closing:

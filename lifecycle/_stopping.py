@@ -34,8 +34,16 @@ class Stopping:
         journal is closed (`sealed`) it reaches none: the engine is closed, and a stop, or the end of a
         withdrawn child, could not be journaled; children that outlive the process run on, and the next
         start follows them."""
+        withdrawn, reached = self._stop(records, reason, closing)
+        if withdrawn:
+            await self._withdrawn(withdrawn, reason)
+        return reached
+
+    def _stop(self, records: Iterable[Record], reason: str, closing: bool = False) -> tuple[list[Record], int]:
+        """`interrupt` up to the end of the children it withdrew: each is asked to stop, or taken back from the
+        engine, before this returns. Returns those withdrawn, for `_withdrawn`, and how many it reached."""
         if self.sealed:
-            return 0
+            return [], 0
         withdrawn, reached = [], 0
         for record in records:
             if not record.live:
@@ -45,20 +53,24 @@ class Stopping:
             # it winds down: ended as interrupted by process exit, it would be taken for lost, and run again.
             record.closing = record.closing or (closing and record.stop_request is None)
             sid = record.handle.subagent_id
-            if self.engine.withdraw(sid):
-                # Its terminal row says why it ends, but is held while the service starts, and is published even
-                # when its commit failed: kept apart too, for `stops_committed` to wait for.
+            taken = self.engine.withdraw(sid)
+            # Withdrawn: its terminal row says why it ends, but is held while the service starts, and is published
+            # even when its commit failed: kept apart too, for `stops_committed` to wait for. Else, for a child
+            # CANCEL_REQUESTED, the cancel's reason is the stop journaled.
+            if taken or (record.interrupt_reason is None and record.state is not S.CANCEL_REQUESTED):
                 self._journal_stop(record, stop_reason=reason)
+            if record.interrupt_reason is None:
+                # A withdrawn one too, live until its end is reported: a close or cancel meanwhile finds it stopping.
+                record.interrupt_reason = reason
+            if taken:
                 withdrawn.append(record)
             else:
-                if record.interrupt_reason is None:
-                    if record.state is not S.CANCEL_REQUESTED:  # else the cancel's reason is the stop journaled
-                        self._journal_stop(record, stop_reason=reason)
-                    record.interrupt_reason = reason
                 self.engine.interrupt(sid, reason)
-        if withdrawn:  # completed together: their terminal rows share one commit
-            await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
-        return reached
+        return withdrawn, reached
+
+    async def _withdrawn(self, withdrawn: list[Record], reason: str) -> None:
+        """End the children `_stop` took back from the engine, together: their terminal rows share one commit."""
+        await self._complete_now(withdrawn, lambda r: ChildOutcome("interrupted", "interrupted", None, reason))
 
     async def cancel(self, record: Record, reason: str) -> None:
         """Request cancellation: CANCEL_REQUESTED now, CANCELLED once the child has stopped

@@ -208,8 +208,13 @@ class Supervisor(StartAdoption, Stopping):
         has no later turn, and the host reaches a session's children through the live ones (`with_descendants`), so
         left running they spent for no one, out of reach of ``/stop`` and ``/new``."""
         orphans = self.with_descendants(self.children(subagent_id))
-        if orphans:
-            self._carry_on(asyncio.ensure_future(self.interrupt(orphans, PARENT_ENDED)))
+        if not orphans:
+            return
+        # Asked now, not in a task of its own: a close beginning before that task ran stopped them first, and they
+        # ended interrupted by process exit, as lost children do, though their parent's end came first.
+        withdrawn, _ = self._stop(orphans, PARENT_ENDED)
+        if withdrawn:
+            self._carry_on(asyncio.ensure_future(self._withdrawn(withdrawn, PARENT_ENDED)))
 
     @staticmethod
     def _completing(record: Record, outcome: ChildOutcome) -> None:

@@ -58,6 +58,8 @@ async def test_a_close_grace_beyond_any_float_or_none_at_all_still_closes(env, g
         ({"metadata": {"x": float("nan")}}, "metadata['x'] is nan, which JSON cannot carry: use a finite number."),
         ({"metadata": {"x": {1}}},
          "metadata['x'] is of type set, which JSON cannot carry: use a string, number, boolean, None, list or dict."),
+        ({"metadata": {"n": 10**5000}}, "metadata['n'] is an integer of more than 4300 digits, which JSON cannot"
+         " carry (Python's limit for integers as text): use a string."),
         ({"metadata": {"k": "é" * 1400}}, "metadata exceeds 8192 bytes."),  # 2,800 bytes of UTF-8, 8,409 escaped
         ({"correlation_id": ""}, "correlation_id must be a non-empty string of at most 256 characters."),
         ({"correlation_id": "c" * 257}, "correlation_id must be a non-empty string of at most 256 characters."),
