@@ -69,7 +69,7 @@ a word's, ``login.microsoftonline.security``) and by one not in ASCII (``при�
 ``PayPal.Me`` is an address): ``System.IO``, ``Socket.IO``, ``java.util.Date``, ``Locale.US``, names of code on the
 page the label links to, are no address. Neither is a Java package (`_PACKAGE_ROOTS`) nor ``.NET``'s name (`_PLATFORM`).
 Only a name a reader knows as a site's (`_BRANDS`) tells ``Amazon.DE``, ``paypal.IO`` and ``paypal.run`` from code
-written the same way: before any of those endings but a file's it reads as that site, which is what misleads."""
+written the same way: before any of those endings but a file's (save `_BRAND_SITES`) it reads as that site."""
 _FILE_TYPES = frozenset(
     "py md rs sh js ts jsx tsx json yaml yml toml txt html htm css cfg ini conf lock log csv xml sql cpp hpp go rb "
     "java kt swift php ipynb pdf png jpg jpeg gif svg zip gz tgz whl exe dll docx xlsx pptx mov pub cab pid "
@@ -100,10 +100,14 @@ _BRANDS = frozenset(
 exchanges), as a host's name, or a hyphen's part of it (``paypal-login``), or, six letters or more, its start
 (``microsoftonline``): not words that name code too (``meta.data``, ``target.show``, ``ledger.save``)."""
 _BRAND_STARTS = tuple(sorted(brand for brand in _BRANDS if len(brand) >= 6))
+_BRAND_SITES = frozenset("cc so ac am cu tf mm zip mov".split())
+"""Files' endings read as a site's after a brand's name (``paypal.cc``, ``google.zip``): countries' and Google's
+``.zip`` and ``.mov``, root-zone names phishing uses; not ``.py`` or ``.md`` (``discord.py``, ``stripe.py``)."""
 _GENERIC = frozenset("com org net edu gov".split())
 _PACKAGE_ROOTS = _GENERIC | {"io"}
 """First names of a Java or Android package (``com.google.android``, ``org.apache.commons.io``): with a third name
-after one, the whole is a package, unless it ends as a site's host does, as ``edu.google.com``; no package does."""
+after one, the whole is a package, unless it ends as a site's host does, as ``edu.google.com``, or at a brand's
+site in a country, as ``com.paypal.de``; no package does."""
 _CLONE_PATH = re.compile(r":(?!\d)[^/]")
 """What follows the host of a clone address, ``git@github.com:org/repo``: a path after the colon, not a port."""
 _PLATFORM = re.compile(r"[A-Z]{2,3}\.NET")
@@ -169,7 +173,10 @@ def _written_address(host: re.Match[str]) -> bool:
 def _top_name(ending: str, host: str) -> bool:
     name = ending.casefold()
     names = host.casefold().split(".")[:-1]
-    if len(names) > 1 and names[0] in _PACKAGE_ROOTS and name not in _GENERIC or name in _FILE_TYPES:
+    if name in _FILE_TYPES and not (name in _BRAND_SITES and _brand(names)):
+        return False
+    if len(names) > 1 and names[0] in _PACKAGE_ROOTS and name not in _GENERIC and not (
+            len(name) == 2 and _brand_site(host)):
         return False
     # Where code and hosts are written alike (Amazon.DE and Locale.DE, paypal.run and asyncio.run) only the name tells
     # them apart, and only a brand's misleads: its site is what the reader trusts. Microsoft.Azure is a namespace.
@@ -188,6 +195,12 @@ def _top_name(ending: str, host: str) -> bool:
 def _brand(names: list[str]) -> bool:
     parts = [part for name in names for part in name.split("-")]
     return any(part in _BRANDS or part.startswith(_BRAND_STARTS) for part in parts)
+
+
+def _brand_site(host: str) -> bool:
+    # The site a host is under (paypal.de for com.paypal.de, amazon.co.uk for com.amazon.co.uk) is a brand's.
+    site = _top_names().privatesuffix(host.casefold())
+    return site is not None and _brand(site.split(".")[:1])
 
 
 @functools.cache

@@ -98,3 +98,28 @@ def test_a_corpus_of_code_and_file_names_stays_links(label: str) -> None:
 @pytest.mark.parametrize("label", ADDRESSES)
 def test_a_corpus_of_address_like_labels_is_written_out(label: str) -> None:
     assert other_address(label, EVIL)
+
+
+@pytest.mark.parametrize("label", [
+    "paypal.cc", "Amazon.SO", "google.am", "apple.ac", "paypal.tf", "paypal.cu", "apple.mm",  # countries' endings
+    "google.zip", "microsoft-office.zip", "amazon.mov",  # Google's root-zone names that are files' too
+])
+def test_a_brands_name_before_a_file_ending_in_the_root_zone_is_another_address(label: str) -> None:
+    # Before b4cffe01 .cc, .so, .ac, .am, .cu, .tf and .mm were read as countries': paypal.cc was written out.
+    _written_out(label)
+
+
+@pytest.mark.parametrize("label", ["discord.py", "stripe.py", "github.md", "libgoogle.so", "main.cc", "slack.pub"])
+def test_a_brands_file_with_an_older_files_ending_stays_a_link(label: str) -> None:
+    _a_link(label)
+
+
+@pytest.mark.parametrize("label", ["com.paypal.de", "io.paypal.me", "com.amazon.co.uk", "io.github.io"])
+def test_a_host_starting_as_a_package_but_ending_at_a_brands_site_is_another_address(label: str) -> None:
+    # The site is paypal.de, paypal.me, amazon.co.uk, github.io; before b4cffe01 these were written out.
+    _written_out(label)
+
+
+@pytest.mark.parametrize("label", ["com.google.common.io", "com.microsoft.azure", "com.amazon.aws", "com.google.ads"])
+def test_a_package_under_a_brand_not_ending_at_its_site_stays_a_link(label: str) -> None:
+    _a_link(label)
