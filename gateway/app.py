@@ -34,6 +34,7 @@ from gateway.host import AgentHost
 from gateway.ledger import Ledger
 from gateway.left_behind import STUCK_WAIT_SECONDS, cancel_within, describe, left_for_next_start
 from gateway.left_indicators import LeftIndicators
+from gateway.log_repeats import alike
 from gateway.logging import redact
 from gateway.message_edits import MessageEdits
 from gateway.metrics import GatewayMetrics
@@ -651,8 +652,11 @@ class Gateway:
                 self.runner.not_beginning(turn_id)  # only a caller that follows turn ids names one here
             if isinstance(adapter := self.adapters.get(inbound.platform), HearsRefusals):
                 adapter.refused(inbound)  # a thread their mention put the bot in is not its
+            # Folded per platform, whoever is refused: a public bot probed by thousands of strangers wrote a
+            # WARNING for each, and the repeat filter folds only lines alike.
             if self.refusals.due(inbound):
-                log.warning("refused %s user %s", inbound.platform, inbound.user_id)
+                log.warning("refused %s user %s", inbound.platform, inbound.user_id,
+                            extra=alike(f"refused {inbound.platform}", inbound.user_id, "user"))
                 try:
                     self._answers.answer(inbound, REFUSAL.format(user_id=inbound.user_id), turn_id)
                 except Exception:
@@ -661,7 +665,8 @@ class Gateway:
                     self.refusals.undo(inbound)
                     raise
             else:  # told a moment ago in this chat or thread
-                log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id)
+                log.info("refused %s user %s again, without an answer", inbound.platform, inbound.user_id,
+                         extra=alike(f"refused {inbound.platform} again", inbound.user_id, "user"))
                 self.store.inbox.settle(inbound.platform, inbound.event_id)
             return Accepted(turn_id, session_key(inbound.platform, inbound.chat_id, inbound.thread_id))
         session = self.sessions.get(inbound.platform, inbound.chat_id, inbound.thread_id)

@@ -10,40 +10,71 @@ second, which hides everything else and can fill the disk the log is on.
 
 Records are identical when their logger, level, message (after redaction), ids
 (session, turn, subagent) and exception type and text are: a line naming another
-chat, event or turn is a different line and always passes.
+chat, event or turn is a different line and always passes. A record logged with
+``extra=`` `alike` is of the kind it names instead of its message and ids: lines that differ
+only in who they name (each refused stranger's) fold into one, the count saying how many
+there were (``… in the last 30 s, from 4,700 users``).
+
+Given ``emit`` (the log's handler), a kind whose window closes with lines dropped is
+told without waiting for the next one, which may never come (a burst, then silence): its
+last dropped line is written, at its own time and without its traceback, with the count
+of the others. A timer on the asyncio loop that logs does it; where no loop runs (a CLI
+command), `close` does, as at the end of every process that logged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_WINDOW = 30.0
-_MAX_KINDS = 2048  # distinct lines remembered; the least recently seen are forgotten first
+_MAX_KINDS = 2048  # distinct lines remembered; the least recently seen are forgotten first (told if counted)
+_MAX_DISTINCT = 10_000
+"""Distinct `alike` values counted per kind and window at most; past them, the count says "more than" them."""
+
+
+def alike(kind: str, value: str, what: str) -> dict[str, str]:
+    """``extra=`` for a record of ``kind`` that differs from the others of it only in ``value``, one ``what`` (a
+    word whose plural adds "s") among many: folded with them, counting how many there were."""
+    return {"repeat_kind": kind, "repeat_value": value, "repeat_what": what}
 
 
 @dataclass(slots=True)
 class _Seen:
     since: float
     dropped: int = 0
+    last_at: float = 0.0
+    values: set[str] = field(default_factory=set)
 
 
 class RepeatFilter(logging.Filter):
     """Drops records identical to one that passed less than ``window`` seconds ago.
 
     Put it after the redaction filter, so what is compared is what would be printed.
-    ``window`` <= 0 lets everything through. Thread-safe enough for logging: the
-    handler's lock serialises calls to its filters.
+    ``window`` <= 0 lets everything through. ``emit`` writes a record past the filters
+    (`flush`). Its own lock serialises its calls: a handler's filters run outside the
+    handler's lock, in whichever thread logs, and its timer runs in the loop's.
     """
 
-    def __init__(self, window: float = DEFAULT_WINDOW, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, window: float = DEFAULT_WINDOW, *, clock: Callable[[], float] = time.monotonic,
+                 emit: Callable[[logging.LogRecord], object] | None = None) -> None:
         super().__init__()
         self.window = window
         self._clock = clock
+        self._emit = emit
         self._seen: OrderedDict[tuple, _Seen] = OrderedDict()
+        self._counted: dict[tuple, tuple[_Seen, logging.LogRecord]] = {}
+        """The kinds with lines dropped in their window, not yet told, each with its last dropped line."""
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_due = math.inf
 
     def filter(self, record: logging.LogRecord) -> bool:
         if self.window <= 0:
@@ -52,25 +83,142 @@ class RepeatFilter(logging.Filter):
             key = _kind(record)
         except Exception:  # arguments that do not fit the message: the handler reports it, never the caller
             return True
+        evicted: list[logging.LogRecord] = []
+        with self._lock:
+            passes = self._filter(record, key, evicted)
+        for told in evicted:
+            self._tell(told)
+        return passes
+
+    def _filter(self, record: logging.LogRecord, key: tuple, evicted: list[logging.LogRecord]) -> bool:
         now = self._clock()
         seen = self._seen.get(key)
+        value = getattr(record, "repeat_value", None)
         if seen is not None and now - seen.since < self.window:
             seen.dropped += 1
+            seen.last_at = now
+            if self._emit is not None:
+                # Kept as it is but for a traceback, which would keep its frames alive: a handler filters a
+                # copy of its own (`gateway.logging`, the console's), which nothing else reads once dropped.
+                self._counted[key] = (seen, record if record.exc_info is None else _untraced(record))
+                due = seen.since + self.window
+                if due < self._timer_due or self._loop is None or self._loop.is_closed():
+                    self._arm(due)
+            if value is not None and len(seen.values) < _MAX_DISTINCT:
+                seen.values.add(str(value))
             self._seen.move_to_end(key)
             return False
-        self._seen[key] = _Seen(now)
+        self._counted.pop(key, None)
+        if self._emit is not None and (self._loop is None or self._loop.is_closed()):
+            self._loop = _running_loop()  # the loop a worker thread's counts are told on
+        self._seen[key] = _Seen(now, values={str(value)} if value is not None else set())
         self._seen.move_to_end(key)
         while len(self._seen) > _MAX_KINDS:
-            self._seen.popitem(last=False)
+            old_key, _ = self._seen.popitem(last=False)
+            if (counted := self._counted.pop(old_key, None)) is not None:
+                evicted.append(self._summary(*counted, now))
         if seen is not None and seen.dropped:
-            elapsed = now - seen.since
-            record.msg = f"{record.getMessage()} (and {seen.dropped:,} more like it in the last {elapsed:.0f} s)"
+            record.msg = f"{record.getMessage()} ({_count_text(seen, now - seen.since, record)})"
             record.args = None
         return True
+
+    def flush(self, *, all_counted: bool = False) -> None:
+        """Tell each kind whose window has closed with lines dropped (``all_counted``: every kind with lines
+        dropped), through ``emit``."""
+        with self._lock:
+            now = self._clock()
+            told = [key for key, (seen, _) in self._counted.items() if all_counted or seen.since + self.window <= now]
+            summaries = [self._summary(*self._counted.pop(key), now) for key in told]
+            if self._timer is not None:  # none but the one running now, or one `close` ends
+                self._timer.cancel()
+            self._timer, self._timer_due = None, math.inf
+            if self._counted and not all_counted:
+                self._arm(min(seen.since for seen, _ in self._counted.values()) + self.window)
+        for summary in summaries:
+            self._tell(summary)
+
+    def close(self) -> None:
+        """Tell every count not yet told; nothing is told after this (the handler's stream is its owner's)."""
+        self.flush(all_counted=True)
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._emit, self._timer, self._timer_due, self._loop = None, None, math.inf, None
+
+    def _summary(self, seen: _Seen, last: logging.LogRecord, now: float) -> logging.LogRecord:
+        """``last``, the last dropped line of ``seen``, with the count of the others. It stands for the line that
+        passes at the end of a window: the next window starts ``now``, so a flood that goes on is one line a
+        window."""
+        record = _untraced(last)
+        seen.dropped -= 1  # the line told is one of them
+        if seen.dropped:
+            record.msg = f"{record.msg} ({_count_text(seen, seen.last_at - seen.since, record)})"
+        seen.since, seen.dropped, seen.values = now, 0, set()
+        return record
+
+    def _tell(self, record: logging.LogRecord) -> None:
+        emit = self._emit
+        if emit is not None:
+            emit(record)
+
+    def _arm(self, due: float) -> None:
+        """Have `flush` run once ``due`` (on the filter's clock) has come: on the asyncio loop running in this
+        thread, or the last one seen, from another thread. None where no loop ever ran (`close` tells then)."""
+        loop = self._loop
+        if loop is not None and loop.is_closed():  # its timer went with it
+            loop, self._loop, self._timer, self._timer_due = None, None, None, math.inf
+        if due >= self._timer_due:
+            return
+        running = _running_loop()
+        try:
+            if running is not None:
+                timer: asyncio.Handle = running.call_later(max(0.0, due - self._clock()), self.flush)
+                self._loop = running
+            elif loop is not None:
+                timer = loop.call_soon_threadsafe(self._rearm)  # call_later is the loop's thread's alone
+            else:
+                return
+        except RuntimeError:  # the loop closed meanwhile
+            self._loop = None
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_due = timer, due
+
+    def _rearm(self) -> None:
+        with self._lock:
+            self._timer, self._timer_due = None, math.inf
+            if self._counted:
+                self._arm(min(seen.since for seen, _ in self._counted.values()) + self.window)
+
+
+_running_loop = asyncio._get_running_loop
+"""The loop running in this thread, or None: the form asyncio exports for loops of other makers, which raises
+nothing (`asyncio.get_running_loop` raised in every thread without one, a CLI command's too, at every line)."""
+
+
+def _untraced(record: logging.LogRecord) -> logging.LogRecord:
+    """A copy of ``record`` with its message made, without its traceback or stack."""
+    return logging.makeLogRecord({**record.__dict__, "msg": record.getMessage(), "args": None, "exc_info": None,
+                                  "exc_text": None, "stack_info": None})
+
+
+def _count_text(seen: _Seen, elapsed: float, record: logging.LogRecord) -> str:
+    text = f"and {seen.dropped:,} more like it in the last {elapsed:.0f} s"
+    if seen.values:
+        what = getattr(record, "repeat_what", "value")
+        many = f"more than {_MAX_DISTINCT:,}" if len(seen.values) >= _MAX_DISTINCT else f"{len(seen.values):,}"
+        text += f", from {many} {what}{'' if len(seen.values) == 1 else 's'}"
+    return text
 
 
 def _kind(record: logging.LogRecord) -> tuple:
     exc = record.exc_info[1] if record.exc_info else None
-    ids = getattr(record, "ids", None) or {}
-    return (record.name, record.levelno, record.getMessage(), tuple(sorted(ids.items())),
+    kind = getattr(record, "repeat_kind", None)
+    if kind is not None:
+        what: tuple = ("alike", str(kind))
+    else:
+        ids = getattr(record, "ids", None) or {}
+        what = (record.getMessage(), tuple(sorted(ids.items())))
+    return (record.name, record.levelno, *what,
             type(exc).__name__ if exc is not None else None, str(exc) if exc is not None else None)

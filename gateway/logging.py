@@ -11,7 +11,8 @@ a form body or a JSON string quotes them: `_spellings`) and well-known token sha
 ``***``. Each is then cut to `MAX_TEXT_CHARS` (its start and end kept, the cut
 counted), after redaction: a secret cut in two
 would be matched by no mask. Then identical lines repeated within
-``repeat_window`` seconds are dropped and counted (`gateway.log_repeats`).
+``repeat_window`` seconds are dropped and counted, the count told as the window closes or the
+handler does (`gateway.log_repeats`).
 Libraries that write a line for every event they handle are held to WARNING below
 DEBUG (`PER_EVENT_LOGGERS`), so a busy deployment's log grows with what matters.
 
@@ -667,7 +668,8 @@ def setup_logging(
     a reload) does not duplicate lines; it stays until removed (`logging_installed`
     removes it at the end of a block). ``secrets`` are registered for redaction;
     pass `gateway.config.config_secrets(config)`. A line identical to one written
-    less than ``repeat_window`` seconds ago is dropped and counted (0 keeps all).
+    less than ``repeat_window`` seconds ago is dropped and counted (0 keeps all), the count told
+    once the window closes, or as the handler is closed.
     `PER_EVENT_LOGGERS` log only warnings and errors unless ``level`` is DEBUG.
     """
     for value in secrets:
@@ -682,7 +684,8 @@ def setup_logging(
         handler.addFilter(_per_event_below_warning)
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
-    handler.addFilter(RepeatFilter(repeat_window))
+    handler.repeats = RepeatFilter(repeat_window, emit=handler.emit_counted)
+    handler.addFilter(handler.repeats)
     handler.setFormatter(JsonFormatter(ascii_only=not _utf8(handler.stream)) if fmt == "json" else TextFormatter())
     handler._switchboard = True  # type: ignore[attr-defined]  # marks the handler a later call replaces
     root = logging.getLogger()
@@ -733,11 +736,26 @@ class _LogStream(logging.StreamHandler):
     "--- Logging error ---" traceback per line across the chat."""
 
     _told = False
+    repeats: RepeatFilter | None = None
 
     def handle(self, record: logging.LogRecord) -> bool:
         # Our filters fold repeats into the message: on a copy, so that handlers after this one
         # (the console's recent errors, an embedder's) get the record as it was logged.
         return super().handle(logging.makeLogRecord(record.__dict__))
+
+    def emit_counted(self, record: logging.LogRecord) -> None:
+        """Write the repeat filter's count of a window that closed: a record our filters made, not to filter again."""
+        self.acquire()
+        try:
+            self.emit(record)
+        finally:
+            self.release()
+
+    def close(self) -> None:
+        # The counts not yet told: the process, or the block that logged, is ending.
+        if self.repeats is not None:
+            self.repeats.close()
+        super().close()
 
     def handleError(self, record: logging.LogRecord) -> None:
         error = sys.exc_info()[1]

@@ -123,6 +123,7 @@ def check_rules(config: Config) -> tuple[list[str], list[str]]:
         errors.append(f"telemetry.otlp_endpoint: {problem}")
     errors.extend(_temporal_rules(config))
     errors.extend(_model_url_rules(config))
+    errors.extend(_model_name_rules(config))
     warnings.extend(_unused_model_settings(config))
     if config.model.provider == "scripted":
         errors.extend(_script_rules(config.model.script))
@@ -205,6 +206,35 @@ def _model_url_rules(config: Config) -> list[str]:
                         or endpoint_path_problem(url))]
 
 
+def _model_name_rules(config: Config) -> list[str]:
+    """Every model name set is one a provider could know: each is sent to it, and becomes a `/metrics` label, a
+    span's name and part of log lines, where half of a UTF-16 pair (YAML's ``"\\ud83d"``, or a byte of
+    ``${MODEL}`` that is no UTF-8, which Python reads as one) could not be encoded."""
+    delegation = config.delegation
+    names = {"model.name": config.model.name, "model.transcription.name": config.model.transcription.name,
+             "delegation.model": delegation.model}
+    for kind in ("model_map", "profile_routes"):
+        names |= {f"delegation.{kind}.{name}.model": route.model for name, route in getattr(delegation, kind).items()}
+    return [f"{key}: {problem}" for key, name in names.items()
+            if isinstance(name, str) and (problem := _model_name_problem(name))]
+
+
+def _model_name_problem(name: str) -> str | None:
+    for char in name:
+        kind = unicodedata.category(char)
+        if kind in ("Cc", "Cs"):
+            what = "a control character" if kind == "Cc" else "half of a UTF-16 pair"
+            return f"{_escaped(name)} holds {what} (U+{ord(char):04X}), which no model's name has; remove it"
+    return None
+
+
+def _escaped(text: str) -> str:
+    """``text`` quoted as JSON, every character that does not print escaped: the error is printed, and raw, NEL or
+    U+2028 broke its line, U+202E turned the rest of it around, a lone surrogate could not be printed at all."""
+    return "".join(char if char.isprintable() else (f"\\u{ord(char):04x}" if ord(char) < 0x10000 else
+                   f"\\U{ord(char):08x}") for char in json.dumps(text, ensure_ascii=False))
+
+
 _CLIENT_PATHS = ("/chat/completions", "/audio/transcriptions")
 """The paths the openai client adds to a base URL, for a chat and for a voice message."""
 
@@ -285,10 +315,7 @@ def _temporal_name_problem(name: str) -> str | None:
     there use different queues (children wait for a worker that never comes), and the log shows the same name."""
     if not name.strip():
         return None  # told as empty
-    # Every character that does not print escaped (what is refused among them: printed raw, NEL or U+2028 broke the
-    # error's line, U+202E turned the rest of it around, a lone surrogate could not be printed at all).
-    shown = "".join(char if char.isprintable() else (f"\\u{ord(char):04x}" if ord(char) < 0x10000 else
-                    f"\\U{ord(char):08x}") for char in json.dumps(name, ensure_ascii=False))
+    shown = _escaped(name)
     if name != name.strip():
         where = "starts" if name[0].isspace() else "ends"
         return (f"{shown} {where} with whitespace: Temporal keeps it in the name, so a gateway and workers whose files"

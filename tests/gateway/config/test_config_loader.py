@@ -159,8 +159,9 @@ def test_a_value_an_empty_variable_made_invalid_names_that_variable(load):
 
 
 def test_expansion_happens_after_parsing_so_values_cannot_inject_yaml(load):
-    config, warnings = load('model: {name: "${NAME}"}', env={"NAME": "x\nserver: {port: 1}"})
-    assert config.model.name == "x\nserver: {port: 1}"
+    # A text that may hold a line break: a model's name may not (`test_config_model_name_characters`).
+    config, warnings = load('agent: {system_prompt: "${NAME}"}', env={"NAME": "x\nserver: {port: 1}"})
+    assert config.agent.system_prompt == "x\nserver: {port: 1}"
     assert config.server.port == 8080 and warnings == []
 
 
