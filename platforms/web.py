@@ -108,6 +108,8 @@ SWEEP_SECONDS = 3600.0
 STREAMS_REFUSED = (f"too many event streams open for this user ({STREAMS_PER_USER}): close some of the chat's tabs"
                    " or windows")
 """The page shows it after "not connected: " and connects by itself once a stream of the user's ends."""
+SCOPE_PURPOSE = "web chat page storage"
+"""What `WebFiles.derived_id` makes the pages' name for their browser storage for (`WebChatAdapter._scope`)."""
 _CHAT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _CHAT_RULE = '"chat" must be 1 to 64 letters, digits, "-" or "_"'
 _KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")
@@ -142,6 +144,9 @@ class WebChatAdapter:
         self._working: set[str] = set()
         """Chats with a turn running (between `typing` and `idle`): a page that opens then shows it at once."""
         self.files = WebFiles(files_dir or Path("web-files"), keep_seconds=keep_files_seconds, clock=clock)
+        self._named = files_dir is not None
+        """The pages carry the gateway's name (`_scope`), made from what is kept in ``files_dir``: without one of its
+        own (a test, a program serving the adapter alone) nothing is made in the working directory for it."""
         self._sweeping: asyncio.Task | None = None
         self._not_recorded = RepeatedWarnings(log)
         """A database that cannot store messages refuses every one while it lasts: warned of once."""
@@ -170,10 +175,25 @@ class WebChatAdapter:
     async def close_streams(self) -> None:
         self._streams.end_all()
 
+    def _scope(self) -> str | None:
+        """The gateway's name for what its pages keep in the browser (a token, drafts, the conversation's id), the
+        same at every address a proxy publishes it at and after a restart: scoped by its address, one gateway at
+        ``/chat/`` and ``/support/`` was two conversations in one browser. Derived from the files' key (`WebFiles`),
+        it tells nothing of it. None (the pages then scope by their address) when that key cannot be had."""
+        if not self._named:
+            return None
+        try:
+            return self.files.derived_id(SCOPE_PURPOSE)
+        except OSError as exc:
+            log.warning("web chat: its pages keep what they store in the browser under their address, one"
+                        " conversation per address the gateway is published at: %s", exc)
+            return None
+
     def web_routes(self) -> Sequence[Any]:
+        scope = self._scope()
         return [
-            *page_routes("/chat", STATIC_DIR),
-            static_route("/chat/static", STATIC_DIR),
+            *page_routes("/chat", STATIC_DIR, scope=scope),
+            static_route("/chat/static", STATIC_DIR, scope=scope),
             web.post("/chat/api/messages", self._post_message),
             web.route("*", "/chat/api/messages", _only("POST")),
             web.get("/chat/api/history", self._get_history, allow_head=False),

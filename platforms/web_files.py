@@ -104,6 +104,14 @@ class WebFiles:
         digest = hmac.new(self._key(), key.encode("utf-8"), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:18]).decode("ascii")
 
+    def derived_id(self, purpose: str) -> str:
+        """An id of this store's own for ``purpose`` (16 of ``[A-Za-z0-9_-]``): the same at every start while
+        ``<root>/.id-key`` is kept, another for another purpose or store. An HMAC under that key, apart from every
+        file's (a NUL no outbox key holds leads it), so an id published tells nothing of the key nor of a file's id.
+        Raises OSError as `id_for` does. Blocking."""
+        digest = hmac.new(self._key(), b"\0" + purpose.encode("utf-8"), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:12]).decode("ascii")
+
     def keep(self, chat_id: str, file: OutboundFile, *, key: str | None = None,
              file_id: str | None = None) -> KeptFile:
         """Keep ``file`` for the chat under ``file_id`` (24 of ``[A-Za-z0-9_-]``), by default `id_for`

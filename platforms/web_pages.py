@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import html
 import mimetypes
 import re
 from collections.abc import Mapping
@@ -36,6 +37,9 @@ STYLESHEET = re.compile(rb'<link rel="stylesheet" href="[^"]*">')
 RENAMED_PAGE = (Path(__file__).parent / "renamed_page.js").read_bytes()
 """Put inline after a page's stylesheet link (`page_routes`): a page published by a proxy under another name without
 a trailing slash goes on to that name with one, where its files' links resolve."""
+SCOPE_META = b'<meta name="switchboard-scope" content="%s">\n  '
+"""Put before a page's stylesheet link when the gateway names itself (`page_routes`'s ``scope``): live.js keeps what
+the page stores in the browser under that name, the same at every address the gateway is published at."""
 GZIP_FROM = 1024
 """Bytes from which an answer is gzipped: below, gzip's framing and the work gain next to nothing."""
 
@@ -106,8 +110,18 @@ class Shipped:
         return response
 
 
-def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None) -> list[web.RouteDef]:
-    """``GET <path>`` and ``GET <path>/``: the page ``folder/index.html``; ``extra`` as for `static_route`.
+def _scoped(page: bytes, scope: str | None) -> bytes:
+    """``page`` with `SCOPE_META` naming ``scope`` (none without)."""
+    if scope is None:
+        return page
+    meta = SCOPE_META % html.escape(scope).encode()
+    return STYLESHEET.sub(lambda link: meta + link[0], page, 1)
+
+
+def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None,
+                scope: str | None = None) -> list[web.RouteDef]:
+    """``GET <path>`` and ``GET <path>/``: the page ``folder/index.html``; ``extra`` and ``scope`` as for
+    `static_route`.
 
     The page links its own files by bare name (``src="chat.js"``), right where `static_route` serves it too
     (``<path>/static/index.html``). Served at ``<path>``, each such link becomes ``<last segment>/static/<name>``,
@@ -119,7 +133,8 @@ def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None
     page = folder / "index.html"
     names = "|".join(re.escape(name) for name in {p.name for p in folder.iterdir() if p.is_file()} | set(extra or {}))
     linked = re.compile(rf'(\s(?:src|href)=")({names})"'.encode())
-    body = STYLESHEET.sub(lambda link: link[0] + b"\n  <script>" + RENAMED_PAGE + b"</script>", page.read_bytes(), 1)
+    body = STYLESHEET.sub(lambda link: link[0] + b"\n  <script>" + RENAMED_PAGE + b"</script>",
+                          _scoped(page.read_bytes(), scope), 1)
 
     def relinked(prefix: str) -> Shipped:
         return Shipped(page, linked.sub(rb'\1' + prefix.encode() + rb'\2"', body))
@@ -132,11 +147,13 @@ def page_routes(path: str, folder: Path, extra: Mapping[str, Path] | None = None
     return [web.get(path, serve), web.get(path + "/", serve)]
 
 
-def static_route(prefix: str, folder: Path, extra: Mapping[str, Path] | None = None) -> web.RouteDef:
+def static_route(prefix: str, folder: Path, extra: Mapping[str, Path] | None = None,
+                 scope: str | None = None) -> web.RouteDef:
     """``GET <prefix>/<name>``: the file ``name`` of ``folder`` (or of ``extra``, by name), 404 for
-    any other name."""
+    any other name. ``scope``: the gateway's name for its pages' storage (`SCOPE_META`), put into each page."""
     paths = {p.name: p for p in folder.iterdir() if p.is_file()} | dict(extra or {})
-    files = {name: Shipped(path) for name, path in paths.items()}
+    files = {name: Shipped(path, _scoped(path.read_bytes(), scope) if path.suffix == ".html" else None)
+             for name, path in paths.items()}
 
     async def serve(request: web.Request) -> web.StreamResponse:
         shipped = files.get(request.match_info["name"])

@@ -66,7 +66,7 @@
 
   // -- showing messages ---------------------------------------------------------------
 
-  const { render, renderer } = SwitchboardMarkdown; // markdown.js: the text as DOM nodes, never as HTML
+  const { render, renderer, DIRECTION } = SwitchboardMarkdown; // markdown.js: the text as DOM nodes, never as HTML
 
   // One reading at the bottom follows what grows there (a reply, the progress card's new lines, the working line
   // taking room); one reading further up stays where they are. Asked once per change (a whole history is one), not
@@ -761,7 +761,10 @@
   // Edit puts its text into the box again, after what is typed there (a draft a reload kept, say).
   // Each button's name says which message, after the word it shows (what a voice user says to click it): named by
   // that word alone, a screen reader's list of the page's buttons read "Edit, Dismiss, Edit, Dismiss". Its start is
-  // quoted as the console quotes a message, isolated: a right-to-left text does not turn the name round.
+  // quoted as the console quotes a message, isolated: a right-to-left text does not turn the name round. It holds
+  // no direction control, as the gateway's own quotes hold none (gateway/excerpt.py): an isolate it closed itself (a
+  // stray U+2069) ended the quote's, an override after that turning the rest of the name round, and one it opened
+  // and left open took the closing quote in.
   const EXCERPT_CHARS = 40;
   function refusedActions(id, text) {
     const actions = document.createElement("div");
@@ -769,7 +772,7 @@
     const draft = () => refused.find((d) => "user:" + d.key === id);
     // By character as shown (a grapheme): cut between the halves of a surrogate pair, or the code points of one
     // character (a family emoji, a flag, an accented letter written as two), the name ended in a broken one.
-    const spaced = text.trim().replace(/\s+/g, " ");
+    const spaced = text.replace(DIRECTION, "").trim().replace(/\s+/g, " ");
     const parts = typeof Intl.Segmenter === "function"
       ? new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(spaced) : spaced; // else by code point
     const chars = [];

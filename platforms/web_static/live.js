@@ -1,7 +1,8 @@
 // What the web chat and the operator console share. Plain JavaScript, no build step, no
 // third-party code; loaded before each page's own script, it defines `SwitchboardLive`.
 //
-// - The keys of the page's storage, each its gateway's own (`scoped`): one origin may hold two gateways.
+// - The keys of the page's storage, each its gateway's own (`scoped`): one origin may hold two gateways, and one
+//   gateway two addresses.
 // - The access token: taken from a "#token=…" link (and out of the address bar at once), kept
 //   in this tab's sessionStorage, sent as "Authorization: Bearer …". A 401 that asks for a
 //   Bearer token opens the page's sign-in dialog (#login, #login-form, #token, #login-error),
@@ -30,29 +31,42 @@ window.SwitchboardLive = (() => {
     }
   })(new URL("..", document.currentScript.src).pathname);
 
-  // The page's own key for `name` in `storage` (sessionStorage or localStorage). A proxy may publish two gateways
-  // under two prefixes of one origin (/a/chat, /b/chat), whose pages share its storage: under the same keys, signing
-  // in to one signed the other out (its token sent to the other, refused, dropped) and a draft typed in one showed in
-  // the other. What a page kept under `name` alone, before the keys were its own, it takes over once, so an upgrade
-  // signs nobody out and loses nothing typed: moved, or copied where `shared` (every gateway of the origin kept its
-  // conversation under that one chat id, and each keeps it). Moved, it is taken out first: a storage without room for
-  // two copies (a refused paste of megabytes) refused the copy, and the page showed none of what it had kept.
+  // The gateway's own name, which it puts into its page (platforms/web_pages.py, SCOPE_META): the same at every
+  // address it is published at. None in a page that carries none (the console's, a page of an older gateway).
+  const named = document.querySelector('meta[name="switchboard-scope"]')?.content || null;
+
+  // The page's own key for `name` in `storage` (sessionStorage or localStorage): its gateway's. A proxy may publish two
+  // gateways under two prefixes of one origin (/a/chat, /b/chat), whose pages share its storage: under the same keys,
+  // signing in to one signed the other out (its token sent to the other, refused, dropped) and a draft typed in one
+  // showed in the other. Scoped by the page's address, one gateway published at two (/chat/ and /support/, or an old
+  // address bookmarked) was two conversations, its token, drafts and refused messages split between them: scoped by the
+  // gateway's name where the page carries one, by its address (`base`) where it does not.
+  // What a page kept before, under its address (from a page without the name) or under `name` alone (before the keys
+  // were its own), it takes over once, so an upgrade signs nobody out and loses nothing typed: moved, or copied
+  // where `shared` (every gateway of the origin kept its conversation under that one chat id, and each keeps it; the
+  // address's copy stays for a page without the name). Moved, it is taken out first: a storage without room for two
+  // copies (a refused paste of megabytes) refused the copy, and the page showed none of what it had kept. Only this
+  // address's: the keys of another may be another gateway's.
   function scoped(storage, name, shared = false) {
-    const key = name + "@" + base;
+    const key = name + "@" + (named || base);
+    const olds = named ? [name + "@" + base, name] : [name];
+    let old = null;
     let before = null;
     try {
-      before = storage.getItem(name);
-      if (before === null || storage.getItem(key) !== null) return key;
-      if (!shared) storage.removeItem(name);
+      if (storage.getItem(key) !== null) return key;
+      old = olds.find((o) => storage.getItem(o) !== null) ?? null;
+      if (old === null) return key;
+      before = storage.getItem(old);
+      if (!shared) storage.removeItem(old);
       storage.setItem(key, before);
     } catch {
       // No room for it under its new key (or no storage): this load keeps to the old one, for a later one to move.
       try {
-        if (before !== null && storage.getItem(name) === null) storage.setItem(name, before);
+        if (before !== null && storage.getItem(old) === null) storage.setItem(old, before);
       } catch {
         // Nothing more to do: the storage refuses what it just held.
       }
-      return before === null ? key : name;
+      return before === null ? key : old;
     }
     return key;
   }

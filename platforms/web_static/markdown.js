@@ -1,7 +1,7 @@
 // The Markdown the web chat page shows: a small, safe subset, built as DOM nodes from text, never
 // as HTML, so nothing the model writes can run here. Plain JavaScript, no build step, no third-party
-// code; loaded before chat.js, it defines `SwitchboardMarkdown.render(text, into)` and
-// `SwitchboardMarkdown.renderer(text)`.
+// code; loaded before chat.js, it defines `SwitchboardMarkdown.render(text, into)`,
+// `SwitchboardMarkdown.renderer(text)` and `SwitchboardMarkdown.DIRECTION` (the direction controls, to drop).
 "use strict";
 
 window.SwitchboardMarkdown = (() => {
@@ -940,5 +940,5 @@ window.SwitchboardMarkdown = (() => {
     }
   }
 
-  return { render, renderer };
+  return { render, renderer, DIRECTION };
 })();

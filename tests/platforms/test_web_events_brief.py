@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 
 from platforms.base import Outbound
-from platforms.web import STATIC_DIR, WebChatAdapter
+from platforms.web import SCOPE_PURPOSE, STATIC_DIR, WebChatAdapter
+from platforms.web_pages import SCOPE_META
 from tests.web_client import Intake, chat_alone
 
 LONG = "a long answer, " * 200
@@ -72,11 +73,14 @@ async def test_a_brief_reconnect_away_for_longer_than_the_history_gets_the_rest_
 
 
 async def test_the_page_and_its_files_are_gzipped_for_a_client_that_takes_it(served, http) -> None:
-    _, _, base = served
+    adapter, _, base = served
     # The page at /chat links its files relative to it (tests/platforms/test_web_pages_relative_links.py): as shipped,
-    # it is the one under /chat/static.
+    # it is the one under /chat/static, but for the gateway's name (tests/platforms/test_web_page_scope.py).
     for path, file in [("/chat/static/index.html", "index.html"), ("/chat/static/chat.js", "chat.js")]:
         shipped = (STATIC_DIR / file).read_bytes()
+        if file == "index.html":
+            sheet = b'<link rel="stylesheet"'
+            shipped = shipped.replace(sheet, SCOPE_META % adapter.files.derived_id(SCOPE_PURPOSE).encode() + sheet)
         async with http.get(base + path, headers=GZIP, auto_decompress=False) as response:
             assert response.headers["Content-Encoding"] == "gzip"
             assert response.headers["Vary"] == "Accept-Encoding"

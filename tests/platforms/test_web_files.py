@@ -8,6 +8,7 @@ tests/scenarios/test_send_file_web.py; the link on the page in tests/scenarios/t
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,7 @@ def test_an_expired_file_asked_for_again_is_replaced_whole(tmp_path) -> None:
 
 async def test_a_file_that_cannot_be_kept_is_a_network_error_the_outbox_retries(started, tmp_path) -> None:
     adapter, _ = await started()
+    shutil.rmtree(tmp_path / "web-files")  # made at start, for the pages' name (`WebChatAdapter._scope`)
     (tmp_path / "web-files").write_text("in the way")  # a full disk, say: nothing can be written there
     with pytest.raises(NetworkError, match="cannot keep the file for the web chat"):
         await adapter.send_file(Outbound("c1", None, ""), outbox_copy(tmp_path, "a.txt", b"a"))

@@ -16,8 +16,10 @@ from tests.web_client import Intake, chat_alone, open_chat, type_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser lives on that loop
 
-PENDING = "switchboard.pending.c1@/chat/"  # the page's own key: live.js scoped()
-COUNT = """(key) => {
+# The page's own key (live.js scoped()), under the name its gateway gives it.
+PENDING = "'switchboard.pending.c1@' + document.querySelector('meta[name=switchboard-scope]').content"
+COUNT = """() => {
+  const key = """ + PENDING + """;
   window.writes = 0;
   const setItem = Storage.prototype.setItem;
   Storage.prototype.setItem = function (name, value) {
@@ -51,10 +53,10 @@ async def test_a_long_queue_behind_a_paste_that_does_not_fit_keeps_what_fits_in_
     for text in typed:
         await type_message(page, text)
     await held.wait()
-    await page.evaluate(COUNT, PENDING)
+    await page.evaluate(COUNT)
     await type_message(page, "the last")
     await page.locator("[data-role=user]", has_text="the last").wait_for()
-    kept = await page.evaluate("(key) => JSON.parse(sessionStorage.getItem(key)).map((m) => m.text)", PENDING)
+    kept = await page.evaluate(f"JSON.parse(sessionStorage.getItem({PENDING})).map((m) => m.text)")
     assert kept == typed[:3]  # the oldest that fit, none after the one that does not
     writes = await page.evaluate("() => window.writes")
     assert writes <= 1 + math.ceil(math.log2(len(typed) + 1)), writes  # not one per message queued

@@ -51,7 +51,7 @@ async def test_the_gateways_own_chat_percent_encoded_stays_where_it_is_with_its_
     seen = loads(page)
     await open_chat(page, f"{web.base}{path}?chat=c1")  # the same tab: signed in already
     assert [url.removeprefix(web.base) for url in seen] == [f"{path}?chat=c1"]
-    assert await page.evaluate("Object.keys(sessionStorage)") == ["switchboard.token@/chat/"]
+    assert await page.evaluate("Object.keys(sessionStorage)") == [f"switchboard.token@{await scope(page)}"]
 
 
 class SlashTakenOff(PrefixProxy):
@@ -75,15 +75,23 @@ async def test_a_proxy_that_takes_the_slash_off_again_does_not_send_the_page_rou
         assert [line for line in proxy.passed if line.startswith("GET /talk")] == ["GET /talk?chat=c1"] * 2
 
 
-async def test_what_the_tab_kept_is_taken_over_where_its_storage_has_no_room_for_a_second_copy(chat, page) -> None:
+async def scope(page: Any) -> str:
+    """What the page's gateway names its storage by (platforms/web_pages.py, SCOPE_META)."""
+    return await page.evaluate("document.querySelector('meta[name=switchboard-scope]').content")
+
+
+# Kept before the keys were the page's own, or under the page's address, before they were its gateway's.
+@pytest.mark.parametrize("old", ["switchboard.refused.c1", "switchboard.refused.c1@/chat/"])
+async def test_what_the_tab_kept_is_taken_over_where_its_storage_has_no_room_for_a_second_copy(
+        chat, page, old) -> None:
     web = await chat()
     big = "y" * 3_000_000  # over half of what the tab's storage holds (5 Mi characters)
     await page.goto(f"{web.base}/chat/static/chat.css")
-    await page.evaluate("""([big]) => sessionStorage.setItem("switchboard.refused.c1",
-        JSON.stringify([{ key: "k0abcdef", text: big, failed: "Not sent: too large" }]))""", [big])
+    await page.evaluate("""([old, big]) => sessionStorage.setItem(old,
+        JSON.stringify([{ key: "k0abcdef", text: big, failed: "Not sent: too large" }]))""", [old, big])
     await open_chat(page, f"{web.base}/chat?chat=c1")
     assert await page.locator("[data-kind=user].failed").count() == 1  # still there, the text's only copy
-    assert await page.evaluate("Object.keys(sessionStorage).sort()") == ["switchboard.refused.c1@/chat/"]
+    assert await page.evaluate("Object.keys(sessionStorage).sort()") == [f"switchboard.refused.c1@{await scope(page)}"]
 
     async def refuse(route: Any) -> None:
         await route.fulfill(status=400, content_type="application/json", body=json.dumps({"error": "no"}))
