@@ -12,6 +12,9 @@ from typing import Any
 class _Interrupt:
     reason: str
     hard: bool
+    ends_work: bool = True
+    """A stop of the turn's work (`/stop`, `/new`), not only of the turn (superseded by the chat's next message):
+    what it would launch now is refused (`ActiveTurn.stopping`)."""
 
 
 class _HardInterrupted(Exception):

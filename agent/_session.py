@@ -63,9 +63,12 @@ class ActiveTurn:
 
     @property
     def stopping(self) -> bool:
-        """Whether the turn has been asked to stop (`/stop`, `/new`, a subagent's own stop) and ends at its next
-        boundary. Never a held turn's: its session may keep the interrupt of an earlier turn, no model running it."""
-        return not self.held and self.session._interrupt is not None
+        """Whether the turn's work has been asked to stop (`/stop`, `/new`, a subagent's own stop) and it ends at its
+        next boundary; not a turn only superseded by the chat's next message (`AgentSession.interrupt`'s
+        ``ends_work``), whose children run on. Never a held turn's: its session may keep the interrupt of an earlier
+        turn, no model running it."""
+        interrupt = self.session._interrupt
+        return not self.held and interrupt is not None and interrupt.ends_work
 
 
 _ACTIVE_TURN: contextvars.ContextVar[ActiveTurn | None] = contextvars.ContextVar("switchboard_active_turn", default=None)
@@ -193,13 +196,17 @@ class AgentSession:
     def running(self) -> bool:
         return self._running
 
-    def interrupt(self, reason: str = "interrupted", *, hard: bool = False) -> bool:
+    def interrupt(self, reason: str = "interrupted", *, hard: bool = False, ends_work: bool = True) -> bool:
         """Stop the running turn at its next safe boundary; ``hard`` also cancels the
-        in-flight model request or tool. Returns False when no turn is running."""
+        in-flight model request or tool. ``ends_work``: its work stops too (`/stop`, `/new`), so nothing it would
+        launch now may start (`ActiveTurn.stopping`); False for a turn only superseded by the chat's next message,
+        whose children run on. Returns False when no turn is running."""
         if not self._running:
             return False
-        if self._interrupt is None or (hard and not self._interrupt.hard):
-            self._interrupt = _Interrupt(reason, hard)
+        current = self._interrupt
+        if current is None or (hard and not current.hard) or (ends_work and not current.ends_work):
+            self._interrupt = _Interrupt(reason, hard or (current is not None and current.hard),
+                                         ends_work or (current is not None and current.ends_work))
         for listener in list(self.interrupt_listeners):
             listener(reason, hard)
         if hard and self._guarded_task is not None and not self._hard_cancel_sent:

@@ -267,7 +267,8 @@ class SessionRegistry:
         running.suppressed_by = why
         if by is not None and not by.is_private and running.event is not None and running.event.user_id != by.user_id:
             running.stop_note = stopped_by_member(why, by)
-        session.agent.interrupt(reason, hard=True)
+        # Superseded by the chat's next message, the turn ends but its work goes on: what it launches meanwhile too.
+        session.agent.interrupt(reason, hard=True, ends_work=why != "superseded")
         self._ended(session, why, running, [])
         return True
 
