@@ -25,6 +25,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")  # the session's browser 
 
 EVIL = '"><img src=x onerror=pwned=1><svg onload=pwned=2><script>pwned=3</script><a href=javascript:pwned=4>x</a>'
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: what follows it shows backwards until something ends it
+CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"  # Unicode's direction controls
 # Each policy violation the page met (an inline handler or script the Content-Security-Policy blocked):
 # none at all means nothing a stranger wrote became markup, not even markup the policy then stopped.
 WATCH = """window.__violations = [];
@@ -123,7 +124,7 @@ async def test_a_right_to_left_override_in_a_goal_or_a_logged_message_stays_with
     # The page's own words after a stranger's text read as written: the failed task's error, the warning's exception.
     assert await failed.locator(".error").evaluate(READS_LEFT_TO_RIGHT, "failure")
     assert await page.locator("#errors li:last-child").evaluate(READS_LEFT_TO_RIGHT, "ValueError")
-    # The question before a stop quotes the goal isolated (U+2068 ... U+2069): its override ends there too.
+    # The question before a stop quotes the goal isolated (U+2068 ... U+2069), without its override.
     asked: list[str] = []
 
     async def cancel(dialog) -> None:
@@ -133,7 +134,50 @@ async def test_a_right_to_left_override_in_a_goal_or_a_logged_message_stays_with
     page.once("dialog", cancel)
     await page.locator("#work .child", has_text="apples").get_by_role("button", name="Stop").click()
     await page.wait_for_selector("#work .child button:enabled")
-    assert asked == [f"Interrupt the subagent \u201c\u2068[stall] {RLO}apples\u2069\u201d? "
+    assert asked == ["Interrupt the subagent \u201c\u2068[stall] apples\u2069\u201d? "
+                     "It ends with the partial output it has."]
+
+
+async def test_a_quote_of_a_goal_or_a_message_holds_no_direction_control(chat, page) -> None:
+    # The quote is an isolate (U+2068 ... U+2069), but one the text closed itself (a stray U+2069) ended it early:
+    # an override after that ran on over the rest of the button's name and of the question; an isolate the text
+    # opened and never closed took the closing quote into it.
+    web = await chat(model={"demo": {"child_steps": 1, "step_seconds": 0.05}})
+    now = time.time()
+    web.gateway.store.db.write_many(
+        "INSERT INTO gateway_dead_letters (platform, event_id, payload, turn_id, attempts, error, received_at, dead_at)"
+        " VALUES ('web', 'ev-1', ?, NULL, 3, 'boom', ?, ?)",
+        [(json.dumps({"chat_id": "c2", "text": "\u2067\u05e9\u05dc\u05d5\u05dd friends"}), now, now)])
+    web.gateway.store.db.write(
+        "INSERT INTO gateway_outbox (key, platform, chat_id, kind, op, text, silent, sequence, status, created_at,"
+        " last_error) VALUES ('t-1:reply', 'web', 'c3', 'reply', 'send', ?, 0, 0, 'failed', ?, 'boom')",
+        (f"\u200f{CONTROLS}report\u2069{RLO}fdp.exe", now))
+    async with aiohttp.ClientSession() as http:
+        await post_message(http, web.base, "c1", f"Compare these:\n- [stall] invoice\u2069{RLO}gpj.exe",
+                           key="key-bidi-2")
+    await page.goto(f"{web.base}/console")
+    await page.wait_for_selector("#work .child[data-state=RUNNING] button")
+    await page.wait_for_selector("#dead tr button")
+    await page.wait_for_selector("#failed tr button")
+    names = await page.evaluate("""() => [...document.querySelectorAll(
+      "#work .child button, #failed button, #dead button")].map((button) => button.getAttribute("aria-label"))""")
+    quote = "\u201c\u2068{}\u2069\u201d".format
+    shalom = "\u05e9\u05dc\u05d5\u05dd"
+    assert names == [
+        "Stop the subagent " + quote("[stall] invoicegpj.exe"),
+        *(f"{word} the message to web · c3 " + quote("reportfdp.exe") for word in ("Retry", "Dismiss")),
+        *(f"{word} the event from web · c2 " + quote(f"{shalom} friends") for word in ("Retry", "Dismiss")),
+    ]
+    asked: list[str] = []
+
+    async def cancel(dialog) -> None:
+        asked.append(dialog.message)
+        await dialog.dismiss()
+
+    page.once("dialog", cancel)
+    await page.locator("#work .child[data-state=RUNNING]").get_by_role("button", name="Stop").click()
+    await page.wait_for_selector("#work .child button:enabled")
+    assert asked == ["Interrupt the subagent " + quote("[stall] invoicegpj.exe") + "? "
                      "It ends with the partial output it has."]
 
 

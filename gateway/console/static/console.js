@@ -42,7 +42,11 @@
   // line: a right-to-left override in it (U+202E) ran on and turned them around, an error read backwards. A
   // <bdi> (and, in a question's plain text, U+2068 ... U+2069) ends the override and sets the text's own direction.
   const theirs = (text) => el("bdi", {}, text);
-  const quoted = (text) => "\u201c\u2068" + text + "\u2069\u201d";
+  // A quote (a button's name, a question) holds no direction control, as the gateway's own quotes hold none
+  // (gateway/excerpt.py): an isolate the text closed itself (a stray U+2069) ended the quote's, an override after it
+  // turning the rest of the name or question round, and one it opened and left open took the closing quote in.
+  const DIRECTION = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const quoted = (text) => "\u201c\u2068" + text.replace(DIRECTION, "") + "\u2069\u201d";
   const badge = (text, cls) => el("span", { class: "badge " + (cls || text) }, text);
   const chat = (platform, chatId) => platform + " · " + chatId;
   // Children a plugin launched for a session of its own belong to no chat.
