@@ -54,9 +54,15 @@
     }
     return id;
   })();
-  const PENDING_KEY = scoped(sessionStorage, "switchboard.pending." + chat);
-  const REFUSED_KEY = scoped(sessionStorage, "switchboard.refused." + chat);
-  const DRAFT_KEY = scoped(sessionStorage, "switchboard.draft." + chat);
+  // What one address kept before the upgrade, joined to what another kept (`scoped`): its sends first, typed earlier.
+  const joined = (kept, own) => {
+    const have = new Set(JSON.parse(kept).map((item) => item.key));
+    return JSON.stringify([...JSON.parse(own).filter((item) => !have.has(item.key)), ...JSON.parse(kept)]);
+  };
+  const PENDING_KEY = scoped(sessionStorage, "switchboard.pending." + chat, false, joined);
+  const REFUSED_KEY = scoped(sessionStorage, "switchboard.refused." + chat, false, joined);
+  const DRAFT_KEY = scoped(sessionStorage, "switchboard.draft." + chat, false,
+                           (kept, own) => (!own || own === kept ? kept : !kept ? own : own + "\n\n" + kept));
 
   function randomId() {
     // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.

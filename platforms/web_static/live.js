@@ -47,13 +47,24 @@ window.SwitchboardLive = (() => {
   // address's copy stays for a page without the name). Moved, it is taken out first: a storage without room for two
   // copies (a refused paste of megabytes) refused the copy, and the page showed none of what it had kept. Only this
   // address's: the keys of another may be another gateway's.
-  function scoped(storage, name, shared = false) {
+  // The gateway's key there already (made at another of its addresses: a tab that used both before the upgrade), what
+  // this address kept joins it where `merge(kept, own)` says how (a refused message, its text's only copy): left
+  // under its address, it was never shown again. No room for both: it stays there, for a later load.
+  function scoped(storage, name, shared = false, merge = null) {
     const key = name + "@" + (named || base);
     const olds = named ? [name + "@" + base, name] : [name];
     let old = null;
     let before = null;
     try {
-      if (storage.getItem(key) !== null) return key;
+      const kept = storage.getItem(key);
+      if (kept !== null) {
+        const own = merge && named ? storage.getItem(olds[0]) : null;
+        if (own !== null) {
+          storage.setItem(key, merge(kept, own));
+          storage.removeItem(olds[0]);
+        }
+        return key;
+      }
       old = olds.find((o) => storage.getItem(o) !== null) ?? null;
       if (old === null) return key;
       before = storage.getItem(old);
