@@ -12,7 +12,8 @@ routed as one, not answered as the message it ran as).
 
 A start replays what waited for its turn when the last process ended, and queues it only after the platforms
 have started (an adapter that cannot start runs no turn): an edit made while the gateway was down may come
-first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already. A
+first. Told of those events (`replaying`), it is kept for the event (`replayed`) as for one queued already. So is
+one of a message taken once the stop had begun (`taken_in_stop`), recorded for the next start in no queue. A
 newer message of such a chat that a platform started first hands over meanwhile waits behind them, recorded, in
 no queue yet (`gateway.chat_intake.Replays`): its edit changes it there at once, so the platform, which may hand
 events over one at a time, goes on with every chat's events while the replay waits. A start that fails or is
@@ -50,7 +51,8 @@ class MessageEdits:
     """``is_command(text)``: whether the gateway would route ``text`` as a command; ``durable()``: commit what
     was written, raising as `gateway.app.Gateway.handle` does when the store refuses; ``accepting()``: whether
     the gateway takes events now (a stop has begun: what waits in a session's queue, or to be replayed by this
-    start, is replayed after the next start, unedited; what waits behind a replay is changed all the same)."""
+    start, is replayed after the next start, unedited; what waits behind a replay, or was taken since, is changed
+    all the same)."""
 
     def __init__(self, sessions: SessionRegistry, inbox: Inbox, intake: ChatIntake, behind_replay: Replays, *,
                  is_command: Callable[[str], bool], durable: Callable[[], Awaitable[None]],
@@ -81,8 +83,8 @@ class MessageEdits:
 
     def taken_in_stop(self, event: Inbound) -> None:
         """The stop has begun and ``event``, handed over meanwhile, is recorded for the next start, in no queue: its
-        deletion heard before the adapter stops drops it there (the platform, told the deletion was taken, sends it
-        no more), as one of a message in its session's queue does."""
+        edit or deletion heard before the adapter stops changes or drops it there (the platform, told it was taken,
+        sends it no more), as one of a message in its session's queue does."""
         self._taken_in_stop[(event.platform, event.event_id)] = event
 
     def replayed(self, event: Inbound) -> Inbound | None:
@@ -107,18 +109,22 @@ class MessageEdits:
             behind.event = edited
         else:
             async with self._intake.turn(key, self._before_waiting):
-                item = self._waiting(platform, chat_id, thread_id, message_id) if self._accepting() else None
+                accepting = self._accepting()
+                item = self._waiting(platform, chat_id, thread_id, message_id) if accepting else None
                 event = item.event if item is not None else None
-                if event is None and self._accepting():
-                    event = self._replay(platform, chat_id, thread_id, message_id)
+                if event is None:
+                    event = self._replay(platform, chat_id, thread_id, message_id) if accepting \
+                        else self._taken(platform, chat_id, thread_id, message_id)
                 if event is None:
                     return self._left(platform, chat_id, message_id)
                 if (edited := self._edit(event, text)) is None:
                     return False
                 if item is not None:
                     item.text, item.event = text, edited
-                else:
+                elif accepting:
                     self._replays[(platform, edited.event_id)] = edited
+                else:
+                    self._taken_in_stop[(platform, edited.event_id)] = edited
         await self._durable()
         return True
 
@@ -171,12 +177,16 @@ class MessageEdits:
                 return None
             self._replays[(platform, replay.event_id)] = None
             return replay
-        taken = None if self._accepting() else _as_written(self._taken_in_stop.values(), self._is_command, platform,
-                                                                chat_id, thread_id, message_id)
+        taken = None if self._accepting() else self._taken(platform, chat_id, thread_id, message_id)
         if taken is None or not self._inbox.withdraw(taken):
             return None
         del self._taken_in_stop[(platform, taken.event_id)]
         return taken
+
+    def _taken(self, platform: str, chat_id: str, thread_id: str | None, message_id: str) -> Inbound | None:
+        """The event of the message taken once the stop had begun (`taken_in_stop`), if it is answered as it was
+        written (`_as_written`)."""
+        return _as_written(self._taken_in_stop.values(), self._is_command, platform, chat_id, thread_id, message_id)
 
     def _withdraw(self, event: Inbound) -> bool:
         """`Inbox.withdraw` ``event``, unless its turn is too late to drop (`replaying`)."""
