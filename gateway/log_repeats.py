@@ -37,6 +37,10 @@ DEFAULT_WINDOW = 30.0
 _MAX_KINDS = 2048  # distinct lines remembered; the least recently seen are forgotten first (told if counted)
 _MAX_DISTINCT = 10_000
 """Distinct `alike` values counted per kind and window at most; past them, the count says "more than" them."""
+_EARLY = 0.001
+"""Seconds before its window closes that a kind is told by the timer: a loop runs a timer up to its clock's
+resolution early (and a float's rounding of the delay), and a kind not yet due re-armed one at 0 s, again and
+again, until the clock reached it (for ever under a test's clock that does not move)."""
 
 
 def alike(kind: str, value: str, what: str) -> dict[str, str]:
@@ -104,13 +108,17 @@ class RepeatFilter(logging.Filter):
                 due = seen.since + self.window
                 if due < self._timer_due or self._loop is None or self._loop.is_closed():
                     self._arm(due)
-            if value is not None and len(seen.values) < _MAX_DISTINCT:
+            if value is not None and len(seen.values) <= _MAX_DISTINCT:  # one past them: "more than"
                 seen.values.add(str(value))
             self._seen.move_to_end(key)
             return False
         self._counted.pop(key, None)
         if self._emit is not None and (self._loop is None or self._loop.is_closed()):
-            self._loop = _running_loop()  # the loop a worker thread's counts are told on
+            # The loop a worker thread's counts are told on. A closed one's timer went with it: left as due, it
+            # kept every later count from arming one (a process, or pytest, running loop after loop).
+            self._loop, self._timer, self._timer_due = _running_loop(), None, math.inf
+            if self._loop is not None and self._counted:
+                self._arm(min(seen.since for seen, _ in self._counted.values()) + self.window)
         self._seen[key] = _Seen(now, values={str(value)} if value is not None else set())
         self._seen.move_to_end(key)
         while len(self._seen) > _MAX_KINDS:
@@ -127,7 +135,8 @@ class RepeatFilter(logging.Filter):
         dropped), through ``emit``."""
         with self._lock:
             now = self._clock()
-            told = [key for key, (seen, _) in self._counted.items() if all_counted or seen.since + self.window <= now]
+            told = [key for key, (seen, _) in self._counted.items()
+                    if all_counted or seen.since + self.window <= now + _EARLY]
             summaries = [self._summary(*self._counted.pop(key), now) for key in told]
             if self._timer is not None:  # none but the one running now, or one `close` ends
                 self._timer.cancel()
@@ -207,7 +216,7 @@ def _count_text(seen: _Seen, elapsed: float, record: logging.LogRecord) -> str:
     text = f"and {seen.dropped:,} more like it in the last {elapsed:.0f} s"
     if seen.values:
         what = getattr(record, "repeat_what", "value")
-        many = f"more than {_MAX_DISTINCT:,}" if len(seen.values) >= _MAX_DISTINCT else f"{len(seen.values):,}"
+        many = f"more than {_MAX_DISTINCT:,}" if len(seen.values) > _MAX_DISTINCT else f"{len(seen.values):,}"
         text += f", from {many} {what}{'' if len(seen.values) == 1 else 's'}"
     return text
 
