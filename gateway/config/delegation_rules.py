@@ -17,6 +17,7 @@ from pathlib import Path
 from agent._plugins import BACKEND_NAME
 from gateway.config.premises import Finding
 from gateway.config.sections import Config
+from gateway.config.shown import key_part
 from lifecycle.plugins.advanced_delegation import profile_problems
 
 PLUGIN = "advanced_delegation"
@@ -64,7 +65,7 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
                               [f"delegation.{delegation.backend}"] if plugin_enabled(config) else ["plugins"]))
     root = source.parent if source is not None else Path.cwd()
     for name, option in delegation.model_map.items():
-        where = f"delegation.model_map.{name}"
+        where = f"delegation.model_map.{key_part(name)}"
         _check_name(where, name, errors)
         for key in ("description", "provider", "model"):
             if getattr(option, key) in (None, ""):
@@ -76,7 +77,7 @@ def delegation_rules(config: Config, source: Path | None) -> tuple[list[str], li
                           f" provider: openai or remove {key}" for key in ("base_url", "api_key")
                           if getattr(option, key) not in (None, ""))
     for name, profile in delegation.profile_routes.items():
-        where = f"delegation.profile_routes.{name}"
+        where = f"delegation.profile_routes.{key_part(name)}"
         _check_name(where, name, errors)
         if profile.description in (None, ""):
             errors.append(f"{where}.description: required (the parent model chooses a profile by it)")

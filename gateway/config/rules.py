@@ -6,7 +6,6 @@ starts (a missing token) or never (a bot nobody may talk to).
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from pathlib import Path
@@ -15,6 +14,7 @@ from yarl import URL
 
 from gateway.config.premises import Finding
 from gateway.config.sections import Config
+from gateway.config.shown import escaped, key_part
 from platforms.web_access import is_loopback, proxy_networks
 from platforms.webhook import ROUTE_NAME, secret_problem
 
@@ -214,7 +214,8 @@ def _model_name_rules(config: Config) -> list[str]:
     names = {"model.name": config.model.name, "model.transcription.name": config.model.transcription.name,
              "delegation.model": delegation.model}
     for kind in ("model_map", "profile_routes"):
-        names |= {f"delegation.{kind}.{name}.model": route.model for name, route in getattr(delegation, kind).items()}
+        names |= {f"delegation.{kind}.{key_part(name)}.model": route.model
+                  for name, route in getattr(delegation, kind).items()}
     return [f"{key}: {problem}" for key, name in names.items()
             if isinstance(name, str) and (problem := _model_name_problem(name))]
 
@@ -224,15 +225,8 @@ def _model_name_problem(name: str) -> str | None:
         kind = unicodedata.category(char)
         if kind in ("Cc", "Cs"):
             what = "a control character" if kind == "Cc" else "half of a UTF-16 pair"
-            return f"{_escaped(name)} holds {what} (U+{ord(char):04X}), which no model's name has; remove it"
+            return f"{escaped(name)} holds {what} (U+{ord(char):04X}), which no model's name has; remove it"
     return None
-
-
-def _escaped(text: str) -> str:
-    """``text`` quoted as JSON, every character that does not print escaped: the error is printed, and raw, NEL or
-    U+2028 broke its line, U+202E turned the rest of it around, a lone surrogate could not be printed at all."""
-    return "".join(char if char.isprintable() else (f"\\u{ord(char):04x}" if ord(char) < 0x10000 else
-                   f"\\U{ord(char):08x}") for char in json.dumps(text, ensure_ascii=False))
 
 
 _CLIENT_PATHS = ("/chat/completions", "/audio/transcriptions")
@@ -315,7 +309,7 @@ def _temporal_name_problem(name: str) -> str | None:
     there use different queues (children wait for a worker that never comes), and the log shows the same name."""
     if not name.strip():
         return None  # told as empty
-    shown = _escaped(name)
+    shown = escaped(name)
     if name != name.strip():
         where = "starts" if name[0].isspace() else "ends"
         return (f"{shown} {where} with whitespace: Temporal keeps it in the name, so a gateway and workers whose files"

@@ -52,3 +52,17 @@ def test_a_surrogate_from_an_undecodable_environment_byte_is_refused(load):
 def test_names_of_any_script_and_punctuation_are_kept(load, value):
     config, _ = load(json.dumps({"model": {"name": value}, "delegation": {"model": value}}))
     assert (config.model.name, config.delegation.model) == (value, value)
+
+
+@pytest.mark.parametrize("kind", ["model_map", "profile_routes"])
+def test_a_route_name_holding_a_control_character_is_shown_escaped_in_every_error(load, kind):
+    """The operator's own route name is part of each error's key: with a raw ESC in it, `config check` wrote
+    ``fa^[[2Jst`` to the terminal (a screen cleared), and a NEL or U+2028 broke the line."""
+    route = {"description": "quick", "provider": "demo", "model": "g\n"} if kind == "model_map" else {
+        "description": "code", "model": "g\n"}
+    config = {"plugins": ["advanced_delegation"], "delegation": {kind: {"fa\x1b[2Jst\u2028": route}}}
+    with pytest.raises(ConfigError) as caught:
+        load(json.dumps(config))
+    named = [e for e in caught.value.errors if e.startswith(f"delegation.{kind}.")]
+    assert named and all(e.startswith(f'delegation.{kind}."fa\\u001b[2Jst\\u2028"') for e in named), named
+    assert not any("\x1b" in e or "\u2028" in e for e in caught.value.errors)
