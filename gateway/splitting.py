@@ -53,7 +53,9 @@ points). What a cut never breaks:
   the limit is written out as its label and its address (`_unlinked`; a backslash before a label that would open
   a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown; a part holding a bare
   address whole up to its end, and only what is glued before it, ends before it where the next can hold it with the
-  punctuation glued after it (`_short_of_glued`);
+  punctuation glued after it (`_short_of_glued`); one a part holds with the punctuation around it, but not with the
+  markers of the styles around them (``**([site](…))**``), goes in a part without those markers rather than leave a
+  part of only ``**(**``, or the next starting with ``)``, or be cut (`_unstyled`);
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
   (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`); a table
@@ -89,7 +91,8 @@ kept); so is a list item's lines', and a quoted line's before the styles reopene
 blank line, that backslash or a quote's markers may be added, backslashes before markers shown as
 typed (and before the delimiter row of a table written as text), and list markers and links too long for a part
 rewritten, as said, and a part of only empty code blocks left out, and the ``~~`` of a strikethrough nested
-in one that a part reopens (or closes) alone; nothing else is added or removed.
+in one that a part reopens (or closes) alone, and the markers of the styles around a link or address a part holds
+only without them; nothing else is added or removed.
 Inline structure comes from markdown-it (`gateway.markdown_structure`), parsed only
 when a text must be cut, and only the stretches where a cut is considered; where the
 code blocks are from `gateway.split_fences`, and the list items from `gateway.split_items`
@@ -158,6 +161,8 @@ _SENTENCE_CLOSERS = 8  # closing quotes after a sentence's end looked at past th
 _SENTENCE_SHARE = 4  # a sentence's end is cut after only in the last 1/_SENTENCE_SHARE of the window
 _RETRIES = 6  # cuts tried when added closing markers push a part over the limit
 _JOINS_CLOSERS = "*_~\\"  # what an address cut ends with that would join the style markers closing it
+# Style markers and punctuation around an atom, no word, no space: alone, a part of only those.
+_SHOWN_AROUND = re.compile(r"(?:[^\w\s]|_)*")
 _MARKER_SHARE = 4  # style markers closing or reopening styles at a cut take at most 1/_MARKER_SHARE of the limit
 _REFERENCE_SHARE = 2  # the link definitions a part carries take at most 1/_REFERENCE_SHARE of it
 
@@ -1047,6 +1052,15 @@ class _Splitter(InLists):
                     # The part before closed the styles around it: the next part starts past their closers there.
                     return self._kept(whole, first, style.close_end), self.next_start(
                         first, style.close_end, None, self.styles_left_open(style.close_end))
+            if over <= 0 and (alone := self._atom_alone(start, self.rstrip(start, cut))) is not None:
+                # Of only style markers and punctuation before an atom (``**(**``), or with the atom the punctuation
+                # glued after it left alone to the next part: the part holds the atom and that punctuation without
+                # the markers; else, before an atom no part holds, the first piece of it (both given up on as plain
+                # text).
+                if (unstyled := self._unstyled(first, alone[0][1] + (not alone[1]))) is not None:
+                    return unstyled
+                if alone[1] and self.measure(text[alone[0][0]:alone[0][1]]) > self.limit:
+                    break
             if over <= 0:
                 return self._kept(part, first, cut), self.next_start(start, cut, fence, styles)
             # Closing markers (or a measure that is not monotone) pushed it over: cut earlier.
@@ -1054,6 +1068,8 @@ class _Splitter(InLists):
             cut, tried = self.choose_cut(start, end), cut
             if cut == tried:
                 break  # an atom the part starts with, longer than a part
+        if (unstyled := self._unstyled(first, first + 1)) is not None:
+            return unstyled
         # Give up on structure for this part: plain text, as much as fits, at least one character.
         start = first
         # Within a quoted line's text, it keeps the line's quote markers: without them, the piece is out of the quote.
@@ -1076,6 +1092,56 @@ class _Splitter(InLists):
         end, closers = self._closed_in_atom(start, end, quote, written)
         return (self._kept(quote + written(end) + closers, start, end),
                 self.next_start(start, end, None, self.styles_left_open(end)))
+
+    def _atom_alone(self, start: int, end: int) -> tuple[tuple[int, int], bool] | None:
+        """The atom a part from ``start`` to ``end`` holds, or ends right before, with only style markers and
+        punctuation besides (a reader sees ``(`` alone, the next part the atom; or the atom, the next part the ``)``
+        glued after it), and whether the part ends before it; None if it holds more."""
+        text = self.text
+        around = _SHOWN_AROUND.match(text, start).end()  # type: ignore[union-attr]
+        if end <= start or self.in_code(start):
+            return None
+        if around >= end:
+            atoms = self.structure.atoms_starting_in(end, around + 1)
+            return (atoms[0], True) if atoms else None
+        atoms = self.structure.atoms_starting_in(start, around + 1)
+        if atoms and atoms[0][1] == end < len(text) and not text[end].isspace():
+            return atoms[0], False
+        return None
+
+    def _unstyled(self, first: int, least: int) -> tuple[str | None, int] | None:
+        """For a part from ``first`` with only style markers and punctuation before an atom (``**(`` of ``**([site](…
+        ))** more``) that a part holds whole but not with those styles' markers, that part without them: the atom and
+        the text glued around it, as far as it fits (up to a space, else past the markers and punctuation after it,
+        else past the markers closing right after it; at least to ``least``), and where the next part starts; None
+        where there is no such atom, or it does not fit. Cut before the atom, a part read ``(`` alone (``**(**``);
+        cut in it, it showed its Markdown; cut after it, the next read ``)`` alone. Its styles go unshown instead
+        (the next part reopens those still open)."""
+        text, structure = self.text, self.structure
+        if self.in_code(first) or structure.table_at(first) is not None:
+            return None
+        atoms = structure.atoms_starting_in(first, _SHOWN_AROUND.match(text, first).end() + 1)  # type: ignore
+        if not atoms:
+            return None
+        a, b = atoms[0]
+        word = re.compile(r"\S{0,%d}(?!\S)" % (self.limit // _MARKER_SHARE)).match(text, b)
+        glued = _SHOWN_AROUND.match(text, b).end()  # type: ignore[union-attr]
+        closed = b
+        while closing := [s for s in structure.styles_open_at(closed) if s.close_start == closed]:
+            closed = closing[0].close_end  # nested styles' markers closing one after the other (``**~~``)
+        ends = [*([word.end()] if word else []), *([glued] if text[glued:glued + 1].isspace() else []), closed]
+        quote = self._quoted(first, False)[0]
+        for end in dict.fromkeys(e for e in ends if e >= least):
+            if structure.splits_marker(end) or any(s.open_start >= b for s in self.styles_left_open(end)):
+                continue  # within a marker, or after one opening a style it does not close
+            left_out = [*((s.open_start, s.open_end) for s in structure.styles_open_at(a) if first <= s.open_start),
+                        *((s.close_start, s.close_end) for s in structure.styles_open_at(b) if s.close_end <= end)]
+            written = self._without(left_out, first, end, lambda x, y: text[x:y])
+            if self.body(first, end) != text[first:end] or _block_escape(written, 0) is not None:
+                return None  # out of a list item, or opening a block: as any other part
+            if self.measure(quote + written) <= self.limit:
+                return self._kept(quote + written, first, end), self.next_start(first, end, None, [])
+        return None
 
     def _unclosed(self, start: int, end: int) -> tuple[Style, int] | None:
         """For a part from ``start`` to ``end`` that cannot close the styles it leaves open (their closers take more
@@ -1118,7 +1184,8 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     than a part (or such a link written out, its address too long to repeat), a backslash keeping a part
     that starts within a line from opening a block there (a quote, a list...) or markers shown as typed
     from marking a style, a backslash before the delimiter row of a table whose header no part can hold (written
-    as text), the ``~~`` of a strikethrough nested in one that a part reopens (or closes) alone, a quote's markers
+    as text), the ``~~`` of a strikethrough nested in one that a part reopens (or closes) alone, the markers of the
+    styles around a link or address that a part holds only without them, a quote's markers
     before the rest of a quoted line, and the list markers
     rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
     or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
@@ -1176,7 +1243,8 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
     """``text`` with every link or image that no part can hold, nor carry the target of (``](href)``, see
     `_carried`), written out as its label (alt text) and its address: cut as a link, a part would show its
     Markdown. A space goes after the address unless whitespace follows, or only punctuation an address leaves out
-    (glued, the next word would be linked with it; spaced off, the ``*`` closing an italic would close nothing); a
+    (glued, the next word would be linked with it; spaced off, the ``*`` closing an italic would close nothing), and
+    after the markers closing styles right after it (``**[説明](…)**です``: ``**説明 https://… **です`` showed them); a
     title (``"title"``), a tooltip no chat shows, is dropped. Only a target with no ``)`` in its first quarter
     of the limit (or a ``(``, ``<`` or backslash before it, where a ``)`` may not end it) is looked at, so the
     text is parsed only where one may be that long."""
@@ -1201,15 +1269,21 @@ def _unlinked(text: str, limit: int, measure: Measure) -> str:
             href = body[:destination.pos]
             if "\\" in href and not href.startswith("<"):
                 href = f"<{destination.str}>"  # its escapes would show as typed; an autolink has none
-            gap = "" if bare_urls.ends_before(href, text, link.close_end) else " "
-            written = f"{text[link.open_end:q]} {href}{gap}"
+            gap, closed = "", link.close_end
+            if not bare_urls.ends_before(href, text, closed):
+                # Past the markers of the styles closing right after it (``**[説明](…)**です``, closed there as CJK
+                # text reads them): spaced off the address, they would close nothing, and show as typed.
+                while closing := [s for s in structure.styles_open_at(closed) if s.close_start == closed]:
+                    closed = closing[0].close_end
+                gap = " "
+            written = f"{text[link.open_end:q]} {href}{text[link.close_end:closed]}{gap}"
             if _LINE_PREFIX.fullmatch(text, line, link.open_start):
                 # At a line's text, a label written out as ``>`` or ``#`` would open a quote or a heading, unshown;
                 # after spaces too (``[ > go](…)``), which, four of them, would open a code block.
                 written = written.lstrip(" \t")
                 at = _block_escape(written, 0)
                 written = written if at is None else f"{written[:at]}\\{written[at:]}"
-            text = f"{text[:link.open_start]}{written}{text[link.close_end:]}"
+            text = f"{text[:link.open_start]}{written}{text[closed:]}"
     return text
 
 
