@@ -16,6 +16,9 @@ of YAML 1.1's silent surprises and the values without end it builds.
 - A value YAML reads as a type it is no valid value of (a bare ``2024-02-30``, a date to YAML 1.1
   but none on the calendar; ``!!int abc``) is an error with its line: PyYAML raised Python's own
   ValueError (or KeyError), which reached the operator as a traceback.
+- A double-quoted escape pair of UTF-16 halves (``"\\ud83d\\ude00"``, as JSON and some editors write
+  😀) is the one character it stands for, in keys and values alike: PyYAML kept the two halves, which
+  no log, file or platform can encode. A half without its other stays, for the rules that refuse it.
 
 Messages do not echo the value: the loader does not know which keys hold secrets.
 """
@@ -34,6 +37,7 @@ MAX_MERGED = 1_000_000
 BASE_60 = ("a number written with a colon, which YAML 1.1 reads as base 60 (1:30 as 90): quote it if it is text,"
            " or write the number meant")
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")  # PyYAML's own octal pattern
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
 class StrictLoader(yaml.SafeLoader):
@@ -130,6 +134,9 @@ class StrictLoader(yaml.SafeLoader):
             return ("node", id(key_node))
         return key
 
+    def construct_scalar(self, node):
+        return _PAIR.sub(_joined, super().construct_scalar(node))
+
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):
             return super().construct_mapping(node, deep)  # which says it is none
@@ -161,6 +168,10 @@ class StrictLoader(yaml.SafeLoader):
         if ":" in node.value:
             raise yaml.constructor.ConstructorError(None, None, BASE_60, node.start_mark)
         return super().construct_yaml_float(node)
+
+
+def _joined(pair: re.Match) -> str:
+    return pair.group().encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 _KINDS = {"int": "an integer", "float": "a number", "bool": "a boolean", "timestamp": "a date"}

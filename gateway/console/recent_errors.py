@@ -5,7 +5,8 @@ above, redacted as the log is (`gateway.logging`) and with the ids of the turn t
 logged them. Only the message and, for an exception, its last line are kept, each cut to
 `MESSAGE` characters: the whole of them is in the log. Repeats are folded as in the log (`gateway.log_repeats`): a
 line identical to one kept less than ``repeat_window`` seconds ago is counted, not kept, so a
-flood of one warning (a stranger writing again and again) cannot push the others out.
+flood of one warning (a stranger writing again and again) cannot push the others out; the count is kept as
+its window closes, as the log writes it, not only with a next line of the kind, which may never come.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class RecentErrors(logging.Handler):
         self._entries: deque[dict[str, Any]] = deque(maxlen=capacity)
         self.addFilter(ContextFilter())
         self.addFilter(RedactionFilter())
-        self._repeats = RepeatFilter(repeat_window)
+        self._repeats = RepeatFilter(repeat_window, emit=self._keep_counted)
         self.version = 0
         """Bumped by every record kept: a view redraws when it changes."""
 
@@ -43,22 +44,35 @@ class RecentErrors(logging.Handler):
 
     def detach(self) -> None:
         logging.getLogger().removeHandler(self)
+        # The counts not yet kept, and their timer off the loop, which the stop may close next.
+        self._repeats.flush(all_counted=True)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             # A copy: folding rewrites the message of the next line that passes, and the log's own
             # handler folds the same record by its own count.
             record = logging.makeLogRecord(record.__dict__)
-            if not self._repeats.filter(record):
-                return
-            entry: dict[str, Any] = {"time": record.created, "level": record.levelname, "logger": record.name,
-                                     "message": _cut(record.getMessage()), **getattr(record, "ids", {})}
-            if record.exc_text:
-                entry["exception"] = _cut(record.exc_text.strip().splitlines()[-1])
-            self._entries.append(entry)
-            self.version += 1
+            if self._repeats.filter(record):
+                self._keep(record)
         except Exception:
             self.handleError(record)
+
+    def _keep_counted(self, record: logging.LogRecord) -> None:
+        """Keep the repeat filter's count of a window that closed: told from its timer too, which holds no lock of
+        the handler's as `emit` does."""
+        with self.lock:
+            try:
+                self._keep(record)
+            except Exception:
+                self.handleError(record)
+
+    def _keep(self, record: logging.LogRecord) -> None:
+        entry: dict[str, Any] = {"time": record.created, "level": record.levelname, "logger": record.name,
+                                 "message": _cut(record.getMessage()), **getattr(record, "ids", {})}
+        if record.exc_text:
+            entry["exception"] = _cut(record.exc_text.strip().splitlines()[-1])
+        self._entries.append(entry)
+        self.version += 1
 
     def entries(self) -> list[dict[str, Any]]:
         return list(reversed(self._entries))
