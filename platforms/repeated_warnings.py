@@ -11,10 +11,16 @@ after that is logged with how many there were:
 
     discord: POST /channels/{channel_id}/typing for channel 701 failed: NotFound: ...
         (and 99 more like it in the last 600 s)
+
+A cause counted when its window closes is told then, on the asyncio loop that counted it, without waiting for a
+next line that may never come (a burst of refused requests, then silence): its last line, with the count of the
+others (as `gateway.log_repeats` tells the log's repeats), and the next window starts there. Counted where no loop
+runs, it is told by the next line alone; one still counted as the loop ends (a stop within the window) is lost.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -30,6 +36,11 @@ CAUSES = 256
 class _Seen:
     since: float
     dropped: int = 0
+    last: tuple[str, float] = ("", 0.0)
+    """The last line counted and its time: made at once, not kept as its arguments (an error, with its traceback's
+    frames, for ten minutes)."""
+    timer: asyncio.TimerHandle | None = None
+    """Tells the count as the window closes (`RepeatedWarnings._tell`)."""
 
 
 class RepeatedWarnings:
@@ -50,8 +61,13 @@ class RepeatedWarnings:
         seen = self._seen.get(cause)
         if seen is not None and now - seen.since < self._window:
             seen.dropped += 1
+            seen.last = (msg % args if args else msg, now)
             self._seen.move_to_end(cause)
+            if seen.timer is None:
+                self._arm(seen, now)
             return
+        if seen is not None and seen.timer is not None:  # this line tells the count
+            seen.timer.cancel()
         self._seen[cause] = _Seen(now)
         self._seen.move_to_end(cause)
         while len(self._seen) > self._causes:
@@ -61,3 +77,23 @@ class RepeatedWarnings:
                           f"{seen.dropped:,}", now - seen.since, stacklevel=2)
         else:
             self._log.log(self._level, msg, *args, stacklevel=2)
+
+    def _arm(self, seen: _Seen, now: float) -> None:
+        """Have `_tell` run as ``seen``'s window closes, on the loop running here; none runs in a thread of its own."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        seen.timer = loop.call_later(seen.since + self._window - now, self._tell, seen)
+
+    def _tell(self, seen: _Seen) -> None:
+        """``seen``'s last line counted, with the count of the others; the next window starts now. A cause forgotten
+        meanwhile (`CAUSES`) is told all the same."""
+        seen.timer = None
+        line, at = seen.last
+        others, elapsed = seen.dropped - 1, at - seen.since
+        seen.since, seen.dropped, seen.last = self._clock(), 0, ("", 0.0)
+        if others:
+            self._log.log(self._level, "%s (and %s more like it in the last %.0f s)", line, f"{others:,}", elapsed)
+        else:
+            self._log.log(self._level, "%s", line)

@@ -177,7 +177,8 @@ class TemporalEngine:
         self._watch: asyncio.Task | None = None
         """Looks at the task queue's pollers while children are followed (`_watch_workers`)."""
         self._workers_gone = False
-        """The watch found no worker polling while children were followed, and none has polled since."""
+        """The watch found no worker polling while children were followed, or the start's check none at all while
+        the watch ran (`_check_workers`), and none has polled since."""
         self._newest_poll = 0.0
         """When the newest poll of the task queue the watch has seen began (Temporal's clock): one it saw before it
         last stopped, the pollers Temporal lists for minutes after a worker is gone, is not a worker polling again."""
@@ -505,8 +506,13 @@ class TemporalEngine:
         except RPCError as exc:  # not answering, or a key without that right: the children's own warnings remain
             log.debug("describe task queue %s: %s", settings.task_queue, exc)
             return
-        if pollers:
+        if pollers or self._warned_no_worker:  # a child that waited for one said it already
             return
+        if self._watch is not None:
+            # Children re-attached are watched (`_watch_workers`): it said this again a long poll later, and a child
+            # waiting for a worker did. Taken as gone, the watch tells when one polls, and warns should all go again.
+            # With no watch, nothing would see a worker come and go before a child, hours later, waits for one.
+            self._warned_no_worker = self._workers_gone = True
         log.warning("lifecycle.temporal.task_queue: no `switchboard worker` polls task queue %r in namespace %r at %s"
                     " (%g s after this gateway started); its children wait until one does: start one, or give the"
                     " workers this task_queue and namespace", settings.task_queue, settings.namespace,
