@@ -47,6 +47,18 @@ def is_boundary(text: str, i: int) -> bool:
     return True
 
 
+def whole_prefix(text: str, limit: int, reach: int = 16) -> str:
+    """At most ``limit`` code points of ``text``'s start, ending between whole clusters where one ends in the last
+    ``reach`` (a family of four with skin tones has 11); a longer cluster (a letter under hundreds of marks) is cut
+    between its code points, as looking back to its start costs milliseconds a cut."""
+    if len(text) <= limit:
+        return text
+    for cut in range(limit, max(0, limit - reach), -1):
+        if is_boundary(text, cut):
+            return text[:cut]
+    return text[:limit]
+
+
 def _regional_before(text: str, i: int) -> int:
     """How many regional indicators stand right before ``i``, counted back a stretch at a time."""
     count = 0

@@ -46,6 +46,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from agent import Clock
+from gateway.graphemes import whole_prefix
 from gateway.logging import redacted_bounded
 from gateway.store.unreadable_rows import UNREADABLE, LeftOut, as_bytes, row_name, text
 from lifecycle import SqliteDatabase
@@ -257,7 +258,7 @@ class Inbox:
         in its URL) would leave the key in the state database, its backups and its dead letter, whoever reads them."""
         key = (_text(platform), _text(event_id))
         self._db.write("UPDATE gateway_inbox SET attempts=attempts+1, last_error=? WHERE platform=? AND event_id=?",
-                       (_text(redacted_bounded(error)[:500]), *key))
+                       (_text(whole_prefix(redacted_bounded(error), 500)), *key))
         row = self._db.read_one("SELECT attempts FROM gateway_inbox WHERE platform=? AND event_id=?", key)
         return 0 if row is None else row[0]
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent import Clock
+from gateway.graphemes import whole_prefix
 from gateway.store.delegations import OWED_CARD_TURN
 from gateway.store.unreadable_rows import LeftOut, as_bytes, text
 from lifecycle import SqliteDatabase
@@ -357,7 +358,7 @@ class OutboxRows:
     def record_attempt(self, row_id: int, error: str, next_attempt_at: float | None) -> None:
         """A retryable failure: count it; the row stays pending."""
         self._db.write("UPDATE gateway_outbox SET attempts=attempts+1, last_error=?, next_attempt_at=? WHERE id=?",
-                         (_text(error[:500]), next_attempt_at, row_id))  # fmt: skip
+                         (_text(whole_prefix(error, 500)), next_attempt_at, row_id))  # fmt: skip
 
     def mark_sent(self, row_id: int, message_id: str | None, *, attempted: bool = True) -> None:
         """Sent: final, whatever the row's status was (a row dropped while in flight did go out)."""
@@ -372,7 +373,7 @@ class OutboxRows:
         answers were lost stays tried: it may be in the chat."""
         self._db.write("UPDATE gateway_outbox SET status='failed', attempts=attempts+1, last_error=?,"
                        " next_attempt_at=NULL, tried=tried AND ? WHERE id=? AND status='pending'",
-                       (_text(error[:500]), int(maybe_sent), row_id))
+                       (_text(whole_prefix(error, 500)), int(maybe_sent), row_id))
 
     def sent_quoting(self, platform: str, turn_id: str, reply_to: str) -> list[str]:
         """The keys of the turn's parts that went out quoting ``reply_to``."""
