@@ -15,7 +15,9 @@ Where an address ends is GitHub's rule for its bare URLs: at whitespace or ``<``
 without trailing punctuation (``.,:;!?*_~'"``, and "…", ``”`` and ``’``, which are not GitHub's: a line
 cut short ends with the one, `gateway.excerpt`, and a quote, the gateway's own “…” included, with the others)
 or a closing bracket it did not open, so
-``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant. Nor is
+``(see https://x.org/a)``, ``**https://x.org**`` and ``https://x.org/a…`` read as meant; nor (`_closed_in`) at
+markers closing a style opened before it, with text glued after them: ``**https://x.org/**を参照`` is bold around
+``https://x.org/``. Nor is
 it GitHub's that CJK punctuation (``。，、：（）「」``, the ideographic and full-width forms) ends an
 address anywhere: Chinese and Japanese put no space after one, so ``见https://x.org，然后…`` would
 otherwise link the rest of the sentence.
@@ -36,6 +38,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.rules_inline import autolink as _autolink
+from markdown_it.rules_inline.state_inline import Delimiter
 
 MARKUP = "linkify"
 _SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])(https?)$", re.IGNORECASE)
@@ -90,6 +93,90 @@ def spans(line: str) -> Iterator[tuple[int, int, bool]]:
             yield scheme.start(), at, _linked(url, scheme.group(1))
 
 
+_STYLE_RUN = re.compile(r"\*+|_+|~~+")
+"""Runs of markers that may close a style: markdown-it's strikethrough takes ``~`` in pairs only."""
+
+
+def _pair(opener: Delimiter, closer_opens: bool, closer_length: int) -> bool:
+    """Whether a run that may close (of ``closer_length``, which may also open) closes ``opener``: CommonMark's rule
+    of 3 (``*a**b*`` is one style) aside, yes; a strikethrough's length is 0, with no such rule."""
+    return not ((closer_opens or opener.close) and (opener.length + closer_length) % 3 == 0
+                and (opener.length % 3 or closer_length % 3))
+
+
+_TRIED = 8
+"""How many of its marker's last openers a closer tries (the rule of 3 may pass one by): markdown-it tries all down
+to a bound it keeps, which reading on from each address would make quadratic in a line of unclosed openers."""
+
+
+class _Unclosed:
+    """The delimiters markdown-it has read so far of an inline text (``*``, ``_``, a ``~~``) that open a style none
+    closes, as markdown-it pairs them: a closer closes the last opener of its marker that it may (`_pair`), and
+    the openers between them close nothing after (``*a _b* c_``). Read on from where it last stopped: a line of
+    many addresses and styles would otherwise be read from its start at each."""
+
+    def __init__(self, delimiters: list[Delimiter]) -> None:
+        self.delimiters, self.read = delimiters, 0
+        self.openers: list[Delimiter] = []
+        self.at: dict[int, list[int]] = {}  # a marker's places in `openers`, in order
+
+    def opener(self, marker: int, opens: bool, length: int) -> int | None:
+        """The place in `openers` of the one a run of ``marker`` that may close closes, if any."""
+        for place in reversed(self.at.get(marker, [])[-_TRIED:]):
+            if _pair(self.openers[place], opens, length):
+                return place
+        return None
+
+    def read_on(self) -> None:
+        # A run's markers close none of its own (``**`` between two words): its openers count after it. Each rule
+        # pushes a whole run, one delimiter a marker (a pair of ``~``), one text token each.
+        run: list[Delimiter] = []
+        last: Delimiter | None = None
+        for delimiter in self.delimiters[self.read:]:
+            if last is not None and (delimiter.marker != last.marker or delimiter.token != last.token + 1):
+                self._opened(run)
+            last = delimiter
+            place = self.opener(delimiter.marker, delimiter.open, delimiter.length) if delimiter.close else None
+            if place is not None:
+                del self.openers[place:]
+                for places in self.at.values():
+                    while places and places[-1] >= place:
+                        places.pop()
+            elif delimiter.open:
+                run.append(delimiter)
+        self._opened(run)
+        self.read = len(self.delimiters)
+
+    def _opened(self, run: list[Delimiter]) -> None:
+        for delimiter in run:
+            self.at.setdefault(delimiter.marker, []).append(len(self.openers))
+            self.openers.append(delimiter)
+        run.clear()
+
+
+def _closed_in(state: StateInline, start: int, url: str) -> str:
+    """``url``, read at ``start``, ending before the markers in it that close a style opened before it: in
+    ``**https://x.org/**を参照`` the ``**`` close the bold, as they do in ``**https://x.org/**, see``, and what
+    follows is text, not a part of the link's address. A ``*``, ``_`` or ``~`` in an address that closes no
+    style stays its own (``https://x.org/a_b``, ``_see https://x.org/a_b_``)."""
+    run = _STYLE_RUN.search(url, url.index("//"))
+    if run is None:
+        return url
+    # Kept with the state, which markdown-it makes for each inline text; a link's text has delimiters of its own.
+    unclosed = state.__dict__.get("_bare_urls_unclosed")
+    if unclosed is None or unclosed.delimiters is not state.delimiters:
+        unclosed = state.__dict__["_bare_urls_unclosed"] = _Unclosed(state.delimiters)
+    unclosed.read_on()
+    while run is not None:
+        marker = run.group()[0]
+        if unclosed.at.get(ord(marker)):
+            scanned = state.scanDelims(start + run.start(), marker != "_")
+            if scanned.can_close and unclosed.opener(ord(marker), scanned.can_open, len(run.group())) is not None:
+                return _trimmed(url[:run.start()])
+        run = _STYLE_RUN.search(url, run.end())
+    return url
+
+
 def bare_url(state: StateInline, silent: bool) -> bool:
     """At the ``:`` of ``https://``, with the scheme just read as text: the address as a link."""
     if state.linkLevel > 0 or state.src[state.pos] != ":":
@@ -100,7 +187,7 @@ def bare_url(state: StateInline, silent: bool) -> bool:
     rest = _REST.match(state.src, state.pos + 1, state.posMax)
     if scheme is None or rest is None:
         return False
-    url = _trimmed(scheme.group(1) + ":" + rest.group())
+    url = _closed_in(state, state.pos - len(scheme.group(1)), _trimmed(scheme.group(1) + ":" + rest.group()))
     if not _linked(url, scheme.group(1)):
         return False
     if not silent:

@@ -458,9 +458,12 @@ window.SwitchboardMarkdown = (() => {
   // [text][label], [label][] and [label]: a link only when the text defines the label.
   const REFERENCE_TAIL = /\](?:\[(?<ref>(?:[^\[\]\\\n]|\\.){0,999})\])?/y;
   // A URL ends as the gateway reads a bare one (platforms/formatting/bare_urls.py): brackets it
-  // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not, a backtick ends it.
-  const BARE_URL = caseless("http") + "[Ss]?:\\/\\/" +
-    /(?:[^\s<>()"`]|\([^\s<>()"`]*\))*(?:[^\s<>()"`.,;:!?*_~'\u2026\u201d\u2019]|\([^\s<>()"`]*\))/.source;
+  // opened are part of it (Wikipedia's "Python_(language)"), trailing punctuation is not, a backtick ends it, and
+  // so does CJK punctuation (bare_urls._TAKEN): "见https://x.org，然后…" linked the rest of the sentence.
+  // BARE_CHARS is a class left open: its last character's adds the punctuation an address does not end with.
+  const BARE_CHARS = "[^\\s<>()\"`\\u3000-\\u303f\\uff01-\\uff0f\\uff1a-\\uff20\\uff3b-\\uff40\\uff5b-\\uff65";
+  const BARE_URL = caseless("http") + "[Ss]?:\\/\\/(?:" + BARE_CHARS + "]|\\(" + BARE_CHARS + "]*\\))*(?:" + BARE_CHARS +
+    ".,;:!?*_~'\\u2026\\u201d\\u2019]|\\(" + BARE_CHARS + "]*\\))";
   // An address between <>, as CommonMark reads one: a scheme of 2 to 32 characters, a colon and no space,
   // control character, < or >, or an e-mail address. Anything else (<b>, <a:b>) is text, as typed.
   const DOMAIN = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
