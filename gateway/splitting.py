@@ -1059,8 +1059,9 @@ class _Splitter(InLists):
                 # text).
                 if (unstyled := self._unstyled(first, alone[0][1] + (not alone[1]))) is not None:
                     return unstyled
-                if alone[1] and self.measure(text[alone[0][0]:alone[0][1]]) > self.limit:
-                    break
+                if alone[1] and self.measure(text[alone[0][0]:alone[0][1]]) > self.limit and not any(
+                        s.close_start < alone[0][0] for s in self.structure.styles_open_at(first)):
+                    break  # (not past the closers of styles opened before, as plain text they would show as typed)
             if over <= 0:
                 return self._kept(part, first, cut), self.next_start(start, cut, fence, styles)
             # Closing markers (or a measure that is not monotone) pushed it over: cut earlier.
@@ -1129,13 +1130,18 @@ class _Splitter(InLists):
         closed = b
         while closing := [s for s in structure.styles_open_at(closed) if s.close_start == closed]:
             closed = closing[0].close_end  # nested styles' markers closing one after the other (``**~~``)
-        ends = [*([word.end()] if word else []), *([glued] if text[glued:glued + 1].isspace() else []), closed]
+        # Past the punctuation glued after it, up to a space or the text's end (``))`` alone, a part of its own).
+        ends = [*([word.end()] if word else []), *([glued] if text[glued:glued + 1].isspace() or glued == len(text)
+                                                   else []), closed]
         quote = self._quoted(first, False)[0]
         for end in dict.fromkeys(e for e in ends if e >= least):
             if structure.splits_marker(end) or any(s.open_start >= b for s in self.styles_left_open(end)):
                 continue  # within a marker, or after one opening a style it does not close
+            # Closers of the styles opened before it (``))_**`` of ``**_… [c](…)))_**``) too: it reopens none.
             left_out = [*((s.open_start, s.open_end) for s in structure.styles_open_at(a) if first <= s.open_start),
-                        *((s.close_start, s.close_end) for s in structure.styles_open_at(b) if s.close_end <= end)]
+                        *((s.close_start, s.close_end) for s in structure.styles_open_at(b) if s.close_end <= end),
+                        *((s.close_start, s.close_end) for s in structure.styles_open_at(first)
+                          if s.open_start < first and s.close_end <= a)]
             written = self._without(left_out, first, end, lambda x, y: text[x:y])
             if self.body(first, end) != text[first:end] or _block_escape(written, 0) is not None:
                 return None  # out of a list item, or opening a block: as any other part

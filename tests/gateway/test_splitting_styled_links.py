@@ -136,3 +136,59 @@ def test_no_part_of_a_styled_link_shows_its_markers_nor_loses_text(platform, con
     unstyled = f"{opening}{atom}{closing}"
     if measure(unstyled) <= limit // 2 and limit >= 16:
         assert all(re.search(r"\w", s) for s in shown), parts
+
+
+# --- review of b6ebfc40 -------------------------------------------------------------------------------------------
+
+
+def test_an_unstyled_part_does_not_show_the_closers_of_styles_opened_before_it():
+    # The part from "))_**" on, given up on as plain text, held "))" and the image without the "__" around it, but
+    # kept "_**", the closers of the bold italic the part before opened: shown as typed ("))_**site").
+    p = "p" * 40
+    text = f'**_"前文 [`c`](https://e.co/{"p" * 150} "title")))_**__![site](https://e.co/{p}) これは).__'
+    parts = split_text(text, 73)
+    shown = [_telegram_shows(part) for part in parts]
+    assert not any("**" in s or "_" in s for s in shown), parts
+    assert parts[-2:] == [f"))![site](https://e.co/{p})", "__これは).__"]
+
+
+@pytest.mark.parametrize("text", ["~~**[the docs](https://e.co/ppp)))**~~", "**[the docs](https://e.co/ppp)))**"])
+def test_the_punctuation_after_an_address_at_the_end_is_no_part_of_its_own(text):
+    # "https://e.co/ppp))" fits 23 but not with "~~**" reopened around it: the address went alone, and the last part
+    # was "~~**))**~~", only punctuation.
+    parts = split_text(text, 23 if text.startswith("~") else 19)
+    assert all(re.search(r"[^\W_]", _telegram_shows(p)) for p in parts), parts
+    assert parts[-1] == "https://e.co/ppp))"
+
+
+_before = st.tuples(st.sampled_from(["**", "**_", "~~", "*", "***"]), st.sampled_from(["前文", "see the", "a"]),
+                    st.integers(20, 200), st.sampled_from([")", "))", ")))", ").", ""]))
+
+
+@settings(max_examples=150)
+@given(before=_before, construct=_construct, limit=st.integers(40, 120))
+def test_a_styled_link_after_a_style_closed_past_a_long_address_shows_no_markers(before, construct, limit):
+    # A style closing right after a long link (its address cut over parts), a styled link or address after it: the
+    # part given up on as plain text from the closers on kept them (shown as typed), or left the punctuation after
+    # the address at the text's end a part of its own.
+    outer, label, n, glued = before
+    _, _, marker, opening, atom, closing, after = construct
+    assume(len(marker) <= limit // 4 and len(outer) <= limit // 4)
+    space = " "  # glued to the closers before, they and the markers would read otherwise in the whole
+    if atom.startswith("https://") and not closing.startswith(("）", "」")) and after[:1] not in ("", " ", ","):
+        after = " " + after
+    text = f"{outer}{label} [c](https://e.co/{'p' * n}){glued}{outer[::-1]}{space}{marker}{opening}{atom}{closing}"
+    text += f"{marker[::-1]}{after}"
+    parts = split_text(text, limit)
+    shown = [_telegram_shows(p) for p in parts]
+    assert _shown_markers("\n".join(shown)) - _shown_markers(_telegram_shows(text)) == Counter(), parts
+    assert not any(re.fullmatch(r"[*_~]+[^\w\s]*|[^\w\s]*[*_~]+", s) for s in shown), parts
+
+
+def test_a_part_before_an_address_no_part_holds_is_not_given_up_on_past_closers():
+    # "[c](…)" went alone without the bold around it; the next part, ")**(" before an address no part holds, was given
+    # up on as plain text: it showed the bold's closer as typed, ")**(https://…".
+    text = f"**前文 [c](https://e.co/{'p' * 20}))**(https://e.co/{'q' * 28}"
+    parts = split_text(text, 40)
+    assert not any("**" in _telegram_shows(p) for p in parts), parts
+    assert "".join(_telegram_shows(p) for p in parts) == f"前文c)(https://e.co/{'q' * 28}"
