@@ -72,10 +72,10 @@ def remember_window(model: Any, error_text: str) -> None:
         _named[model] = window
     except TypeError:  # a model object that cannot be weakly referenced: its refusals stay one-offs
         return
-    # A WARNING: model.context_window is wrong, and after each restart a long conversation costs a refusal again.
-    log.warning("model %s: its server's context window is %d tokens (named when it refused a request), not the %d of "
-                "model.context_window; conversations are compacted to fit %d from now on",
-                getattr(model, "name", "?"), window, model.context_window, window)
+    # INFO: the session that met the refusal says, once, as a WARNING, that model.context_window is to be set.
+    log.info("model %s: its server's context window is %d tokens (named when it refused a request), not the %d of "
+             "model.context_window; conversations are compacted to fit %d from now on",
+             getattr(model, "name", "?"), window, model.context_window, window)
 
 
 def _say_disbelieved(model: Any, named: int) -> None:
