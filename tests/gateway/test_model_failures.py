@@ -157,7 +157,9 @@ async def test_a_summary_the_model_could_not_write_is_told_in_the_reply_and_the_
     else:
         server.push_hang()
     chat = RecordingAdapter()
-    model = openai_model(server, context_window=4_000, timeout_seconds=0.5)  # compacts at ~2,000 tokens
+    # Compacts at ~2,000 tokens. The hung summary waits out the timeout; every other request must come in well
+    # under it on a loaded 2-core machine (at 0.5 s, a CI run once saw a turn's answer time out too).
+    model = openai_model(server, context_window=4_000, timeout_seconds=2.0)
     gateway = await gateways(make_config(tmp_path, model=model), [chat])
     replies = [await ask(chat, gateway, f"topic {n}: " + "words " * 200) for n in range(1, 11)]
     asked = next(i for i, body in enumerate(server.requests) if summarising(body))  # the first: it fails
