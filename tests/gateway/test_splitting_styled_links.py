@@ -182,7 +182,13 @@ def test_a_styled_link_after_a_style_closed_past_a_long_address_shows_no_markers
     parts = split_text(text, limit)
     shown = [_telegram_shows(p) for p in parts]
     assert _shown_markers("\n".join(shown)) - _shown_markers(_telegram_shows(text)) == Counter(), parts
-    assert not any(re.fullmatch(r"[*_~]+[^\w\s]*|[^\w\s]*[*_~]+", s) for s in shown), parts
+    whole = _telegram_shows(text)
+    for i, s in enumerate(shown):
+        if re.fullmatch(r"[*_~]+[^\w\s]*|[^\w\s]*[*_~]+", s):
+            # Only a character the whole shows as typed too (``_https://…）_です`` opens no italic), glued before an
+            # address that fills a part: a part of its own rather than the address cut or the character lost.
+            assert i + 1 < len(parts) and s + shown[i + 1] in whole, parts
+            assert len(parts[i]) + len(parts[i + 1]) > limit, parts
 
 
 def test_a_part_before_an_address_no_part_holds_is_not_given_up_on_past_closers():
