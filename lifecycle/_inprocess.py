@@ -102,14 +102,19 @@ class InProcessEngine:
             waiting[job.subagent_id] = (job, contextvars.copy_context())
 
     def withdraw(self, subagent_id: str) -> bool:
+        return self.withdraw_in(subagent_id) is not None
+
+    def withdraw_in(self, subagent_id: str) -> contextvars.Context | None:
+        """`withdraw`, returning the context the job was submitted in (None: not waiting for a slot): the service
+        ends the child there, its hooks in the turn that launched it, as they would have run in its task."""
         lane = self._waiting.pop(subagent_id, None)
         if lane is None:
-            return False
+            return None
         waiting = self._lanes[lane]
-        del waiting[subagent_id]
+        _, context = waiting.pop(subagent_id)
         if not waiting:
             del self._lanes[lane]
-        return True
+        return context
 
     def interrupt(self, subagent_id: str, reason: str) -> None:
         run = self._runs.get(subagent_id)

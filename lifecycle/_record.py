@@ -4,6 +4,7 @@ plugins get results. Small on purpose: a thousand of them wait at once."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ class Record:
     __slots__ = (
         "handle", "job", "turn_id", "goal", "created_at", "state", "updated_at", "started_at", "completed_at",
         "result", "outcome", "parent", "model", "cancel_reason", "interrupt_reason", "steers", "kept_job", "inline",
-        "ran", "closing", "completing", "ending", "keep_result", "_waiters", "_handle_json", "__weakref__",
+        "ran", "closing", "completing", "ending", "keep_result", "context", "_waiters", "_handle_json", "__weakref__",
     )
 
     def __init__(self, handle: SubagentHandle, goal: str, created_at: float, job: ChildJob | None = None) -> None:
@@ -66,6 +67,11 @@ class Record:
         state stays as it was until its result is published, and a cancel meanwhile must not pretend to stop it."""
         self.keep_result = False
         """Its handle was handed out: keep its result in memory for the reads that follow."""
+        self.context: contextvars.Context | None = None
+        """Once withdrawn from an engine that kept it (`Stopping._withdraw`): the context its job was submitted in,
+        the launching turn's. The service ends it there, so its hooks see that turn, as those of a child that ran
+        see it in its task, started in that context. None otherwise: not kept for every child (a child holds its
+        context in its task), and a record read back from the journal has no launching turn in this process."""
         self._waiters: list[asyncio.Future] | None = None  # created only when someone waits
         self._handle_json: str | None = None
 
@@ -113,7 +119,7 @@ class Record:
 
     def release(self) -> None:
         """Drop what only a live child needs (its result's text holds the handle's JSON now)."""
-        self.parent = self.model = self._handle_json = None
+        self.parent = self.model = self._handle_json = self.context = None
 
     @property
     def stop_request(self) -> str | None:

@@ -53,7 +53,7 @@ class Stopping:
             # it winds down: ended as interrupted by process exit, it would be taken for lost, and run again.
             record.closing = record.closing or (closing and record.stop_request is None)
             sid = record.handle.subagent_id
-            taken = self.engine.withdraw(sid)
+            taken = self._withdraw(record)
             # Withdrawn: its terminal row says why it ends, but is held while the service starts, and is published
             # even when its commit failed: kept apart too, for `stops_committed` to wait for. Else, for a child
             # CANCEL_REQUESTED, the cancel's reason is the stop journaled.
@@ -67,6 +67,20 @@ class Stopping:
             else:
                 self.engine.interrupt(sid, reason)
         return withdrawn, reached
+
+    def _withdraw(self, record: Record) -> bool:
+        """`Engine.withdraw`, keeping the context the job was submitted in, the launching turn's, when the engine
+        hands it back (`InProcessEngine.withdraw_in`): the service ends the child there (`_complete_now`), not in
+        its stopper's context (the host's ``/agents stop``, in no turn; a cancel made in a later turn)."""
+        sid = record.handle.subagent_id
+        withdraw_in = getattr(self.engine, "withdraw_in", None)  # not part of `Engine`: an engine may lack it
+        if withdraw_in is None:
+            return self.engine.withdraw(sid)
+        context = withdraw_in(sid)
+        if context is None:
+            return False
+        record.context = context
+        return True
 
     async def _withdrawn(self, withdrawn: list[Record], reason: str) -> None:
         """End the children `_stop` took back from the engine, together: their terminal rows share one commit."""
@@ -93,7 +107,7 @@ class Stopping:
             raise SubagentLifecycleError(CLOSED, code="CLOSED")
         now, reason = self.host.clock.time(), reason[:500]
         sid = record.handle.subagent_id
-        if self.engine.withdraw(sid):
+        if self._withdraw(record):
             # Journaled first, as for a running child: its end alone is published even when its commit failed,
             # and is only held while the service starts; answered "accepted" then, a crash left it PENDING.
             self._journal_stop(record, state=S.CANCEL_REQUESTED._value_, updated_at=now, stop_reason=reason)

@@ -456,10 +456,15 @@ class Supervisor(StartAdoption, Stopping):
         caller does."""
         # Shielded here, which only children stopped before they ran pass, not in `finished`, which every
         # child passes: a launch pays for no future.
+        # A withdrawn one in the context it was submitted in, not its stopper's (the host's `/agents stop`, in no
+        # turn; a later turn's cancel): its hooks see the turn that launched it, as those of a child that ran do.
+        loop = asyncio.get_running_loop()
         if held:  # marked completing already (`release`): `finished` would skip them
-            ending = asyncio.gather(*(self._finish(r, outcome(r)) for r in records))
+            ending = asyncio.gather(*(loop.create_task(self._finish(r, outcome(r)), context=r.context)
+                                      for r in records))
         else:
-            ending = asyncio.gather(*(self.finished(r.handle.subagent_id, outcome(r)) for r in records))
+            ending = asyncio.gather(*(loop.create_task(self.finished(r.handle.subagent_id, outcome(r)),
+                                                       context=r.context) for r in records))
         # Counted from the start, not only once given up: finishing, they are out of the reach of `close`'s
         # stop, which would otherwise not wait for them, and close the journal before their terminal rows.
         self._wait_at_close(ending)
@@ -471,7 +476,6 @@ class Supervisor(StartAdoption, Stopping):
             raise
         if self._start_hold is not None:
             return
-        loop = asyncio.get_running_loop()
         await asyncio.gather(*(r.waiter(loop) for r in records))
 
     async def _publish(self) -> None:

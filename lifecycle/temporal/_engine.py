@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 import uuid
@@ -127,6 +128,9 @@ class _Child:
     steers: deque[dict[str, str]] = field(default_factory=deque)
     """Steers Temporal has not taken yet, oldest first; the first is being sent. The journal holds them
     too (`EngineHost.unsent_steers`), kept up to date until Temporal has taken them all."""
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
+    """The context it was launched in (the parent turn's; the start's, for one re-attached), as its follow is: its
+    stop's task runs in it too, and so do the hooks of its end, reported from there when no worker had taken it."""
 
 
 @dataclass(slots=True)
@@ -227,7 +231,8 @@ class TemporalEngine:
         if len(reason) > STOP_REASON_CHARS:
             reason = reason[:STOP_REASON_CHARS - 1] + "…"
         child.stop_reason = reason
-        self._spawn(self._cancel(child, reason), _SENDING)
+        # Not in the stopper's context (the host's `/agents stop`, in no turn): `_end_untaken` reports its end there.
+        self._spawn(self._cancel(child, reason), _SENDING, child.context.copy())
 
     def steer(self, subagent_id: str, text: str) -> bool:
         child = self._children.get(subagent_id)
@@ -858,9 +863,8 @@ class TemporalEngine:
             delay = min(2 * delay, _FOLLOW_AGAIN_MAX)
         self._silent = False
 
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task:
-        task = asyncio.ensure_future(coro)
-        task.set_name(name)
+    def _spawn(self, coro: Any, name: str, context: contextvars.Context | None = None) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro, name=name, context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
