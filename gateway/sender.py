@@ -80,8 +80,12 @@ good, not by the chat's own refusal, is an ERROR; a progress notice, an interim 
 def _refuses_chat(row: OutboxRow, exc: BaseException) -> bool:
     """Whether ``exc`` refused ``row`` as a message in its chat (`progress_message.CHAT_GONE`: the bot removed or
     blocked, the chat deleted): every message there, a note of the part too, is refused the same way for now. Not
-    a file's `Forbidden`, which may be the file's alone (Discord's Attach Files)."""
-    return row.op != "file" and isinstance(exc, (Forbidden, NotFound))
+    a file's `Forbidden`, which may be the file's alone (Discord's Attach Files). A webhook's file is a delivery as
+    its text is, refused for good by its receiver alike (`NotFound`): one line per chat and refusal, not one per file
+    of a receiver that takes none."""
+    if row.op == "file":
+        return row.platform == "webhook" and isinstance(exc, NotFound)
+    return isinstance(exc, (Forbidden, NotFound))
 
 
 def _changes_progress(row: OutboxRow) -> bool:

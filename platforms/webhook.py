@@ -136,7 +136,32 @@ answer a bad signature with 400), 404 (an ingress's default backend answers it w
 _ANSWER_CHARS = 200
 """Characters of a final refusal's answer the log quotes: a receiver's reason, not its error page."""
 _TOKEN_CHARS = 8
-"""A deliver_url's path segment or query value this long may be a token a receiver names on its own: masked too."""
+"""A deliver_url's part (a path segment, a query name or value, a host's label) this long that reads as no word
+(`_word`) may be a token a receiver names on its own: masked too."""
+_ALWAYS_CHARS = 12
+"""A part this long is masked though it reads as words: a token of letters alone may (one of twelve lower-case
+letters in three), and few words in a URL are as long."""
+_SHORT_CHARS = 4
+"""A part shorter is no secret (``v2``, an address's ``127``): nor is the path or URL holding it, alone, one."""
+_CREDENTIAL = re.compile("token|key|secret|pass|pwd|sig|auth|credential", re.IGNORECASE)
+"""The name of a query parameter, or a path segment, that a credential follows (``?api_key=``, IFTTT's
+``/with/key/…``), as the log's own masking names them (`gateway.config.secret_values.CREDENTIAL_NAMES`): what
+follows is masked whatever it reads as."""
+_PIECE = "(?:[a-z]+(?:[A-Z][a-z]+)*|(?:[A-Z][a-z]+)+|[A-Z]{1,5})"
+_WORDS = re.compile(rf"{_PIECE}(?:[-_.~]{_PIECE})*")
+"""Words as a URL spells them: letters cased as words are (``hooks``, ``AlertHook``, ``API``), one of ``-_.~``
+between two."""
+_UNSPOKEN = re.compile(r"[b-df-hj-np-tv-xz]{5}|([a-z])\1\1", re.IGNORECASE)
+"""Five consonants in a row, or a letter three times: in a random string of letters, rarely in a word."""
+_SPLIT_WORDS = re.compile(r"[-_.~]|(?<=[a-z])(?=[A-Z])")
+_URL_WORDS = frozenset("""
+    alert alerts api app apps bot bots callback callbacks catch channel channels chat chats deliver deliveries delivery
+    event events example gateway hook hooks inbound incoming ingest integration integrations internal message messages
+    notice notices notify ops outbound prod production receive receiver relay report reports service services
+    staging status switchboard team teams trigger triggers update updates webhook webhooks workflow workflows
+""".split())
+"""Words a part of `_TOKEN_CHARS` or more may be made of and still be shown: a token of letters alone reads as words
+as often as not (`_word`), so only these common ones are taken for words there."""
 
 
 class SentBack(Exception):
@@ -576,9 +601,8 @@ def _message(route: str, chat_id: str, turn_id: str | None, origin: str | None, 
 async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
     """``"; its answer: "`` and the start of ``response``'s body on one line, for the log of a final refusal (the
     operator's one clue to why: a field the receiver misses, a size it takes); ``""`` for an empty or unreadable
-    one. A receiver may echo what it was sent: the route's secrets are masked, and the URL, its path and query (which
-    may carry a token) and their parts of `_TOKEN_CHARS` or more, in either case, also one cut short by the end of
-    what is read."""
+    one. A receiver may echo what it was sent: the route's secrets are masked, and the URL's (`_hidden`), in either
+    case, also one cut short by the end of what is read."""
     limit = 4 * _ANSWER_CHARS  # bytes: enough for that many characters, however encoded
     head = b""
     try:
@@ -606,19 +630,47 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
 
 def _hidden(route: Route) -> list[str]:
     """What a receiver's answer quoted in the log must not show, longest first (a URL before its path): the
-    secrets, the URL, its path and query with and without each other (Spring's error body names the path alone),
-    their parts long enough to be a token (named alone: "unknown token …"), each raw and decoded, and JSON's ``\\/``
-    for ``/``."""
-    hidden = {*route.secrets(), route.deliver_url or ""}
+    secrets; the URL's credentials (a password, a user name alone, what follows a name holding one, `_CREDENTIAL`);
+    each part that may be a token (`_token`), named alone ("unknown token …"); and, when it holds any of these, the
+    URL, its path and query with and without each other (Spring's error body names the path alone); each raw and
+    decoded, and with JSON's ``\\/`` for ``/``. Not a part that reads as a word (``/hooks/webhooks``): masked, it
+    made holes in the receiver's own words, where it named what was wrong."""
+    hidden = set(route.secrets())
+    whole: set[str] = set()
     # As sent (yarl's normalising: %2F in a query is sent as /) and as written in the configuration.
     for url in (yarl.URL(route.deliver_url or ""), yarl.URL(route.deliver_url or "", encoded=True)):
-        raw_values = [pair.partition("=")[2] for pair in url.raw_query_string.split("&")]
-        parts = (*url.raw_parts, *url.parts, *raw_values, *url.query.values())
-        hidden |= {p for p in parts if len(p) >= _TOKEN_CHARS}
-        hidden |= {url.raw_path_qs, url.path_qs, url.raw_path, url.path, url.raw_query_string, url.query_string,
-                   url.raw_password or "", url.password or ""}
-    hidden -= {"", "/"}
+        pairs = [pair.partition("=")[::2] for pair in url.raw_query_string.split("&")] + list(url.query.items())
+        credentials = [url.raw_password or url.raw_user or "", url.password or url.user or ""]
+        credentials += [value for name, value in pairs if _CREDENTIAL.search(name)]
+        credentials += [part for parts in (url.raw_parts, url.parts) for before, part in zip(parts, parts[1:])
+                        if _CREDENTIAL.search(before) and not _token(before, 0)]  # "key", not a token holding "Pwd"
+        labels = re.split("[.:]", url.raw_host or "")[:1]  # a request bin's token is its host's first label
+        parts = [*labels, *url.raw_parts, *url.parts, *(p for pair in pairs for p in pair)]
+        hidden |= {c for c in credentials if len(c) >= _SHORT_CHARS} | {p for p in parts if _token(p, _TOKEN_CHARS)}
+        if any(credentials) or any(_token(p, _SHORT_CHARS) for p in parts):
+            whole |= {route.deliver_url or "", str(url), url.raw_path_qs, url.path_qs, url.raw_path, url.path,
+                      url.raw_query_string, url.query_string}
+    hidden = (hidden | whole) - {"", "/"}
     return sorted(hidden | {h.replace("/", "\\/") for h in hidden}, key=len, reverse=True)
+
+
+def _token(part: str, shortest: int) -> bool:
+    """Whether ``part`` of a deliver_url, ``shortest`` characters or more, may be a token: `_ALWAYS_CHARS` or
+    more; `_TOKEN_CHARS` or more and not made of `_URL_WORDS` alone; shorter and not `_word` (then it is no secret
+    named alone, but the path or URL holding it may be one)."""
+    if len(part) < shortest:
+        return False
+    if len(part) >= _TOKEN_CHARS:
+        return len(part) >= _ALWAYS_CHARS or not (
+            _word(part) and all(w.lower() in _URL_WORDS for w in _SPLIT_WORDS.split(part)))
+    return not _word(part)
+
+
+def _word(part: str) -> bool:
+    """Whether ``part`` reads as words (``webhooks``, ``AlertHook``, ``ops-alerts``: `_WORDS`, not `_UNSPOKEN`). A
+    token's digits, mixed case or runs tell it apart, not always: a random one of eight letters and digits passes
+    about 1 in 60, one of letters alone as often as not (`_URL_WORDS` decide for a part that long)."""
+    return bool(_WORDS.fullmatch(part)) and not _UNSPOKEN.search(part)
 
 
 def _own_origin(turn_id: str) -> str:
