@@ -77,6 +77,7 @@ from platforms.base import (
 )
 from platforms.connection import NO_CONNECTION, ConnectionState, Connects
 from platforms.not_recorded import NotYetDurable, storage_refusal
+from platforms.repeated_warnings import tell_counted
 
 log = logging.getLogger("gateway.app")
 
@@ -447,6 +448,7 @@ class Gateway:
                       " takes them as interrupted by a crash", exc)
         if self.tracing is not None:
             await self.tracing.close()  # after the children's last spans, which closing the host ends
+        tell_counted()  # the ten-minute counts the stop would lose with the loop's timers, to the log and the console
         self.recent_errors.detach()
         self.store.close()
 

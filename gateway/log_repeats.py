@@ -17,9 +17,11 @@ there were (``… in the last 30 s, from 4,700 users``).
 
 Given ``emit`` (the log's handler), a kind whose window closes with lines dropped is
 told without waiting for the next one, which may never come (a burst, then silence): its
-last dropped line is written, at its own time and without its traceback, with the count
-of the others. A timer on the asyncio loop that logs does it; where no loop runs (a CLI
-command), `close` does, as at the end of every process that logged.
+last dropped line is written with the count of the others, at the time it is written (at its
+own, it stood up to a window out of order among the lines after it), and with the last line of
+its traceback, the exception (of a kind apart from the same line with another one), not the
+whole of it, which the kind's first line had. A timer on the asyncio loop that logs does it;
+where no loop runs (a CLI command), `close` does, as at the end of every process that logged.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -102,8 +105,9 @@ class RepeatFilter(logging.Filter):
             seen.dropped += 1
             seen.last_at = now
             if self._emit is not None:
-                # Kept as it is but for a traceback, which would keep its frames alive: a handler filters a
-                # copy of its own (`gateway.logging`, the console's), which nothing else reads once dropped.
+                # Kept as it is but for a traceback, which would keep its frames alive (its last line is kept): a
+                # handler filters a copy of its own (`gateway.logging`, the console's), which nothing else reads once
+                # dropped.
                 self._counted[key] = (seen, record if record.exc_info is None else _untraced(record))
                 due = seen.since + self.window
                 if due < self._timer_due or self._loop is None or self._loop.is_closed():
@@ -155,13 +159,13 @@ class RepeatFilter(logging.Filter):
             self._emit, self._timer, self._timer_due, self._loop = None, None, math.inf, None
 
     def _summary(self, seen: _Seen, last: logging.LogRecord, now: float) -> logging.LogRecord:
-        """``last``, the last dropped line of ``seen``, with the count of the others. It stands for the line that
-        passes at the end of a window: the next window starts ``now``, so a flood that goes on is one line a
-        window."""
-        record = _untraced(last)
+        """``last``, the last dropped line of ``seen``, with the count of the others, made ``now``. It stands for the
+        line that passes at the end of a window: the next window starts ``now``, so a flood that goes on is one line
+        a window."""
+        record = _untraced(last, made_now=True)
         seen.dropped -= 1  # the line told is one of them
         if seen.dropped:
-            record.msg = f"{record.msg} ({_count_text(seen, seen.last_at - seen.since, record)})"
+            record.msg = f"{record.msg} ({_count_text(seen, now - seen.since, record)})"
         seen.since, seen.dropped, seen.values = now, 0, set()
         return record
 
@@ -206,10 +210,35 @@ _running_loop = asyncio._get_running_loop
 nothing (`asyncio.get_running_loop` raised in every thread without one, a CLI command's too, at every line)."""
 
 
-def _untraced(record: logging.LogRecord) -> logging.LogRecord:
-    """A copy of ``record`` with its message made, without its traceback or stack."""
-    return logging.makeLogRecord({**record.__dict__, "msg": record.getMessage(), "args": None, "exc_info": None,
-                                  "exc_text": None, "stack_info": None})
+def _untraced(record: logging.LogRecord, *, made_now: bool = False) -> logging.LogRecord:
+    """A copy of ``record`` with its message made, without its stack, and of its traceback (``exc_text``, which the
+    redaction filter before this one made) only the last line, as the console keeps it (`RecentErrors`); with the
+    time of now (``made_now``)."""
+    made = {**record.__dict__, "msg": record.getMessage(), "args": None, "exc_info": None,
+            "exc_text": _last_line(record.exc_text), "stack_info": None}
+    if made_now:
+        now = logging.makeLogRecord({})
+        made.update(created=now.created, msecs=now.msecs, relativeCreated=now.relativeCreated)
+    return logging.makeLogRecord(made)
+
+
+def _last_line(text: str | None) -> str | None:
+    """``text.strip().splitlines()[-1]`` (None for a blank text), found from its end: split (or stripped) whole, a
+    traceback took three times as long to drop, at each line of a flood."""
+    if not text:
+        return None
+    lead = _SPACES.match(text).end()
+    end = len(text)
+    while end > lead:
+        start = max(text.rfind("\n", 0, end) + 1, lead)
+        if line := text[start:end].rstrip():
+            return line.splitlines()[-1]
+        end = start - 1
+    return None
+
+
+_SPACES = re.compile(r"\s*")
+"""What `str.strip` takes off a text's start (``\\s`` of a str pattern is `str.isspace`)."""
 
 
 def _count_text(seen: _Seen, elapsed: float, record: logging.LogRecord) -> str:

@@ -16,6 +16,7 @@ from gateway.server import Server
 from gateway.startup_errors import explain, failed_platform
 from gateway.stop_signals import StopSignals
 from platforms.base import DeliveryError, Outbound
+from platforms.repeated_warnings import tell_counted
 
 log = logging.getLogger("gateway.serve")
 
@@ -127,6 +128,7 @@ async def _stop(gateway: Gateway, server: Server | None) -> None:
     finally:
         server.cut_off()
         await serving
+        tell_counted()  # refusals the server counted while the gateway stopped (which told those before), to the log
 
 
 async def _stop_once_quiet(gateway: Gateway, started: asyncio.Event, stopping: asyncio.Event) -> None:

@@ -15,7 +15,8 @@ after that is logged with how many there were:
 A cause counted when its window closes is told then, on the asyncio loop that counted it, without waiting for a
 next line that may never come (a burst of refused requests, then silence): its last line, with the count of the
 others (as `gateway.log_repeats` tells the log's repeats), and the next window starts there. Counted where no loop
-runs, it is told by the next line alone; one still counted as the loop ends (a stop within the window) is lost.
+runs, it is told by the next line alone. A stop within the window tells the causes still counted on its loop
+(`tell_counted`, the gateway's stop), else an operator who stopped the gateway never learned of them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -41,6 +43,22 @@ class _Seen:
     frames, for ten minutes)."""
     timer: asyncio.TimerHandle | None = None
     """Tells the count as the window closes (`RepeatedWarnings._tell`)."""
+    loop: asyncio.AbstractEventLoop | None = None
+    """The loop ``timer`` is on, whose stop tells the count first (`tell_counted`)."""
+
+
+_armed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[RepeatedWarnings, _Seen]]] = (
+    weakref.WeakKeyDictionary())
+"""The counts each loop has a timer for, by the id of their `_Seen`: what a stop on that loop tells at once. A loop's
+own, so a stop tells nothing counted on another (a test's loop before it)."""
+
+
+def tell_counted() -> None:
+    """Tell every cause counted on the running loop and not yet told, as its window would close: the loop is
+    stopping (`Gateway.stop`), and its timers go with it, the counts untold."""
+    loop = asyncio.get_running_loop()
+    for warnings, seen in list(_armed.pop(loop, {}).values()):
+        warnings._tell(seen)
 
 
 class RepeatedWarnings:
@@ -67,7 +85,7 @@ class RepeatedWarnings:
                 self._arm(seen, now)
             return
         if seen is not None and seen.timer is not None:  # this line tells the count
-            seen.timer.cancel()
+            _disarm(seen)
         self._seen[cause] = _Seen(now)
         self._seen.move_to_end(cause)
         while len(self._seen) > self._causes:
@@ -84,16 +102,28 @@ class RepeatedWarnings:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        seen.timer = loop.call_later(seen.since + self._window - now, self._tell, seen)
+        seen.timer, seen.loop = loop.call_later(seen.since + self._window - now, self._tell, seen), loop
+        _armed.setdefault(loop, {})[id(seen)] = (self, seen)
 
     def _tell(self, seen: _Seen) -> None:
-        """``seen``'s last line counted, with the count of the others; the next window starts now. A cause forgotten
-        meanwhile (`CAUSES`) is told all the same."""
-        seen.timer = None
-        line, at = seen.last
-        others, elapsed = seen.dropped - 1, at - seen.since
-        seen.since, seen.dropped, seen.last = self._clock(), 0, ("", 0.0)
+        """``seen``'s last line counted, with the count of the others in the window so far; the next window starts
+        now. A cause forgotten meanwhile (`CAUSES`) is told all the same."""
+        _disarm(seen)
+        line = seen.last[0]
+        now = self._clock()
+        # The line is written now (as the window closes, or the stop comes): its span ends here, not at the last
+        # line counted, which may be long before (a burst, then a stop: "in the last 5 s" of a line 5 minutes on).
+        others, elapsed = seen.dropped - 1, now - seen.since
+        seen.since, seen.dropped, seen.last = now, 0, ("", 0.0)
         if others:
             self._log.log(self._level, "%s (and %s more like it in the last %.0f s)", line, f"{others:,}", elapsed)
         else:
             self._log.log(self._level, "%s", line)
+
+
+def _disarm(seen: _Seen) -> None:
+    if seen.timer is not None:
+        seen.timer.cancel()
+    if seen.loop is not None and (armed := _armed.get(seen.loop)) is not None:
+        armed.pop(id(seen), None)
+    seen.timer = seen.loop = None
