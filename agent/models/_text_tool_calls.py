@@ -5,7 +5,8 @@ format: vLLM's ``--tool-call-parser`` (hermes for Qwen and Hermes, llama3_json f
 Studio's templates. Without one, or with the wrong one, the calls arrive as the answer's ``content``, with
 ``finish_reason: stop``: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (Qwen, Hermes), a bare
 ``{"name": …, "parameters": {…}}`` (Llama 3.1), a ```json fence or ``<tools>…</tools>`` (Qwen2.5-Coder), Mistral's
-``[TOOL_CALLS][{"name": …, "arguments": {…}}]`` or, from its v11 tokenizer on, ``[TOOL_CALLS]name[ARGS]{…}``. Taken
+``[TOOL_CALLS][{"name": …, "arguments": {…}}]`` or, from its v11 tokenizer on, ``[TOOL_CALLS]name[ARGS]{…}`` (with
+``[CALL_ID]id`` before ``[ARGS]`` where the model writes the call's id: Mistral Small 3.2, Magistral, Devstral). Taken
 as the answer, the chat read that JSON as the reply and no tool ran.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
@@ -29,11 +30,27 @@ _ARGUMENT_KEYS = ("arguments", "parameters")
 _MISTRAL = "[TOOL_CALLS]"
 """The mark Mistral's models begin their calls with; before each, from its v11 tokenizer on."""
 
-_MISTRAL_CALL = re.compile(r"\s*([A-Za-z0-9_.-]+)\[ARGS\]\s*")
-"""One call of Mistral's v11 form, after its mark: the tool's name, before its arguments' JSON object."""
+_ARGS = "[ARGS]"
+_CALL_ID = "[CALL_ID]"
+
+_MISTRAL_CALL = re.compile(r"\s*([A-Za-z0-9_.-]+)(?:\[CALL_ID\]([^\s\[\]]*))?\[ARGS\]\s*")
+"""One call of Mistral's v11 form, after its mark: the tool's name, the call's id where the model writes one (its
+v11 tokenizer encodes ``[CALL_ID]`` when the call has an id, v13 never), before its arguments' JSON object."""
 
 _MISTRAL_ID = "id"
 """Mistral Nemo writes each call of the list form with the 9-character id its template sends back."""
+
+
+class TextCall(tuple[str, str]):
+    """A call read from the text: (name, arguments as JSON text), and ``id``, the one the model wrote for it (Mistral's
+    forms) or None. Equal to the bare pair: the id labels the call, it is not what the call does."""
+
+    id: str | None
+
+    def __new__(cls, name: str, arguments: str, call_id: str | None = None) -> TextCall:
+        call = super().__new__(cls, (name, arguments))
+        call.id = call_id
+        return call
 
 
 def offered_names(tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
@@ -47,18 +64,16 @@ def offered_names(tools: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset(names)
 
 
-def calls_in_text(text: str, offered: frozenset[str],
-                  quoted: str = "") -> tuple[str | None, list[tuple[str, str]]] | None:
-    """(what the answer says beside the calls, or None; each call's name and arguments as JSON text) when
-    ``text`` holds nothing but calls of ``offered`` tools in one of the forms above (Hermes' blocks may follow
-    some words, which are then the answer's text, as vLLM's hermes parser keeps them); else None. A JSON
-    example inside an explanation, a name no tool has or JSON that does not parse leaves the answer as text;
-    so does a call ``quoted``, the latest user message, holds (spacing aside): the user pasted it to show or ask
-    about it, and the model repeating it is no call of its own."""
+def calls_in_text(text: str, offered: frozenset[str], quoted: str = "") -> tuple[str | None, list[TextCall]] | None:
+    """(what the answer says beside the calls, or None; each call) when ``text`` holds nothing but calls of
+    ``offered`` tools in one of the forms above (Hermes' blocks may follow some words, which are then the answer's
+    text, as vLLM's hermes parser keeps them); else None. A JSON example inside an explanation, a name no tool has or
+    JSON that does not parse leaves the answer as text; so does a call ``quoted``, the latest user message, holds
+    (`_pasted`): the user pasted it to show or ask about it, and the model repeating it is no call of its own."""
     if not offered or "{" not in text:
         return None
     text = text.strip()
-    said, sources, calls = None, None, None
+    said, calls = None, None
     start = text.find("<tool_call>")
     if start >= 0:
         said, rest, sources, at = text[:start].strip() or None, text[start:], [], 0
@@ -73,75 +88,158 @@ def calls_in_text(text: str, offered: frozenset[str],
             return None
         calls = _calls(sources, offered)
     elif text.startswith(_MISTRAL):
-        sources, calls = _mistral(text, offered)
+        calls = _mistral(text, offered)
     else:
         text = text.removeprefix(_PYTHON_TAG).strip()
         for wrapper in _WRAPPERS:
             if (wrapped := wrapper.fullmatch(text)) is not None:
                 text = wrapped[1]
                 break
-        sources = _objects(text)
-        calls = _calls(sources, offered)
-    if calls is None or _quoted(sources, quoted):
+        calls = _calls(_objects(text), offered)
+    if calls is None or _pasted(calls, quoted):
         return None
     return said, calls
 
 
-def _mistral(text: str, offered: frozenset[str]) -> tuple[list[str], list[tuple[str, str]] | None]:
-    """The calls of ``text``, which begins with Mistral's mark, and the text of each (or of their list)."""
+def _mistral(text: str, offered: frozenset[str]) -> list[TextCall] | None:
+    """The calls of ``text``, which begins with Mistral's mark."""
     rest = text[len(_MISTRAL):].lstrip()
     if rest.startswith(("[", "{")):  # before its v11 tokenizer: a JSON list of calls
-        sources = _objects(rest)
-        return sources, _calls(sources, offered, extra_keys=(_MISTRAL_ID,))
+        return _calls(_objects(rest), offered, extra_keys=(_MISTRAL_ID,))
     # Read call by call, not split at each mark: an argument's text may hold the mark itself (a note about it).
-    decoder, sources, calls, at = json.JSONDecoder(), [], [], 0
+    decoder, calls, at = json.JSONDecoder(), [], 0
     while True:
         call = _MISTRAL_CALL.match(rest, at)
         try:
             arguments, end = decoder.raw_decode(rest, call.end()) if call is not None else (None, at)
         except (ValueError, RecursionError):
-            return sources, None
-        sources.append(rest[at:end])
-        found = _call({"name": call[1], "arguments": arguments}, offered) if isinstance(arguments, dict) else None
-        if found is None:
-            return sources, None
+            return None
+        item = {"name": call[1], "arguments": arguments, _MISTRAL_ID: call[2]} if isinstance(arguments, dict) else None
+        if (found := _call(item, offered, extra_keys=(_MISTRAL_ID,))) is None:
+            return None
         calls.append(found)
         at = end
         while at < len(rest) and rest[at].isspace():
             at += 1
         if at == len(rest):
-            return sources, calls
+            return calls
         if not rest.startswith(_MISTRAL, at):
-            return sources, None
+            return None
         at += len(_MISTRAL)
 
 
-def _quoted(sources: list[str], quoted: str) -> bool:
-    """Whether ``quoted`` holds any call of ``sources``, the model's calls as it wrote them (a list's each item),
-    whitespace aside: the model may lay out again what it repeats, or list a call the user pasted alone."""
-    if not quoted:
-        return False
-    holds = "".join(quoted.split())
-    return any("".join(item.split()) in holds for source in sources for item in _items(source))
+def _pasted(calls: list[TextCall], quoted: str) -> bool:
+    """Whether ``quoted`` holds any of ``calls`` as a call: the same tool with the same arguments as JSON values,
+    however written (keys in another order, other spacing, ``\\u00e9`` for ``é``, an ``id`` beside them, in another of
+    the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``, or within a JSON string of a pasted log
+    line). Compared as text, a model that laid the call out again, as it may, ran what the user only showed.
+
+    An object is read at each brace before a key that no object read before holds (its own objects are its value's),
+    so a read that fails also reads what follows it. A text whose reads come to more than `_READ_PER_CHARACTER` and
+    `_READ_AT_LEAST` allow (JSON nested deep and left open, a paste made to be slow) counts as holding the calls: the
+    answer stays text, rather than the event loop held for seconds."""
+    wanted = {(name, canonical) for name, arguments in calls if (canonical := _canonical(arguments)) is not None}
+    names = {name for name, _ in wanted}
+    left, texts = _READ_PER_CHARACTER * len(quoted) + _READ_AT_LEAST, [quoted]
+    while texts:
+        text = texts.pop()
+        decoder, base, doc, start = json.JSONDecoder(), 0, text, _OBJECT.search(text)
+        while start is not None:
+            at = start.start()
+            if at - base > _REBASED_AFTER:
+                base, doc = at, text[at:]
+            try:
+                value, end = decoder.raw_decode(doc, at - base)
+            except (ValueError, RecursionError) as exc:  # no JSON here: one may begin at a later brace, also within
+                # A JSONDecodeError says how far it read; a RecursionError may have read all that follows.
+                left -= _READ_COST + (exc.pos - at + base if isinstance(exc, json.JSONDecodeError) else len(text) - at)
+                start = _OBJECT.search(text, at + 1)
+            else:
+                left -= _READ_COST + base + end - at
+                named = _named_before(text, at)
+                if named in names and isinstance(value, dict) and (named, _canonical(value)) in wanted:
+                    return True
+                if any(found in wanted for found in _calls_within(value, names, texts)):
+                    return True
+                start = _OBJECT.search(text, base + end)
+            if left <= 0:
+                return True
+    return False
 
 
-def _items(source: str) -> list[str]:
-    """The text of each item of ``source``, a JSON list; ``source`` itself when it is none."""
-    decoder, items, text = json.JSONDecoder(), [], source.strip()
-    if not text.startswith("["):
-        return [text]
-    at = 1
-    while True:
-        while at < len(text) and (text[at].isspace() or text[at] == ","):
-            at += 1
-        if at >= len(text) or text[at] == "]":
-            return items
+_OBJECT = re.compile(r'\{\s*["}]')
+"""Where a call's object may begin: at a key, or empty (the arguments of Mistral's ``name[ARGS]{}``); not at a brace
+before anything else, which no JSON object is."""
+
+_READ_PER_CHARACTER = 16
+_READ_AT_LEAST = 1 << 16
+"""Characters `_pasted` reads at most, for each of the text's, and over all for a short one."""
+
+_READ_COST = 256
+"""What each read counts for beside the characters it reads: the failure it may raise costs more than a few."""
+
+_REBASED_AFTER = 1024
+"""Characters a read may begin past the start of the text it is given: a failed read costs what lies before it there
+(`json.JSONDecodeError` counts its lines), so that text is cut to begin near it; read in the whole of a pasted log of
+braces, the reads took seconds."""
+
+
+def _named_before(text: str, at: int) -> str | None:
+    """The tool's name where the JSON at ``at`` is the arguments of a call in Mistral's v11 form (``name[ARGS]``,
+    ``name[CALL_ID]id[ARGS]``, spacing before the object aside); else None."""
+    end = at
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    if end < len(_ARGS) or not text.startswith(_ARGS, end - len(_ARGS)):
+        return None
+    end = mark = end - len(_ARGS)
+    while mark > 0 and not text[mark - 1].isspace() and text[mark - 1] not in "[]":  # the id `_MISTRAL_CALL` reads
+        mark -= 1
+    if mark >= len(_CALL_ID) and text.startswith(_CALL_ID, mark - len(_CALL_ID)):
+        end = mark - len(_CALL_ID)
+    start = end
+    while start > 0 and text[start - 1] in _NAME_CHARACTERS:
+        start -= 1
+    return text[start:end] or None
+
+
+_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+"""Those of a name `_MISTRAL_CALL` reads."""
+
+
+def _calls_within(value: Any, names: set[str], strings: list[str]) -> Iterator[tuple[str, str | None]]:
+    """(name, canonical arguments) of each object in ``value``, at any depth, whose ``name`` is one of ``names``;
+    each string in it that holds a brace is added to ``strings``: it may hold calls of its own (a log line's
+    message quoting one, its quotes escaped)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            if isinstance(name := item.get("name"), str) and name in names:
+                yield name, _canonical(next((item[key] for key in _ARGUMENT_KEYS if key in item), None))
+        elif isinstance(item, str) and "{" in item:
+            strings.append(item)
+
+
+def _canonical(arguments: Any) -> str | None:
+    """``arguments`` (a call's, as its JSON text or value) as one text for any way of writing the same value; JSON
+    text that does not parse as itself; None for a value too deep to write."""
+    if arguments is None:  # as `_call` reads a call without arguments, or with null
+        arguments = {}
+    elif isinstance(arguments, str):
         try:
-            _, at_end = decoder.raw_decode(text, at)
+            arguments = json.loads(arguments)
         except (ValueError, RecursionError):
-            return [text]
-        items.append(text[at:at_end])
-        at = at_end
+            return arguments
+    try:
+        # Sorted keys and no escapes: the same value written otherwise is the same text; 1 and 1.0, or true and 1,
+        # stay apart (Python's == holds them equal).
+        return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        return None
 
 
 def _objects(text: str) -> list[str]:
@@ -160,9 +258,8 @@ def _objects(text: str) -> list[str]:
     return values
 
 
-def _calls(bodies: list[str], offered: frozenset[str],
-           extra_keys: tuple[str, ...] = ()) -> list[tuple[str, str]] | None:
-    calls: list[tuple[str, str]] = []
+def _calls(bodies: list[str], offered: frozenset[str], extra_keys: tuple[str, ...] = ()) -> list[TextCall] | None:
+    calls: list[TextCall] = []
     for body in bodies:
         try:
             value = json.loads(body)
@@ -176,7 +273,7 @@ def _calls(bodies: list[str], offered: frozenset[str],
     return calls or None
 
 
-def _call(item: Any, offered: frozenset[str], extra_keys: tuple[str, ...] = ()) -> tuple[str, str] | None:
+def _call(item: Any, offered: frozenset[str], extra_keys: tuple[str, ...] = ()) -> TextCall | None:
     if not isinstance(item, dict) or not set(item) <= {"name", *_ARGUMENT_KEYS, *extra_keys}:
         return None
     if not isinstance(item.get("name"), str) or item["name"] not in offered:  # a list or object is no set member
@@ -184,8 +281,11 @@ def _call(item: Any, offered: frozenset[str], extra_keys: tuple[str, ...] = ()) 
     arguments = next((item[key] for key in _ARGUMENT_KEYS if key in item), None)
     if arguments is None:  # none written, or null, as some templates write for a tool without parameters
         arguments = {}
+    # Kept: Mistral's templates send each call's id back with it, and Nemo's refuses one that is not 9 characters.
+    call_id = item.get(_MISTRAL_ID) if _MISTRAL_ID in extra_keys else None
+    call_id = call_id if isinstance(call_id, str) and call_id else None
     if isinstance(arguments, dict):
-        return item["name"], json.dumps(arguments, ensure_ascii=False)
+        return TextCall(item["name"], json.dumps(arguments, ensure_ascii=False), call_id)
     if isinstance(arguments, str):  # as the API writes them: the session parses them, and says what is wrong
-        return item["name"], arguments
+        return TextCall(item["name"], arguments, call_id)
     return None

@@ -429,12 +429,13 @@ def _in_json_said(response: httpx.Response) -> bool:
 
 
 def _error_message(response: httpx.Response) -> str:
-    """``error.message`` of ``response``'s body, OpenAI-shaped, ``""`` when there is none or it was not read."""
+    """``error.message`` of ``response``'s body, OpenAI-shaped, or ``error`` itself where it is a string
+    (``{"error": "…"}``, `_without_jinja`); ``""`` when there is none or it was not read."""
     try:
         error = json.loads(response.content).get("error")
     except (ValueError, AttributeError, RecursionError, httpx.ResponseNotRead):  # not JSON, nor an object; too deep
         return ""
-    message = error.get("message") if isinstance(error, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else error
     return message if isinstance(message, str) else ""
 
 
@@ -488,7 +489,7 @@ def _translate_error(exc: BaseException, secrets: tuple[str, ...], named: str | 
     elif isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
         kind = _permanent_kind(exc.status_code, exc.code) or (
-            "bad_request" if exc.status_code == 500 and _NO_JINJA.search(exc.message)
+            "bad_request" if exc.status_code == 500 and _without_jinja(exc)
             else "rate_limited" if isinstance(exc, openai.RateLimitError)
             else "timeout" if exc.status_code in _GAVE_UP_WAITING
             else "server_error" if exc.status_code >= 500 or gave_up or _asked_again(exc)
@@ -675,6 +676,13 @@ _TOOLS_REFUSALS = (
 """A self-hosted server's refusal of any request that offers tools, and what the operator fixes: vLLM's 400 '"auto"
 tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set' (tool_choice sent or not), Ollama's
 400 "registry.ollama.ai/library/gemma3:4b does not support tools", llama-server's 500 (`_NO_JINJA`)."""
+
+
+def _without_jinja(exc: openai.APIStatusError) -> bool:
+    """Whether ``exc`` is llama-server's refusal of tools (`_NO_JINJA`), its ``error`` an object (llama-server's own
+    shape) or the words alone (``{"error": "…"}``, the shape LM Studio and some proxies answer in), which the SDK
+    leaves out of its message."""
+    return _NO_JINJA.search(f"{exc.message} {_server_words(exc.body) or ''}") is not None
 
 
 def _tools_fix(text: str) -> str | None:
@@ -894,8 +902,8 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
             and (found := calls_in_text(text, offered, _latest_user_text(asked))) is not None):
         text, calls = found
         # Mended as a native call's are: JSON's escapes make lone surrogates (half of an emoji's "\\ud83d").
-        tool_calls = tuple(ToolCall(id=f"call_{i}_{name}", name=name, arguments=_mend(arguments))
-                           for i, (name, arguments) in enumerate(calls))
+        tool_calls = tuple(ToolCall(id=_mend(call.id or f"call_{i}_{call[0]}"), name=call[0], arguments=_mend(call[1]))
+                           for i, call in enumerate(calls))
     model = getattr(completion, "model", None)
     return ModelResponse(
         text=text,
