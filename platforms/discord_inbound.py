@@ -16,6 +16,7 @@ from platforms import discord_files, discord_mentions
 from platforms.base import Inbound
 from platforms.discord_mentions import user_name
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
+from platforms.formatting.blank import is_blank
 
 log = logging.getLogger("platforms.discord")
 
@@ -33,7 +34,8 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     """The event for the gateway, if the message is for the bot (`addressed`); a live one and one caught up alike.
     One with neither text nor files is read as its stickers, poll and embeds say (`content_as_text`), a forward of
     display components as their words (`components_text`); one that said only the bot's mention is heard as that
-    mention (``@Switchboard``); buttons or menus alone are passed over (logged at DEBUG), and ``no_content`` is
+    mention (``@Switchboard``), so is one that said beside it only what shows nothing (a zero-width space); buttons or
+    menus alone are passed over (logged at DEBUG), as is text of invisible characters alone, and ``no_content`` is
     told of a guild message for the bot that came with nothing at all, its content withheld. A message in a thread
     discord.py does not hold is read as in that thread when ``thread_chat`` knows it (`chat_of`)."""
     if me is None or message.author.bot or message.author.id == me.id:
@@ -47,22 +49,24 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
     if guild and not (mentioned or addressed(message, me.id, posted_in, text_commands, thread_chat, answers)):
         return None
     own = rf"<@!?{me.id}>" + (f"|<@&{own_role.id}>" if own_role is not None else "")
-    text = named(re.sub(own, "", message.content).strip(), message, me)
+    text = named(_shown(re.sub(own, "", message.content)), message, me)
     attachments = discord_files.attachments_of(message.attachments)
     # A forward is an empty message holding a snapshot of the one forwarded: that is what was sent. A bot's message
     # of display components holds its words there, its content empty, and its files as attachments all the same.
     for snapshot in message.message_snapshots:
-        said = (snapshot.content.strip(), components_text(snapshot.components))
+        said = (_shown(snapshot.content), components_text(snapshot.components))
         text = "\n\n".join(filter(None, (text, *(named(part, message, me) for part in said))))
         attachments += discord_files.attachments_of(snapshot.attachments)
     text = text or ("" if attachments else content_as_text(message))
-    if not text and not attachments and message.content.strip():
+    if not text and not attachments and not is_blank(message.content):
         # Only the bot's mention: someone calling it, who waits for an answer as to "hello" (passed over, they heard
         # nothing), and the model reads the mention better than an empty message.
         text = f"@{me.display_name}"
     if not text and not attachments:
         if not_text := _other_content(message):
             log.debug("discord: message %s holds %s only: not answered", message.id, not_text)
+        elif message.content:  # not withheld: Discord withholds content as none at all
+            log.debug("discord: message %s shows nothing, only invisible characters: not answered", message.id)
         elif guild and not mentioned:
             no_content()
         return None
@@ -73,6 +77,12 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         is_private=not guild, attachments=attachments, sent_at=message.created_at.timestamp(),
         message_id=str(message.id), forwarded=bool(message.message_snapshots), reply_to=replied_to(message),
     )
+
+
+def _shown(content: str) -> str:
+    """``content`` stripped, or "" when it shows nothing (zero-width spaces, word joiners: `is_blank`): no text, so a
+    file comes without it, and a message of it alone costs no turn of the model, passed over as an empty one."""
+    return "" if is_blank(content) else content.strip()
 
 
 def named(text: str, message: discord.Message, me: discord.ClientUser) -> str:

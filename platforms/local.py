@@ -102,6 +102,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
+from platforms.formatting.blank import is_blank
 from platforms.local_files import UPLOAD_LIMIT, keep
 from platforms.local_interrupts import Interrupts
 from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
@@ -298,7 +299,7 @@ class LocalAdapter:
                 await self.send(Outbound(CHAT_ID, None, TOO_LONG, kind="command"))
                 continue
             if text is not None and "\n" in text and commands_alone(text):
-                first, *rest = (line for line in text.split("\n") if line.strip())
+                first, *rest = (line for line in text.split("\n") if not is_blank(line))
                 pasted.extend(rest)
                 text = first
             if text is None and not self._interactive and self._on_input_end is not None:
@@ -313,7 +314,7 @@ class LocalAdapter:
                 if await self._ctrl_c(sink, typed=text.replace(CTRL_C, "")):
                     return
                 continue
-            if not text.strip():
+            if is_blank(text):  # zero-width spaces alone too: a turn of the model answering what no one could read
                 continue
             self._leaving = False
             self._last_id = None

@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TextIO
 
+from platforms.formatting.blank import is_blank
 from platforms.local_input import Cut
 from platforms.web import MAX_TEXT
 
@@ -135,6 +136,7 @@ async def typed_ahead(stream: TextIO, timeout: float) -> bool:
 
 
 def commands_alone(text: str) -> bool:
-    """Whether there are lines that are not blank and every one is a command (``/name``)."""
-    lines = [line for line in text.split("\n") if line.strip()]
+    """Whether there are lines that are not blank (`is_blank`: a line of zero-width spaces is) and every one is a
+    command (``/name``)."""
+    lines = [line for line in text.split("\n") if not is_blank(line)]
     return bool(lines) and all(line.lstrip().startswith("/") for line in lines)

@@ -12,6 +12,9 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
+from platforms.formatting.blank import is_blank
+from platforms.slack_text import forwarded
+
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
 
 
@@ -23,15 +26,16 @@ class Addressed:
     """The session's thread: the message's, or the one a mention in a channel starts; None in a DM."""
     private: bool
     text: str
-    """Without the mention."""
+    """Without the mention; "" for text that shows nothing (`is_blank`)."""
     mentioned: bool
 
 
 def addressed(event: dict[str, Any], bot_user_id: str | None, mention: re.Pattern[str] | None, *,
               threads: Container[tuple[str, str]], text_commands: Container[str]) -> Addressed | None:
     """How the bot takes a message: None for what it does not answer (another subtype, a bot's,
-    a channel message neither mentioning it nor in its thread). ``mention`` matches the bot's
-    mention, known once the adapter started."""
+    a channel message neither mentioning it nor in its thread, text that shows nothing, only zero-width
+    spaces and the like, with no file or forward: a turn of the model answering what no one could read).
+    ``mention`` matches the bot's mention, known once the adapter started."""
     user = event.get("user")
     if event.get("subtype") not in _KEEP_SUBTYPES or event.get("bot_id") or not user or user == bot_user_id:
         return None
@@ -42,6 +46,11 @@ def addressed(event: dict[str, Any], bot_user_id: str | None, mention: re.Patter
     mentioned = bool(mention.search(text))
     # Only the spaces around a mention go: the lines and indentation of code the user pasted stay.
     text = mention.sub(" ", text).strip() if mentioned else text.strip()
+    if is_blank(text):
+        # Blocks alone come with no text (read from them), a mention alone calls the bot: neither is this.
+        if text and not (mentioned or event.get("files") or any(forwarded(event.get("attachments")))):
+            return None
+        text = ""
     if private:
         return Addressed(None, private, text, mentioned)
     if mentioned:

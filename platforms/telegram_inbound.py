@@ -26,6 +26,7 @@ from aiogram.types.rich_block_union import RichBlockUnion
 
 from platforms import telegram_files
 from platforms.base import Inbound
+from platforms.formatting.blank import is_blank
 from platforms.telegram_supergroups import written_in
 
 _GLUED = re.compile(r"^[^\w\s]+")
@@ -37,8 +38,11 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
                moved_from: Mapping[str, str], max_attachment_bytes: int) -> Inbound | None:
     """The `Inbound` for a message the bot takes, its event ``event_id`` (`platforms.telegram`), under the group's
     chat id for a supergroup it became (``moved_from``); None for one that is not for the bot. One with neither text
-    nor file is read as `content_as_text` says; one with nothing of that either (a service message) is not taken."""
+    nor file is read as `content_as_text` says; one with nothing of that either (a service message) is not taken.
+    Text or a caption that shows nothing (zero-width spaces, word joiners: `is_blank`) is none: a file is taken
+    without it, and a message of it alone is not taken, as an empty one, rather than cost a turn of the model."""
     written = (message.text if message.text is not None else message.caption) or ""
+    written = "" if is_blank(written) else written
     attachments = telegram_files.attachments_of(message, max_attachment_bytes)
     text = written or ("" if attachments else content_as_text(message))
     if written and message.paid_media is not None:  # its caption alone read as if nothing came with it

@@ -816,10 +816,16 @@
     return actions;
   }
 
+  // What shows nothing, the gateway's own set (platforms/formatting/blank.py; a browser test holds the two equal):
+  // whitespace, the characters Telegram counts as none, Unicode's default ignorables. A message of only these (a
+  // zero-width space) is not sent, as an empty one is not: the gateway refuses it, and it showed in red.
+  const BLANK = new RegExp("^[\t-\r\x1c-\x20\x85\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5"
+    + "\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    + "\ufff0-\ufff8\ufffc\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]*$", "u");
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = input.value;
-    if (!text.trim()) return;
+    if (BLANK.test(text)) return;
     setInput(""); // first: the draft's room in the tab's storage goes to the send, which keeps its text now
     input.focus(); // sent with the button, the next message is typed at once all the same
     send(text);
