@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 from collections.abc import Iterable
 
 from lifecycle._contract import STATES, SubagentLifecycleError
@@ -200,15 +201,25 @@ class Stopping:
         The journal stays open: the caller closes it once this returns, when nothing is left to write to it.
         Ends held while the service started are finished first (`release`)."""
         self.closing = True
-        await self.release()
-        if not self.engine.survives_restart:
-            # Children whose launch is being journaled too: once committed they are never
-            # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
-            await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
-        if self._launching:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-        await self.engine.close(grace=grace)
+        loop, give_up = asyncio.get_running_loop(), None
+        if grace is not None and grace != math.inf and not self.engine.survives_restart:
+            # The grace counts from here for the children the service ends itself (stopped before they ran, the
+            # ends held while it started), as for those the engine runs: past it, their hooks are given up on.
+            deadline = loop.time() + max(grace, 0.0)
+            give_up = loop.call_at(deadline, self._give_up_hooks)
+        try:
+            await self.release()
+            if not self.engine.survives_restart:
+                # Children whose launch is being journaled too: once committed they are never
+                # queued (`submit`), and end like the others; abandoned ones end as such (`_abandon`).
+                await self.interrupt(list(self._live.values()), PROCESS_EXIT, closing=True)
+            if self._launching:
+                self._drained = loop.create_future()
+                await self._drained
+            await self.engine.close(grace=grace if give_up is None else max(deadline - loop.time(), 0.0))
+        finally:
+            if give_up is not None:
+                give_up.cancel()
         if not self.engine.survives_restart:
             self._journal_ends_in_hooks()
         if self._publisher is not None:
@@ -226,6 +237,29 @@ class Stopping:
                             " when the close's grace ran out: its result is journaled without waiting for them",
                             record.handle.subagent_id)
                 self._end(record, outcome)
+
+    def _give_up_hooks(self) -> None:
+        """The close's grace is over (an engine whose children die with the process): the children the service
+        ends itself (`_complete_now`) whose memory notification or `subagent_stop` hooks still run are journaled
+        without waiting for them, as `_journal_ends_in_hooks` does for the engine's, and their ends no longer hold
+        the close up. A batch one of which has not reached its hooks yet is settled once it has (`_finish`)."""
+        self._hooks_given_up = True
+        if self.sealed:
+            return
+        live = self._live
+        for settled, (ending, records) in list(self._endings.items()):
+            if settled.done() or any(r.outcome is None and r.completed_at is None
+                                     and live.get(r.handle.subagent_id) is r for r in records):
+                continue
+            for record in records:
+                if record.completing and record.outcome is not None and record.completed_at is None:
+                    log.warning("child %s had ended, but its memory notification or subagent_stop hooks were still"
+                                " running when the close's grace ran out: its result is journaled without waiting for"
+                                " them", record.handle.subagent_id)
+                    self._end(record, record.outcome)
+            del self._endings[settled]
+            self._hooks_left.add(ending)
+            settled.set_result(None)
 
     def end_waits(self) -> None:
         """Once closed (`sealed`): wake whoever still waits for a child held unfinished (left running where it

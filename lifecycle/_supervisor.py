@@ -78,6 +78,13 @@ class Supervisor(StartAdoption, Stopping):
         self._given_up: set[asyncio.Future] = set()
         """Work whose callers gave up, held until it ends (the loop holds tasks weakly): launches
         that were being journaled (`_abandon`), children being finished (`_complete_now`)."""
+        self._endings: dict[asyncio.Future, tuple[asyncio.Future, Sequence[Record]]] = {}
+        """What `_complete_now` waits for, each with its end and its records, until settled: by that end, or by a
+        close whose grace is over, their hooks all that runs (`Stopping._give_up_hooks`)."""
+        self._hooks_left: set[asyncio.Future] = set()
+        """Ends of those given up on, their hooks running on: held until they end (the loop holds tasks weakly)."""
+        self._hooks_given_up = False
+        """Set once the close's grace is over: from then on, nothing the service finishes itself waits for hooks."""
         self._launching = 0
         """Launches between their records and their end, the children the service is finishing itself
         (`_complete_now`), and the work whose callers gave up until it ends: `close` waits for them, so
@@ -232,10 +239,12 @@ class Supervisor(StartAdoption, Stopping):
             elif record.state is S.CANCEL_REQUESTED and not record.ran:
                 outcome.error = _before_start(record)
         record.outcome = outcome  # before the hooks: a close cannot wait for them (`_journal_ends_in_hooks`)
+        if self._hooks_given_up:  # the close's grace is over: not waited for if the service finishes it itself
+            self._give_up_hooks()
         if record.job is not None and listening(self.host):
             await notify(self.host, record.job, outcome, ran_here=self.engine.runs_here)
-            if record.completed_at is not None:  # the close journaled it meanwhile
-                return
+        if record.completed_at is not None:  # the close journaled it meanwhile (or as its grace was over)
+            return
         self._end(record, outcome)
 
     def _end(self, record: Record, outcome: ChildOutcome) -> None:
@@ -465,18 +474,37 @@ class Supervisor(StartAdoption, Stopping):
         else:
             ending = asyncio.gather(*(loop.create_task(self.finished(r.handle.subagent_id, outcome(r)),
                                                        context=r.context) for r in records))
+        # Settled by their end, or by the close once its grace is over, only their hooks running then: their
+        # terminal rows journaled without waiting for them (`_give_up_hooks`), as a running child's are.
+        settled = loop.create_future()
+        self._endings[settled] = (ending, records)
+        ending.add_done_callback(lambda done: self._ending_done(settled, done))
         # Counted from the start, not only once given up: finishing, they are out of the reach of `close`'s
         # stop, which would otherwise not wait for them, and close the journal before their terminal rows.
-        self._wait_at_close(ending)
+        self._wait_at_close(settled)
         try:
-            await asyncio.shield(ending)
+            await asyncio.shield(settled)
         except asyncio.CancelledError:
-            if not ending.done():
-                self._given_up.add(ending)
+            if not settled.done():
+                self._given_up.add(settled)
             raise
         if self._start_hold is not None:
             return
         await asyncio.gather(*(r.waiter(loop) for r in records))
+
+    def _ending_done(self, settled: asyncio.Future, ending: asyncio.Future) -> None:
+        """`_complete_now`'s end is over: it settles what its caller waits for, unless the close gave up on it."""
+        self._endings.pop(settled, None)
+        self._hooks_left.discard(ending)
+        if not settled.done():
+            if ending.cancelled():
+                settled.cancel()
+            elif (exc := ending.exception()) is not None:
+                settled.set_exception(exc)
+            else:
+                settled.set_result(None)
+        elif not ending.cancelled() and ending.exception() is not None:
+            log.error("ending children whose hooks the close gave up on failed", exc_info=ending.exception())
 
     async def _publish(self) -> None:
         """Publish finished children once their terminal rows are committed: one commit wait
