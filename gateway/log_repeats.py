@@ -18,9 +18,9 @@ there were (``… in the last 30 s, from 4,700 users``).
 Given ``emit`` (the log's handler), a kind whose window closes with lines dropped is
 told without waiting for the next one, which may never come (a burst, then silence): its
 last dropped line is written with the count of the others, at the time it is written (at its
-own, it stood up to a window out of order among the lines after it), and with the last line of
-its traceback, the exception (of a kind apart from the same line with another one), not the
-whole of it, which the kind's first line had. A timer on the asyncio loop that logs does it;
+own, it stood up to a window out of order among the lines after it), and with its exception as
+Python writes it below a traceback (of a kind apart from the same line with another one), not
+the whole traceback, which the kind's first line had. A timer on the asyncio loop that logs does it;
 where no loop runs (a CLI command), `close` does, as at the end of every process that logged.
 """
 
@@ -105,7 +105,7 @@ class RepeatFilter(logging.Filter):
             seen.dropped += 1
             seen.last_at = now
             if self._emit is not None:
-                # Kept as it is but for a traceback, which would keep its frames alive (its last line is kept): a
+                # Kept as it is but for a traceback, which would keep its frames alive (its exception is kept): a
                 # handler filters a copy of its own (`gateway.logging`, the console's), which nothing else reads once
                 # dropped.
                 self._counted[key] = (seen, record if record.exc_info is None else _untraced(record))
@@ -163,6 +163,8 @@ class RepeatFilter(logging.Filter):
         line that passes at the end of a window: the next window starts ``now``, so a flood that goes on is one line
         a window."""
         record = _untraced(last, made_now=True)
+        if (exception := record.__dict__.pop(_EXCEPTION, None)) is not None:
+            record.exc_text = _masked(exception)
         seen.dropped -= 1  # the line told is one of them
         if seen.dropped:
             record.msg = f"{record.msg} ({_count_text(seen, now - seen.since, record)})"
@@ -211,15 +213,43 @@ nothing (`asyncio.get_running_loop` raised in every thread without one, a CLI co
 
 
 def _untraced(record: logging.LogRecord, *, made_now: bool = False) -> logging.LogRecord:
-    """A copy of ``record`` with its message made, without its stack, and of its traceback (``exc_text``, which the
-    redaction filter before this one made) only the last line, as the console keeps it (`RecentErrors`); with the
-    time of now (``made_now``)."""
+    """A copy of ``record`` with its message made, without its stack, and of its traceback only the exception, as
+    Python writes it below the traceback (`_exception`; masked as the traceback is once told, `_summary`), or, with
+    no exception at hand, the traceback's last line, as the console keeps it (`RecentErrors`); with the time of now
+    (``made_now``). The last line is no exception's for a group (its box), a message of several lines or a note."""
+    exc = record.exc_info[1] if record.exc_info else None
     made = {**record.__dict__, "msg": record.getMessage(), "args": None, "exc_info": None,
-            "exc_text": _last_line(record.exc_text), "stack_info": None}
+            "exc_text": _last_line(record.exc_text) if exc is None else None, "stack_info": None}
+    if exc is not None:
+        made[_EXCEPTION] = _exception(exc)
     if made_now:
         now = logging.makeLogRecord({})
         made.update(created=now.created, msecs=now.msecs, relativeCreated=now.relativeCreated)
     return logging.makeLogRecord(made)
+
+
+_EXCEPTION = "_repeat_exception"
+"""A dropped line's exception as `_exception` wrote it, not yet masked: masked once, as it is told."""
+
+
+def _exception(exc: BaseException) -> str:
+    """What Python writes of ``exc`` below its traceback (`traceback.format_exception_only`, which also walks the
+    tracebacks of the exceptions chained to it, at each line of a flood): its type, its message and its notes."""
+    kind = type(exc)
+    module = getattr(kind, "__module__", None)
+    name = kind.__qualname__ if module in ("builtins", "__main__", None) else f"{module}.{kind.__qualname__}"
+    text = str(exc)
+    lines = [f"{name}: {text}" if text else name]
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, (list, tuple)):
+        lines += [str(note) for note in notes]
+    return "\n".join(lines)
+
+
+def _masked(text: str) -> str:
+    from gateway.logging import bounded, redact  # which imports this module
+
+    return bounded(redact(text))
 
 
 def _last_line(text: str | None) -> str | None:

@@ -34,7 +34,7 @@ CAUSES = 256
 """Causes remembered; the least recently seen is forgotten first (it is logged again when it recurs)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class _Seen:
     since: float
     dropped: int = 0
@@ -47,10 +47,13 @@ class _Seen:
     """The loop ``timer`` is on, whose stop tells the count first (`tell_counted`)."""
 
 
-_armed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, tuple[RepeatedWarnings, _Seen]]] = (
+_armed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                  dict[int, tuple[weakref.ref[RepeatedWarnings], weakref.ref[_Seen]]]] = (
     weakref.WeakKeyDictionary())
 """The counts each loop has a timer for, by the id of their `_Seen`: what a stop on that loop tells at once. A loop's
-own, so a stop tells nothing counted on another (a test's loop before it)."""
+own, so a stop tells nothing counted on another (a test's loop before it). Held weakly: a `_Seen` holds its timer,
+which holds its loop, so a loop closed with a count untold (its stop never came to `tell_counted`) was kept for good,
+with the warnings that counted on it; while the loop runs, its timer's callback holds both."""
 
 
 def tell_counted() -> None:
@@ -58,7 +61,8 @@ def tell_counted() -> None:
     stopping (`Gateway.stop`), and its timers go with it, the counts untold."""
     loop = asyncio.get_running_loop()
     for warnings, seen in list(_armed.pop(loop, {}).values()):
-        warnings._tell(seen)
+        if (told := warnings()) is not None and (counted := seen()) is not None:
+            told._tell(counted)
 
 
 class RepeatedWarnings:
@@ -103,7 +107,7 @@ class RepeatedWarnings:
         except RuntimeError:
             return
         seen.timer, seen.loop = loop.call_later(seen.since + self._window - now, self._tell, seen), loop
-        _armed.setdefault(loop, {})[id(seen)] = (self, seen)
+        _armed.setdefault(loop, {})[id(seen)] = (weakref.ref(self), weakref.ref(seen))
 
     def _tell(self, seen: _Seen) -> None:
         """``seen``'s last line counted, with the count of the others in the window so far; the next window starts

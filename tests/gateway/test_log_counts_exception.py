@@ -75,3 +75,57 @@ def test_a_json_count_has_its_exception_too() -> None:
 def test_the_exception_line_is_the_one_the_console_keeps(text: str) -> None:
     # Found from the traceback's end, it is the console's line of the whole, whatever line breaks it holds.
     assert _last_line(text) == (text.strip().splitlines()[-1] if text.strip() else None)
+
+
+def _told_exceptions(errors: list) -> list[list[str]]:
+    """The lines below each count line, of ``errors`` (makers of an exception) each logged three times."""
+    now = [0.0]
+    stream = io.StringIO()
+    with logging_installed("INFO", "text", stream, repeat_window=30) as handler:
+        handler.repeats._clock = lambda: now[0]
+        for error in errors:
+            for _ in range(3):
+                _send_failed(error())
+        now[0] = 30.0
+        handler.repeats.flush()
+    lines = stream.getvalue().splitlines()
+    counts = [i for i, line in enumerate(lines) if "more like it" in line]
+    told = []
+    for i in counts:
+        below = []
+        for line in lines[i + 1:]:
+            if not line.startswith("  "):
+                break
+            below.append(line)
+        told.append(below)
+    return told
+
+
+def _noted(message: str, note: str) -> Exception:
+    error = KeyError(message)
+    error.add_note(note)
+    return error
+
+
+def test_a_count_names_its_exception_when_the_traceback_does_not_end_with_it() -> None:
+    # An exception group's traceback ends with its box; a message of several lines, or a note, with those: the
+    # counts of kinds apart read alike, and none named its exception.
+    told = _told_exceptions([lambda: ExceptionGroup("batch one failed", [ValueError("a")]),
+                             lambda: ExceptionGroup("batch two failed", [ValueError("a")]),
+                             lambda: ValueError("chat 41\nretry later"), lambda: ValueError("chat 42\nretry later"),
+                             lambda: _noted("chat 43", "see the outbox")])
+    assert len(told) == 5 and len({tuple(below) for below in told}) == 5, told
+    assert [below[0] for below in told] == [
+        "  ExceptionGroup: batch one failed (1 sub-exception)", "  ExceptionGroup: batch two failed (1 sub-exception)",
+        "  ValueError: chat 41", "  ValueError: chat 42", "  KeyError: 'chat 43'"]
+
+
+def test_a_counts_exception_is_masked_as_the_first_lines_traceback() -> None:
+    from gateway.logging import register_secret
+
+    secret = "hunter2-counted-secret-value"
+    register_secret(secret)
+    told = _told_exceptions([lambda: ConnectionError(f"refused with {secret}"),
+                             lambda: ExceptionGroup(f"group {secret}", [ValueError(secret)])])
+    assert len(told) == 2 and not any(secret in line for below in told for line in below), told
+    assert told[0] == ["  ConnectionError: refused with ***"]

@@ -81,3 +81,29 @@ def test_a_count_told_at_the_stop_is_not_told_again_nor_another_loops() -> None:
     finally:
         loop.close()
         other.close()
+
+
+def test_a_loop_closed_with_a_count_untold_is_not_kept_alive_by_it() -> None:
+    # Its counts' timers went with it; the loop, and the warnings that counted on it, must go with their owners
+    # (a test's loop, a stop that never came to `tell_counted`), not stay in the registry of counts to tell.
+    import gc
+    import weakref
+
+    def counted_then_closed() -> tuple[weakref.ref, weakref.ref]:
+        loop = asyncio.new_event_loop()
+        warnings = RepeatedWarnings(log)
+
+        async def counted() -> None:
+            for _ in range(3):
+                warnings.warning("cause", "platform down")
+
+        try:
+            with logging_installed("INFO", "text", io.StringIO()):
+                loop.run_until_complete(counted())
+        finally:
+            loop.close()
+        return weakref.ref(loop), weakref.ref(warnings)
+
+    loop, warnings = counted_then_closed()
+    gc.collect()
+    assert (loop(), warnings()) == (None, None)
