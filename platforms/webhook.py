@@ -47,6 +47,7 @@ import math
 import os
 import re
 import time
+from base64 import b64encode
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -615,7 +616,7 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
     text = head.decode("utf-8", "replace").rstrip("\ufffd" if cut else "")
     hidden = _hidden(route)
     # In any case: percent-encoding's hex digits and a URL's host are echoed in either.
-    text = re.sub("|".join(map(re.escape, hidden)), "***", text, flags=re.IGNORECASE) if hidden else text
+    text = re.sub("|".join(map(_spelled, hidden)), "***", text, flags=re.IGNORECASE) if hidden else text
     if cut:  # what the read cut short ends the text: drop any start of one there
         for one in hidden:
             folded = text.lower()
@@ -641,6 +642,8 @@ def _hidden(route: Route) -> list[str]:
     for url in (yarl.URL(route.deliver_url or ""), yarl.URL(route.deliver_url or "", encoded=True)):
         pairs = [pair.partition("=")[::2] for pair in url.raw_query_string.split("&")] + list(url.query.items())
         credentials = [url.raw_password or url.raw_user or "", url.password or url.user or ""]
+        if url.user is not None or url.password is not None:  # aiohttp sends them as `Authorization: Basic …`
+            credentials.append(b64encode(f"{url.user or ''}:{url.password or ''}".encode("latin1", "replace")).decode())
         credentials += [value for name, value in pairs if _CREDENTIAL.search(name)]
         credentials += [part for parts in (url.raw_parts, url.parts) for before, part in zip(parts, parts[1:])
                         if _CREDENTIAL.search(before) and not _token(before, 0)]  # "key", not a token holding "Pwd"
@@ -652,6 +655,14 @@ def _hidden(route: Route) -> list[str]:
                       url.raw_query_string, url.query_string}
     hidden = (hidden | whole) - {"", "/"}
     return sorted(hidden | {h.replace("/", "\\/") for h in hidden}, key=len, reverse=True)
+
+
+def _spelled(one: str) -> str:
+    """A pattern of ``one`` as a receiver may echo it: each character that is no letter or digit also
+    percent-encoded (``%2F``) or escaped as JSON may (``\\u002f``: .NET's ``+``, Go's ``&``; ``\\/``), a path
+    or URL of short parts otherwise shown whole."""
+    return "".join(re.escape(c) if c.isalnum() else "(?:{}|{}|\\\\u{:04x}|\\\\{})".format(
+        re.escape(c), "".join(f"%{b:02x}" for b in c.encode()), ord(c), re.escape(c)) for c in one)
 
 
 def _token(part: str, shortest: int) -> bool:

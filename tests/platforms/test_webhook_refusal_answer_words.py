@@ -118,3 +118,56 @@ def test_words_are_quoted_and_tokens_and_credentials_never(words: list[str], tok
     said = quoted(url, " ".join([*segments, *secrets, url.removeprefix("https://receiver.example")]))
     assert all(s.lower() not in said.lower() for s in secrets), said
     assert all(f"{w} " in said for w in words), said
+
+
+@pytest.mark.parametrize("userinfo", ["relay:swordfish", "sk_live_abcd", "relay:pass%2Fword"])
+async def test_the_basic_authorization_the_urls_user_info_sends_is_masked_when_echoed(userinfo: str) -> None:
+    # aiohttp sends a URL's user info as `Authorization: Basic base64(user:password)`: a receiver quoting the header
+    # it refused quoted the password (or the token riding as the user name) in a form no plain match finds.
+    async def refuse(request: web.Request) -> web.Response:
+        return web.Response(status=422, text=f"unsupported Authorization: {request.headers.get('Authorization')}")
+
+    runner, url = await serve(web.post("/hooks", refuse))
+    adapter = WebhookAdapter({"hook": Route(SECRET, url.replace("//", f"//{userinfo}@") + "/hooks")},
+                             clock=lambda: NOW)
+    try:
+        with pytest.raises(NotFound) as info:
+            await adapter.send(Outbound("hook:ops", None, "done", idempotency_key="t1:reply:0", turn_id="t1"))
+    finally:
+        await adapter.stop()
+        await runner.cleanup()
+    assert str(info.value).endswith("its answer: unsupported Authorization: Basic ***"), str(info.value)
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    # Zapier's hook: two ids of seven characters, neither a secret alone, the path holding both one.
+    ("https://hooks.zapier.com/hooks/catch/1234567/3abc9de/", "no zap at %2Fhooks%2Fcatch%2F1234567%2F3abc9de%2F"),
+    ("https://hooks.zapier.com/hooks/catch/1234567/3abc9de/",
+     r'{"path": "\u002fhooks\u002fcatch\u002f1234567\u002f3abc9de\u002f"}'),
+    ("https://hooks.zapier.com/hooks/catch/1234567/3abc9de/",
+     "bad callback url=https%3A%2F%2Fhooks.zapier.com%2Fhooks%2Fcatch%2F1234567%2F3abc9de%2F"),
+    # A token with a `+`, echoed by .NET's JSON (which writes it \u002B) or Go's (& as \u0026).
+    ("https://receiver.example/hooks/in?token=Zm9v%2BYmFyYmF6cXV4", r'{"error": "bad token Zm9v\u002BYmFyYmF6cXV4"}'),
+    ("https://receiver.example/hooks?room=ops&id=ab3k", r'{"error": "no hook for room=ops\u0026id=ab3k"}'),
+])
+def test_an_echo_escaping_the_urls_punctuation_masks_it_as_written(url: str, said: str) -> None:
+    shown = quoted(url, said)
+    assert "3abc9de" not in shown and "YmFyYmF6cXV4" not in shown and "ab3k" not in shown, shown
+
+
+_IDS = st.text(alphabet=string.ascii_lowercase + string.digits, min_size=4, max_size=7).filter(
+    lambda s: any(c.isdigit() for c in s))
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(_WORD_SEGMENTS), max_size=3), ids=st.lists(_IDS, min_size=1, max_size=3),
+       tokens=st.lists(_TOKENS, max_size=1), slash=st.sampled_from(["%2F", "%2f", "\\u002f", "\\u002F", "\\/"]),
+       shuffle=st.randoms())
+def test_a_path_holding_an_id_is_masked_however_its_slashes_are_escaped(
+        words: list[str], ids: list[str], tokens: list[str], slash: str, shuffle) -> None:
+    segments = [*words, *ids, *tokens]
+    shuffle.shuffle(segments)
+    path = "/" + "/".join(segments)
+    echoed = path.replace("/", slash)
+    said = quoted(f"https://hooks.receiver.example{path}", f"no hook at {echoed}")
+    assert echoed.lower() not in said.lower() and all(t.lower() not in said.lower() for t in tokens), said
