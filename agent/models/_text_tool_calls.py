@@ -131,8 +131,9 @@ def _mistral(text: str, offered: frozenset[str]) -> list[TextCall] | None:
 def _pasted(calls: list[TextCall], quoted: str) -> bool:
     """Whether ``quoted`` holds any of ``calls`` as a call: the same tool with the same arguments as JSON values,
     however written (keys in another order, other spacing, ``\\u00e9`` for ``é``, an ``id`` beside them, in another of
-    the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``, or within a JSON string of a pasted log
-    line). Compared as text, a model that laid the call out again, as it may, ran what the user only showed.
+    the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``, Anthropic's ``{"name", "input"}`` or
+    Gemini's ``{"name", "args"}``, or within a JSON string of a pasted log line). Compared as text, a model that laid
+    the call out again, as it may, ran what the user only showed.
 
     An object is read at each brace before a key that no object read before holds (its own objects are its value's),
     so a read that fails also reads what follows it. A text whose reads come to more than `_READ_PER_CHARACTER` and
@@ -159,8 +160,11 @@ def _pasted(calls: list[TextCall], quoted: str) -> bool:
                 named = _named_before(text, at)
                 if named in names and isinstance(value, dict) and (named, _canonical(value)) in wanted:
                     return True
-                if any(found in wanted for found in _calls_within(value, names, texts)):
-                    return True
+                for found in _calls_within(value, names, texts):
+                    # Each canonical text is written anew: calls nested in calls' arguments write theirs again.
+                    left -= len(found[1] or "")
+                    if found in wanted or left <= 0:
+                        return True
                 start = _OBJECT.search(text, base + end)
             if left <= 0:
                 return True
@@ -172,8 +176,9 @@ _OBJECT = re.compile(r'\{\s*["}]')
 before anything else, which no JSON object is."""
 
 _READ_PER_CHARACTER = 16
-_READ_AT_LEAST = 1 << 16
-"""Characters `_pasted` reads at most, for each of the text's, and over all for a short one."""
+_READ_AT_LEAST = 1 << 21
+"""Characters `_pasted` reads at most, for each of the text's, and over all beside (some 8,000 reads, tens of
+milliseconds): with 65,536, a 30 KB data file of small records (a read each) counted as holding the calls."""
 
 _READ_COST = 256
 """What each read counts for beside the characters it reads: the failure it may raise costs more than a few."""
@@ -208,9 +213,10 @@ _NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 
 
 def _calls_within(value: Any, names: set[str], strings: list[str]) -> Iterator[tuple[str, str | None]]:
-    """(name, canonical arguments) of each object in ``value``, at any depth, whose ``name`` is one of ``names``;
-    each string in it that holds a brace is added to ``strings``: it may hold calls of its own (a log line's
-    message quoting one, its quotes escaped)."""
+    """(name, canonical arguments) of each object in ``value``, at any depth, whose ``name`` is one of ``names`` and
+    that holds arguments (`_PASTED_ARGUMENT_KEYS`) or nothing a call lacking them may hold beside (a tool's
+    definition, ``{"name", "description"}``, calls nothing); each string in it that holds a brace is added to
+    ``strings``: it may hold calls of its own (a log line's message quoting one, its quotes escaped)."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -219,9 +225,19 @@ def _calls_within(value: Any, names: set[str], strings: list[str]) -> Iterator[t
         elif isinstance(item, dict):
             stack.extend(item.values())
             if isinstance(name := item.get("name"), str) and name in names:
-                yield name, _canonical(next((item[key] for key in _ARGUMENT_KEYS if key in item), None))
+                key = next((key for key in _PASTED_ARGUMENT_KEYS if key in item), None)
+                if key is not None or set(item) <= _CALL_WITHOUT_ARGUMENTS:  # else no call: a tool's definition
+                    yield name, _canonical(None if key is None else item[key])
         elif isinstance(item, str) and "{" in item:
             strings.append(item)
+
+
+_PASTED_ARGUMENT_KEYS = (*_ARGUMENT_KEYS, "input", "args")
+"""Where a pasted call holds its arguments: as the model writes them, or as Anthropic's ``tool_use`` (``input``) and
+Gemini's ``functionCall`` (``args``) do, which a pasted log may show."""
+
+_CALL_WITHOUT_ARGUMENTS = frozenset({"name", "id", "type", "call_id"})
+"""The keys of an object that is a call without arguments (of a tool without parameters)."""
 
 
 def _canonical(arguments: Any) -> str | None:
