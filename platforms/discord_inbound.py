@@ -16,7 +16,7 @@ from platforms import discord_files, discord_mentions
 from platforms.base import Inbound
 from platforms.discord_mentions import user_name
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
-from platforms.formatting.blank import is_blank
+from platforms.formatting.blank import is_blank, trimmed
 
 log = logging.getLogger("platforms.discord")
 
@@ -203,8 +203,9 @@ def addressed(message: discord.Message, me: int, posted_in: Container[int], text
         return True
     if thread_chat(channel.id) is not None and channel.id in posted_in:
         return True
-    words = message.content.split(maxsplit=1)
-    return channel.id in posted_in and bool(words) and words[0].lower() in text_commands
+    # ``!stop`` with a zero-width space glued on too, as the gateway reads it (`gateway.commands.parse`).
+    words = trimmed(message.content).split(maxsplit=1)
+    return channel.id in posted_in and bool(words) and trimmed(words[0]).lower() in text_commands
 
 
 def text_command(inbound: Inbound, text_commands: Container[str]) -> bool:
@@ -212,9 +213,9 @@ def text_command(inbound: Inbound, text_commands: Container[str]) -> bool:
     alike): not a slash command (`Inbound.is_command`), yet its user waits for an answer as for one, so one the
     gateway fails on is answered that it could not be handled (`platforms.not_recorded.NOT_HANDLED`). Never a
     forward (`Inbound.forwarded`): someone else's ``!stop``, which the gateway reads as a message."""
-    words = inbound.text.split(maxsplit=1)
+    words = trimmed(inbound.text).split(maxsplit=1)
     return not inbound.forwarded and bool(words) and words[0][:1] in ("!", "/") \
-        and f"!{words[0][1:].lower()}" in text_commands
+        and f"!{trimmed(words[0][1:]).lower()}" in text_commands
 
 
 def handle(user: discord.abc.User) -> str | None:

@@ -102,7 +102,7 @@ from platforms.base import (
     Sent,
     scalar_text,
 )
-from platforms.formatting.blank import is_blank
+from platforms.formatting.blank import is_blank, trimmed
 from platforms.local_files import UPLOAD_LIMIT, keep
 from platforms.local_interrupts import Interrupts
 from platforms.local_messages import CTRL_C, TooLong, commands_alone, next_message, pressed_ctrl_c
@@ -305,7 +305,7 @@ class LocalAdapter:
             if text is None and not self._interactive and self._on_input_end is not None:
                 self._on_input_end()  # a pipe or a file ran out: its messages still get their answers
                 return
-            if text is None or text.strip().lower() in _QUIT:  # Ctrl-D or an explicit quit: leave
+            if text is None or trimmed(text).lower() in _QUIT:  # Ctrl-D or an explicit quit: leave
                 if self._interactive and self._busy():
                     await self._leave_after_turn(sink, lines, ended=text is None)
                 self._end()

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TextIO
 
-from platforms.formatting.blank import is_blank
+from platforms.formatting.blank import is_blank, trimmed
 from platforms.local_input import Cut
 from platforms.web import MAX_TEXT
 
@@ -137,6 +137,6 @@ async def typed_ahead(stream: TextIO, timeout: float) -> bool:
 
 def commands_alone(text: str) -> bool:
     """Whether there are lines that are not blank (`is_blank`: a line of zero-width spaces is) and every one is a
-    command (``/name``)."""
+    command (``/name``; one with invisible characters glued on too, as the gateway reads it: `trimmed`)."""
     lines = [line for line in text.split("\n") if not is_blank(line)]
-    return bool(lines) and all(line.lstrip().startswith("/") for line in lines)
+    return bool(lines) and all(trimmed(line).startswith("/") for line in lines)

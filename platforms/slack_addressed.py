@@ -12,7 +12,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from platforms.formatting.blank import is_blank
+from platforms.formatting.blank import is_blank, trimmed
 from platforms.slack_text import forwarded
 
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -47,10 +47,16 @@ def addressed(event: dict[str, Any], bot_user_id: str | None, mention: re.Patter
     # Only the spaces around a mention go: the lines and indentation of code the user pasted stay.
     text = mention.sub(" ", text).strip() if mentioned else text.strip()
     if is_blank(text):
-        # Blocks alone come with no text (read from them), a mention alone calls the bot: neither is this.
-        if text and not (mentioned or event.get("files") or any(forwarded(event.get("attachments")))):
-            return None
-        text = ""
+        # A mention alone calls the bot, a file or a forward is what was sent: none of these is nothing. Else what
+        # shows is the blocks (an app's, posted for the user, beside a fallback text that shows nothing or none).
+        if not (mentioned or event.get("files") or any(forwarded(event.get("attachments")))):
+            from platforms.slack_inbound import blocks_text  # which imports this module
+
+            if is_blank(words := blocks_text(event.get("blocks"))):
+                return None  # spaces alone too (a no-break one), which the strip above left as ""
+            text = words.strip() if event.get("text") else ""  # with no text, `text_of` reads the blocks itself
+        else:
+            text = ""
     if private:
         return Addressed(None, private, text, mentioned)
     if mentioned:
@@ -61,6 +67,7 @@ def addressed(event: dict[str, Any], bot_user_id: str | None, mention: re.Patter
 
 
 def is_text_command(text: str, text_commands: Container[str]) -> bool:
-    """``!name`` or ``!name args``, any case: what the gateway's command parser accepts."""
-    words = text.split(maxsplit=1)
-    return bool(words) and words[0].lower() in text_commands
+    """``!name`` or ``!name args``, any case: what the gateway's command parser accepts (invisible characters glued
+    on too, ``!stop`` and a zero-width space: `gateway.commands.parse`)."""
+    words = trimmed(text).split(maxsplit=1)
+    return bool(words) and trimmed(words[0]).lower() in text_commands

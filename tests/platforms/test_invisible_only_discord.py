@@ -92,3 +92,15 @@ async def test_an_edit_to_invisible_characters_alone_is_not_handed_over(discord)
     fake.edit_message(fake.dm_channel(USER), message, "deploy to staging")
     await fake.wait_for(lambda: sink.edits)
     assert sink.edits == ["deploy to staging"]  # handed over in order: the first was passed over
+
+
+async def test_a_text_command_with_invisible_characters_glued_on_is_still_taken(discord) -> None:
+    """The gateway reads ``!stop`` and a zero-width space as ``!stop`` (`gateway.commands.parse`); in a channel the bot
+    posted in, without a mention, it was not taken: the running turn went on."""
+    fake, adapter, sink = discord
+    fake.push_guild_message(GUILD, CHANNEL, USER, "hi", mention_bot=True)
+    await fake.wait_for(lambda: sink.events)
+    await adapter.send(Outbound(chat_id=str(CHANNEL), thread_id=None, text="hello"))  # the bot posted here now
+    fake.push_guild_message(GUILD, CHANNEL, USER, "!stop\u200b")
+    fake.push_guild_message(GUILD, CHANNEL, USER, "\u2060!stop")
+    assert await texts_before(fake, sink) == ["hi", "!stop\u200b", "\u2060!stop"]

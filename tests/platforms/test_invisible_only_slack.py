@@ -6,12 +6,14 @@ real slack-bolt / slack-sdk clients against `FakeSlack` over Socket Mode."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
 
 from platforms.fakes.slack import FakeSlack
 from platforms.slack import SlackAdapter
+from platforms.slack_addressed import addressed
 from tests.platforms.sink import Sink
 from tests.platforms.slack_client import fake_slack, slack_on
 
@@ -82,3 +84,46 @@ async def test_an_edit_to_invisible_characters_alone_is_not_handed_over(fake, sl
     await fake.push_edit("DU1", ts, "deploy to staging")
     await fake.wait_for(lambda: edits.texts)
     assert edits.texts == ["deploy to staging"]
+
+
+@pytest.mark.parametrize("text", ["  ", "\u00a0", "\u3000", "\n\t"])
+async def test_a_dm_or_a_thread_reply_of_spaces_alone_is_not_handed_over_either(fake, slack, text) -> None:
+    """No-break and ideographic spaces, which Slack sends as typed: `str.strip` took them away before the check,
+    and the message went as an empty one, a turn answering nothing, where a zero-width space was passed over."""
+    sink, _ = slack
+    await fake.push_mention("C1", "U1", "hello")
+    await fake.wait_for(lambda: sink.inbound)
+    thread = sink.inbound[0].thread_id
+    await fake.push_dm("U1", text)
+    await fake.push_message("C1", "U1", text, thread_ts=thread)
+    assert await texts_before(fake, sink) == ["hello"]
+
+
+async def test_a_message_of_blocks_with_invisible_text_is_read_from_its_blocks(fake, slack) -> None:
+    """An app posting for the user may give its blocks a fallback ``text`` that shows nothing (a zero-width space):
+    the blocks are what Slack shows, and the message was passed over, lost."""
+    sink, _ = slack
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "Deploy *prod* now"}}]
+    await fake.push_event({"type": "message", "channel": fake.dm_channel("U1"), "user": "U1", "text": "\u200b",
+                           "blocks": blocks, "ts": "1700000000.000100", "event_ts": "1700000000.000100",
+                           "channel_type": "im", "team": fake.team_id})
+    assert await texts_before(fake, sink) == ["Deploy *prod* now"]
+
+
+async def test_a_message_of_blocks_alone_that_show_nothing_is_not_handed_over(fake, slack) -> None:
+    """Blocks alone (no ``text``) are read from them: of a zero-width space alone, that was its turn of the model."""
+    sink, _ = slack
+    blocks = [{"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [
+        {"type": "text", "text": "\u200b\u2060"}]}]}]
+    await fake.push_event({"type": "message", "channel": fake.dm_channel("U1"), "user": "U1", "text": "",
+                           "blocks": blocks, "ts": "1700000000.000100", "event_ts": "1700000000.000100",
+                           "channel_type": "im", "team": fake.team_id})
+    assert await texts_before(fake, sink) == []
+
+
+@pytest.mark.parametrize("text", ["!stop\u200b", "\u2060!stop", "!STOP\ufeff please"])
+def test_a_text_command_with_invisible_characters_glued_on_in_peoples_thread_is_still_taken(text) -> None:
+    """The gateway reads it as ``!stop`` (`gateway.commands.parse`); in a thread the bot is not in, it was not taken."""
+    event = {"channel": "C1", "ts": "2.0", "thread_ts": "1.0", "user": "U1", "text": text}
+    taken = addressed(event, "UBOT", re.compile("<@UBOT>"), threads=set(), text_commands={"!stop"})
+    assert taken is not None and taken.thread == "1.0"
