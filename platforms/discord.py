@@ -553,10 +553,16 @@ class DiscordAdapter:
     async def _hand_over(self, sink: InboundSink, item: Item | Edit | Deletion | Access | Unsure) -> None:
         if isinstance(item, Unsure):  # read once the store says whether its thread is on an answer of the bot's
             if not await self._answers.settle(item, self._stop_asked):
-                self._unrecorded.held_back.add(item.channel_id)
-                self._unrecorded.left(item, self._last_seen)
+                if not item.edit:  # an edit a stop leaves is dropped (`Unrecorded.left`)
+                    self._unrecorded.held_back.add(item.channel_id)
+                    self._unrecorded.left(item, self._last_seen)
                 return
-            item = (self._inbound_of(item.message), item.channel_id, item.message_id)
+            inbound = self._inbound_of(item.message)
+            if item.edit:
+                if inbound is not None:
+                    await self._hand_over_edit(inbound)
+                return  # as `_on_edit` passes over an edit not for the bot
+            item = (inbound, item.channel_id, item.message_id)
             if item[0] is None and item[1] not in self._last_seen.last_seen:
                 return  # as `_on_message` passes over a message not for the bot
         if isinstance(item, Edit):
@@ -650,13 +656,16 @@ class DiscordAdapter:
         """A message changed (``MESSAGE_UPDATE``): the raw event, which discord.py sends whether it has the message
         cached or not (``on_message_edit`` comes only when it has), so each edit is heard once. A member's edit of
         a message for the bot is read as the message is, as it now reads (`platforms.discord_inbound`), and
-        queued behind the events before it. Discord also says so of changes no one typed (a link's preview
-        added, a pin): the text as it was, they change nothing."""
+        queued behind the events before it; in a thread the store could not say is on an answer of the bot's, held
+        for it as a message there is (`discord_opened.Unsure`). Discord also says so of changes no one typed (a
+        link's preview added, a pin): the text as it was, they change nothing."""
         if self._edits is None:
             return
-        message = self._inbound_of(payload.message)
-        if message is not None:
-            self._queue.put_nowait(Edit(message))
+        item = self._item_of(payload.message)
+        if isinstance(item, Unsure):
+            self._queue.put_nowait(replace(item, edit=True))
+        elif item[0] is not None:
+            self._queue.put_nowait(Edit(item[0]))
 
     async def _on_delete(self, payload: discord.RawMessageDeleteEvent | discord.RawBulkMessageDeleteEvent) -> None:
         """A message deleted (``MESSAGE_DELETE``), or a moderator's purge (``MESSAGE_DELETE_BULK``): raw, so heard

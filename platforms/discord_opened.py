@@ -12,7 +12,8 @@ post came: a member may open a thread on it and talk there while the post's answ
 found by its nonce later, `platforms.discord_sent`), and those messages were heard as any thread's, lost to the bot.
 A store that cannot be read is not asked again for `STORE_RETRY_SECONDS` by the messages heard, by any thread: each
 message of a thread not asked of yet would read it again. Such a message is `Unsure`: held, in order, until the
-store says (`settle`), rather than heard as in a thread of no answer's.
+store says (`settle`), rather than heard as in a thread of no answer's; a member's edit there alike; for
+`HOLD_SECONDS` at most, every chat's events waiting behind it.
 
 Apart from the adapter (`platforms.discord`) because it is one concept: which message ids are the bot's answers.
 Logged under ``platforms.discord``.
@@ -44,15 +45,24 @@ again at every message of every thread not asked of yet, for as long as the stor
 SETTLE_FIRST, SETTLE_MAX = 0.5, 5.0
 """How long a message held for the store (`Answers.settle`) waits before it is asked again, doubling: one read a
 try, as the gateway's record of an event is tried again (`platforms.discord_handover.until_recorded`)."""
+HOLD_SECONDS = 60.0
+"""How long, from its turn, a message held for the store (`Answers.settle`) waits for it at most: every chat's events
+wait behind it. A lock another process holds (each read waits 5 s for it) or a disk's passing fault is over well
+within a minute; past it the failure is one for the operator to mend, and the bot answered no one until then. The
+message is then heard as in a thread of no answer's, said as an ERROR, and so are those of threads not asked of yet,
+unheld, until the store is read again."""
 
 
 @dataclass(frozen=True)
 class Unsure:
     """A member's message in a thread the store could not say was opened on an answer of the bot's (it failed, or
     is not asked again yet: `STORE_RETRY_SECONDS`): queued as it is, read (`discord_inbound.inbound_of`) once the
-    store says (`Answers.settle`)."""
+    store says (`Answers.settle`); or, ``edit``, the member's edit of it (``MESSAGE_UPDATE``), read so, in its place
+    among the events (an edit read before would be dropped as not for the bot, the message it changes perhaps
+    handed over once the store reads again)."""
 
     message: discord.Message
+    edit: bool = False
 
     @property
     def channel_id(self) -> int:
@@ -79,7 +89,12 @@ class Answers:
         self._holding = True
         """Whether the store's last failure was for want of storage (`storage_refusal`: a disk, a lock), which
         holds a thread's message (`Unsure`) until it answers; another (a corrupt file) recurs at every try, and
-        would hold every chat's events for good: the message is heard as in a thread of no answer's."""
+        would hold every chat's events for good: the message is heard as in a thread of no answer's. Not either
+        once a message was held `HOLD_SECONDS` (`_gave_up`), until the store answers."""
+        self._gave_up = False
+        """A message was held `HOLD_SECONDS` since the store last answered: no other is held until it does."""
+        self._failure = ""
+        """Why the store last failed (`described`), for the ERROR a hold given up on says."""
         self._sending: OrderedDict[str, None] = OrderedDict()
         """Nonces of the answers' parts posted (`sending`), until their post is heard (`posted`)."""
 
@@ -132,18 +147,32 @@ class Answers:
     async def settle(self, unsure: Unsure, stopping: asyncio.Event) -> bool:
         """Until the store says whether ``unsure``'s thread was opened on an answer (or the thread is known so
         meanwhile), asking it at once, then after `SETTLE_FIRST` seconds, twice as long each time, up to
-        `SETTLE_MAX`: the events after it wait, in order, as for an event the gateway could not record. False once a
-        stop is asked for: the message is left for the next start."""
-        delay = SETTLE_FIRST
+        `SETTLE_MAX`: the events after it wait, in order, as for an event the gateway could not record; for
+        `HOLD_SECONDS` at most (by the adapter's clock, which counts from a step back anew), then read as in a
+        thread of no answer's. False once a stop is asked for: the message is left for the next start."""
+        delay, since = SETTLE_FIRST, self._clock()
         while unsure.channel_id not in self._ids and unsure.channel_id not in self._asked:
             if stopping.is_set():
                 return False
             if self._ask(unsure.channel_id, unsure.message_id) or not self._holding:
                 break
+            now = self._clock()
+            since = min(since, now)
+            if now - since >= HOLD_SECONDS:
+                self._give_up(unsure)
+                break
             with contextlib.suppress(TimeoutError):  # a stop cuts the wait short
                 await asyncio.wait_for(stopping.wait(), delay)
             delay = min(delay * 2, SETTLE_MAX)
         return True
+
+    def _give_up(self, unsure: Unsure) -> None:
+        self._gave_up, self._holding = True, False
+        log.error("discord: the state database has not said for %g s whether thread %s was opened on an answer of the"
+                  " bot's (%s); %s %s is passed over, as in a thread of no answer's, and so are the messages of"
+                  " threads not asked of yet that do not mention the bot, unheld, until it is read again",
+                  HOLD_SECONDS, unsure.channel_id, self._failure, "the edit of message" if unsure.edit else "message",
+                  unsure.message_id)
 
     def _ask(self, thread_id: int, message_id: int) -> bool:
         """Whether the store said whether thread ``thread_id`` was opened on an answer (kept: `heard`)."""
@@ -153,16 +182,17 @@ class Answers:
             found = self._sent(str(thread_id))
         except Exception as exc:
             self._failed_at = self._clock()
-            self._holding = storage_refusal(exc)
+            self._holding = storage_refusal(exc) and not self._gave_up
+            self._failure = described(exc)
             if failed_at is None:
                 log.warning("discord: could not read the state database for whether thread %s was opened on an answer"
-                            " of the bot's (%s); its message %s %s", thread_id, described(exc), message_id,
+                            " of the bot's (%s); its message %s %s", thread_id, self._failure, message_id,
                             "waits for it, as does every event after it (every chat's), in order" if self._holding
                             else "is heard as any, as are those of threads not asked of yet until it is read again, "
                             f"in {STORE_RETRY_SECONDS:g} s")
             return False
         if failed_at is not None:
-            self._failed_at = None
+            self._failed_at, self._gave_up = None, False
             log.info("discord: the state database says again whether threads were opened on answers of the bot's")
         remember(self._ids if found else self._asked, thread_id, None, REMEMBERED_CHANNELS)
         return True

@@ -67,8 +67,8 @@ class Unrecorded:
         Discord never sends it again, and a message still waiting for its turn is answered as the gateway has it.
         So is a deletion (that message answered after the restart all the same), and a change of the bot's access
         to chats: the gateway stops, and the chats' next refusals tell it. A message held for the store
-        (`discord_opened.Unsure`) is read back so too."""
-        if isinstance(item, Edit | Deletion | Access):
+        (`discord_opened.Unsure`) is read back so too; an edit held so is dropped."""
+        if isinstance(item, Edit | Deletion | Access) or isinstance(item, Unsure) and item.edit:
             return
         if isinstance(item, Unsure):
             item = (None, item.channel_id, item.message_id)
