@@ -70,11 +70,14 @@ class RepeatFilter(logging.Filter):
     """
 
     def __init__(self, window: float = DEFAULT_WINDOW, *, clock: Callable[[], float] = time.monotonic,
-                 emit: Callable[[logging.LogRecord], object] | None = None) -> None:
+                 emit: Callable[[logging.LogRecord], object] | None = None,
+                 mask: Callable[[str], str] = lambda text: text) -> None:
         super().__init__()
         self.window = window
         self._clock = clock
         self._emit = emit
+        self._mask = mask
+        """Masks the exception a count line names, as the handler masked the first line's traceback."""
         self._seen: OrderedDict[tuple, _Seen] = OrderedDict()
         self._counted: dict[tuple, tuple[_Seen, logging.LogRecord]] = {}
         """The kinds with lines dropped in their window, not yet told, each with its last dropped line."""
@@ -164,7 +167,7 @@ class RepeatFilter(logging.Filter):
         a window."""
         record = _untraced(last, made_now=True)
         if (exception := record.__dict__.pop(_EXCEPTION, None)) is not None:
-            record.exc_text = _masked(exception)
+            record.exc_text = self._mask(exception)
         seen.dropped -= 1  # the line told is one of them
         if seen.dropped:
             record.msg = f"{record.msg} ({_count_text(seen, now - seen.since, record)})"
@@ -244,12 +247,6 @@ def _exception(exc: BaseException) -> str:
     if isinstance(notes, (list, tuple)):
         lines += [str(note) for note in notes]
     return "\n".join(lines)
-
-
-def _masked(text: str) -> str:
-    from gateway.logging import bounded, redact  # which imports this module
-
-    return bounded(redact(text))
 
 
 def _last_line(text: str | None) -> str | None:

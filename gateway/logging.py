@@ -684,7 +684,8 @@ def setup_logging(
         handler.addFilter(_per_event_below_warning)
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactionFilter())
-    handler.repeats = RepeatFilter(repeat_window, emit=handler.emit_counted)
+    # A count line names its exception, masked as the first line's traceback was by the filter before.
+    handler.repeats = RepeatFilter(repeat_window, emit=handler.emit_counted, mask=lambda text: bounded(redact(text)))
     handler.addFilter(handler.repeats)
     handler.setFormatter(JsonFormatter(ascii_only=not _utf8(handler.stream)) if fmt == "json" else TextFormatter())
     handler._switchboard = True  # type: ignore[attr-defined]  # marks the handler a later call replaces

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from platforms.formatting.blank import is_blank, trimmed
+from platforms.slack_blocks import blocks_text
 from platforms.slack_text import forwarded
 
 _KEEP_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -50,8 +51,6 @@ def addressed(event: dict[str, Any], bot_user_id: str | None, mention: re.Patter
         # A mention alone calls the bot, a file or a forward is what was sent: none of these is nothing. Else what
         # shows is the blocks (an app's, posted for the user, beside a fallback text that shows nothing or none).
         if not (mentioned or event.get("files") or any(forwarded(event.get("attachments")))):
-            from platforms.slack_inbound import blocks_text  # which imports this module
-
             if is_blank(words := blocks_text(event.get("blocks"))):
                 return None  # spaces alone too (a no-break one), which the strip above left as ""
             text = words.strip() if event.get("text") else ""  # with no text, `text_of` reads the blocks itself

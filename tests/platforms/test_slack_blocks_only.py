@@ -1,4 +1,4 @@
-"""A Slack message with blocks and no ``text`` (`platforms.slack_inbound.blocks_text`): its words reach the
+"""A Slack message with blocks and no ``text`` (`platforms.slack_blocks.blocks_text`): its words reach the
 model, never an empty turn. The real slack-bolt / slack-sdk clients against `FakeSlack` over Socket Mode."""
 
 from __future__ import annotations
