@@ -27,6 +27,7 @@ from aiogram.types.rich_block_union import RichBlockUnion
 from platforms import telegram_files
 from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
+from platforms.telegram_entities import as_markdown
 from platforms.telegram_supergroups import written_in
 
 _GLUED = re.compile(r"^[^\w\s]+")
@@ -40,8 +41,13 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
     chat id for a supergroup it became (``moved_from``); None for one that is not for the bot. One with neither text
     nor file is read as `content_as_text` says; one with nothing of that either (a service message) is not taken.
     Text or a caption that shows nothing (zero-width spaces, word joiners: `is_blank`) is none: a file is taken
-    without it, and a message of it alone is not taken, as an empty one, rather than cost a turn of the model."""
-    written = (message.text if message.text is not None else message.caption) or ""
+    without it, and a message of it alone is not taken, as an empty one, rather than cost a turn of the model.
+    What its formatting says the text does not, a link's address above all, is written in (`telegram_entities`)."""
+    raw = (message.text if message.text is not None else message.caption) or ""
+    forwarded = message.forward_origin is not None
+    command = None if forwarded else _leading_command(message, raw)
+    entities = message.entities if message.text is not None else message.caption_entities
+    written = as_markdown(raw, entities, plain_to=_command_end(raw, command) if command else 0)
     written = "" if is_blank(written) else written
     attachments = telegram_files.attachments_of(message, max_attachment_bytes)
     text = written or ("" if attachments else content_as_text(message))
@@ -55,8 +61,6 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
     if sender is None and (user is None or user.is_bot):
         return None
     private = message.chat.type == "private"
-    forwarded = message.forward_origin is not None
-    command = None if forwarded else _leading_command(message, text)
     name, _, bot = (command or "").partition("@")
     if bot and bot.lower() != username:
         return None  # "/stop@otherbot": not for us
@@ -65,10 +69,10 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
         # "/weather" is for us only if addressed to us, as any other message.
         command = None
     if command:
-        rest = _GLUED.sub("", text[len(command) :])
+        rest = text[_command_end(raw, command) :]  # as written up to there (`as_markdown`)
         text = name + (" " if rest[:1].strip() else "") + rest
     # What the user wrote, not a venue's or poll's words: only a reply addresses the bot with a location.
-    elif not private and not addressed(message, written, bot_id=bot_id, username=username):
+    elif not private and not addressed(message, raw, bot_id=bot_id, username=username):
         return None
     topic = message.message_thread_id if message.is_topic_message else None
     here = str(message.chat.id)
@@ -248,6 +252,12 @@ def _leading_command(message: Message, text: str) -> str | None:
     entities = message.entities if message.text is not None else message.caption_entities
     lead = next((e for e in entities or () if e.type == "bot_command" and e.offset == 0), None)
     return lead.extract_from(text) if lead else None
+
+
+def _command_end(text: str, command: str) -> int:
+    """Where the command ``text`` starts with ends, with the punctuation glued to it (`_GLUED`)."""
+    glued = _GLUED.match(text[len(command) :])
+    return len(command) + (glued.end() if glued else 0)
 
 
 def addressed(message: Message, text: str, *, bot_id: int, username: str) -> bool:

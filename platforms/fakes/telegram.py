@@ -368,15 +368,17 @@ class FakeTelegram(TelegramFiles, TelegramUpgrades, TelegramUploads, TelegramRep
         """A user writes ``text``; returns the update id. Keywords as `message_update`."""
         return self.push_update(self.message_update(chat_id, text, **kw))
 
-    def edit_message(self, chat_id: int | str, message_id: int, text: str) -> int:
+    def edit_message(self, chat_id: int | str, message_id: int, text: str, *,
+                     entities: list[dict[str, Any]] | None = None) -> int:
         """The user edits their message ``message_id`` (one an update queued here carried): queues Telegram's
         ``edited_message`` update, the message whole (the message it replies to included) with ``text`` as its
-        text, or its caption if it has one, entities derived anew, and ``edit_date``; returns the update id."""
+        text, or its caption if it has one, ``entities`` (as `message_update`'s: None derives them anew), and
+        ``edit_date``; returns the update id."""
         message = dict(self._written[(str(chat_id), int(message_id))])
         field, marks = ("caption", "caption_entities") if "caption" in message else ("text", "entities")
         message.pop(marks, None)
         message.update({field: text, "edit_date": int(time.time())})
-        if entities := _derive_entities(text):
+        if entities := _derive_entities(text) if entities is None else entities:
             message[marks] = entities
         return self.push_update({"edited_message": message})
 
