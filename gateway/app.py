@@ -635,6 +635,12 @@ class Gateway:
         failure: its turn may have run before, in a process that died with it."""
         if turn_id is not None:
             self.runner.replaying({turn_id})
+            try:
+                if self._turn_shown(turn_id):  # as when a start replays it: a deletion while it waits drops nothing
+                    self.edits.handed_back(inbound)
+            except sqlite3.Error as exc:  # handled all the same: only a deletion may drop it meanwhile
+                log.warning("%s event %s: could not read whether its turn %s showed anything: %s: %s",
+                            inbound.platform, inbound.event_id, turn_id, type(exc).__name__, exc)
         return await self._handle_accepted(inbound, turn_id)
 
     def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:

@@ -81,6 +81,12 @@ class MessageEdits:
         self._replays = {(event.platform, event.event_id): event for event in events}
         self._too_late = {(event.platform, event.event_id) for event in too_late}
 
+    def handed_back(self, event: Inbound) -> None:
+        """``event`` is handled again (tried again after a failure, or its dead letter handed back) while the gateway
+        runs, and its turn, which runs again, had asked the chat a question or answered it: too late to drop or
+        change, as it is when a start replays it (`replaying`)."""
+        self._too_late.add((event.platform, event.event_id))
+
     def taken_in_stop(self, event: Inbound) -> None:
         """The stop has begun and ``event``, handed over meanwhile, is recorded for the next start, in no queue: its
         edit or deletion heard before the adapter stops changes or drops it there (the platform, told it was taken,

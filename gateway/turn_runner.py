@@ -49,7 +49,7 @@ from gateway.replies import (
     reply_text,
 )
 from gateway.session_registry import SessionRegistry
-from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, quote_of
+from gateway.sessions import EndMessage, GatewaySession, OwedEnd, RunningTurn, WorkItem, new_turn_id, quote_of
 from gateway.store import Inbox
 from gateway.turn_progress import Observer, TurnProgress
 from gateway.turn_refusals import UNSETTLED, Refusals, owed_by
@@ -205,10 +205,39 @@ class TurnRunner:
             log.warning("%s is not configured: turn %s of chat %s is not run, and what it answers is kept until"
                         " it is configured again", session.platform, item.turn_id, session.chat_id)
             return
+        item = self._own_turn(item)
         session = self._registry.enqueue(session, item)  # the chat's session in memory: it may have left it
         self.queue_changed(session)
         if session not in self._workers:
             self._workers[session] = asyncio.ensure_future(self._work(session))
+
+    def _own_turn(self, item: WorkItem) -> WorkItem:
+        """``item`` under a turn of its own when its message was read within another message's turn
+        (`Inbox.read_into`: steered into it before it asked its question), which is not run again with it: its message
+        set aside as a dead letter, or handed back apart from it. Under that turn's id, its answer was journaled as that
+        turn's: that turn, run again once handed back, was taken for one whose answer the chat had and said nothing, or,
+        run first, kept this one's answer from being journaled. Not where that turn's answer is in the chat, which
+        answered this message too: it runs again quietly under that id. Only a replay's id can be another message's
+        (`replaying`), so nothing is read for any other turn."""
+        event = item.event
+        if event is None or item.turn_id not in self._replays or reply_journaled(self._outbox, item.turn_id):
+            return item
+        try:
+            opened_by = self._inbox.opened_by(event.platform, item.turn_id)
+        except sqlite3.Error as exc:
+            log.warning("could not read which event turn %s answers: %s: %s", item.turn_id, type(exc).__name__, exc)
+            return item
+        if opened_by is None or opened_by == event.event_id:
+            return item
+        own = dataclasses.replace(item, turn_id=new_turn_id())
+        log.info("%s event %s was read within turn %s of event %s, which does not run with it: it runs as turn %s",
+                 event.platform, event.event_id, item.turn_id, opened_by, own.turn_id)
+        try:
+            self._inbox.run_under(event.platform, event.event_id, own.turn_id)
+        except sqlite3.Error as exc:  # a restart gives it a turn of its own again
+            log.warning("could not record that %s event %s runs as turn %s: %s: %s", event.platform, event.event_id,
+                        own.turn_id, type(exc).__name__, exc)
+        return own
 
     def queue_changed(self, session: GatewaySession) -> None:
         """A message was queued in ``session``, or stopped waiting there without its turn beginning (its user deleted

@@ -249,6 +249,17 @@ class Inbox:
         """The event, steered into the turn ``turn_id``, was read by it, whose answer the chat has while its end
         is owed (`gateway.owed_ends`): a restart runs it within that turn run again, not as a turn of its own
         answered twice. The id `accept` gave it was never used, as for an answer to a question (`settle`)."""
+        self.run_under(platform, event_id, turn_id)
+
+    def opened_by(self, platform: str, turn_id: str) -> str | None:
+        """The id of the event that started ``turn_id`` on ``platform`` (`event_of_turn`), while the inbox remembers it;
+        the others of that turn were read or answered within it (`read_into`, `settle` ``into_turn``)."""
+        row = self._db.read_one("SELECT event_id FROM gateway_inbox WHERE platform=? AND turn_id=? ORDER BY rowid"
+                                " LIMIT 1", (_text(platform), _text(turn_id)))
+        return None if row is None else _untext(row[0])
+
+    def run_under(self, platform: str, event_id: str, turn_id: str) -> None:
+        """The unsettled event runs under ``turn_id`` from now on, also when a restart replays it."""
         self._db.write(f"UPDATE gateway_inbox SET turn_id=? WHERE platform=? AND event_id=? AND {OPEN}",
                        (turn_id, _text(platform), _text(event_id)))
 
