@@ -244,6 +244,10 @@ class DiscordAdapter:
         self._deletions: MessageDeleted | None = None
         self._deleted_first: OrderedDict[int, None] = OrderedDict()
         """Messages whose deletion dropped nothing, by id: one handed over after it is not (`discord_deletions`)."""
+        self._held_edits: OrderedDict[int, discord.Message] = OrderedDict()
+        """By message id, the latest of its member's edits held for the store (`discord_opened.Unsure`): each held
+        is read so at its turn. discord.py changes the message it caches in place at each edit, so the message held
+        is read as last edited; its earlier edit, read as it came, took it back to an older text."""
         self._membership = Membership(lambda access: self._queue.put_nowait(access))
         self._last_seen = LastSeen()
         self._caught_up = asyncio.Event()
@@ -557,7 +561,12 @@ class DiscordAdapter:
                     self._unrecorded.held_back.add(item.channel_id)
                     self._unrecorded.left(item, self._last_seen)
                 return
-            inbound = self._inbound_of(item.message)
+            message = item.message
+            if item.edit:  # as last edited (`_held_edits`)
+                message = self._held_edits.get(item.message_id, message)
+                if message is item.message:
+                    self._held_edits.pop(item.message_id, None)
+            inbound = self._inbound_of(message)
             if item.edit:
                 if inbound is not None:
                     await self._hand_over_edit(inbound)
@@ -663,6 +672,7 @@ class DiscordAdapter:
             return
         item = self._item_of(payload.message)
         if isinstance(item, Unsure):
+            remember(self._held_edits, item.message_id, payload.message, discord_deletions.REMEMBERED_DELETIONS)
             self._queue.put_nowait(replace(item, edit=True))
         elif item[0] is not None:
             self._queue.put_nowait(Edit(item[0]))

@@ -154,6 +154,9 @@ class Answers:
         while unsure.channel_id not in self._ids and unsure.channel_id not in self._asked:
             if stopping.is_set():
                 return False
+            if not self._holding and self._failed_at is not None \
+                    and 0 <= self._clock() - self._failed_at < STORE_RETRY_SECONDS:
+                break  # held no more (given up on, `HOLD_SECONDS`): not asked again before its time, as by `heard`
             if self._ask(unsure.channel_id, unsure.message_id) or not self._holding:
                 break
             now = self._clock()
