@@ -53,9 +53,11 @@ points). What a cut never breaks:
   the limit is written out as its label and its address (`_unlinked`; a backslash before a label that would open
   a block at a line's start, ``[>](…)``): cut otherwise, a part would show its Markdown; a part holding a bare
   address whole up to its end, and only what is glued before it, ends before it where the next can hold it with the
-  punctuation glued after it (`_short_of_glued`); one a part holds with the punctuation around it, but not with the
-  markers of the styles around them (``**([site](…))**``), goes in a part without those markers rather than leave a
-  part of only ``**(**``, or the next starting with ``)``, or be cut (`_unstyled`);
+  punctuation glued after it (`_short_of_glued`), and one ending at a space before punctuation glued to an atom that
+  the next part holds only without it takes that punctuation along (``see (`` + ``https://…``, not ``(`` alone:
+  `_past_glued`); one a part holds with the punctuation around it, but not with the markers of the styles around
+  them (``**([site](…))**``), goes in a part without those markers rather than leave a part of only ``**(**``, or
+  the next starting with ``)``, or be cut (`_unstyled`);
 - **tables** (at the top level or in a quote), cut only between body rows; the next part repeats the
   header rows; a row no part can hold is cut after a pipe between cells, else between words of a cell
   (`_row_cut`), and the next part goes on with a row of its own under the row's first cell (`_row_head`); a table
@@ -683,7 +685,7 @@ class _Splitter(InLists):
                     body_end = self.rstrip(start, p)
                     if self.valid_end(start, body_end) and not (
                             sep not in ("\n\n", "\n") and lo == half and self._cuts_code_span(start, body_end, end)):
-                        return p
+                        return self._past_glued(start, p, end) if sep == " " else p
                     # Every break between body_end and p ends the part at body_end too: skip them,
                     # so a long run of whitespace is walked once, not once per break in it.
                     p = text.rfind(sep, lo, body_end) if isinstance(sep, str) else _last_before(ends, body_end)
@@ -706,6 +708,37 @@ class _Splitter(InLists):
         elif (glued := self._before_glued(start, body_end)) is not None:
             cut = glued
         return cut
+
+    def _past_glued(self, start: int, p: int, end: int) -> int:
+        """``p``, a space a part from ``start`` up to ``end`` ends at, or, where only punctuation (with markers shown
+        as typed) follows it, glued to an atom the part cannot hold and the next part holds only without that
+        punctuation, the atom's start: the next part read ``(`` (``))**``) alone, and the part after it the atom."""
+        text, structure = self.text, self.structure
+        j = p
+        while j < end and text[j].isspace():
+            j += 1
+        around = _SHOWN_AROUND.match(text, j).end()  # type: ignore[union-attr]
+        if around == j or around > end or self.in_code(j) or structure.table_at(j) is not None:
+            return p
+        atoms = structure.atoms_starting_in(j, around + 1)
+        if not atoms or not j < atoms[0][0] <= end < atoms[0][1]:
+            return p
+        a, b = atoms[0]
+        cut = self._openers_before(a)  # ending with the markers opening a style around it, the part showed them
+        if cut <= j or not self.valid_end(start, cut) or not _whole(text, cut):
+            return p
+        styles = structure.styles_open_at(a)
+        opened = [(s.open_start, s.open_end) for s in styles if j <= s.open_start]
+        if not opened:
+            alone, with_glued = self.head(a), self.head(j)
+            held = self.fits(alone[0], alone[1], b, "") and not self.fits(with_glued[0], with_glued[1], b, "")
+            return cut if held else p
+        if any(s.open_start < j for s in styles):
+            return p
+        # Held with the punctuation without the markers of the styles opened there (``**(``), it is `_unstyled`'s.
+        quote = self._quoted(a, False)[0]
+        unstyled = self._without(opened, j, b, lambda x, y: text[x:y])
+        return cut if self.fits(quote, a, b, "") and self.measure(quote + unstyled) > self.limit else p
 
     def _before_glued(self, start: int, end: int) -> int | None:
         """Where a part from ``start`` that a hard cut ends at ``end`` ends instead, when text is glued there (the ``)``
