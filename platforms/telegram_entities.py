@@ -31,7 +31,29 @@ def as_markdown(text: str, entities: Sequence[MessageEntity] | None, *, plain_to
     units = text.encode("utf-16-le")
     start = len(text[:plain_to].encode("utf-16-le")) // 2
     read = _nested([e for e in entities or () if e.type in _WRITE and e.offset >= start], units)
+    read = _nested(_struck_whole(read), units) if read else read
     return _Markdown(units, read).written() if read else text
+
+
+def _struck_whole(entities: list[MessageEntity]) -> list[MessageEntity]:
+    """``entities`` with struck pieces side by side as one: Telegram cuts struck words at every other entity's
+    edge (TDLib's ``split_entities``: a link, an address or a mention it found), and ``~~a~~~~b~~`` strikes
+    nothing. Pieces whose whole would cut another entity stay apart."""
+    runs: list[list[MessageEntity]] = []
+    for piece in (e for e in entities if e.type == Kind.STRIKETHROUGH):
+        if runs and runs[-1][-1].offset + runs[-1][-1].length == piece.offset:
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    others, joined = [e for e in entities if e.type != Kind.STRIKETHROUGH], []
+    for run in runs:
+        start, end = run[0].offset, run[-1].offset + run[-1].length
+        if len(run) > 1 and all(e.offset >= end or e.offset + e.length <= start or start <= e.offset
+                                and e.offset + e.length <= end or e.offset <= start and end <= e.offset + e.length
+                                for e in others):
+            run = [run[0].model_copy(update={"length": end - start})]
+        joined += run
+    return others + joined
 
 
 def _nested(entities: list[MessageEntity], units: bytes) -> list[MessageEntity]:
@@ -78,7 +100,10 @@ class _Markdown:
             entity = self._entities[index]
             parts.append(self._text(at, entity.offset))
             inner, index = self._within(index + 1, entity.offset, entity.offset + entity.length)
-            parts.append(self._block(entity, _WRITE[entity.type](entity, inner)))
+            if is_blank(inner) and entity.type != Kind.TEXT_LINK:  # shows nothing: a blank message stays one
+                parts.append(inner)
+            else:
+                parts.append(self._block(entity, _WRITE[entity.type](entity, inner)))
             at = entity.offset + entity.length
         parts.append(self._text(at, end))
         return "".join(parts), index
@@ -107,7 +132,9 @@ def _link(entity: MessageEntity, words: str) -> str:
         return url
     if re.search(r"[\s()<>]", url):  # else read as the link's end, or as none
         url = "<" + re.sub(r"([<>])", r"\\\1", url) + ">"
-    return "[" + re.sub(r"([\\\[\]])", r"\\\1", words) + f"]({url})"
+    # A backslash escapes only what Markdown may escape ("C:\Users" is as typed); the words' last one the "]".
+    words = re.sub(r"\\(?=[!-/:-@\[-`{-~]|$)", r"\\\\", words)
+    return "[" + re.sub(r"([\[\]])", r"\\\1", words) + f"]({url})"
 
 
 def _code(_: MessageEntity, code: str) -> str:

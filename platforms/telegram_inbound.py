@@ -70,6 +70,8 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
         command = None
     if command:
         rest = text[_command_end(raw, command) :]  # as written up to there (`as_markdown`)
+        glued = next((i for i, c in enumerate(rest) if c.isspace() or not is_blank(c)), len(rest))
+        rest = rest[glued:]  # invisible characters glued on, as punctuation is (`_command_end`)
         text = name + (" " if rest[:1].strip() else "") + rest
     # What the user wrote, not a venue's or poll's words: only a reply addresses the bot with a location.
     elif not private and not addressed(message, raw, bot_id=bot_id, username=username):
@@ -255,9 +257,13 @@ def _leading_command(message: Message, text: str) -> str | None:
 
 
 def _command_end(text: str, command: str) -> int:
-    """Where the command ``text`` starts with ends, with the punctuation glued to it (`_GLUED`)."""
+    """Where the command ``text`` starts with ends, with the punctuation glued to it (`_GLUED`), but for the
+    invisible characters that end it: a link preview's zero-width space after "/new" is its link (`as_markdown`)."""
     glued = _GLUED.match(text[len(command) :])
-    return len(command) + (glued.end() if glued else 0)
+    run = glued.group() if glued else ""
+    while run and is_blank(run[-1]):
+        run = run[:-1]
+    return len(command) + len(run)
 
 
 def addressed(message: Message, text: str, *, bot_id: int, username: str) -> bool:
