@@ -198,6 +198,7 @@ class DiscordAdapter:
         call_timeout: float = CALL_TIMEOUT,
         max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         catch_up_timeout: float = discord_catch_up.DEADLINE,
         catch_up_timer: Timer = LOOP_TIMER,
         max_retry_after: float = discord_catch_up.MAX_RETRY_AFTER,
@@ -211,7 +212,8 @@ class DiscordAdapter:
         an upload more by its size); ``clock`` (epoch seconds) ages the messages
         caught up at start until Discord's first answer tells its time (`discord_catch_up.DiscordTime`), the
         catch-up being given up after ``catch_up_timeout`` seconds, and the channels remembered as refusing
-        replies (`platforms.discord_unquoted`); ``catch_up_timer`` is
+        replies (`platforms.discord_unquoted`); ``monotonic`` times the waits for the state database
+        (`discord_opened.Answers`), which NTP stepping ``clock`` must not cut short; ``catch_up_timer`` is
         the time its waits before reading a channel again take (`platforms.rereads`), a 429's ``retry_after``
         holding such a read ``max_retry_after`` seconds at most (``delivery.max_retry_after``);
         ``acknowledge_timeout`` is how long a command's "thinking…" call is given (`discord_commands.received`),
@@ -275,7 +277,7 @@ class DiscordAdapter:
         self._posted_in: OrderedDict[int, None] = OrderedDict()
         """Channels and threads the bot has posted in (or was told of at start), least recent first:
         the latest `REMEMBERED_CHANNELS` of them."""
-        self._answers = discord_opened.Answers(clock)
+        self._answers = discord_opened.Answers(monotonic)
         """The bot's answers (their message ids), those of before a restart asked of the store: a thread opened on one
         is the bot's."""
         self._refused_replies = RefusedReplies(clock)

@@ -77,7 +77,8 @@ class Answers:
     """The ids of the bot's answers, for ``in`` (`discord_inbound.addressed` asks it of a message's channel)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
-        """``clock``: the adapter's (epoch seconds), which times `STORE_RETRY_SECONDS`."""
+        """``clock``: the adapter's monotonic one (seconds), which times `STORE_RETRY_SECONDS` and `HOLD_SECONDS`:
+        not the host's wall clock, which NTP (or a VM resumed) steps forward, ending a hold at its next try."""
         self._clock = clock
         self._ids: OrderedDict[int, None] = OrderedDict()
         """The latest answers this process sent or found stored, `REMEMBERED_CHANNELS` of them."""
@@ -139,7 +140,7 @@ class Answers:
                 or channel.id in self._ids or channel.id in self._asked:
             return False
         failed_at = self._failed_at
-        # A clock stepped back counts as time gone.
+        # A clock stepped back (as a test's may be) counts as time gone.
         if failed_at is not None and 0 <= self._clock() - failed_at < STORE_RETRY_SECONDS:
             return self._holding
         return not self._ask(channel.id, message.id) and self._holding
@@ -148,8 +149,8 @@ class Answers:
         """Until the store says whether ``unsure``'s thread was opened on an answer (or the thread is known so
         meanwhile), asking it at once, then after `SETTLE_FIRST` seconds, twice as long each time, up to
         `SETTLE_MAX`: the events after it wait, in order, as for an event the gateway could not record; for
-        `HOLD_SECONDS` at most (by the adapter's clock, which counts from a step back anew), then read as in a
-        thread of no answer's. False once a stop is asked for: the message is left for the next start."""
+        `HOLD_SECONDS` at most from its turn, reads that hang included, then read as in a thread of no answer's.
+        False once a stop is asked for: the message is left for the next start."""
         delay, since = SETTLE_FIRST, self._clock()
         while unsure.channel_id not in self._ids and unsure.channel_id not in self._asked:
             if stopping.is_set():
@@ -159,9 +160,7 @@ class Answers:
                 break  # held no more (given up on, `HOLD_SECONDS`): not asked again before its time, as by `heard`
             if self._ask(unsure.channel_id, unsure.message_id) or not self._holding:
                 break
-            now = self._clock()
-            since = min(since, now)
-            if now - since >= HOLD_SECONDS:
+            if self._clock() - since >= HOLD_SECONDS:
                 self._give_up(unsure)
                 break
             with contextlib.suppress(TimeoutError):  # a stop cuts the wait short

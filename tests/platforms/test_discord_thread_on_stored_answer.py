@@ -55,7 +55,7 @@ async def started(fake: FakeDiscord, tmp_path, clock: Clock) -> AsyncIterator[tu
     store = GatewayStore(tmp_path / "state.db", clock=FakeClock())
     asked = Asked(store)
     sink = Sink()
-    adapter = adapter_for(fake, clock=clock)
+    adapter = adapter_for(fake, clock=clock, monotonic=clock)
     adapter.bind_answers(asked)
     await adapter.start(sink)
     try:
