@@ -12,8 +12,11 @@ as the answer, the chat read that JSON as the reply and no tool ran.
 
 from __future__ import annotations
 
+import ast
+import html
 import json
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -130,21 +133,44 @@ def _mistral(text: str, offered: frozenset[str]) -> list[TextCall] | None:
 
 def _pasted(calls: list[TextCall], quoted: str) -> bool:
     """Whether ``quoted`` holds any of ``calls`` as a call: the same tool with the same arguments as JSON values,
-    however written (keys in another order, other spacing, ``\\u00e9`` for ``é``, an ``id`` beside them, in another of
-    the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``, Anthropic's ``{"name", "input"}`` or
-    Gemini's ``{"name", "args"}``, or within a JSON string of a pasted log line). Compared as text, a model that laid
-    the call out again, as it may, ran what the user only showed.
+    however written (keys in another order, other spacing, ``\\u00e9`` for ``é``, composed or not (NFC), an ``id``
+    beside them, in another of the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``,
+    Anthropic's ``{"name", "input"}`` or Gemini's ``{"name", "args"}``, within a JSON string of a pasted log line, its
+    quotes escaped once or twice (``{\\"name\\": …``) or as HTML's ``&quot;``, or as Python writes a dict,
+    ``{'name': …}``). Compared as text, a model that laid the call out again, as it may, ran what the user only showed.
 
-    An object is read at each brace before a key that no object read before holds (its own objects are its value's),
-    so a read that fails also reads what follows it. A text whose reads come to more than `_READ_PER_CHARACTER` and
-    `_READ_AT_LEAST` allow (JSON nested deep and left open, a paste made to be slow) counts as holding the calls: the
-    answer stays text, rather than the event loop held for seconds."""
-    wanted = {(name, canonical) for name, arguments in calls if (canonical := _canonical(arguments)) is not None}
-    names = {name for name, _ in wanted}
-    left, texts = _READ_PER_CHARACTER * len(quoted) + _READ_AT_LEAST, [quoted]
-    while texts:
-        text = texts.pop()
-        decoder, base, doc, start = json.JSONDecoder(), 0, text, _OBJECT.search(text)
+    A text whose reads come to more than `_READ_PER_CHARACTER` and `_READ_AT_LEAST` allow (JSON nested deep and left
+    open, a paste made to be slow) counts as holding the calls: the answer stays text, rather than the event loop held
+    for seconds."""
+    return _Look(calls, quoted).holds()
+
+
+class _Look:
+    """One look through a user's message for calls (`_pasted`): the calls looked for, the texts left to read (the
+    message, strings read within it, its unescaped forms) and the work left."""
+
+    def __init__(self, calls: list[TextCall], quoted: str) -> None:
+        self.wanted = {(name, canonical) for name, arguments in calls
+                       if (canonical := _canonical(arguments)) is not None}
+        self.names = {name for name, _ in self.wanted}
+        self.left = _READ_PER_CHARACTER * len(quoted) + _READ_AT_LEAST
+        self.texts = [(quoted, _UNESCAPES)]
+
+    def holds(self) -> bool:
+        while self.texts:
+            text, unescapes = self.texts.pop()
+            unread: list[str] = []
+            if (self._json(text, unescapes, unread) or self._python(text, unescapes)
+                    or self._unescaped(text, unread, unescapes)):
+                return True
+        return False
+
+    def _json(self, text: str, unescapes: int, unread: list[str]) -> bool:
+        """Whether ``text`` holds a call as JSON, or its reads came to the work left; what no read took to ``unread``.
+
+        An object is read at each brace before a key that no object read before holds (its own objects are its
+        value's), so a read that fails also reads what follows it."""
+        decoder, base, doc, start, read = json.JSONDecoder(), 0, text, _OBJECT.search(text), 0
         while start is not None:
             at = start.start()
             if at - base > _REBASED_AFTER:
@@ -153,22 +179,104 @@ def _pasted(calls: list[TextCall], quoted: str) -> bool:
                 value, end = decoder.raw_decode(doc, at - base)
             except (ValueError, RecursionError) as exc:  # no JSON here: one may begin at a later brace, also within
                 # A JSONDecodeError says how far it read; a RecursionError may have read all that follows.
-                left -= _READ_COST + (exc.pos - at + base if isinstance(exc, json.JSONDecodeError) else len(text) - at)
+                reached = exc.pos + base if isinstance(exc, json.JSONDecodeError) else len(text)
+                self.left -= _READ_COST + reached - at
                 start = _OBJECT.search(text, at + 1)
             else:
-                left -= _READ_COST + base + end - at
-                named = _named_before(text, at)
-                if named in names and isinstance(value, dict) and (named, _canonical(value)) in wanted:
+                end += base
+                self.left -= _READ_COST + end - at
+                unread.append(text[read:at])
+                read = end
+                if self._within(value, _named_before(text, at), unescapes):
                     return True
-                for found in _calls_within(value, names, texts):
-                    # Each canonical text is written anew: calls nested in calls' arguments write theirs again.
-                    left -= len(found[1] or "")
-                    if found in wanted or left <= 0:
-                        return True
-                start = _OBJECT.search(text, base + end)
-            if left <= 0:
+                start = _OBJECT.search(text, end)
+            if self.left <= 0:
                 return True
-    return False
+        unread.append(text[read:])
+        return False
+
+    def _python(self, text: str, unescapes: int) -> bool:
+        """`_json` for a dict as Python writes it (``{'name': 'memory', 'arguments': {'pinned': True}}``, pasted
+        from a REPL), read by `ast.literal_eval` to its closing brace."""
+        start = _PYTHON_OBJECT.search(text)
+        while start is not None:
+            at = start.start()
+            self.left -= _READ_COST
+            end, named = self._python_end(text, at), _named_before(text, at)
+            if end is None:
+                start = _PYTHON_OBJECT.search(text, at + 1)
+            elif named not in self.names and not any(name in text[at:end] for name in self.names):
+                # No call in it, nor in the dicts it holds: evaluated, a paste of code or data took seconds.
+                start = _PYTHON_OBJECT.search(text, end)
+            else:
+                self.left -= _READ_COST + _LITERAL_COST * (end - at)
+                if self.left <= 0:
+                    return True
+                try:
+                    value = ast.literal_eval(text[at:end])
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # code, not a literal
+                    start = _PYTHON_OBJECT.search(text, at + 1)
+                else:
+                    if self._within(value, named, unescapes):
+                        return True
+                    start = _PYTHON_OBJECT.search(text, end)
+            if self.left <= 0:
+                return True
+        return False
+
+    def _python_end(self, text: str, at: int) -> int | None:
+        """Where the brace at ``at`` closes, its strings aside, within `_PYTHON_AT_MOST` characters; else None."""
+        depth, until = 0, min(len(text), at + _PYTHON_AT_MOST)
+        for token in _PYTHON_TOKEN.finditer(text, at, until):
+            self.left -= _TOKEN_COST
+            if token[0] == "{":
+                depth += 1
+            elif token[0] == "}":
+                depth -= 1
+                if not depth:
+                    self.left -= token.end() - at
+                    return token.end()
+        self.left -= until - at
+        return None
+
+    def _unescaped(self, text: str, unread: list[str], unescapes: int) -> bool:
+        """Whether unescaping ``text`` came to the work left; its unescaped forms are to be read, when it has not been
+        unescaped `_UNESCAPES` times and the pieces of it no JSON read took, ``unread``, have escaped quotes.
+
+        Those within JSON read are its strings', which are read unescaped as they are: a log of JSON lines whose
+        messages hold JSON, read twice, came to the work allowed. The whole is unescaped, not those pieces: a JSON
+        read may take a piece of the escaped text (``{}``, arguments of none)."""
+        if not unescapes:
+            return False
+        if any('\\"' in piece for piece in unread):
+            self.left -= len(text) + _ESCAPE_COST * text.count("\\")
+            self.texts.append((_JSON_ESCAPE.sub(_json_unescaped, text), unescapes - 1))
+        if any(_HTML_QUOTE.search(piece) is not None for piece in unread):
+            self.left -= len(text) + _ENTITY_COST * text.count("&")
+            self.texts.append((html.unescape(text), unescapes - 1))
+        return self.left <= 0
+
+    def _within(self, value: Any, named: str | None, unescapes: int) -> bool:
+        """Whether ``value``, read at a brace after the tool's name ``named``, is or holds one of the calls, or its
+        reading came to the work left; the strings within it that may hold calls are left to read."""
+        if named in self.names and isinstance(value, dict):
+            canonical = _canonical(value)
+            self._written(canonical)
+            if (named, canonical) in self.wanted:
+                return True
+        strings: list[str] = []
+        for found in _calls_within(value, self.names, strings):
+            # Each canonical text is written anew: calls nested in calls' arguments write theirs again.
+            self._written(found[1])
+            if found in self.wanted or self.left <= 0:
+                return True
+        self.texts.extend((string, unescapes) for string in strings)
+        return False
+
+    def _written(self, canonical: str | None) -> None:
+        """Counts the work of writing ``canonical``: one not all ASCII may have been composed, read, written again."""
+        if canonical is not None:
+            self.left -= len(canonical) * (1 if canonical.isascii() else _COMPOSED_COST)
 
 
 _OBJECT = re.compile(r'\{\s*["}]')
@@ -189,26 +297,79 @@ _REBASED_AFTER = 1024
 braces, the reads took seconds."""
 
 
+_UNESCAPES = 2
+"""Times a text is unescaped at most: a call within a JSON string within another (``{\\\\\"name\\\\\": …``, a
+Python repr of a log line) is escaped twice."""
+
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt])')
+"""JSON's escapes, but ``\\uXXXX``: left escaped, the reading of the unescaped text reads it within its string, a
+pair of surrogates as one character."""
+
+_JSON_UNESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _json_unescaped(escape: re.Match[str]) -> str:
+    return _JSON_UNESCAPED.get(escape[1], escape[1])
+
+
+_ESCAPE_COST = 16
+"""What each backslash counts for when a text is unescaped: a call of Python's for each escape."""
+
+_HTML_QUOTE = re.compile(r"&(?:amp;)?(?:quot|apos|#0*3[49]|#[xX]0*2[27]);")
+"""HTML's escaped quotes (``html.escape`` writes ``&quot;`` and ``&#x27;``; escaped twice, ``&amp;quot;``), where a
+text is to be read unescaped."""
+
+_ENTITY_COST = 256
+"""What each ``&`` counts for when a text is unescaped as HTML: one not known is looked up by each of its lengths."""
+
+_PYTHON_OBJECT = re.compile(r"\{\s*'")
+"""Where a dict as Python writes it may begin, at a key: Python writes a string in single quotes but one holding
+them, which no call's keys do."""
+
+_PYTHON_TOKEN = re.compile(r"""'(?:[^'\\\n]|\\.)*'?|"(?:[^"\\\n]|\\.)*"?|[{}]""")
+"""A Python string (to its line's end where it is left open, so that each quote after is not read to there again) or
+a brace."""
+
+_PYTHON_AT_MOST = 1 << 16
+"""Characters of a Python dict `_pasted` evaluates at most: `ast.literal_eval` takes a second and some 250 MB for a
+megabyte."""
+
+_COMPOSED_COST = 4
+"""What each character of a canonical text not all ASCII counts for: composing it, then reading and writing it again,
+took three times writing it."""
+
+_TOKEN_COST = 24
+_LITERAL_COST = 32
+"""What each token of a Python dict looked through and each character of one evaluated count for, beside
+`_READ_COST` for each look and each evaluation: a character of JSON read is C's; these Python's, and `ast`'s about
+thirty times JSON's."""
+
+
 def _named_before(text: str, at: int) -> str | None:
     """The tool's name where the JSON at ``at`` is the arguments of a call in Mistral's v11 form (``name[ARGS]``,
-    ``name[CALL_ID]id[ARGS]``, spacing before the object aside); else None."""
-    end = at
-    while end > 0 and text[end - 1].isspace():
-        end -= 1
-    if end < len(_ARGS) or not text.startswith(_ARGS, end - len(_ARGS)):
+    ``name[CALL_ID]id[ARGS]``, spacing between any two aside: ``memory [ARGS] {…}`` pasted); else None.
+
+    Looked for within `_NAMED_WITHIN` characters before, by C's string methods: each read walking back over what
+    precedes it, a character at a time and unbounded, a message of long runs of spaces or letters took seconds."""
+    start = max(0, at - _NAMED_WITHIN)
+    before = text[start:at].rstrip()
+    if not before.endswith(_ARGS):
         return None
-    end = mark = end - len(_ARGS)
-    while mark > 0 and not text[mark - 1].isspace() and text[mark - 1] not in "[]":  # the id `_MISTRAL_CALL` reads
-        mark -= 1
-    if mark >= len(_CALL_ID) and text.startswith(_CALL_ID, mark - len(_CALL_ID)):
-        end = mark - len(_CALL_ID)
-    start = end
-    while start > 0 and text[start - 1] in _NAME_CHARACTERS:
-        start -= 1
-    return text[start:end] or None
+    before = before[:-len(_ARGS)].rstrip()
+    mark = before.rfind(_CALL_ID)
+    call_id = before[mark + len(_CALL_ID):] if mark >= 0 else None
+    if call_id is not None and len(call_id.split()) <= 1 and "[" not in call_id and "]" not in call_id:
+        before = before[:mark].rstrip()  # the id `_MISTRAL_CALL` reads, but for spacing around it
+    name = before[len(before.rstrip(_NAME_CHARACTERS)):]
+    if start > 0 and len(name) == len(before):  # maybe the end of a longer name
+        return None
+    return name or None
 
 
-_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAMED_WITHIN = 256
+"""A name (OpenAI's are 64 characters at most), an id and spacing."""
+
+_NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 """Those of a name `_MISTRAL_CALL` reads."""
 
 
@@ -241,20 +402,25 @@ _CALL_WITHOUT_ARGUMENTS = frozenset({"name", "id", "type", "call_id"})
 
 
 def _canonical(arguments: Any) -> str | None:
-    """``arguments`` (a call's, as its JSON text or value) as one text for any way of writing the same value; JSON
-    text that does not parse as itself; None for a value too deep to write."""
+    """``arguments`` (a call's, as its JSON text or value) as one text for any way of writing the same value, its
+    text composed (NFC); JSON text that does not parse as itself; None for a value too deep to write, or not JSON's."""
     if arguments is None:  # as `_call` reads a call without arguments, or with null
         arguments = {}
     elif isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
-            return arguments
+            return unicodedata.normalize("NFC", arguments)
     try:
         # Sorted keys and no escapes: the same value written otherwise is the same text; 1 and 1.0, or true and 1,
         # stay apart (Python's == holds them equal).
-        return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    except RecursionError:
+        text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        if unicodedata.is_normalized("NFC", text):
+            return text
+        # Composed, then sorted again: "é" composed sorts after "f", decomposed (e and its accent) before.
+        return json.dumps(json.loads(unicodedata.normalize("NFC", text)), sort_keys=True, ensure_ascii=False,
+                          separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # a Python value JSON has not (a set, bytes, keys of two types)
         return None
 
 
