@@ -28,8 +28,8 @@ the line breaks that end one: a line right after a quote would be read as more o
 def as_markdown(text: str, entities: Sequence[MessageEntity] | None, *, plain_to: int = 0) -> str:
     """``text`` with what its ``entities`` say that it does not (see above) written in; its first ``plain_to``
     characters (a command and what is glued to it) as they are, an entity begun among them read as none."""
-    units = text.encode("utf-16-le")
-    start = len(text[:plain_to].encode("utf-16-le")) // 2
+    units = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate a client sent is a unit too
+    start = len(text[:plain_to].encode("utf-16-le", "surrogatepass")) // 2
     read = _nested([e for e in entities or () if e.type in _WRITE and e.offset >= start], units)
     read = _nested(_struck_whole(read), units) if read else read
     return _Markdown(units, read).written() if read else text
@@ -121,7 +121,7 @@ class _Markdown:
     def _text(self, start: int, end: int) -> str:
         """The text from UTF-16 offset ``start`` to ``end``; a look ahead past ``end`` cutting a character in two
         drops it (an entity never does: `_nested`)."""
-        return self._units[start * 2 : end * 2].decode("utf-16-le", "ignore")
+        return self._units[start * 2 : end * 2].decode("utf-16-le", "surrogatepass")
 
 
 def _link(entity: MessageEntity, words: str) -> str:
