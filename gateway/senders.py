@@ -12,6 +12,10 @@ answer is matched against (an option's number) stay the message as written.
 A member could write ``[@alice] deploy it`` on a line of their own and the model read it as
 Alice's: a line of the text that opens as a sender does is read with its bracket escaped,
 ``\\[@alice] deploy it``, so only the gateway's own opening names a sender.
+
+A reply reads, after that opening, the message it replies to (`Inbound.replied`, which the adapter wrote) quoted
+line by line after ``> ``, a blank line, then the reply's own text: ``[@bob] > (replying to @alice) the deploy
+failed`` … ``what does this mean?``. Quoted, no line of it opens as a sender either.
 """
 
 from __future__ import annotations
@@ -31,13 +35,24 @@ _LIKE_A_SENDER = re.compile(
 
 
 def for_model(text: str, event: Inbound | None) -> str:
-    """``text``, a message of ``event``, as the model reads it (see the module docstring)."""
+    """``text``, a message of ``event``, as the model reads it (see the module docstring), after the message it
+    replies to (`with_replied`)."""
     if event is None or event.is_private:
-        return text
+        return with_replied(text, event)
     who = f"@{event.user_name.lstrip('@')}" if event.user_name else f"user {event.user_id}"
-    if not text:
+    if not text and not event.replied:
         return f"[{who}]"
-    return f"[{who}] " + _LIKE_A_SENDER.sub(r"\1\\[", text)
+    return f"[{who}] " + with_replied(_LIKE_A_SENDER.sub(r"\1\\[", text), event)
+
+
+def with_replied(text: str, event: Inbound | None) -> str:
+    """``text`` after the message ``event`` replies to (`Inbound.replied`), quoted: each of its lines after
+    ``> ``, every line break `str.splitlines` knows one, so that no line of someone else's words opens as a
+    sender does or reads as the user's own; then a blank line. ``text`` alone for no reply."""
+    if event is None or not event.replied:
+        return text
+    quoted = "\n".join(f"> {line}" for line in event.replied.splitlines())
+    return f"{quoted}\n\n{text}" if text else quoted
 
 
 def content_for_model(content: str | list[dict[str, Any]], event: Inbound) -> str | list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from platforms.base import Inbound
 from platforms.discord_mentions import user_name
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting.blank import is_blank, trimmed
+from platforms.messages import replying
 
 log = logging.getLogger("platforms.discord")
 
@@ -76,6 +77,7 @@ def inbound_of(message: discord.Message, me: discord.ClientUser | None, *, poste
         user_name=handle(message.author), text=text, event_id=str(message.id),
         is_private=not guild, attachments=attachments, sent_at=message.created_at.timestamp(),
         message_id=str(message.id), forwarded=bool(message.message_snapshots), reply_to=replied_to(message),
+        replied=reply_context(message, me),
     )
 
 
@@ -112,6 +114,31 @@ def replied_to(message: discord.Message) -> str | None:
     if message.type != discord.MessageType.reply or reference is None or reference.message_id is None:
         return None
     return str(reference.message_id)
+
+
+def reply_context(message: discord.Message, me: discord.ClientUser) -> str | None:
+    """`Inbound.replied` of ``message``: the message it replies to (`replied_to`), as `replying` writes it: its
+    text, mentions read by name (`named`), the message it forwards, its files named (the model cannot see them
+    here), else its stickers, poll or embeds (`content_as_text`). None for none, for one Discord did not send
+    (``resolved``: deleted, or too old to be looked up) and for a reply to the bot's own message, which the model
+    has in its history as the bot wrote it: Discord has no quote of a part of a message to give in its place."""
+    if replied_to(message) is None:
+        return None
+    resolved = message.reference.resolved if message.reference is not None else None
+    if not isinstance(resolved, discord.Message) or resolved.author.id == me.id:
+        return None
+    held = [resolved, *resolved.message_snapshots]
+    written = "\n\n".join(filter(None, (named(_shown(m.content), resolved, me) for m in held)))
+    files = " ".join(_file(attachment) for m in held for attachment in m.attachments)
+    said = "\n".join(filter(None, (written, files))) or content_as_text(resolved)
+    who = resolved.author
+    return replying(f"@{name}" if (name := handle(who)) else who.display_name, said) if said else None
+
+
+def _file(attachment: discord.Attachment) -> str:
+    if (attachment.content_type or "").startswith("image/"):
+        return "(a picture)"
+    return f"(a file: {attachment.filename})"
 
 
 def in_guild(message: discord.Message) -> bool:

@@ -112,6 +112,12 @@ class Inbound:
     none (Slack has none), and for the head of its thread, which every message of a Telegram forum topic or
     comment thread replies to unasked. In a group, a reply to another message than the bot's question is no
     answer to it (`gateway.questions`)."""
+    replied: str | None = None
+    """The message this one replies to as the model reads it before the user's text (`replying`): who wrote it
+    and its text, or the part of it the user quoted (Telegram's quote); None for none, for a reply to the bot's
+    own message (the model has it in its history) unless the user quoted part of it, and for the head of a
+    thread every message replies to unasked (as `reply_to`). Context only: commands, questions' answers and the
+    blank check read ``text`` alone."""
     aliases: tuple[str, ...] = ()
     """The ids under which this very message may be delivered again, in ``event_id``'s scheme, when the
     adapter made it of several platform events that may come again apart (a Telegram album: one update
@@ -139,6 +145,21 @@ class Inbound:
             value = getattr(self, name)
             if isinstance(value, str) and has_surrogates(value):
                 object.__setattr__(self, name, scalar_text(value))  # frozen: construction is the one place
+
+
+REPLIED_CHARS = 1000
+"""How much of a replied message `Inbound.replied` holds: the head of a long one is what a reply is about, most
+often, and the whole (up to 4,096 characters on Telegram) would cost the model's context at every such reply."""
+
+
+def replying(who: str, said: str) -> str:
+    """`Inbound.replied` of a reply to ``said``, written by ``who``: ``(replying to @alice) said``, ``said`` cut to
+    `REPLIED_CHARS` characters and an ellipsis, at a space when one is near the cut."""
+    if len(said) > REPLIED_CHARS:
+        cut = said[:REPLIED_CHARS]
+        space = cut.rfind(" ", REPLIED_CHARS - 100)
+        said = (cut[:space] if space > 0 else cut).rstrip() + "…"
+    return f"(replying to {who}) {said}"
 
 
 _INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f not in ("attachments", "aliases"))

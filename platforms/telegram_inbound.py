@@ -14,9 +14,13 @@ from typing import Any
 
 from aiogram.types import (
     Chat,
+    ExternalReplyInfo,
     Giveaway,
     GiveawayWinners,
     Message,
+    MessageOriginChannel,
+    MessageOriginChat,
+    MessageOriginHiddenUser,
     MessageOriginUser,
     PaidMediaInfo,
     RichBlockList,
@@ -27,6 +31,7 @@ from aiogram.types.rich_block_union import RichBlockUnion
 from platforms import telegram_files
 from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
+from platforms.messages import replying, scalar_text
 from platforms.telegram_entities import as_markdown
 from platforms.telegram_supergroups import written_in
 
@@ -98,6 +103,7 @@ def to_inbound(message: Message, event_id: str, *, bot_id: int, username: str, c
         sent_at=message.date.timestamp(),
         message_id=written_in(here, chat, message.message_id),
         reply_to=replied_to(message, chat),
+        replied=reply_context(message, bot_id=bot_id),
     )
 
 
@@ -115,9 +121,82 @@ def replied_to(message: Message, chat: str) -> str | None:
     reply = message.reply_to_message
     if reply is None:
         return None
-    if reply.message_id == message.message_thread_id and (message.is_topic_message or reply.is_automatic_forward):
+    if _heads_thread(message, reply):
         return None
     return written_in(str(message.chat.id), chat, reply.message_id)
+
+
+def _heads_thread(message: Message, reply: Message) -> bool:
+    """Whether ``reply``, ``message``'s ``reply_to_message``, is the head of its thread, replied to unasked
+    (`replied_to`)."""
+    return reply.message_id == message.message_thread_id and bool(message.is_topic_message
+                                                                  or reply.is_automatic_forward)
+
+
+def reply_context(message: Message, *, bot_id: int) -> str | None:
+    """`Inbound.replied` of ``message``: the message it replies to, in this chat or another, or another topic
+    (``external_reply``), as `replying` writes it; the part of it the user picked (``quote``) in its place, when
+    they picked one. None for none, and for the head of its thread (`replied_to`). None too for a reply to the
+    bot's own message, which the model has in its history as the bot wrote it, unless the user picked a part of
+    it: that part is what they ask about. A file is named for what it is, as the model cannot see it here."""
+    picked = message.quote
+    # Lone surrogates (JSON may spell one) become U+FFFD, one UTF-16 unit as they were: the entities still fit.
+    quoted = as_markdown(scalar_text(picked.text), picked.entities) \
+        if picked is not None and not is_blank(picked.text) else ""
+    if (external := message.external_reply) is not None:
+        who, own = _origin(external, bot_id)
+        said = _media(external)  # the Bot API gives a message of another chat or topic without its text
+    elif (reply := message.reply_to_message) is not None and not _heads_thread(message, reply):
+        who, own = _writer(reply, bot_id)
+        raw = scalar_text((reply.text if reply.text is not None else reply.caption) or "")
+        written = "" if is_blank(raw) else as_markdown(raw, reply.entities if reply.text is not None
+                                                            else reply.caption_entities)
+        said = "\n".join(filter(None, (written, _media(reply)))) or content_as_text(reply)
+    else:
+        return None
+    if own:
+        return replying("you", quoted) if quoted else None
+    said = quoted or said
+    return replying(who, said) if said else None
+
+
+def _writer(message: Message, bot_id: int) -> tuple[str, bool]:
+    """Who wrote ``message``, as the model may read it, and whether the bot did."""
+    if message.sender_chat is not None:  # an anonymous admin, a channel: the chat is the sender
+        return _chat_name(message.sender_chat), False
+    user = message.from_user
+    if user is None:
+        return "someone", False
+    return (f"@{user.username}" if user.username else user.full_name), user.id == bot_id
+
+
+def _origin(external: ExternalReplyInfo, bot_id: int) -> tuple[str, bool]:
+    """Who wrote the message of another chat or topic ``external`` is, and whether the bot did."""
+    origin = external.origin
+    if isinstance(origin, MessageOriginUser):
+        user = origin.sender_user
+        return (f"@{user.username}" if user.username else user.full_name), user.id == bot_id
+    if isinstance(origin, MessageOriginHiddenUser):
+        return origin.sender_user_name, False
+    if isinstance(origin, MessageOriginChat):
+        return _chat_name(origin.sender_chat), False
+    if isinstance(origin, MessageOriginChannel):
+        return _chat_name(origin.chat), False
+    return "someone", False
+
+
+_REPLIED_FILES = (("photo", "a photo"), ("live_photo", "a photo"), ("video", "a video"),
+                  ("animation", "an animation"), ("audio", "an audio file"), ("voice", "a voice message"),
+                  ("video_note", "a video message"))
+
+
+def _media(message: Message | ExternalReplyInfo) -> str:
+    """The files of a replied message, named: ``(a photo)``, ``(a file: report.pdf)``; "" for none."""
+    said = [f"({name})" for field, name in _REPLIED_FILES if getattr(message, field, None)]
+    # Telegram sends an animation as a document too, for clients that know no animations: one file, named once.
+    if (document := message.document) is not None and message.animation is None:
+        said.append(f"(a file: {document.file_name})" if document.file_name else "(a file)")
+    return " ".join(said)
 
 
 def content_as_text(message: Message) -> str:

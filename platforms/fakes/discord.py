@@ -457,6 +457,7 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         poll: tuple[str, Sequence[str]] | None = None,
         embeds: Sequence[dict[str, Any]] = (),
         components: Sequence[dict[str, Any]] = (),
+        reply_to: str | int | None = None,
     ) -> str:
         """A message in a guild channel (a text one unless `add_channel` made it), or in thread ``thread_id`` of
         that channel (owned by ``thread_owner``, default ``user``; pass `bot_id` for a bot's thread; made private
@@ -466,9 +467,11 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
         username ``name`` with the server nickname ``nick``, mentioning the roles ``mention_roles``
         (`bot_role`, `add_role`) before ``text``; ``forwarded``, ``stickers``, ``poll``, ``embeds`` and
         ``components`` as for `push_dm` (a forward neither mentions nor replies: ValueError with those options), the
-        poll, embeds and components withheld with the content (``strip_message_content``), the stickers not.
-        Unknown guilds, channels and threads are created and announced first."""
-        if forwarded and (mention_bot or reply_to_bot or mention_roles):
+        poll, embeds and components withheld with the content (``strip_message_content``), the stickers not;
+        ``reply_to``: replying to that message of the channel (or thread), a user's or the bot's (KeyError for one
+        not there), as ``reply_to_bot`` replies to the bot's last one. Unknown guilds, channels and threads are
+        created and announced first."""
+        if forwarded and (mention_bot or reply_to_bot or mention_roles or reply_to is not None):
             raise ValueError("a forwarded message carries no mention or reply of its own")
         guild, channel, user = str(guild), str(channel), str(user)
         self._ensure_channel(guild, channel)
@@ -497,7 +500,14 @@ class FakeDiscord(DiscordRest, DiscordGateway, DiscordModel, DiscordFiles, Disco
                                      embeds=embeds, components=components)
         if not forwarded:  # whom it names comes with the content withheld too
             data["mentions"], data["mention_roles"] = self._mentioned(said), list(pings(said, None).roles)
-        if reply_to_bot:
+        if reply_to is not None:
+            if (target := self._find(where, str(reply_to))) is None:
+                raise KeyError(f"no message {reply_to} in channel {where}")
+            data["type"] = 19  # the message replied to as the channel's history serves it, as Discord sends it
+            data["message_reference"] = {"message_id": target.id, "channel_id": where, "guild_id": guild}
+            data["referenced_message"] = {k: v for k, v in self._history_json(target).items()
+                                          if k != "referenced_message"}
+        elif reply_to_bot:
             earlier = self.bot_messages(where)
             target = earlier[-1] if earlier else self._store(where, self.bot_id, "(earlier reply)", from_bot=True)
             data["type"] = 19
