@@ -138,8 +138,9 @@ class AgentsCommand:
     # -- listing ---------------------------------------------------------------------------
 
     async def _list(self, session: GatewaySession, *, everything: bool = False) -> str:
-        now = self._clock.time()
-        live = {c.subagent_id: c for c in self._children.children(session.session_id)}
+        # Asked again where they run (on Temporal), for at most 2 s: else what Temporal said at the last look.
+        live = {c.subagent_id: c for c in await self._children.children_now(session.session_id)}
+        now = self._clock.time()  # after the wait, as the snapshots are
         delegations: list[tuple[str, list[Item]]] = []
         listed: set[str] = set()
         for row, found in await self._ledger.listing(session, LISTED_DELEGATIONS):

@@ -46,6 +46,9 @@ whatever the total: a total too small for every entry at its floors is overrun (
 SHARED_ERROR_FLOOR = 300
 """The least an error is cut to, its note of what it leaves out included, when a batch's entries share a total:
 its kind (``model request failed (rate_limited): …``) and the start of its detail."""
+ACTIVITY_WAIT = 2.0
+"""How long ``/agents`` waits for the engine to look again at what the children do (`HostView.children_now`):
+past it, the listing goes out with the last look, saying how old it is."""
 CUT_FIELDS = 200
 """Characters a summary cut adds to its entry besides the summary (``summary_truncated``, its original length, the
 path of its full text), kept aside for each entry when a batch's summaries share a total."""
@@ -67,6 +70,18 @@ class HostView:
         """The session's live (non-terminal) children, in launch order."""
         supervisor = self._supervisor
         return tuple(supervisor.snapshot(r) for r in supervisor.children(parent_session_id))
+
+    async def children_now(self, parent_session_id: str, *,
+                           timeout: float = ACTIVITY_WAIT) -> tuple[ChildSnapshot, ...]:
+        """`children`, once an engine that reads their activity from where they run (Temporal's: an engine with
+        ``refresh_activity``) has looked again, for at most ``timeout`` seconds: what ``/agents`` lists. `children`
+        answers at once with the last look, as old as the last time anyone asked; one not looked at in time says
+        how old it is."""
+        supervisor = self._supervisor
+        refresh = getattr(supervisor.engine, "refresh_activity", None)
+        if refresh is not None and (records := supervisor.children(parent_session_id)):
+            await refresh([r.handle.subagent_id for r in records], timeout=timeout)
+        return self.children(parent_session_id)
 
     def sessions_with_children(self) -> tuple[str, ...]:
         """The ids of the top-level sessions with live children, however the host holds them:

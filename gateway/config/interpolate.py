@@ -18,6 +18,12 @@ A variable that is set but empty (``TOKEN=`` in an env file) is no error by itse
 (an optional setting reads it as unset), but the key it fed is noted, so that a
 problem found with that key later names the variable (`name_empty_variables`).
 
+A variable's value is data, taken as written: the text ``\\ud83d\\ude00`` in it stays those twelve
+characters (YAML's escapes are the file's). A byte of it that is not UTF-8 (Latin-1's ``é``), which Python
+reads from the environment as half of a UTF-16 pair (U+DC80..U+DCFF), is an error naming the variable: an
+HTTP client dropped it from a token silently, `config check` showed it as an escape no file could give back,
+and a prompt holding it could not be sent.
+
 The text the tree comes to, each alias copied out and each reference expanded, is bounded
 (`MAX_TEXT`): a long value aliased a thousand times over, or a variable referred to a thousand
 times in one value, otherwise took gigabytes from a file of kilobytes, in the gateway and in
@@ -32,6 +38,8 @@ from collections.abc import Mapping
 # `$${` first so the escape wins over a reference that starts right after it.
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _REFERENCE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNDECODED = re.compile("[\udc80-\udcff]")  # how os.environ (surrogateescape) keeps a byte that is not UTF-8
 
 
 class Expanded(str):
@@ -166,6 +174,8 @@ def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None, *,
             raise ValueError(f"the fallback of ${{{name}:-…}} holds a ${{, but a fallback is text, taken as written:"
                              " a variable in it is not expanded; write the text itself")
         value = env.get(name)
+        if value and (half := _SURROGATE.search(value)):
+            raise ValueError(_not_text(name, half.group()))
         if default is not None and not value:
             value = default
         elif value == "" and empty is not None:
@@ -182,6 +192,14 @@ def expand(text: str, env: Mapping[str, str], empty: list[str] | None = None, *,
     out.append(text[pos:])
     result = "".join(out)
     return Expanded(result) if expanded else result
+
+
+def _not_text(name: str, half: str) -> str:
+    """Why the value of variable ``name`` holding ``half`` is refused, never showing the value: it may be a secret."""
+    if _UNDECODED.fullmatch(half):
+        return (f"environment variable {name} holds a byte that is not UTF-8, which no setting can use (a client"
+                " would drop or fail on it): set it as UTF-8 text")
+    return f"environment variable {name} holds half of a UTF-16 pair, which no setting can use: set it as text"
 
 
 def _join(path: str, key: object) -> str:

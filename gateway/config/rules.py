@@ -208,8 +208,8 @@ def _model_url_rules(config: Config) -> list[str]:
 
 def _model_name_rules(config: Config) -> list[str]:
     """Every model name set is one a provider could know: each is sent to it, and becomes a `/metrics` label, a
-    span's name and part of log lines, where half of a UTF-16 pair (YAML's ``"\\ud83d"``, or a byte of
-    ``${MODEL}`` that is no UTF-8, which Python reads as one) could not be encoded."""
+    span's name and part of log lines, where half of a UTF-16 pair (YAML's ``"\\ud83d"``; one from
+    ``${MODEL}``, a byte that is no UTF-8, is refused as it is expanded) could not be encoded."""
     delegation = config.delegation
     names = {"model.name": config.model.name, "model.transcription.name": config.model.transcription.name,
              "delegation.model": delegation.model}

@@ -26,7 +26,9 @@ is sent;
 while children are followed, the task queue's pollers are looked at (`_watch_workers`): every worker gone mid-run
 is warned of once, and told at INFO when one polls again;
 `activity` reads the workflow's pending activity, fetched in the background when the last look is older
-than a second, and says when Temporal does not answer, until it does again (`_answering_again`).
+than a second, and says when Temporal does not answer, until it does again (`_answering_again`), and how long
+ago Temporal told it once that is over `ACTIVITY_STALE_SECONDS`; `refresh_activity` is that look, awaited by a
+reader about to show it (`/agents`), which else read the last look, as old as the last time anyone asked.
 
 Until Temporal is known to have a child's workflow (`EngineHost.placed`), the journal keeps
 its job: `close` starts the workflows of the children it stops following before then, and
@@ -73,6 +75,9 @@ from lifecycle.temporal._wire import MODEL_CALL, RUNNING_UPDATE, STEER, WORKFLOW
 log = logging.getLogger("lifecycle.temporal")
 
 _ACTIVITY_FRESH = 1.0
+ACTIVITY_STALE_SECONDS = 10.0
+"""A child's activity Temporal told this long ago or longer says how long ago (`activity`): its look is under way,
+or Temporal did not answer it, and the child may be doing something else by now."""
 _FIRST_EVENTS = 50
 """How many of a re-attached child's first history events are read, for its start and its first model call
 (about the tenth event): one page, not the history a long child has (megabytes of conversation)."""
@@ -124,7 +129,9 @@ class _Child:
     """Why Temporal refused the last stop asked of it (it runs on), said with its activity until a stop goes in."""
     activity: str = "waiting for a worker"
     activity_at: float = 0.0
-    refreshing: bool = False
+    """When Temporal last told its activity (the engine's clock); 0.0: never asked."""
+    look: asyncio.Task | None = None
+    """Asking Temporal for its activity (`_refresh`), under way: what `refresh_activity` waits for."""
     steers: deque[dict[str, str]] = field(default_factory=deque)
     """Steers Temporal has not taken yet, oldest first; the first is being sent. The journal holds them
     too (`EngineHost.unsent_steers`), kept up to date until Temporal has taken them all."""
@@ -168,7 +175,8 @@ class TemporalEngine:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self._clock = clock
-        """Times how long no worker has polled (`_watch_workers`); a test moves its own on past the real minutes."""
+        """Times how long no worker has polled (`_watch_workers`) and how old a child's activity is; a test moves its
+        own on past the real minutes."""
         self.compaction = compaction
         self._client = client
         self._connect = connect
@@ -266,10 +274,11 @@ class TemporalEngine:
         child = self._children.get(subagent_id)
         if child is None:
             return None
-        if child.running and not child.refreshing and time.monotonic() - child.activity_at > _ACTIVITY_FRESH:
-            child.refreshing = True
-            self._spawn(self._refresh(child), "temporal-describe")
+        if child.running and child.look is None and self._clock() - child.activity_at > _ACTIVITY_FRESH:
+            self._look(child)
         activity = child.activity
+        if child.running and child.activity_at and (age := self._clock() - child.activity_at) >= ACTIVITY_STALE_SECONDS:
+            activity = f"{activity} (as Temporal told it {_ago(age)} ago)"
         if self._silent:
             address = self.settings.address
             activity = f"{activity}; Temporal at {address} does not answer" if child.running else (
@@ -814,16 +823,39 @@ class TemporalEngine:
             child.steers.popleft()
             self._keep_steers(child)  # taken by Temporal, or given up: the journal keeps only the ones still to send
 
+    async def refresh_activity(self, subagent_ids: Sequence[str], *, timeout: float) -> None:
+        """Ask Temporal what these children do, those last told over a second ago, and wait for its answers at most
+        ``timeout`` seconds: for a reader about to show it (`/agents`). `activity` alone answers at once with the
+        last look, however old, asking in the background. One not answered in time is still asked, its `activity`
+        saying how old it is."""
+        if self._closed:
+            return
+        looks = set()
+        for sid in subagent_ids:
+            child = self._children.get(sid)
+            if child is None or not child.running:
+                continue
+            if child.look is not None:
+                looks.add(child.look)
+            elif self._clock() - child.activity_at > _ACTIVITY_FRESH:
+                looks.add(self._look(child))
+        if looks:
+            await asyncio.wait(looks, timeout=timeout)  # the late ones are not cancelled: they land for the next read
+
+    def _look(self, child: _Child) -> asyncio.Task:
+        child.look = self._spawn(self._refresh(child), "temporal-describe")
+        return child.look
+
     async def _refresh(self, child: _Child) -> None:
         try:
             self._note_activity(child, await child.handle.describe())
         except RPCError:
             pass
         finally:
-            child.refreshing = False
+            child.look = None
 
     def _note_activity(self, child: _Child, desc: Any) -> None:
-        child.activity_at = time.monotonic()
+        child.activity_at = self._clock()
         pending = desc.raw_description.pending_activities
         if not pending:
             child.activity = "thinking" if child.running else child.activity
@@ -911,3 +943,10 @@ def _gone(subagent_id: str, stop_reason: str | None) -> ChildOutcome:
     as lost. Said FAILED here, the same child ended two ways, by whether the gateway restarted in between."""
     log.warning("child %s: its workflow is gone from Temporal (deleted); it ends interrupted", subagent_id)
     return ChildOutcome("interrupted", "interrupted", None, stop_reason or PROCESS_EXIT)
+
+
+def _ago(seconds: float) -> str:
+    """``42 s``, ``3 min``, ``2 h``: how long ago a child's activity was told, to the unit that reads at a glance."""
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    return f"{int(seconds // 60)} min" if seconds < 3600 else f"{int(seconds // 3600)} h"
