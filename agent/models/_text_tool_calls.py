@@ -17,6 +17,7 @@ import html
 import json
 import re
 import unicodedata
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -137,7 +138,8 @@ def _pasted(calls: list[TextCall], quoted: str) -> bool:
     beside them, in another of the forms above, as OpenAI's ``{"function": {"name", "arguments": "…"}}``,
     Anthropic's ``{"name", "input"}`` or Gemini's ``{"name", "args"}``, within a JSON string of a pasted log line, its
     quotes escaped once or twice (``{\\"name\\": …``) or as HTML's ``&quot;``, or as Python writes a dict,
-    ``{'name': …}``). Compared as text, a model that laid the call out again, as it may, ran what the user only showed.
+    ``{'name': …}``). Compared as text, a model that laid the call out again, as it may, ran what the user only
+    showed.
 
     A text whose reads come to more than `_READ_PER_CHARACTER` and `_READ_AT_LEAST` allow (JSON nested deep and left
     open, a paste made to be slow) counts as holding the calls: the answer stays text, rather than the event loop held
@@ -153,6 +155,10 @@ class _Look:
         self.wanted = {(name, canonical) for name, arguments in calls
                        if (canonical := _canonical(arguments)) is not None}
         self.names = {name for name, _ in self.wanted}
+        # A call's name as a dict holds it (quotes escaped, as in a string within it, or not): a dict naming a tool
+        # only as a key or a word (``{'memory': 512}``, data) is no call and holds none.
+        self.named = re.compile(_PYTHON_NAMED.format("|".join(map(re.escape, sorted(self.names))))) if self.names \
+            else None
         self.left = _READ_PER_CHARACTER * len(quoted) + _READ_AT_LEAST
         self.texts = [(quoted, _UNESCAPES)]
 
@@ -197,7 +203,8 @@ class _Look:
 
     def _python(self, text: str, unescapes: int) -> bool:
         """`_json` for a dict as Python writes it (``{'name': 'memory', 'arguments': {'pinned': True}}``, pasted
-        from a REPL), read by `ast.literal_eval` to its closing brace."""
+        from a REPL), read by `ast.literal_eval` to its closing brace: one that holds a tool's ``'name'`` pair
+        (`_PYTHON_NAMED`) or follows its name (`_named_before`); no other is or holds a call."""
         start = _PYTHON_OBJECT.search(text)
         while start is not None:
             at = start.start()
@@ -205,15 +212,18 @@ class _Look:
             end, named = self._python_end(text, at), _named_before(text, at)
             if end is None:
                 start = _PYTHON_OBJECT.search(text, at + 1)
-            elif named not in self.names and not any(name in text[at:end] for name in self.names):
-                # No call in it, nor in the dicts it holds: evaluated, a paste of code or data took seconds.
+            elif named not in self.names and (self.named is None or self.named.search(text, at, end) is None):
+                # No call in it, nor in the dicts it holds: evaluated, a paste of code or data took seconds, and a
+                # large one naming a tool (a ``'memory'`` key) came to the work left, refusing the model's own call.
                 start = _PYTHON_OBJECT.search(text, end)
             else:
                 self.left -= _READ_COST + _LITERAL_COST * (end - at)
                 if self.left <= 0:
                     return True
                 try:
-                    value = ast.literal_eval(text[at:end])
+                    with warnings.catch_warnings():  # an escape Python has not (``'\\d'``) warns: not for the log
+                        warnings.simplefilter("ignore")
+                        value = ast.literal_eval(text[at:end])
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # code, not a literal
                     start = _PYTHON_OBJECT.search(text, at + 1)
                 else:
@@ -329,6 +339,9 @@ them, which no call's keys do."""
 _PYTHON_TOKEN = re.compile(r"""'(?:[^'\\\n]|\\.)*'?|"(?:[^"\\\n]|\\.)*"?|[{}]""")
 """A Python string (to its line's end where it is left open, so that each quote after is not read to there again) or
 a brace."""
+
+_PYTHON_NAMED = r"""\\*['"]name\\*['"]\s*:\s*(?:[uUrRbB]{{1,2}})?\\*['"](?:{})\\*['"]"""
+"""A ``'name': 'memory'`` pair within a dict, its quotes either, escaped or not (``{}``: the names looked for)."""
 
 _PYTHON_AT_MOST = 1 << 16
 """Characters of a Python dict `_pasted` evaluates at most: `ast.literal_eval` takes a second and some 250 MB for a
