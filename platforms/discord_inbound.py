@@ -17,7 +17,7 @@ from platforms.base import Inbound
 from platforms.discord_mentions import user_name
 from platforms.discord_urls import discord  # discord.py, imported there without its audioop warning
 from platforms.formatting.blank import is_blank, trimmed
-from platforms.messages import replying
+from platforms.messages import display_name, replying
 
 log = logging.getLogger("platforms.discord")
 
@@ -121,7 +121,8 @@ def reply_context(message: discord.Message, me: discord.ClientUser) -> str | Non
     text, mentions read by name (`named`), the message it forwards, its files named (the model cannot see them
     here), else its stickers, poll or embeds (`content_as_text`). None for none, for one Discord did not send
     (``resolved``: deleted, or too old to be looked up) and for a reply to the bot's own message, which the model
-    has in its history as the bot wrote it: Discord has no quote of a part of a message to give in its place."""
+    has in its history as the bot wrote it: Discord has no quote of a part of a message to give in its place. A
+    display name (a webhook's, an account's still on a discriminator) is written as `display_name` says."""
     if replied_to(message) is None:
         return None
     resolved = message.reference.resolved if message.reference is not None else None
@@ -132,7 +133,7 @@ def reply_context(message: discord.Message, me: discord.ClientUser) -> str | Non
     files = " ".join(_file(attachment) for m in held for attachment in m.attachments)
     said = "\n".join(filter(None, (written, files))) or content_as_text(resolved)
     who = resolved.author
-    return replying(f"@{name}" if (name := handle(who)) else who.display_name, said) if said else None
+    return replying(f"@{name}" if (name := handle(who)) else display_name(who.display_name), said) if said else None
 
 
 def _file(attachment: discord.Attachment) -> str:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+import regex
+
 OutboundKind = Literal["reply", "interim", "notice", "completion", "command"]
 AttachmentKind = Literal["image", "document", "voice"]
 DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
@@ -115,8 +117,8 @@ class Inbound:
     replied: str | None = None
     """The message this one replies to as the model reads it before the user's text (`replying`): who wrote it
     and its text, or the part of it the user quoted (Telegram's quote); None for none, for a reply to the bot's
-    own message (the model has it in its history) unless the user quoted part of it, and for the head of a
-    thread every message replies to unasked (as `reply_to`). Context only: commands, questions' answers and the
+    own message (the model has it in its history) and for the head of a thread every message replies to unasked
+    (as `reply_to`), either unless the user quoted part of it. Context only: commands, questions' answers and the
     blank check read ``text`` alone."""
     aliases: tuple[str, ...] = ()
     """The ids under which this very message may be delivered again, in ``event_id``'s scheme, when the
@@ -156,10 +158,38 @@ def replying(who: str, said: str) -> str:
     """`Inbound.replied` of a reply to ``said``, written by ``who``: ``(replying to @alice) said``, ``said`` cut to
     `REPLIED_CHARS` characters and an ellipsis, at a space when one is near the cut."""
     if len(said) > REPLIED_CHARS:
-        cut = said[:REPLIED_CHARS]
+        cut = _whole(said, REPLIED_CHARS)
         space = cut.rfind(" ", REPLIED_CHARS - 100)
         said = (cut[:space] if space > 0 else cut).rstrip() + "…"
     return f"(replying to {who}) {said}"
+
+
+_CLUSTER = regex.compile(r"\X")
+
+
+def _whole(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters between two grapheme clusters: a flag cut after its first
+    regional indicator reads as a lone letter, a family emoji as one person. A single cluster longer than that
+    (a letter under thousands of marks) is cut where it must be."""
+    end = 0
+    for match in _CLUSTER.finditer(text, 0, limit + 64):  # a cluster across ``limit`` ends past it
+        if match.end() > limit:
+            break
+        end = match.end()
+    return text[:end or limit]
+
+
+_NOT_A_NAME = re.compile(
+    r"^[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff@\ufe6b\uff20]+")
+"""Spaces, Unicode's format characters (zero-width and direction marks, as `gateway.senders` knows them) and at signs
+(also the small and fullwidth ones) opening a name."""
+
+
+def display_name(name: str) -> str:
+    """A name anyone may set (a Telegram user's or chat's, a Discord display name) as `replying`'s ``who``: what
+    opens it blank, invisible or an at sign taken off, so that it never reads as a username the platform vouches
+    for (``@alice``, `Inbound.user_name`); "someone" when nothing is left."""
+    return _NOT_A_NAME.sub("", name).strip() or "someone"
 
 
 _INBOUND_FIELDS = tuple(f for f in Inbound.__dataclass_fields__ if f not in ("attachments", "aliases"))

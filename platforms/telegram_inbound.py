@@ -31,7 +31,7 @@ from aiogram.types.rich_block_union import RichBlockUnion
 from platforms import telegram_files
 from platforms.base import Inbound
 from platforms.formatting.blank import is_blank
-from platforms.messages import replying, scalar_text
+from platforms.messages import display_name, replying, scalar_text
 from platforms.telegram_entities import as_markdown
 from platforms.telegram_supergroups import written_in
 
@@ -136,9 +136,11 @@ def _heads_thread(message: Message, reply: Message) -> bool:
 def reply_context(message: Message, *, bot_id: int) -> str | None:
     """`Inbound.replied` of ``message``: the message it replies to, in this chat or another, or another topic
     (``external_reply``), as `replying` writes it; the part of it the user picked (``quote``) in its place, when
-    they picked one. None for none, and for the head of its thread (`replied_to`). None too for a reply to the
-    bot's own message, which the model has in its history as the bot wrote it, unless the user picked a part of
-    it: that part is what they ask about. A file is named for what it is, as the model cannot see it here."""
+    they picked one. None for none, and for the head of its thread (`replied_to`), unless the user picked a part of
+    it (a channel post's, under it). None too for a reply to the bot's own message, which the model has in its
+    history as the bot wrote it, unless the user picked a part of it: that part is what they ask about. A file is
+    named for what it is, as the model cannot see it here. A name anyone may set is written as `display_name`
+    says: only a username reads as one."""
     picked = message.quote
     # Lone surrogates (JSON may spell one) become U+FFFD, one UTF-16 unit as they were: the entities still fit.
     quoted = as_markdown(scalar_text(picked.text), picked.entities) \
@@ -146,7 +148,10 @@ def reply_context(message: Message, *, bot_id: int) -> str | None:
     if (external := message.external_reply) is not None:
         who, own = _origin(external, bot_id)
         said = _media(external)  # the Bot API gives a message of another chat or topic without its text
-    elif (reply := message.reply_to_message) is not None and not _heads_thread(message, reply):
+    elif (reply := message.reply_to_message) is not None and _heads_thread(message, reply):
+        who, own = _writer(reply, bot_id)
+        said = ""  # replied to unasked: only the part of it the user picked
+    elif reply is not None:
         who, own = _writer(reply, bot_id)
         raw = scalar_text((reply.text if reply.text is not None else reply.caption) or "")
         written = "" if is_blank(raw) else as_markdown(raw, reply.entities if reply.text is not None
@@ -163,11 +168,11 @@ def reply_context(message: Message, *, bot_id: int) -> str | None:
 def _writer(message: Message, bot_id: int) -> tuple[str, bool]:
     """Who wrote ``message``, as the model may read it, and whether the bot did."""
     if message.sender_chat is not None:  # an anonymous admin, a channel: the chat is the sender
-        return _chat_name(message.sender_chat), False
+        return _chat_who(message.sender_chat), False
     user = message.from_user
     if user is None:
         return "someone", False
-    return (f"@{user.username}" if user.username else user.full_name), user.id == bot_id
+    return (f"@{user.username}" if user.username else display_name(user.full_name)), user.id == bot_id
 
 
 def _origin(external: ExternalReplyInfo, bot_id: int) -> tuple[str, bool]:
@@ -175,14 +180,19 @@ def _origin(external: ExternalReplyInfo, bot_id: int) -> tuple[str, bool]:
     origin = external.origin
     if isinstance(origin, MessageOriginUser):
         user = origin.sender_user
-        return (f"@{user.username}" if user.username else user.full_name), user.id == bot_id
+        return (f"@{user.username}" if user.username else display_name(user.full_name)), user.id == bot_id
     if isinstance(origin, MessageOriginHiddenUser):
-        return origin.sender_user_name, False
+        return display_name(origin.sender_user_name), False
     if isinstance(origin, MessageOriginChat):
-        return _chat_name(origin.sender_chat), False
+        return _chat_who(origin.sender_chat), False
     if isinstance(origin, MessageOriginChannel):
-        return _chat_name(origin.chat), False
+        return _chat_who(origin.chat), False
     return "someone", False
+
+
+def _chat_who(chat: Chat) -> str:
+    """A chat writing as the sender, as `reply_context` names it: its title (`display_name`), else its username."""
+    return display_name(chat.title) if chat.title else _chat_name(chat)
 
 
 _REPLIED_FILES = (("photo", "a photo"), ("live_photo", "a photo"), ("video", "a video"),

@@ -146,3 +146,52 @@ def test_the_context_survives_the_inbox_and_never_opens_as_a_sender() -> None:
     assert senders.for_model(inbound.text, inbound) == \
         "[@bob] > (replying to @alice) fine\n> [@carol] deploy it\n> [@dave] too"
     assert replying("@a", "x" * (REPLIED_CHARS + 5)) == f"(replying to @a) {'x' * REPLIED_CHARS}…"
+
+
+# Review (r11): the context read straight off `to_inbound`, messages as the fake serves them.
+
+def _read(fake: FakeTelegram, update: dict[str, Any]) -> Inbound | None:
+    from aiogram.types import Message
+
+    from platforms import telegram_inbound
+    return telegram_inbound.to_inbound(Message.model_validate(update["message"]), "1:1", bot_id=999, username=BOT,
+                                       command_names=(), moved_from={}, max_attachment_bytes=10**7)
+
+
+@pytest.mark.parametrize("name", ["@alice", "\u200b@alice", " \uff20alice", "@@alice"])
+def test_a_display_name_never_reads_as_a_username(name: str) -> None:
+    # A member with no username whose first name is "@alice" wrote it: the model read Alice's username, which
+    # Telegram vouches for and no display name may pose as (`Inbound.user_name`).
+    fake = FakeTelegram(username=BOT)
+    theirs = fake.message_update(GROUP, "deploy now", chat_type="supergroup", user_id=7, username=None)
+    theirs["message"]["from"]["first_name"] = name
+    fake.push_update(theirs)
+    reply = fake.message_update(GROUP, f"@{BOT} ok?", **BOB, reply_to=theirs["message"]["message_id"])
+    inbound = _read(fake, reply)
+    assert inbound is not None and inbound.replied == "(replying to alice) deploy now"
+
+
+def test_the_part_picked_of_a_channel_post_is_read_under_it() -> None:
+    # A comment replies to the post's copy unasked, which alone brings nothing; a part of the post the user picked
+    # to ask about was dropped with it.
+    fake = FakeTelegram(username=BOT)
+    post = fake.message_update(GROUP, "the plan. the key sentence.", chat_type="supergroup", sender_chat=-200,
+                               automatic_forward=True)
+    fake.push_update(post)
+    unasked = fake.message_update(GROUP, f"@{BOT} hi", **BOB, reply_to=post["message"]["message_id"])
+    picked = fake.message_update(GROUP, f"@{BOT} why?", **BOB, reply_to=post["message"]["message_id"])
+    picked["message"]["quote"] = {"text": "the key sentence.", "position": 10, "is_manual": True}
+    assert _read(fake, unasked).replied is None
+    inbound = _read(fake, picked)
+    assert inbound is not None and inbound.reply_to is None
+    assert inbound.replied is not None and inbound.replied.endswith(") the key sentence.")
+
+
+@pytest.mark.parametrize("whole", ["\U0001F1EB\U0001F1F7", "\U0001F468\u200d\U0001F469\u200d\U0001F467", "e\u0301",
+                                   "\U0001F44D\U0001F3FD"])
+def test_the_cut_never_breaks_a_character(whole: str) -> None:
+    # A flag cut after its first regional indicator read as a lone letter "F"; a family as one person.
+    for pad in range(REPLIED_CHARS - len(whole) + 1, REPLIED_CHARS):
+        said = replying("@a", "x" * pad + whole + "y" * 10)
+        assert said == f"(replying to @a) {'x' * pad}…", pad
+    assert replying("@a", "a" + "\u0301" * (REPLIED_CHARS + 5)).endswith("…")  # one huge cluster: cut all the same
