@@ -330,7 +330,9 @@ class Gateway:
                 self.runner.read_on_replay(turn_id, WorkItem("message", replayed_as.text, turn_id, replayed_as))
             else:
                 await self._handle_accepted(replayed_as, turn_id)  # never raises: no stored event can stop a start
-            if turn_id and replayed_as is not None:
+            # Not one given a turn of its own (`TurnRunner._own_turn`): its turn's message, handed back behind it,
+            # begins that turn, rather than steer into a turn that never begins.
+            if turn_id and replayed_as is not None and not self.runner.ran_apart(replayed_as):
                 replayed_turns.add((key, turn_id))
             if n == last[key]:  # ahead of the chat's new events, which wait behind its replayed ones
                 await self.ledger.resume_first(in_place.rest(key))
@@ -641,7 +643,10 @@ class Gateway:
             except sqlite3.Error as exc:  # handled all the same: only a deletion may drop it meanwhile
                 log.warning("%s event %s: could not read whether its turn %s showed anything: %s: %s",
                             inbound.platform, inbound.event_id, turn_id, type(exc).__name__, exc)
-        return await self._handle_accepted(inbound, turn_id)
+        try:
+            return await self._handle_accepted(inbound, turn_id)
+        finally:
+            self.runner.ran_apart(inbound)  # asked of a start's replays only: forgotten
 
     def _route(self, inbound: Inbound) -> Command | Literal["refused"] | None:
         """A refusal, a command, or None for a message that starts a turn."""

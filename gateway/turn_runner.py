@@ -137,6 +137,8 @@ class TurnRunner:
         self._read_on_replay: dict[str, list[WorkItem]] = {}
         """By turn id: messages an earlier run of the turn read, steered in, to steer into it again
         (`read_on_replay`)."""
+        self._apart: set[tuple[str, str]] = set()
+        """By (platform, event id): the messages `_own_turn` gave a turn of their own, until `ran_apart` is asked."""
         self._owed = OwedEnds(registry, outbox, inbox, completion_ended, transaction=transaction)
         self._idle_owed = IdleOwedEnds(registry, self._owed, clock, busy=lambda session: session in self._workers,
                                        stopping=lambda: self._stopping)
@@ -170,6 +172,15 @@ class TurnRunner:
         chat has (`gateway.owed_ends`): steered into its run again as it begins, settled with its end. Unsettled until
         then: a turn that never begins leaves it to the next start."""
         self._read_on_replay.setdefault(turn_id, []).append(item)
+
+    def ran_apart(self, event: Inbound) -> bool:
+        """Whether `submit` queued ``event`` under a turn of its own (`_own_turn`), not the one it was handed with:
+        that turn does not begin with it, so a message of it replayed after it is no steer into it."""
+        key = (event.platform, event.event_id)
+        if key not in self._apart:
+            return False
+        self._apart.discard(key)
+        return True
 
     async def reply_journaled(self, turn_id: str) -> None:
         """Return once the reply of ``turn_id``, if it is being journaled now (`RunningTurn.replying`: split in a
@@ -230,6 +241,7 @@ class TurnRunner:
         if opened_by is None or opened_by == event.event_id:
             return item
         own = dataclasses.replace(item, turn_id=new_turn_id())
+        self._apart.add((event.platform, event.event_id))
         log.info("%s event %s was read within turn %s of event %s, which does not run with it: it runs as turn %s",
                  event.platform, event.event_id, item.turn_id, opened_by, own.turn_id)
         try:
