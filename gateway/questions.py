@@ -286,7 +286,7 @@ class Questions:
             # Answered as the user saw it before the restart: not asked twice.
             running.held_answer = running.held_home = None
             self._inbox.settle(held.event.platform, held.event.event_id, into_turn=running.turn_id)
-            return senders.for_model(chosen(held.text, choices), held.event)
+            return senders.for_model(chosen(held.text, choices), held.event, replied=False)
         self._journal(session, running, text, key)
         self._read_within(session, running)
         try:
@@ -310,7 +310,7 @@ class Questions:
                                  turn_id=running.turn_id, reply_to=running.answers)
             return f"(no answer within {age_text(self._timeout)}; proceed with your best judgement)"
         # Anyone in a group may answer: the model reads who did (the asker, or another member).
-        return senders.for_model(chosen(answer, choices), running.answered_by)
+        return senders.for_model(chosen(answer, choices), running.answered_by, replied=False)
 
     def _journal(self, session: GatewaySession, running: RunningTurn, text: str, key: str) -> None:
         """Journal the question ``text`` as the turn's reply under ``key``, quoting what the turn's first message

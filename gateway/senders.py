@@ -34,15 +34,17 @@ _LIKE_A_SENDER = re.compile(
     rf"\[(?=[\s{_INVISIBLE}]*(?:@|user\s))", re.IGNORECASE)
 
 
-def for_model(text: str, event: Inbound | None) -> str:
+def for_model(text: str, event: Inbound | None, *, replied: bool = True) -> str:
     """``text``, a message of ``event``, as the model reads it (see the module docstring), after the message it
-    replies to (`with_replied`)."""
+    replies to (`with_replied`) unless not ``replied``: an answer to the bot's question, which a member gives by
+    replying to the question or to the request it quotes, both of which the model has."""
+    quoted = event if replied else None
     if event is None or event.is_private:
-        return with_replied(text, event)
+        return with_replied(text, quoted)
     who = f"@{event.user_name.lstrip('@')}" if event.user_name else f"user {event.user_id}"
-    if not text and not event.replied:
+    if not text and not (quoted and quoted.replied):
         return f"[{who}]"
-    return f"[{who}] " + with_replied(_LIKE_A_SENDER.sub(r"\1\\[", text), event)
+    return f"[{who}] " + with_replied(_LIKE_A_SENDER.sub(r"\1\\[", text), quoted)
 
 
 def with_replied(text: str, event: Inbound | None) -> str:

@@ -100,7 +100,9 @@ async def test_a_mention_replying_to_another_members_message_is_not_the_answer(f
     await run_clock_until(fake, clock, lambda: waits(gateway) or len(said(fake)) == 3)  # or taken for the answer
     push(fake, clock, "1", **BOB, reply_to=question)
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 4)
-    assert texts(fake)[2:] == ["deploying to: [@bob] staging", f"plain answer to [@carol] @{BOT} can you look at this?"]
+    # Carol's request reads Bob's message she replied to (`Inbound.replied`), as any reply does.
+    assert texts(fake)[2:] == ["deploying to: [@bob] staging", "plain answer to [@carol] > (replying to @bob) the"
+                               f" staging box is down again\n\n@{BOT} can you look at this?"]
 
 
 async def test_a_mention_replying_to_the_head_of_a_reply_chain_is_not_the_answer(fake, group):
@@ -115,7 +117,9 @@ async def test_a_mention_replying_to_the_head_of_a_reply_chain_is_not_the_answer
     answer = push(fake, clock, "1", **BOB, reply_to=question)
     assert fake.said[str(GROUP)][answer]["message_thread_id"] == request  # the question's chain, which it heads
     await run_clock_until(fake, clock, lambda: len(said(fake)) == 4)
-    assert texts(fake)[2:] == ["deploying to: [@bob] staging", f"plain answer to [@carol] @{BOT} can you look at this?"]
+    # Carol's request reads Bob's message she replied to (`Inbound.replied`), as any reply does.
+    assert texts(fake)[2:] == ["deploying to: [@bob] staging", "plain answer to [@carol] > (replying to @bob) the"
+                               f" staging box is down again\n\n@{BOT} can you look at this?"]
 
 
 @pytest.mark.parametrize("heads_its_chain", [True, False])
