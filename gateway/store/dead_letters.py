@@ -21,6 +21,10 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS gateway_dead_letters (
         id INTEGER PRIMARY KEY AUTOINCREMENT, platform TEXT NOT NULL, event_id TEXT NOT NULL, payload TEXT NOT NULL,
         turn_id TEXT, attempts INTEGER NOT NULL, error TEXT, received_at REAL NOT NULL, dead_at REAL NOT NULL)""",
+    # Added to schema 11 without a new version, created where missing: a replayed event looks up the letters of its
+    # turn (`Inbox.opened_by`), which pile up until the operator dismisses them.
+    "CREATE INDEX IF NOT EXISTS gateway_dead_letters_turn ON gateway_dead_letters (platform, turn_id)"
+    " WHERE turn_id IS NOT NULL",
 )
 _COLUMNS = "id, " + as_bytes("platform", "event_id", "payload", "turn_id", "error", "attempts", "received_at",
                              "dead_at")

@@ -252,10 +252,20 @@ class Inbox:
         self.run_under(platform, event_id, turn_id)
 
     def opened_by(self, platform: str, turn_id: str) -> str | None:
-        """The id of the event that started ``turn_id`` on ``platform`` (`event_of_turn`), while the inbox remembers it;
-        the others of that turn were read or answered within it (`read_into`, `settle` ``into_turn``)."""
-        row = self._db.read_one("SELECT event_id FROM gateway_inbox WHERE platform=? AND turn_id=? ORDER BY rowid"
-                                " LIMIT 1", (_text(platform), _text(turn_id)))
+        """The id of the event that started ``turn_id`` on ``platform``, the first received of those the inbox or the
+        dead letters remember under it; the others of that turn were read or answered within it (`read_into`, `settle`
+        ``into_turn``). Asked only of a replayed event (`TurnRunner._own_turn`)."""
+        # By receipt first, which a hand-back keeps (`requeue`): a forgotten event handed back is written as a new row,
+        # numbered after those of the events read within its turn. A dead letter counts too: retention may have
+        # forgotten its event, set aside with the turn's, while an event read within it is handed back first. At the
+        # same receipt (a clock standing still) a dead letter goes first: taken for the turn's, it leaves the event
+        # asked about a turn of its own, answered either way, where a steered message run as the turn kept the asking
+        # one, handed back after it, from ever being answered.
+        key = (_text(platform), _text(turn_id))
+        row = self._db.read_one("SELECT event_id FROM (SELECT event_id, received_at, 1 AS kept, rowid AS n"
+                                " FROM gateway_inbox WHERE platform=? AND turn_id=? UNION ALL"
+                                " SELECT event_id, received_at, 0, id FROM gateway_dead_letters"
+                                " WHERE platform=? AND turn_id=?) ORDER BY received_at, kept, n LIMIT 1", (*key, *key))
         return None if row is None else _untext(row[0])
 
     def run_under(self, platform: str, event_id: str, turn_id: str) -> None:
