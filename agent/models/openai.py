@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import email.utils
 import json
 import logging
@@ -26,6 +27,7 @@ import re
 import ssl
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -62,7 +64,7 @@ from agent.models._outage import (
 from agent.models._request_slots import RequestSlots
 from agent.models._retry_budget import CALL, GAVE_UP, PROBE_NOT_AGAIN, RetryBudget, begin
 from agent.models._suspend import expire_after_suspend, lost_after
-from agent.models._text_tool_calls import calls_in_text, offered_names
+from agent.models._text_tool_calls import TextCall, calls_in_text, offered_names
 from agent.settings import ModelSettings, api_key_problem, base_url_of
 
 log = logging.getLogger("agent.models")
@@ -132,6 +134,9 @@ class OpenAIModel:
         self._behind_most = settings.timeout_seconds  # a call that may not wait, behind the turns held (`admitted`)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await _with_text_calls(await self._answer(request), offered_names(request.tools), request.messages)
+
+    async def _answer(self, request: ModelRequest) -> ModelResponse:
         messages = request.messages if self.supports_vision else _without_pictures(request.messages)
         # Strict chat templates (vLLM, llama.cpp) refuse a conversation whose roles do not alternate.
         kwargs: dict[str, Any] = {"model": self.name, "messages": alternating(messages)}
@@ -192,8 +197,7 @@ class OpenAIModel:
                         probed.probe_ended()
                 try:
                     response = _to_response(completion, fallback_model=self.name, secrets=self._secrets,
-                                            named=self._named, offered=offered_names(request.tools),
-                                            asked=request.messages)
+                                            named=self._named)
                 except ModelError as exc:  # a failure the server reported in a 200 body, or an answer malformed
                     settle(*circuits, _outcome(exc, exc), exc, self._clock, probes)
                     if waits_again(probes):  # OpenRouter's upstream failing: as a 5xx in its own words
@@ -868,8 +872,8 @@ def _sent(body: str, secrets: tuple[str, ...]) -> str:
     return text if len(text) <= _SENT_KEPT else text[:_SENT_KEPT] + "…"
 
 
-def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...], named: str | None = None,
-                 offered: frozenset[str] = frozenset(), asked: Sequence[Mapping[str, Any]] = ()) -> ModelResponse:
+def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ...],
+                 named: str | None = None) -> ModelResponse:
     # The SDK builds its models without validation, so any field may be missing
     # (None) or of the wrong type; and a non-JSON body arrives as a plain str.
     if isinstance(completion, str):  # what the SDK returns for a body whose type is not JSON's
@@ -896,14 +900,6 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         raise ModelError(model_failure_text("content_filter", "the provider's content filter withheld the answer"),
                          kind="content_filter")
     tool_calls = tuple(_to_tool_call(tc, i) for i, tc in enumerate(getattr(message, "tool_calls", None) or ()))
-    # The calls of ``offered`` tools a server without a parser for the model's format left in the text, but for
-    # one the user pasted into the message the model answers (``asked``'s latest).
-    if (not tool_calls and text and not filtered
-            and (found := calls_in_text(text, offered, _latest_user_text(asked))) is not None):
-        text, calls = found
-        # Mended as a native call's are: JSON's escapes make lone surrogates (half of an emoji's "\\ud83d").
-        tool_calls = tuple(ToolCall(id=_mend(call.id or f"call_{i}_{call[0]}"), name=call[0], arguments=_mend(call[1]))
-                           for i, call in enumerate(calls))
     model = getattr(completion, "model", None)
     return ModelResponse(
         text=text,
@@ -915,6 +911,51 @@ def _to_response(completion: Any, *, fallback_model: str, secrets: tuple[str, ..
         reasoning=_reasoning(message),
         filtered=filtered,
     )
+
+
+async def _with_text_calls(response: ModelResponse, offered: frozenset[str],
+                           asked: Sequence[Mapping[str, Any]]) -> ModelResponse:
+    """``response`` with the calls of ``offered`` tools a server without a parser for the model's format left in its
+    text, but for one the user pasted into the message the model answers (``asked``'s latest)."""
+    if response.tool_calls or not response.text or response.filtered:
+        return response
+    found = await _calls_in_text(response.text, offered, _latest_user_text(asked))
+    if found is None:
+        return response
+    text, calls = found
+    # Mended as a native call's are: JSON's escapes make lone surrogates (half of an emoji's "\\ud83d").
+    tool_calls = tuple(ToolCall(id=_mend(call.id or f"call_{i}_{call[0]}"), name=call[0], arguments=_mend(call[1]))
+                       for i, call in enumerate(calls))
+    return dataclasses.replace(response, text=text, tool_calls=tool_calls)
+
+
+async def _calls_in_text(text: str, offered: frozenset[str], quoted: str) -> tuple[str | None, list[TextCall]] | None:
+    """`calls_in_text`, read in one of `_READERS` where it may take long: its guard against a call the user pasted
+    reads the whole of ``quoted``, and a message made to be slow (a webhook takes a megabyte) took a second, every
+    chat, heartbeat and timer of the gateway held meanwhile. Cancelled (a /stop) while it waits for a thread, it is
+    never read; once read, the thread reads on to the end, and its result is dropped.
+
+    Read here, the loop not left, for a short answer and message (`_TEXT_READ_HERE`, `_QUOTED_READ_HERE`), and for a
+    short answer that holds no calls, whatever the message: the answer after most turns, which has no guard to run."""
+    if len(text) <= _TEXT_READ_HERE:
+        if len(quoted) <= _QUOTED_READ_HERE:
+            return calls_in_text(text, offered, quoted)
+        if calls_in_text(text, offered) is None:  # with ``quoted`` none either: its guard only refuses calls
+            return None
+    return await asyncio.get_running_loop().run_in_executor(_READERS, calls_in_text, text, offered, quoted)
+
+
+_TEXT_READ_HERE = 4096
+_QUOTED_READ_HERE = 256
+"""Characters of the answer and of the user's message `_calls_in_text` reads without leaving the event loop: 4 ms of
+CPU at most for an answer of calls that long and a message made to be slow, 12 ms for one of 512 characters (the
+guard's work allowed has a floor of 2 M characters read, whatever the message's length); read without the message,
+to tell whether it holds calls, such an answer took about a millisecond."""
+
+# The process's own, as `agent._image_fit`'s: the loop's default executor has few threads (6 with two cores), which
+# tools, file stores and sends share, and a paste sent to many chats at once would take them all, each for a second;
+# more threads reading at once would also take the interpreter's lock from the event loop more often.
+_READERS = ThreadPoolExecutor(2, thread_name_prefix="text-calls")
 
 
 def _latest_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
