@@ -144,10 +144,21 @@ _ALWAYS_CHARS = 12
 letters in three), and few words in a URL are as long."""
 _SHORT_CHARS = 4
 """A part shorter is no secret (``v2``, an address's ``127``): nor is the path or URL holding it, alone, one."""
-_CREDENTIAL = re.compile("token|key|secret|pass|pwd|sig|auth|credential", re.IGNORECASE)
-"""The name of a query parameter, or a path segment, that a credential follows (``?api_key=``, IFTTT's
-``/with/key/…``), as the log's own masking names them (`gateway.config.secret_values.CREDENTIAL_NAMES`): what
-follows is masked whatever it reads as."""
+_CREDENTIAL_ENDS = ("token", "secret", "key", "pass", "pwd", "sig", "auth", "credential")
+_CREDENTIAL_STARTS = ("token", "secret", "pwd", "passw", "credential")
+_CREDENTIAL_WORDS = frozenset("authcode authentication authorization passcode passphrase sign signature".split())
+_NOT_CREDENTIALS = frozenset("bypass compass donkey hockey jockey lackey monkey oauth overpass surpass trespass turkey "
+                             "turnkey underpass whiskey".split())
+"""A query parameter's, or a path segment's, name that a credential follows (``?api_key=``, IFTTT's ``/with/key/…``)
+has a word (`_NAME_WORDS`, any case) ending with one of `_CREDENTIAL_ENDS` (``key``, ``apikey``, ``accesstoken``,
+``basicauth``) but no common word so ending (`_NOT_CREDENTIALS`), starting with one of `_CREDENTIAL_STARTS`
+(``tokens``, ``password``, ``secretvalue``), or one of `_CREDENTIAL_WORDS`: what follows is masked whatever it reads
+as. The log's own masking (`gateway.config.secret_values.CREDENTIAL_NAMES`) takes any name holding their letters;
+here what is masked is masked wherever the receiver's words say it, and ``signals`` (``sig``), ``oauth``, ``keys``
+or ``passthrough`` made the segment after them, ``incoming``, a credential."""
+_NAME_WORDS = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
+"""Where a name splits into words: at a sign or a digit, and before a capital after a small letter (``apiKey``);
+``SASToken`` and ``OAuth`` stay one word each."""
 _PIECE = "(?:[a-z]+(?:[A-Z][a-z]+)*|(?:[A-Z][a-z]+)+|[A-Z]{1,5})"
 _WORDS = re.compile(rf"{_PIECE}(?:[-_.~]{_PIECE})*")
 """Words as a URL spells them: letters cased as words are (``hooks``, ``AlertHook``, ``API``), one of ``-_.~``
@@ -615,8 +626,8 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
     # A character the read cut in two decodes as U+FFFD, which would hide the start of a secret before it.
     text = head.decode("utf-8", "replace").rstrip("\ufffd" if cut else "")
     hidden = _hidden(route)
-    # In any case: percent-encoding's hex digits and a URL's host are echoed in either.
-    text = re.sub("|".join(map(_spelled, hidden)), "***", text, flags=re.IGNORECASE) if hidden else text
+    if hidden:  # in any case: percent-encoding's hex digits and a URL's host are echoed in either
+        text = _masked(text, re.compile("|".join(map(_spelled, hidden)), re.IGNORECASE))
     if cut:  # what the read cut short ends the text: drop any start of one there
         for one in hidden:
             folded = text.lower()
@@ -631,30 +642,72 @@ async def _answer(response: aiohttp.ClientResponse, route: Route) -> str:
 
 def _hidden(route: Route) -> list[str]:
     """What a receiver's answer quoted in the log must not show, longest first (a URL before its path): the
-    secrets; the URL's credentials (a password, a user name alone, what follows a name holding one, `_CREDENTIAL`);
+    secrets; the URL's credentials (a password, a user name alone, what follows a name of one, `_names_credential`);
     each part that may be a token (`_token`), named alone ("unknown token …"); and, when it holds any of these, the
-    URL, its path and query with and without each other (Spring's error body names the path alone); each raw and
-    decoded, and with JSON's ``\\/`` for ``/``. Not a part that reads as a word (``/hooks/webhooks``): masked, it
-    made holes in the receiver's own words, where it named what was wrong."""
+    URL (and without its user info when the rest holds one), and its path and query, with and without each other,
+    each only when it holds one (Spring's error body names the path alone); each raw and decoded, and with JSON's
+    ``\\/`` for ``/``. Not a part that reads as a word (``/hooks/webhooks``), nor the path of words of a URL with a
+    user name: masked, they made holes in the receiver's own words, where it named what was wrong."""
     hidden = set(route.secrets())
     whole: set[str] = set()
     # As sent (yarl's normalising: %2F in a query is sent as /) and as written in the configuration.
     for url in (yarl.URL(route.deliver_url or ""), yarl.URL(route.deliver_url or "", encoded=True)):
         pairs = [pair.partition("=")[::2] for pair in url.raw_query_string.split("&")] + list(url.query.items())
-        credentials = [url.raw_password or url.raw_user or "", url.password or url.user or ""]
+        users = [url.raw_password or url.raw_user or "", url.password or url.user or ""]
         if url.user is not None or url.password is not None:  # aiohttp sends them as `Authorization: Basic …`
-            credentials.append(b64encode(f"{url.user or ''}:{url.password or ''}".encode("latin1", "replace")).decode())
-        credentials += [value for name, value in pairs if _CREDENTIAL.search(name)]
-        credentials += [part for parts in (url.raw_parts, url.parts) for before, part in zip(parts, parts[1:])
-                        if _CREDENTIAL.search(before) and not _token(before, 0)]  # "key", not a token holding "Pwd"
+            users.append(b64encode(f"{url.user or ''}:{url.password or ''}".encode("latin1", "replace")).decode())
+        named = [value for name, value in pairs if _names_credential(name)]
+        followed = [part for parts in (url.raw_parts, url.parts) for before, part in zip(parts, parts[1:])
+                    if _names_credential(before, segment=True)]
         labels = re.split("[.:]", url.raw_host or "")[:1]  # a request bin's token is its host's first label
-        parts = [*labels, *url.raw_parts, *url.parts, *(p for pair in pairs for p in pair)]
-        hidden |= {c for c in credentials if len(c) >= _SHORT_CHARS} | {p for p in parts if _token(p, _TOKEN_CHARS)}
-        if any(credentials) or any(_token(p, _SHORT_CHARS) for p in parts):
-            whole |= {route.deliver_url or "", str(url), url.raw_path_qs, url.path_qs, url.raw_path, url.path,
-                      url.raw_query_string, url.query_string}
+        path = [*url.raw_parts, *url.parts]
+        query = [p for pair in pairs for p in pair]
+        hidden |= {c for c in [*users, *named, *followed] if len(c) >= _SHORT_CHARS}
+        hidden |= {p for p in [*labels, *path, *query] if _token(p, _TOKEN_CHARS)}
+        in_path = any(followed) or any(_token(p, _SHORT_CHARS) for p in path)
+        in_query = any(named) or any(_token(p, _SHORT_CHARS) for p in query)
+        if in_path or in_query or any(_token(p, _SHORT_CHARS) for p in labels):
+            whole |= {route.deliver_url or "", str(url), str(url.with_user(None))}
+        if any(users):
+            whole |= {route.deliver_url or "", str(url)}
+        whole |= {url.raw_path_qs, url.path_qs} if in_path or in_query else set()
+        whole |= {url.raw_path, url.path} if in_path else set()
+        whole |= {url.raw_query_string, url.query_string} if in_query else set()
     hidden = (hidden | whole) - {"", "/"}
     return sorted(hidden | {h.replace("/", "\\/") for h in hidden}, key=len, reverse=True)
+
+
+def _names_credential(name: str, segment: bool = False) -> bool:
+    """Whether a query parameter's or, ``segment``, a path segment's ``name`` is a credential's (`_CREDENTIAL_ENDS`).
+    A segment only when shorter than `_ALWAYS_CHARS` (one that long is masked as a token itself) and, its digits
+    (and signs beside them) dropped, it reads as words, is one, or is capitals (``key2``, ``SASToken``, ``HMAC_SIG``):
+    a token's letters split as words may end with ``Key`` or ``sig``, and the segment after it was masked."""
+    letters = re.sub("[-_.~]*[0-9]+[-_.~]*", "", name)
+    if segment and not (len(name) < _ALWAYS_CHARS
+                        and (_word(letters) or letters.isupper() or not _NAME_WORDS.search(letters))):
+        return False
+    return any(word in _CREDENTIAL_WORDS or word.startswith(_CREDENTIAL_STARTS)
+               or word.endswith(_CREDENTIAL_ENDS) and word not in _NOT_CREDENTIALS
+               for word in map(str.lower, _NAME_WORDS.split(name)))
+
+
+def _masked(text: str, hidden: re.Pattern[str]) -> str:
+    """``text`` with each match of ``hidden`` as ``***``, and the rest of a word it starts or ends inside: shown,
+    the rest cut a word of the receiver's and told what was masked ("***ed" of a key ``open``)."""
+    spans: list[list[int]] = []
+    for match in hidden.finditer(text):
+        start, end = match.span()
+        while start and text[start].isalnum() and text[start - 1].isalnum():
+            start -= 1
+        while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+            end += 1
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    for start, end in reversed(spans):
+        text = f"{text[:start]}***{text[end:]}"
+    return text
 
 
 def _spelled(one: str) -> str:
