@@ -71,7 +71,9 @@ points). What a cut never breaks:
   every platform numbers on from it (`gateway.split_items`). A list in a quote keeps its
   numbers as written.
 - **headings**: no cut right after a word of ``#`` in one (``C #`` of ``## C # and F #``): the part's
-  heading would end with it, read as its closing sequence, not shown; none between a setext heading's text
+  heading would end with it, read as its closing sequence, not shown; a heading's closing sequence (`` #`` of
+  ``## C #``) is left out of a part that starts within its line (no heading there, it would show it) and is no
+  part of its own (``\\#``) (`closing_sequence`); none between a setext heading's text
   and its ``===`` (``---``) line, nor after a line's ``===`` or ``---`` its text goes on from (the part would
   end with a heading's underline, or a rule);
 - **a line's markers**: no cut right after a list item's (or a quote's) markers on a line whose text goes
@@ -145,6 +147,8 @@ _CODE_INDENT = "    "
 # a fence (a backtick one with no backtick after it, else a code span), a numbered item (its number a group).
 _OPENS_BLOCK = re.compile(r">|[-+*](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|`{3,}[^`\n]*$|~{3}"
                           r"|(\d{1,9})[.)](?:[ \t]|$)", re.MULTILINE)
+# A line opening a heading with "#" (in quotes and list items too): only such a line can have a closing sequence.
+_ATX_OPENS = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*#{1,6}[ \t]")
 # A heading line ending in a run of "#" after a space: CommonMark drops it as the heading's closing sequence.
 _HEADING_CLOSED = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+[ \t>]*)*#{1,6}[ \t](?:.*[ \t])?#+")
 # A line of a setext heading's underline (or, of "-", a rule), after any quote markers and indentation.
@@ -230,6 +234,8 @@ class _Splitter(InLists):
         """Where the line's markers (`_LINE_PREFIX`) from a position end: read once, not for every candidate cut."""
         self._underlines: frozenset[int] | None = None
         """Where the lines underlining setext headings start (`ends_before_underline`)."""
+        self._atx_headings: frozenset[int] | None = None
+        """Where the lines of headings written with ``#`` start (`closing_sequence`)."""
         self._last_window = limit
         """The text the last part could hold (`max_end`): the first guess for the next is at most twice it."""
         self._heads: dict[str, int] = {}
@@ -521,6 +527,26 @@ class _Splitter(InLists):
             return False  # the part starts within the line's text: no heading (`_escape`)
         return _HEADING_CLOSED.fullmatch(text, line, end) is not None
 
+    def closing_sequence(self, pos: int) -> tuple[int, int] | None:
+        """The closing sequence of the heading on ``pos``'s line (`` #`` of ``## C #``: from the whitespace before its
+        ``#`` to their end), which the whole does not show; None if the line is no heading that has one."""
+        text, line = self.text, self.text.rfind("\n", 0, pos) + 1
+        if not _ATX_OPENS.match(text, line):
+            return None
+        line_end = text.find("\n", pos)
+        content = text[line:len(text) if line_end == -1 else line_end].rstrip(" \t\r")
+        hashes = len(content) - len(content.rstrip("#"))
+        if not hashes or content[-hashes - 1:-hashes] not in (" ", "\t"):
+            return None
+        closing = (line + len(content[:-hashes].rstrip(" \t")), line + len(content))
+        if _HEADING_CLOSED.fullmatch(text, line, closing[1]) is None:
+            return None
+        if self._atx_headings is None:  # parsed only for a text cut in such a line
+            starts = [0, *(m.end() for m in re.finditer("\n", text))]
+            self._atx_headings = frozenset(starts[t.map[0]] for t in self.block_tokens()
+                                           if t.type == "heading_open" and t.markup.startswith("#") and t.map)
+        return closing if line in self._atx_headings else None
+
     def in_prefix(self, end: int) -> bool:
         """``end`` falls between a line's start and its text, the line going on after it."""
         text, line = self.text, self.text.rfind("\n", 0, end) + 1
@@ -732,7 +758,10 @@ class _Splitter(InLists):
         if not opened:
             alone, with_glued = self.head(a), self.head(j)
             held = self.fits(alone[0], alone[1], b, "") and not self.fits(with_glued[0], with_glued[1], b, "")
-            return cut if held else p
+            # Unless the next part holds it with that punctuation and all glued after it, without the markers of the
+            # styles open around (``(https://…)`` of ``**see (https://…**)``): the atom's own part left that alone.
+            unstyled = self._unstyled(j, b) if held and styles else None
+            return cut if held and (unstyled is None or unstyled[1] < _SHOWN_AROUND.match(text, b).end()) else p
         if any(s.open_start < j for s in styles):
             return p
         # Held with the punctuation without the markers of the styles opened there (``**(``), it is `_unstyled`'s.
@@ -944,6 +973,10 @@ class _Splitter(InLists):
             left_out += [span for s in self.structure.styles_open_at(body_end - 2)
                          if s.opener == "~~" and s.close_end == body_end and s.open_start >= start
                          for span in ((s.open_start, s.open_end), (s.close_start, s.close_end))]
+        if (closing := self.closing_sequence(start)) is not None and start < closing[0] and closing[1] <= body_end \
+                and not _LINE_PREFIX.fullmatch(self.text, self.text.rfind("\n", 0, start) + 1, start):
+            # Starting within a heading's line, the part is no heading: it would show the closing sequence, as text.
+            left_out.append(closing)
         outside = self.outside_its_item(start, head)
         # The lines up to `placed` stand as they are (a fence the part starts in, reopened at its own
         # indentation) or are taken out with a fence opened in the first column; the rest, out of
@@ -1024,6 +1057,12 @@ class _Splitter(InLists):
                 j = style.close_end
                 while j < n and text[j].isspace():  # the whitespace after them is at the cut too
                     j += 1
+        if j < n and text[j] == "#" and (closing := self.closing_sequence(j)) is not None and closing[0] < j:
+            # Only a heading's closing sequence left of its line, which the whole does not show: a part of it alone
+            # showed ``\#``. Dropped, as the whole drops it.
+            j = closing[1]
+            while j < n and text[j].isspace():
+                j += 1
         if (code := self.inside(j)) is not None:
             # At its line's code (the cut before the line or in its indentation): keep the indentation.
             line = text.rfind("\n", 0, j) + 1
@@ -1225,7 +1264,7 @@ def split_text(text: str, limit: int, measure: Measure = len) -> list[str]:
     from marking a style, a backslash before the delimiter row of a table whose header no part can hold (written
     as text), the ``~~`` of a strikethrough nested in one that a part reopens (or closes) alone, the markers of the
     styles around a link or address that a part holds only without them, a quote's markers
-    before the rest of a quoted line, and the list markers
+    before the rest of a quoted line, a heading's closing sequence after a cut within its line, and the list markers
     rewritten to go on with a list's numbers (see the module docstring); a text of only empty code blocks
     or link definitions gives its parts as written, as a renderer sends such a text that fits (they show
     nothing); a text with link reference definitions has those a part uses at its end (up to half the

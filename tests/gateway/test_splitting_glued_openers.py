@@ -70,3 +70,14 @@ def test_no_part_is_punctuation_alone_before_an_address_a_part_holds_alone(platf
     address_at = next((i for i, p in enumerate(parts) if "https://" in p), len(parts))
     before = [_telegram_shows(p) for p in parts[:address_at]]
     assert all(re.search(r"\w", s) for s in before), parts
+
+
+# --- review ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("platform", ["slack", "discord"])
+def test_an_address_in_a_style_opened_before_the_punctuation_goes_with_it_where_it_is_held_unstyled(platform):
+    # The "(" went with "see", and the address, bold again, left the "**)" glued after it alone: a part ")". The
+    # next part holds "(", the address and ")" without the bold (`_unstyled`): two parts, none of punctuation alone.
+    parts = split_text("**see (https://example.com/aaaaaaaaaaaaaaaaaaaa**)", 44, _MEASURES[platform])
+    assert parts == ["**see**", "(https://example.com/aaaaaaaaaaaaaaaaaaaa)"]
