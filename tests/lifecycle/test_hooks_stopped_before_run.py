@@ -38,14 +38,14 @@ def register(ctx):
 """
 
 
-async def _service(tmp_path, monkeypatch):
+async def _service(tmp_path, monkeypatch, name: str = "stop_context_plugin"):
     tools, hooks = ToolRegistry(), HookRegistry(timeout_seconds=5)
     service = AsyncSubagentLifecycle(ChildHost(tools=tools, hooks=hooks), MemoryJournal(),
                                      settings=LifecycleSettings(max_running=1))
     await service.start()
     plugins = PluginHost(tools, hooks)
-    plugin = plugin_module(tmp_path, monkeypatch, "stop_context_plugin", PLUGIN)
-    await plugins.load(["stop_context_plugin"], lifecycle=SubagentLifecycle(service))
+    plugin = plugin_module(tmp_path, monkeypatch, name, PLUGIN)
+    await plugins.load([name], lifecycle=SubagentLifecycle(service))
     assert plugins.failures == []
     return service, plugins, plugin
 

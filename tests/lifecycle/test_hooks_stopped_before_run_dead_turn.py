@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import contextlib
 
-from agent import AgentSession, HookRegistry, PluginHost, ToolRegistry
+from agent import AgentSession
 from agent._session import _ACTIVE_TURN, ActiveTurn
-from agent.models.scripted import ScriptedModel
-from lifecycle import AsyncSubagentLifecycle, ChildHost, MemoryJournal, SubagentLaunchRequest, SubagentLifecycle
+from lifecycle import SubagentLaunchRequest
 from lifecycle import SubagentState as S
-from lifecycle.settings import LifecycleSettings
-from tests.lifecycle.test_hooks_stopped_before_run import PLUGIN
-from tests.plugin_modules import plugin_module
+from tests.lifecycle.test_hooks_stopped_before_run import _model, _service
 
 
 @contextlib.contextmanager
@@ -30,18 +27,6 @@ def real_turn(session: AgentSession, turn_id: str):
         session._active_turn = None
 
 
-async def _service(tmp_path, monkeypatch):
-    tools, hooks = ToolRegistry(), HookRegistry(timeout_seconds=5)
-    service = AsyncSubagentLifecycle(ChildHost(tools=tools, hooks=hooks), MemoryJournal(),
-                                     settings=LifecycleSettings(max_running=1))
-    await service.start()
-    plugins = PluginHost(tools, hooks)
-    plugin = plugin_module(tmp_path, monkeypatch, "dead_turn_plugin", PLUGIN)
-    await plugins.load(["dead_turn_plugin"], lifecycle=SubagentLifecycle(service))
-    assert plugins.failures == []
-    return service, plugins, plugin
-
-
 async def _launch_two(service, session, model):
     with real_turn(session, "turn-1"):
         ran = await service.launch(SubagentLaunchRequest(goal="runs"))
@@ -50,13 +35,8 @@ async def _launch_two(service, session, model):
     return ran, queued
 
 
-def _model() -> ScriptedModel:
-    return ScriptedModel({"leaf": lambda r: {"wait": "never", "text": "late"} if r.metadata["goal"] != "follow up"
-                          else {"text": "fine"}})
-
-
 async def test_the_host_stopping_a_queued_child_of_an_ended_turn_gets_no_parent(tmp_path, monkeypatch):
-    service, plugins, plugin = await _service(tmp_path, monkeypatch)
+    service, plugins, plugin = await _service(tmp_path, monkeypatch, "dead_turn_plugin")
     try:
         model = _model()
         session = AgentSession(model=model, session_id="chat")
@@ -74,7 +54,7 @@ async def test_the_host_stopping_a_queued_child_of_an_ended_turn_gets_no_parent(
 
 
 async def test_a_queued_child_of_an_ended_turn_cancelled_in_a_later_turn_gets_no_parent(tmp_path, monkeypatch):
-    service, plugins, plugin = await _service(tmp_path, monkeypatch)
+    service, plugins, plugin = await _service(tmp_path, monkeypatch, "dead_turn_plugin")
     try:
         model = _model()
         session = AgentSession(model=model, session_id="chat")

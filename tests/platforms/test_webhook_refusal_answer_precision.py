@@ -8,7 +8,6 @@ token glued to other text is still masked. A segment of 12 characters or more is
 
 from __future__ import annotations
 
-import asyncio
 import string
 
 import pytest
@@ -17,29 +16,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from platforms.base import NotFound, Outbound
-from platforms.webhook import Route, WebhookAdapter, _answer
+from platforms.webhook import Route, WebhookAdapter
 from tests.platforms.test_webhook_adapter import serve
-
-SECRET = "answer-precision-secret-0123456789"
-NOW = 1_700_000_000.0
-
-
-class _Content:
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    async def read(self, n: int) -> bytes:
-        chunk, self.body = self.body[:n], self.body[n:]
-        return chunk
-
-
-class _Answer:
-    def __init__(self, body: str) -> None:
-        self.content = _Content(body.encode())
-
-
-def quoted(url: str, body: str) -> str:
-    return asyncio.run(_answer(_Answer(body), Route(SECRET, url))).removeprefix("; its answer: ")
+from tests.platforms.test_webhook_refusal_answer_words import NOW, SECRET, quoted
 
 
 @pytest.mark.parametrize("url", [
