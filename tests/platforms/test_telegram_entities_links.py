@@ -14,6 +14,8 @@ from platforms.base import CommandSpec
 from platforms.fakes.telegram import FakeTelegram
 from platforms.telegram import TelegramAdapter
 from tests.platforms.sink import Sink
+from tests.platforms.test_invisible_only_telegram import Edits
+from tests.platforms.test_invisible_only_telegram import texts_before as texts
 
 BOT = "switchboard_bot"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
@@ -22,17 +24,6 @@ ARTICLE = "https://example.com/news/2024/rates"
 
 def link(offset: int, length: int, url: str = ARTICLE) -> dict:
     return {"type": "text_link", "offset": offset, "length": length, "url": url}
-
-
-class Edits:
-    """Stands in for the gateway's `MessageEdits.edited`: records each edit handed over."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    async def __call__(self, platform: str, chat_id: str, thread_id: str | None, message_id: str, text: str) -> bool:
-        self.texts.append(text)
-        return True
 
 
 @pytest.fixture
@@ -48,13 +39,6 @@ async def telegram(fake: FakeTelegram) -> AsyncIterator[tuple[Sink, Edits]]:
     await adapter.start(sink, [CommandSpec("new", "Start a new session")])
     yield sink, edits
     await adapter.stop()
-
-
-async def texts(fake: FakeTelegram, sink: Sink) -> list[str]:
-    """The texts handed over, once a message written after those pushed so far is: polling hands them in order."""
-    fake.push_message(7, "the last one")
-    await fake.wait_for(lambda: sink.inbound and sink.inbound[-1].text == "the last one")
-    return [inbound.text for inbound in sink.inbound[:-1]]
 
 
 async def test_a_link_on_words_reaches_the_model_with_its_address(fake, telegram) -> None:
